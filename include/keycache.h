@@ -1,0 +1,53 @@
+/*
+ * keycache - public names for the keycache OpenSSL 3 provider.
+ *
+ * Applications never need this header to benefit from keycache; it is for
+ * operators' tooling and tests that read counters or write configs.
+ */
+#ifndef KEYCACHE_H
+#define KEYCACHE_H
+
+/* Provider name, as used in openssl.cnf and OSSL_PROVIDER_load(). */
+#define KEYCACHE_PROVIDER_NAME "keycache"
+
+/*
+ * Configuration keys, read from the provider's openssl.cnf section:
+ *
+ *   [keycache_sect]
+ *   module     = /usr/lib/x86_64-linux-gnu/ossl-modules/keycache.so
+ *   activate   = 1
+ *   cache_size = 64     # cached keys per thread (0 disables caching)
+ *   hmac       = on     # off: HMAC passes straight through to default
+ *   aes_gcm    = on     # off: AES-GCM passes straight through to default
+ *   idle_ttl   = 0      # seconds an unused entry may live; 0 = no limit
+ */
+#define KEYCACHE_CONF_CACHE_SIZE "cache_size"
+#define KEYCACHE_CONF_HMAC       "hmac"
+#define KEYCACHE_CONF_AES_GCM    "aes_gcm"
+#define KEYCACHE_CONF_IDLE_TTL   "idle_ttl"
+
+#define KEYCACHE_DEFAULT_CACHE_SIZE 64
+#define KEYCACHE_MAX_CACHE_SIZE     4096
+/* Longer keys are never cached: they pass straight through. */
+#define KEYCACHE_MAX_KEY_LEN        128
+
+/*
+ * Counters, read with OSSL_PROVIDER_get_params() as OSSL_PARAM_UNSIGNED_INTEGER
+ * (uint64_t).  They sum over all threads of the process, live and exited.
+ *
+ *   hits         keyed init served from a cached key schedule
+ *   misses       keyed init that had to expand the key (entry then cached)
+ *   evictions    entries dropped to make room, by idle_ttl, or at thread exit
+ *   passthrough  operations served uncached (algorithm off, key too long,
+ *                unusual parameters such as TLS ones, cache_size 0)
+ *   entries      entries currently cached across all threads
+ */
+#define KEYCACHE_PARAM_HITS        "keycache-hits"
+#define KEYCACHE_PARAM_MISSES      "keycache-misses"
+#define KEYCACHE_PARAM_EVICTIONS   "keycache-evictions"
+#define KEYCACHE_PARAM_PASSTHROUGH "keycache-passthrough"
+#define KEYCACHE_PARAM_ENTRIES     "keycache-entries"
+/* The effective cache_size, for checking that a config was picked up. */
+#define KEYCACHE_PARAM_CACHE_SIZE  "keycache-cache-size"
+
+#endif

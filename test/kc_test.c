@@ -1,0 +1,165 @@
+#include "kc_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <CUnit/Basic.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/params.h>
+
+#include "keycache.h"
+
+static OSSL_LIB_CTX *def_ctx, *kc_ctx;
+static OSSL_PROVIDER *def_prov;
+
+const char *kct_conf_path(void)
+{
+    const char *p = getenv("KC_TEST_CONF");
+
+    return p != NULL ? p : KC_TEST_CONF;
+}
+
+const char *kct_vectors_dir(void)
+{
+    const char *p = getenv("KC_VECTORS");
+
+    return p != NULL ? p : KC_VECTORS;
+}
+
+OSSL_LIB_CTX *kct_default(void)
+{
+    if (def_ctx == NULL) {
+        def_ctx = OSSL_LIB_CTX_new();
+        def_prov = OSSL_PROVIDER_load(def_ctx, "default");
+        if (def_prov == NULL) {
+            ERR_print_errors_fp(stderr);
+            abort();
+        }
+    }
+    return def_ctx;
+}
+
+OSSL_LIB_CTX *kct_keycache(void)
+{
+    if (kc_ctx == NULL) {
+        kc_ctx = OSSL_LIB_CTX_new();
+        if (kc_ctx == NULL
+            || !OSSL_LIB_CTX_load_config(kc_ctx, kct_conf_path())
+            || !OSSL_PROVIDER_available(kc_ctx, KEYCACHE_PROVIDER_NAME)) {
+            fprintf(stderr, "cannot load keycache from %s\n", kct_conf_path());
+            ERR_print_errors_fp(stderr);
+            abort();
+        }
+    }
+    return kc_ctx;
+}
+
+static int find_kc(OSSL_PROVIDER *prov, void *arg)
+{
+    if (strcmp(OSSL_PROVIDER_get0_name(prov), KEYCACHE_PROVIDER_NAME) == 0) {
+        *(OSSL_PROVIDER **)arg = prov;
+        return 0;
+    }
+    return 1;
+}
+
+OSSL_PROVIDER *kct_keycache_provider(void)
+{
+    OSSL_PROVIDER *p = NULL;
+
+    OSSL_PROVIDER_do_all(kct_keycache(), find_kc, &p);
+    return p;
+}
+
+void kct_use(OSSL_LIB_CTX *ctx)
+{
+    OSSL_LIB_CTX_set0_default(ctx);
+}
+
+uint64_t kct_counter(const char *name)
+{
+    uint64_t v = 0;
+    OSSL_PARAM params[2];
+
+    params[0] = OSSL_PARAM_construct_uint64(name, &v);
+    params[1] = OSSL_PARAM_construct_end();
+    if (!OSSL_PROVIDER_get_params(kct_keycache_provider(), params)
+        || !OSSL_PARAM_modified(params))
+        return UINT64_MAX;
+    return v;
+}
+
+const char *kct_provider_name(const OSSL_PROVIDER *prov)
+{
+    return prov == NULL ? "(none)" : OSSL_PROVIDER_get0_name(prov);
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+unsigned char *kct_unhex(const char *hex, size_t *len)
+{
+    size_t n = strlen(hex), i;
+    unsigned char *out = malloc(n / 2 + 1);
+
+    if (out == NULL || n % 2 != 0) {
+        free(out);
+        *len = 0;
+        return NULL;
+    }
+    for (i = 0; i < n / 2; i++) {
+        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+
+        if (hi < 0 || lo < 0) {
+            free(out);
+            *len = 0;
+            return NULL;
+        }
+        out[i] = (unsigned char)(hi << 4 | lo);
+    }
+    *len = n / 2;
+    return out;
+}
+
+void kct_fill(unsigned char *buf, size_t len, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        buf[i] = (unsigned char)x;
+    }
+}
+
+int kct_main(int argc, char **argv, void (*add_suites)(void))
+{
+    unsigned int failed;
+
+    (void)argc;
+    (void)argv;
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 2;
+    add_suites();
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    failed = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
+    CU_cleanup_registry();
+    kct_use(NULL);
+    OSSL_LIB_CTX_free(kc_ctx);
+    OSSL_PROVIDER_unload(def_prov);
+    OSSL_LIB_CTX_free(def_ctx);
+    kc_ctx = def_ctx = NULL;
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,52 @@
+/*
+ * Shared helpers for keycache's CUnit tests.
+ *
+ * Every test compares keycache against the default provider in the same
+ * process: kct_default() is a library context with only `default` loaded,
+ * kct_keycache() one configured from the build tree's openssl.cnf (default +
+ * keycache, default_properties = ?provider=keycache).  kct_use() makes either
+ * one the calling thread's default context, so "unchanged" code that passes a
+ * NULL library context (EVP_Q_mac(NULL, ...), EVP_aes_256_gcm()) runs against
+ * it.
+ */
+#ifndef KC_TEST_H
+#define KC_TEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <CUnit/CUnit.h>
+#include <openssl/crypto.h>
+#include <openssl/provider.h>
+
+OSSL_LIB_CTX *kct_default(void);
+OSSL_LIB_CTX *kct_keycache(void);
+/* The keycache provider object inside kct_keycache(). */
+OSSL_PROVIDER *kct_keycache_provider(void);
+
+/* Make ctx the calling thread's default library context (NULL = global). */
+void kct_use(OSSL_LIB_CTX *ctx);
+
+/* A keycache counter (KEYCACHE_PARAM_*) summed over all threads. */
+uint64_t kct_counter(const char *name);
+
+/* Name of the provider that implements a fetched algorithm object. */
+const char *kct_provider_name(const OSSL_PROVIDER *prov);
+
+/* Path of the build tree's openssl.cnf and of the shared vectors folder. */
+const char *kct_conf_path(void);
+const char *kct_vectors_dir(void);
+
+/* Hex helpers for vector files; return allocated buffer, *len set. */
+unsigned char *kct_unhex(const char *hex, size_t *len);
+
+/* Deterministic pseudo-random bytes for tests. */
+void kct_fill(unsigned char *buf, size_t len, uint32_t seed);
+
+/*
+ * Run the given suites with CUnit's basic interface, free everything and
+ * return a process exit code (0 = all passed).  Suites are registered by
+ * the caller through the add function.
+ */
+int kct_main(int argc, char **argv, void (*add_suites)(void));
+
+#endif
