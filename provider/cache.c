@@ -1,0 +1,422 @@
+/*
+ * The per-thread cache: key bytes (plus the algorithm and whatever else
+ * shapes the keyed state) -> a ready keyed inner context.
+ *
+ * Each thread owns its cache outright: the hot path reads a thread-local
+ * pointer and touches nothing shared, so it takes no lock and does no atomic
+ * read-modify-write.  The provider keeps a list of all caches under a lock
+ * that is taken only when a thread's cache is created or destroyed and when
+ * counters are read, so that teardown can free every thread's cache.
+ *
+ * Keys are compared by content with CRYPTO_memcmp, after a keyed 64-bit hash
+ * (secret per-thread seed) has filtered the slots.  Entries are evicted least
+ * recently used first; an entry's key bytes are cleansed when it dies and its
+ * context is freed by the inner provider, which cleanses its own copy.
+ */
+#include <string.h>
+#include <time.h>
+#include <openssl/rand.h>
+
+#include "kc_local.h"
+
+typedef struct {
+    const KC_ALG *alg;        /* NULL: free slot */
+    const void *param;
+    void *ctx;                /* NULL while leased out (or free) */
+    uint64_t hash;
+    uint64_t last_used;       /* LRU tick */
+    uint64_t gen;             /* changes whenever the slot is (re)filled */
+    time_t last_time;         /* for idle_ttl only */
+    size_t keylen;
+    unsigned char key[KEYCACHE_MAX_KEY_LEN];
+} KC_ENTRY;
+
+/* Remembers resolved digest names, so a repeated name costs a strcmp. */
+#define KC_MEMO_SLOTS 8
+#define KC_MEMO_NAME 64
+typedef struct {
+    const void *value;
+    char name[KC_MEMO_NAME];
+    char props[KC_MEMO_NAME];
+} KC_MEMO;
+
+struct kc_cache_st {
+    KC_PROVCTX *pctx;
+    KC_CACHE *next, *prev;    /* registry list, under pctx->lock */
+    uint64_t id;              /* unique for the process's lifetime */
+    uint64_t seed;
+    uint64_t tick;
+    uint64_t gen;
+    time_t last_sweep;
+    size_t size, used;
+    KC_COUNTERS n;
+    KC_MEMO memo[KC_MEMO_SLOTS];
+    unsigned int memo_next;
+    KC_ENTRY entries[];
+};
+
+static uint64_t next_cache_id = 1;   /* guarded by pctx->lock */
+
+/*
+ * Counters are written only by the owning thread but read by whoever asks
+ * the provider for them: relaxed atomic loads and stores make that a plain
+ * move on the hot path and keep it race-free.
+ */
+#define KC_BUMP(c, field) \
+    __atomic_store_n(&(c)->n.field, (c)->n.field + 1, __ATOMIC_RELAXED)
+#define KC_READ(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+static uint64_t kc_hash(uint64_t seed, const unsigned char *p, size_t n)
+{
+    uint64_t h = seed ^ (n * 0x9e3779b97f4a7c15ULL), w;
+
+    for (; n >= 8; p += 8, n -= 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+        h ^= h >> 31;
+    }
+    if (n > 0) {
+        w = 0;
+        memcpy(&w, p, n);
+        h = (h ^ w) * 0x94d049bb133111ebULL;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
+{
+    if (e->alg == NULL)
+        return;
+    if (e->ctx != NULL)
+        e->alg->freectx(e->ctx);
+    OPENSSL_cleanse(e->key, e->keylen);
+    e->alg = NULL;
+    e->param = NULL;
+    e->ctx = NULL;
+    e->keylen = 0;
+    e->hash = 0;
+    e->last_used = 0;
+    e->gen = ++c->gen;
+    c->used--;
+}
+
+static void cache_free(KC_CACHE *c)
+{
+    size_t i;
+
+    for (i = 0; i < c->size; i++)
+        entry_kill(c, &c->entries[i]);
+    OPENSSL_clear_free(c, sizeof(*c) + c->size * sizeof(KC_ENTRY));
+}
+
+static void add_counters(KC_COUNTERS *to, const KC_COUNTERS *from)
+{
+    to->hits += KC_READ(from->hits);
+    to->misses += KC_READ(from->misses);
+    to->evictions += KC_READ(from->evictions);
+    to->passthrough += KC_READ(from->passthrough);
+}
+
+/* Unlink c from the registry (lock held) and keep its counters. */
+static void cache_retire(KC_PROVCTX *pctx, KC_CACHE *c)
+{
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        pctx->caches = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    /* entries still cached die now: count them as evictions */
+    c->n.evictions += c->used;
+    add_counters(&pctx->retired, &c->n);
+}
+
+/* Thread-stop handler registered through core_thread_start. */
+static void kc_thread_stop(void *arg)
+{
+    KC_PROVCTX *pctx = arg;
+    KC_CACHE *c;
+
+    if (!pctx->tls_ok)
+        return;
+    c = CRYPTO_THREAD_get_local(&pctx->tls);
+    if (c == NULL)
+        return;
+    CRYPTO_THREAD_set_local(&pctx->tls, NULL);
+    if (CRYPTO_THREAD_write_lock(pctx->lock)) {
+        cache_retire(pctx, c);
+        CRYPTO_THREAD_unlock(pctx->lock);
+    }
+    cache_free(c);
+}
+
+static KC_CACHE *cache_new(KC_PROVCTX *pctx)
+{
+    KC_CACHE *c;
+    size_t i;
+
+    c = OPENSSL_zalloc(sizeof(*c) + pctx->cache_size * sizeof(KC_ENTRY));
+    if (c == NULL)
+        return NULL;
+    c->pctx = pctx;
+    c->size = pctx->cache_size;
+    if (RAND_bytes_ex(pctx->libctx, (unsigned char *)&c->seed,
+                      sizeof(c->seed), 0) <= 0)
+        c->seed = (uint64_t)(uintptr_t)c ^ (uint64_t)time(NULL);
+    for (i = 0; i < c->size; i++)
+        c->entries[i].gen = ++c->gen;
+    c->last_sweep = time(NULL);
+    return c;
+}
+
+static KC_CACHE *cache_create(KC_PROVCTX *pctx)
+{
+    KC_CACHE *c = cache_new(pctx);
+
+    if (c == NULL)
+        return NULL;
+    /* Not under our lock: OpenSSL takes its own locks in here. */
+    if (!pctx->core_thread_start(pctx->handle, kc_thread_stop, pctx)) {
+        cache_free(c);
+        return NULL;
+    }
+    if (!CRYPTO_THREAD_write_lock(pctx->lock)) {
+        cache_free(c);
+        return NULL;
+    }
+    c->id = next_cache_id++;
+    c->next = pctx->caches;
+    if (c->next != NULL)
+        c->next->prev = c;
+    pctx->caches = c;
+    CRYPTO_THREAD_unlock(pctx->lock);
+    if (!CRYPTO_THREAD_set_local(&pctx->tls, c)) {
+        if (CRYPTO_THREAD_write_lock(pctx->lock)) {
+            cache_retire(pctx, c);
+            CRYPTO_THREAD_unlock(pctx->lock);
+        }
+        cache_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Drop entries idle for longer than idle_ttl; checked about once a second. */
+static void cache_sweep(KC_CACHE *c, time_t now)
+{
+    size_t i;
+
+    c->last_sweep = now;
+    for (i = 0; i < c->size; i++) {
+        KC_ENTRY *e = &c->entries[i];
+
+        if (e->alg != NULL && e->ctx != NULL
+            && (uint64_t)(now - e->last_time) >= c->pctx->idle_ttl) {
+            entry_kill(c, e);
+            KC_BUMP(c, evictions);
+        }
+    }
+}
+
+KC_CACHE *kc_cache_get(KC_PROVCTX *pctx)
+{
+    KC_CACHE *c = CRYPTO_THREAD_get_local(&pctx->tls);
+
+    if (c == NULL)
+        return cache_create(pctx);
+    if (pctx->idle_ttl != 0 && c->used != 0) {
+        time_t now = time(NULL);
+
+        if (now != c->last_sweep)
+            cache_sweep(c, now);
+    }
+    return c;
+}
+
+const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
+                              const char *props)
+{
+    unsigned int i;
+
+    if (props == NULL)
+        props = "";
+    for (i = 0; i < KC_MEMO_SLOTS; i++) {
+        const KC_MEMO *m = &c->memo[i];
+
+        if (m->value != NULL && strcmp(m->name, name) == 0
+            && strcmp(m->props, props) == 0)
+            return m->value;
+    }
+    return NULL;
+}
+
+void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
+                       const void *value)
+{
+    KC_MEMO *m;
+
+    if (props == NULL)
+        props = "";
+    if (strlen(name) >= KC_MEMO_NAME || strlen(props) >= KC_MEMO_NAME)
+        return;
+    m = &c->memo[c->memo_next++ % KC_MEMO_SLOTS];
+    strcpy(m->name, name);
+    strcpy(m->props, props);
+    m->value = value;
+}
+
+void kc_count_passthrough(KC_CACHE *c)
+{
+    if (c != NULL)
+        KC_BUMP(c, passthrough);
+}
+
+void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
+                    const unsigned char *key, size_t keylen, int take,
+                    KC_LEASE *lease)
+{
+    uint64_t h;
+    size_t i;
+
+    if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
+        return NULL;
+    h = kc_hash(c->seed, key, keylen);
+    for (i = 0; i < c->size; i++) {
+        KC_ENTRY *e = &c->entries[i];
+        void *ctx;
+
+        if (e->hash != h || e->ctx == NULL || e->alg != alg
+            || e->param != param || e->keylen != keylen
+            || CRYPTO_memcmp(e->key, key, keylen) != 0)
+            continue;
+        ctx = e->ctx;
+        e->last_used = ++c->tick;
+        if (c->pctx->idle_ttl != 0)
+            e->last_time = time(NULL);
+        if (take) {
+            e->ctx = NULL;
+            lease->cache_id = c->id;
+            lease->gen = e->gen;
+            lease->idx = (uint32_t)i;
+        }
+        KC_BUMP(c, hits);
+        return ctx;
+    }
+    return NULL;
+}
+
+int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
+                 const unsigned char *key, size_t keylen, void *ctx,
+                 KC_LEASE *lease)
+{
+    KC_ENTRY *e = NULL;
+    size_t i;
+
+    KC_BUMP(c, misses);
+    if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
+        return 0;
+    /* a free slot, else the least recently used one */
+    for (i = 0; i < c->size; i++) {
+        KC_ENTRY *cand = &c->entries[i];
+
+        if (cand->alg == NULL) {
+            e = cand;
+            break;
+        }
+        if (e == NULL || cand->last_used < e->last_used)
+            e = cand;
+    }
+    if (e->alg != NULL) {
+        entry_kill(c, e);
+        KC_BUMP(c, evictions);
+    }
+    e->alg = alg;
+    e->param = param;
+    e->ctx = ctx;
+    e->hash = kc_hash(c->seed, key, keylen);
+    e->keylen = keylen;
+    memcpy(e->key, key, keylen);
+    e->last_used = ++c->tick;
+    e->gen = ++c->gen;
+    if (c->pctx->idle_ttl != 0)
+        e->last_time = time(NULL);
+    c->used++;
+    if (ctx == NULL) {
+        lease->cache_id = c->id;
+        lease->gen = e->gen;
+        lease->idx = (uint32_t)(e - c->entries);
+    }
+    return 1;
+}
+
+int kc_cache_return(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx)
+{
+    KC_CACHE *c;
+    KC_ENTRY *e;
+
+    if (lease->cache_id == 0)
+        return 0;
+    /*
+     * Only into the current thread's own cache, and only into the very slot
+     * it left: a context freed on another thread, or whose entry was evicted
+     * meanwhile, is simply freed by the caller.
+     */
+    c = CRYPTO_THREAD_get_local(&pctx->tls);
+    if (c == NULL || c->id != lease->cache_id || lease->idx >= c->size)
+        return 0;
+    e = &c->entries[lease->idx];
+    if (e->gen != lease->gen || e->alg == NULL || e->ctx != NULL)
+        return 0;
+    e->ctx = ctx;
+    return 1;
+}
+
+void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries)
+{
+    KC_CACHE *c;
+
+    memset(sum, 0, sizeof(*sum));
+    *entries = 0;
+    if (!CRYPTO_THREAD_read_lock(pctx->lock))
+        return;
+    *sum = pctx->retired;
+    for (c = pctx->caches; c != NULL; c = c->next) {
+        add_counters(sum, &c->n);
+        *entries += KC_READ(c->used);
+    }
+    CRYPTO_THREAD_unlock(pctx->lock);
+}
+
+int kc_cache_start(KC_PROVCTX *pctx)
+{
+    if ((pctx->lock = CRYPTO_THREAD_lock_new()) == NULL)
+        return 0;
+    if (!CRYPTO_THREAD_init_local(&pctx->tls, NULL))
+        return 0;
+    pctx->tls_ok = 1;
+    return 1;
+}
+
+void kc_cache_stop(KC_PROVCTX *pctx)
+{
+    KC_CACHE *c, *next;
+
+    if (pctx->lock != NULL && CRYPTO_THREAD_write_lock(pctx->lock)) {
+        for (c = pctx->caches; c != NULL; c = next) {
+            next = c->next;
+            cache_retire(pctx, c);
+            cache_free(c);
+        }
+        pctx->caches = NULL;
+        CRYPTO_THREAD_unlock(pctx->lock);
+    }
+    if (pctx->tls_ok) {
+        /* the calling thread may still point at a cache freed above */
+        CRYPTO_THREAD_set_local(&pctx->tls, NULL);
+        CRYPTO_THREAD_cleanup_local(&pctx->tls);
+        pctx->tls_ok = 0;
+    }
+    CRYPTO_THREAD_lock_free(pctx->lock);
+    pctx->lock = NULL;
+}

@@ -1,0 +1,389 @@
+/*
+ * HMAC wrapper.
+ *
+ * Strategy: check-out / check-in.  A cached entry is an inner (default
+ * provider) HMAC context that was created, given a digest and keyed, and
+ * nothing else.  A keyed init takes such a context out of the thread's cache
+ * and re-initialises it without a key, which restores exactly the state a
+ * fresh context has after being keyed: HMAC_Init_ex() with a NULL key copies
+ * the saved inner pad state, and the digest and key copy are unchanged.
+ * Freeing the wrapper puts the context back.
+ *
+ * Until a key arrives the wrapper only remembers the digest (resolved to an
+ * entry of the table built at start, so the cache key is a pointer compare).
+ * Anything whose effect a keyless re-init cannot undo - the digest-noinit,
+ * digest-oneshot and tls-data-size parameters, an engine, a digest we do not
+ * know, a digest changed after keying, a failed key setup - switches the
+ * wrapper to pass-through: it gets its own inner context that receives
+ * exactly the calls the default provider would have received, and that
+ * context is freed, never cached.  The default provider's behaviour,
+ * including its errors, therefore stays the reference in every odd case.
+ */
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
+#include "kc_local.h"
+
+typedef struct {
+    KC_PROVCTX *pctx;
+    const KC_DIGEST *dg;       /* the digest the default ctx would hold */
+    void *inner;               /* inner HMAC ctx, NULL until keyed */
+    KC_LEASE lease;            /* where inner goes back to, if anywhere */
+    int passthrough;           /* inner is the reference copy: forward all */
+} KC_HMAC_CTX;
+
+/* returned by resolve_digest() for a digest the table does not know */
+static const KC_DIGEST unknown_digest;
+
+static OSSL_FUNC_mac_newctx_fn kc_hmac_newctx;
+static OSSL_FUNC_mac_dupctx_fn kc_hmac_dupctx;
+static OSSL_FUNC_mac_freectx_fn kc_hmac_freectx;
+static OSSL_FUNC_mac_init_fn kc_hmac_init;
+static OSSL_FUNC_mac_update_fn kc_hmac_update;
+static OSSL_FUNC_mac_final_fn kc_hmac_final;
+static OSSL_FUNC_mac_gettable_ctx_params_fn kc_hmac_gettable_ctx_params;
+static OSSL_FUNC_mac_get_ctx_params_fn kc_hmac_get_ctx_params;
+static OSSL_FUNC_mac_settable_ctx_params_fn kc_hmac_settable_ctx_params;
+static OSSL_FUNC_mac_set_ctx_params_fn kc_hmac_set_ctx_params;
+
+static const KC_MAC_FNS *fns(const KC_HMAC_CTX *w)
+{
+    return &w->pctx->hmac;
+}
+
+static int inner_set_digest(const KC_HMAC_CTX *w, void *inner,
+                            const KC_DIGEST *dg)
+{
+    OSSL_PARAM p[2];
+
+    p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                            (char *)dg->name, 0);
+    p[1] = OSSL_PARAM_construct_end();
+    return fns(w)->set_ctx_params(inner, p);
+}
+
+/* Hand the inner context back to the cache, or free it. */
+static void release_inner(KC_HMAC_CTX *w)
+{
+    if (w->inner == NULL)
+        return;
+    if (w->passthrough || !kc_cache_return(w->pctx, &w->lease, w->inner))
+        fns(w)->freectx(w->inner);
+    w->inner = NULL;
+    memset(&w->lease, 0, sizeof(w->lease));
+}
+
+/*
+ * Switch to pass-through: make sure there is an inner context whose state is
+ * the one the default provider's context would have, and forward from now on.
+ */
+static int go_passthrough(KC_HMAC_CTX *w)
+{
+    if (w->passthrough)
+        return 1;
+    if (w->inner == NULL) {
+        w->inner = fns(w)->newctx(w->pctx->inner_provctx);
+        if (w->inner == NULL)
+            return 0;
+        if (w->dg != NULL && !inner_set_digest(w, w->inner, w->dg)) {
+            fns(w)->freectx(w->inner);
+            w->inner = NULL;
+            return 0;
+        }
+    }
+    /* an inner context we already had was clean: its state is exact */
+    w->passthrough = 1;
+    memset(&w->lease, 0, sizeof(w->lease));
+    kc_count_passthrough(kc_cache_get(w->pctx));
+    return 1;
+}
+
+/*
+ * Resolve a digest name the way the default provider does (a fetch in its
+ * library context), remembering the answer per thread.  NULL: the fetch
+ * failed and left the default's error on the queue.
+ */
+static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
+                                       const char *props)
+{
+    KC_CACHE *c = kc_cache_get(w->pctx);
+    const KC_DIGEST *d = NULL;
+    EVP_MD *md;
+
+    if (c != NULL && (d = kc_cache_memo_get(c, name, props)) != NULL)
+        return d;
+    md = EVP_MD_fetch(w->pctx->libctx, name, props);
+    if (md == NULL)
+        return NULL;
+    d = kc_inner_digest(w->pctx, md);
+    EVP_MD_free(md);
+    if (d == NULL)
+        return &unknown_digest;
+    if (c != NULL)
+        kc_cache_memo_put(c, name, props, d);
+    return d;
+}
+
+/*
+ * Key the wrapper from the cache.  Returns 1/0 as the default would, or -1
+ * when this key cannot be handled here and the caller must pass through.
+ */
+static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
+                         size_t keylen)
+{
+    KC_PROVCTX *pctx = w->pctx;
+    KC_CACHE *c;
+    void *inner;
+
+    if (key == NULL || w->dg == NULL || keylen > KEYCACHE_MAX_KEY_LEN
+        || (c = kc_cache_get(pctx)) == NULL)
+        return -1;
+
+    /* the old inner is clean: keyed with (dg, old key) and nothing else */
+    release_inner(w);
+
+    inner = kc_cache_find(c, &pctx->hmac_alg, w->dg, key, keylen, 1,
+                          &w->lease);
+    if (inner != NULL) {
+        /* keyless re-init: message state back to "just keyed" */
+        if (!fns(w)->init(inner, NULL, 0, NULL)) {
+            fns(w)->freectx(inner);
+            memset(&w->lease, 0, sizeof(w->lease));
+            return -1;
+        }
+        w->inner = inner;
+        return 1;
+    }
+
+    inner = fns(w)->newctx(pctx->inner_provctx);
+    if (inner == NULL)
+        return 0;
+    w->inner = inner;
+    if (!inner_set_digest(w, inner, w->dg)
+        || !fns(w)->init(inner, key, keylen, NULL)) {
+        /* whatever state that left is the default's: keep it, uncached */
+        w->passthrough = 1;
+        kc_count_passthrough(c);
+        return 0;
+    }
+    if (!kc_cache_add(c, &pctx->hmac_alg, w->dg, key, keylen, NULL,
+                      &w->lease))
+        memset(&w->lease, 0, sizeof(w->lease));
+    return 1;
+}
+
+static void *kc_hmac_newctx(void *provctx)
+{
+    KC_PROVCTX *pctx = provctx;
+    KC_HMAC_CTX *w = OPENSSL_zalloc(sizeof(*w));
+
+    if (w == NULL)
+        return NULL;
+    w->pctx = pctx;
+    if (!pctx->hmac_on && !go_passthrough(w)) {
+        OPENSSL_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+static void kc_hmac_freectx(void *vctx)
+{
+    KC_HMAC_CTX *w = vctx;
+
+    if (w == NULL)
+        return;
+    release_inner(w);
+    OPENSSL_free(w);
+}
+
+static void *kc_hmac_dupctx(void *vctx)
+{
+    KC_HMAC_CTX *src = vctx, *dst;
+
+    if ((dst = OPENSSL_malloc(sizeof(*dst))) == NULL)
+        return NULL;
+    *dst = *src;
+    /* the copy owns its inner outright; only the original holds the lease */
+    memset(&dst->lease, 0, sizeof(dst->lease));
+    if (src->inner != NULL
+        && (dst->inner = fns(src)->dupctx(src->inner)) == NULL) {
+        OPENSSL_free(dst);
+        return NULL;
+    }
+    return dst;
+}
+
+static int set_key_param(KC_HMAC_CTX *w, const OSSL_PARAM *p)
+{
+    OSSL_PARAM one[2];
+    int r;
+
+    if (p->data_type != OSSL_PARAM_OCTET_STRING)
+        return 0;
+    r = setkey_cached(w, p->data, p->data_size);
+    if (r >= 0)
+        return r;
+    if (!go_passthrough(w))
+        return 0;
+    one[0] = *p;
+    one[1] = OSSL_PARAM_construct_end();
+    return fns(w)->set_ctx_params(w->inner, one);
+}
+
+static int kc_hmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+{
+    KC_HMAC_CTX *w = vctx;
+    const OSSL_PARAM *dig, *props, *key;
+
+    if (params == NULL)
+        return 1;
+    if (w->passthrough)
+        return fns(w)->set_ctx_params(w->inner, params);
+
+    /* state a keyless re-init cannot undo: hand over to a private inner */
+    if (OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_DIGEST_NOINIT) != NULL
+        || OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_DIGEST_ONESHOT) != NULL
+        || OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_TLS_DATA_SIZE) != NULL
+        || OSSL_PARAM_locate_const(params, OSSL_ALG_PARAM_ENGINE) != NULL)
+        goto passthrough;
+
+    /* the default checks the properties' type even without a digest */
+    props = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_PROPERTIES);
+    if (props != NULL && props->data_type != OSSL_PARAM_UTF8_STRING)
+        return 0;
+    dig = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_DIGEST);
+    if (dig != NULL) {
+        const KC_DIGEST *d;
+
+        if (dig->data_type != OSSL_PARAM_UTF8_STRING)
+            return 0;
+        if (w->inner != NULL) {
+            /* re-stating the keyed digest changes nothing; anything else
+             * changes the inner's state in ways we let it handle itself */
+            ERR_set_mark();
+            d = resolve_digest(w, dig->data, props != NULL ? props->data : NULL);
+            ERR_pop_to_mark();
+            if (d != w->dg)
+                goto passthrough;
+        } else {
+            d = resolve_digest(w, dig->data, props != NULL ? props->data : NULL);
+            if (d == NULL) {
+                /* the default forgets its digest when a fetch fails */
+                w->dg = NULL;
+                return 0;
+            }
+            if (d == &unknown_digest)
+                goto passthrough;
+            w->dg = d;
+        }
+    }
+    key = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_KEY);
+    if (key != NULL)
+        return set_key_param(w, key);
+    return 1;
+
+ passthrough:
+    if (!go_passthrough(w))
+        return 0;
+    return fns(w)->set_ctx_params(w->inner, params);
+}
+
+static int kc_hmac_init(void *vctx, const unsigned char *key, size_t keylen,
+                        const OSSL_PARAM params[])
+{
+    KC_HMAC_CTX *w = vctx;
+    int r;
+
+    if (w->passthrough)
+        return fns(w)->init(w->inner, key, keylen, params);
+    if (!kc_hmac_set_ctx_params(w, params))
+        return 0;
+    if (w->passthrough) /* the params just switched us over */
+        return fns(w)->init(w->inner, key, keylen, NULL);
+    if (key == NULL) {
+        /* keyless re-init; never keyed at all fails like HMAC_Init_ex */
+        return w->inner != NULL ? fns(w)->init(w->inner, NULL, 0, NULL) : 0;
+    }
+    r = setkey_cached(w, key, keylen);
+    if (r >= 0)
+        return r;
+    if (!go_passthrough(w))
+        return 0;
+    return fns(w)->init(w->inner, key, keylen, NULL);
+}
+
+static int kc_hmac_update(void *vctx, const unsigned char *data,
+                          size_t datalen)
+{
+    KC_HMAC_CTX *w = vctx;
+
+    /* an unkeyed default ctx has no digest and refuses quietly */
+    return w->inner != NULL ? fns(w)->update(w->inner, data, datalen) : 0;
+}
+
+static int kc_hmac_final(void *vctx, unsigned char *out, size_t *outl,
+                         size_t outsize)
+{
+    KC_HMAC_CTX *w = vctx;
+
+    return w->inner != NULL ? fns(w)->final(w->inner, out, outl, outsize) : 0;
+}
+
+static const OSSL_PARAM *kc_hmac_gettable_ctx_params(void *vctx,
+                                                     void *provctx)
+{
+    KC_PROVCTX *pctx = provctx;
+
+    return pctx->hmac.gettable_ctx_params == NULL ? NULL
+           : pctx->hmac.gettable_ctx_params(NULL, pctx->inner_provctx);
+}
+
+static const OSSL_PARAM *kc_hmac_settable_ctx_params(void *vctx,
+                                                     void *provctx)
+{
+    KC_PROVCTX *pctx = provctx;
+
+    return pctx->hmac.settable_ctx_params == NULL ? NULL
+           : pctx->hmac.settable_ctx_params(NULL, pctx->inner_provctx);
+}
+
+static int kc_hmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
+{
+    KC_HMAC_CTX *w = vctx;
+    OSSL_PARAM *p;
+
+    /* a clean inner holds exactly the default's digest and key */
+    if (w->inner != NULL)
+        return fns(w)->get_ctx_params(w->inner, params);
+
+    /* never keyed: the default's HMAC_CTX has no digest yet */
+    if ((p = OSSL_PARAM_locate(params, OSSL_MAC_PARAM_SIZE)) != NULL) {
+        ERR_raise(ERR_LIB_EVP, EVP_R_MESSAGE_DIGEST_IS_NULL);
+        if (!OSSL_PARAM_set_size_t(p, 0))
+            return 0;
+    }
+    if ((p = OSSL_PARAM_locate(params, OSSL_MAC_PARAM_BLOCK_SIZE)) != NULL
+        && !OSSL_PARAM_set_int(p, w->dg != NULL ? w->dg->block_size : 0))
+        return 0;
+    return 1;
+}
+
+const OSSL_DISPATCH kc_hmac_functions[] = {
+    { OSSL_FUNC_MAC_NEWCTX, (void (*)(void))kc_hmac_newctx },
+    { OSSL_FUNC_MAC_DUPCTX, (void (*)(void))kc_hmac_dupctx },
+    { OSSL_FUNC_MAC_FREECTX, (void (*)(void))kc_hmac_freectx },
+    { OSSL_FUNC_MAC_INIT, (void (*)(void))kc_hmac_init },
+    { OSSL_FUNC_MAC_UPDATE, (void (*)(void))kc_hmac_update },
+    { OSSL_FUNC_MAC_FINAL, (void (*)(void))kc_hmac_final },
+    { OSSL_FUNC_MAC_GETTABLE_CTX_PARAMS,
+      (void (*)(void))kc_hmac_gettable_ctx_params },
+    { OSSL_FUNC_MAC_GET_CTX_PARAMS, (void (*)(void))kc_hmac_get_ctx_params },
+    { OSSL_FUNC_MAC_SETTABLE_CTX_PARAMS,
+      (void (*)(void))kc_hmac_settable_ctx_params },
+    { OSSL_FUNC_MAC_SET_CTX_PARAMS, (void (*)(void))kc_hmac_set_ctx_params },
+    { 0, NULL }
+};

@@ -1,0 +1,266 @@
+/*
+ * The inner provider: the real `default` provider, loaded into a library
+ * context private to keycache (the filterprov pattern).  We take its HMAC and
+ * AES-GCM dispatch tables and call them directly, so there is no EVP layer
+ * inside keycache and keycache can never fetch itself.
+ */
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/provider.h>
+
+#include "kc_local.h"
+
+static const char *const gcm_names[KC_GCM_COUNT] = {
+    "AES-128-GCM", "AES-192-GCM", "AES-256-GCM"
+};
+
+/* Does the colon separated name list |names| start with |first|? */
+static int first_name_is(const char *names, const char *first)
+{
+    size_t n = strlen(first);
+
+    return strncmp(names, first, n) == 0
+           && (names[n] == '\0' || names[n] == ':');
+}
+
+static const OSSL_ALGORITHM *find_alg(const OSSL_ALGORITHM *algs,
+                                      const char *name)
+{
+    for (; algs != NULL && algs->algorithm_names != NULL; algs++)
+        if (first_name_is(algs->algorithm_names, name))
+            return algs;
+    return NULL;
+}
+
+static void load_mac_fns(KC_MAC_FNS *f, const OSSL_DISPATCH *d)
+{
+    for (; d->function_id != 0; d++) {
+        switch (d->function_id) {
+        case OSSL_FUNC_MAC_NEWCTX:
+            f->newctx = OSSL_FUNC_mac_newctx(d);
+            break;
+        case OSSL_FUNC_MAC_DUPCTX:
+            f->dupctx = OSSL_FUNC_mac_dupctx(d);
+            break;
+        case OSSL_FUNC_MAC_FREECTX:
+            f->freectx = OSSL_FUNC_mac_freectx(d);
+            break;
+        case OSSL_FUNC_MAC_INIT:
+            f->init = OSSL_FUNC_mac_init(d);
+            break;
+        case OSSL_FUNC_MAC_UPDATE:
+            f->update = OSSL_FUNC_mac_update(d);
+            break;
+        case OSSL_FUNC_MAC_FINAL:
+            f->final = OSSL_FUNC_mac_final(d);
+            break;
+        case OSSL_FUNC_MAC_GETTABLE_PARAMS:
+            f->gettable_params = OSSL_FUNC_mac_gettable_params(d);
+            break;
+        case OSSL_FUNC_MAC_GET_PARAMS:
+            f->get_params = OSSL_FUNC_mac_get_params(d);
+            break;
+        case OSSL_FUNC_MAC_GETTABLE_CTX_PARAMS:
+            f->gettable_ctx_params = OSSL_FUNC_mac_gettable_ctx_params(d);
+            break;
+        case OSSL_FUNC_MAC_GET_CTX_PARAMS:
+            f->get_ctx_params = OSSL_FUNC_mac_get_ctx_params(d);
+            break;
+        case OSSL_FUNC_MAC_SETTABLE_CTX_PARAMS:
+            f->settable_ctx_params = OSSL_FUNC_mac_settable_ctx_params(d);
+            break;
+        case OSSL_FUNC_MAC_SET_CTX_PARAMS:
+            f->set_ctx_params = OSSL_FUNC_mac_set_ctx_params(d);
+            break;
+        }
+    }
+}
+
+static void load_cipher_fns(KC_CIPHER_FNS *f, const OSSL_DISPATCH *d)
+{
+    for (; d->function_id != 0; d++) {
+        switch (d->function_id) {
+        case OSSL_FUNC_CIPHER_NEWCTX:
+            f->newctx = OSSL_FUNC_cipher_newctx(d);
+            break;
+        case OSSL_FUNC_CIPHER_DUPCTX:
+            f->dupctx = OSSL_FUNC_cipher_dupctx(d);
+            break;
+        case OSSL_FUNC_CIPHER_FREECTX:
+            f->freectx = OSSL_FUNC_cipher_freectx(d);
+            break;
+        case OSSL_FUNC_CIPHER_ENCRYPT_INIT:
+            f->einit = OSSL_FUNC_cipher_encrypt_init(d);
+            break;
+        case OSSL_FUNC_CIPHER_DECRYPT_INIT:
+            f->dinit = OSSL_FUNC_cipher_decrypt_init(d);
+            break;
+        case OSSL_FUNC_CIPHER_UPDATE:
+            f->update = OSSL_FUNC_cipher_update(d);
+            break;
+        case OSSL_FUNC_CIPHER_FINAL:
+            f->final = OSSL_FUNC_cipher_final(d);
+            break;
+        case OSSL_FUNC_CIPHER_CIPHER:
+            f->cipher = OSSL_FUNC_cipher_cipher(d);
+            break;
+        case OSSL_FUNC_CIPHER_GET_PARAMS:
+            f->get_params = OSSL_FUNC_cipher_get_params(d);
+            break;
+        case OSSL_FUNC_CIPHER_GET_CTX_PARAMS:
+            f->get_ctx_params = OSSL_FUNC_cipher_get_ctx_params(d);
+            break;
+        case OSSL_FUNC_CIPHER_SET_CTX_PARAMS:
+            f->set_ctx_params = OSSL_FUNC_cipher_set_ctx_params(d);
+            break;
+        case OSSL_FUNC_CIPHER_GETTABLE_PARAMS:
+            f->gettable_params = OSSL_FUNC_cipher_gettable_params(d);
+            break;
+        case OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS:
+            f->gettable_ctx_params = OSSL_FUNC_cipher_gettable_ctx_params(d);
+            break;
+        case OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS:
+            f->settable_ctx_params = OSSL_FUNC_cipher_settable_ctx_params(d);
+            break;
+        }
+    }
+}
+
+static int mac_complete(const KC_MAC_FNS *f)
+{
+    return f->newctx != NULL && f->dupctx != NULL && f->freectx != NULL
+           && f->init != NULL && f->update != NULL && f->final != NULL
+           && f->get_ctx_params != NULL && f->set_ctx_params != NULL;
+}
+
+static int cipher_complete(const KC_CIPHER_FNS *f)
+{
+    return f->newctx != NULL && f->dupctx != NULL && f->freectx != NULL
+           && f->einit != NULL && f->dinit != NULL && f->update != NULL
+           && f->final != NULL && f->get_params != NULL
+           && f->get_ctx_params != NULL && f->set_ctx_params != NULL;
+}
+
+static void add_digest(EVP_MD *md, void *arg)
+{
+    KC_PROVCTX *pctx = arg;
+    KC_DIGEST *d;
+
+    d = OPENSSL_realloc(pctx->digests, (pctx->ndigests + 1) * sizeof(*d));
+    if (d == NULL || !EVP_MD_up_ref(md)) {
+        if (d != NULL)
+            pctx->digests = d;
+        return;
+    }
+    pctx->digests = d;
+    d += pctx->ndigests++;
+    d->md = md;
+    d->name = EVP_MD_get0_name(md);
+    d->block_size = EVP_MD_get_block_size(md);
+}
+
+/*
+ * The digest table entry for a digest fetched from the private library
+ * context.  Methods are cached by the store, so the pointer normally matches;
+ * names are the fallback.  NULL means "not one we know": pass through.
+ */
+const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md)
+{
+    size_t i;
+
+    for (i = 0; i < pctx->ndigests; i++)
+        if (pctx->digests[i].md == md)
+            return &pctx->digests[i];
+    for (i = 0; i < pctx->ndigests; i++)
+        if (EVP_MD_is_a(md, pctx->digests[i].name))
+            return &pctx->digests[i];
+    return NULL;
+}
+
+int kc_inner_start(KC_PROVCTX *pctx)
+{
+    const OSSL_ALGORITHM *macs, *ciphers, *a;
+    int no_cache = 0, i;
+
+    if ((pctx->libctx = OSSL_LIB_CTX_new()) == NULL
+        || (pctx->deflt = OSSL_PROVIDER_load(pctx->libctx, "default")) == NULL) {
+        kc_raise(pctx, KC_R_INIT_FAILED, "cannot load the default provider");
+        return 0;
+    }
+    pctx->inner_provctx = OSSL_PROVIDER_get0_provider_ctx(pctx->deflt);
+
+    macs = OSSL_PROVIDER_query_operation(pctx->deflt, OSSL_OP_MAC, &no_cache);
+    a = find_alg(macs, "HMAC");
+    if (a == NULL) {
+        kc_raise(pctx, KC_R_INNER_MISSING, "default provider has no HMAC");
+        return 0;
+    }
+    load_mac_fns(&pctx->hmac, a->implementation);
+    if (!mac_complete(&pctx->hmac)) {
+        kc_raise(pctx, KC_R_INNER_MISSING, "default HMAC lacks functions");
+        return 0;
+    }
+    pctx->hmac_names = a->algorithm_names;
+    pctx->hmac_alg.names = a->algorithm_names;
+    pctx->hmac_alg.freectx = pctx->hmac.freectx;
+    pctx->mac_algs[0].algorithm_names = a->algorithm_names;
+    pctx->mac_algs[0].property_definition = "provider=" KEYCACHE_PROVIDER_NAME;
+    pctx->mac_algs[0].implementation = kc_hmac_functions;
+    pctx->mac_algs[0].algorithm_description = "HMAC with a per-thread key cache";
+
+    ciphers = OSSL_PROVIDER_query_operation(pctx->deflt, OSSL_OP_CIPHER,
+                                            &no_cache);
+    for (i = 0; i < KC_GCM_COUNT; i++) {
+        static const OSSL_DISPATCH *const ours[KC_GCM_COUNT] = {
+            kc_aes128gcm_functions, kc_aes192gcm_functions,
+            kc_aes256gcm_functions
+        };
+        KC_GCM_INNER *g = &pctx->gcm[i];
+
+        a = find_alg(ciphers, gcm_names[i]);
+        if (a == NULL) {
+            kc_raise(pctx, KC_R_INNER_MISSING, "default provider has no %s",
+                     gcm_names[i]);
+            return 0;
+        }
+        load_cipher_fns(&g->fns, a->implementation);
+        if (!cipher_complete(&g->fns)) {
+            kc_raise(pctx, KC_R_INNER_MISSING, "default %s lacks functions",
+                     gcm_names[i]);
+            return 0;
+        }
+        g->keylen = 16 + 8 * (size_t)i;
+        g->names = a->algorithm_names;
+        g->alg.names = a->algorithm_names;
+        g->alg.freectx = g->fns.freectx;
+        pctx->cipher_algs[i].algorithm_names = a->algorithm_names;
+        pctx->cipher_algs[i].property_definition =
+            "provider=" KEYCACHE_PROVIDER_NAME;
+        pctx->cipher_algs[i].implementation = ours[i];
+        pctx->cipher_algs[i].algorithm_description =
+            "AES-GCM with a per-thread key cache";
+    }
+
+    EVP_MD_do_all_provided(pctx->libctx, add_digest, pctx);
+    if (pctx->ndigests == 0) {
+        kc_raise(pctx, KC_R_INNER_MISSING, "default provider has no digests");
+        return 0;
+    }
+    return 1;
+}
+
+void kc_inner_stop(KC_PROVCTX *pctx)
+{
+    size_t i;
+
+    for (i = 0; i < pctx->ndigests; i++)
+        EVP_MD_free(pctx->digests[i].md);
+    OPENSSL_free(pctx->digests);
+    pctx->digests = NULL;
+    pctx->ndigests = 0;
+    OSSL_PROVIDER_unload(pctx->deflt);
+    pctx->deflt = NULL;
+    OSSL_LIB_CTX_free(pctx->libctx);
+    pctx->libctx = NULL;
+}

@@ -1,0 +1,181 @@
+/*
+ * keycache - internal declarations shared by the provider's sources.
+ *
+ * provider/keycache_prov.c  provider entry point, config, counters
+ * provider/inner.c          private library context holding `default`,
+ *                           and the inner dispatch tables we wrap
+ * provider/cache.c          per-thread key -> keyed inner context cache
+ * provider/hmac.c           the HMAC wrapper
+ * provider/aes_gcm.c        the AES-{128,192,256}-GCM wrappers
+ */
+#ifndef KC_LOCAL_H
+#define KC_LOCAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <openssl/core.h>
+#include <openssl/core_dispatch.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "keycache.h"
+
+typedef struct kc_provctx_st KC_PROVCTX;
+typedef struct kc_cache_st KC_CACHE;
+
+/* ---- inner (default provider) dispatch, see inner.c ---- */
+
+typedef struct {
+    OSSL_FUNC_mac_newctx_fn *newctx;
+    OSSL_FUNC_mac_dupctx_fn *dupctx;
+    OSSL_FUNC_mac_freectx_fn *freectx;
+    OSSL_FUNC_mac_init_fn *init;
+    OSSL_FUNC_mac_update_fn *update;
+    OSSL_FUNC_mac_final_fn *final;
+    OSSL_FUNC_mac_gettable_params_fn *gettable_params;
+    OSSL_FUNC_mac_get_params_fn *get_params;
+    OSSL_FUNC_mac_gettable_ctx_params_fn *gettable_ctx_params;
+    OSSL_FUNC_mac_get_ctx_params_fn *get_ctx_params;
+    OSSL_FUNC_mac_settable_ctx_params_fn *settable_ctx_params;
+    OSSL_FUNC_mac_set_ctx_params_fn *set_ctx_params;
+} KC_MAC_FNS;
+
+typedef struct {
+    OSSL_FUNC_cipher_newctx_fn *newctx;
+    OSSL_FUNC_cipher_dupctx_fn *dupctx;
+    OSSL_FUNC_cipher_freectx_fn *freectx;
+    OSSL_FUNC_cipher_encrypt_init_fn *einit;
+    OSSL_FUNC_cipher_decrypt_init_fn *dinit;
+    OSSL_FUNC_cipher_update_fn *update;
+    OSSL_FUNC_cipher_final_fn *final;
+    OSSL_FUNC_cipher_cipher_fn *cipher;
+    OSSL_FUNC_cipher_get_params_fn *get_params;
+    OSSL_FUNC_cipher_get_ctx_params_fn *get_ctx_params;
+    OSSL_FUNC_cipher_set_ctx_params_fn *set_ctx_params;
+    OSSL_FUNC_cipher_gettable_params_fn *gettable_params;
+    OSSL_FUNC_cipher_gettable_ctx_params_fn *gettable_ctx_params;
+    OSSL_FUNC_cipher_settable_ctx_params_fn *settable_ctx_params;
+} KC_CIPHER_FNS;
+
+/*
+ * What a cache entry's context is: the inner algorithm it belongs to and how
+ * to free it.  Entries match only when their KC_ALG pointers are equal.
+ */
+typedef struct {
+    const char *names;        /* the default provider's name string */
+    void (*freectx)(void *);  /* inner free, which cleanses key material */
+} KC_ALG;
+
+/* A digest the inner HMAC accepts, resolved once at provider start. */
+typedef struct {
+    EVP_MD *md;               /* fetched from the private library context */
+    const char *name;         /* canonical name, replayed into inner ctxs */
+    int block_size;
+} KC_DIGEST;
+
+#define KC_GCM_128 0
+#define KC_GCM_192 1
+#define KC_GCM_256 2
+#define KC_GCM_COUNT 3
+
+typedef struct {
+    KC_ALG alg;
+    KC_CIPHER_FNS fns;
+    size_t keylen;
+    const char *names;
+} KC_GCM_INNER;
+
+/* Counters kept per thread; only the owning thread writes them. */
+typedef struct {
+    uint64_t hits, misses, evictions, passthrough;
+} KC_COUNTERS;
+
+struct kc_provctx_st {
+    const OSSL_CORE_HANDLE *handle;
+    OSSL_FUNC_core_thread_start_fn *core_thread_start;
+    OSSL_FUNC_core_new_error_fn *core_new_error;
+    OSSL_FUNC_core_set_error_debug_fn *core_set_error_debug;
+    OSSL_FUNC_core_vset_error_fn *core_vset_error;
+
+    /* configuration */
+    size_t cache_size;
+    int hmac_on, gcm_on;
+    uint64_t idle_ttl;        /* seconds, 0 = never expire */
+
+    /* the wrapped default provider */
+    OSSL_LIB_CTX *libctx;
+    OSSL_PROVIDER *deflt;
+    void *inner_provctx;
+    KC_ALG hmac_alg;
+    KC_MAC_FNS hmac;
+    const char *hmac_names;
+    KC_GCM_INNER gcm[KC_GCM_COUNT];
+    KC_DIGEST *digests;
+    size_t ndigests;
+    OSSL_ALGORITHM mac_algs[2];
+    OSSL_ALGORITHM cipher_algs[KC_GCM_COUNT + 1];
+
+    /* registry of thread caches; the lock is never taken on the hot path */
+    CRYPTO_RWLOCK *lock;
+    CRYPTO_THREAD_LOCAL tls;
+    int tls_ok;
+    KC_CACHE *caches;
+    KC_COUNTERS retired;      /* counters of caches already freed */
+};
+
+/* keycache_prov.c: raise an error in keycache's own error library */
+#define KC_R_INIT_FAILED      1
+#define KC_R_BAD_CONFIG       2
+#define KC_R_INNER_MISSING    3
+void kc_raise(KC_PROVCTX *pctx, int reason, const char *fmt, ...);
+
+/* inner.c */
+int kc_inner_start(KC_PROVCTX *pctx);
+void kc_inner_stop(KC_PROVCTX *pctx);
+const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md);
+
+/* cache.c */
+typedef struct {
+    uint64_t cache_id;        /* 0 = not leased from any cache */
+    uint64_t gen;
+    uint32_t idx;
+} KC_LEASE;
+
+int kc_cache_start(KC_PROVCTX *pctx);
+void kc_cache_stop(KC_PROVCTX *pctx);
+KC_CACHE *kc_cache_get(KC_PROVCTX *pctx);
+void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries);
+void kc_count_passthrough(KC_CACHE *c);
+/* Per-thread memo of (name, properties) -> value, e.g. resolved digests. */
+const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
+                              const char *props);
+void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
+                       const void *value);
+/*
+ * Find an idle entry for (alg, param, key).  With take set the entry's
+ * context is handed over (the entry stays reserved for its return, described
+ * by *lease); otherwise the entry keeps it (a template).  NULL on a miss.
+ */
+void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
+                    const unsigned char *key, size_t keylen, int take,
+                    KC_LEASE *lease);
+/*
+ * Add an entry for (alg, param, key).  With ctx NULL the entry is reserved
+ * for a context that kc_cache_return() brings back later (lease filled in);
+ * otherwise the cache owns ctx from now on.  Returns 0 if nothing was cached
+ * (cache disabled or key too long); the caller keeps ctx then.
+ */
+int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
+                 const unsigned char *key, size_t keylen, void *ctx,
+                 KC_LEASE *lease);
+/* Give a leased context back; 0 if its entry is gone (caller frees ctx). */
+int kc_cache_return(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx);
+
+/* the algorithm wrappers */
+extern const OSSL_DISPATCH kc_hmac_functions[];
+extern const OSSL_DISPATCH kc_aes128gcm_functions[];
+extern const OSSL_DISPATCH kc_aes192gcm_functions[];
+extern const OSSL_DISPATCH kc_aes256gcm_functions[];
+void kc_gcm_bind(const KC_PROVCTX *pctx);
+
+#endif
