@@ -149,6 +149,9 @@ int kct_main(int argc, char **argv, void (*add_suites)(void))
 
     (void)argc;
     (void)argv;
+    /* create both contexts up front: threads in tests only read them */
+    kct_default();
+    kct_keycache();
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 2;
     add_suites();
