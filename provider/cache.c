@@ -313,9 +313,9 @@ int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     KC_ENTRY *e = NULL;
     size_t i;
 
-    KC_BUMP(c, misses);
     if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
         return 0;
+    KC_BUMP(c, misses);
     /* a free slot, else the least recently used one */
     for (i = 0; i < c->size; i++) {
         KC_ENTRY *cand = &c->entries[i];

@@ -170,8 +170,10 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
         return 0;
     }
     if (!kc_cache_add(c, &pctx->hmac_alg, w->dg, key, keylen, NULL,
-                      &w->lease))
+                      &w->lease)) {
         memset(&w->lease, 0, sizeof(w->lease));
+        kc_count_passthrough(c);
+    }
     return 1;
 }
 
