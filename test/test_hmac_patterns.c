@@ -1,0 +1,1497 @@
+/*
+ * HMAC call-pattern differential tests.
+ *
+ * Every pattern drives the EVP_MAC API the way some real application does
+ * and writes everything observable into a text record: return values, MAC
+ * sizes and bytes, and the error codes left on the queue after each call.
+ * A pattern is run once against the default provider and three times
+ * against keycache (with unrelated keys in between, so the second and third
+ * runs are served from the cache); all records must be identical.  MAC bytes
+ * are also checked against an HMAC built by hand from the default provider's
+ * digests (and RFC 4231), never against anything keycache produced.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
+#include "kc_test.h"
+#include "keycache.h"
+
+/* Record of one pattern run */
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} REC;
+
+static void rec_printf(REC *r, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (r->buf == NULL) {
+        r->cap = 4096;
+        if ((r->buf = malloc(r->cap)) == NULL)
+            abort();
+        r->buf[0] = '\0';
+    }
+    for (;;) {
+        va_start(ap, fmt);
+        n = vsnprintf(r->buf + r->len, r->cap - r->len, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            abort();
+        if ((size_t)n < r->cap - r->len)
+            break;
+        r->cap = r->cap * 2 + (size_t)n;
+        r->buf = realloc(r->buf, r->cap);
+        if (r->buf == NULL)
+            abort();
+    }
+    r->len += (size_t)n;
+}
+
+static void rec_free(REC *r)
+{
+    free(r->buf);
+    memset(r, 0, sizeof(*r));
+}
+
+/*
+ * Append the first and last error on the queue and clear it, so that each
+ * call's errors are attributed to that call only.
+ */
+static void rec_errs(REC *r)
+{
+    unsigned long first = ERR_peek_error(), last = ERR_peek_last_error();
+
+    if (first != 0)
+        rec_printf(r, " err=%d/%d..%d/%d", ERR_GET_LIB(first),
+                   ERR_GET_REASON(first), ERR_GET_LIB(last),
+                   ERR_GET_REASON(last));
+    rec_printf(r, "\n");
+    ERR_clear_error();
+}
+
+static void rec_rc(REC *r, const char *what, int rc)
+{
+    rec_printf(r, "%s rc=%d", what, rc);
+    rec_errs(r);
+}
+
+static void rec_hex(REC *r, const unsigned char *p, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        rec_printf(r, "%02x", p[i]);
+}
+
+/* Print the first line where two records differ. */
+static void show_diff(const char *name, int run, const REC *d, const REC *k)
+{
+    const char *a = d->buf != NULL ? d->buf : "";
+    const char *b = k->buf != NULL ? k->buf : "";
+    const char *line_a = a, *line_b = b;
+    int line = 1;
+
+    while (*a != '\0' && *a == *b) {
+        if (*a == '\n') {
+            line++;
+            line_a = a + 1;
+            line_b = b + 1;
+        }
+        a++;
+        b++;
+    }
+    fprintf(stderr, "\n[%s] keycache run %d differs from default at line %d\n"
+            "  default : %.*s\n  keycache: %.*s\n", name, run, line,
+            (int)strcspn(line_a, "\n"), line_a,
+            (int)strcspn(line_b, "\n"), line_b);
+}
+
+/* Independent reference: HMAC built from the default provider's digests */
+
+static int ref_hmac(const char *mdname, const unsigned char *key, size_t keylen,
+                    const unsigned char *msg, size_t msglen,
+                    unsigned char *out, size_t *outlen)
+{
+    EVP_MD *md = EVP_MD_fetch(kct_default(), mdname, NULL);
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    unsigned char k0[256] = { 0 }, pad[256], inner[EVP_MAX_MD_SIZE];
+    unsigned int n = 0, innerlen = 0;
+    size_t bs, i;
+    int ok = 0;
+
+    if (md == NULL || c == NULL || EVP_MD_get_block_size(md) < 0
+        || (size_t)EVP_MD_get_block_size(md) > sizeof(k0))
+        goto end;
+    bs = (size_t)EVP_MD_get_block_size(md);
+    /* RFC 2104: keys longer than the block are hashed first */
+    if (keylen > bs) {
+        if (!EVP_Digest(key, keylen, k0, &n, md, NULL))
+            goto end;
+    } else if (keylen > 0) {
+        memcpy(k0, key, keylen);
+    }
+    for (i = 0; i < bs; i++)
+        pad[i] = k0[i] ^ 0x36;
+    if (!EVP_DigestInit_ex(c, md, NULL)
+        || !EVP_DigestUpdate(c, pad, bs)
+        || !EVP_DigestUpdate(c, msg, msglen)
+        || !EVP_DigestFinal_ex(c, inner, &innerlen))
+        goto end;
+    for (i = 0; i < bs; i++)
+        pad[i] = k0[i] ^ 0x5c;
+    if (!EVP_DigestInit_ex(c, md, NULL)
+        || !EVP_DigestUpdate(c, pad, bs)
+        || !EVP_DigestUpdate(c, inner, innerlen)
+        || !EVP_DigestFinal_ex(c, out, &n))
+        goto end;
+    *outlen = n;
+    ok = 1;
+ end:
+    EVP_MD_CTX_free(c);
+    EVP_MD_free(md);
+    return ok;
+}
+
+/*
+ * Check a MAC against the reference.  The verdict also goes into the record
+ * so that a keycache run that disagrees shows up in the diff.
+ */
+static int check_ref_at(REC *r, const char *mdname,
+                        const unsigned char *key, size_t keylen,
+                        const unsigned char *msg, size_t msglen,
+                        const unsigned char *mac, size_t maclen, int line)
+{
+    unsigned char ref[EVP_MAX_MD_SIZE];
+    size_t reflen = 0;
+    int ok = ref_hmac(mdname, key, keylen, msg, msglen, ref, &reflen)
+             && reflen == maclen && memcmp(ref, mac, maclen) == 0;
+
+    rec_printf(r, "ref %s\n", ok ? "ok" : "MISMATCH");
+    CU_ASSERT(ok);
+    if (!ok)
+        fprintf(stderr, "\nline %d: %s MAC (keylen %zu, msglen %zu) differs "
+                "from reference\n", line, mdname, keylen, msglen);
+    ERR_clear_error();
+    return ok;
+}
+
+#define check_ref(r, md, k, kl, m, ml, mac, macl) \
+    check_ref_at(r, md, k, kl, m, ml, mac, macl, __LINE__)
+
+/* Small helpers used by the patterns */
+
+static OSSL_PARAM p_digest(const char *name)
+{
+    return OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                            (char *)name, 0);
+}
+
+static OSSL_PARAM p_key(const unsigned char *key, size_t keylen)
+{
+    return OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY,
+                                             (void *)key, keylen);
+}
+
+static EVP_MAC *fetch_hmac(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(libctx, "HMAC", NULL);
+
+    rec_rc(r, "fetch", mac != NULL);
+    return mac;
+}
+
+static EVP_MAC_CTX *new_ctx(EVP_MAC *mac, REC *r)
+{
+    EVP_MAC_CTX *ctx = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+
+    rec_rc(r, "ctx_new", ctx != NULL);
+    return ctx;
+}
+
+static int do_set(REC *r, EVP_MAC_CTX *ctx, const OSSL_PARAM *params)
+{
+    int rc = ctx != NULL && EVP_MAC_CTX_set_params(ctx, params);
+
+    rec_rc(r, "set_params", rc);
+    return rc;
+}
+
+static int do_init(REC *r, EVP_MAC_CTX *ctx, const unsigned char *key,
+                   size_t keylen, const OSSL_PARAM *params)
+{
+    int rc = ctx != NULL && EVP_MAC_init(ctx, key, keylen, params);
+
+    rec_printf(r, "init(%s%zu) rc=%d", key == NULL ? "NULL/" : "", keylen, rc);
+    rec_errs(r);
+    return rc;
+}
+
+static int do_update(REC *r, EVP_MAC_CTX *ctx, const unsigned char *msg,
+                     size_t len)
+{
+    int rc = ctx != NULL && EVP_MAC_update(ctx, msg, len);
+
+    rec_printf(r, "update(%zu) rc=%d", len, rc);
+    rec_errs(r);
+    return rc;
+}
+
+static int do_final(REC *r, EVP_MAC_CTX *ctx, unsigned char *out,
+                    size_t *outl)
+{
+    int rc;
+
+    *outl = 0;
+    rc = ctx != NULL && EVP_MAC_final(ctx, out, outl, EVP_MAX_MD_SIZE);
+    rec_printf(r, "final rc=%d len=%zu mac=", rc, rc ? *outl : 0);
+    if (rc)
+        rec_hex(r, out, *outl);
+    rec_errs(r);
+    return rc;
+}
+
+/* init + update + final; returns 1 if a MAC came out */
+static int do_mac(REC *r, EVP_MAC_CTX *ctx, const unsigned char *key,
+                  size_t keylen, const OSSL_PARAM *params,
+                  const unsigned char *msg, size_t msglen,
+                  unsigned char *out, size_t *outl)
+{
+    int ok = do_init(r, ctx, key, keylen, params);
+
+    ok = do_update(r, ctx, msg, msglen) && ok;
+    return do_final(r, ctx, out, outl) && ok;
+}
+
+/* Test data: distinct deterministic keys and messages */
+
+#define NKEYS 6
+static unsigned char keys[NKEYS][32];
+static unsigned char msgs[4][300];
+static const size_t msglens[4] = { 0, 3, 64, 300 };
+
+static void init_data(void)
+{
+    int i;
+
+    for (i = 0; i < NKEYS; i++)
+        kct_fill(keys[i], sizeof(keys[i]), 100 + i);
+    for (i = 0; i < 4; i++)
+        kct_fill(msgs[i], sizeof(msgs[i]), 200 + i);
+}
+
+/* Running a pattern */
+
+typedef void (*pattern_fn)(OSSL_LIB_CTX *libctx, REC *r);
+
+static void run_on(pattern_fn fn, OSSL_LIB_CTX *libctx, REC *r)
+{
+    kct_use(libctx);
+    ERR_clear_error();
+    fn(libctx, r);
+    ERR_clear_error();
+    kct_use(NULL);
+}
+
+/* MAC with unrelated keys on keycache so the cache holds more than one key */
+static void churn(void)
+{
+    unsigned char key[48], out[EVP_MAX_MD_SIZE];
+    size_t outl;
+    int i;
+
+    for (i = 0; i < 8; i++) {
+        kct_fill(key, sizeof(key), 9000 + i);
+        EVP_Q_mac(kct_keycache(), "HMAC", NULL, i % 2 ? "SHA1" : "SHA256",
+                  NULL, key, 16 + i * 4, msgs[1], msglens[1], out,
+                  sizeof(out), &outl);
+    }
+    ERR_clear_error();
+}
+
+static int served_by_keycache(void)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(kct_keycache(), "HMAC", NULL);
+    int ok = mac != NULL
+        && strcmp(kct_provider_name(EVP_MAC_get0_provider(mac)),
+                  KEYCACHE_PROVIDER_NAME) == 0;
+
+    EVP_MAC_free(mac);
+    ERR_clear_error();
+    return ok;
+}
+
+static void run_pattern_at(const char *name, pattern_fn fn, int expect_hits)
+{
+    REC def = { 0 }, kc = { 0 };
+    uint64_t hits0;
+    int run;
+
+    run_on(fn, kct_default(), &def);
+    CU_ASSERT_FATAL(served_by_keycache());
+    hits0 = kct_counter(KEYCACHE_PARAM_HITS);
+    CU_ASSERT_NOT_EQUAL(hits0, UINT64_MAX);
+    for (run = 1; run <= 3; run++) {
+        if (run == 2)
+            churn();
+        run_on(fn, kct_keycache(), &kc);
+        CU_ASSERT(kc.len == def.len
+                  && memcmp(kc.buf, def.buf, def.len) == 0);
+        if (kc.len != def.len || memcmp(kc.buf, def.buf, def.len) != 0)
+            show_diff(name, run, &def, &kc);
+        rec_free(&kc);
+    }
+    if (expect_hits) {
+        uint64_t hits1 = kct_counter(KEYCACHE_PARAM_HITS);
+
+        CU_ASSERT(hits1 != UINT64_MAX && hits1 > hits0);
+        if (hits1 == UINT64_MAX || hits1 <= hits0)
+            fprintf(stderr,
+                    "\n[%s] keycache hits did not grow (%llu -> %llu)\n",
+                    name, (unsigned long long)hits0,
+                    (unsigned long long)hits1);
+    }
+    if (getenv("KC_SHOW_RECORDS") != NULL)
+        fprintf(stderr, "\n--- %s ---\n%s", name, def.buf);
+    rec_free(&def);
+}
+
+#define run_pattern(fn, hits) run_pattern_at(#fn, fn, hits)
+
+/* Patterns */
+
+static const char jefe_msg[] = "what do ya want for nothing?";
+static const char jefe_mac[] =
+    "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
+
+/* One-shot EVP_Q_mac against the thread's default context */
+static void pat_q_mac(OSSL_LIB_CTX *libctx, REC *r)
+{
+    unsigned char out[EVP_MAX_MD_SIZE], *res, *expect;
+    size_t outl, explen;
+    int i, k;
+
+    expect = kct_unhex(jefe_mac, &explen);
+    for (i = 0; i < 3; i++) {
+        res = EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, "Jefe", 4,
+                        (const unsigned char *)jefe_msg, strlen(jefe_msg),
+                        out, sizeof(out), &outl);
+        rec_printf(r, "q_mac jefe res=%s len=%zu mac=",
+                   res == out ? "out" : "NULL", outl);
+        if (res != NULL)
+            rec_hex(r, out, outl);
+        rec_errs(r);
+        CU_ASSERT(res == out && outl == explen
+                  && memcmp(out, expect, explen) == 0);
+    }
+    for (i = 0; i < 4 * NKEYS; i++) {
+        k = i % NKEYS;
+        res = EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, keys[k],
+                        sizeof(keys[k]), msgs[i % 4], msglens[i % 4],
+                        out, sizeof(out), &outl);
+        rec_printf(r, "q_mac res=%s len=%zu mac=",
+                   res == out ? "out" : "NULL", outl);
+        if (res != NULL)
+            rec_hex(r, out, outl);
+        rec_errs(r);
+        if (res != NULL)
+            check_ref(r, "SHA256", keys[k], sizeof(keys[k]), msgs[i % 4],
+                      msglens[i % 4], out, outl);
+    }
+    /* NULL out: EVP_Q_mac allocates the result */
+    res = EVP_Q_mac(NULL, "HMAC", NULL, "SHA1", NULL, keys[0],
+                    sizeof(keys[0]), msgs[2], msglens[2], NULL, 0, &outl);
+    rec_printf(r, "q_mac alloc len=%zu mac=", outl);
+    if (res != NULL)
+        rec_hex(r, res, outl);
+    rec_errs(r);
+    if (res != NULL)
+        check_ref(r, "SHA1", keys[0], sizeof(keys[0]), msgs[2], msglens[2],
+                  res, outl);
+    OPENSSL_free(res);
+    /* Output buffer too small */
+    res = EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, keys[1],
+                    sizeof(keys[1]), msgs[1], msglens[1], out, 16, &outl);
+    rec_printf(r, "q_mac small res=%s len=%zu", res == NULL ? "NULL" : "out",
+               outl);
+    rec_errs(r);
+    OPENSSL_free(expect);
+    (void)libctx;
+}
+
+/* A fresh EVP_MAC_CTX for every message, key given to EVP_MAC_init */
+static void pat_ctx_per_msg(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    OSSL_PARAM params[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t outl;
+    int i;
+
+    for (i = 0; i < 24; i++) {
+        EVP_MAC_CTX *ctx = new_ctx(mac, r);
+        int k = (i * 5) % NKEYS, m = i % 4;
+
+        if (do_mac(r, ctx, keys[k], sizeof(keys[k]), params, msgs[m],
+                   msglens[m], out, &outl))
+            check_ref(r, "SHA256", keys[k], sizeof(keys[k]), msgs[m],
+                      msglens[m], out, outl);
+        EVP_MAC_CTX_free(ctx);
+    }
+    EVP_MAC_free(mac);
+}
+
+/*
+ * Key passed as OSSL_MAC_PARAM_KEY to EVP_MAC_CTX_set_params, then
+ * EVP_MAC_init(ctx, NULL, 0, NULL), as TLS session-ticket callbacks do.
+ */
+static void pat_key_in_params(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t outl;
+    int i;
+
+    for (i = 0; i < 12; i++) {
+        EVP_MAC_CTX *ctx = new_ctx(mac, r);
+        int k = i % 3, m = i % 4;
+        const char *md = i % 2 ? "SHA256" : "SHA1";
+        /* key listed before the digest, as in ssl/t1_lib.c */
+        OSSL_PARAM params[3] = {
+            p_key(keys[k], sizeof(keys[k])), p_digest(md), OSSL_PARAM_END
+        };
+
+        do_set(r, ctx, params);
+        if (do_mac(r, ctx, NULL, 0, NULL, msgs[m], msglens[m], out, &outl))
+            check_ref(r, md, keys[k], sizeof(keys[k]), msgs[m], msglens[m],
+                      out, outl);
+        /* a second message on the same context, re-initialised keyless */
+        if (do_mac(r, ctx, NULL, 0, NULL, msgs[3], msglens[3], out, &outl))
+            check_ref(r, md, keys[k], sizeof(keys[k]), msgs[3], msglens[3],
+                      out, outl);
+        EVP_MAC_CTX_free(ctx);
+    }
+    EVP_MAC_free(mac);
+}
+
+/* Re-init with a NULL key must keep MACing with the previous key */
+static void pat_reinit_null_key(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    EVP_MAC_CTX *ctx = new_ctx(mac, r);
+    OSSL_PARAM params[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t outl;
+    int i, k;
+
+    for (i = 0; i < 8; i++) {
+        k = i % 3;
+        if (do_mac(r, ctx, keys[k], sizeof(keys[k]), params, msgs[1],
+                   msglens[1], out, &outl))
+            check_ref(r, "SHA256", keys[k], sizeof(keys[k]), msgs[1],
+                      msglens[1], out, outl);
+        /* another context with another key in between must not matter */
+        {
+            EVP_MAC_CTX *other = new_ctx(mac, r);
+
+            do_mac(r, other, keys[k + 3], sizeof(keys[k + 3]), params,
+                   msgs[0], msglens[0], out, &outl);
+            EVP_MAC_CTX_free(other);
+        }
+        if (do_mac(r, ctx, NULL, 0, NULL, msgs[2], msglens[2], out, &outl))
+            check_ref(r, "SHA256", keys[k], sizeof(keys[k]), msgs[2],
+                      msglens[2], out, outl);
+        /* abandoned half-way, then re-initialised keyless */
+        do_update(r, ctx, msgs[3], 100);
+        if (do_mac(r, ctx, NULL, 0, NULL, msgs[3], msglens[3], out, &outl))
+            check_ref(r, "SHA256", keys[k], sizeof(keys[k]), msgs[3],
+                      msglens[3], out, outl);
+    }
+    EVP_MAC_CTX_free(ctx);
+    EVP_MAC_free(mac);
+}
+
+/* Where and when the digest is given */
+static void pat_digest_order(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    EVP_MAC_CTX *ctx;
+    OSSL_PARAM sha1[2] = { p_digest("SHA1"), OSSL_PARAM_END };
+    OSSL_PARAM sha256[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    OSSL_PARAM key2[2] = { p_key(keys[2], sizeof(keys[2])), OSSL_PARAM_END };
+    OSSL_PARAM props[3] = {
+        p_digest("SHA512"),
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
+                                         "provider=default", 0),
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM badprops[3] = {
+        p_digest("SHA512"),
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
+                                         "provider=nosuchprovider", 0),
+        OSSL_PARAM_END
+    };
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t outl;
+
+    /* digest set first, key at init */
+    ctx = new_ctx(mac, r);
+    do_set(r, ctx, sha1);
+    if (do_mac(r, ctx, keys[0], sizeof(keys[0]), NULL, msgs[2], msglens[2],
+               out, &outl))
+        check_ref(r, "SHA1", keys[0], sizeof(keys[0]), msgs[2], msglens[2],
+                  out, outl);
+    EVP_MAC_CTX_free(ctx);
+
+    /* digest only in the init params */
+    ctx = new_ctx(mac, r);
+    if (do_mac(r, ctx, keys[0], sizeof(keys[0]), sha1, msgs[2], msglens[2],
+               out, &outl))
+        check_ref(r, "SHA1", keys[0], sizeof(keys[0]), msgs[2], msglens[2],
+                  out, outl);
+    EVP_MAC_CTX_free(ctx);
+
+    /* digest set, then replaced in the init params: the latter wins */
+    ctx = new_ctx(mac, r);
+    do_set(r, ctx, sha1);
+    if (do_mac(r, ctx, keys[0], sizeof(keys[0]), sha256, msgs[2], msglens[2],
+               out, &outl))
+        check_ref(r, "SHA256", keys[0], sizeof(keys[0]), msgs[2], msglens[2],
+                  out, outl);
+    /* digest changed on a keyed context, keyless re-init */
+    do_set(r, ctx, sha1);
+    do_mac(r, ctx, NULL, 0, NULL, msgs[1], msglens[1], out, &outl);
+    do_mac(r, ctx, keys[0], sizeof(keys[0]), NULL, msgs[1], msglens[1],
+           out, &outl);
+    EVP_MAC_CTX_free(ctx);
+
+    /* no digest at all */
+    ctx = new_ctx(mac, r);
+    do_mac(r, ctx, keys[1], sizeof(keys[1]), NULL, msgs[1], msglens[1],
+           out, &outl);
+    EVP_MAC_CTX_free(ctx);
+
+    /* key set before any digest exists, digest later, keyless init */
+    ctx = new_ctx(mac, r);
+    do_set(r, ctx, key2);
+    do_set(r, ctx, sha256);
+    do_mac(r, ctx, NULL, 0, NULL, msgs[1], msglens[1], out, &outl);
+    do_mac(r, ctx, keys[2], sizeof(keys[2]), NULL, msgs[1], msglens[1],
+           out, &outl);
+    EVP_MAC_CTX_free(ctx);
+
+    /* property query for the digest */
+    ctx = new_ctx(mac, r);
+    if (do_mac(r, ctx, keys[3], sizeof(keys[3]), props, msgs[3], msglens[3],
+               out, &outl))
+        check_ref(r, "SHA512", keys[3], sizeof(keys[3]), msgs[3], msglens[3],
+                  out, outl);
+    EVP_MAC_CTX_free(ctx);
+    ctx = new_ctx(mac, r);
+    do_mac(r, ctx, keys[3], sizeof(keys[3]), badprops, msgs[3], msglens[3],
+           out, &outl);
+    EVP_MAC_CTX_free(ctx);
+    EVP_MAC_free(mac);
+}
+
+/* EVP_MAC_CTX_dup in the middle of a message; both halves finish */
+static void pat_dup_mid(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    OSSL_PARAM params[2] = { p_digest("SHA384"), OSSL_PARAM_END };
+    unsigned char out[EVP_MAX_MD_SIZE], joined[400];
+    size_t outl;
+    int i;
+
+    for (i = 0; i < 4; i++) {
+        EVP_MAC_CTX *ctx = new_ctx(mac, r), *dup;
+        int k = i % 2;
+
+        do_init(r, ctx, keys[k], sizeof(keys[k]), params);
+        do_update(r, ctx, msgs[3], 100);
+        dup = ctx != NULL ? EVP_MAC_CTX_dup(ctx) : NULL;
+        rec_rc(r, "dup", dup != NULL);
+        /* the two contexts continue with different data */
+        do_update(r, ctx, msgs[3] + 100, 200);
+        do_update(r, dup, msgs[2], 64);
+        if (do_final(r, ctx, out, &outl))
+            check_ref(r, "SHA384", keys[k], sizeof(keys[k]), msgs[3], 300,
+                      out, outl);
+        memcpy(joined, msgs[3], 100);
+        memcpy(joined + 100, msgs[2], 64);
+        if (do_final(r, dup, out, &outl))
+            check_ref(r, "SHA384", keys[k], sizeof(keys[k]), joined, 164,
+                      out, outl);
+        /* the duplicate keeps the key for keyless re-init */
+        if (do_mac(r, dup, NULL, 0, NULL, msgs[1], msglens[1], out, &outl))
+            check_ref(r, "SHA384", keys[k], sizeof(keys[k]), msgs[1],
+                      msglens[1], out, outl);
+        EVP_MAC_CTX_free(ctx);
+        if (do_mac(r, dup, NULL, 0, NULL, msgs[0], msglens[0], out, &outl))
+            check_ref(r, "SHA384", keys[k], sizeof(keys[k]), msgs[0],
+                      msglens[0], out, outl);
+        EVP_MAC_CTX_free(dup);
+    }
+    EVP_MAC_free(mac);
+}
+
+/* K1, K2, K1, K2, ... on one thread, fresh contexts and one reused one */
+static void pat_alternating(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    EVP_MAC_CTX *reused = new_ctx(mac, r);
+    OSSL_PARAM params[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t outl;
+    int i;
+
+    for (i = 0; i < 200; i++) {
+        EVP_MAC_CTX *ctx = new_ctx(mac, r);
+        int k = i % 2, m = (i / 2) % 4;
+
+        if (do_mac(r, ctx, keys[k], sizeof(keys[k]), params, msgs[m],
+                   msglens[m], out, &outl))
+            check_ref(r, "SHA256", keys[k], sizeof(keys[k]), msgs[m],
+                      msglens[m], out, outl);
+        EVP_MAC_CTX_free(ctx);
+        if (do_mac(r, reused, keys[k], sizeof(keys[k]), params, msgs[m],
+                   msglens[m], out, &outl))
+            check_ref(r, "SHA256", keys[k], sizeof(keys[k]), msgs[m],
+                      msglens[m], out, outl);
+    }
+    EVP_MAC_CTX_free(reused);
+    EVP_MAC_free(mac);
+}
+
+/* Two live contexts with the same key, updates interleaved */
+static void pat_two_live(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    OSSL_PARAM params[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t outl;
+    int i;
+
+    for (i = 0; i < 6; i++) {
+        EVP_MAC_CTX *a = new_ctx(mac, r), *b = new_ctx(mac, r);
+        int k = i % 2;
+
+        do_init(r, a, keys[k], sizeof(keys[k]), params);
+        do_update(r, a, msgs[3], 50);
+        /* b is keyed with the same key while a is mid-message */
+        do_init(r, b, keys[k], sizeof(keys[k]), params);
+        do_update(r, b, msgs[2], 30);
+        do_update(r, a, msgs[3] + 50, 250);
+        do_update(r, b, msgs[2] + 30, 34);
+        if (do_final(r, b, out, &outl))
+            check_ref(r, "SHA256", keys[k], sizeof(keys[k]), msgs[2], 64,
+                      out, outl);
+        if (do_final(r, a, out, &outl))
+            check_ref(r, "SHA256", keys[k], sizeof(keys[k]), msgs[3], 300,
+                      out, outl);
+        EVP_MAC_CTX_free(b);
+        EVP_MAC_CTX_free(a);
+    }
+    EVP_MAC_free(mac);
+}
+
+/*
+ * The key buffer is rewritten in place between calls: same pointer and
+ * length, different content.  A cache keyed on the pointer would fail.
+ */
+static void pat_inplace_key(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    OSSL_PARAM params[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    unsigned char key[32], out[EVP_MAX_MD_SIZE], *res;
+    size_t outl;
+    int i;
+
+    for (i = 0; i < 12; i++) {
+        EVP_MAC_CTX *ctx = new_ctx(mac, r);
+        OSSL_PARAM kp[3] = { p_key(key, sizeof(key)), p_digest("SHA256"),
+                             OSSL_PARAM_END };
+
+        memcpy(key, keys[i % 3], sizeof(key));
+        if (i % 4 == 3)
+            key[31] ^= 0x01;          /* only the last byte differs */
+        else if (i % 4 == 2)
+            key[0] ^= 0x80;           /* only the first byte differs */
+        if (do_mac(r, ctx, key, sizeof(key), params, msgs[1], msglens[1],
+                   out, &outl))
+            check_ref(r, "SHA256", key, sizeof(key), msgs[1], msglens[1],
+                      out, outl);
+        EVP_MAC_CTX_free(ctx);
+
+        res = EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, key, sizeof(key),
+                        msgs[2], msglens[2], out, sizeof(out), &outl);
+        rec_printf(r, "q_mac res=%s len=%zu", res == NULL ? "NULL" : "out",
+                   outl);
+        rec_errs(r);
+        if (res != NULL)
+            check_ref(r, "SHA256", key, sizeof(key), msgs[2], msglens[2],
+                      out, outl);
+
+        /* same buffer handed over as the "key" parameter */
+        ctx = new_ctx(mac, r);
+        do_set(r, ctx, kp);
+        if (do_mac(r, ctx, NULL, 0, NULL, msgs[3], msglens[3], out, &outl))
+            check_ref(r, "SHA256", key, sizeof(key), msgs[3], msglens[3],
+                      out, outl);
+        EVP_MAC_CTX_free(ctx);
+    }
+    EVP_MAC_free(mac);
+}
+
+/*
+ * More keys than the cache holds (64 in the build config): entries are
+ * evicted and refilled while contexts from them are still alive.
+ */
+static void pat_many_keys(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    OSSL_PARAM params[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    EVP_MAC_CTX *held[4] = { NULL, NULL, NULL, NULL };
+    unsigned char key[32], out[EVP_MAX_MD_SIZE];
+    size_t outl;
+    int i, round;
+
+    for (round = 0; round < 4; round++) {
+        int nkeys = round < 2 ? 100 : 40;
+
+        for (i = 0; i < nkeys; i++) {
+            EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+            kct_fill(key, sizeof(key), 5000 + (uint32_t)i);
+            if (do_mac(r, ctx, key, sizeof(key), params, msgs[1], msglens[1],
+                       out, &outl))
+                check_ref(r, "SHA256", key, sizeof(key), msgs[1], msglens[1],
+                          out, outl);
+            /* keep a few alive across evictions, freed much later */
+            if (i % 25 == 0) {
+                EVP_MAC_CTX_free(held[i / 25]);
+                held[i / 25] = ctx;
+            } else {
+                EVP_MAC_CTX_free(ctx);
+            }
+        }
+    }
+    for (i = 0; i < 4; i++) {
+        kct_fill(key, sizeof(key), 5000 + (uint32_t)i * 25);
+        if (held[i] != NULL
+            && do_mac(r, held[i], NULL, 0, NULL, msgs[2], msglens[2], out,
+                      &outl))
+            check_ref(r, "SHA256", key, sizeof(key), msgs[2], msglens[2],
+                      out, outl);
+        EVP_MAC_CTX_free(held[i]);
+    }
+    EVP_MAC_free(mac);
+}
+
+/* Key lengths around the block sizes and the cache's key-length limit */
+static void pat_key_lengths(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const size_t lens[] = { 0, 1, 64, 65, 128, 129, 200 };
+    static const char *mds[] = { "SHA256", "SHA512", "SHA1" };
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    unsigned char key[200], out[EVP_MAX_MD_SIZE];
+    size_t outl, i, d;
+    int rep;
+
+    for (rep = 0; rep < 2; rep++) {
+        for (d = 0; d < sizeof(mds) / sizeof(mds[0]); d++) {
+            OSSL_PARAM params[2] = { p_digest(mds[d]), OSSL_PARAM_END };
+
+            for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+                EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+                kct_fill(key, sizeof(key), 300 + (uint32_t)i);
+                if (do_mac(r, ctx, key, lens[i], params, msgs[2], msglens[2],
+                           out, &outl))
+                    check_ref(r, mds[d], key, lens[i], msgs[2], msglens[2],
+                              out, outl);
+                EVP_MAC_CTX_free(ctx);
+            }
+        }
+    }
+    EVP_MAC_free(mac);
+}
+
+/* Every digest the task lists; all must work with HMAC on default */
+static const char *listed_mds[] = {
+    "SHA1", "SHA2-224", "SHA2-256", "SHA2-384", "SHA2-512", "SHA2-512/224",
+    "SHA2-512/256", "SHA3-224", "SHA3-256", "SHA3-384", "SHA3-512", "SM3",
+    "MD5", "BLAKE2s256", "BLAKE2b512", "RIPEMD160", NULL
+};
+
+/* Every digest the default provider offers, filled in by add_suites() */
+static char *offered_mds[128];
+
+static void mac_with_digest(EVP_MAC *mac, REC *r, const char *md)
+{
+    static const size_t lens[] = { 20, 129 };
+    unsigned char key[129], out[EVP_MAX_MD_SIZE];
+    OSSL_PARAM params[2] = { p_digest(md), OSSL_PARAM_END };
+    EVP_MD *emd = EVP_MD_fetch(kct_default(), md, NULL);
+    int xof = emd != NULL && (EVP_MD_get_flags(emd) & EVP_MD_FLAG_XOF) != 0;
+    size_t outl, i;
+
+    EVP_MD_free(emd);
+    ERR_clear_error();
+    rec_printf(r, "digest %s\n", md);
+    for (i = 0; i < 2; i++) {
+        EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+        kct_fill(key, sizeof(key), 400 + (uint32_t)i);
+        if (do_mac(r, ctx, key, lens[i], params, msgs[3], msglens[3], out,
+                   &outl) && !xof)
+            check_ref(r, md, key, lens[i], msgs[3], msglens[3], out, outl);
+        /* reused with the same key: the cached path on keycache */
+        if (do_mac(r, ctx, key, lens[i], NULL, msgs[1], msglens[1], out,
+                   &outl) && !xof)
+            check_ref(r, md, key, lens[i], msgs[1], msglens[1], out, outl);
+        EVP_MAC_CTX_free(ctx);
+    }
+}
+
+static void pat_listed_digests(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    int i;
+
+    for (i = 0; listed_mds[i] != NULL; i++) {
+        EVP_MD *md = EVP_MD_fetch(kct_default(), listed_mds[i], NULL);
+
+        ERR_clear_error();
+        /* RIPEMD160 only counts when the default provider has it */
+        if (md == NULL && strcmp(listed_mds[i], "RIPEMD160") == 0)
+            continue;
+        CU_ASSERT_PTR_NOT_NULL(md);
+        EVP_MD_free(md);
+        mac_with_digest(mac, r, listed_mds[i]);
+    }
+    EVP_MAC_free(mac);
+}
+
+static void pat_offered_digests(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    int i;
+
+    for (i = 0; offered_mds[i] != NULL; i++)
+        mac_with_digest(mac, r, offered_mds[i]);
+    EVP_MAC_free(mac);
+}
+
+static void collect_md(EVP_MD *md, void *arg)
+{
+    int *n = arg;
+
+    if (*n < (int)(sizeof(offered_mds) / sizeof(offered_mds[0])) - 1)
+        offered_mds[(*n)++] = strdup(EVP_MD_get0_name(md));
+}
+
+static void rec_sizes(REC *r, EVP_MAC_CTX *ctx, const char *when)
+{
+    size_t sz, bs, psz = 0, pbs = 0;
+    OSSL_PARAM params[3];
+    int rc;
+
+    sz = EVP_MAC_CTX_get_mac_size(ctx);
+    rec_printf(r, "%s mac_size=%zu", when, sz);
+    rec_errs(r);
+    bs = EVP_MAC_CTX_get_block_size(ctx);
+    rec_printf(r, "%s block_size=%zu", when, bs);
+    rec_errs(r);
+    params[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &psz);
+    params[1] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_BLOCK_SIZE, &pbs);
+    params[2] = OSSL_PARAM_construct_end();
+    rc = EVP_MAC_CTX_get_params(ctx, params);
+    rec_printf(r, "%s get_params rc=%d size=%zu/%d block=%zu/%d", when, rc,
+               psz, OSSL_PARAM_modified(&params[0]), pbs,
+               OSSL_PARAM_modified(&params[1]));
+    rec_errs(r);
+}
+
+/* EVP_MAC_CTX_get_mac_size / get_block_size through a context's life */
+static void pat_sizes(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const char *mds[] = { "SHA256", "SHA512", "SHA3-256", "SHA1" };
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t outl, d;
+
+    for (d = 0; d < sizeof(mds) / sizeof(mds[0]); d++) {
+        OSSL_PARAM params[2] = { p_digest(mds[d]), OSSL_PARAM_END };
+        EVP_MAC_CTX *ctx = new_ctx(mac, r);
+        int rc;
+
+        rec_printf(r, "digest %s\n", mds[d]);
+        rec_sizes(r, ctx, "new");
+        do_set(r, ctx, params);
+        rec_sizes(r, ctx, "digest-set");
+        do_init(r, ctx, keys[d], sizeof(keys[d]), NULL);
+        rec_sizes(r, ctx, "init");
+        do_update(r, ctx, msgs[1], msglens[1]);
+        rc = EVP_MAC_final(ctx, NULL, &outl, 0);
+        rec_printf(r, "final(NULL) rc=%d len=%zu", rc, outl);
+        rec_errs(r);
+        if (do_final(r, ctx, out, &outl))
+            check_ref(r, mds[d], keys[d], sizeof(keys[d]), msgs[1],
+                      msglens[1], out, outl);
+        rec_sizes(r, ctx, "final");
+        EVP_MAC_CTX_free(ctx);
+
+        /* digest given only at init */
+        ctx = new_ctx(mac, r);
+        do_init(r, ctx, keys[d], sizeof(keys[d]), params);
+        rec_sizes(r, ctx, "init-params");
+        EVP_MAC_CTX_free(ctx);
+    }
+    EVP_MAC_free(mac);
+}
+
+static void rec_param_names(REC *r, const char *what, const OSSL_PARAM *p)
+{
+    rec_printf(r, "%s:", what);
+    for (; p != NULL && p->key != NULL; p++)
+        rec_printf(r, " %s/%u", p->key, p->data_type);
+    rec_printf(r, "\n");
+}
+
+/* The advertised parameter lists, and key parameters of odd shapes */
+static void pat_param_shapes(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    EVP_MAC_CTX *ctx = new_ctx(mac, r);
+    OSSL_PARAM sha256[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    OSSL_PARAM nullkey[2] = { p_key(NULL, 0), OSSL_PARAM_END };
+    OSSL_PARAM strkey[2] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_KEY, "Jefe", 0),
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM intdigest[2] = {
+        OSSL_PARAM_construct_int(OSSL_MAC_PARAM_DIGEST, (int[]){ 1 }),
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM unknown[2] = {
+        OSSL_PARAM_construct_int("no-such-param", (int[]){ 1 }),
+        OSSL_PARAM_END
+    };
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t outl;
+
+    rec_param_names(r, "settable", EVP_MAC_settable_ctx_params(mac));
+    rec_param_names(r, "gettable_ctx", EVP_MAC_gettable_ctx_params(mac));
+    rec_param_names(r, "gettable", EVP_MAC_gettable_params(mac));
+    rec_param_names(r, "ctx_settable", EVP_MAC_CTX_settable_params(ctx));
+    rec_param_names(r, "ctx_gettable", EVP_MAC_CTX_gettable_params(ctx));
+    ERR_clear_error();
+
+    /* odd parameters on a fresh context, then on a keyed one */
+    do_set(r, ctx, nullkey);
+    do_set(r, ctx, strkey);
+    do_set(r, ctx, intdigest);
+    do_set(r, ctx, unknown);
+    do_set(r, ctx, sha256);
+    do_set(r, ctx, nullkey);
+    if (do_mac(r, ctx, keys[4], sizeof(keys[4]), NULL, msgs[1], msglens[1],
+               out, &outl))
+        check_ref(r, "SHA256", keys[4], sizeof(keys[4]), msgs[1],
+                  msglens[1], out, outl);
+    do_set(r, ctx, strkey);
+    do_set(r, ctx, intdigest);
+    do_set(r, ctx, unknown);
+    /* an empty key parameter on a keyed context */
+    do_set(r, ctx, nullkey);
+    do_mac(r, ctx, NULL, 0, NULL, msgs[1], msglens[1], out, &outl);
+    EVP_MAC_CTX_free(ctx);
+    EVP_MAC_free(mac);
+}
+
+/* Digests HMAC cannot use must fail at the same call with the same errors */
+static void bad_digest(OSSL_LIB_CTX *libctx, REC *r, const char *md)
+{
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    OSSL_PARAM params[2] = { p_digest(md), OSSL_PARAM_END };
+    OSSL_PARAM good[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    unsigned char out[EVP_MAX_MD_SIZE], *res;
+    EVP_MAC_CTX *ctx;
+    size_t outl;
+
+    rec_printf(r, "digest %s\n", md);
+    ctx = new_ctx(mac, r);
+    do_set(r, ctx, params);
+    do_mac(r, ctx, keys[0], sizeof(keys[0]), NULL, msgs[1], msglens[1],
+           out, &outl);
+    rec_sizes(r, ctx, "after-bad");
+    /* the context stays usable with a good digest */
+    if (do_mac(r, ctx, keys[0], sizeof(keys[0]), good, msgs[1], msglens[1],
+               out, &outl))
+        check_ref(r, "SHA256", keys[0], sizeof(keys[0]), msgs[1],
+                  msglens[1], out, outl);
+    EVP_MAC_CTX_free(ctx);
+
+    ctx = new_ctx(mac, r);
+    do_mac(r, ctx, keys[0], sizeof(keys[0]), params, msgs[1], msglens[1],
+           out, &outl);
+    EVP_MAC_CTX_free(ctx);
+
+    /* bad digest on a context that already has a cached key */
+    ctx = new_ctx(mac, r);
+    do_mac(r, ctx, keys[0], sizeof(keys[0]), good, msgs[1], msglens[1],
+           out, &outl);
+    do_mac(r, ctx, keys[0], sizeof(keys[0]), params, msgs[1], msglens[1],
+           out, &outl);
+    do_mac(r, ctx, NULL, 0, NULL, msgs[1], msglens[1], out, &outl);
+    EVP_MAC_CTX_free(ctx);
+
+    res = EVP_Q_mac(NULL, "HMAC", NULL, md, NULL, keys[0], sizeof(keys[0]),
+                    msgs[1], msglens[1], out, sizeof(out), &outl);
+    rec_printf(r, "q_mac res=%s len=%zu", res == NULL ? "NULL" : "out", outl);
+    rec_errs(r);
+    EVP_MAC_free(mac);
+}
+
+static void pat_unknown_digest(OSSL_LIB_CTX *libctx, REC *r)
+{
+    bad_digest(libctx, r, "NOPE");
+}
+
+static void pat_xof_digest(OSSL_LIB_CTX *libctx, REC *r)
+{
+    bad_digest(libctx, r, "SHAKE256");
+    bad_digest(libctx, r, "SHAKE128");
+}
+
+/* A normal, fresh context; must give the plain HMAC */
+static void plain_mac(EVP_MAC *mac, REC *r, const unsigned char *key,
+                      const unsigned char *msg, size_t msglen)
+{
+    OSSL_PARAM params[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    EVP_MAC_CTX *ctx = new_ctx(mac, r);
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t outl;
+
+    rec_printf(r, "plain\n");
+    if (do_mac(r, ctx, key, 32, params, msg, msglen, out, &outl))
+        check_ref(r, "SHA256", key, 32, msg, msglen, out, outl);
+    EVP_MAC_CTX_free(ctx);
+}
+
+static void flag_ctx(EVP_MAC *mac, REC *r, const unsigned char *key,
+                     const char *flag, int before_init)
+{
+    int one = 1;
+    OSSL_PARAM fp[3] = {
+        p_digest("SHA256"), OSSL_PARAM_construct_int(flag, &one),
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM dp[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    EVP_MAC_CTX *ctx = new_ctx(mac, r);
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t outl;
+
+    rec_printf(r, "flag %s %s\n", flag, before_init ? "before" : "after");
+    if (before_init) {
+        do_set(r, ctx, fp);
+        do_mac(r, ctx, key, 32, NULL, msgs[2], msglens[2], out, &outl);
+    } else {
+        do_init(r, ctx, key, 32, dp);
+        do_set(r, ctx, fp);
+        do_update(r, ctx, msgs[2], msglens[2]);
+        do_final(r, ctx, out, &outl);
+        do_mac(r, ctx, NULL, 0, NULL, msgs[2], msglens[2], out, &outl);
+        do_mac(r, ctx, key, 32, NULL, msgs[2], msglens[2], out, &outl);
+    }
+    EVP_MAC_CTX_free(ctx);
+}
+
+/* TLS CBC record MAC mode ("tls-data-size"), as libssl drives it */
+static void tls_ctx(EVP_MAC *mac, REC *r, const unsigned char *key,
+                    int before_init)
+{
+    unsigned char header[13], record[256], out[EVP_MAX_MD_SIZE];
+    unsigned char joined[13 + 256];
+    size_t datalen = 100, recsize = sizeof(record), outl;
+    OSSL_PARAM tp[3] = {
+        p_digest("SHA256"),
+        OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_TLS_DATA_SIZE, &recsize),
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM dp[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+    kct_fill(header, sizeof(header), 501);
+    kct_fill(record, sizeof(record), 502);
+    rec_printf(r, "tls %s\n", before_init ? "before" : "after");
+    if (before_init) {
+        do_set(r, ctx, tp);
+        do_init(r, ctx, key, 32, NULL);
+    } else {
+        /* a keyed (on keycache: cached) context switched to TLS mode */
+        do_init(r, ctx, key, 32, dp);
+        do_set(r, ctx, tp + 1);       /* tls-data-size alone */
+    }
+    do_update(r, ctx, header, sizeof(header));
+    do_update(r, ctx, record, datalen);
+    if (do_final(r, ctx, out, &outl)) {
+        /* a TLS record MAC is the HMAC of header || data */
+        memcpy(joined, header, sizeof(header));
+        memcpy(joined + sizeof(header), record, datalen);
+        check_ref(r, "SHA256", key, 32, joined, sizeof(header) + datalen,
+                  out, outl);
+    }
+    EVP_MAC_CTX_free(ctx);
+}
+
+/*
+ * Unusual parameters must stay on their own context: after a context that
+ * used digest-noinit, digest-oneshot or tls-data-size, a normal context
+ * with the same key must give the plain HMAC, exactly as on default.
+ */
+static void pat_flags(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    static const char *flags[] = {
+        OSSL_MAC_PARAM_DIGEST_NOINIT, OSSL_MAC_PARAM_DIGEST_ONESHOT
+    };
+    int i, before;
+
+    for (i = 0; i < 2; i++) {
+        /*
+         * digest-noinit set on an already keyed context makes libcrypto's
+         * own HMAC_Final/HMAC_Init_ex use freed memory (OpenSSL 3.0), so
+         * that flag is only exercised before init.
+         */
+        for (before = 1; before >= (i == 0 ? 1 : 0); before--) {
+            const unsigned char *key = keys[i * 2 + before];
+
+            plain_mac(mac, r, key, msgs[1], msglens[1]);
+            flag_ctx(mac, r, key, flags[i], before);
+            plain_mac(mac, r, key, msgs[2], msglens[2]);
+            plain_mac(mac, r, key, msgs[3], msglens[3]);
+        }
+    }
+    for (before = 1; before >= 0; before--) {
+        plain_mac(mac, r, keys[5], msgs[1], msglens[1]);
+        tls_ctx(mac, r, keys[5], before);
+        plain_mac(mac, r, keys[5], msgs[2], msglens[2]);
+        tls_ctx(mac, r, keys[5], before);
+        plain_mac(mac, r, keys[5], msgs[3], msglens[3]);
+    }
+    EVP_MAC_free(mac);
+}
+
+/* CUnit wrappers: each pattern is its own test */
+
+static void test_q_mac(void) { run_pattern(pat_q_mac, 1); }
+static void test_ctx_per_msg(void) { run_pattern(pat_ctx_per_msg, 1); }
+static void test_key_in_params(void) { run_pattern(pat_key_in_params, 1); }
+static void test_reinit_null_key(void) { run_pattern(pat_reinit_null_key, 1); }
+static void test_digest_order(void) { run_pattern(pat_digest_order, 0); }
+static void test_dup_mid(void) { run_pattern(pat_dup_mid, 1); }
+static void test_alternating(void) { run_pattern(pat_alternating, 1); }
+static void test_two_live(void) { run_pattern(pat_two_live, 1); }
+static void test_inplace_key(void) { run_pattern(pat_inplace_key, 1); }
+static void test_many_keys(void) { run_pattern(pat_many_keys, 1); }
+static void test_key_lengths(void) { run_pattern(pat_key_lengths, 1); }
+static void test_listed_digests(void) { run_pattern(pat_listed_digests, 0); }
+static void test_offered_digests(void) { run_pattern(pat_offered_digests, 0); }
+static void test_sizes(void) { run_pattern(pat_sizes, 0); }
+static void test_param_shapes(void) { run_pattern(pat_param_shapes, 0); }
+static void test_unknown_digest(void) { run_pattern(pat_unknown_digest, 0); }
+static void test_xof_digest(void) { run_pattern(pat_xof_digest, 0); }
+static void test_flags(void) { run_pattern(pat_flags, 0); }
+
+/* RFC 4231 test case 2 on both contexts through the EVP_MAC_CTX API too */
+static void test_rfc4231_case2(void)
+{
+    OSSL_LIB_CTX *ctxs[2] = { kct_default(), kct_keycache() };
+    unsigned char out[EVP_MAX_MD_SIZE], *expect;
+    size_t outl, explen;
+    int i, rep;
+
+    expect = kct_unhex(jefe_mac, &explen);
+    CU_ASSERT_FATAL(expect != NULL && explen == 32);
+    for (i = 0; i < 2; i++) {
+        EVP_MAC *mac = EVP_MAC_fetch(ctxs[i], "HMAC", NULL);
+        OSSL_PARAM params[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mac);
+        for (rep = 0; rep < 3; rep++) {
+            EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(mac);
+
+            outl = 0;
+            CU_ASSERT(EVP_MAC_init(ctx, (const unsigned char *)"Jefe", 4,
+                                   params));
+            CU_ASSERT(EVP_MAC_update(ctx, (const unsigned char *)jefe_msg,
+                                     strlen(jefe_msg)));
+            CU_ASSERT(EVP_MAC_final(ctx, out, &outl, sizeof(out)));
+            CU_ASSERT(outl == explen && memcmp(out, expect, explen) == 0);
+            EVP_MAC_CTX_free(ctx);
+        }
+        EVP_MAC_free(mac);
+    }
+    OPENSSL_free(expect);
+}
+
+/* 8 threads sharing nothing but keys */
+
+#define NTHREADS 8
+#define THREAD_OPS 2000
+#define TKEYS 12
+#define TMSGS 8
+#define TMDS 3
+
+static const char *tmds[TMDS] = { "SHA256", "SHA1", "SHA512" };
+static const size_t tkeylens[TKEYS] = {
+    16, 32, 20, 64, 1, 0, 48, 128, 100, 65, 200, 32
+};
+static const size_t tmsglens[TMSGS] = { 0, 1, 13, 55, 64, 65, 200, 1000 };
+static unsigned char tkeys[TKEYS][200];
+static unsigned char tmsgs[TMSGS][1000];
+static unsigned char tref[TMDS][TKEYS][TMSGS][EVP_MAX_MD_SIZE];
+static size_t treflen[TMDS];
+
+typedef struct {
+    int id;
+    int mismatches;
+    int failures;
+} THREAD_ARG;
+
+static int thread_mac(EVP_MAC *mac, EVP_MAC_CTX *reused, int api, int d,
+                      int k, int m, unsigned char *out, size_t *outl)
+{
+    OSSL_PARAM params[2] = { p_digest(tmds[d]), OSSL_PARAM_END };
+    OSSL_PARAM kp[3] = { p_key(tkeys[k], tkeylens[k]), p_digest(tmds[d]),
+                         OSSL_PARAM_END };
+    EVP_MAC_CTX *ctx;
+    int ok;
+
+    if (api == 0)
+        return EVP_Q_mac(NULL, "HMAC", NULL, tmds[d], NULL, tkeys[k],
+                         tkeylens[k], tmsgs[m], tmsglens[m], out,
+                         EVP_MAX_MD_SIZE, outl) != NULL;
+    if (api == 3)
+        return EVP_MAC_init(reused, tkeys[k], tkeylens[k], params)
+               && EVP_MAC_update(reused, tmsgs[m], tmsglens[m])
+               && EVP_MAC_final(reused, out, outl, EVP_MAX_MD_SIZE);
+    ctx = EVP_MAC_CTX_new(mac);
+    if (api == 1)
+        ok = EVP_MAC_init(ctx, tkeys[k], tkeylens[k], params);
+    else
+        ok = EVP_MAC_CTX_set_params(ctx, kp)
+             && EVP_MAC_init(ctx, NULL, 0, NULL);
+    ok = ok && EVP_MAC_update(ctx, tmsgs[m], tmsglens[m])
+         && EVP_MAC_final(ctx, out, outl, EVP_MAX_MD_SIZE);
+    EVP_MAC_CTX_free(ctx);
+    return ok;
+}
+
+static void *thread_main(void *varg)
+{
+    THREAD_ARG *arg = varg;
+    uint32_t x = 0x9e3779b9u * (uint32_t)(arg->id + 1);
+    unsigned char out[EVP_MAX_MD_SIZE];
+    EVP_MAC *mac;
+    EVP_MAC_CTX *reused;
+    int i;
+
+    /* the default library context is per thread */
+    kct_use(kct_keycache());
+    mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    reused = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    if (reused == NULL) {
+        arg->failures = THREAD_OPS;
+        goto end;
+    }
+    for (i = 0; i < THREAD_OPS; i++) {
+        int d, k, m, api;
+        size_t outl = 0;
+
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        /* a few hot keys per thread plus the shared ones */
+        k = (x >> 4) % 4 == 0 ? (int)((x >> 8) % TKEYS)
+                              : (arg->id + (int)((x >> 8) % 3)) % TKEYS;
+        d = (int)((x >> 16) % TMDS);
+        m = (int)((x >> 20) % TMSGS);
+        api = (int)((x >> 24) % 4);
+        if (!thread_mac(mac, reused, api, d, k, m, out, &outl))
+            arg->failures++;
+        else if (outl != treflen[d] || memcmp(out, tref[d][k][m], outl) != 0)
+            arg->mismatches++;
+    }
+ end:
+    ERR_clear_error();
+    EVP_MAC_CTX_free(reused);
+    EVP_MAC_free(mac);
+    kct_use(NULL);
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    pthread_t th[NTHREADS];
+    THREAD_ARG args[NTHREADS];
+    uint64_t hits0;
+    int d, k, m, i;
+
+    /* references from the default provider, before any thread starts */
+    for (k = 0; k < TKEYS; k++)
+        kct_fill(tkeys[k], sizeof(tkeys[k]), 700 + k);
+    for (m = 0; m < TMSGS; m++)
+        kct_fill(tmsgs[m], sizeof(tmsgs[m]), 800 + m);
+    for (d = 0; d < TMDS; d++)
+        for (k = 0; k < TKEYS; k++)
+            for (m = 0; m < TMSGS; m++)
+                CU_ASSERT_PTR_NOT_NULL_FATAL(
+                    EVP_Q_mac(kct_default(), "HMAC", NULL, tmds[d], NULL,
+                              tkeys[k], tkeylens[k], tmsgs[m], tmsglens[m],
+                              tref[d][k][m], EVP_MAX_MD_SIZE, &treflen[d]));
+
+    CU_ASSERT_FATAL(served_by_keycache());
+    hits0 = kct_counter(KEYCACHE_PARAM_HITS);
+    for (i = 0; i < NTHREADS; i++) {
+        args[i].id = i;
+        args[i].mismatches = args[i].failures = 0;
+        CU_ASSERT_FATAL(pthread_create(&th[i], NULL, thread_main,
+                                       &args[i]) == 0);
+    }
+    for (i = 0; i < NTHREADS; i++) {
+        pthread_join(th[i], NULL);
+        CU_ASSERT_EQUAL(args[i].failures, 0);
+        CU_ASSERT_EQUAL(args[i].mismatches, 0);
+        if (args[i].failures != 0 || args[i].mismatches != 0)
+            fprintf(stderr, "\nthread %d: %d failures, %d wrong MACs\n", i,
+                    args[i].failures, args[i].mismatches);
+    }
+    CU_ASSERT(kct_counter(KEYCACHE_PARAM_HITS) > hits0);
+}
+
+/* A context keyed on one thread and finished on another after it exited */
+
+typedef struct {
+    EVP_MAC_CTX *ctx;
+    int ok;
+} HANDOFF;
+
+static void *handoff_main(void *varg)
+{
+    HANDOFF *h = varg;
+    OSSL_PARAM params[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    EVP_MAC *mac;
+
+    kct_use(kct_keycache());
+    mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    h->ctx = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    /* twice, so the second init is served from this thread's cache */
+    h->ok = h->ctx != NULL
+            && EVP_MAC_init(h->ctx, keys[0], sizeof(keys[0]), params)
+            && EVP_MAC_init(h->ctx, keys[0], sizeof(keys[0]), params)
+            && EVP_MAC_update(h->ctx, msgs[3], 100);
+    EVP_MAC_free(mac);
+    ERR_clear_error();
+    kct_use(NULL);
+    return NULL;
+}
+
+static void test_thread_handoff(void)
+{
+    OSSL_PARAM params[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    unsigned char out[EVP_MAX_MD_SIZE];
+    HANDOFF h = { NULL, 0 };
+    size_t outl = 0;
+    REC r = { 0 };
+    pthread_t th;
+
+    CU_ASSERT_FATAL(served_by_keycache());
+    CU_ASSERT_FATAL(pthread_create(&th, NULL, handoff_main, &h) == 0);
+    pthread_join(th, NULL);
+    CU_ASSERT_FATAL(h.ok);
+    kct_use(kct_keycache());
+    /* finish the message begun on the dead thread */
+    CU_ASSERT(EVP_MAC_update(h.ctx, msgs[3] + 100, 200));
+    CU_ASSERT(EVP_MAC_final(h.ctx, out, &outl, sizeof(out)));
+    CU_ASSERT(check_ref(&r, "SHA256", keys[0], sizeof(keys[0]), msgs[3], 300,
+                        out, outl));
+    /* keyless re-init, then re-keyed on this thread */
+    CU_ASSERT(EVP_MAC_init(h.ctx, NULL, 0, NULL));
+    CU_ASSERT(EVP_MAC_update(h.ctx, msgs[2], msglens[2]));
+    CU_ASSERT(EVP_MAC_final(h.ctx, out, &outl, sizeof(out)));
+    CU_ASSERT(check_ref(&r, "SHA256", keys[0], sizeof(keys[0]), msgs[2],
+                        msglens[2], out, outl));
+    CU_ASSERT(EVP_MAC_init(h.ctx, keys[1], sizeof(keys[1]), params));
+    CU_ASSERT(EVP_MAC_update(h.ctx, msgs[2], msglens[2]));
+    CU_ASSERT(EVP_MAC_final(h.ctx, out, &outl, sizeof(out)));
+    CU_ASSERT(check_ref(&r, "SHA256", keys[1], sizeof(keys[1]), msgs[2],
+                        msglens[2], out, outl));
+    EVP_MAC_CTX_free(h.ctx);
+    ERR_clear_error();
+    kct_use(NULL);
+    rec_free(&r);
+}
+
+static int suite_init(void)
+{
+    int n = 0;
+
+    init_data();
+    EVP_MD_do_all_provided(kct_default(), collect_md, &n);
+    offered_mds[n] = NULL;
+    return n > 0 ? 0 : 1;
+}
+
+static int suite_clean(void)
+{
+    int i;
+
+    for (i = 0; offered_mds[i] != NULL; i++) {
+        free(offered_mds[i]);
+        offered_mds[i] = NULL;
+    }
+    return 0;
+}
+
+static void add_suites(void)
+{
+    CU_pSuite s = CU_add_suite("hmac_patterns", suite_init, suite_clean);
+
+    CU_add_test(s, "RFC 4231 case 2", test_rfc4231_case2);
+    CU_add_test(s, "EVP_Q_mac on the thread default", test_q_mac);
+    CU_add_test(s, "new EVP_MAC_CTX per message", test_ctx_per_msg);
+    CU_add_test(s, "key as set_params key param", test_key_in_params);
+    CU_add_test(s, "re-init with NULL key", test_reinit_null_key);
+    CU_add_test(s, "digest set before key / at init", test_digest_order);
+    CU_add_test(s, "EVP_MAC_CTX_dup mid-message", test_dup_mid);
+    CU_add_test(s, "alternating keys", test_alternating);
+    CU_add_test(s, "two live contexts, same key", test_two_live);
+    CU_add_test(s, "key rewritten in place", test_inplace_key);
+    CU_add_test(s, "more keys than the cache holds", test_many_keys);
+    CU_add_test(s, "key lengths", test_key_lengths);
+    CU_add_test(s, "listed digests", test_listed_digests);
+    CU_add_test(s, "every digest default offers", test_offered_digests);
+    CU_add_test(s, "mac and block size", test_sizes);
+    CU_add_test(s, "parameter lists and odd key params", test_param_shapes);
+    CU_add_test(s, "unknown digest", test_unknown_digest);
+    CU_add_test(s, "XOF digest", test_xof_digest);
+    CU_add_test(s, "noinit/oneshot/tls params do not leak", test_flags);
+    CU_add_test(s, "8 threads, mixed keys", test_threads);
+    CU_add_test(s, "context outlives its thread", test_thread_handoff);
+}
+
+int main(int argc, char **argv)
+{
+    return kct_main(argc, argv, add_suites);
+}

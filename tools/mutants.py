@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Break keycache's cache on purpose and check that the tests notice.
+
+Each mutant is one small edit to a copy of the provider that makes the cache
+hand out a wrong or stale context.  For every mutant the copy is built and
+the test suite run; a mutant that no test kills is a hole in the tests.
+
+usage: tools/mutants.py [--keep] [NAME ...]     (from the repository root)
+"""
+import os, shutil, subprocess, sys, tempfile
+
+MUTANTS = {
+    # keys compared by length only, not by content (a key changed in place
+    # in the same buffer would hit the old entry)
+    "key-by-length": [("provider/cache.c",
+        "|| CRYPTO_memcmp(e->key, key, keylen) != 0)", ")"),
+        ("provider/cache.c", "if (e->hash != h || e->ctx == NULL", "if (e->ctx == NULL")],
+    # HMAC: no keyless re-init at check-out (message state of the last use
+    # leaks into the next)
+    "hmac-no-reinit": ("provider/hmac.c",
+        "if (!fns(w)->init(inner, NULL, 0, NULL)) {", "if (0) {"),
+    # HMAC: digest-noinit / digest-oneshot / tls-data-size go to the cached
+    # context instead of a private one
+    "hmac-flags-cached": ("provider/hmac.c",
+        "|| OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_TLS_DATA_SIZE) != NULL",
+        "|| 0"),
+    # GCM: hand out the cached template itself instead of a duplicate (a used
+    # context with its tag, IV state and lengths goes back to the next user)
+    "gcm-share-template": [("provider/aes_gcm.c",
+        "if ((inner = fns(w)->dupctx(tmpl)) == NULL)\n        return 0;",
+        "inner = tmpl;"),
+        ("provider/aes_gcm.c",
+        "    if (w->inner != NULL)\n        fns(w)->freectx(w->inner);\n    OPENSSL_clear_free",
+        "    OPENSSL_clear_free")],
+    # GCM: the IV length set before the key is not replayed
+    "gcm-drop-ivlen": ("provider/aes_gcm.c",
+        "} else if (w->ivlen != KC_GCM_IV_DEFAULT) {", "} else if (0) {"),
+    # GCM: the expected tag set before the key is not replayed
+    "gcm-drop-tag": ("provider/aes_gcm.c",
+        "    if (w->taglen != 0) {\n        /* the tag", "    if (0) {\n        /* the tag"),
+    # GCM: the cache ignores which key size an entry belongs to
+    "gcm-any-alg": ("provider/cache.c", "|| e->alg != alg", ""),
+}
+
+def run(cmd, cwd):
+    return subprocess.run(cmd, cwd=cwd, shell=True, capture_output=True, text=True)
+
+def main(argv):
+    keep = "--keep" in argv
+    names = [a for a in argv if not a.startswith("--")] or list(MUTANTS)
+    root = os.getcwd()
+    failed = 0
+    for name in names:
+        edits = MUTANTS[name]
+        if isinstance(edits, tuple):
+            edits = [edits]
+        work = tempfile.mkdtemp(prefix="kc-mutant-")
+        # same parent layout as the checkout so ../shared/vectors resolves
+        src = os.path.join(os.path.dirname(root), os.path.basename(work))
+        shutil.copytree(root, src, ignore=shutil.ignore_patterns("build*", ".git"))
+        applies = True
+        for path, old, new in edits:
+            text = open(os.path.join(src, path)).read()
+            applies = applies and old in text
+            open(os.path.join(src, path), "w").write(text.replace(old, new, 1))
+        if not applies:
+            print(f"{name:20} PATCH DOES NOT APPLY (update tools/mutants.py)")
+            failed += 1
+            continue
+        b = run(f"cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build -j2", src)
+        if b.returncode != 0:
+            print(f"{name:20} BUILD FAILED\n{b.stdout[-2000:]}{b.stderr[-2000:]}")
+            failed += 1
+            continue
+        t = run("ctest --test-dir build -E valgrind 2>&1", src)
+        killed = [l.split(" - ")[1].split()[0] for l in t.stdout.splitlines()
+                  if l.strip().startswith(tuple("0123456789")) and " - " in l]
+        if t.returncode == 0:
+            print(f"{name:20} SURVIVED: no test failed")
+            failed += 1
+        else:
+            print(f"{name:20} killed by: {', '.join(killed)}")
+        if not keep:
+            shutil.rmtree(src, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failed else 0
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
