@@ -1155,6 +1155,36 @@ static void tls_ctx(EVP_MAC *mac, REC *r, const unsigned char *key,
 }
 
 /*
+ * TLS mode differs from a plain HMAC where libssl's record layout is not
+ * followed: a header that is not 13 bytes is refused, and a second record
+ * replaces the first instead of being appended.  A wrapper that dropped
+ * tls-data-size would compute a plain HMAC here.
+ */
+static void tls_ctx_odd(EVP_MAC *mac, REC *r, const unsigned char *key)
+{
+    unsigned char header[13], record[64], out[EVP_MAX_MD_SIZE];
+    size_t recsize = sizeof(record), outl;
+    OSSL_PARAM tp[3] = {
+        p_digest("SHA256"),
+        OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_TLS_DATA_SIZE, &recsize),
+        OSSL_PARAM_END
+    };
+    EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+    kct_fill(header, sizeof(header), 503);
+    kct_fill(record, sizeof(record), 504);
+    rec_printf(r, "tls odd\n");
+    do_set(r, ctx, tp);
+    do_init(r, ctx, key, 32, NULL);
+    do_update(r, ctx, header, 5);              /* refused in TLS mode */
+    do_update(r, ctx, header, sizeof(header));
+    do_update(r, ctx, record, 40);
+    do_update(r, ctx, record + 40, 24);        /* replaces, not appends */
+    do_final(r, ctx, out, &outl);
+    EVP_MAC_CTX_free(ctx);
+}
+
+/*
  * Unusual parameters must stay on their own context: after a context that
  * used digest-noinit, digest-oneshot or tls-data-size, a normal context
  * with the same key must give the plain HMAC, exactly as on default.
@@ -1189,6 +1219,8 @@ static void pat_flags(OSSL_LIB_CTX *libctx, REC *r)
         tls_ctx(mac, r, keys[5], before);
         plain_mac(mac, r, keys[5], msgs[3], msglens[3]);
     }
+    tls_ctx_odd(mac, r, keys[5]);
+    plain_mac(mac, r, keys[5], msgs[1], msglens[1]);
     EVP_MAC_free(mac);
 }
 

@@ -57,7 +57,12 @@ def main(argv):
         work = tempfile.mkdtemp(prefix="kc-mutant-")
         # same parent layout as the checkout so ../shared/vectors resolves
         src = os.path.join(os.path.dirname(root), os.path.basename(work))
-        shutil.copytree(root, src, ignore=shutil.ignore_patterns("build*", ".git"))
+        # only what git tracks: work in progress elsewhere stays out
+        files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True,
+                               text=True, check=True).stdout.split()
+        for f in files:
+            os.makedirs(os.path.join(src, os.path.dirname(f)), exist_ok=True)
+            shutil.copy2(os.path.join(root, f), os.path.join(src, f))
         applies = True
         for path, old, new in edits:
             text = open(os.path.join(src, path)).read()

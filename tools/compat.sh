@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+#
+# compat.sh <suite> [--keep] [--refresh]
+#
+# Build and test keycache against a newer OpenSSL in a Debian chroot:
+#   trixie  OpenSSL 3.5
+#   sid     OpenSSL 3.6 (a moving target)
+#
+# The chroot is made once with debootstrap and cached under
+# /var/cache/keycache-compat/<suite> (KC_COMPAT_CACHE overrides), so only the
+# first run per suite pays for it.  Each run copies this source tree and
+# ../shared/vectors into a fresh directory of the chroot with the same
+# relative layout, then configures, builds and runs ctest there.  The exit
+# status is ctest's (or the failing configure/build step's).
+#
+#   --keep     keep the run's copy and build tree inside the chroot
+#   --refresh  apt-get update + dist-upgrade the cached chroot first (sid
+#              moves daily; the cache otherwise stays at its first snapshot)
+#
+# Environment: KC_VECTORS (vectors folder, default <src>/../shared/vectors),
+# KC_COMPAT_CACHE, KC_COMPAT_MIRROR, KC_COMPAT_CTEST_ARGS (extra ctest args,
+# e.g. "-R test_vectors" or "-j2").
+#
+# Needs root (re-runs itself with sudo) and network for the first run.
+
+set -euo pipefail
+
+PKGS=gcc,libc6-dev,libssl-dev,cmake,libcunit1-dev,libcjson-dev,pkg-config
+PKGS=$PKGS,python3-cryptography-vectors,valgrind,make
+# test_cli.sh drives the openssl command line and converts hex with xxd
+PKGS=$PKGS,openssl,xxd
+
+usage()
+{
+    echo "usage: $0 <trixie|sid|suite> [--keep] [--refresh]" >&2
+    exit 2
+}
+
+[ $# -ge 1 ] || usage
+SUITE=$1
+shift
+KEEP=0
+REFRESH=0
+for arg in "$@"; do
+    case $arg in
+    --keep) KEEP=1 ;;
+    --refresh) REFRESH=1 ;;
+    *) usage ;;
+    esac
+done
+case $SUITE in
+[a-z]*) ;;
+*) usage ;;
+esac
+
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+VECTORS=${KC_VECTORS:-$SRC/../shared/vectors}
+CACHE=${KC_COMPAT_CACHE:-/var/cache/keycache-compat}
+MIRROR=${KC_COMPAT_MIRROR:-http://deb.debian.org/debian}
+CTEST_ARGS=${KC_COMPAT_CTEST_ARGS:-}
+
+if [ "$(id -u)" -ne 0 ]; then
+    SUDO=$(command -v sudo) || { echo "compat.sh: needs root or sudo" >&2; exit 2; }
+    exec "$SUDO" env KC_VECTORS="$VECTORS" KC_COMPAT_CACHE="$CACHE" \
+        KC_COMPAT_MIRROR="$MIRROR" KC_COMPAT_CTEST_ARGS="$CTEST_ARGS" \
+        "$0" "$SUITE" "$@"
+fi
+
+[ -d "$VECTORS" ] || { echo "compat.sh: no vectors at $VECTORS" >&2; exit 2; }
+VECTORS=$(cd "$VECTORS" && pwd)
+
+CH=$CACHE/$SUITE
+T0=$(date +%s)
+
+say()
+{
+    printf '== compat[%s] %s\n' "$SUITE" "$*"
+}
+
+elapsed()
+{
+    echo $(( $(date +%s) - $1 ))
+}
+
+# Never delete a chroot that still has something mounted inside it.
+mounted_inside()
+{
+    grep -q " $1/" /proc/self/mounts
+}
+
+# One run per suite at a time: the chroot is shared state.
+mkdir -p "$CACHE"
+exec 9> "$CACHE/$SUITE.lock"
+flock 9
+
+# ---- the cached chroot ---------------------------------------------------
+
+make_chroot()
+{
+    if ! command -v debootstrap > /dev/null; then
+        say "installing debootstrap"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap \
+            || { apt-get update -qq && \
+                 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap; }
+    fi
+    if mounted_inside "$CH" || mounted_inside "$CH.tmp"; then
+        echo "compat.sh: stale mounts under $CH, unmount them first" >&2
+        exit 2
+    fi
+    say "debootstrap $SUITE into $CH (one-off)"
+    rm -rf --one-file-system "$CH.tmp"
+    debootstrap --variant=minbase --include="$PKGS" "$SUITE" "$CH.tmp" "$MIRROR" \
+        > "$CACHE/$SUITE.debootstrap.log" 2>&1 || {
+        tail -n 30 "$CACHE/$SUITE.debootstrap.log" >&2
+        echo "compat.sh: debootstrap failed, log in $CACHE/$SUITE.debootstrap.log" >&2
+        exit 2
+    }
+    # the package list is the cache key: changing it rebuilds the chroot
+    echo "$PKGS" > "$CH.tmp/.keycache-compat"
+    rm -rf --one-file-system "$CH"
+    mv "$CH.tmp" "$CH"
+}
+
+T_CHROOT=$(date +%s)
+if [ "$(cat "$CH/.keycache-compat" 2>/dev/null)" != "$PKGS" ]; then
+    make_chroot
+else
+    say "reusing cached chroot $CH"
+fi
+T_CHROOT=$(elapsed "$T_CHROOT")
+
+# ---- mounts and the run's copy of the tree -------------------------------
+
+RUN=$(mktemp -d "$CH/kc-compat.XXXXXX")
+RUN_IN=${RUN#"$CH"}
+MOUNTS=()
+
+cleanup()
+{
+    local i
+
+    for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
+        umount "${MOUNTS[$i]}" || umount -l "${MOUNTS[$i]}" || true
+    done
+    if [ "$KEEP" = 1 ]; then
+        say "kept $RUN (enter with: chroot $CH /bin/bash, cd $RUN_IN)"
+    else
+        rm -rf --one-file-system "$RUN"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mount -t proc proc "$CH/proc"
+MOUNTS+=("$CH/proc")
+# debootstrap makes /dev nodes itself, except where mknod is not allowed
+if [ ! -c "$CH/dev/null" ]; then
+    mount --bind /dev "$CH/dev"
+    MOUNTS+=("$CH/dev")
+fi
+cp -L /etc/resolv.conf "$CH/etc/resolv.conf" 2>/dev/null || true
+
+in_chroot()
+{
+    chroot "$CH" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+        PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        DEBIAN_FRONTEND=noninteractive "$@"
+}
+
+if [ "$REFRESH" = 1 ]; then
+    say "refreshing packages"
+    in_chroot sh -c 'apt-get update -qq && apt-get dist-upgrade -y -qq' > /dev/null
+fi
+
+# Same relative layout as the checkout: <run>/<name> and <run>/shared/vectors.
+NAME=$(basename "$SRC")
+mkdir -p "$RUN/$NAME" "$RUN/shared"
+tar -C "$SRC" --exclude=./.git --exclude='./build*' -cf - . | tar -C "$RUN/$NAME" -xf -
+cp -a "$VECTORS" "$RUN/shared/vectors"
+
+# ---- configure, build, test ----------------------------------------------
+
+cat > "$RUN/run.sh" << 'EOF'
+set -u
+cd "$1"
+echo "== openssl: $(openssl version) (libcrypto $(pkg-config --modversion libcrypto))"
+echo "== cmake: $(cmake --version | head -n 1), $(gcc --version | head -n 1)"
+t=$(date +%s)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo > build.log 2>&1 \
+    && cmake --build build -j"$(nproc)" >> build.log 2>&1
+rc=$?
+echo "== build: $(( $(date +%s) - t ))s"
+if [ $rc -ne 0 ]; then
+    cat build.log
+    echo "== configure/build failed ($rc)"
+    exit $rc
+fi
+# compiler warnings are worth seeing: new headers deprecate things
+grep -E 'warning:' build.log | sort -u
+t=$(date +%s)
+cd build
+ctest --output-on-failure $2 2>&1 | tee ../ctest.log
+rc=${PIPESTATUS[0]}
+echo "== ctest: $(( $(date +%s) - t ))s"
+exit $rc
+EOF
+
+T_RUN=$(date +%s)
+set +e
+in_chroot /bin/bash "$RUN_IN/run.sh" "$RUN_IN/$NAME" "$CTEST_ARGS"
+RC=$?
+set -e
+T_RUN=$(elapsed "$T_RUN")
+
+say "summary"
+echo "openssl:  $(in_chroot openssl version)"
+if [ -f "$RUN/$NAME/ctest.log" ]; then
+    grep -E 'tests passed|tests failed' "$RUN/$NAME/ctest.log" || true
+    sed -n '/The following tests FAILED/,$p' "$RUN/$NAME/ctest.log"
+fi
+echo "time:     chroot ${T_CHROOT}s, build+test ${T_RUN}s, total $(elapsed "$T0")s"
+echo "status:   $RC"
+exit $RC

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The whole test suite, as the README's test command and CI run it:
+#   1. plain build against the system OpenSSL, every ctest (incl. valgrind
+#      lifecycle run and the openssl command-line comparison)
+#   2. ASan + UBSan build, every CUnit test
+#   3. TSan build, the threaded tests
+#   4. the differential fuzzer for a bounded time (FUZZ_SECONDS, default 120)
+#   5. the same suite against OpenSSL 3.5 in a Debian trixie chroot
+# Set KC_SKIP="asan tsan fuzz compat" (any subset) to leave steps out.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+skip=" ${KC_SKIP:-} "
+step() { printf '\n=== %s\n' "$*"; }
+want() { [[ "$skip" != *" $1 "* ]]; }
+
+step "plain build, system $(openssl version)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure
+
+if want asan; then
+    step "AddressSanitizer + UndefinedBehaviorSanitizer"
+    cmake -S . -B build-asan -DKEYCACHE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+    cmake --build build-asan -j"$jobs"
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 \
+        ctest --test-dir build-asan --output-on-failure
+fi
+
+if want tsan; then
+    step "ThreadSanitizer, threaded tests"
+    cmake -S . -B build-tsan -DKEYCACHE_TSAN=ON -DCMAKE_BUILD_TYPE=Debug
+    cmake --build build-tsan -j"$jobs"
+    TSAN_OPTIONS=halt_on_error=1 \
+        ctest --test-dir build-tsan --output-on-failure \
+              -R 'threads|patterns|lifecycle'
+fi
+
+if want fuzz && [ -f fuzz/run.sh ]; then
+    step "differential fuzzing, ${FUZZ_SECONDS:-120} s"
+    cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DKEYCACHE_FUZZ=ON \
+          -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    cmake --build build-fuzz -j"$jobs"
+    bash fuzz/run.sh build-fuzz "${FUZZ_SECONDS:-120}"
+fi
+
+if want compat && [ -f tools/compat.sh ]; then
+    step "OpenSSL 3.5 (Debian trixie chroot)"
+    bash tools/compat.sh trixie
+fi
