@@ -232,6 +232,8 @@ static int init_cached(KC_GCM_CTX *w, int enc, const unsigned char *key,
 
     tmpl = kc_cache_find(c, alg, NULL, key, keylen, 0, NULL);
     if (tmpl == NULL) {
+        if (!kc_cache_admit(c))
+            return -1;
         if ((tmpl = fns(w)->newctx(pctx->inner_provctx)) == NULL)
             return 0;
         if (!fns(w)->einit(tmpl, key, keylen, NULL, 0, NULL)) {
@@ -304,7 +306,7 @@ static int kc_gcm_update(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_GCM_CTX *w = vctx;
 
-    if (!materialize(w))
+    if (w->inner == NULL && !materialize(w))
         return 0;
     return fns(w)->update(w->inner, out, outl, outsize, in, inl);
 }
@@ -314,7 +316,7 @@ static int kc_gcm_final(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_GCM_CTX *w = vctx;
 
-    if (!materialize(w))
+    if (w->inner == NULL && !materialize(w))
         return 0;
     return fns(w)->final(w->inner, out, outl, outsize);
 }
@@ -324,7 +326,7 @@ static int kc_gcm_cipher(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_GCM_CTX *w = vctx;
 
-    if (fns(w)->cipher == NULL || !materialize(w))
+    if (fns(w)->cipher == NULL || (w->inner == NULL && !materialize(w)))
         return 0;
     return fns(w)->cipher(w->inner, out, outl, outsize, in, inl);
 }
@@ -353,7 +355,9 @@ static int kc_gcm_get_ctx_params(void *vctx, OSSL_PARAM params[])
     const OSSL_PARAM *gettable;
     OSSL_PARAM *p;
 
-    if (w->inner == NULL && params != NULL) {
+    if (w->inner != NULL)
+        return fns(w)->get_ctx_params(w->inner, params);
+    if (params != NULL) {
         gettable = fns(w)->gettable_ctx_params == NULL ? NULL
                    : fns(w)->gettable_ctx_params(NULL, w->pctx->inner_provctx);
         for (p = params; p->key != NULL; p++)

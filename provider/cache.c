@@ -49,9 +49,13 @@ struct kc_cache_st {
     uint64_t gen;
     time_t last_sweep;
     size_t size, used;
+    size_t nidx;              /* power of two, at least twice size */
+    uint32_t *idx;            /* hash index: slot + 1, 0 = empty */
     KC_COUNTERS n;
     KC_MEMO memo[KC_MEMO_SLOTS];
     unsigned int memo_next;
+    /* adaptive bypass: hit rate over the last window of lookups */
+    unsigned int win_lookups, win_hits, bypass, bypass_misses;
     KC_ENTRY entries[];
 };
 
@@ -84,10 +88,41 @@ static uint64_t kc_hash(uint64_t seed, const unsigned char *p, size_t n)
     return h;
 }
 
+/*
+ * Open-addressing index over the entries' hashes (linear probing, deletion
+ * by backward shift), so a lookup costs a probe or two, not a scan.
+ */
+static void idx_insert(KC_CACHE *c, uint32_t slot)
+{
+    size_t m = c->nidx - 1, i = c->entries[slot].hash & m;
+
+    while (c->idx[i] != 0)
+        i = (i + 1) & m;
+    c->idx[i] = slot + 1;
+}
+
+static void idx_remove(KC_CACHE *c, uint32_t slot)
+{
+    size_t m = c->nidx - 1, i = c->entries[slot].hash & m, j, home;
+
+    while (c->idx[i] != slot + 1)
+        i = (i + 1) & m;
+    for (j = (i + 1) & m; c->idx[j] != 0; j = (j + 1) & m) {
+        home = c->entries[c->idx[j] - 1].hash & m;
+        /* the hole at i lies on j's probe path from home: fill it */
+        if (((j - home) & m) >= ((j - i) & m)) {
+            c->idx[i] = c->idx[j];
+            i = j;
+        }
+    }
+    c->idx[i] = 0;
+}
+
 static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
 {
     if (e->alg == NULL)
         return;
+    idx_remove(c, (uint32_t)(e - c->entries));
     if (e->ctx != NULL)
         e->alg->freectx(e->ctx);
     OPENSSL_cleanse(e->key, e->keylen);
@@ -107,7 +142,8 @@ static void cache_free(KC_CACHE *c)
 
     for (i = 0; i < c->size; i++)
         entry_kill(c, &c->entries[i]);
-    OPENSSL_clear_free(c, sizeof(*c) + c->size * sizeof(KC_ENTRY));
+    OPENSSL_clear_free(c, sizeof(*c) + c->size * sizeof(KC_ENTRY)
+                          + c->nidx * sizeof(uint32_t));
 }
 
 static void add_counters(KC_COUNTERS *to, const KC_COUNTERS *from)
@@ -156,11 +192,18 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
     KC_CACHE *c;
     size_t i;
 
-    c = OPENSSL_zalloc(sizeof(*c) + pctx->cache_size * sizeof(KC_ENTRY));
+    size_t nidx = 4;
+
+    while (nidx < 2 * pctx->cache_size)
+        nidx *= 2;
+    c = OPENSSL_zalloc(sizeof(*c) + pctx->cache_size * sizeof(KC_ENTRY)
+                       + nidx * sizeof(uint32_t));
     if (c == NULL)
         return NULL;
     c->pctx = pctx;
     c->size = pctx->cache_size;
+    c->nidx = nidx;
+    c->idx = (uint32_t *)(c->entries + c->size);
     if (RAND_bytes_ex(pctx->libctx, (unsigned char *)&c->seed,
                       sizeof(c->seed), 0) <= 0)
         c->seed = (uint64_t)(uintptr_t)c ^ (uint64_t)time(NULL);
@@ -266,44 +309,85 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
     m->value = value;
 }
 
+/*
+ * When almost every lookup misses (a new key per call, or more keys in
+ * rotation than the cache holds), admitting every missed key only adds
+ * work: its entry is built, then evicted unused.  After a window of
+ * KC_WINDOW lookups with fewer than KC_WINDOW_MIN_HITS hits, only one miss
+ * in KC_ADMIT_ONE_IN is admitted (so a new hot key still gets in within a
+ * few calls); lookups go on, so cached keys keep hitting and the next
+ * window with enough hits ends the bypass.
+ */
+#define KC_WINDOW 64
+#define KC_WINDOW_MIN_HITS 8
+#define KC_ADMIT_ONE_IN 16
+
+int kc_cache_admit(KC_CACHE *c)
+{
+    if (!c->bypass)
+        return 1;
+    return ++c->bypass_misses % KC_ADMIT_ONE_IN == 0;
+}
+
+static void window_note(KC_CACHE *c, int hit)
+{
+    c->win_hits += hit;
+    if (++c->win_lookups < KC_WINDOW)
+        return;
+    c->bypass = c->win_hits < KC_WINDOW_MIN_HITS;
+    c->win_lookups = c->win_hits = 0;
+}
+
 void kc_count_passthrough(KC_CACHE *c)
 {
     if (c != NULL)
         KC_BUMP(c, passthrough);
 }
 
+static int entry_matches(const KC_ENTRY *e, uint64_t h, const KC_ALG *alg,
+                         const void *param, const unsigned char *key,
+                         size_t keylen)
+{
+    return e->hash == h && e->ctx != NULL && e->alg == alg
+           && e->param == param && e->keylen == keylen
+           && CRYPTO_memcmp(e->key, key, keylen) == 0;
+}
+
 void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
                     const unsigned char *key, size_t keylen, int take,
                     KC_LEASE *lease)
 {
+    KC_ENTRY *e;
     uint64_t h;
-    size_t i;
+    size_t i, m;
+    void *ctx;
 
     if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
         return NULL;
     h = kc_hash(c->seed, key, keylen);
-    for (i = 0; i < c->size; i++) {
-        KC_ENTRY *e = &c->entries[i];
-        void *ctx;
-
-        if (e->hash != h || e->ctx == NULL || e->alg != alg
-            || e->param != param || e->keylen != keylen
-            || CRYPTO_memcmp(e->key, key, keylen) != 0)
-            continue;
-        ctx = e->ctx;
-        e->last_used = ++c->tick;
-        if (c->pctx->idle_ttl != 0)
-            e->last_time = time(NULL);
-        if (take) {
-            e->ctx = NULL;
-            lease->cache_id = c->id;
-            lease->gen = e->gen;
-            lease->idx = (uint32_t)i;
+    m = c->nidx - 1;
+    for (i = h & m; ; i = (i + 1) & m) {
+        if (c->idx[i] == 0) {
+            window_note(c, 0);
+            return NULL;
         }
-        KC_BUMP(c, hits);
-        return ctx;
+        e = &c->entries[c->idx[i] - 1];
+        if (entry_matches(e, h, alg, param, key, keylen))
+            break;
     }
-    return NULL;
+    ctx = e->ctx;
+    e->last_used = ++c->tick;
+    if (c->pctx->idle_ttl != 0)
+        e->last_time = time(NULL);
+    if (take) {
+        e->ctx = NULL;
+        lease->cache_id = c->id;
+        lease->gen = e->gen;
+        lease->idx = (uint32_t)(e - c->entries);
+    }
+    KC_BUMP(c, hits);
+    window_note(c, 1);
+    return ctx;
 }
 
 int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
@@ -337,6 +421,7 @@ int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     e->hash = kc_hash(c->seed, key, keylen);
     e->keylen = keylen;
     memcpy(e->key, key, keylen);
+    idx_insert(c, (uint32_t)(e - c->entries));
     e->last_used = ++c->tick;
     e->gen = ++c->gen;
     if (c->pctx->idle_ttl != 0)

@@ -157,6 +157,8 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
         w->inner = inner;
         return 1;
     }
+    if (!kc_cache_admit(c))
+        return -1;
 
     inner = fns(w)->newctx(pctx->inner_provctx);
     if (inner == NULL)
@@ -236,28 +238,73 @@ static int set_key_param(KC_HMAC_CTX *w, const OSSL_PARAM *p)
     return fns(w)->set_ctx_params(w->inner, one);
 }
 
+enum { P_OTHER, P_DIGEST, P_PROPS, P_KEY, P_UNRESETTABLE };
+
+/* One pass over the names instead of a locate per name: this is hot. */
+static int classify(const char *k)
+{
+    switch (k[0]) {
+    case 'd':
+        if (strcmp(k, OSSL_MAC_PARAM_DIGEST) == 0)
+            return P_DIGEST;
+        if (strcmp(k, OSSL_MAC_PARAM_DIGEST_NOINIT) == 0
+            || strcmp(k, OSSL_MAC_PARAM_DIGEST_ONESHOT) == 0)
+            return P_UNRESETTABLE;
+        break;
+    case 'p':
+        if (strcmp(k, OSSL_MAC_PARAM_PROPERTIES) == 0)
+            return P_PROPS;
+        break;
+    case 'k':
+        if (strcmp(k, OSSL_MAC_PARAM_KEY) == 0)
+            return P_KEY;
+        break;
+    case 't':
+        if (strcmp(k, OSSL_MAC_PARAM_TLS_DATA_SIZE) == 0)
+            return P_UNRESETTABLE;
+        break;
+    case 'e':
+        if (strcmp(k, OSSL_ALG_PARAM_ENGINE) == 0)
+            return P_UNRESETTABLE;
+        break;
+    }
+    return P_OTHER;
+}
+
 static int kc_hmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     KC_HMAC_CTX *w = vctx;
-    const OSSL_PARAM *dig, *props, *key;
+    const OSSL_PARAM *p, *dig = NULL, *props = NULL, *key = NULL;
 
     if (params == NULL)
         return 1;
     if (w->passthrough)
         return fns(w)->set_ctx_params(w->inner, params);
 
-    /* state a keyless re-init cannot undo: hand over to a private inner */
-    if (OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_DIGEST_NOINIT) != NULL
-        || OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_DIGEST_ONESHOT) != NULL
-        || OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_TLS_DATA_SIZE) != NULL
-        || OSSL_PARAM_locate_const(params, OSSL_ALG_PARAM_ENGINE) != NULL)
-        goto passthrough;
+    /* like OSSL_PARAM_locate_const, the first of a repeated name counts */
+    for (p = params; p->key != NULL; p++) {
+        switch (classify(p->key)) {
+        case P_DIGEST:
+            if (dig == NULL)
+                dig = p;
+            break;
+        case P_PROPS:
+            if (props == NULL)
+                props = p;
+            break;
+        case P_KEY:
+            if (key == NULL)
+                key = p;
+            break;
+        case P_UNRESETTABLE:
+            /* state a keyless re-init cannot undo: use a private inner */
+            goto passthrough;
+        }
+    }
 
     /* the default checks the properties' type even without a digest */
-    props = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_PROPERTIES);
     if (props != NULL && props->data_type != OSSL_PARAM_UTF8_STRING)
         return 0;
-    dig = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_DIGEST);
     if (dig != NULL) {
         const KC_DIGEST *d;
 
@@ -283,7 +330,6 @@ static int kc_hmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
             w->dg = d;
         }
     }
-    key = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_KEY);
     if (key != NULL)
         return set_key_param(w, key);
     return 1;
