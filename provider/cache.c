@@ -24,7 +24,7 @@ typedef struct {
     const void *param;
     void *ctx;                /* NULL while leased out (or free) */
     uint64_t hash;
-    uint64_t last_used;       /* LRU tick */
+    uint32_t prev, next;      /* LRU list (live) or free list (next) */
     uint64_t gen;             /* changes whenever the slot is (re)filled */
     time_t last_time;         /* for idle_ttl only */
     size_t keylen;
@@ -45,7 +45,8 @@ struct kc_cache_st {
     KC_CACHE *next, *prev;    /* registry list, under pctx->lock */
     uint64_t id;              /* unique for the process's lifetime */
     uint64_t seed;
-    uint64_t tick;
+    uint32_t lru_head, lru_tail; /* most / least recently used */
+    uint32_t free_head;
     uint64_t gen;
     time_t last_sweep;
     size_t size, used;
@@ -88,6 +89,36 @@ static uint64_t kc_hash(uint64_t seed, const unsigned char *p, size_t n)
     return h;
 }
 
+/* LRU as a doubly linked list of slot numbers: O(1) touch and evict. */
+#define KC_NIL UINT32_MAX
+
+static void lru_unlink(KC_CACHE *c, uint32_t i)
+{
+    KC_ENTRY *e = &c->entries[i];
+
+    if (e->prev != KC_NIL)
+        c->entries[e->prev].next = e->next;
+    else
+        c->lru_head = e->next;
+    if (e->next != KC_NIL)
+        c->entries[e->next].prev = e->prev;
+    else
+        c->lru_tail = e->prev;
+}
+
+static void lru_push_front(KC_CACHE *c, uint32_t i)
+{
+    KC_ENTRY *e = &c->entries[i];
+
+    e->prev = KC_NIL;
+    e->next = c->lru_head;
+    if (c->lru_head != KC_NIL)
+        c->entries[c->lru_head].prev = i;
+    else
+        c->lru_tail = i;
+    c->lru_head = i;
+}
+
 /*
  * Open-addressing index over the entries' hashes (linear probing, deletion
  * by backward shift), so a lookup costs a probe or two, not a scan.
@@ -120,9 +151,14 @@ static void idx_remove(KC_CACHE *c, uint32_t slot)
 
 static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
 {
+    uint32_t i = (uint32_t)(e - c->entries);
+
     if (e->alg == NULL)
         return;
-    idx_remove(c, (uint32_t)(e - c->entries));
+    idx_remove(c, i);
+    lru_unlink(c, i);
+    e->next = c->free_head;
+    c->free_head = i;
     if (e->ctx != NULL)
         e->alg->freectx(e->ctx);
     OPENSSL_cleanse(e->key, e->keylen);
@@ -131,9 +167,8 @@ static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
     e->ctx = NULL;
     e->keylen = 0;
     e->hash = 0;
-    e->last_used = 0;
     e->gen = ++c->gen;
-    c->used--;
+    __atomic_store_n(&c->used, c->used - 1, __ATOMIC_RELAXED);
 }
 
 static void cache_free(KC_CACHE *c)
@@ -207,8 +242,12 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
     if (RAND_bytes_ex(pctx->libctx, (unsigned char *)&c->seed,
                       sizeof(c->seed), 0) <= 0)
         c->seed = (uint64_t)(uintptr_t)c ^ (uint64_t)time(NULL);
-    for (i = 0; i < c->size; i++)
+    c->lru_head = c->lru_tail = c->free_head = KC_NIL;
+    for (i = c->size; i-- > 0;) {
         c->entries[i].gen = ++c->gen;
+        c->entries[i].next = c->free_head;
+        c->free_head = (uint32_t)i;
+    }
     c->last_sweep = time(NULL);
     return c;
 }
@@ -324,7 +363,8 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
 
 int kc_cache_admit(KC_CACHE *c)
 {
-    if (!c->bypass)
+    /* filling free slots costs no eviction: only bypass a full cache */
+    if (!c->bypass || c->used < c->size)
         return 1;
     return ++c->bypass_misses % KC_ADMIT_ONE_IN == 0;
 }
@@ -376,7 +416,10 @@ void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
             break;
     }
     ctx = e->ctx;
-    e->last_used = ++c->tick;
+    if (c->lru_head != (uint32_t)(e - c->entries)) {
+        lru_unlink(c, (uint32_t)(e - c->entries));
+        lru_push_front(c, (uint32_t)(e - c->entries));
+    }
     if (c->pctx->idle_ttl != 0)
         e->last_time = time(NULL);
     if (take) {
@@ -394,39 +437,32 @@ int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
                  const unsigned char *key, size_t keylen, void *ctx,
                  KC_LEASE *lease)
 {
-    KC_ENTRY *e = NULL;
-    size_t i;
+    KC_ENTRY *e;
+    uint32_t i;
 
     if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
         return 0;
     KC_BUMP(c, misses);
     /* a free slot, else the least recently used one */
-    for (i = 0; i < c->size; i++) {
-        KC_ENTRY *cand = &c->entries[i];
-
-        if (cand->alg == NULL) {
-            e = cand;
-            break;
-        }
-        if (e == NULL || cand->last_used < e->last_used)
-            e = cand;
-    }
-    if (e->alg != NULL) {
-        entry_kill(c, e);
+    if (c->free_head == KC_NIL) {
+        entry_kill(c, &c->entries[c->lru_tail]);
         KC_BUMP(c, evictions);
     }
+    i = c->free_head;
+    e = &c->entries[i];
+    c->free_head = e->next;
     e->alg = alg;
     e->param = param;
     e->ctx = ctx;
     e->hash = kc_hash(c->seed, key, keylen);
     e->keylen = keylen;
     memcpy(e->key, key, keylen);
-    idx_insert(c, (uint32_t)(e - c->entries));
-    e->last_used = ++c->tick;
+    idx_insert(c, i);
+    lru_push_front(c, i);
     e->gen = ++c->gen;
     if (c->pctx->idle_ttl != 0)
         e->last_time = time(NULL);
-    c->used++;
+    __atomic_store_n(&c->used, c->used + 1, __ATOMIC_RELAXED);
     if (ctx == NULL) {
         lease->cache_id = c->id;
         lease->gen = e->gen;

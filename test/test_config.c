@@ -1,0 +1,522 @@
+/*
+ * Configuration behaviour: each keycache_sect setting changes what the
+ * provider does, visibly in its counters, while output stays that of the
+ * default provider; invalid values make loading the configuration fail with
+ * an error on the queue.
+ *
+ * Every configuration is a temporary copy of the build tree's openssl.cnf
+ * with lines of [keycache_sect] replaced or added, loaded into a library
+ * context of its own (so its counters start at zero).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
+#include "kc_test.h"
+#include "keycache.h"
+
+static const unsigned char msg[] = "keycache configuration test message";
+static const unsigned char aad[] = "additional data";
+static const unsigned char iv[12] = "config iv 12";
+
+/* ---------------------------------------------------------------------- */
+/* Temporary configurations                                               */
+
+/* Is |line| a "name = value" line for |name|? */
+static int line_sets(const char *line, const char *name)
+{
+    size_t n = strlen(name);
+
+    line += strspn(line, " \t");
+    if (strncmp(line, name, n) != 0)
+        return 0;
+    line += n;
+    line += strspn(line, " \t");
+    return *line == '=';
+}
+
+/*
+ * Copy the build config to a temporary file, with |set| (NULL-terminated
+ * name, value pairs) replacing or extending [keycache_sect]; a NULL value
+ * removes the setting.  Returns the
+ * path in |path| (at least 64 bytes), 0 on failure.
+ */
+static int write_conf(char *path, const char *const *set)
+{
+    FILE *in, *out;
+    char line[1024];
+    int fd, in_kc = 0;
+    size_t i;
+
+    strcpy(path, "/tmp/kc-config-XXXXXX");
+    if ((in = fopen(kct_conf_path(), "r")) == NULL)
+        return 0;
+    if ((fd = mkstemp(path)) < 0 || (out = fdopen(fd, "w")) == NULL) {
+        fclose(in);
+        return 0;
+    }
+    while (fgets(line, sizeof(line), in) != NULL) {
+        int skip = 0;
+
+        if (line[0] == '[')
+            in_kc = strncmp(line, "[keycache_sect]", 15) == 0;
+        for (i = 0; in_kc && set[i] != NULL; i += 2)
+            if (line_sets(line, set[i]))
+                skip = 1;
+        if (!skip)
+            fputs(line, out);
+        if (line[0] == '[' && in_kc)
+            for (i = 0; set[i] != NULL; i += 2)
+                if (set[i + 1] != NULL)
+                    fprintf(out, "%s = %s\n", set[i], set[i + 1]);
+    }
+    fclose(in);
+    return fclose(out) == 0;
+}
+
+/* Load a config with |set| applied; NULL (error queue kept) on failure. */
+static OSSL_LIB_CTX *ctx_with(const char *const *set)
+{
+    char path[64];
+    OSSL_LIB_CTX *ctx;
+    int ok;
+
+    if (!write_conf(path, set))
+        return NULL;
+    if ((ctx = OSSL_LIB_CTX_new()) == NULL) {
+        unlink(path);
+        return NULL;
+    }
+    ok = OSSL_LIB_CTX_load_config(ctx, path);
+    unlink(path);
+    if (!ok) {
+        OSSL_LIB_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static int find_kc(OSSL_PROVIDER *prov, void *arg)
+{
+    if (strcmp(OSSL_PROVIDER_get0_name(prov), KEYCACHE_PROVIDER_NAME) == 0) {
+        *(OSSL_PROVIDER **)arg = prov;
+        return 0;
+    }
+    return 1;
+}
+
+/* A keycache counter of the provider inside |ctx|. */
+static uint64_t counter(OSSL_LIB_CTX *ctx, const char *name)
+{
+    OSSL_PROVIDER *prov = NULL;
+    OSSL_PARAM params[2];
+    uint64_t v = 0;
+
+    OSSL_PROVIDER_do_all(ctx, find_kc, &prov);
+    params[0] = OSSL_PARAM_construct_uint64(name, &v);
+    params[1] = OSSL_PARAM_construct_end();
+    if (prov == NULL || !OSSL_PROVIDER_get_params(prov, params)
+        || !OSSL_PARAM_modified(params))
+        return UINT64_MAX;
+    return v;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Operations, run the same way against keycache and the reference        */
+
+static int hmac(OSSL_LIB_CTX *ctx, const unsigned char *key, size_t keylen,
+                unsigned char out[32])
+{
+    size_t outlen = 0;
+
+    return EVP_Q_mac(ctx, "HMAC", NULL, "SHA256", NULL, key, keylen, msg,
+                     sizeof(msg), out, 32, &outlen) != NULL
+           && outlen == 32;
+}
+
+/* AES-256-GCM seal with a fresh EVP_CIPHER_CTX: ciphertext then tag. */
+static int seal(OSSL_LIB_CTX *ctx, const unsigned char key[32],
+                unsigned char out[sizeof(msg) + 16])
+{
+    EVP_CIPHER *cipher = EVP_CIPHER_fetch(ctx, "AES-256-GCM", NULL);
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    int len, fin, ok;
+
+    ok = cipher != NULL && c != NULL
+         && EVP_EncryptInit_ex2(c, cipher, key, iv, NULL)
+         && EVP_EncryptUpdate(c, NULL, &len, aad, sizeof(aad))
+         && EVP_EncryptUpdate(c, out, &len, msg, sizeof(msg))
+         && EVP_EncryptFinal_ex(c, out + len, &fin)
+         && len + fin == (int)sizeof(msg)
+         && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16,
+                                out + sizeof(msg)) > 0;
+    EVP_CIPHER_CTX_free(c);
+    EVP_CIPHER_free(cipher);
+    return ok;
+}
+
+/* Both operations on |ctx| equal the default provider's, for |key|. */
+static void check_output(OSSL_LIB_CTX *ctx, const unsigned char key[32])
+{
+    unsigned char got[sizeof(msg) + 16], want[sizeof(msg) + 16];
+
+    CU_ASSERT_TRUE_FATAL(hmac(kct_default(), key, 32, want));
+    CU_ASSERT_TRUE(hmac(ctx, key, 32, got));
+    CU_ASSERT_EQUAL(memcmp(got, want, 32), 0);
+    CU_ASSERT_TRUE_FATAL(seal(kct_default(), key, want));
+    CU_ASSERT_TRUE(seal(ctx, key, got));
+    CU_ASSERT_EQUAL(memcmp(got, want, sizeof(got)), 0);
+}
+
+/* Both the MAC and the cipher are fetched from keycache in |ctx|. */
+static void check_routed(OSSL_LIB_CTX *ctx)
+{
+    EVP_MAC *m = EVP_MAC_fetch(ctx, "HMAC", NULL);
+    EVP_CIPHER *c = EVP_CIPHER_fetch(ctx, "AES-256-GCM", NULL);
+
+    CU_ASSERT_STRING_EQUAL(kct_provider_name(m == NULL ? NULL
+                                             : EVP_MAC_get0_provider(m)),
+                           KEYCACHE_PROVIDER_NAME);
+    CU_ASSERT_STRING_EQUAL(kct_provider_name(c == NULL ? NULL
+                                             : EVP_CIPHER_get0_provider(c)),
+                           KEYCACHE_PROVIDER_NAME);
+    EVP_MAC_free(m);
+    EVP_CIPHER_free(c);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Tests                                                                  */
+
+static void test_defaults_cache(void)
+{
+    static const char *const set[] = { NULL };
+    OSSL_LIB_CTX *ctx = ctx_with(set);
+    unsigned char key[32];
+    int i;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    check_routed(ctx);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_CACHE_SIZE), 64);
+    kct_fill(key, sizeof(key), 1);
+    for (i = 0; i < 3; i++)
+        check_output(ctx, key);
+    /* first HMAC and first seal miss, the other four hit */
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_MISSES), 2);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), 4);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_PASSTHROUGH), 0);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 2);
+    OSSL_LIB_CTX_free(ctx);
+}
+
+/* hmac = off: HMAC passes through, AES-GCM is still cached. */
+static void test_hmac_off(void)
+{
+    static const char *const set[] = { "hmac", "off", NULL };
+    OSSL_LIB_CTX *ctx = ctx_with(set);
+    unsigned char key[32], got[32], want[32];
+    uint64_t pass;
+    int i;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    check_routed(ctx);
+    kct_fill(key, sizeof(key), 2);
+    CU_ASSERT_TRUE_FATAL(hmac(kct_default(), key, sizeof(key), want));
+    for (i = 0; i < 5; i++) {
+        pass = counter(ctx, KEYCACHE_PARAM_PASSTHROUGH);
+        CU_ASSERT_TRUE(hmac(ctx, key, sizeof(key), got));
+        CU_ASSERT_EQUAL(memcmp(got, want, sizeof(want)), 0);
+        CU_ASSERT_TRUE(counter(ctx, KEYCACHE_PARAM_PASSTHROUGH) > pass);
+    }
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), 0);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_MISSES), 0);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 0);
+
+    /* AES-GCM is unaffected: the second seal is a hit */
+    check_output(ctx, key);
+    check_output(ctx, key);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), 1);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 1);
+    OSSL_LIB_CTX_free(ctx);
+}
+
+/* aes_gcm = off: AES-GCM passes through, HMAC is still cached. */
+static void test_gcm_off(void)
+{
+    static const char *const set[] = { "aes_gcm", "off", NULL };
+    OSSL_LIB_CTX *ctx = ctx_with(set);
+    unsigned char key[32], got[sizeof(msg) + 16], want[sizeof(msg) + 16];
+    uint64_t pass;
+    int i;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    check_routed(ctx);
+    kct_fill(key, sizeof(key), 3);
+    CU_ASSERT_TRUE_FATAL(seal(kct_default(), key, want));
+    for (i = 0; i < 5; i++) {
+        pass = counter(ctx, KEYCACHE_PARAM_PASSTHROUGH);
+        CU_ASSERT_TRUE(seal(ctx, key, got));
+        CU_ASSERT_EQUAL(memcmp(got, want, sizeof(want)), 0);
+        CU_ASSERT_TRUE(counter(ctx, KEYCACHE_PARAM_PASSTHROUGH) > pass);
+    }
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), 0);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_MISSES), 0);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 0);
+
+    check_output(ctx, key);
+    check_output(ctx, key);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), 1);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 1);
+    OSSL_LIB_CTX_free(ctx);
+}
+
+/* cache_size = 0: nothing is ever cached, everything passes through. */
+static void test_cache_size_zero(void)
+{
+    static const char *const set[] = { "cache_size", "0", NULL };
+    OSSL_LIB_CTX *ctx = ctx_with(set);
+    unsigned char key[32];
+    uint64_t pass;
+    int i;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    check_routed(ctx);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_CACHE_SIZE), 0);
+    kct_fill(key, sizeof(key), 4);
+    for (i = 0; i < 4; i++) {
+        pass = counter(ctx, KEYCACHE_PARAM_PASSTHROUGH);
+        check_output(ctx, key);
+        /* one HMAC and one seal, both uncached */
+        CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_PASSTHROUGH), pass + 2);
+    }
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), 0);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 0);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_EVICTIONS), 0);
+    OSSL_LIB_CTX_free(ctx);
+}
+
+/* cache_size is honoured: never more than that many entries. */
+static void test_cache_size_small(void)
+{
+    static const char *const set[] = { "cache_size", "3", NULL };
+    OSSL_LIB_CTX *ctx = ctx_with(set);
+    unsigned char key[32];
+    uint32_t i;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_CACHE_SIZE), 3);
+    for (i = 0; i < 10; i++) {
+        kct_fill(key, sizeof(key), 100 + i);
+        check_output(ctx, key);
+        CU_ASSERT_TRUE(counter(ctx, KEYCACHE_PARAM_ENTRIES) <= 3);
+    }
+    /* 20 misses into 3 slots: 17 evictions */
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_MISSES), 20);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_EVICTIONS), 17);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 3);
+    OSSL_LIB_CTX_free(ctx);
+}
+
+/*
+ * idle_ttl = 1: entries idle for two seconds are dropped on the thread's
+ * next use of its cache, and the dropped keys miss afterwards.
+ */
+static void test_idle_ttl(void)
+{
+    static const char *const set[] = { "idle_ttl", "1", NULL };
+    OSSL_LIB_CTX *ctx = ctx_with(set);
+    unsigned char a[32], b[32], c[32], out[32];
+    uint64_t ev, hits, misses;
+    time_t t0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    /*
+     * Entries are swept by whole seconds: start right after a tick so that
+     * warming up does not straddle one and lose an entry early.
+     */
+    t0 = time(NULL);
+    while (time(NULL) == t0)
+        usleep(1000);
+    kct_fill(a, sizeof(a), 7);
+    kct_fill(b, sizeof(b), 8);
+    kct_fill(c, sizeof(c), 9);
+    CU_ASSERT_TRUE(hmac(ctx, a, sizeof(a), out));
+    CU_ASSERT_TRUE(hmac(ctx, b, sizeof(b), out));
+    CU_ASSERT_TRUE(hmac(ctx, c, sizeof(c), out));
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 3);
+    /* still fresh: a hit */
+    hits = counter(ctx, KEYCACHE_PARAM_HITS);
+    CU_ASSERT_TRUE(hmac(ctx, a, sizeof(a), out));
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), hits + 1);
+
+    ev = counter(ctx, KEYCACHE_PARAM_EVICTIONS);
+    hits = counter(ctx, KEYCACHE_PARAM_HITS);
+    misses = counter(ctx, KEYCACHE_PARAM_MISSES);
+    usleep(2100 * 1000);
+    /* the use of a sweeps all three, then caches a again (a miss) */
+    check_output(ctx, a);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_EVICTIONS), ev + 3);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), hits);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_MISSES), misses + 2);
+    /* a (HMAC) and a (GCM) are cached; b and c are gone */
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 2);
+    misses = counter(ctx, KEYCACHE_PARAM_MISSES);
+    check_output(ctx, b);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_MISSES), misses + 2);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), hits);
+    OSSL_LIB_CTX_free(ctx);
+}
+
+/* Does any error on the queue carry text mentioning |word|?  Clears it. */
+static int errors_mention(const char *word)
+{
+    const char *data = NULL;
+    unsigned long e;
+    int flags = 0, found = 0;
+    char buf[256];
+
+    while ((e = ERR_get_error_all(NULL, NULL, NULL, &data, &flags)) != 0) {
+        ERR_error_string_n(e, buf, sizeof(buf));
+        if (strstr(buf, word) != NULL
+            || ((flags & ERR_TXT_STRING) != 0 && data != NULL
+                && strstr(data, word) != NULL))
+            found = 1;
+    }
+    return found;
+}
+
+/*
+ * An invalid value must stop keycache from starting, so it never runs with
+ * a configuration the operator did not write.
+ *
+ * Through the config module (activate = 1) OpenSSL 3.0 treats a provider
+ * that fails to activate as a non-fatal problem: OSSL_LIB_CTX_load_config()
+ * returns 1 and CONF_modules_load_file_ex() discards the errors (see
+ * provider_conf_load() and its ERR_set_mark/ERR_pop_to_mark).  So there we
+ * check that keycache is absent and that the library still works; and with
+ * the section loaded but not activated, an explicit OSSL_PROVIDER_load()
+ * shows the provider's own error, which names the bad setting.
+ */
+static void check_rejected(const char *name, const char *value)
+{
+    const char *set[5];
+    OSSL_LIB_CTX *ctx;
+    OSSL_PROVIDER *prov;
+    unsigned char key[32], got[32], want[32];
+    int loaded;
+
+    set[0] = name;
+    set[1] = value;
+    set[2] = NULL;
+    ERR_clear_error();
+    ctx = ctx_with(set);
+    if (ctx != NULL) {
+        loaded = OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME);
+        CU_ASSERT_FALSE(loaded);
+        if (loaded)
+            fprintf(stderr, "\n  %s = %s: keycache started\n", name, value);
+        /* HMAC still works, served by default */
+        kct_fill(key, sizeof(key), 12);
+        CU_ASSERT_TRUE(hmac(kct_default(), key, sizeof(key), want));
+        CU_ASSERT_TRUE(hmac(ctx, key, sizeof(key), got));
+        CU_ASSERT_EQUAL(memcmp(got, want, sizeof(want)), 0);
+        OSSL_LIB_CTX_free(ctx);
+    } else {
+        CU_ASSERT_NOT_EQUAL(ERR_peek_error(), 0);
+    }
+    ERR_clear_error();
+
+    /* the same section, not activated: load it by hand */
+    set[2] = "activate";
+    set[3] = NULL;
+    set[4] = NULL;
+    ctx = ctx_with(set);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    prov = OSSL_PROVIDER_load(ctx, KEYCACHE_PROVIDER_NAME);
+    CU_ASSERT_PTR_NULL(prov);
+    CU_ASSERT_NOT_EQUAL(ERR_peek_error(), 0);
+    if (!errors_mention(name)) {
+        fprintf(stderr, "\n  %s = %s: no error names the setting\n",
+                name, value);
+        CU_FAIL("error queue does not name the bad setting");
+    }
+    OSSL_PROVIDER_unload(prov);
+    OSSL_LIB_CTX_free(ctx);
+}
+
+/* The not-activated route itself works with a valid section. */
+static void test_load_by_hand(void)
+{
+    static const char *const set[] = { "activate", NULL, "cache_size", "5",
+                                       NULL };
+    OSSL_LIB_CTX *ctx = ctx_with(set);
+    OSSL_PROVIDER *prov;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_FALSE(OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME));
+    prov = OSSL_PROVIDER_load(ctx, KEYCACHE_PROVIDER_NAME);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prov);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_CACHE_SIZE), 5);
+    OSSL_PROVIDER_unload(prov);
+    OSSL_LIB_CTX_free(ctx);
+}
+
+static void test_invalid_values(void)
+{
+    check_rejected("cache_size", "lots");
+    check_rejected("cache_size", "-1");
+    check_rejected("cache_size", "4097");
+    check_rejected("cache_size", "");
+    check_rejected("hmac", "maybe");
+    check_rejected("aes_gcm", "2");
+    check_rejected("idle_ttl", "soon");
+    check_rejected("idle_ttl", "-5");
+}
+
+/* The bounds themselves are accepted. */
+static void test_boundary_values(void)
+{
+    static const char *const max[] = { "cache_size", "4096", NULL };
+    static const char *const bools[] = { "hmac", "yes", "aes_gcm", "TRUE",
+                                         NULL };
+    OSSL_LIB_CTX *ctx;
+    unsigned char key[32];
+
+    kct_fill(key, sizeof(key), 11);
+    ctx = ctx_with(max);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_CACHE_SIZE), 4096);
+    check_output(ctx, key);
+    OSSL_LIB_CTX_free(ctx);
+
+    ctx = ctx_with(bools);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    check_output(ctx, key);
+    check_output(ctx, key);
+    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), 2);
+    OSSL_LIB_CTX_free(ctx);
+}
+
+static void add_suites(void)
+{
+    CU_pSuite s = CU_add_suite("config", NULL, NULL);
+
+    CU_add_test(s, "build config caches both", test_defaults_cache);
+    CU_add_test(s, "hmac = off passes HMAC through", test_hmac_off);
+    CU_add_test(s, "aes_gcm = off passes AES-GCM through", test_gcm_off);
+    CU_add_test(s, "cache_size = 0 caches nothing", test_cache_size_zero);
+    CU_add_test(s, "cache_size = 3 is the bound", test_cache_size_small);
+    CU_add_test(s, "idle_ttl = 1 drops idle entries", test_idle_ttl);
+    CU_add_test(s, "section loaded by hand", test_load_by_hand);
+    CU_add_test(s, "invalid values stop keycache", test_invalid_values);
+    CU_add_test(s, "boundary values load", test_boundary_values);
+}
+
+int main(int argc, char **argv)
+{
+    return kct_main(argc, argv, add_suites);
+}

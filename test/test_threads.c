@@ -1,0 +1,544 @@
+/*
+ * Threads: contexts that cross threads, and many threads sharing keys.
+ *
+ * A keyed HMAC or AES-GCM context may come from one thread's cache and be
+ * updated, finalised and freed on another, possibly after the first thread
+ * (and with it its cache) is gone.  Meanwhile other threads use the same keys
+ * one-shot and counters are read.  Every result is compared with the default
+ * provider's, computed up front.  Built with -DKEYCACHE_TSAN=ON this is the
+ * ThreadSanitizer test of the provider's per-thread design.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
+#include "kc_test.h"
+#include "keycache.h"
+
+#define NKEYS 8
+#define NMSGS 4
+#define MSGLEN 100
+#define ROUNDS 60            /* items each producer makes */
+#define NPROD 4
+#define NCONS 4
+#define NONESHOT 6
+
+static const unsigned char aad[] = "threads aad";
+
+static unsigned char keys[NKEYS][32];
+static unsigned char msgs[NMSGS][MSGLEN];
+static unsigned char ivs[NMSGS][12];
+/* the default provider's answers */
+static unsigned char want_mac[NKEYS][NMSGS][32];
+static unsigned char want_ct[NKEYS][NMSGS][MSGLEN + 16];
+
+/* ---------------------------------------------------------------------- */
+/* Operations                                                             */
+
+static EVP_MAC_CTX *mac_keyed(OSSL_LIB_CTX *ctx, const unsigned char *key)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(ctx, "HMAC", NULL);
+    EVP_MAC_CTX *c = mac == NULL ? NULL : EVP_MAC_CTX_new(mac);
+    OSSL_PARAM params[2];
+
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                                 "SHA256", 0);
+    params[1] = OSSL_PARAM_construct_end();
+    EVP_MAC_free(mac);
+    if (c != NULL && !EVP_MAC_init(c, key, 32, params)) {
+        EVP_MAC_CTX_free(c);
+        c = NULL;
+    }
+    return c;
+}
+
+/* Update, finalise and free; 1 if the MAC is |want|. */
+static int mac_finish(EVP_MAC_CTX *c, const unsigned char *msg,
+                      const unsigned char *want)
+{
+    unsigned char out[32];
+    size_t outlen = 0;
+    int ok;
+
+    ok = c != NULL && EVP_MAC_update(c, msg, MSGLEN)
+         && EVP_MAC_final(c, out, &outlen, sizeof(out)) && outlen == 32
+         && memcmp(out, want, 32) == 0;
+    EVP_MAC_CTX_free(c);
+    return ok;
+}
+
+static EVP_CIPHER_CTX *gcm_keyed(OSSL_LIB_CTX *ctx, int enc,
+                                 const unsigned char *key,
+                                 const unsigned char *iv)
+{
+    EVP_CIPHER *cipher = EVP_CIPHER_fetch(ctx, "AES-256-GCM", NULL);
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+
+    if (cipher == NULL || c == NULL
+        || !EVP_CipherInit_ex2(c, cipher, key, iv, enc, NULL)) {
+        EVP_CIPHER_CTX_free(c);
+        c = NULL;
+    }
+    EVP_CIPHER_free(cipher);
+    return c;
+}
+
+/* Seal |msg| on a keyed context and free it; 1 if it gives |want|. */
+static int gcm_seal_finish(EVP_CIPHER_CTX *c, const unsigned char *msg,
+                           const unsigned char *want)
+{
+    unsigned char out[MSGLEN + 16];
+    int len = 0, fin = 0, ok;
+
+    ok = c != NULL
+         && EVP_EncryptUpdate(c, NULL, &len, aad, sizeof(aad))
+         && EVP_EncryptUpdate(c, out, &len, msg, MSGLEN)
+         && EVP_EncryptFinal_ex(c, out + len, &fin) && len + fin == MSGLEN
+         && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16,
+                                out + MSGLEN) > 0
+         && memcmp(out, want, sizeof(out)) == 0;
+    EVP_CIPHER_CTX_free(c);
+    return ok;
+}
+
+/* Open |ct| on a keyed context and free it; 1 if it verifies to |msg|. */
+static int gcm_open_finish(EVP_CIPHER_CTX *c, const unsigned char *ct,
+                           const unsigned char *msg)
+{
+    unsigned char out[MSGLEN];
+    int len = 0, fin = 0, ok;
+
+    ok = c != NULL
+         && EVP_DecryptUpdate(c, NULL, &len, aad, sizeof(aad))
+         && EVP_DecryptUpdate(c, out, &len, ct, MSGLEN)
+         && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, 16,
+                                (void *)(ct + MSGLEN)) > 0
+         && EVP_DecryptFinal_ex(c, out + len, &fin) > 0
+         && len + fin == MSGLEN && memcmp(out, msg, MSGLEN) == 0;
+    EVP_CIPHER_CTX_free(c);
+    return ok;
+}
+
+/* One-shot use through the thread's default context, as apps do it. */
+static int oneshot(int k, int m)
+{
+    unsigned char out[MSGLEN + 16];
+    EVP_CIPHER_CTX *c;
+    size_t outlen = 0;
+    int len = 0, fin = 0, ok;
+
+    if (EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, keys[k], 32, msgs[m],
+                  MSGLEN, out, 32, &outlen) == NULL
+        || outlen != 32 || memcmp(out, want_mac[k][m], 32) != 0)
+        return 0;
+    if ((c = EVP_CIPHER_CTX_new()) == NULL)
+        return 0;
+    ok = EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, keys[k], ivs[m])
+         && EVP_EncryptUpdate(c, NULL, &len, aad, sizeof(aad))
+         && EVP_EncryptUpdate(c, out, &len, msgs[m], MSGLEN)
+         && EVP_EncryptFinal_ex(c, out + len, &fin)
+         && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16,
+                                out + MSGLEN) > 0
+         && memcmp(out, want_ct[k][m], sizeof(out)) == 0;
+    EVP_CIPHER_CTX_free(c);
+    return ok;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Work items handed from thread to thread                                */
+
+enum { W_MAC, W_MAC_DUP, W_SEAL, W_OPEN, W_KINDS };
+
+typedef struct {
+    int kind, k, m;
+    void *ctx;
+} ITEM;
+
+/* Make an item of |kind| for key k and message m on the calling thread. */
+static int item_make(ITEM *it, int kind, int k, int m)
+{
+    EVP_MAC_CTX *orig;
+
+    it->kind = kind;
+    it->k = k;
+    it->m = m;
+    switch (kind) {
+    case W_MAC:
+        it->ctx = mac_keyed(kct_keycache(), keys[k]);
+        break;
+    case W_MAC_DUP:
+        /* the duplicate travels; the original is used up here */
+        orig = mac_keyed(kct_keycache(), keys[k]);
+        it->ctx = orig == NULL ? NULL : EVP_MAC_CTX_dup(orig);
+        if (!mac_finish(orig, msgs[m], want_mac[k][m])) {
+            EVP_MAC_CTX_free(it->ctx);
+            it->ctx = NULL;
+        }
+        break;
+    case W_SEAL:
+        it->ctx = gcm_keyed(kct_keycache(), 1, keys[k], ivs[m]);
+        break;
+    case W_OPEN:
+        it->ctx = gcm_keyed(kct_keycache(), 0, keys[k], ivs[m]);
+        break;
+    }
+    return it->ctx != NULL;
+}
+
+/* Use up an item on the calling thread; 1 if the result is right. */
+static int item_finish(ITEM *it)
+{
+    int k = it->k, m = it->m;
+
+    switch (it->kind) {
+    case W_MAC:
+    case W_MAC_DUP:
+        return mac_finish(it->ctx, msgs[m], want_mac[k][m]);
+    case W_SEAL:
+        return gcm_seal_finish(it->ctx, msgs[m], want_ct[k][m]);
+    case W_OPEN:
+        return gcm_open_finish(it->ctx, want_ct[k][m], msgs[m]);
+    }
+    return 0;
+}
+
+/* A bounded queue between producer and consumer threads. */
+#define QSIZE 16
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    ITEM items[QSIZE];
+    int head, count, producing;
+} q = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static void q_push(const ITEM *it)
+{
+    pthread_mutex_lock(&q.lock);
+    while (q.count == QSIZE)
+        pthread_cond_wait(&q.cond, &q.lock);
+    q.items[(q.head + q.count++) % QSIZE] = *it;
+    pthread_cond_broadcast(&q.cond);
+    pthread_mutex_unlock(&q.lock);
+}
+
+/* 0 when the queue is drained and nobody produces any more. */
+static int q_pop(ITEM *it)
+{
+    pthread_mutex_lock(&q.lock);
+    while (q.count == 0 && q.producing > 0)
+        pthread_cond_wait(&q.cond, &q.lock);
+    if (q.count == 0) {
+        pthread_mutex_unlock(&q.lock);
+        return 0;
+    }
+    *it = q.items[q.head];
+    q.head = (q.head + 1) % QSIZE;
+    q.count--;
+    pthread_cond_broadcast(&q.cond);
+    pthread_mutex_unlock(&q.lock);
+    return 1;
+}
+
+static void q_producer_done(void)
+{
+    pthread_mutex_lock(&q.lock);
+    q.producing--;
+    pthread_cond_broadcast(&q.cond);
+    pthread_mutex_unlock(&q.lock);
+}
+
+typedef struct {
+    int id;
+    int bad, done;
+} WORKER;
+
+static void *producer(void *arg)
+{
+    WORKER *w = arg;
+    int i;
+
+    for (i = 0; i < ROUNDS; i++) {
+        ITEM it;
+
+        if (item_make(&it, (w->id + i) % W_KINDS, (w->id * 3 + i) % NKEYS,
+                      i % NMSGS)) {
+            q_push(&it);
+            w->done++;
+        } else {
+            w->bad++;
+        }
+    }
+    q_producer_done();
+    return NULL;
+}
+
+static void *consumer(void *arg)
+{
+    WORKER *w = arg;
+    ITEM it;
+
+    while (q_pop(&it)) {
+        if (item_finish(&it))
+            w->done++;
+        else
+            w->bad++;
+    }
+    return NULL;
+}
+
+/* One-shot traffic on the same keys, through the thread default context. */
+static void *oneshot_worker(void *arg)
+{
+    WORKER *w = arg;
+    int i;
+
+    kct_use(kct_keycache());
+    for (i = 0; i < ROUNDS; i++) {
+        if (oneshot((w->id + i) % NKEYS, (w->id + 2 * i) % NMSGS))
+            w->done++;
+        else
+            w->bad++;
+    }
+    kct_use(NULL);
+    return NULL;
+}
+
+static volatile int stop_reader;
+
+/* Counters are read while every other thread works. */
+static void *counter_reader(void *arg)
+{
+    WORKER *w = arg;
+
+    while (!__atomic_load_n(&stop_reader, __ATOMIC_ACQUIRE)) {
+        if (kct_counter(KEYCACHE_PARAM_HITS) == UINT64_MAX
+            || kct_counter(KEYCACHE_PARAM_ENTRIES) == UINT64_MAX)
+            w->bad++;
+        w->done++;
+        sched_yield();
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Tests                                                                  */
+
+static int suite_init(void)
+{
+    int k, m;
+    EVP_CIPHER_CTX *c;
+
+    for (k = 0; k < NKEYS; k++)
+        kct_fill(keys[k], 32, 0x7000 + (uint32_t)k);
+    for (m = 0; m < NMSGS; m++) {
+        kct_fill(msgs[m], MSGLEN, 0x8000 + (uint32_t)m);
+        kct_fill(ivs[m], 12, 0x9000 + (uint32_t)m);
+    }
+    for (k = 0; k < NKEYS; k++) {
+        for (m = 0; m < NMSGS; m++) {
+            size_t outlen;
+            int len = 0, fin = 0;
+            unsigned char *ct = want_ct[k][m];
+
+            if (EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256", NULL,
+                          keys[k], 32, msgs[m], MSGLEN, want_mac[k][m], 32,
+                          &outlen) == NULL)
+                return 1;
+            c = gcm_keyed(kct_default(), 1, keys[k], ivs[m]);
+            if (c == NULL
+                || !EVP_EncryptUpdate(c, NULL, &len, aad, sizeof(aad))
+                || !EVP_EncryptUpdate(c, ct, &len, msgs[m], MSGLEN)
+                || !EVP_EncryptFinal_ex(c, ct + len, &fin)
+                || EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16,
+                                       ct + MSGLEN) <= 0) {
+                EVP_CIPHER_CTX_free(c);
+                return 1;
+            }
+            EVP_CIPHER_CTX_free(c);
+        }
+    }
+    return 0;
+}
+
+/* Made on one thread, which exits; used and freed on another. */
+typedef struct {
+    ITEM items[W_KINDS * NKEYS];
+    int n, bad;
+} BATCH;
+
+static void *batch_make(void *arg)
+{
+    BATCH *b = arg;
+    int kind, k;
+
+    for (kind = 0; kind < W_KINDS; kind++)
+        for (k = 0; k < NKEYS; k++)
+            if (!item_make(&b->items[b->n++], kind, k, (kind + k) % NMSGS))
+                b->bad++;
+    return NULL;
+}
+
+static void *batch_finish(void *arg)
+{
+    BATCH *b = arg;
+    int i;
+
+    for (i = 0; i < b->n; i++)
+        if (!item_finish(&b->items[i]))
+            b->bad++;
+    return NULL;
+}
+
+static void test_handoff_after_exit(void)
+{
+    static BATCH b[2];
+    uint64_t entries = kct_counter(KEYCACHE_PARAM_ENTRIES);
+    pthread_t t[2];
+    int round, i;
+
+    for (round = 0; round < 3; round++) {
+        memset(b, 0, sizeof(b));
+        /* A: make and exit; its cache is freed under the leased contexts */
+        for (i = 0; i < 2; i++)
+            CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, batch_make,
+                                                 &b[i]), 0);
+        for (i = 0; i < 2; i++)
+            pthread_join(t[i], NULL);
+        CU_ASSERT_EQUAL(kct_counter(KEYCACHE_PARAM_ENTRIES), entries);
+        /* B: use and free each batch on another new thread */
+        for (i = 0; i < 2; i++)
+            CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, batch_finish,
+                                                 &b[i]), 0);
+        for (i = 0; i < 2; i++) {
+            pthread_join(t[i], NULL);
+            CU_ASSERT_EQUAL(b[i].n, W_KINDS * NKEYS);
+            CU_ASSERT_EQUAL(b[i].bad, 0);
+        }
+    }
+    CU_ASSERT_EQUAL(kct_counter(KEYCACHE_PARAM_ENTRIES), entries);
+}
+
+/* Made on a live thread, used on the main thread; the maker keeps going. */
+static void *batch_make_and_wait(void *arg)
+{
+    BATCH *b = arg;
+
+    batch_make(b);
+    /* then keep using the same keys one-shot from this thread's cache */
+    kct_use(kct_keycache());
+    {
+        int i;
+
+        for (i = 0; i < 3 * NKEYS; i++)
+            if (!oneshot(i % NKEYS, i % NMSGS))
+                b->bad++;
+    }
+    kct_use(NULL);
+    return NULL;
+}
+
+static void test_handoff_live(void)
+{
+    static BATCH b;
+    pthread_t t;
+    int i, bad = 0;
+
+    memset(&b, 0, sizeof(b));
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, batch_make, &b), 0);
+    pthread_join(t, NULL);
+    CU_ASSERT_EQUAL(b.bad, 0);
+    /* main thread finishes them while a second maker works on the keys */
+    {
+        static BATCH b2;
+
+        memset(&b2, 0, sizeof(b2));
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, batch_make_and_wait,
+                                             &b2), 0);
+        for (i = 0; i < b.n; i++)
+            if (!item_finish(&b.items[i]))
+                bad++;
+        pthread_join(t, NULL);
+        CU_ASSERT_EQUAL(b2.bad, 0);
+        batch_finish(&b2);
+        CU_ASSERT_EQUAL(b2.bad, 0);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_pipeline(void)
+{
+    WORKER prod[NPROD], cons[NCONS], one[NONESHOT], reader;
+    pthread_t tp[NPROD], tc[NCONS], to[NONESHOT], tr;
+    uint64_t hits = kct_counter(KEYCACHE_PARAM_HITS);
+    int i, made = 0, used = 0;
+
+    memset(prod, 0, sizeof(prod));
+    memset(cons, 0, sizeof(cons));
+    memset(one, 0, sizeof(one));
+    memset(&reader, 0, sizeof(reader));
+    q.producing = NPROD;
+    stop_reader = 0;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&tr, NULL, counter_reader,
+                                         &reader), 0);
+    for (i = 0; i < NCONS; i++) {
+        cons[i].id = i;
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&tc[i], NULL, consumer,
+                                             &cons[i]), 0);
+    }
+    for (i = 0; i < NPROD; i++) {
+        prod[i].id = i;
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&tp[i], NULL, producer,
+                                             &prod[i]), 0);
+    }
+    for (i = 0; i < NONESHOT; i++) {
+        one[i].id = i;
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&to[i], NULL, oneshot_worker,
+                                             &one[i]), 0);
+    }
+    for (i = 0; i < NPROD; i++) {
+        pthread_join(tp[i], NULL);
+        CU_ASSERT_EQUAL(prod[i].bad, 0);
+        made += prod[i].done;
+    }
+    for (i = 0; i < NCONS; i++) {
+        pthread_join(tc[i], NULL);
+        CU_ASSERT_EQUAL(cons[i].bad, 0);
+        used += cons[i].done;
+    }
+    for (i = 0; i < NONESHOT; i++) {
+        pthread_join(to[i], NULL);
+        CU_ASSERT_EQUAL(one[i].bad, 0);
+        CU_ASSERT_EQUAL(one[i].done, ROUNDS);
+    }
+    __atomic_store_n(&stop_reader, 1, __ATOMIC_RELEASE);
+    pthread_join(tr, NULL);
+    CU_ASSERT_EQUAL(reader.bad, 0);
+    CU_ASSERT_EQUAL(made, NPROD * ROUNDS);
+    CU_ASSERT_EQUAL(used, made);
+    /* keys repeat on every thread: the caches were used */
+    CU_ASSERT_TRUE(kct_counter(KEYCACHE_PARAM_HITS) > hits);
+}
+
+static void add_suites(void)
+{
+    CU_pSuite s = CU_add_suite("threads", suite_init, NULL);
+
+    CU_add_test(s, "contexts outlive the thread that keyed them",
+                test_handoff_after_exit);
+    CU_add_test(s, "contexts used on another live thread",
+                test_handoff_live);
+    CU_add_test(s, "producers, consumers, one-shot users, reader",
+                test_pipeline);
+}
+
+int main(int argc, char **argv)
+{
+    return kct_main(argc, argv, add_suites);
+}
