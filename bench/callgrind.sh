@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Deterministic instruction counts: keycache vs default, per op.
+#
+#   bench/callgrind.sh <build-dir> [scenario[:size] ...]
+#
+# For each scenario, size and arm, runs
+#   valgrind --tool=callgrind kcbench --callgrind SCENARIO:SIZE:ARM:ITERS
+# with ITERS = $ITERS1 and $ITERS2 (default 2000 and 4000) and reports
+#   Ir/op = (Ir(ITERS2) - Ir(ITERS1)) / (ITERS2 - ITERS1)
+# so that process start-up, library setup and the first (missing) op cancel.
+# Scenarios without a size are run at $SIZES (default "32 256"); the cookie
+# scenario has a fixed size.  `kcbench --list` shows the scenario names.
+# $KCBENCH_ARGS is passed to kcbench as well (e.g. "--keys 4000"), and
+# KC_CONF selects another keycache config.
+set -euo pipefail
+
+build=${1:?usage: $0 <build-dir> [scenario[:size] ...]}
+shift
+kcbench="$build/bench/kcbench"
+iters1=${ITERS1:-2000}
+iters2=${ITERS2:-4000}
+read -r -a extra <<<"${KCBENCH_ARGS:-}"
+sizes=${SIZES:-32 256}
+if [ $# -eq 0 ]; then
+    set -- qmac-sha256 hmac-fresh-sha256 gcm256-enc-legacy \
+           gcm256-dec-legacy gcm256-enc-prefetch cookie
+fi
+
+[ -x "$kcbench" ] || { echo "no $kcbench: build the kcbench target" >&2; exit 2; }
+command -v valgrind >/dev/null || { echo "valgrind not found" >&2; exit 2; }
+if [ "$iters2" -le "$iters1" ]; then
+    echo "ITERS2 must be larger than ITERS1" >&2
+    exit 2
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# The process-wide default context is never used; keep it from loading
+# anything the caller's environment points at.
+export OPENSSL_CONF=/dev/null
+
+# Total instructions (Ir) of one kcbench --callgrind run.
+ir_of() {
+    local out="$tmp/cg.out"
+
+    if ! valgrind --tool=callgrind --callgrind-out-file="$out" \
+            "$kcbench" "${extra[@]}" --callgrind "$1" >"$tmp/log" 2>&1; then
+        echo "run failed: kcbench --callgrind $1" >&2
+        cat "$tmp/log" >&2
+        return 1
+    fi
+    awk '/^summary:/ { print $2; exit }' "$out"
+}
+
+# Ir/op for one scenario:size:arm, printed with one decimal.
+ir_per_op() {
+    local a b
+    a=$(ir_of "$1:$iters1") || return 1
+    b=$(ir_of "$1:$iters2") || return 1
+    awk -v a="$a" -v b="$b" -v n=$((iters2 - iters1)) \
+        'BEGIN { printf "%.1f", (b - a) / n }'
+}
+
+printf 'callgrind: Ir/op = (Ir(%d ops) - Ir(%d ops)) / %d, single thread\n' \
+    "$iters2" "$iters1" $((iters2 - iters1))
+printf '%-20s %6s %-9s %14s %-9s %14s %8s\n' scenario size "arm A" "Ir/op" \
+    "arm B" "Ir/op" "B/A"
+
+status=0
+for spec in "$@"; do
+    name=${spec%%:*}
+    line=$("$kcbench" --list | awk -v n="$name" '$1 == n')
+    if [ -z "$line" ]; then
+        echo "unknown scenario '$name' (see kcbench --list)" >&2
+        status=1
+        continue
+    fi
+    read -r _ arm_a arm_b fixed <<<"$line"
+    if [ "$fixed" != 0 ]; then
+        run_sizes=$fixed
+    elif [ "$spec" != "$name" ]; then
+        run_sizes=${spec#*:}
+    else
+        run_sizes=$sizes
+    fi
+    for size in $run_sizes; do
+        if ! ia=$(ir_per_op "$name:$size:$arm_a") \
+                || ! ib=$(ir_per_op "$name:$size:$arm_b"); then
+            printf '%-20s %6s   FAILED (see stderr)\n' "$name" "$size"
+            status=1
+            continue
+        fi
+        ratio=$(awk -v a="$ia" -v b="$ib" 'BEGIN { printf "%.2fx", b / a }')
+        printf '%-20s %6s %-9s %14s %-9s %14s %8s\n' "$name" "$size" \
+            "$arm_a" "$ia" "$arm_b" "$ib" "$ratio"
+    done
+done
+exit $status

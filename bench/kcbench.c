@@ -1,0 +1,1315 @@
+/*
+ * kcbench - side-by-side benchmark of keycache against the default provider.
+ *
+ * The code under measurement is ordinary application code that passes a NULL
+ * library context: EVP_Q_mac(NULL, ...), a fresh EVP_MAC_CTX or
+ * EVP_CIPHER_CTX per message, EVP_aes_256_gcm().  What "NULL" means is
+ * switched per thread with OSSL_LIB_CTX_set0_default() between a library
+ * context holding only `default` and one loaded from the build tree's
+ * openssl.cnf (default + keycache, default_properties = ?provider=keycache).
+ *
+ * Each row alternates its two arms A B A B ... for several short rounds so
+ * that machine drift hits both sides alike, and reports the median of the
+ * per-round ns/op.  ns/op is per thread: the summed time of all worker
+ * threads (thread CPU time, or wall time with several threads; --clock)
+ * divided by the ops they completed.  Before timing, every row runs
+ * a few ops on both arms with identical inputs and requires byte-identical
+ * output, so a fast but wrong arm is reported as a mismatch, not a speedup.
+ *
+ * --callgrind SCENARIO:SIZE:ARM:ITERS does the setup and then exactly ITERS
+ * ops on one arm in the main thread, with no timing; bench/callgrind.sh
+ * turns two such runs into instructions per op.
+ */
+#define _POSIX_C_SOURCE 200809L   /* barriers, clock_gettime, nanosleep */
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <openssl/provider.h>
+
+#include "keycache.h"
+
+#ifndef KC_CONF
+# define KC_CONF "openssl.cnf"
+#endif
+
+#define TAG_LEN      16
+#define IV_LEN       12
+#define COOKIE_PT    250                         /* cookie payload bytes */
+#define COOKIE_SIGNED (IV_LEN + COOKIE_PT + TAG_LEN)
+#define COOKIE_LEN   (COOKIE_SIGNED + 20)        /* + HMAC-SHA1 */
+#define CHECK_OPS    3                           /* ops compared per arm */
+#define MAX_SIZES    16
+#define MAX_THREADS  16
+#define MAX_SIZE     (1 << 24)
+
+/* ---- scenarios ---- */
+
+typedef enum {
+    OP_QMAC,        /* EVP_Q_mac(NULL, "HMAC", ...) */
+    OP_MAC_FRESH,   /* fetch + CTX_new + init(key) + update + final + free */
+    OP_MAC_REUSED,  /* one keyed EVP_MAC_CTX per thread, init(NULL key) */
+    OP_ENC_FRESH,   /* EVP_CIPHER_CTX_new + EncryptInit(key, iv) + ... */
+    OP_DEC_FRESH,   /* same, decrypt with tag check */
+    OP_ENC_REUSED,  /* one keyed EVP_CIPHER_CTX per thread, new IV each op */
+    OP_DEC_REUSED,
+    OP_COOKIE       /* verify, decrypt, re-encrypt, re-sign a cookie */
+} OPKIND;
+
+typedef enum {
+    KEYS_FIXED,     /* one key per thread */
+    KEYS_NEW,       /* a new pseudo-random key every op */
+    KEYS_RR         /* round-robin over 4 x cache_size keys */
+} KEYPOLICY;
+
+typedef enum { SEC_APP, SEC_MISS, SEC_FLOOR, SEC_STEADY, SEC_COUNT } SECTION;
+
+typedef struct {
+    const char *name;
+    SECTION sec;
+    OPKIND op_a, op_b;
+    const char *digest;     /* HMAC digest */
+    int keylen;             /* AES key bytes */
+    int legacy;             /* EVP_aes_*_gcm() instead of a prefetched one */
+    KEYPOLICY keys;
+    int quick;              /* part of --quick */
+} SCENARIO;
+
+static const SCENARIO scenarios[] = {
+    { "qmac-sha1", SEC_APP, OP_QMAC, OP_QMAC, "SHA1", 0, 0, KEYS_FIXED, 0 },
+    { "qmac-sha256", SEC_APP, OP_QMAC, OP_QMAC, "SHA256", 0, 0, KEYS_FIXED, 1 },
+    { "qmac-sha512", SEC_APP, OP_QMAC, OP_QMAC, "SHA512", 0, 0, KEYS_FIXED, 0 },
+    { "hmac-fresh-sha1", SEC_APP, OP_MAC_FRESH, OP_MAC_FRESH, "SHA1", 0, 0,
+      KEYS_FIXED, 0 },
+    { "hmac-fresh-sha256", SEC_APP, OP_MAC_FRESH, OP_MAC_FRESH, "SHA256", 0, 0,
+      KEYS_FIXED, 0 },
+    { "hmac-fresh-sha512", SEC_APP, OP_MAC_FRESH, OP_MAC_FRESH, "SHA512", 0, 0,
+      KEYS_FIXED, 0 },
+    { "gcm128-enc-legacy", SEC_APP, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 16, 1,
+      KEYS_FIXED, 0 },
+    { "gcm128-dec-legacy", SEC_APP, OP_DEC_FRESH, OP_DEC_FRESH, NULL, 16, 1,
+      KEYS_FIXED, 0 },
+    { "gcm128-enc-prefetch", SEC_APP, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 16, 0,
+      KEYS_FIXED, 0 },
+    { "gcm128-dec-prefetch", SEC_APP, OP_DEC_FRESH, OP_DEC_FRESH, NULL, 16, 0,
+      KEYS_FIXED, 0 },
+    { "gcm256-enc-legacy", SEC_APP, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 32, 1,
+      KEYS_FIXED, 1 },
+    { "gcm256-dec-legacy", SEC_APP, OP_DEC_FRESH, OP_DEC_FRESH, NULL, 32, 1,
+      KEYS_FIXED, 1 },
+    { "gcm256-enc-prefetch", SEC_APP, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 32, 0,
+      KEYS_FIXED, 1 },
+    { "gcm256-dec-prefetch", SEC_APP, OP_DEC_FRESH, OP_DEC_FRESH, NULL, 32, 0,
+      KEYS_FIXED, 1 },
+    { "cookie", SEC_APP, OP_COOKIE, OP_COOKIE, "SHA1", 32, 1, KEYS_FIXED, 1 },
+    { "newkey-qmac-sha256", SEC_MISS, OP_QMAC, OP_QMAC, "SHA256", 0, 0,
+      KEYS_NEW, 0 },
+    { "newkey-gcm256-enc", SEC_MISS, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 32, 1,
+      KEYS_NEW, 0 },
+    { "rrkeys-qmac-sha256", SEC_MISS, OP_QMAC, OP_QMAC, "SHA256", 0, 0,
+      KEYS_RR, 0 },
+    { "rrkeys-gcm256-enc", SEC_MISS, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 32, 1,
+      KEYS_RR, 0 },
+    { "floor-hmac-sha1", SEC_FLOOR, OP_QMAC, OP_MAC_REUSED, "SHA1", 0, 0,
+      KEYS_FIXED, 0 },
+    { "floor-hmac-sha256", SEC_FLOOR, OP_QMAC, OP_MAC_REUSED, "SHA256", 0, 0,
+      KEYS_FIXED, 1 },
+    { "floor-gcm256-enc", SEC_FLOOR, OP_ENC_FRESH, OP_ENC_REUSED, NULL, 32, 1,
+      KEYS_FIXED, 1 },
+    { "floor-gcm256-dec", SEC_FLOOR, OP_DEC_FRESH, OP_DEC_REUSED, NULL, 32, 1,
+      KEYS_FIXED, 0 },
+    { "steady-hmac-sha1", SEC_STEADY, OP_MAC_REUSED, OP_MAC_REUSED, "SHA1", 0,
+      0, KEYS_FIXED, 0 },
+    { "steady-hmac-sha256", SEC_STEADY, OP_MAC_REUSED, OP_MAC_REUSED, "SHA256",
+      0, 0, KEYS_FIXED, 1 },
+    { "steady-gcm256-enc", SEC_STEADY, OP_ENC_REUSED, OP_ENC_REUSED, NULL, 32,
+      1, KEYS_FIXED, 1 },
+    { "steady-gcm256-dec", SEC_STEADY, OP_DEC_REUSED, OP_DEC_REUSED, NULL, 32,
+      1, KEYS_FIXED, 0 },
+};
+#define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
+
+/* Library contexts an arm can run in. */
+enum { SIDE_DEF, SIDE_KC, SIDE_COUNT };
+
+/* One arm of a row: which library context is the default, and what name. */
+typedef struct {
+    const char *name;       /* for --callgrind and CSV */
+    const char *column;     /* table column header */
+    int side;
+} ARM;
+
+typedef struct {
+    const char *title;
+    ARM a, b;
+    const char *ratio;      /* ratio column header: b / a */
+} SECTION_INFO;
+
+static const SECTION_INFO sections[SEC_COUNT] = {
+    { "Unchanged application code: one-shot / fresh context per message",
+      { "default", "default ns/op", SIDE_DEF },
+      { "keycache", "keycache ns/op", SIDE_KC }, "kc/def" },
+    { "Miss-heavy: a new key every op, or round-robin over a key set",
+      { "default", "default ns/op", SIDE_DEF },
+      { "keycache", "keycache ns/op", SIDE_KC }, "kc/def" },
+    { "Floor: one reused context per thread vs one-shot, default provider only",
+      { "oneshot", "one-shot ns/op", SIDE_DEF },
+      { "reused", "reused ns/op", SIDE_DEF }, "reuse/1s" },
+    { "Steady: the reused-context loop, keycache vs default",
+      { "default", "default ns/op", SIDE_DEF },
+      { "keycache", "keycache ns/op", SIDE_KC }, "kc/def" },
+};
+
+static const size_t cookie_size = COOKIE_PT;
+
+/* ---- global state, set up once in main() ---- */
+
+static OSSL_LIB_CTX *libctx[SIDE_COUNT];
+static OSSL_PROVIDER *def_prov, *kc_prov;
+/* Ciphers fetched once up front in each library context. */
+static EVP_CIPHER *prefetched[SIDE_COUNT][2];   /* [side][0=128, 1=256] */
+static size_t rr_keys = 256;                    /* 4 x cache_size */
+static char cache_size_str[24] = "unknown";     /* as the provider says */
+static atomic_int stop_flag;
+
+/* ---- per-thread worker ---- */
+
+typedef struct worker_st WORKER;
+typedef int (*OP_FN)(WORKER *w);
+
+struct worker_st {
+    const SCENARIO *sc;
+    OPKIND op;
+    int side;
+    size_t len;
+    uint32_t seed;
+    uint64_t prng;
+    pthread_t tid;
+    pthread_barrier_t *barrier;
+
+    unsigned char *in, *out, *ct;
+    size_t outlen;                      /* bytes of out that are the result */
+    unsigned char key[32];
+    size_t keylen;
+    unsigned char *keys;                /* KEYS_RR: rr_keys * keylen */
+    size_t next_key;
+    unsigned char iv[IV_LEN];           /* encrypt IV, counter in the tail */
+    unsigned char div[IV_LEN];          /* fixed IV of the decrypt input */
+    unsigned char dtag[TAG_LEN];        /* tag of the decrypt input */
+    unsigned char mackey[20], enckey[32];
+    unsigned char cookie[COOKIE_LEN];
+    const EVP_CIPHER *cipher;
+    EVP_MAC_CTX *mctx;
+    EVP_CIPHER_CTX *cctx;
+
+    uint64_t ops;
+    double ns, cpu_ns;                  /* wall and thread CPU time */
+    int err;
+};
+
+static uint32_t prng_next(WORKER *w)
+{
+    uint64_t x = w->prng;
+
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    w->prng = x;
+    return (uint32_t)(x >> 32);
+}
+
+static void prng_fill(WORKER *w, unsigned char *buf, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++)
+        buf[i] = (unsigned char)prng_next(w);
+}
+
+/* Per-message IV: a fixed prefix and a big-endian message counter. */
+static void bump_iv(unsigned char *iv)
+{
+    int i;
+
+    for (i = IV_LEN - 1; i >= 4; i--)
+        if (++iv[i] != 0)
+            break;
+}
+
+/* The key for this op, per the scenario's key policy. */
+static const unsigned char *op_key(WORKER *w)
+{
+    switch (w->sc->keys) {
+    case KEYS_NEW:
+        prng_fill(w, w->key, w->keylen);
+        return w->key;
+    case KEYS_RR:
+        return w->keys + (w->next_key++ % rr_keys) * w->keylen;
+    case KEYS_FIXED:
+        break;
+    }
+    return w->key;
+}
+
+static const EVP_CIPHER *legacy_gcm(int keylen)
+{
+    return keylen == 16 ? EVP_aes_128_gcm() : EVP_aes_256_gcm();
+}
+
+static EVP_CIPHER *fetched_gcm(int side, int keylen)
+{
+    return prefetched[side][keylen == 16 ? 0 : 1];
+}
+
+/* ---- the application code being measured ---- */
+
+static int op_qmac(WORKER *w)
+{
+    const unsigned char *key = op_key(w);
+
+    if (EVP_Q_mac(NULL, "HMAC", NULL, w->sc->digest, NULL, key, w->keylen,
+                  w->in, w->len, w->out, EVP_MAX_MD_SIZE, &w->outlen) == NULL)
+        return 0;
+    return 1;
+}
+
+/* What naive code does: fetch, new, keyed init, update, final, free. */
+static int op_mac_fresh(WORKER *w)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    EVP_MAC_CTX *ctx = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM params[2];
+    int ok;
+
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                                 (char *)w->sc->digest, 0);
+    params[1] = OSSL_PARAM_construct_end();
+    ok = ctx != NULL
+         && EVP_MAC_init(ctx, op_key(w), w->keylen, params)
+         && EVP_MAC_update(ctx, w->in, w->len)
+         && EVP_MAC_final(ctx, w->out, &w->outlen, EVP_MAX_MD_SIZE);
+    EVP_MAC_CTX_free(ctx);
+    EVP_MAC_free(mac);
+    return ok;
+}
+
+static int op_mac_reused(WORKER *w)
+{
+    return EVP_MAC_init(w->mctx, NULL, 0, NULL)
+           && EVP_MAC_update(w->mctx, w->in, w->len)
+           && EVP_MAC_final(w->mctx, w->out, &w->outlen, EVP_MAX_MD_SIZE);
+}
+
+/* Encrypt in -> out || tag with ctx already holding the key. */
+static int gcm_seal(EVP_CIPHER_CTX *ctx, const unsigned char *in, size_t len,
+                    unsigned char *out, size_t *outlen)
+{
+    int l1 = 0, l2 = 0;
+
+    if (!EVP_EncryptUpdate(ctx, out, &l1, in, (int)len)
+        || !EVP_EncryptFinal_ex(ctx, out + l1, &l2)
+        || !EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, TAG_LEN,
+                                out + l1 + l2))
+        return 0;
+    *outlen = (size_t)(l1 + l2) + TAG_LEN;
+    return 1;
+}
+
+/* Decrypt and check the tag; a tag mismatch is an op failure. */
+static int gcm_open(EVP_CIPHER_CTX *ctx, const unsigned char *in, size_t len,
+                    const unsigned char *tag, unsigned char *out,
+                    size_t *outlen)
+{
+    int l1 = 0, l2 = 0;
+
+    if (!EVP_DecryptUpdate(ctx, out, &l1, in, (int)len)
+        || !EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, TAG_LEN,
+                                (void *)tag)
+        || EVP_DecryptFinal_ex(ctx, out + l1, &l2) <= 0)
+        return 0;
+    *outlen = (size_t)(l1 + l2);
+    return 1;
+}
+
+static int op_enc_fresh(WORKER *w)
+{
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int ok;
+
+    bump_iv(w->iv);
+    ok = ctx != NULL
+         && EVP_EncryptInit_ex(ctx, w->cipher, NULL, op_key(w), w->iv)
+         && gcm_seal(ctx, w->in, w->len, w->out, &w->outlen);
+    EVP_CIPHER_CTX_free(ctx);
+    return ok;
+}
+
+static int op_dec_fresh(WORKER *w)
+{
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int ok;
+
+    ok = ctx != NULL
+         && EVP_DecryptInit_ex(ctx, w->cipher, NULL, w->key, w->div)
+         && gcm_open(ctx, w->ct, w->len, w->dtag, w->out, &w->outlen);
+    EVP_CIPHER_CTX_free(ctx);
+    return ok;
+}
+
+static int op_enc_reused(WORKER *w)
+{
+    bump_iv(w->iv);
+    return EVP_EncryptInit_ex(w->cctx, NULL, NULL, NULL, w->iv)
+           && gcm_seal(w->cctx, w->in, w->len, w->out, &w->outlen);
+}
+
+static int op_dec_reused(WORKER *w)
+{
+    return EVP_DecryptInit_ex(w->cctx, NULL, NULL, NULL, w->div)
+           && gcm_open(w->cctx, w->ct, w->len, w->dtag, w->out, &w->outlen);
+}
+
+/*
+ * One web request: the cookie is IV || GCM ciphertext || tag || HMAC-SHA1.
+ * Verify the signature, decrypt, bump a counter in the payload (a "last
+ * seen" field), re-encrypt under a new IV and re-sign.  All one-shot.
+ */
+static int cookie_sign(OSSL_LIB_CTX *ctx, WORKER *w, unsigned char *sig)
+{
+    size_t l;
+
+    return EVP_Q_mac(ctx, "HMAC", NULL, "SHA1", NULL, w->mackey,
+                     sizeof(w->mackey), w->cookie, COOKIE_SIGNED, sig, 20,
+                     &l) != NULL;
+}
+
+static int cookie_seal(const EVP_CIPHER *cipher, WORKER *w,
+                       const unsigned char *pt)
+{
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    size_t l;
+    int ok;
+
+    bump_iv(w->cookie);
+    ok = ctx != NULL
+         && EVP_EncryptInit_ex(ctx, cipher, NULL, w->enckey, w->cookie)
+         && gcm_seal(ctx, pt, COOKIE_PT, w->cookie + IV_LEN, &l);
+    EVP_CIPHER_CTX_free(ctx);
+    return ok;
+}
+
+static int op_cookie(WORKER *w)
+{
+    unsigned char sig[20];
+    EVP_CIPHER_CTX *ctx;
+    size_t l;
+    int ok, i;
+
+    if (!cookie_sign(NULL, w, sig)
+        || CRYPTO_memcmp(sig, w->cookie + COOKIE_SIGNED, sizeof(sig)) != 0)
+        return 0;
+    ctx = EVP_CIPHER_CTX_new();
+    ok = ctx != NULL
+         && EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, w->enckey,
+                               w->cookie)
+         && gcm_open(ctx, w->cookie + IV_LEN, COOKIE_PT,
+                     w->cookie + IV_LEN + COOKIE_PT, w->out, &l);
+    EVP_CIPHER_CTX_free(ctx);
+    if (!ok)
+        return 0;
+    for (i = 7; i >= 0; i--)
+        if (++w->out[i] != 0)
+            break;
+    if (!cookie_seal(EVP_aes_256_gcm(), w, w->out)
+        || !cookie_sign(NULL, w, w->cookie + COOKIE_SIGNED))
+        return 0;
+    memcpy(w->out, w->cookie, COOKIE_LEN);
+    w->outlen = COOKIE_LEN;
+    return 1;
+}
+
+static OP_FN op_fn(OPKIND op)
+{
+    switch (op) {
+    case OP_QMAC:
+        return op_qmac;
+    case OP_MAC_FRESH:
+        return op_mac_fresh;
+    case OP_MAC_REUSED:
+        return op_mac_reused;
+    case OP_ENC_FRESH:
+        return op_enc_fresh;
+    case OP_DEC_FRESH:
+        return op_dec_fresh;
+    case OP_ENC_REUSED:
+        return op_enc_reused;
+    case OP_DEC_REUSED:
+        return op_dec_reused;
+    case OP_COOKIE:
+        return op_cookie;
+    }
+    return NULL;
+}
+
+/* ---- worker setup, run in the worker's thread with its default set ---- */
+
+static int is_cipher_op(OPKIND op)
+{
+    return op == OP_ENC_FRESH || op == OP_DEC_FRESH || op == OP_ENC_REUSED
+           || op == OP_DEC_REUSED;
+}
+
+/* Decrypt input made by the default provider, never by the code measured. */
+static int make_ciphertext(WORKER *w)
+{
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    unsigned char *buf = malloc(w->len + TAG_LEN);
+    size_t l;
+    int ok;
+
+    ok = ctx != NULL && buf != NULL
+         && EVP_EncryptInit_ex(ctx, fetched_gcm(SIDE_DEF, w->sc->keylen),
+                               NULL, w->key, w->div)
+         && gcm_seal(ctx, w->in, w->len, buf, &l);
+    if (ok) {
+        memcpy(w->ct, buf, w->len);
+        memcpy(w->dtag, buf + w->len, TAG_LEN);
+    }
+    free(buf);
+    EVP_CIPHER_CTX_free(ctx);
+    return ok;
+}
+
+static int setup_reused(WORKER *w)
+{
+    OSSL_PARAM params[2];
+    EVP_MAC *mac;
+
+    if (w->op == OP_MAC_REUSED) {
+        params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                                     (char *)w->sc->digest, 0);
+        params[1] = OSSL_PARAM_construct_end();
+        mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+        w->mctx = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+        EVP_MAC_free(mac);
+        return w->mctx != NULL
+               && EVP_MAC_init(w->mctx, w->key, w->keylen, params);
+    }
+    w->cctx = EVP_CIPHER_CTX_new();
+    if (w->cctx == NULL)
+        return 0;
+    if (w->op == OP_ENC_REUSED)
+        return EVP_EncryptInit_ex(w->cctx, w->cipher, NULL, w->key, NULL);
+    return EVP_DecryptInit_ex(w->cctx, w->cipher, NULL, w->key, NULL);
+}
+
+/* The first cookie is made with the default provider explicitly. */
+static int setup_cookie(WORKER *w)
+{
+    unsigned char pt[COOKIE_PT];
+
+    prng_fill(w, w->mackey, sizeof(w->mackey));
+    prng_fill(w, w->enckey, sizeof(w->enckey));
+    prng_fill(w, pt, sizeof(pt));
+    prng_fill(w, w->cookie, IV_LEN);
+    return cookie_seal(fetched_gcm(SIDE_DEF, 32), w, pt)
+           && cookie_sign(libctx[SIDE_DEF], w, w->cookie + COOKIE_SIGNED);
+}
+
+static int worker_setup(WORKER *w)
+{
+    size_t i;
+
+    w->prng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)w->seed << 20) ^ w->seed;
+    w->keylen = w->sc->keylen != 0 ? (size_t)w->sc->keylen : 32;
+    w->in = malloc(w->len + 1);
+    w->ct = malloc(w->len + 1);
+    w->out = malloc(w->len + TAG_LEN + EVP_MAX_MD_SIZE + COOKIE_LEN);
+    if (w->in == NULL || w->ct == NULL || w->out == NULL)
+        return 0;
+    prng_fill(w, w->in, w->len);
+    prng_fill(w, w->key, sizeof(w->key));
+    prng_fill(w, w->iv, IV_LEN);
+    prng_fill(w, w->div, IV_LEN);
+    if (w->sc->keys == KEYS_RR) {
+        w->keys = malloc(rr_keys * w->keylen);
+        if (w->keys == NULL)
+            return 0;
+        for (i = 0; i < rr_keys; i++)
+            prng_fill(w, w->keys + i * w->keylen, w->keylen);
+    }
+    if (w->op == OP_COOKIE)
+        return setup_cookie(w);
+    if (is_cipher_op(w->op)) {
+        w->cipher = w->sc->legacy ? legacy_gcm(w->sc->keylen)
+                                  : fetched_gcm(w->side, w->sc->keylen);
+        if (w->cipher == NULL)
+            return 0;
+        if ((w->op == OP_DEC_FRESH || w->op == OP_DEC_REUSED)
+            && !make_ciphertext(w))
+            return 0;
+    }
+    if (w->op == OP_MAC_REUSED || w->op == OP_ENC_REUSED
+        || w->op == OP_DEC_REUSED)
+        return setup_reused(w);
+    return 1;
+}
+
+static void worker_cleanup(WORKER *w)
+{
+    EVP_MAC_CTX_free(w->mctx);
+    EVP_CIPHER_CTX_free(w->cctx);
+    free(w->in);
+    free(w->ct);
+    free(w->out);
+    free(w->keys);
+    w->mctx = NULL;
+    w->cctx = NULL;
+    w->in = w->ct = w->out = w->keys = NULL;
+}
+
+static void worker_init(WORKER *w, const SCENARIO *sc, OPKIND op, int side,
+                        size_t len, uint32_t seed)
+{
+    memset(w, 0, sizeof(*w));
+    w->sc = sc;
+    w->op = op;
+    w->side = side;
+    w->len = len;
+    w->seed = seed;
+}
+
+static void report_failure(const WORKER *w, const char *what)
+{
+    fprintf(stderr, "kcbench: %s: %s failed on the %s library context\n",
+            w->sc->name, what, w->side == SIDE_KC ? "keycache" : "default");
+    ERR_print_errors_fp(stderr);
+}
+
+static double clock_ns(clockid_t id)
+{
+    struct timespec ts;
+
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static void *worker_main(void *arg)
+{
+    WORKER *w = arg;
+    OSSL_LIB_CTX *prev = OSSL_LIB_CTX_set0_default(libctx[w->side]);
+    OP_FN fn = op_fn(w->op);
+    double t0, c0;
+    int ready = worker_setup(w);
+
+    if (!ready)
+        report_failure(w, "setup");
+    /*
+     * Wait even after a failed setup, or the others would block forever.
+     * Between the two barriers the main thread reads the counters, so that
+     * the keyed inits of setup do not count toward the hit rate.
+     */
+    pthread_barrier_wait(w->barrier);
+    pthread_barrier_wait(w->barrier);
+    t0 = clock_ns(CLOCK_MONOTONIC);
+    c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    while (ready && !atomic_load_explicit(&stop_flag, memory_order_relaxed)) {
+        if (!fn(w)) {
+            report_failure(w, "an op");
+            ready = 0;
+            break;
+        }
+        w->ops++;
+    }
+    w->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    w->ns = clock_ns(CLOCK_MONOTONIC) - t0;
+    w->err = !ready;
+    worker_cleanup(w);
+    OSSL_LIB_CTX_set0_default(prev);
+    return NULL;
+}
+
+/* ---- keycache counters ---- */
+
+typedef struct {
+    uint64_t hits, misses, passthrough;
+    int ok;
+} COUNTERS;
+
+static COUNTERS read_counters(void)
+{
+    COUNTERS c = { 0, 0, 0, 0 };
+    OSSL_PARAM p[4];
+
+    if (kc_prov == NULL)
+        return c;
+    p[0] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_HITS, &c.hits);
+    p[1] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_MISSES, &c.misses);
+    p[2] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_PASSTHROUGH,
+                                       &c.passthrough);
+    p[3] = OSSL_PARAM_construct_end();
+    c.ok = OSSL_PROVIDER_get_params(kc_prov, p)
+           && OSSL_PARAM_modified(&p[0]) && OSSL_PARAM_modified(&p[1])
+           && OSSL_PARAM_modified(&p[2]);
+    return c;
+}
+
+/* ---- one timed round ---- */
+
+typedef struct {
+    const SCENARIO *sc;
+    const ARM *arm;
+    OPKIND op;
+    size_t len;
+    int threads;
+} RUNSPEC;
+
+/* What one round of one arm measured. */
+typedef struct {
+    double ns_op;           /* per-thread wall ns/op, < 0 on failure */
+    double cpu_ns_op;       /* per-thread CPU ns/op */
+    uint64_t ops;
+    COUNTERS before, after; /* around the timed part */
+} ROUND;
+
+static ROUND run_round(const RUNSPEC *rs, double secs)
+{
+    WORKER w[MAX_THREADS];
+    pthread_barrier_t barrier;
+    struct timespec ts;
+    ROUND res;
+    double ns = 0, cpu_ns = 0;
+    uint64_t ops = 0;
+    int i, failed = 0;
+
+    pthread_barrier_init(&barrier, NULL, (unsigned)rs->threads + 1);
+    atomic_store(&stop_flag, 0);
+    for (i = 0; i < rs->threads; i++) {
+        worker_init(&w[i], rs->sc, rs->op, rs->arm->side, rs->len,
+                    (uint32_t)i + 1);
+        w[i].barrier = &barrier;
+        if (pthread_create(&w[i].tid, NULL, worker_main, &w[i]) != 0) {
+            fprintf(stderr, "kcbench: pthread_create failed\n");
+            exit(2);
+        }
+    }
+    pthread_barrier_wait(&barrier);
+    res.before = read_counters();
+    pthread_barrier_wait(&barrier);
+    ts.tv_sec = (time_t)secs;
+    ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        continue;
+    atomic_store(&stop_flag, 1);
+    for (i = 0; i < rs->threads; i++) {
+        pthread_join(w[i].tid, NULL);
+        failed |= w[i].err;
+        ns += w[i].ns;
+        cpu_ns += w[i].cpu_ns;
+        ops += w[i].ops;
+    }
+    pthread_barrier_destroy(&barrier);
+    res.after = read_counters();
+    res.ops = ops;
+    res.ns_op = failed || ops == 0 ? -1 : ns / (double)ops;
+    res.cpu_ns_op = ops == 0 ? -1 : cpu_ns / (double)ops;
+    return res;
+}
+
+/* ---- correctness gate: both arms must produce identical bytes ---- */
+
+static int run_ops_inline(WORKER *w, long n, unsigned char *dst, size_t *dlen)
+{
+    OSSL_LIB_CTX *prev = OSSL_LIB_CTX_set0_default(libctx[w->side]);
+    OP_FN fn = op_fn(w->op);
+    int ok = worker_setup(w);
+    long i;
+
+    if (!ok)
+        report_failure(w, "setup");
+    for (i = 0; ok && i < n; i++) {
+        if (!fn(w)) {
+            report_failure(w, "an op");
+            ok = 0;
+        } else if (dst != NULL) {
+            memcpy(dst + *dlen, w->out, w->outlen);
+            *dlen += w->outlen;
+        }
+    }
+    worker_cleanup(w);
+    OSSL_LIB_CTX_set0_default(prev);
+    return ok;
+}
+
+static int outputs_match(const RUNSPEC *a, const RUNSPEC *b)
+{
+    size_t cap = CHECK_OPS * (a->len + TAG_LEN + EVP_MAX_MD_SIZE + COOKIE_LEN);
+    unsigned char *oa = malloc(cap), *ob = malloc(cap);
+    size_t la = 0, lb = 0;
+    WORKER w;
+    int ok;
+
+    worker_init(&w, a->sc, a->op, a->arm->side, a->len, 1);
+    ok = oa != NULL && ob != NULL && run_ops_inline(&w, CHECK_OPS, oa, &la);
+    worker_init(&w, b->sc, b->op, b->arm->side, b->len, 1);
+    ok = ok && run_ops_inline(&w, CHECK_OPS, ob, &lb);
+    if (ok && (la != lb || memcmp(oa, ob, la) != 0)) {
+        fprintf(stderr, "kcbench: %s size %zu: %s output differs from %s\n",
+                a->sc->name, a->len, b->arm->name, a->arm->name);
+        ok = 0;
+    }
+    free(oa);
+    free(ob);
+    return ok;
+}
+
+/* ---- rows ---- */
+
+typedef struct {
+    int rounds;
+    double round_secs;
+    int cpu_clock;          /* 1: thread CPU time, 0: wall time */
+    FILE *csv;
+} OPTIONS;
+
+typedef struct {
+    double med, min, max;
+} STATS;
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+
+    return (a > b) - (a < b);
+}
+
+static STATS stats_of(double *v, int n)
+{
+    STATS s;
+
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    s.min = v[0];
+    s.max = v[n - 1];
+    s.med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return s;
+}
+
+static const char *sec_names[SEC_COUNT] = { "app", "miss", "floor", "steady" };
+
+static void print_section_header(SECTION sec)
+{
+    const SECTION_INFO *si = &sections[sec];
+
+    printf("\n%s\n", si->title);
+    if (sec == SEC_MISS)
+        printf("(round-robin set: %zu keys per thread; cache_size %s)\n",
+               rr_keys, cache_size_str);
+    printf("%-20s %6s %3s %15s %15s %8s %8s\n", "scenario", "size", "thr",
+           si->a.column, si->b.column, si->ratio, "hit rate");
+}
+
+static void print_fail(const SCENARIO *sc, size_t size, int threads,
+                       const char *why)
+{
+    printf("%-20s %6zu %3d   %s\n", sc->name, size, threads, why);
+    fflush(stdout);
+}
+
+static void run_row(const SCENARIO *sc, size_t size, int threads,
+                    const OPTIONS *opt, int *status)
+{
+    const SECTION_INFO *si = &sections[sc->sec];
+    RUNSPEC ra = { sc, &si->a, sc->op_a, size, threads };
+    RUNSPEC rb = { sc, &si->b, sc->op_b, size, threads };
+    double wa[64], wb[64], ca[64], cb[64];
+    uint64_t kc_ops = 0, hits = 0, misses = 0, pass = 0, events;
+    int r, counted = kc_prov != NULL && si->b.side == SIDE_KC;
+    char hr[16] = "-";
+    STATS sa, sb, swa, swb, sca, scb;
+    ROUND ro_a, ro_b;
+
+    if (!outputs_match(&ra, &rb)) {
+        print_fail(sc, size, threads, "OUTPUT MISMATCH OR ERROR: not timed");
+        *status = 1;
+        return;
+    }
+    for (r = 0; r < opt->rounds; r++) {
+        ro_a = run_round(&ra, opt->round_secs);
+        ro_b = run_round(&rb, opt->round_secs);
+        if (ro_a.ns_op < 0 || ro_b.ns_op < 0) {
+            print_fail(sc, size, threads, "FAILED (see stderr)");
+            *status = 1;
+            return;
+        }
+        wa[r] = ro_a.ns_op;
+        wb[r] = ro_b.ns_op;
+        ca[r] = ro_a.cpu_ns_op;
+        cb[r] = ro_b.cpu_ns_op;
+        counted = counted && ro_b.before.ok && ro_b.after.ok;
+        hits += ro_b.after.hits - ro_b.before.hits;
+        misses += ro_b.after.misses - ro_b.before.misses;
+        pass += ro_b.after.passthrough - ro_b.before.passthrough;
+        kc_ops += ro_b.ops;
+    }
+    swa = stats_of(wa, opt->rounds);
+    swb = stats_of(wb, opt->rounds);
+    sca = stats_of(ca, opt->rounds);
+    scb = stats_of(cb, opt->rounds);
+    sa = opt->cpu_clock ? sca : swa;
+    sb = opt->cpu_clock ? scb : swb;
+    events = hits + misses + pass;
+    /* Round down, so that a single miss never shows as 100.0% */
+    if (counted && events > 0)
+        snprintf(hr, sizeof(hr), "%.1f%%",
+                 (double)(hits * 1000 / events) / 10);
+    printf("%-20s %6zu %3d %15.1f %15.1f %7.2fx %8s\n", sc->name, size,
+           threads, sa.med, sb.med, sb.med / sa.med, hr);
+    fflush(stdout);
+    if (opt->csv == NULL)
+        return;
+    fprintf(opt->csv, "%s,%s,%zu,%d,%s,%s,%.1f,%.1f,%.1f,%s,%.1f,%.1f,%.1f,"
+            "%.4f,%.1f,%.1f,%.1f,%.1f,", sec_names[sc->sec], sc->name, size,
+            threads, opt->cpu_clock ? "cpu" : "wall", si->a.name, sa.med,
+            sa.min, sa.max, si->b.name, sb.med, sb.min, sb.max,
+            sb.med / sa.med, swa.med, swb.med, sca.med, scb.med);
+    if (counted) {
+        fprintf(opt->csv, "%llu,%llu,%llu,", (unsigned long long)hits,
+                (unsigned long long)misses, (unsigned long long)pass);
+        if (events > 0)
+            fprintf(opt->csv, "%.4f,", (double)hits / (double)events);
+        else
+            fprintf(opt->csv, ",");
+        fprintf(opt->csv, "%.3f,", (double)events / (double)kc_ops);
+    } else {
+        fprintf(opt->csv, ",,,,,");
+    }
+    fprintf(opt->csv, "%d,%.0f\n", opt->rounds, opt->round_secs * 1000);
+    fflush(opt->csv);
+}
+
+/* ---- setup of the two library contexts ---- */
+
+static const char *conf_path(void)
+{
+    const char *p = getenv("KC_CONF");
+
+    return p != NULL && *p != '\0' ? p : KC_CONF;
+}
+
+static int find_kc(OSSL_PROVIDER *prov, void *arg)
+{
+    if (strcmp(OSSL_PROVIDER_get0_name(prov), KEYCACHE_PROVIDER_NAME) == 0) {
+        *(OSSL_PROVIDER **)arg = prov;
+        return 0;
+    }
+    return 1;
+}
+
+static int read_cache_size(size_t *out)
+{
+    unsigned int v = 0;
+    OSSL_PARAM p[2];
+
+    p[0] = OSSL_PARAM_construct_uint(KEYCACHE_PARAM_CACHE_SIZE, &v);
+    p[1] = OSSL_PARAM_construct_end();
+    if (!OSSL_PROVIDER_get_params(kc_prov, p) || !OSSL_PARAM_modified(p))
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static int setup_libctx(void)
+{
+    static const char *gcm[2] = { "AES-128-GCM", "AES-256-GCM" };
+    int s, k;
+
+    libctx[SIDE_DEF] = OSSL_LIB_CTX_new();
+    libctx[SIDE_KC] = OSSL_LIB_CTX_new();
+    if (libctx[SIDE_DEF] == NULL || libctx[SIDE_KC] == NULL)
+        return 0;
+    def_prov = OSSL_PROVIDER_load(libctx[SIDE_DEF], "default");
+    if (def_prov == NULL)
+        return 0;
+    if (!OSSL_LIB_CTX_load_config(libctx[SIDE_KC], conf_path())) {
+        fprintf(stderr, "kcbench: cannot load %s\n", conf_path());
+        return 0;
+    }
+    OSSL_PROVIDER_do_all(libctx[SIDE_KC], find_kc, &kc_prov);
+    if (kc_prov == NULL) {
+        fprintf(stderr, "kcbench: %s did not load the keycache provider\n",
+                conf_path());
+        return 0;
+    }
+    for (s = 0; s < SIDE_COUNT; s++)
+        for (k = 0; k < 2; k++)
+            if ((prefetched[s][k] = EVP_CIPHER_fetch(libctx[s], gcm[k],
+                                                     NULL)) == NULL)
+                return 0;
+    return 1;
+}
+
+static void free_libctx(void)
+{
+    int s, k;
+
+    for (s = 0; s < SIDE_COUNT; s++)
+        for (k = 0; k < 2; k++)
+            EVP_CIPHER_free(prefetched[s][k]);
+    OSSL_PROVIDER_unload(def_prov);
+    OSSL_LIB_CTX_free(libctx[SIDE_KC]);
+    OSSL_LIB_CTX_free(libctx[SIDE_DEF]);
+}
+
+/* Which provider a query-less fetch in the keycache context resolves to. */
+static const char *resolved_mac(void)
+{
+    EVP_MAC *m = EVP_MAC_fetch(libctx[SIDE_KC], "HMAC", NULL);
+    const char *n = m != NULL ? OSSL_PROVIDER_get0_name(EVP_MAC_get0_provider(m))
+                              : "(none)";
+
+    EVP_MAC_free(m);
+    return n;
+}
+
+/* Other load on the machine makes wall-clock numbers noisy: say so. */
+static void print_load(const OPTIONS *opt)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    double load;
+
+    if (f == NULL)
+        return;
+    if (fscanf(f, "%lf", &load) == 1) {
+        printf("load average at start: %.2f on %ld online CPUs\n", load,
+               ncpu);
+        if (!opt->cpu_clock && load > 0.5 * (double)ncpu)
+            printf("NOTE: the machine is busy; wall-clock ns/op include time "
+                   "other processes ran\n(--clock cpu counts only this "
+                   "process's thread CPU time)\n");
+    }
+    fclose(f);
+}
+
+static void print_banner(const OPTIONS *opt)
+{
+    const char *mac = resolved_mac();
+    const char *ciph =
+        OSSL_PROVIDER_get0_name(EVP_CIPHER_get0_provider(prefetched[SIDE_KC][1]));
+
+    printf("kcbench: %s, config %s\n", OpenSSL_version(OPENSSL_VERSION),
+           conf_path());
+    printf("keycache context: HMAC from '%s', AES-256-GCM from '%s'\n", mac,
+           ciph);
+    if (strcmp(mac, KEYCACHE_PROVIDER_NAME) != 0
+        || strcmp(ciph, KEYCACHE_PROVIDER_NAME) != 0)
+        printf("WARNING: the keycache column is not (only) keycache\n");
+    print_load(opt);
+    printf("%d rounds x %.0f ms per arm, alternating; ns/op = median over "
+           "rounds of per-thread %s time / ops;\nratio = right column / "
+           "left column; hit rate = keycache hits / (hits + misses + "
+           "passthrough)\nover the keycache rounds ('-' = no keycache arm "
+           "or nothing counted)\n", opt->rounds, opt->round_secs * 1000,
+           opt->cpu_clock ? "CPU" : "wall");
+}
+
+/* ---- command line ---- */
+
+typedef struct {
+    size_t sizes[MAX_SIZES];
+    int nsizes;
+    int threads[MAX_THREADS];
+    int nthreads;
+    const char *filter;
+    const char *csv;
+    const char *callgrind;
+    int quick, list;
+    size_t rr_keys;                 /* --keys, 0 = 4 x cache_size */
+    int round_set;                  /* so --quick keeps --round-ms */
+    int clock_set;
+} CLI;
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: kcbench [--quick] [--filter SUBSTR] [--sizes 32,256]\n"
+            "               [--threads 1,2] [--csv FILE] [--rounds N]\n"
+            "               [--round-ms MS] [--clock wall|cpu] [--keys N]\n"
+            "               [--list]\n"
+            "               [--callgrind SCENARIO:SIZE:ARM:ITERS]\n"
+            "The keycache config is %s (override with KC_CONF=...).\n",
+            KC_CONF);
+    exit(2);
+}
+
+static int parse_list(const char *s, long *v, int max)
+{
+    int n = 0;
+    char *end;
+
+    while (*s != '\0' && n < max) {
+        v[n] = strtol(s, &end, 10);
+        if (end == s || v[n] <= 0 || (*end != ',' && *end != '\0'))
+            return -1;
+        n++;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return *s == '\0' ? n : -1;
+}
+
+static void parse_cli(int argc, char **argv, CLI *cli, OPTIONS *opt)
+{
+    long v[MAX_SIZES];
+    int i, j, n;
+
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (strcmp(a, "--quick") == 0) {
+            cli->quick = 1;
+        } else if (strcmp(a, "--list") == 0) {
+            cli->list = 1;
+        } else if (val == NULL) {
+            usage();
+        } else if (strcmp(a, "--filter") == 0) {
+            cli->filter = val, i++;
+        } else if (strcmp(a, "--csv") == 0) {
+            cli->csv = val, i++;
+        } else if (strcmp(a, "--callgrind") == 0) {
+            cli->callgrind = val, i++;
+        } else if (strcmp(a, "--clock") == 0) {
+            if (strcmp(val, "cpu") != 0 && strcmp(val, "wall") != 0)
+                usage();
+            opt->cpu_clock = strcmp(val, "cpu") == 0, i++;
+            cli->clock_set = 1;
+        } else if (strcmp(a, "--keys") == 0) {
+            if (parse_list(val, v, 1) != 1 || v[0] > MAX_SIZE)
+                usage();
+            cli->rr_keys = (size_t)v[0], i++;
+        } else if (strcmp(a, "--rounds") == 0) {
+            opt->rounds = atoi(val), i++;
+            if (opt->rounds < 1 || opt->rounds > 64)
+                usage();
+        } else if (strcmp(a, "--round-ms") == 0) {
+            opt->round_secs = atof(val) / 1000, i++;
+            cli->round_set = 1;
+            if (opt->round_secs <= 0)
+                usage();
+        } else if (strcmp(a, "--sizes") == 0) {
+            if ((n = parse_list(val, v, MAX_SIZES)) <= 0)
+                usage();
+            for (j = 0; j < n; j++) {
+                if (v[j] > MAX_SIZE)
+                    usage();
+                cli->sizes[j] = (size_t)v[j];
+            }
+            cli->nsizes = n, i++;
+        } else if (strcmp(a, "--threads") == 0) {
+            if ((n = parse_list(val, v, MAX_THREADS)) <= 0)
+                usage();
+            for (j = 0; j < n; j++) {
+                if (v[j] > MAX_THREADS)
+                    usage();
+                cli->threads[j] = (int)v[j];
+            }
+            cli->nthreads = n, i++;
+        } else {
+            usage();
+        }
+    }
+}
+
+static const SCENARIO *find_scenario(const char *name, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < N_SCENARIOS; i++)
+        if (strlen(scenarios[i].name) == len
+            && strncmp(scenarios[i].name, name, len) == 0)
+            return &scenarios[i];
+    return NULL;
+}
+
+/* --callgrind SCENARIO:SIZE:ARM:ITERS - exactly ITERS ops, no timing. */
+static int run_callgrind(const char *spec)
+{
+    const char *c1 = strchr(spec, ':'), *c2, *c3;
+    const SCENARIO *sc;
+    const SECTION_INFO *si;
+    const ARM *arm;
+    char armname[32];
+    size_t size;
+    long iters;
+    WORKER w;
+
+    if (c1 == NULL || (c2 = strchr(c1 + 1, ':')) == NULL
+        || (c3 = strchr(c2 + 1, ':')) == NULL
+        || (size_t)(c3 - c2 - 1) >= sizeof(armname)
+        || (sc = find_scenario(spec, (size_t)(c1 - spec))) == NULL) {
+        fprintf(stderr, "kcbench: bad --callgrind spec '%s'\n", spec);
+        return 2;
+    }
+    size = (size_t)strtoul(c1 + 1, NULL, 10);
+    memcpy(armname, c2 + 1, (size_t)(c3 - c2 - 1));
+    armname[c3 - c2 - 1] = '\0';
+    iters = strtol(c3 + 1, NULL, 10);
+    si = &sections[sc->sec];
+    if (strcmp(armname, si->a.name) == 0 || strcmp(armname, "a") == 0)
+        arm = &si->a;
+    else if (strcmp(armname, si->b.name) == 0 || strcmp(armname, "b") == 0)
+        arm = &si->b;
+    else
+        arm = NULL;
+    if (sc->op_a == OP_COOKIE)
+        size = cookie_size;
+    if (arm == NULL || size == 0 || size > MAX_SIZE || iters < 0) {
+        fprintf(stderr, "kcbench: bad --callgrind spec '%s' (arms of %s: "
+                "%s, %s)\n", spec, sc->name, si->a.name, si->b.name);
+        return 2;
+    }
+    worker_init(&w, sc, arm == &si->a ? sc->op_a : sc->op_b, arm->side, size,
+                1);
+    return run_ops_inline(&w, iters, NULL, NULL) ? 0 : 1;
+}
+
+static void list_scenarios(void)
+{
+    size_t i;
+
+    for (i = 0; i < N_SCENARIOS; i++) {
+        const SCENARIO *sc = &scenarios[i];
+
+        printf("%s %s %s %zu\n", sc->name, sections[sc->sec].a.name,
+               sections[sc->sec].b.name,
+               sc->op_a == OP_COOKIE ? cookie_size : (size_t)0);
+    }
+}
+
+/* Default sizes and threads, and which rows --quick keeps. */
+static void apply_defaults(CLI *cli, OPTIONS *opt)
+{
+    static const size_t all_sizes[] = { 32, 256, 1024, 16384 };
+    static const size_t quick_sizes[] = { 32, 256 };
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int i;
+
+    if (cli->nsizes == 0) {
+        const size_t *s = cli->quick ? quick_sizes : all_sizes;
+        int n = cli->quick ? 2 : 4;
+
+        for (i = 0; i < n; i++)
+            cli->sizes[i] = s[i];
+        cli->nsizes = n;
+    }
+    if (cli->nthreads == 0) {
+        cli->threads[cli->nthreads++] = 1;
+        if (ncpu > MAX_THREADS)
+            ncpu = MAX_THREADS;
+        if (!cli->quick && ncpu > 1)
+            cli->threads[cli->nthreads++] = (int)ncpu;
+    }
+    if (cli->quick && !cli->round_set)
+        opt->round_secs = 0.03;
+    /*
+     * Single-threaded rows have no lock waits for CPU time to hide, and
+     * CPU time is immune to other processes' load; with several threads
+     * wall time is the honest measure.
+     */
+    if (!cli->clock_set) {
+        opt->cpu_clock = 1;
+        for (i = 0; i < cli->nthreads; i++)
+            if (cli->threads[i] > 1)
+                opt->cpu_clock = 0;
+    }
+}
+
+static int size_wanted(const CLI *cli, const SCENARIO *sc, size_t size)
+{
+    /* --quick measures floor and steady at one size only */
+    if (cli->quick && (sc->sec == SEC_FLOOR || sc->sec == SEC_STEADY))
+        return size == cli->sizes[cli->nsizes - 1];
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    CLI cli;
+    OPTIONS opt = { 5, 0.2, 0, NULL };
+    int status = 0, last_sec = -1, rows = 0, t;
+    size_t k;
+
+    memset(&cli, 0, sizeof(cli));
+    parse_cli(argc, argv, &cli, &opt);
+    if (cli.list) {
+        list_scenarios();
+        return 0;
+    }
+    if (!setup_libctx()) {
+        ERR_print_errors_fp(stderr);
+        return 2;
+    }
+    if (read_cache_size(&k)) {
+        rr_keys = 4 * (k > 0 ? k : 1);
+        snprintf(cache_size_str, sizeof(cache_size_str), "%zu", k);
+    }
+    if (cli.rr_keys != 0)
+        rr_keys = cli.rr_keys;
+    if (cli.callgrind != NULL) {
+        status = run_callgrind(cli.callgrind);
+        free_libctx();
+        return status;
+    }
+    apply_defaults(&cli, &opt);
+    if (cli.csv != NULL && (opt.csv = fopen(cli.csv, "w")) == NULL) {
+        perror(cli.csv);
+        return 2;
+    }
+    if (opt.csv != NULL)
+        fprintf(opt.csv, "section,scenario,size,threads,clock,arm_a,a_ns_median,"
+                "a_ns_min,a_ns_max,arm_b,b_ns_median,b_ns_min,b_ns_max,"
+                "ratio_b_over_a,a_wall_ns_median,b_wall_ns_median,"
+                "a_cpu_ns_median,b_cpu_ns_median,kc_hits,kc_misses,kc_passthrough,kc_hit_rate,"
+                "kc_events_per_op,rounds,round_ms\n");
+    print_banner(&opt);
+    for (k = 0; k < N_SCENARIOS; k++) {
+        const SCENARIO *sc = &scenarios[k];
+        int s;
+
+        if ((cli.quick && !sc->quick)
+            || (cli.filter != NULL && strstr(sc->name, cli.filter) == NULL))
+            continue;
+        if ((int)sc->sec != last_sec)
+            print_section_header(sc->sec);
+        last_sec = (int)sc->sec;
+        for (s = 0; s < cli.nsizes; s++) {
+            size_t size = sc->op_a == OP_COOKIE ? cookie_size : cli.sizes[s];
+
+            if (!size_wanted(&cli, sc, cli.sizes[s]))
+                continue;
+            for (t = 0; t < cli.nthreads; t++, rows++)
+                run_row(sc, size, cli.threads[t], &opt, &status);
+            if (sc->op_a == OP_COOKIE)
+                break;
+        }
+    }
+    if (rows == 0) {
+        fprintf(stderr, "kcbench: no scenario selected (see --list)\n");
+        status = 2;
+    }
+    if (opt.csv != NULL)
+        fclose(opt.csv);
+    free_libctx();
+    return status;
+}
