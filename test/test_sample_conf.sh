@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The documented deployment config (openssl.cnf.sample) must work as
+# shipped, once its module line points at the built module: both providers
+# active, HMAC and AES-GCM served by keycache, results equal to default's.
+set -euo pipefail
+build=${1:?usage: $0 <build-dir>}
+src=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+check() {
+    if [ "$2" = "$3" ]; then pass=$((pass + 1)); echo "ok   $1"
+    else fail=$((fail + 1)); echo "FAIL $1: '$2' != '$3'"; fi
+}
+
+sed "s#^module = keycache.so#module = $build/keycache.so#" \
+    "$src/openssl.cnf.sample" > "$tmp/keycache.cnf"
+grep -q "^module = $build/keycache.so" "$tmp/keycache.cnf" \
+    || { echo "FAIL: sample has no 'module = keycache.so' line"; exit 1; }
+export OPENSSL_CONF="$tmp/keycache.cnf"
+
+check "both providers active" \
+    "$(openssl list -providers | grep -c 'status: active')" 2
+check "HMAC served by keycache" \
+    "$(openssl list -mac-algorithms | grep -c 'HMAC @ keycache')" 1
+check "AES-256-GCM served by keycache" \
+    "$(openssl list -cipher-algorithms | grep -c 'aes-256-gcm.*@ keycache')" 1
+printf 'what do ya want for nothing?' > "$tmp/msg"
+# RFC 4231 test case 2
+check "RFC 4231 case 2 under the sample config" \
+    "$(openssl mac -digest SHA256 -macopt key:Jefe -in "$tmp/msg" HMAC)" \
+    "5BDCC146BF60754E6A042426089575C75A003F089D2739839DEC58B964EC3843"
+check "SHA-512 HMAC equals default's" \
+    "$(openssl mac -digest SHA512 -macopt key:k -in "$tmp/msg" HMAC)" \
+    "$(OPENSSL_CONF=/dev/null openssl mac -digest SHA512 -macopt key:k -in "$tmp/msg" HMAC)"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
