@@ -3,7 +3,7 @@
 # shipped, once its module line points at the built module: both providers
 # active, HMAC and AES-GCM served by keycache, results equal to default's.
 set -euo pipefail
-build=${1:?usage: $0 <build-dir>}
+build=$(cd "${1:?usage: $0 <build-dir>}" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
