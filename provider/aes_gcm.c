@@ -175,11 +175,16 @@ static int record_params(KC_GCM_CTX *w, const OSSL_PARAM params[])
     settable = fns(w)->settable_ctx_params == NULL ? NULL
                : fns(w)->settable_ctx_params(NULL, w->pctx->inner_provctx);
     for (p = params; p->key != NULL; p++) {
-        if (strcmp(p->key, OSSL_CIPHER_PARAM_AEAD_TAG) == 0)
+        /* a repeated name is resolved differently by each OpenSSL version */
+        if (strcmp(p->key, OSSL_CIPHER_PARAM_AEAD_TAG) == 0) {
+            if (tag != NULL)
+                return 0;
             tag = p;
-        else if (strcmp(p->key, OSSL_CIPHER_PARAM_AEAD_IVLEN) == 0)
+        } else if (strcmp(p->key, OSSL_CIPHER_PARAM_AEAD_IVLEN) == 0) {
+            if (ivl != NULL)
+                return 0;
             ivl = p;
-        else if (settable == NULL
+        } else if (settable == NULL
                  || OSSL_PARAM_locate_const(settable, p->key) != NULL)
             return 0;
         /* names the default does not know it ignores, and so do we */

@@ -281,26 +281,32 @@ static int kc_hmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     if (w->passthrough)
         return fns(w)->set_ctx_params(w->inner, params);
 
-    /* like OSSL_PARAM_locate_const, the first of a repeated name counts */
     for (p = params; p->key != NULL; p++) {
         switch (classify(p->key)) {
         case P_DIGEST:
-            if (dig == NULL)
-                dig = p;
+            if (dig != NULL)
+                goto passthrough;
+            dig = p;
             break;
         case P_PROPS:
-            if (props == NULL)
-                props = p;
+            if (props != NULL)
+                goto passthrough;
+            props = p;
             break;
         case P_KEY:
-            if (key == NULL)
-                key = p;
+            if (key != NULL)
+                goto passthrough;
+            key = p;
             break;
         case P_UNRESETTABLE:
             /* state a keyless re-init cannot undo: use a private inner */
             goto passthrough;
         }
     }
+    /*
+     * (A repeated name also passes through: which one wins, or whether the
+     * list is refused, differs between OpenSSL versions; let the default say.)
+     */
 
     /* the default checks the properties' type even without a digest */
     if (props != NULL && props->data_type != OSSL_PARAM_UTF8_STRING)

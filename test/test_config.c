@@ -22,7 +22,9 @@
 
 static const unsigned char msg[] = "keycache configuration test message";
 static const unsigned char aad[] = "additional data";
-static const unsigned char iv[12] = "config iv 12";
+static const unsigned char iv[12] = {
+    'c', 'o', 'n', 'f', 'i', 'g', ' ', 'i', 'v', ' ', '1', '2'
+};
 
 /* ---------------------------------------------------------------------- */
 /* Temporary configurations                                               */

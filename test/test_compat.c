@@ -1,0 +1,393 @@
+/*
+ * Behaviour that differs between OpenSSL releases, checked against the
+ * default provider of whichever libcrypto the test runs on (tools/compat.sh
+ * runs the suite on Debian trixie's 3.5 and sid's 3.6):
+ *
+ * - Repeated parameters.  Which of two equal keys counts has changed with
+ *   releases and algorithms: 3.0 reads lists with OSSL_PARAM_locate() (the
+ *   first wins), 3.5's AES-GCM decoder keeps the last, and from 3.6 the
+ *   generated decoders refuse the list (PROV_R_REPEATED_PARAMETER).
+ *   keycache reads some lists itself (HMAC digest and key, GCM IV length
+ *   and tag before the key) and must end up in the default's state anyway.
+ * - New dispatch functions.  Every function the default's HMAC and AES-GCM
+ *   implement must be offered by keycache too, or EVP takes another path
+ *   (3.5 added cipher/MAC "skey" inits and cipher pipelining).
+ * - EVP_SKEY (3.5+): a key object belongs to the provider of its key
+ *   manager, and EVP_CipherInit_SKEY() refuses a cipher of another one.
+ *
+ * KC_COMPAT_VERBOSE=1 prints every outcome, not only the differing ones.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/core_dispatch.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/opensslv.h>
+#include <openssl/params.h>
+
+#include "kc_test.h"
+#include "keycache.h"
+
+static const unsigned char msg[] = "keycache compatibility test message";
+
+/* Everything a caller can observe of one attempt. */
+typedef struct {
+    int set_ok;                /* the call given the repeated parameters */
+    unsigned long set_err;     /* first error it raised (lib + reason) */
+    int ok;                    /* the rest of the operation */
+    unsigned char out[96];
+    size_t outlen;
+    int ivlen;
+} OUTCOME;
+
+static unsigned long first_error(void)
+{
+    unsigned long e = ERR_peek_error();
+
+    ERR_clear_error();
+    /* file, line and function differ legitimately: lib and reason only */
+    return e == 0 ? 0 : ERR_PACK(ERR_GET_LIB(e), 0, ERR_GET_REASON(e));
+}
+
+static void same_outcome(const OUTCOME *def, const OUTCOME *kc,
+                         const char *what)
+{
+    int same = def->set_ok == kc->set_ok && def->set_err == kc->set_err
+               && def->ok == kc->ok && def->ivlen == kc->ivlen
+               && def->outlen == kc->outlen
+               && memcmp(def->out, kc->out, def->outlen) == 0;
+
+    if (!same || getenv("KC_COMPAT_VERBOSE") != NULL)
+        fprintf(stderr, "\n  %s: default set %d err %08lx ok %d len %zu ivlen %d"
+                "; keycache set %d err %08lx ok %d len %zu ivlen %d\n", what,
+                def->set_ok, def->set_err, def->ok, def->outlen, def->ivlen,
+                kc->set_ok, kc->set_err, kc->ok, kc->outlen, kc->ivlen);
+    CU_ASSERT_TRUE(same);
+}
+
+/* ---------------------------------------------------------------------- */
+/* HMAC                                                                   */
+
+enum { HMAC_BY_INIT, HMAC_BY_SET_PARAMS };
+
+/*
+ * HMAC with |params| given to EVP_MAC_init() (with a key) or to
+ * EVP_MAC_CTX_set_params() (then an init, keyed unless the list was); the
+ * MAC of msg if the provider lets the operation go on.
+ */
+static void hmac_with(OSSL_LIB_CTX *libctx, const char *want_prov, int how,
+                      const OSSL_PARAM *params, OUTCOME *o)
+{
+    static const unsigned char key[] = "init key for the repeated test";
+    EVP_MAC *mac = EVP_MAC_fetch(libctx, "HMAC", NULL);
+    EVP_MAC_CTX *ctx = NULL;
+
+    memset(o, 0, sizeof(*o));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mac);
+    CU_ASSERT_STRING_EQUAL(kct_provider_name(EVP_MAC_get0_provider(mac)),
+                           want_prov);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx = EVP_MAC_CTX_new(mac));
+    ERR_clear_error();
+    if (how == HMAC_BY_INIT) {
+        o->set_ok = EVP_MAC_init(ctx, key, sizeof(key), params);
+        o->set_err = first_error();
+        o->ok = o->set_ok;
+    } else {
+        int keyed = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_KEY) != NULL;
+
+        o->set_ok = EVP_MAC_CTX_set_params(ctx, params);
+        o->set_err = first_error();
+        /* go on regardless: what a failed set left behind counts too */
+        o->ok = keyed ? EVP_MAC_init(ctx, NULL, 0, NULL)
+                      : EVP_MAC_init(ctx, key, sizeof(key), NULL);
+    }
+    o->ok = o->ok && EVP_MAC_update(ctx, msg, sizeof(msg))
+            && EVP_MAC_final(ctx, o->out, &o->outlen, sizeof(o->out));
+    if (!o->ok)
+        o->outlen = 0;
+    ERR_clear_error();
+    EVP_MAC_CTX_free(ctx);
+    EVP_MAC_free(mac);
+}
+
+static void check_hmac(int how, const OSSL_PARAM *params, const char *what)
+{
+    OUTCOME d, k;
+
+    hmac_with(kct_default(), "default", how, params, &d);
+    hmac_with(kct_keycache(), KEYCACHE_PROVIDER_NAME, how, params, &k);
+    same_outcome(&d, &k, what);
+}
+
+static void test_hmac_repeated(void)
+{
+    static unsigned char k1[] = "first key", k2[] = "second key";
+    OSSL_PARAM two_digests[] = {
+        OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256", 0),
+        OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA1", 0),
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM two_keys[] = {
+        OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256", 0),
+        OSSL_PARAM_octet_string(OSSL_MAC_PARAM_KEY, k1, sizeof(k1)),
+        OSSL_PARAM_octet_string(OSSL_MAC_PARAM_KEY, k2, sizeof(k2)),
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM two_props[] = {
+        OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256", 0),
+        OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_PROPERTIES, "", 0),
+        OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_PROPERTIES, "provider=default", 0),
+        OSSL_PARAM_END
+    };
+
+    check_hmac(HMAC_BY_INIT, two_digests, "HMAC init, digest twice");
+    check_hmac(HMAC_BY_SET_PARAMS, two_digests, "HMAC set, digest twice");
+    check_hmac(HMAC_BY_SET_PARAMS, two_keys, "HMAC set, key twice");
+    check_hmac(HMAC_BY_INIT, two_keys, "HMAC init, key twice");
+    check_hmac(HMAC_BY_SET_PARAMS, two_props, "HMAC set, properties twice");
+}
+
+/* ---------------------------------------------------------------------- */
+/* AES-GCM                                                                */
+
+static const unsigned char gcm_key[32] = "AES-256 key for repeated params";
+static const unsigned char gcm_iv[16] = "sixteen byte iv";
+
+enum { GCM_BEFORE_KEY, GCM_AFTER_KEY };
+
+/*
+ * AES-256-GCM with |params| set before or after the key, then msg
+ * encrypted (out = ciphertext || tag) or, with |ct| given, decrypted and
+ * verified (out = plaintext).
+ */
+static void gcm_with(OSSL_LIB_CTX *libctx, const char *want_prov, int when,
+                     const OSSL_PARAM *params, const unsigned char *ct,
+                     size_t ctlen, OUTCOME *o)
+{
+    EVP_CIPHER *c = EVP_CIPHER_fetch(libctx, "AES-256-GCM", NULL);
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int enc = ct == NULL, n = 0, f = 0;
+
+    memset(o, 0, sizeof(*o));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_STRING_EQUAL(kct_provider_name(EVP_CIPHER_get0_provider(c)),
+                           want_prov);
+    ERR_clear_error();
+    if (when == GCM_BEFORE_KEY) {
+        o->ok = EVP_CipherInit_ex2(ctx, c, NULL, NULL, enc, NULL);
+        o->set_ok = EVP_CIPHER_CTX_set_params(ctx, params);
+        o->set_err = first_error();
+        /* EVP passes the IV length it believes in along with the IV */
+        o->ok = o->ok && EVP_CipherInit_ex2(ctx, NULL, gcm_key, gcm_iv, -1,
+                                            NULL);
+    } else {
+        o->ok = EVP_CipherInit_ex2(ctx, c, gcm_key, NULL, enc, NULL);
+        o->set_ok = EVP_CIPHER_CTX_set_params(ctx, params);
+        o->set_err = first_error();
+        o->ok = o->ok && EVP_CipherInit_ex2(ctx, NULL, NULL, gcm_iv, -1, NULL);
+    }
+    o->ivlen = EVP_CIPHER_CTX_get_iv_length(ctx);
+    if (enc) {
+        o->ok = o->ok && EVP_EncryptUpdate(ctx, o->out, &n, msg, sizeof(msg))
+                && EVP_EncryptFinal_ex(ctx, o->out + n, &f)
+                && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16,
+                                       o->out + n + f);
+        o->outlen = o->ok ? (size_t)(n + f) + 16 : 0;
+    } else {
+        o->ok = o->ok && EVP_DecryptUpdate(ctx, o->out, &n, ct, (int)ctlen)
+                && EVP_DecryptFinal_ex(ctx, o->out + n, &f);
+        o->outlen = o->ok ? (size_t)(n + f) : 0;
+    }
+    ERR_clear_error();
+    EVP_CIPHER_CTX_free(ctx);
+    EVP_CIPHER_free(c);
+}
+
+static void check_gcm(int when, const OSSL_PARAM *params,
+                      const unsigned char *ct, size_t ctlen, const char *what)
+{
+    OUTCOME d, k;
+
+    gcm_with(kct_default(), "default", when, params, ct, ctlen, &d);
+    gcm_with(kct_keycache(), KEYCACHE_PROVIDER_NAME, when, params, ct, ctlen,
+             &k);
+    same_outcome(&d, &k, what);
+}
+
+static void test_gcm_repeated(void)
+{
+    size_t len16 = 16, len8 = 8;
+    unsigned char good[16], bad[16];
+    OSSL_PARAM two_ivlens[] = {
+        OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &len16),
+        OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &len8),
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM two_tags[] = {
+        OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, good, 16),
+        OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, bad, 16),
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM none[] = { OSSL_PARAM_END };
+    OUTCOME ref;
+
+    check_gcm(GCM_BEFORE_KEY, two_ivlens, NULL, 0, "GCM ivlen twice, no key");
+    check_gcm(GCM_AFTER_KEY, two_ivlens, NULL, 0, "GCM ivlen twice, keyed");
+
+    /*
+     * Decrypt a valid message with the right tag and a wrong one: which
+     * of them counts (or whether the list is refused) is the default's call.
+     */
+    gcm_with(kct_default(), "default", GCM_BEFORE_KEY, none, NULL, 0, &ref);
+    CU_ASSERT_TRUE_FATAL(ref.ok && ref.outlen == sizeof(msg) + 16);
+    memcpy(good, ref.out + sizeof(msg), 16);
+    memcpy(bad, good, 16);
+    bad[0] ^= 1;
+    check_gcm(GCM_BEFORE_KEY, two_tags, ref.out, sizeof(msg),
+              "GCM tag twice, no key");
+    check_gcm(GCM_AFTER_KEY, two_tags, ref.out, sizeof(msg),
+              "GCM tag twice, keyed");
+}
+
+/* ---------------------------------------------------------------------- */
+/* Dispatch tables                                                        */
+
+static const OSSL_DISPATCH *implementation(OSSL_PROVIDER *prov, int op,
+                                           const char *name)
+{
+    const OSSL_ALGORITHM *a;
+    int no_cache = 0;
+    size_t n = strlen(name);
+
+    a = OSSL_PROVIDER_query_operation(prov, op, &no_cache);
+    for (; a != NULL && a->algorithm_names != NULL; a++)
+        if (strncmp(a->algorithm_names, name, n) == 0
+            && (a->algorithm_names[n] == ':' || a->algorithm_names[n] == '\0'))
+            return a->implementation;
+    return NULL;
+}
+
+static int offers(const OSSL_DISPATCH *d, int id)
+{
+    for (; d->function_id != 0; d++)
+        if (d->function_id == id)
+            return 1;
+    return 0;
+}
+
+static void check_functions(OSSL_PROVIDER *def, OSSL_PROVIDER *kc, int op,
+                            const char *name)
+{
+    const OSSL_DISPATCH *dd = implementation(def, op, name);
+    const OSSL_DISPATCH *kd = implementation(kc, op, name);
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(kd);
+    for (; dd->function_id != 0; dd++) {
+        if (!offers(kd, dd->function_id))
+            fprintf(stderr, "\n  %s: default has function %d, keycache not\n",
+                    name, dd->function_id);
+        CU_ASSERT_TRUE(offers(kd, dd->function_id));
+    }
+}
+
+/*
+ * Whatever the default implements, keycache must offer as well: EVP picks
+ * its path by which functions exist (e.g. 3.5's *_SKEY_INIT), so a missing
+ * one changes behaviour even if keycache could answer the rest.
+ */
+static void test_same_functions(void)
+{
+    OSSL_PROVIDER *def = OSSL_PROVIDER_load(kct_keycache(), "default");
+    OSSL_PROVIDER *kc = kct_keycache_provider();
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(def);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(kc);
+    check_functions(def, kc, OSSL_OP_MAC, "HMAC");
+    check_functions(def, kc, OSSL_OP_CIPHER, "AES-128-GCM");
+    check_functions(def, kc, OSSL_OP_CIPHER, "AES-192-GCM");
+    check_functions(def, kc, OSSL_OP_CIPHER, "AES-256-GCM");
+    OSSL_PROVIDER_unload(def);
+}
+
+/* ---------------------------------------------------------------------- */
+/* EVP_SKEY (OpenSSL 3.5+)                                                */
+
+#if OPENSSL_VERSION_NUMBER >= 0x30500000L
+/* AES-256-GCM of msg keyed through an EVP_SKEY; out = ct || tag. */
+static int skey_encrypt(OSSL_LIB_CTX *libctx, const char *propq,
+                        OUTCOME *o)
+{
+    EVP_SKEY *skey;
+    EVP_CIPHER *c = EVP_CIPHER_fetch(libctx, "AES-256-GCM", propq);
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int n = 0, f = 0;
+
+    memset(o, 0, sizeof(*o));
+    skey = EVP_SKEY_import_raw_key(libctx, "GENERIC-SECRET",
+                                   (unsigned char *)gcm_key, sizeof(gcm_key),
+                                   NULL);
+    if (c == NULL || ctx == NULL || skey == NULL) {
+        o->ok = -1;
+        goto end;
+    }
+    ERR_clear_error();
+    o->set_ok = EVP_CipherInit_SKEY(ctx, c, skey, gcm_iv, 12, 1, NULL);
+    o->set_err = first_error();
+    o->ok = o->set_ok && EVP_EncryptUpdate(ctx, o->out, &n, msg, sizeof(msg))
+            && EVP_EncryptFinal_ex(ctx, o->out + n, &f)
+            && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16,
+                                   o->out + n + f);
+    o->outlen = o->ok ? (size_t)(n + f) + 16 : 0;
+ end:
+    ERR_clear_error();
+    EVP_SKEY_free(skey);
+    EVP_CIPHER_CTX_free(ctx);
+    EVP_CIPHER_free(c);
+    return o->ok >= 0;
+}
+
+/*
+ * EVP_CipherInit_SKEY() requires the key manager and the cipher to come
+ * from one provider.  keycache has no key manager, so a query-less
+ * GENERIC-SECRET key is the default's while a query-less AES-GCM is
+ * keycache's: that init fails where the default alone succeeds.  This is
+ * checked in libcrypto before any provider code runs, so keycache cannot
+ * mend it; the documented way out is fetching the cipher with
+ * "provider=default" (or EVP_SKEY_to_provider()), which must then match.
+ */
+static void test_skey_init(void)
+{
+    OUTCOME d, k, w;
+
+    CU_ASSERT_TRUE_FATAL(skey_encrypt(kct_default(), NULL, &d));
+    CU_ASSERT_TRUE(d.set_ok && d.ok);
+    CU_ASSERT_TRUE_FATAL(skey_encrypt(kct_keycache(), "provider=default", &w));
+    same_outcome(&d, &w, "EVP_CipherInit_SKEY, cipher from default");
+    CU_ASSERT_TRUE_FATAL(skey_encrypt(kct_keycache(), NULL, &k));
+    /* the known limitation: flag any change, for better or worse */
+    CU_ASSERT_FALSE(k.set_ok);
+    CU_ASSERT_EQUAL(k.set_err, ERR_PACK(ERR_LIB_EVP, 0,
+                                        EVP_R_INITIALIZATION_ERROR));
+}
+#endif
+
+static void add_suites(void)
+{
+    CU_pSuite s = CU_add_suite("compat", NULL, NULL);
+
+    CU_add_test(s, "HMAC repeated parameters", test_hmac_repeated);
+    CU_add_test(s, "AES-GCM repeated parameters", test_gcm_repeated);
+    CU_add_test(s, "same dispatch functions as default", test_same_functions);
+#if OPENSSL_VERSION_NUMBER >= 0x30500000L
+    CU_add_test(s, "EVP_CipherInit_SKEY (3.5+)", test_skey_init);
+#endif
+}
+
+int main(int argc, char **argv)
+{
+    return kct_main(argc, argv, add_suites);
+}
