@@ -1,28 +1,44 @@
 /*
  * AES-{128,192,256}-GCM wrappers.
  *
- * Strategy: pristine template + dupctx.  A cached entry is an inner (default
- * provider) GCM context that was created and keyed and never used: its AES
- * round keys and GHASH table are ready.  A keyed init duplicates it.
+ * A cache entry holds a pristine template - an inner (default provider)
+ * GCM context that was created and keyed and never used: its AES round keys
+ * and GHASH table are ready - and at most one spare, a used context parked
+ * there by the last wrapper that finished with it.
  *
- * Check-out / check-in cannot work for GCM: a used context keeps its tag
- * length, tag buffer, IV state, TLS AAD and IV-generator state, and the
- * provider interface can neither reset those (taglen cannot go back to
- * "unset") nor copy one context into another.  A duplicate of a never-used
- * template is, field for field, what a fresh context is after its key was
- * set, so nothing can leak from one message to the next.
+ * A used GCM context keeps state a fresh one does not have: tag length and
+ * tag buffer, IV state, TLS AAD and IV-generator state.  The provider
+ * interface can neither reset those (the tag length cannot go back to
+ * "unset") nor copy one context into another.  So:
+ *
+ * - A wrapper whose use stayed on the plain path (no TLS parameters, no new
+ *   key, nothing passed through) parks its context as the entry's spare,
+ *   after setting a fixed, public 16-byte "expected tag" on it, so that its
+ *   stale tag length and tag are always the same known values.
+ * - The spare is handed out only to an init that also sets the IV, which
+ *   resets the IV state; from then on the only difference from a fresh
+ *   context is that stale tag.  Until the user sets a tag or an encryption
+ *   finishes (after which both contexts agree), the wrapper answers the
+ *   three questions that could see it - get the tag, get the tag length,
+ *   decrypt final without a tag - as a fresh context does.  The answers
+ *   (error codes included) are measured on the running default provider
+ *   when keycache starts, so they follow its version.
+ * - Otherwise a keyed init duplicates the template, which is field for
+ *   field a fresh context with the key set.
  *
  * Before the key arrives the wrapper only records what the default context
  * would hold (direction, IV length, IV, expected tag) and answers the length
  * queries EVP makes from that record.  When the key comes the record is
- * replayed onto the duplicate.  Anything else before the key - TLS params,
+ * replayed onto the context.  Anything else before the key - TLS params,
  * updates, other queries, invalid values - makes the wrapper build a plain
  * inner context, replay the record onto it and pass everything through, so
  * the default provider decides every odd case and raises its own errors.
  */
 #include <string.h>
 #include <openssl/core_names.h>
+#include <openssl/err.h>
 #include <openssl/params.h>
+#include <openssl/proverr.h>
 
 #include "kc_local.h"
 
@@ -36,6 +52,8 @@ typedef struct {
     const KC_GCM_INNER *g;
     void *inner;               /* NULL until keyed or passed through */
 
+    KC_LEASE lease;            /* the cache entry inner may be parked in */
+
     /* what the default context would hold, while there is no inner */
     int inited;                /* an init was seen (sets direction) */
     int enc;
@@ -44,7 +62,50 @@ typedef struct {
     size_t taglen;             /* 0: no expected tag set */
     unsigned char iv[KC_GCM_IV_MAX];
     unsigned char tag[KC_GCM_TAG_MAX];
+
+    /* once keyed */
+    unsigned int stale : 1;    /* inner is a spare: carries the parked tag */
+    unsigned int tag_set : 1;  /* a fresh context would have a tag length */
+    unsigned int finished : 1; /* a fresh context's IV state is FINISHED */
+    unsigned int tainted : 1;  /* inner may not be parked again */
+    unsigned int tls_aad : 1;  /* a TLS AAD awaits its record */
 } KC_GCM_CTX;
+
+/* The expected tag a parked context carries; public, not secret. */
+static const unsigned char parked_tag[KC_GCM_TAG_MAX] = {
+    'k', 'e', 'y', 'c', 'a', 'c', 'h', 'e', '-', 'p', 'a', 'r', 'k', 'e', 'd',
+    '!'
+};
+
+/* The parameter names this file looks at, told apart cheaply: this is hot. */
+enum { G_OTHER, G_IVLEN, G_KEYLEN, G_TAGLEN, G_TAG, G_IV, G_UPDATED_IV };
+
+static int name_kind(const char *k)
+{
+    switch (k[0]) {
+    case 'i':
+        if (strcmp(k, OSSL_CIPHER_PARAM_IVLEN) == 0)   /* = AEAD_IVLEN */
+            return G_IVLEN;
+        if (strcmp(k, OSSL_CIPHER_PARAM_IV) == 0)
+            return G_IV;
+        break;
+    case 'k':
+        if (strcmp(k, OSSL_CIPHER_PARAM_KEYLEN) == 0)
+            return G_KEYLEN;
+        break;
+    case 't':
+        if (strcmp(k, OSSL_CIPHER_PARAM_AEAD_TAG) == 0)
+            return G_TAG;
+        if (strcmp(k, OSSL_CIPHER_PARAM_AEAD_TAGLEN) == 0)
+            return G_TAGLEN;
+        break;
+    case 'u':
+        if (strcmp(k, OSSL_CIPHER_PARAM_UPDATED_IV) == 0)
+            return G_UPDATED_IV;
+        break;
+    }
+    return G_OTHER;
+}
 
 static OSSL_FUNC_cipher_freectx_fn kc_gcm_freectx;
 static OSSL_FUNC_cipher_dupctx_fn kc_gcm_dupctx;
@@ -136,13 +197,33 @@ static void *gcm_newctx(KC_PROVCTX *pctx, int which)
     return w;
 }
 
+/*
+ * Park the inner context as its entry's spare, with the public parked tag
+ * set so its stale tag state is always the same, known one.
+ */
+static int park(KC_GCM_CTX *w)
+{
+    OSSL_PARAM p[2];
+
+    if (w->tainted || w->lease.cache_id == 0 || !w->g->park_ok)
+        return 0;
+    /* the fresh tag length: a spare then reports what a fresh ctx does */
+    p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+                                             (void *)parked_tag,
+                                             w->g->fresh_taglen);
+    p[1] = OSSL_PARAM_construct_end();
+    return fns(w)->dinit(w->inner, NULL, 0, NULL, 0, NULL)
+           && fns(w)->set_ctx_params(w->inner, p)
+           && kc_cache_return_spare(w->pctx, &w->lease, w->inner);
+}
+
 static void kc_gcm_freectx(void *vctx)
 {
     KC_GCM_CTX *w = vctx;
 
     if (w == NULL)
         return;
-    if (w->inner != NULL)
+    if (w->inner != NULL && !park(w))
         fns(w)->freectx(w->inner);
     OPENSSL_clear_free(w, sizeof(*w));
 }
@@ -176,11 +257,13 @@ static int record_params(KC_GCM_CTX *w, const OSSL_PARAM params[])
                : fns(w)->settable_ctx_params(NULL, w->pctx->inner_provctx);
     for (p = params; p->key != NULL; p++) {
         /* a repeated name is resolved differently by each OpenSSL version */
-        if (strcmp(p->key, OSSL_CIPHER_PARAM_AEAD_TAG) == 0) {
+        int kind = name_kind(p->key);
+
+        if (kind == G_TAG) {
             if (tag != NULL)
                 return 0;
             tag = p;
-        } else if (strcmp(p->key, OSSL_CIPHER_PARAM_AEAD_IVLEN) == 0) {
+        } else if (kind == G_IVLEN) {
             if (ivl != NULL)
                 return 0;
             ivl = p;
@@ -209,18 +292,123 @@ static int record_params(KC_GCM_CTX *w, const OSSL_PARAM params[])
     return 1;
 }
 
+/*
+ * A spare's stale tag shows until a tag is set or an encryption finishes:
+ * then the wrapper answers as a fresh context would.
+ */
+static int stale_tag(const KC_GCM_CTX *w)
+{
+    return w->stale && !w->tag_set;
+}
+
+/* Would the default accept this as the expected tag (ctx direction enc)? */
+static int tag_acceptable(const OSSL_PARAM *p, int enc)
+{
+    return p->data_type == OSSL_PARAM_OCTET_STRING && p->data != NULL
+           && p->data_size != 0 && p->data_size <= KC_GCM_TAG_MAX && !enc;
+}
+
+/*
+ * Follow what params forwarded to a keyed inner do to the state a fresh
+ * context would have: whether a tag length is now set, whether the IV was
+ * voided by a new IV length, whether TLS state was touched (the context may
+ * then not be parked).  |ret| is what the inner returned.
+ */
+/* Is |k| a name the default's GCM context accepts (looked up lazily)? */
+static int settable_name(const KC_GCM_CTX *w, const OSSL_PARAM **settable,
+                         const char *k)
+{
+    if (*settable == NULL && fns(w)->settable_ctx_params != NULL)
+        *settable = fns(w)->settable_ctx_params(NULL, w->pctx->inner_provctx);
+    return *settable == NULL || OSSL_PARAM_locate_const(*settable, k) != NULL;
+}
+
+static void note_params(KC_GCM_CTX *w, const OSSL_PARAM params[], int ret)
+{
+    const OSSL_PARAM *settable = NULL, *p, *tag = NULL, *ivl = NULL;
+    int repeated = 0, track = stale_tag(w);
+    size_t sz;
+
+    if (params == NULL || (w->tainted && !track))
+        return;
+    for (p = params; p->key != NULL; p++) {
+        int kind = name_kind(p->key);
+
+        if (kind == G_TAG) {
+            repeated |= tag != NULL;
+            tag = p;
+        } else if (kind == G_IVLEN) {
+            repeated |= ivl != NULL;
+            ivl = p;
+        } else if (!w->tainted && settable_name(w, &settable, p->key)) {
+            w->tainted = 1;
+        }
+        if (kind == G_OTHER
+            && strcmp(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD) == 0)
+            w->tls_aad = ret;
+    }
+    if (!track)
+        return;                 /* no stale tag can show any more */
+    if (repeated) {
+        /* versions differ on repeated names; go by the outcome */
+        w->tainted = 1;
+        if (tag != NULL && ret && tag_acceptable(tag, w->enc))
+            w->tag_set = 1;
+        return;
+    }
+    /* the tag is taken first, so it sticks even if a later param fails */
+    if (tag != NULL) {
+        if (!tag_acceptable(tag, w->enc))
+            return;
+        w->tag_set = 1;
+    }
+    if (ivl != NULL && OSSL_PARAM_get_size_t(ivl, &sz) && sz != 0
+        && sz <= KC_GCM_IV_MAX && sz != w->ivlen) {
+        w->finished = 1;
+        w->ivlen = sz;
+    }
+}
+
 static int kc_gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     KC_GCM_CTX *w = vctx;
+    int r;
 
-    if (w->inner != NULL)
-        return fns(w)->set_ctx_params(w->inner, params);
+    if (w->inner != NULL) {
+        r = fns(w)->set_ctx_params(w->inner, params);
+        note_params(w, params, r);
+        return r;
+    }
     if (params == NULL || record_params(w, params))
         return 1;
     return materialize(w) && fns(w)->set_ctx_params(w->inner, params);
 }
 
-/* Key the wrapper from a cached template: 1 done, 0 failed, -1 pass. */
+/* An init forwarded to a keyed inner, followed as note_params() does. */
+static int keyed_init(KC_GCM_CTX *w, int enc, const unsigned char *key,
+                      size_t keylen, const unsigned char *iv, size_t ivlen,
+                      const OSSL_PARAM params[])
+{
+    int r = inner_init(w, w->inner, enc, key, keylen, iv, ivlen, params);
+
+    w->enc = enc;
+    if (key != NULL && keylen != w->g->keylen)
+        return r;                     /* refused before the params */
+    if (iv != NULL && ivlen != 0 && ivlen <= KC_GCM_IV_MAX) {
+        w->ivlen = ivlen;
+        w->finished = 0;
+        if (key != NULL)
+            w->tainted = 1;           /* no longer the entry's key */
+        note_params(w, params, r);
+    } else if (iv == NULL) {
+        if (key != NULL)
+            w->tainted = 1;
+        note_params(w, params, r);
+    }
+    return r;
+}
+
+/* Key the wrapper from the cache: 1 done, 0 failed, -1 pass through. */
 static int init_cached(KC_GCM_CTX *w, int enc, const unsigned char *key,
                        size_t keylen, const unsigned char *iv, size_t ivlen,
                        const OSSL_PARAM params[])
@@ -228,14 +416,17 @@ static int init_cached(KC_GCM_CTX *w, int enc, const unsigned char *key,
     KC_PROVCTX *pctx = w->pctx;
     const KC_ALG *alg = &w->g->alg;
     KC_CACHE *c;
-    void *tmpl, *inner;
+    void *tmpl, *inner = NULL;
+    /* a spare is only good for an init that also sets the IV */
+    int with_iv = iv != NULL || w->iv_set;
 
     if (keylen != w->g->keylen || keylen > KEYCACHE_MAX_KEY_LEN
         || (iv != NULL && (ivlen == 0 || ivlen > KC_GCM_IV_MAX))
         || (c = kc_cache_get(pctx)) == NULL)
         return -1;
 
-    tmpl = kc_cache_find(c, alg, NULL, key, keylen, 0, NULL);
+    tmpl = kc_cache_find(c, alg, NULL, key, keylen, 0, &w->lease,
+                         with_iv ? &inner : NULL);
     if (tmpl == NULL) {
         if (!kc_cache_admit(c))
             return -1;
@@ -245,23 +436,29 @@ static int init_cached(KC_GCM_CTX *w, int enc, const unsigned char *key,
             fns(w)->freectx(tmpl);
             return -1;
         }
-        if (!kc_cache_add(c, alg, NULL, key, keylen, tmpl, NULL)) {
+        if (!kc_cache_add(c, alg, NULL, key, keylen, tmpl, &w->lease)) {
             /* not cacheable: use the template itself */
             kc_count_passthrough(c);
+            memset(&w->lease, 0, sizeof(w->lease));
             inner = tmpl;
             goto keyed;
         }
     }
-    if ((inner = fns(w)->dupctx(tmpl)) == NULL)
+    if (inner != NULL)
+        w->stale = 1;
+    else if ((inner = fns(w)->dupctx(tmpl)) == NULL)
         return 0;
  keyed:
     if (!replay(w, inner)) {
         fns(w)->freectx(inner);
+        w->stale = 0;
         return 0;
     }
     w->inner = inner;
+    w->tag_set = w->taglen != 0;
+    w->finished = 0;
     /* the rest of this init, as the default does it after the key */
-    return inner_init(w, inner, enc, NULL, 0, iv, ivlen, params);
+    return keyed_init(w, enc, NULL, 0, iv, ivlen, params);
 }
 
 static int gcm_init(KC_GCM_CTX *w, int enc, const unsigned char *key,
@@ -271,7 +468,7 @@ static int gcm_init(KC_GCM_CTX *w, int enc, const unsigned char *key,
     int r;
 
     if (w->inner != NULL)
-        return inner_init(w, w->inner, enc, key, keylen, iv, ivlen, params);
+        return keyed_init(w, enc, key, keylen, iv, ivlen, params);
 
     if (key != NULL) {
         r = init_cached(w, enc, key, keylen, iv, ivlen, params);
@@ -306,6 +503,21 @@ static int kc_gcm_dinit(void *vctx, const unsigned char *key, size_t keylen,
     return gcm_init(vctx, 0, key, keylen, iv, ivlen, params);
 }
 
+/*
+ * Decrypt final on a spare with no tag set: a fresh context fails here
+ * without touching its GHASH state, and, unless its IV is already used up,
+ * raises the error measured at start (none on OpenSSL 3.0).  The inner is
+ * not asked: it would compare against the parked tag and finish its GHASH.
+ */
+static int stale_decrypt_final(KC_GCM_CTX *w, size_t *outl)
+{
+    if (!w->finished && w->g->dec_final_err != 0)
+        ERR_raise(ERR_GET_LIB(w->g->dec_final_err),
+                  ERR_GET_REASON(w->g->dec_final_err));
+    *outl = 0;
+    return 0;
+}
+
 static int kc_gcm_update(void *vctx, unsigned char *out, size_t *outl,
                          size_t outsize, const unsigned char *in, size_t inl)
 {
@@ -313,6 +525,7 @@ static int kc_gcm_update(void *vctx, unsigned char *out, size_t *outl,
 
     if (w->inner == NULL && !materialize(w))
         return 0;
+    w->tls_aad = 0;
     return fns(w)->update(w->inner, out, outl, outsize, in, inl);
 }
 
@@ -320,63 +533,144 @@ static int kc_gcm_final(void *vctx, unsigned char *out, size_t *outl,
                         size_t outsize)
 {
     KC_GCM_CTX *w = vctx;
+    int r;
 
     if (w->inner == NULL && !materialize(w))
         return 0;
-    return fns(w)->final(w->inner, out, outl, outsize);
+    if (stale_tag(w) && !w->enc && !w->tls_aad)
+        return stale_decrypt_final(w, outl);
+    w->tls_aad = 0;
+    r = fns(w)->final(w->inner, out, outl, outsize);
+    if (r) {
+        w->finished = 1;
+        w->tag_set |= w->enc;
+    }
+    return r;
 }
 
 static int kc_gcm_cipher(void *vctx, unsigned char *out, size_t *outl,
                          size_t outsize, const unsigned char *in, size_t inl)
 {
     KC_GCM_CTX *w = vctx;
+    int r;
 
     if (fns(w)->cipher == NULL || (w->inner == NULL && !materialize(w)))
         return 0;
-    return fns(w)->cipher(w->inner, out, outl, outsize, in, inl);
+    /* with no input, this is the final */
+    if (in == NULL && stale_tag(w) && !w->enc && !w->tls_aad)
+        return stale_decrypt_final(w, outl);
+    r = fns(w)->cipher(w->inner, out, outl, outsize, in, inl);
+    if (in == NULL && r && !w->tls_aad) {
+        w->finished = 1;
+        w->tag_set |= w->enc;
+    }
+    w->tls_aad = 0;
+    return r;
 }
 
-/* The length queries EVP makes before init, answered from the record. */
+/*
+ * The params a GCM context reads after the tag (in every version's order):
+ * a fresh context that fails on the tag never gets to them.
+ */
+static int read_after_tag(const char *k)
+{
+    return name_kind(k) == G_TAG
+           || strcmp(k, OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN) == 0
+           || strcmp(k, "iv-generated") == 0;      /* 3.5+ */
+}
+
+/*
+ * get_ctx_params on a keyed inner.  The parked tag length is the one a
+ * fresh context reports, so only getting the tag itself can tell a spare
+ * from a fresh encrypting context, which fails there.  So while a tag
+ * could show, the inner answers the params a fresh context reads before
+ * the tag, and then the tag fails with the error measured at start.
+ */
+static int keyed_get(KC_GCM_CTX *w, OSSL_PARAM params[])
+{
+    OSSL_PARAM *p, local[16], *rest = local;
+    size_t n = 0, i;
+    int tagq = 0, r;
+
+    /*
+     * Cheap first look, this runs per call: "tag" may need our answer;
+     * "tls..." names (the TLS IV generator moves on when read) mean the
+     * context may not be parked.  Everything else is a plain read.
+     */
+    for (p = params; p != NULL && p->key != NULL; p++, n++) {
+        if (p->key[0] != 't')
+            continue;
+        if (p->key[1] == 'a')
+            tagq |= name_kind(p->key) == G_TAG;
+        else if (p->key[1] == 'l')
+            w->tainted = 1;
+    }
+    if (!tagq || !stale_tag(w) || !w->enc)
+        return fns(w)->get_ctx_params(w->inner, params);
+
+    if (n + 1 > sizeof(local) / sizeof(local[0])
+        && (rest = OPENSSL_malloc((n + 1) * sizeof(*rest))) == NULL)
+        return 0;
+    for (p = params, i = 0; p->key != NULL; p++)
+        if (!read_after_tag(p->key))
+            rest[i++] = *p;
+    rest[i] = *p;                       /* the end marker */
+    r = fns(w)->get_ctx_params(w->inner, rest);
+    for (p = params, i = 0; p->key != NULL; p++)
+        if (!read_after_tag(p->key))
+            p->return_size = rest[i++].return_size;
+    if (rest != local)
+        OPENSSL_free(rest);
+    if (r && w->g->tag_get_err != 0)
+        ERR_raise(ERR_GET_LIB(w->g->tag_get_err),
+                  ERR_GET_REASON(w->g->tag_get_err));
+    return 0;
+}
+
+/*
+ * The length queries EVP makes before init, answered from the record.
+ * Returns 1 if answered, 0 if the params need a real context.
+ */
 static int answer_lengths(KC_GCM_CTX *w, OSSL_PARAM params[])
 {
-    OSSL_PARAM *p;
+    const OSSL_PARAM *gettable = NULL;
+    OSSL_PARAM *p, *q[G_TAGLEN + 1] = { NULL };
+    size_t v[G_TAGLEN + 1];
+    int kind;
 
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN)) != NULL
-        && !OSSL_PARAM_set_size_t(p, w->ivlen))
-        return -1;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL
-        && !OSSL_PARAM_set_size_t(p, w->g->keylen))
-        return -1;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAGLEN)) != NULL
-        && !OSSL_PARAM_set_size_t(p, w->taglen != 0 ? w->taglen
-                                                    : KC_GCM_TAG_MAX))
-        return -1;
+    for (p = params; p->key != NULL; p++) {
+        kind = name_kind(p->key);
+        if (kind == G_IVLEN || kind == G_KEYLEN || kind == G_TAGLEN) {
+            if (q[kind] != NULL)
+                return 0;               /* repeated: let the default say */
+            q[kind] = p;
+            continue;
+        }
+        if (gettable == NULL && fns(w)->gettable_ctx_params != NULL)
+            gettable = fns(w)->gettable_ctx_params(NULL,
+                                                   w->pctx->inner_provctx);
+        /* a name the default knows needs its context; others it ignores */
+        if (gettable == NULL || OSSL_PARAM_locate_const(gettable, p->key))
+            return 0;
+    }
+    v[G_IVLEN] = w->ivlen;
+    v[G_KEYLEN] = w->g->keylen;
+    v[G_TAGLEN] = w->taglen != 0 ? w->taglen : w->g->fresh_taglen;
+    /* in the default's order; a value that does not fit goes to it too */
+    for (kind = G_IVLEN; kind <= G_TAGLEN; kind++)
+        if (q[kind] != NULL && !OSSL_PARAM_set_size_t(q[kind], v[kind]))
+            return 0;
     return 1;
 }
 
 static int kc_gcm_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     KC_GCM_CTX *w = vctx;
-    const OSSL_PARAM *gettable;
-    OSSL_PARAM *p;
 
     if (w->inner != NULL)
-        return fns(w)->get_ctx_params(w->inner, params);
-    if (params != NULL) {
-        gettable = fns(w)->gettable_ctx_params == NULL ? NULL
-                   : fns(w)->gettable_ctx_params(NULL, w->pctx->inner_provctx);
-        for (p = params; p->key != NULL; p++)
-            if (strcmp(p->key, OSSL_CIPHER_PARAM_IVLEN) != 0
-                && strcmp(p->key, OSSL_CIPHER_PARAM_KEYLEN) != 0
-                && strcmp(p->key, OSSL_CIPHER_PARAM_AEAD_TAGLEN) != 0
-                && (gettable == NULL
-                    || OSSL_PARAM_locate_const(gettable, p->key) != NULL))
-                break;
-        /* only simple length queries: no need for a context (failures to
-         * store a value go to the default, which raises the error) */
-        if (p->key == NULL && answer_lengths(w, params) > 0)
-            return 1;
-    }
+        return keyed_get(w, params);
+    if (params != NULL && answer_lengths(w, params))
+        return 1;
     if (!materialize(w))
         return 0;
     return fns(w)->get_ctx_params(w->inner, params);
@@ -406,12 +700,67 @@ static const OSSL_PARAM *kc_gcm_settable_ctx_params(void *cctx, void *provctx)
  */
 static OSSL_FUNC_cipher_get_params_fn *inner_get_params[KC_GCM_COUNT];
 
-void kc_gcm_bind(const KC_PROVCTX *pctx)
+/*
+ * Measure how the running default provider answers, on a fresh keyed
+ * context, the questions a spare's stale tag would answer differently: the
+ * tag length, getting the tag, and decrypt final without a tag.
+ */
+static void calibrate(KC_PROVCTX *pctx, KC_GCM_INNER *g)
+{
+    static const unsigned char zero[32] = { 0 };
+    /* marks where our probes' errors start; removed again below */
+    const unsigned long sentinel = ERR_PACK(ERR_LIB_PROV, 0, ERR_R_INTERNAL_ERROR);
+    unsigned char buf[KC_GCM_TAG_MAX];
+    size_t taglen = KC_GCM_TAG_MAX, outl;
+    unsigned long e;
+    OSSL_PARAM p[2];
+    void *enc, *dec;
+
+    g->fresh_taglen = KC_GCM_TAG_MAX;
+    g->park_ok = 0;
+    g->tag_get_err = g->dec_final_err = 0;
+    p[1] = OSSL_PARAM_construct_end();
+    ERR_set_mark();
+    enc = g->fns.newctx(pctx->inner_provctx);
+    dec = g->fns.newctx(pctx->inner_provctx);
+    if (enc != NULL && g->fns.einit(enc, zero, g->keylen, zero, 12, NULL)) {
+        p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_TAGLEN,
+                                           &taglen);
+        /* a spare is parked with a tag of this length; if the answer is
+         * not a tag length, spares are not used at all */
+        if (g->fns.get_ctx_params(enc, p) && taglen != 0
+            && taglen <= KC_GCM_TAG_MAX) {
+            g->fresh_taglen = taglen;
+            g->park_ok = 1;
+        }
+        ERR_raise(ERR_GET_LIB(sentinel), ERR_GET_REASON(sentinel));
+        p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+                                                 buf, sizeof(buf));
+        if (!g->fns.get_ctx_params(enc, p)
+            && (e = ERR_peek_last_error()) != sentinel)
+            g->tag_get_err = e;
+    }
+    if (dec != NULL && g->fns.dinit(dec, zero, g->keylen, zero, 12, NULL)) {
+        ERR_raise(ERR_GET_LIB(sentinel), ERR_GET_REASON(sentinel));
+        if (!g->fns.final(dec, buf, &outl, sizeof(buf))
+            && (e = ERR_peek_last_error()) != sentinel)
+            g->dec_final_err = e;
+    }
+    if (enc != NULL)
+        g->fns.freectx(enc);
+    if (dec != NULL)
+        g->fns.freectx(dec);
+    ERR_pop_to_mark();
+}
+
+void kc_gcm_bind(KC_PROVCTX *pctx)
 {
     int i;
 
-    for (i = 0; i < KC_GCM_COUNT; i++)
+    for (i = 0; i < KC_GCM_COUNT; i++) {
         inner_get_params[i] = pctx->gcm[i].fns.get_params;
+        calibrate(pctx, &pctx->gcm[i]);
+    }
 }
 
 /*

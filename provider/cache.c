@@ -23,6 +23,7 @@ typedef struct {
     const KC_ALG *alg;        /* NULL: free slot */
     const void *param;
     void *ctx;                /* NULL while leased out (or free) */
+    void *spare;              /* a used context that can be reused (GCM) */
     uint64_t hash;
     uint32_t prev, next;      /* LRU list (live) or free list (next) */
     uint64_t gen;             /* changes whenever the slot is (re)filled */
@@ -161,6 +162,9 @@ static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
     c->free_head = i;
     if (e->ctx != NULL)
         e->alg->freectx(e->ctx);
+    if (e->spare != NULL)
+        e->alg->freectx(e->spare);
+    e->spare = NULL;
     OPENSSL_cleanse(e->key, e->keylen);
     e->alg = NULL;
     e->param = NULL;
@@ -395,7 +399,7 @@ static int entry_matches(const KC_ENTRY *e, uint64_t h, const KC_ALG *alg,
 
 void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
                     const unsigned char *key, size_t keylen, int take,
-                    KC_LEASE *lease)
+                    KC_LEASE *lease, void **spare)
 {
     KC_ENTRY *e;
     uint64_t h;
@@ -422,11 +426,16 @@ void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
     }
     if (c->pctx->idle_ttl != 0)
         e->last_time = time(NULL);
-    if (take) {
+    if (take)
         e->ctx = NULL;
+    if (lease != NULL) {
         lease->cache_id = c->id;
         lease->gen = e->gen;
         lease->idx = (uint32_t)(e - c->entries);
+    }
+    if (spare != NULL) {
+        *spare = e->spare;
+        e->spare = NULL;
     }
     KC_BUMP(c, hits);
     window_note(c, 1);
@@ -463,33 +472,52 @@ int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     if (c->pctx->idle_ttl != 0)
         e->last_time = time(NULL);
     __atomic_store_n(&c->used, c->used + 1, __ATOMIC_RELAXED);
-    if (ctx == NULL) {
+    if (lease != NULL) {
         lease->cache_id = c->id;
         lease->gen = e->gen;
-        lease->idx = (uint32_t)(e - c->entries);
+        lease->idx = i;
     }
     return 1;
 }
 
-int kc_cache_return(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx)
+/*
+ * The entry a lease names, if it is still in the current thread's cache:
+ * a context is only ever given back to the thread that now holds it, and
+ * only to the very entry it came from.
+ */
+static KC_ENTRY *leased_entry(KC_PROVCTX *pctx, const KC_LEASE *lease)
 {
     KC_CACHE *c;
     KC_ENTRY *e;
 
     if (lease->cache_id == 0)
-        return 0;
-    /*
-     * Only into the current thread's own cache, and only into the very slot
-     * it left: a context freed on another thread, or whose entry was evicted
-     * meanwhile, is simply freed by the caller.
-     */
+        return NULL;
     c = CRYPTO_THREAD_get_local(&pctx->tls);
     if (c == NULL || c->id != lease->cache_id || lease->idx >= c->size)
-        return 0;
+        return NULL;
     e = &c->entries[lease->idx];
-    if (e->gen != lease->gen || e->alg == NULL || e->ctx != NULL)
+    if (e->gen != lease->gen || e->alg == NULL)
+        return NULL;
+    return e;
+}
+
+int kc_cache_return(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx)
+{
+    KC_ENTRY *e = leased_entry(pctx, lease);
+
+    if (e == NULL || e->ctx != NULL)
         return 0;
     e->ctx = ctx;
+    return 1;
+}
+
+int kc_cache_return_spare(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx)
+{
+    KC_ENTRY *e = leased_entry(pctx, lease);
+
+    if (e == NULL || e->spare != NULL)
+        return 0;
+    e->spare = ctx;
     return 1;
 }
 

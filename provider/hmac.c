@@ -146,7 +146,7 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
     release_inner(w);
 
     inner = kc_cache_find(c, &pctx->hmac_alg, w->dg, key, keylen, 1,
-                          &w->lease);
+                          &w->lease, NULL);
     if (inner != NULL) {
         /* keyless re-init: message state back to "just keyed" */
         if (!fns(w)->init(inner, NULL, 0, NULL)) {

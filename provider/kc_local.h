@@ -83,6 +83,11 @@ typedef struct {
     KC_CIPHER_FNS fns;
     size_t keylen;
     const char *names;
+    /* a fresh keyed context's answers, measured at start (see aes_gcm.c) */
+    size_t fresh_taglen;
+    int park_ok;
+    unsigned long tag_get_err;
+    unsigned long dec_final_err;
 } KC_GCM_INNER;
 
 /* Counters kept per thread; only the owning thread writes them. */
@@ -155,29 +160,34 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
                        const void *value);
 /*
  * Find an idle entry for (alg, param, key).  With take set the entry's
- * context is handed over (the entry stays reserved for its return, described
- * by *lease); otherwise the entry keeps it (a template).  NULL on a miss.
+ * context is handed over (the entry stays reserved for its return);
+ * otherwise the entry keeps it (a template).  With lease set it is filled
+ * in to name the entry; with spare set the entry's spare context, if any,
+ * is handed over too.  NULL on a miss.
  */
 void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
                     const unsigned char *key, size_t keylen, int take,
-                    KC_LEASE *lease);
+                    KC_LEASE *lease, void **spare);
 /*
  * Add an entry for (alg, param, key).  With ctx NULL the entry is reserved
- * for a context that kc_cache_return() brings back later (lease filled in);
- * otherwise the cache owns ctx from now on.  Returns 0 if nothing was cached
- * (cache disabled or key too long); the caller keeps ctx then.
+ * for a context that kc_cache_return() brings back later; otherwise the
+ * cache owns ctx from now on.  *lease (if given) names the entry.  Returns
+ * 0 if nothing was cached (cache disabled or key too long); the caller
+ * keeps ctx then.
  */
 int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
                  const unsigned char *key, size_t keylen, void *ctx,
                  KC_LEASE *lease);
 /* Give a leased context back; 0 if its entry is gone (caller frees ctx). */
 int kc_cache_return(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx);
+/* Park a used context as the entry's spare; 0 if not possible. */
+int kc_cache_return_spare(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx);
 
 /* the algorithm wrappers */
 extern const OSSL_DISPATCH kc_hmac_functions[];
 extern const OSSL_DISPATCH kc_aes128gcm_functions[];
 extern const OSSL_DISPATCH kc_aes192gcm_functions[];
 extern const OSSL_DISPATCH kc_aes256gcm_functions[];
-void kc_gcm_bind(const KC_PROVCTX *pctx);
+void kc_gcm_bind(KC_PROVCTX *pctx);
 
 #endif

@@ -1,0 +1,1618 @@
+/*
+ * Differential libFuzzer target for keycache.
+ *
+ * The input is decoded into a sequence of operations on a few live HMAC and
+ * AES-GCM contexts (new, free, dup, init with or without key/IV, set and get
+ * params, ctrls, updates in pieces, final, one-shot EVP_Q_mac, in-place
+ * mutation of a pooled key).  Every operation runs, through the public EVP
+ * API, against three library contexts:
+ *
+ *   default   only the default provider: the reference
+ *   keycache  loaded from the build tree's openssl.cnf (KC_CONF)
+ *   small     the same config with cache_size = 2, so that evictions,
+ *             lease invalidation and re-adds happen constantly
+ *
+ * Return values, outputs, lengths and the last error's library and reason
+ * must be identical; on a divergence the op trace is printed and we abort().
+ *
+ * Determinism: the operations of one input run on a fresh thread (so every
+ * input starts with empty per-thread caches), and whatever follows an
+ * OP_SWITCH - plus freeing all contexts still alive - runs on a second
+ * fresh thread, either after the first has exited or while it is parked.
+ * That covers contexts keyed from one thread's cache being used and freed
+ * on another.
+ *
+ * Outputs that depend on an IV the default generates at random (encryption
+ * without an IV, a partial TLS fixed IV) are compared by return value and
+ * length only: the model below tracks when that can be the case.
+ *
+ * KC_FUZZ_SELFTEST=1 runs all three sides on default-only contexts: any
+ * crash then is OpenSSL's own, which is how the guards below were found.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <openssl/provider.h>
+
+#include "keycache.h"
+
+#ifndef KC_CONF
+# error "define KC_CONF as the path of the build tree's openssl.cnf"
+#endif
+
+#define NSIDES 3
+#define NSLOTS 4
+#define MAXOPS 64
+#define NKEYS 8
+#define NIVS 4
+#define BUFSZ 256
+#define OUTMAX (4096 + 512)
+#define MAXPARAMS 4
+#define MAXVALS 16
+#define NRKEY (MAXOPS * 5)
+
+enum { SIDE_DEFAULT, SIDE_KC, SIDE_SMALL };
+static const char *const side_name[NSIDES] = {
+    "default", "keycache", "keycache(cache_size=2)"
+};
+
+typedef struct {
+    OSSL_LIB_CTX *libctx;
+    EVP_MAC *hmac;
+    EVP_CIPHER *gcm[3];
+} SIDE;
+
+static SIDE sides[NSIDES];
+static int selftest, tracing;
+/*
+ * KC_FUZZ_SKIP_KNOWN=1: steer around keycache bugs already reported, so a
+ * long run can find the next one.  Known so far:
+ *   dup-param: a GCM param array naming "ivlen" or "tag" twice, given
+ *              before the key: OpenSSL takes the first, keycache the last.
+ */
+static int skip_known;
+
+/* ---------------------------------------------------------------------- */
+/* Fixed tables the decoder picks from                                    */
+
+static const char *const gcm_names[3] = {
+    "AES-128-GCM", "AES-192-GCM", "AES-256-GCM"
+};
+
+static const size_t key_lens[NKEYS] = { 16, 32, 24, 0, 1, 64, 128, 129 };
+
+static const char *const digests[] = {
+    "SHA256", "SHA1", "SHA2-512", "sha384", "SHA512-224", "SHA3-256", "MD5",
+    "SHA-256", "2.16.840.1.101.3.4.2.1", "MD5-SHA1", "SM3", "BLAKE2S-256",
+    "SHAKE128", "RIPEMD160", "MD4", "NULL", "", "no-such-digest",
+    "KECCAK-KMAC-128", "SHA2-224"
+};
+#define NDIGESTS (sizeof(digests) / sizeof(digests[0]))
+
+/* NULL means "no properties parameter" */
+static const char *const props[] = {
+    NULL, NULL, NULL, "", "provider=default", "provider=keycache",
+    "fips=yes", "?fips=yes", "-fips", "provider="
+};
+#define NPROPS (sizeof(props) / sizeof(props[0]))
+
+static const size_t sizes[] = {
+    0, 1, 4, 7, 8, 11, 12, 13, 15, 16, 17, 20, 31, 32, 33, 48, 63, 64, 65,
+    100, 127, 128, 129, 255, 256, 1000, 4096, (size_t)-1, 0x80000000u
+};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+static unsigned char key_init[NKEYS][BUFSZ], iv_init[NIVS][BUFSZ];
+static unsigned char pattern[8192];
+
+static void fill(unsigned char *buf, size_t len, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        buf[i] = (unsigned char)x;
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Input reader                                                           */
+
+typedef struct {
+    const uint8_t *p;
+    size_t n;
+} RD;
+
+static unsigned rd8(RD *r)
+{
+    if (r->n == 0)
+        return 0;
+    r->n--;
+    return *r->p++;
+}
+
+static const uint8_t *rdbytes(RD *r, size_t *len)
+{
+    const uint8_t *p = r->p;
+
+    if (*len > r->n)
+        *len = r->n;
+    r->p += *len;
+    r->n -= *len;
+    return p;
+}
+
+/* A length: small raw values or interesting ones from the table. */
+static size_t rdsize(RD *r)
+{
+    unsigned b = rd8(r);
+
+    return (b & 0x80) != 0 ? sizes[b % NSIZES] : b & 0x7f;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Operations                                                             */
+
+enum {
+    OP_NEW, OP_FREE, OP_DUP, OP_INIT, OP_SET, OP_GET, OP_UPDATE, OP_FINAL,
+    OP_CIPHER, OP_CTRL, OP_QMAC, OP_MUTATE, OP_SWITCH, OP_COUNT
+};
+
+enum { K_NONE, K_HMAC, K_GCM };
+
+/* parameter kinds for set/get */
+enum {
+    P_DIGEST, P_PROPS, P_KEY, P_NOINIT, P_ONESHOT, P_TLSSIZE, P_DIGEST_OCT,
+    P_KEY_UTF8, P_UNKNOWN,
+    P_IVLEN, P_IVLEN_INT, P_TAG, P_TAGLEN, P_KEYLEN, P_TLSAAD, P_IVFIXED,
+    P_IVINV,
+    G_SIZE, G_BLOCK, G_BLOCK_INT,
+    G_IVLEN, G_KEYLEN, G_TAGLEN, G_TAG, G_IV, G_UPDIV, G_TLSPAD, G_IVGEN,
+    G_UNKNOWN
+};
+
+typedef struct {
+    int id;
+    size_t num;                 /* numeric value or buffer size */
+    const unsigned char *buf;   /* octet data (set) */
+    size_t len;
+    const char *str;
+} PSPEC;
+
+typedef struct {
+    int code, slot, slot2, kind;
+    int enc, cipher;            /* GCM init: enc 1/0/-1; cipher 0 keep */
+    const unsigned char *key;
+    size_t keylen;
+    const unsigned char *iv;
+    PSPEC p[MAXPARAMS];
+    int np;
+    const unsigned char *data;
+    size_t pieces[4];
+    int npieces, aad, inplace;
+    size_t outsize;
+    int out_null;
+    int ctrl, arg;
+    const unsigned char *ptr;
+    size_t ptrlen;
+    const char *digest;
+    int api;                    /* alternative API for the same query */
+    char desc[200];
+} OP;
+
+typedef struct {
+    int rv;
+    unsigned long err;
+    size_t vals[MAXVALS];
+    int nvals;
+    unsigned char out[OUTMAX];
+    size_t outlen;
+} RESULT;
+
+typedef struct {
+    int kind;
+    /* HMAC: a key was offered; digest-noinit would now hit an OpenSSL UAF */
+    int keyed;
+    /* GCM: the IV state can be random (see the header comment) */
+    int iv_explicit, stream_rand, buf_rand;
+    /* GCM: the IV length may have been set below 8: no TLS IV ops then */
+    int small_iv;
+    void *ctx[NSIDES];
+} SLOT;
+
+typedef struct {
+    RD rd;
+    SLOT slot[NSLOTS];
+    unsigned char keys[NKEYS][BUFSZ];
+    unsigned char rkey[NRKEY][BUFSZ];   /* keys copied from the input */
+    int nrkey, nops, overlap;
+    char trace[3 * MAXOPS][208];
+    int ntrace;
+} STATE;
+
+static void trace_add(STATE *st, const char *s)
+{
+    if (st->ntrace < (int)(sizeof(st->trace) / sizeof(st->trace[0])))
+        snprintf(st->trace[st->ntrace++], sizeof(st->trace[0]), "%s", s);
+}
+
+static void print_trace(const STATE *st)
+{
+    int i;
+
+    fprintf(stderr, "---- op trace (one fresh thread per phase) ----\n");
+    for (i = 0; i < st->ntrace; i++)
+        fprintf(stderr, "  %2d: %s\n", i, st->trace[i]);
+}
+
+static void print_result(const char *who, const RESULT *r)
+{
+    int i;
+    size_t j;
+
+    fprintf(stderr, "  %-24s rv=%d err=lib %d reason %d vals=[",
+            who, r->rv, ERR_GET_LIB(r->err), ERR_GET_REASON(r->err));
+    for (i = 0; i < r->nvals; i++)
+        fprintf(stderr, "%s%zu", i ? " " : "", r->vals[i]);
+    fprintf(stderr, "] out(%zu)=", r->outlen);
+    for (j = 0; j < r->outlen && j < 64; j++)
+        fprintf(stderr, "%02x", r->out[j]);
+    fprintf(stderr, "%s\n", r->outlen > 64 ? "..." : "");
+}
+
+/* ---------------------------------------------------------------------- */
+/* Parameter arrays                                                       */
+
+static int kc_build_set(const PSPEC *ps, int np, OSSL_PARAM *out,
+                        size_t *nums, int *ints)
+{
+    int i, n = 0;
+
+    for (i = 0; i < np; i++) {
+        const PSPEC *p = &ps[i];
+
+        nums[i] = p->num;
+        ints[i] = (int)p->num;
+        switch (p->id) {
+        case P_DIGEST:
+            out[n++] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                                        (char *)p->str, 0);
+            break;
+        case P_PROPS:
+            out[n++] = OSSL_PARAM_construct_utf8_string(
+                OSSL_MAC_PARAM_PROPERTIES, (char *)p->str, 0);
+            break;
+        case P_DIGEST_OCT:
+            out[n++] = OSSL_PARAM_construct_octet_string(
+                OSSL_MAC_PARAM_DIGEST, (char *)p->str, strlen(p->str));
+            break;
+        case P_KEY:
+            out[n++] = OSSL_PARAM_construct_octet_string(
+                OSSL_MAC_PARAM_KEY, (void *)p->buf, p->len);
+            break;
+        case P_KEY_UTF8:
+            out[n++] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_KEY,
+                                                        "secret", 0);
+            break;
+        case P_NOINIT:
+            out[n++] = OSSL_PARAM_construct_int(OSSL_MAC_PARAM_DIGEST_NOINIT,
+                                                &ints[i]);
+            break;
+        case P_ONESHOT:
+            out[n++] = OSSL_PARAM_construct_int(OSSL_MAC_PARAM_DIGEST_ONESHOT,
+                                                &ints[i]);
+            break;
+        case P_TLSSIZE:
+            out[n++] = OSSL_PARAM_construct_size_t(
+                OSSL_MAC_PARAM_TLS_DATA_SIZE, &nums[i]);
+            break;
+        case P_UNKNOWN:
+            out[n++] = OSSL_PARAM_construct_size_t("kc-no-such-param",
+                                                   &nums[i]);
+            break;
+        case P_IVLEN:
+            out[n++] = OSSL_PARAM_construct_size_t(
+                OSSL_CIPHER_PARAM_AEAD_IVLEN, &nums[i]);
+            break;
+        case P_IVLEN_INT:
+            out[n++] = OSSL_PARAM_construct_int(OSSL_CIPHER_PARAM_AEAD_IVLEN,
+                                                &ints[i]);
+            break;
+        case P_TAG:
+            out[n++] = OSSL_PARAM_construct_octet_string(
+                OSSL_CIPHER_PARAM_AEAD_TAG, (void *)p->buf, p->len);
+            break;
+        case P_TAGLEN:
+            out[n++] = OSSL_PARAM_construct_size_t(
+                OSSL_CIPHER_PARAM_AEAD_TAGLEN, &nums[i]);
+            break;
+        case P_KEYLEN:
+            out[n++] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN,
+                                                   &nums[i]);
+            break;
+        case P_TLSAAD:
+            out[n++] = OSSL_PARAM_construct_octet_string(
+                OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, (void *)p->buf, p->len);
+            break;
+        case P_IVFIXED:
+            out[n++] = OSSL_PARAM_construct_octet_string(
+                OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, (void *)p->buf, p->len);
+            break;
+        case P_IVINV:
+            out[n++] = OSSL_PARAM_construct_octet_string(
+                OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV, (void *)p->buf, p->len);
+            break;
+        }
+    }
+    out[n] = OSSL_PARAM_construct_end();
+    return n;
+}
+
+/* Get arrays write into the side's result, so build one per side. */
+typedef struct {
+    OSSL_PARAM p[MAXPARAMS + 1];
+    size_t nums[MAXPARAMS];
+    int ints[MAXPARAMS];
+    unsigned char bufs[MAXPARAMS][BUFSZ];
+} GETARR;
+
+static void kc_build_get(const PSPEC *ps, int np, GETARR *g)
+{
+    int i;
+
+    for (i = 0; i < np; i++) {
+        size_t bl = ps[i].num > BUFSZ ? BUFSZ : ps[i].num;
+
+        g->nums[i] = 0x5a5a;
+        g->ints[i] = 0x5a5a;
+        memset(g->bufs[i], 0xa5, BUFSZ);
+        switch (ps[i].id) {
+        case G_SIZE:
+            g->p[i] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE,
+                                                  &g->nums[i]);
+            break;
+        case G_BLOCK:
+            g->p[i] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_BLOCK_SIZE,
+                                                  &g->nums[i]);
+            break;
+        case G_BLOCK_INT:
+            g->p[i] = OSSL_PARAM_construct_int(OSSL_MAC_PARAM_BLOCK_SIZE,
+                                               &g->ints[i]);
+            break;
+        case G_IVLEN:
+            g->p[i] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_IVLEN,
+                                                  &g->nums[i]);
+            break;
+        case G_KEYLEN:
+            g->p[i] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN,
+                                                  &g->nums[i]);
+            break;
+        case G_TAGLEN:
+            g->p[i] = OSSL_PARAM_construct_size_t(
+                OSSL_CIPHER_PARAM_AEAD_TAGLEN, &g->nums[i]);
+            break;
+        case G_TLSPAD:
+            g->p[i] = OSSL_PARAM_construct_size_t(
+                OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD, &g->nums[i]);
+            break;
+        case G_TAG:
+            g->p[i] = OSSL_PARAM_construct_octet_string(
+                OSSL_CIPHER_PARAM_AEAD_TAG, g->bufs[i], bl);
+            break;
+        case G_IV:
+            g->p[i] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_IV,
+                                                        g->bufs[i], bl);
+            break;
+        case G_UPDIV:
+            g->p[i] = OSSL_PARAM_construct_octet_string(
+                OSSL_CIPHER_PARAM_UPDATED_IV, g->bufs[i], bl);
+            break;
+        case G_IVGEN:
+            /* getivgen writes up to the IV length whatever size is given */
+            g->p[i] = OSSL_PARAM_construct_octet_string(
+                OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN, g->bufs[i], bl);
+            break;
+        default:
+            g->p[i] = OSSL_PARAM_construct_size_t("kc-no-such-param",
+                                                  &g->nums[i]);
+            break;
+        }
+    }
+    g->p[np] = OSSL_PARAM_construct_end();
+}
+
+/* What a get wrote: return sizes, values and octet contents. */
+static void collect_get(const PSPEC *ps, int np, const GETARR *g,
+                        RESULT *r)
+{
+    int i;
+
+    for (i = 0; i < np; i++) {
+        const OSSL_PARAM *p = &g->p[i];
+
+        r->vals[r->nvals++] = OSSL_PARAM_modified(p) ? p->return_size
+                                                     : (size_t)-2;
+        if (p->data_type == OSSL_PARAM_OCTET_STRING) {
+            size_t n = OSSL_PARAM_modified(p) ? p->return_size : 0;
+
+            if (n > BUFSZ)
+                n = BUFSZ;
+            memcpy(r->out + r->outlen, g->bufs[i], n);
+            r->outlen += n;
+        } else if (p->data_type == OSSL_PARAM_INTEGER) {
+            r->vals[r->nvals++] = (size_t)g->ints[i];
+        } else {
+            r->vals[r->nvals++] = g->nums[i];
+        }
+    }
+    (void)ps;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Execution of one op on one side                                        */
+
+static OSSL_LIB_CTX *use_libctx(int side)
+{
+    return OSSL_LIB_CTX_set0_default(sides[side].libctx);
+}
+
+static const EVP_CIPHER *legacy_gcm(int i)
+{
+    return i == 0 ? EVP_aes_128_gcm() : i == 1 ? EVP_aes_192_gcm()
+                                               : EVP_aes_256_gcm();
+}
+
+static void exec_hmac(STATE *st, const OP *op, int side, RESULT *r)
+{
+    EVP_MAC_CTX *m = st->slot[op->slot].ctx[side];
+    OSSL_PARAM params[MAXPARAMS + 1];
+    size_t nums[MAXPARAMS], outl = 0;
+    int ints[MAXPARAMS], i;
+    GETARR g;
+
+    switch (op->code) {
+    case OP_INIT:
+        kc_build_set(op->p, op->np, params, nums, ints);
+        r->rv = EVP_MAC_init(m, op->key, op->keylen,
+                             op->np > 0 ? params : NULL);
+        break;
+    case OP_SET:
+        kc_build_set(op->p, op->np, params, nums, ints);
+        r->rv = EVP_MAC_CTX_set_params(m, params);
+        break;
+    case OP_GET:
+        if (op->api == 1) {
+            r->rv = 1;
+            r->vals[r->nvals++] = EVP_MAC_CTX_get_mac_size(m);
+        } else if (op->api == 2) {
+            r->rv = 1;
+            r->vals[r->nvals++] = EVP_MAC_CTX_get_block_size(m);
+        } else {
+            kc_build_get(op->p, op->np, &g);
+            r->rv = EVP_MAC_CTX_get_params(m, g.p);
+            collect_get(op->p, op->np, &g, r);
+        }
+        break;
+    case OP_UPDATE:
+    case OP_CIPHER: {
+        const unsigned char *d = op->data;
+
+        r->rv = 1;
+        for (i = 0; i < op->npieces; i++) {
+            int ok = EVP_MAC_update(m, d, op->pieces[i]);
+
+            r->vals[r->nvals++] = (size_t)ok;
+            d += op->pieces[i];
+            if (!ok)
+                r->rv = 0;
+        }
+        break;
+    }
+    case OP_FINAL:
+        r->rv = EVP_MAC_final(m, op->out_null ? NULL : r->out, &outl,
+                              op->outsize);
+        /* EVP leaves the length indeterminate on failure */
+        if (r->rv == 1) {
+            r->vals[r->nvals++] = outl;
+            if (!op->out_null)
+                r->outlen = outl;
+        }
+        break;
+    }
+}
+
+static void exec_gcm(STATE *st, const OP *op, int side, RESULT *r)
+{
+    SLOT *s = &st->slot[op->slot];
+    EVP_CIPHER_CTX *c = s->ctx[side];
+    OSSL_PARAM params[MAXPARAMS + 1];
+    size_t nums[MAXPARAMS];
+    int ints[MAXPARAMS], outl = 0, i;
+    GETARR g;
+
+    switch (op->code) {
+    case OP_INIT:
+        kc_build_set(op->p, op->np, params, nums, ints);
+        if (op->cipher >= 4) {
+            /* unchanged legacy code: EVP_aes_*_gcm() fetches implicitly */
+            OSSL_LIB_CTX *prev = use_libctx(side);
+
+            r->rv = EVP_CipherInit_ex2(c, legacy_gcm(op->cipher - 4), op->key,
+                                       op->iv, op->enc,
+                                       op->np > 0 ? params : NULL);
+            OSSL_LIB_CTX_set0_default(prev);
+        } else {
+            const EVP_CIPHER *ciph = op->cipher == 0 ? NULL
+                                     : sides[side].gcm[op->cipher - 1];
+
+            r->rv = EVP_CipherInit_ex2(c, ciph, op->key, op->iv, op->enc,
+                                       op->np > 0 ? params : NULL);
+        }
+        break;
+    case OP_SET:
+        kc_build_set(op->p, op->np, params, nums, ints);
+        r->rv = EVP_CIPHER_CTX_set_params(c, params);
+        break;
+    case OP_GET:
+        if (op->api == 1) {
+            r->rv = 1;
+            r->vals[r->nvals++] = (size_t)EVP_CIPHER_CTX_get_iv_length(c);
+        } else if (op->api == 2) {
+            r->rv = 1;
+            r->vals[r->nvals++] = (size_t)EVP_CIPHER_CTX_get_tag_length(c);
+        } else if (op->api == 3) {
+            r->rv = 1;
+            r->vals[r->nvals++] = (size_t)EVP_CIPHER_CTX_get_key_length(c);
+        } else {
+            kc_build_get(op->p, op->np, &g);
+            r->rv = EVP_CIPHER_CTX_get_params(c, g.p);
+            collect_get(op->p, op->np, &g, r);
+        }
+        break;
+    case OP_UPDATE: {
+        const unsigned char *d = op->data;
+
+        r->rv = 1;
+        for (i = 0; i < op->npieces; i++) {
+            int ok;
+
+            outl = -1;
+            ok = EVP_CipherUpdate(c, op->aad ? NULL : r->out + r->outlen,
+                                  &outl, d, (int)op->pieces[i]);
+            r->vals[r->nvals++] = (size_t)ok;
+            if (ok == 1) {
+                r->vals[r->nvals++] = (size_t)outl;
+                if (!op->aad && outl > 0)
+                    r->outlen += (size_t)outl;
+            } else {
+                r->rv = 0;
+            }
+            d += op->pieces[i];
+        }
+        break;
+    }
+    case OP_FINAL:
+        outl = -1;
+        r->rv = EVP_CipherFinal_ex(c, r->out, &outl);
+        if (r->rv == 1)
+            r->vals[r->nvals++] = (size_t)outl;
+        break;
+    case OP_CIPHER: {
+        size_t len = op->pieces[0];
+
+        /* in place, as TLS does; NULL in is the final call */
+        memcpy(r->out, op->data, len);
+        if (op->aad)
+            r->rv = EVP_Cipher(c, NULL, r->out, (unsigned int)len);
+        else if (op->out_null)
+            r->rv = EVP_Cipher(c, NULL, NULL, 0);
+        else if (op->inplace)
+            r->rv = EVP_Cipher(c, r->out, r->out, (unsigned int)len);
+        else
+            r->rv = EVP_Cipher(c, r->out + BUFSZ, op->data,
+                               (unsigned int)len);
+        /* only what EVP_Cipher() wrote counts (in place: into the input) */
+        if (r->rv > 0 && !op->aad && !op->out_null) {
+            if (!op->inplace)
+                memmove(r->out, r->out + BUFSZ, len);
+            r->outlen = len;
+        }
+        break;
+    }
+    case OP_CTRL: {
+        unsigned char *ptr = r->out;
+
+        /* set ctrls read their argument from r->out, get ctrls write it */
+        memcpy(r->out, pattern, BUFSZ);
+        if (op->ptr != NULL)
+            memcpy(r->out, op->ptr, op->ptrlen);
+        r->rv = EVP_CIPHER_CTX_ctrl(c, op->ctrl, op->arg,
+                                    op->ptr == NULL && op->ctrl
+                                    == EVP_CTRL_AEAD_SET_TAG ? NULL : ptr);
+        if (op->ctrl == EVP_CTRL_AEAD_GET_TAG
+            || op->ctrl == EVP_CTRL_GCM_IV_GEN)
+            r->outlen = r->rv > 0 ? BUFSZ : 0;
+        break;
+    }
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Slot management: the same on every side                               */
+
+static void slot_free(SLOT *s)
+{
+    int i;
+
+    for (i = 0; i < NSIDES; i++) {
+        if (s->kind == K_HMAC)
+            EVP_MAC_CTX_free(s->ctx[i]);
+        else if (s->kind == K_GCM)
+            EVP_CIPHER_CTX_free(s->ctx[i]);
+        s->ctx[i] = NULL;
+    }
+    memset(s, 0, sizeof(*s));
+}
+
+static int slot_new(SLOT *s, int kind)
+{
+    int i;
+
+    slot_free(s);
+    s->kind = kind;
+    for (i = 0; i < NSIDES; i++) {
+        s->ctx[i] = kind == K_HMAC ? (void *)EVP_MAC_CTX_new(sides[i].hmac)
+                                   : (void *)EVP_CIPHER_CTX_new();
+        if (s->ctx[i] == NULL) {
+            fprintf(stderr, "context allocation failed\n");
+            abort();
+        }
+    }
+    return 1;
+}
+
+static void divergence(STATE *st, const OP *op, int side, const RESULT *ref,
+                       const RESULT *got, const char *what)
+{
+    print_trace(st);
+    fprintf(stderr, "DIVERGENCE in op '%s' (%s): %s vs %s\n", op->desc, what,
+            side_name[SIDE_DEFAULT], side_name[side]);
+    print_result(side_name[SIDE_DEFAULT], ref);
+    print_result(side_name[side], got);
+    abort();
+}
+
+static void compare(STATE *st, const OP *op, int side, const RESULT *a,
+                    const RESULT *b, int random)
+{
+    if (a->rv != b->rv)
+        divergence(st, op, side, a, b, "return value");
+    if (ERR_GET_LIB(a->err) != ERR_GET_LIB(b->err)
+        || ERR_GET_REASON(a->err) != ERR_GET_REASON(b->err))
+        divergence(st, op, side, a, b, "error");
+    if (a->nvals != b->nvals
+        || memcmp(a->vals, b->vals, a->nvals * sizeof(a->vals[0])) != 0)
+        divergence(st, op, side, a, b, "values");
+    if (a->outlen != b->outlen)
+        divergence(st, op, side, a, b, "output length");
+    if (!random && memcmp(a->out, b->out, a->outlen) != 0)
+        divergence(st, op, side, a, b, "output bytes");
+}
+
+/* Does this GCM op touch data, so that a missing IV gets generated? */
+static int gcm_data_op(const OP *op)
+{
+    return op->code == OP_UPDATE || op->code == OP_FINAL
+           || op->code == OP_CIPHER
+           || (op->code == OP_CTRL && op->ctrl == EVP_CTRL_GCM_IV_GEN);
+}
+
+static int has_param(const OP *op, int id)
+{
+    int i;
+
+    for (i = 0; i < op->np; i++)
+        if (op->p[i].id == id)
+            return 1;
+    return 0;
+}
+
+/* Whether the contexts have a cipher set; that must agree on all sides. */
+static int has_cipher(STATE *st, const OP *op, const SLOT *s)
+{
+    int i, set = EVP_CIPHER_CTX_get0_cipher(s->ctx[0]) != NULL;
+
+    for (i = 1; i < NSIDES; i++)
+        if ((EVP_CIPHER_CTX_get0_cipher(s->ctx[i]) != NULL) != set) {
+            print_trace(st);
+            fprintf(stderr, "DIVERGENCE before '%s': cipher set on %s: %d, "
+                    "on %s: %d\n", op->desc, side_name[0], set, side_name[i],
+                    !set);
+            abort();
+        }
+    return set;
+}
+
+/* TLS fixed IV: 0 none, 1 a fixed field (rest random), 2 the whole IV */
+static int iv_fixed(const OP *op)
+{
+    if (op->code == OP_CTRL && op->ctrl == EVP_CTRL_GCM_SET_IV_FIXED)
+        return op->arg == -1 ? 2 : 1;
+    if (has_param(op, P_IVFIXED))
+        return op->p[0].len == (size_t)-1 ? 2 : 1;
+    return 0;
+}
+
+static void run_op(STATE *st, const OP *op)
+{
+    static __thread RESULT res[NSIDES];
+    SLOT *s = &st->slot[op->slot];
+    int side, random = 0;
+
+    trace_add(st, op->desc);
+
+    switch (op->code) {
+    case OP_NEW:
+        slot_new(s, op->kind);
+        return;
+    case OP_FREE:
+        slot_free(s);
+        return;
+    case OP_MUTATE:
+    case OP_SWITCH:
+        return;
+    }
+
+    /*
+     * OpenSSL: EVP_Cipher() and EVP_CIPHER_CTX_get_{iv,key,tag}_length() on
+     * a context without a cipher dereference NULL: they do not check.
+     */
+    if (s->kind == K_GCM && (op->code == OP_CIPHER
+                             || (op->code == OP_GET && op->api != 0))
+        && !has_cipher(st, op, s))
+        return;
+
+    if (s->kind == K_GCM) {
+        if ((gcm_data_op(op) && !s->iv_explicit) || iv_fixed(op) == 1)
+            s->stream_rand = s->buf_rand = 1;
+        random = s->stream_rand
+                 || (s->buf_rand && (op->code == OP_GET
+                                     || op->code == OP_CTRL));
+    }
+
+    for (side = 0; side < NSIDES; side++) {
+        RESULT *r = &res[side];
+
+        r->rv = 0;
+        r->nvals = 0;
+        r->outlen = 0;
+        ERR_clear_error();
+        if (op->code == OP_DUP) {
+            SLOT *d = &st->slot[op->slot2];
+
+            if (s->kind == K_HMAC) {
+                d->ctx[side] = EVP_MAC_CTX_dup(s->ctx[side]);
+                r->rv = d->ctx[side] != NULL;
+            } else {
+                d->ctx[side] = EVP_CIPHER_CTX_new();
+                r->rv = EVP_CIPHER_CTX_copy(d->ctx[side], s->ctx[side]);
+            }
+        } else if (op->code == OP_QMAC) {
+            size_t outl = 0;
+            unsigned char *ret;
+
+            ret = EVP_Q_mac(sides[side].libctx, "HMAC", NULL, op->digest,
+                            NULL, op->key, op->keylen, op->data,
+                            op->pieces[0], r->out, op->outsize, &outl);
+            r->rv = ret != NULL;
+            if (ret != NULL)
+                r->outlen = outl;
+        } else if (s->kind == K_HMAC) {
+            exec_hmac(st, op, side, r);
+        } else {
+            exec_gcm(st, op, side, r);
+        }
+        r->err = ERR_peek_last_error();
+        ERR_clear_error();
+    }
+    for (side = 1; side < NSIDES; side++)
+        compare(st, op, side, &res[0], &res[side], random);
+
+    /* model updates, from the reference's outcome */
+    if (op->code == OP_DUP) {
+        SLOT *d = &st->slot[op->slot2];
+        void *ctx[NSIDES];
+
+        memcpy(ctx, d->ctx, sizeof(ctx));
+        *d = *s;
+        memcpy(d->ctx, ctx, sizeof(ctx));
+        if (d->ctx[0] == NULL) {
+            int i;
+
+            /* a failed MAC dup on every side (compared above) */
+            for (i = 0; i < NSIDES; i++)
+                if (d->ctx[i] != NULL)
+                    abort();
+            memset(d, 0, sizeof(*d));
+        }
+        return;
+    }
+    if (s->kind == K_HMAC && (op->key != NULL || has_param(op, P_KEY)
+                              || has_param(op, P_KEY_UTF8)))
+        s->keyed = 1;
+    if (s->kind == K_GCM) {
+        if (op->code == OP_INIT && op->cipher != 0)
+            s->iv_explicit = 0;
+        if (res[0].rv == 1
+            && ((op->code == OP_INIT && op->iv != NULL) || iv_fixed(op) == 2)) {
+            s->iv_explicit = 1;
+            s->stream_rand = 0;
+        }
+        /* a partial fixed IV in the same init draws the rest at random */
+        if (iv_fixed(op) == 1)
+            s->stream_rand = s->buf_rand = 1;
+        if (op->code == OP_FINAL && res[0].rv == 1 && !s->stream_rand)
+            s->buf_rand = 0;
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Decoding                                                               */
+
+static void pick_key(STATE *st, RD *rd, OP *op, int gcm)
+{
+    unsigned b = rd8(rd);
+
+    if (b >= 0xf8) {
+        op->key = NULL;
+        op->keylen = 0;
+    } else if (b >= 0xf0) {
+        /* a random key from the input */
+        size_t len = rdsize(rd) % BUFSZ;
+        const uint8_t *p;
+
+        unsigned char *k = st->rkey[st->nrkey++ % NRKEY];
+
+        memset(k, 0, BUFSZ);
+        p = rdbytes(rd, &len);
+        memcpy(k, p, len);
+        op->key = k;
+        op->keylen = len;
+    } else if (b >= 0xe0) {
+        /* a pooled key with another length: same prefix, other key */
+        op->key = st->keys[b % NKEYS];
+        op->keylen = rdsize(rd) % BUFSZ;
+    } else {
+        op->key = st->keys[b % NKEYS];
+        op->keylen = key_lens[b % NKEYS];
+    }
+    (void)gcm;
+}
+
+static void describe_key(const STATE *st, const OP *op, char *buf,
+                         size_t n)
+{
+    int i;
+
+    if (op->key == NULL) {
+        snprintf(buf, n, "key=NULL");
+        return;
+    }
+    for (i = 0; i < NKEYS; i++)
+        if (op->key == st->keys[i]) {
+            snprintf(buf, n, "key=pool%d[%02x%02x..]/%zu", i, op->key[0],
+                     op->key[1], op->keylen);
+            return;
+        }
+    snprintf(buf, n, "key=input[%02x..]/%zu", op->key[0], op->keylen);
+}
+
+static int pick_data(RD *rd, OP *op, int maxpieces)
+{
+    unsigned b = rd8(rd);
+    size_t total = 0;
+    int i;
+
+    op->npieces = 1 + (int)(b % maxpieces);
+    for (i = 0; i < op->npieces; i++) {
+        op->pieces[i] = rdsize(rd);
+        if (op->pieces[i] > 4096)
+            op->pieces[i] = 4096;
+        if (total + op->pieces[i] > 4096)
+            op->pieces[i] = 4096 - total;
+        total += op->pieces[i];
+    }
+    op->data = pattern + (rd8(rd) * 13) % (sizeof(pattern) - 4096);
+    return (int)total;
+}
+
+static void decode_hmac_params(STATE *st, RD *rd, OP *op, int max)
+{
+    SLOT *s = &st->slot[op->slot];
+    int i, n = (int)(rd8(rd) % (max + 1));
+
+    op->np = 0;
+    for (i = 0; i < n; i++) {
+        PSPEC *p = &op->p[op->np];
+        unsigned b = rd8(rd);
+
+        memset(p, 0, sizeof(*p));
+        switch (b % 12) {
+        case 0: case 1: case 2:
+            p->id = P_DIGEST;
+            p->str = digests[rd8(rd) % NDIGESTS];
+            break;
+        case 3:
+            p->id = P_PROPS;
+            p->str = props[3 + rd8(rd) % (NPROPS - 3)];
+            break;
+        case 4: case 5: {
+            OP tmp;
+
+            p->id = P_KEY;
+            pick_key(st, rd, &tmp, 0);
+            if (tmp.key == NULL) {
+                tmp.key = st->keys[0];
+                tmp.keylen = 0;
+            }
+            p->buf = tmp.key;
+            p->len = tmp.keylen;
+            break;
+        }
+        case 6:
+            /*
+             * OpenSSL 3.0 bugs: digest-noinit = 1 on a keyed HMAC context is
+             * a use-after-free, and before keying it leaves the digests
+             * uninitialised (NULL dereference in the next final).  Only 0,
+             * which the default ignores but which still sends keycache
+             * down its pass-through path.
+             */
+            p->id = s->keyed ? P_ONESHOT : P_NOINIT;
+            p->num = 0;
+            rd8(rd);
+            break;
+        case 7:
+            p->id = P_ONESHOT;
+            p->num = rd8(rd) & 1;
+            break;
+        case 8:
+            p->id = P_TLSSIZE;
+            p->num = rdsize(rd);
+            break;
+        case 9:
+            p->id = P_DIGEST_OCT;
+            p->str = digests[rd8(rd) % NDIGESTS];
+            break;
+        case 10:
+            p->id = P_KEY_UTF8;
+            break;
+        default:
+            p->id = P_UNKNOWN;
+            p->num = rd8(rd);
+            break;
+        }
+        op->np++;
+    }
+}
+
+static void decode_gcm_set(STATE *st, RD *rd, OP *op, int max)
+{
+    SLOT *s = &st->slot[op->slot];
+    int i, n = (int)(rd8(rd) % (max + 1));
+
+    op->np = 0;
+    for (i = 0; i < n; i++) {
+        PSPEC *p = &op->p[op->np];
+        unsigned b = rd8(rd);
+        size_t len;
+
+        memset(p, 0, sizeof(*p));
+        switch (b % 12) {
+        case 0: case 1:
+            p->id = (b & 0x10) ? P_IVLEN_INT : P_IVLEN;
+            p->num = rdsize(rd);
+            if (p->num < 8)
+                s->small_iv = 1;
+            break;
+        case 2: case 3:
+            p->id = P_TAG;
+            len = rd8(rd) % 18;
+            p->buf = rdbytes(rd, &len);
+            p->len = len;
+            if (len == 0)
+                p->buf = NULL;
+            break;
+        case 4:
+            p->id = P_TAGLEN;
+            p->num = rdsize(rd);
+            break;
+        case 5:
+            p->id = P_KEYLEN;
+            p->num = rdsize(rd);
+            break;
+        case 6: case 7:
+            /* TLS AAD: 13 bytes, the last two the record length */
+            p->id = P_TLSAAD;
+            len = (b & 0x40) ? rd8(rd) % 20 : 13;
+            p->buf = rdbytes(rd, &len);
+            p->len = len;
+            break;
+        case 8:
+            if (s->small_iv)
+                goto unknown;
+            /* -1: restore the whole IV; else a fixed field of len bytes */
+            p->id = P_IVFIXED;
+            p->buf = iv_init[b % NIVS];
+            p->len = (b & 0x20) ? (size_t)-1 : rd8(rd) % 9;
+            if (op->np > 0) {
+                /* keep it first: the taint model looks at p[0] */
+                PSPEC t = op->p[0];
+
+                op->p[0] = *p;
+                *p = t;
+            }
+            break;
+        case 9:
+            if (s->small_iv)
+                goto unknown;
+            p->id = P_IVINV;
+            p->buf = iv_init[b % NIVS];
+            p->len = rd8(rd) % 9;
+            break;
+        default:
+        unknown:
+            p->id = P_UNKNOWN;
+            p->num = rd8(rd);
+            break;
+        }
+        op->np++;
+    }
+    if (skip_known) {
+        int ivl = 0, tag = 0;
+
+        for (i = 0; i < op->np; i++) {
+            int *seen = op->p[i].id == P_TAG ? &tag
+                        : op->p[i].id == P_IVLEN || op->p[i].id == P_IVLEN_INT
+                        ? &ivl : NULL;
+
+            if (seen != NULL && (*seen)++ > 0)
+                op->p[i].id = P_UNKNOWN;
+        }
+    }
+    /* a short IV length set by this very array comes first in OpenSSL */
+    for (i = 0; i < op->np && s->small_iv; i++)
+        if (op->p[i].id == P_IVFIXED || op->p[i].id == P_IVINV)
+            op->p[i].id = P_UNKNOWN;
+}
+
+static void decode_get(STATE *st, RD *rd, OP *op, int gcm)
+{
+    SLOT *s = &st->slot[op->slot];
+    int i, n = 1 + (int)(rd8(rd) % MAXPARAMS);
+
+    op->np = 0;
+    op->api = 0;
+    for (i = 0; i < n; i++) {
+        PSPEC *p = &op->p[op->np];
+        unsigned b = rd8(rd);
+
+        memset(p, 0, sizeof(*p));
+        if (!gcm) {
+            static const int ids[] = { G_SIZE, G_BLOCK, G_BLOCK_INT,
+                                       G_UNKNOWN };
+
+            p->id = ids[b % 4];
+        } else {
+            static const int ids[] = { G_IVLEN, G_KEYLEN, G_TAGLEN, G_TAG,
+                                       G_IV, G_UPDIV, G_TLSPAD, G_IVGEN,
+                                       G_UNKNOWN };
+
+            p->id = ids[b % 9];
+            p->num = rdsize(rd);
+            if (p->id == G_IVGEN && (s->small_iv || p->num < 128))
+                p->num = BUFSZ;
+        }
+        op->np++;
+    }
+}
+
+static void decode_gcm_ctrl(STATE *st, RD *rd, OP *op)
+{
+    SLOT *s = &st->slot[op->slot];
+    unsigned b = rd8(rd);
+    size_t len;
+
+    op->ptr = NULL;
+    switch (b % 9) {
+    case 0:
+        op->ctrl = EVP_CTRL_AEAD_SET_IVLEN;
+        op->arg = (int)rdsize(rd);
+        if (op->arg < 8)
+            s->small_iv = 1;
+        break;
+    case 1:
+        op->ctrl = EVP_CTRL_AEAD_SET_TAG;
+        op->arg = (int)(rd8(rd) % 18);
+        len = 16;
+        op->ptr = (b & 0x10) ? NULL : rdbytes(rd, &len);
+        op->ptrlen = len;
+        break;
+    case 2: case 3:
+        op->ctrl = EVP_CTRL_AEAD_GET_TAG;
+        op->arg = (int)(rd8(rd) % 18);
+        break;
+    case 4:
+        op->ctrl = EVP_CTRL_AEAD_TLS1_AAD;
+        len = 13;
+        op->ptr = rdbytes(rd, &len);
+        op->ptrlen = len;
+        op->arg = (b & 0x40) ? (int)(rd8(rd) % 20) : 13;
+        break;
+    case 5:
+        if (s->small_iv)
+            goto keylen;
+        op->ctrl = EVP_CTRL_GCM_SET_IV_FIXED;
+        op->arg = (b & 0x20) ? -1 : (int)(rd8(rd) % 9);
+        op->ptr = iv_init[b % NIVS];
+        op->ptrlen = BUFSZ;
+        break;
+    case 6:
+        if (s->small_iv)
+            goto keylen;
+        op->ctrl = EVP_CTRL_GCM_IV_GEN;
+        op->arg = (int)(rd8(rd) % 17) - 1;
+        break;
+    case 7:
+        if (s->small_iv)
+            goto keylen;
+        op->ctrl = EVP_CTRL_GCM_SET_IV_INV;
+        op->arg = (int)(rd8(rd) % 9);
+        op->ptr = iv_init[b % NIVS];
+        op->ptrlen = BUFSZ;
+        break;
+    default:
+    keylen:
+        op->ctrl = EVP_CTRL_SET_KEY_LENGTH;
+        op->arg = (int)rdsize(rd);
+        break;
+    }
+}
+
+static void describe_params(const OP *op, char *buf, size_t n)
+{
+    static const char *const pn[] = {
+        "digest", "properties", "key", "digest-noinit", "digest-oneshot",
+        "tls-data-size", "digest(octets)", "key(utf8)", "unknown",
+        "ivlen", "ivlen(int)", "tag", "taglen", "keylen", "tlsaad",
+        "tlsivfixed", "tlsivinv",
+        "size", "block-size", "block-size(int)",
+        "ivlen", "keylen", "taglen", "tag", "iv", "updated-iv", "tlsaadpad",
+        "tlsivgen", "unknown"
+    };
+    size_t used = 0;
+    int i;
+
+    buf[0] = '\0';
+    for (i = 0; i < op->np && used < n; i++) {
+        const PSPEC *p = &op->p[i];
+
+        if (p->str != NULL)
+            used += snprintf(buf + used, n - used, " %s=\"%s\"", pn[p->id],
+                             p->str);
+        else if (p->buf != NULL || p->id == P_TAG)
+            used += snprintf(buf + used, n - used, " %s=<%zu bytes>",
+                             pn[p->id], p->len);
+        else
+            used += snprintf(buf + used, n - used, " %s=%zd", pn[p->id],
+                             (ssize_t)p->num);
+    }
+}
+
+/* Decode the next op; the model decides what is safe to ask for. */
+static int decode(STATE *st, OP *op)
+{
+    RD *rd = &st->rd;
+    unsigned b = rd8(rd), sel = rd8(rd);
+    SLOT *s;
+    char k[64] = "", ps[120] = "";
+
+    memset(op, 0, sizeof(*op));
+    op->code = (int)(b % OP_COUNT);
+    op->slot = (int)(sel % NSLOTS);
+    op->kind = (sel & 0x80) ? K_GCM : K_HMAC;
+    s = &st->slot[op->slot];
+
+    if (op->code == OP_NEW || op->code == OP_MUTATE
+        || op->code == OP_SWITCH || op->code == OP_QMAC)
+        goto specific;
+    if (op->code == OP_FREE && s->kind == K_NONE)
+        return 0;
+    if (s->kind == K_NONE) {
+        /* using an empty slot creates it first */
+        OP n;
+
+        memset(&n, 0, sizeof(n));
+        n.code = OP_NEW;
+        n.slot = op->slot;
+        n.kind = op->kind;
+        snprintf(n.desc, sizeof(n.desc), "slot%d = new %s", n.slot,
+                 n.kind == K_HMAC ? "EVP_MAC_CTX(HMAC)" : "EVP_CIPHER_CTX");
+        run_op(st, &n);
+    }
+
+ specific:
+    switch (op->code) {
+    case OP_NEW:
+        snprintf(op->desc, sizeof(op->desc), "slot%d = new %s", op->slot,
+                 op->kind == K_HMAC ? "EVP_MAC_CTX(HMAC)" : "EVP_CIPHER_CTX");
+        break;
+    case OP_FREE:
+        snprintf(op->desc, sizeof(op->desc), "free slot%d", op->slot);
+        break;
+    case OP_DUP:
+        op->slot2 = (int)((sel >> 2) % NSLOTS);
+        if (op->slot2 == op->slot)
+            op->slot2 = (op->slot + 1) % NSLOTS;
+        /* the destination is freed first, as its own step */
+        if (st->slot[op->slot2].kind != K_NONE) {
+            OP f;
+
+            memset(&f, 0, sizeof(f));
+            f.code = OP_FREE;
+            f.slot = op->slot2;
+            snprintf(f.desc, sizeof(f.desc), "free slot%d", f.slot);
+            run_op(st, &f);
+        }
+        snprintf(op->desc, sizeof(op->desc), "slot%d = dup slot%d (%s)",
+                 op->slot2, op->slot, s->kind == K_HMAC ? "EVP_MAC_CTX_dup"
+                                                        : "EVP_CIPHER_CTX_copy");
+        break;
+    case OP_INIT:
+        if (s->kind == K_HMAC) {
+            pick_key(st, rd, op, 0);
+            decode_hmac_params(st, rd, op, 3);
+            describe_key(st, op, k, sizeof(k));
+            describe_params(op, ps, sizeof(ps));
+            snprintf(op->desc, sizeof(op->desc),
+                     "EVP_MAC_init(slot%d, %s, params:%s)", op->slot, k, ps);
+        } else {
+            unsigned c = rd8(rd);
+
+            op->enc = (int)(c % 3) - 1;
+            op->cipher = (int)((c >> 2) % 7);
+            pick_key(st, rd, op, 1);
+            op->iv = (c & 0x80) ? NULL : iv_init[(c >> 5) % NIVS];
+            decode_gcm_set(st, rd, op, 2);
+            describe_key(st, op, k, sizeof(k));
+            describe_params(op, ps, sizeof(ps));
+            snprintf(op->desc, sizeof(op->desc),
+                     "EVP_CipherInit_ex2(slot%d, %s, %s, iv=%s, enc=%d, "
+                     "params:%s)", op->slot,
+                     op->cipher == 0 ? "NULL" : op->cipher < 4
+                     ? gcm_names[op->cipher - 1] : op->cipher == 4
+                     ? "EVP_aes_128_gcm()" : op->cipher == 5
+                     ? "EVP_aes_192_gcm()" : "EVP_aes_256_gcm()",
+                     k, op->iv == NULL ? "NULL" : "pool", op->enc, ps);
+        }
+        break;
+    case OP_SET:
+        if (s->kind == K_HMAC)
+            decode_hmac_params(st, rd, op, MAXPARAMS);
+        else
+            decode_gcm_set(st, rd, op, MAXPARAMS);
+        describe_params(op, ps, sizeof(ps));
+        snprintf(op->desc, sizeof(op->desc), "set_params(slot%d:%s)",
+                 op->slot, ps);
+        break;
+    case OP_GET:
+        op->api = (int)(rd8(rd) % 6);
+        if (op->api > 3 || (s->kind == K_HMAC && op->api > 2))
+            op->api = 0;
+        if (op->api == 0)
+            decode_get(st, rd, op, s->kind == K_GCM);
+        describe_params(op, ps, sizeof(ps));
+        snprintf(op->desc, sizeof(op->desc), "get(slot%d, api=%d:%s)",
+                 op->slot, op->api, ps);
+        break;
+    case OP_UPDATE: {
+        int total = pick_data(rd, op, 4);
+
+        op->aad = s->kind == K_GCM && (rd8(rd) & 1);
+        snprintf(op->desc, sizeof(op->desc),
+                 "update%s(slot%d, %d bytes in %d pieces: %zu %zu %zu %zu)",
+                 op->aad ? "-aad" : "", op->slot, total, op->npieces,
+                 op->pieces[0], op->npieces > 1 ? op->pieces[1] : 0,
+                 op->npieces > 2 ? op->pieces[2] : 0,
+                 op->npieces > 3 ? op->pieces[3] : 0);
+        break;
+    }
+    case OP_FINAL:
+        b = rd8(rd);
+        op->out_null = (b & 7) == 0;
+        op->outsize = (b & 8) ? rdsize(rd) % 200 : OUTMAX;
+        snprintf(op->desc, sizeof(op->desc),
+                 "final(slot%d, out=%s, outsize=%zu)", op->slot,
+                 op->out_null ? "NULL" : "buf", op->outsize);
+        break;
+    case OP_CIPHER:
+        if (s->kind == K_HMAC) {
+            op->code = OP_UPDATE;
+            pick_data(rd, op, 1);
+            snprintf(op->desc, sizeof(op->desc), "update(slot%d, %zu bytes)",
+                     op->slot, op->pieces[0]);
+            break;
+        }
+        pick_data(rd, op, 1);
+        b = rd8(rd);
+        op->aad = (b & 3) == 1;
+        op->out_null = (b & 3) == 2;
+        op->inplace = (b & 4) != 0;
+        if (op->pieces[0] > OUTMAX - BUFSZ)
+            op->pieces[0] = OUTMAX - BUFSZ;
+        snprintf(op->desc, sizeof(op->desc), "EVP_Cipher(slot%d, %s, %zu)",
+                 op->slot, op->aad ? "aad" : op->out_null ? "final"
+                 : op->inplace ? "in place" : "out of place", op->pieces[0]);
+        break;
+    case OP_CTRL:
+        if (s->kind == K_HMAC) {
+            op->code = OP_GET;
+            op->api = 1 + (int)(rd8(rd) & 1);
+            snprintf(op->desc, sizeof(op->desc), "get(slot%d, api=%d)",
+                     op->slot, op->api);
+            break;
+        }
+        decode_gcm_ctrl(st, rd, op);
+        snprintf(op->desc, sizeof(op->desc),
+                 "EVP_CIPHER_CTX_ctrl(slot%d, %d, %d, %s)", op->slot,
+                 op->ctrl, op->arg, op->ptr == NULL ? "NULL/out" : "data");
+        break;
+    case OP_QMAC: {
+        pick_data(rd, op, 1);
+        op->digest = digests[rd8(rd) % NDIGESTS];
+        pick_key(st, rd, op, 0);
+        if (op->key == NULL)
+            op->keylen = 0;
+        b = rd8(rd);
+        op->outsize = (b & 1) ? rdsize(rd) % 100 : OUTMAX;
+        describe_key(st, op, k, sizeof(k));
+        snprintf(op->desc, sizeof(op->desc),
+                 "EVP_Q_mac(HMAC, %s, %s, %zu bytes, outsize=%zu)",
+                 op->digest, k, op->pieces[0], op->outsize);
+        break;
+    }
+    case OP_MUTATE: {
+        /* the app changes a key buffer it used before, in place */
+        unsigned i = rd8(rd) % NKEYS, j = rd8(rd), v = rd8(rd) | 1;
+
+        st->keys[i][j] ^= (unsigned char)v;
+        snprintf(op->desc, sizeof(op->desc), "pool key %u byte %u ^= %02x",
+                 i, j, v);
+        break;
+    }
+    case OP_SWITCH:
+        snprintf(op->desc, sizeof(op->desc), "-- continue on thread 2%s --",
+                 st->overlap ? " (thread 1 parked)" : " (thread 1 exited)");
+        break;
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Threads                                                                */
+
+static void *phase2(void *arg)
+{
+    STATE *st = arg;
+    int i;
+    OP op;
+
+    while (st->rd.n > 0 && st->nops < MAXOPS) {
+        if (decode(st, &op)) {
+            st->nops++;
+            if (op.code != OP_SWITCH)
+                run_op(st, &op);
+        }
+    }
+    for (i = 0; i < NSLOTS; i++)
+        slot_free(&st->slot[i]);
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+static void run_phase2(STATE *st)
+{
+    pthread_t t;
+
+    if (pthread_create(&t, NULL, phase2, st) != 0
+        || pthread_join(t, NULL) != 0)
+        abort();
+}
+
+static void *phase1(void *arg)
+{
+    STATE *st = arg;
+    OP op;
+
+    while (st->rd.n > 0 && st->nops < MAXOPS) {
+        if (!decode(st, &op))
+            continue;
+        st->nops++;
+        if (op.code == OP_SWITCH) {
+            trace_add(st, op.desc);
+            break;
+        }
+        run_op(st, &op);
+    }
+    if (st->overlap)
+        run_phase2(st);
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Set-up                                                                 */
+
+/* The build's config with another cache_size, written to a temp file. */
+static char *small_conf(void)
+{
+    static char path[] = "/tmp/kcfuzz-XXXXXX";
+    char line[1024];
+    FILE *in = fopen(KC_CONF, "r"), *out;
+    int fd;
+
+    if (in == NULL || (fd = mkstemp(path)) < 0 || (out = fdopen(fd, "w")) == NULL) {
+        fprintf(stderr, "cannot read %s or write a temp config\n", KC_CONF);
+        abort();
+    }
+    while (fgets(line, sizeof(line), in) != NULL) {
+        if (strncmp(line, "cache_size", 10) == 0)
+            fputs("cache_size = 2\n", out);
+        else
+            fputs(line, out);
+    }
+    fclose(in);
+    fclose(out);
+    return path;
+}
+
+static OSSL_LIB_CTX *load_ctx(const char *conf)
+{
+    OSSL_LIB_CTX *ctx = OSSL_LIB_CTX_new();
+
+    if (ctx == NULL)
+        abort();
+    if (conf == NULL) {
+        if (OSSL_PROVIDER_load(ctx, "default") == NULL)
+            goto err;
+    } else if (!OSSL_LIB_CTX_load_config(ctx, conf)
+               || !OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME)) {
+        goto err;
+    }
+    return ctx;
+ err:
+    fprintf(stderr, "cannot set up library context from %s\n",
+            conf == NULL ? "default" : conf);
+    ERR_print_errors_fp(stderr);
+    abort();
+}
+
+static void check_provider(int side, const OSSL_PROVIDER *prov)
+{
+    const char *want = selftest || side == SIDE_DEFAULT ? "default"
+                       : KEYCACHE_PROVIDER_NAME;
+
+    if (prov == NULL || strcmp(OSSL_PROVIDER_get0_name(prov), want) != 0) {
+        fprintf(stderr, "%s: algorithm not from %s\n", side_name[side], want);
+        abort();
+    }
+}
+
+static int find_kc(OSSL_PROVIDER *prov, void *arg)
+{
+    if (strcmp(OSSL_PROVIDER_get0_name(prov), KEYCACHE_PROVIDER_NAME) != 0)
+        return 1;
+    *(OSSL_PROVIDER **)arg = prov;
+    return 0;
+}
+
+/* KC_FUZZ_TRACE: show that the cache is really being exercised. */
+static void print_counters(void)
+{
+    static const char *const names[] = {
+        KEYCACHE_PARAM_HITS, KEYCACHE_PARAM_MISSES, KEYCACHE_PARAM_EVICTIONS,
+        KEYCACHE_PARAM_PASSTHROUGH
+    };
+    int side;
+    size_t i;
+
+    for (side = SIDE_KC; side < NSIDES; side++) {
+        OSSL_PROVIDER *prov = NULL;
+
+        OSSL_PROVIDER_do_all(sides[side].libctx, find_kc, &prov);
+        fprintf(stderr, "  %s:", side_name[side]);
+        for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+            uint64_t v = 0;
+            OSSL_PARAM p[2];
+
+            p[0] = OSSL_PARAM_construct_uint64(names[i], &v);
+            p[1] = OSSL_PARAM_construct_end();
+            if (prov != NULL && OSSL_PROVIDER_get_params(prov, p))
+                fprintf(stderr, " %s=%llu", names[i], (unsigned long long)v);
+        }
+        fprintf(stderr, "\n");
+    }
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    const char *st = getenv("KC_FUZZ_SELFTEST");
+    char *small;
+    int i, j;
+
+    (void)argc;
+    (void)argv;
+    selftest = st != NULL && strcmp(st, "1") == 0;
+    tracing = getenv("KC_FUZZ_TRACE") != NULL;
+    skip_known = getenv("KC_FUZZ_SKIP_KNOWN") != NULL;
+    small = small_conf();
+    for (i = 0; i < NSIDES; i++) {
+        sides[i].libctx = load_ctx(selftest || i == SIDE_DEFAULT ? NULL
+                                   : i == SIDE_KC ? KC_CONF : small);
+        sides[i].hmac = EVP_MAC_fetch(sides[i].libctx, "HMAC", NULL);
+        if (sides[i].hmac == NULL)
+            abort();
+        check_provider(i, EVP_MAC_get0_provider(sides[i].hmac));
+        for (j = 0; j < 3; j++) {
+            sides[i].gcm[j] = EVP_CIPHER_fetch(sides[i].libctx, gcm_names[j],
+                                               NULL);
+            if (sides[i].gcm[j] == NULL)
+                abort();
+            check_provider(i, EVP_CIPHER_get0_provider(sides[i].gcm[j]));
+        }
+    }
+    unlink(small);
+    for (i = 0; i < NKEYS; i++)
+        fill(key_init[i], BUFSZ, 100 + i);
+    for (i = 0; i < NIVS; i++)
+        fill(iv_init[i], BUFSZ, 200 + i);
+    fill(pattern, sizeof(pattern), 7);
+    fprintf(stderr, "fuzz_diff: %s vs keycache (%s)%s%s\n", side_name[0],
+            KC_CONF, selftest ? " [SELFTEST: all sides default]" : "",
+            skip_known ? " [skipping known keycache bugs]" : "");
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static STATE st;
+    pthread_t t;
+
+    if (size < 2)
+        return 0;
+    memset(&st, 0, sizeof(st));
+    st.rd.p = data + 1;
+    st.rd.n = size - 1;
+    st.overlap = data[0] & 1;
+    memcpy(st.keys, key_init, sizeof(st.keys));
+    if (pthread_create(&t, NULL, phase1, &st) != 0
+        || pthread_join(t, NULL) != 0)
+        abort();
+    if (!st.overlap)
+        run_phase2(&st);
+    if (tracing) {
+        print_trace(&st);
+        if (!selftest)
+            print_counters();
+    }
+    return 0;
+}
