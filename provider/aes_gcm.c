@@ -323,13 +323,14 @@ static int settable_name(const KC_GCM_CTX *w, const OSSL_PARAM **settable,
     return *settable == NULL || OSSL_PARAM_locate_const(*settable, k) != NULL;
 }
 
-static void note_params(KC_GCM_CTX *w, const OSSL_PARAM params[], int ret)
+static void note_param_list(KC_GCM_CTX *w, const OSSL_PARAM params[],
+                            int ret)
 {
     const OSSL_PARAM *settable = NULL, *p, *tag = NULL, *ivl = NULL;
     int repeated = 0, track = stale_tag(w);
     size_t sz;
 
-    if (params == NULL || (w->tainted && !track))
+    if (w->tainted && !track)
         return;
     for (p = params; p->key != NULL; p++) {
         int kind = name_kind(p->key);
@@ -367,6 +368,13 @@ static void note_params(KC_GCM_CTX *w, const OSSL_PARAM params[], int ret)
         w->finished = 1;
         w->ivlen = sz;
     }
+}
+
+/* Most calls carry no params: keep that case a single test. */
+static void note_params(KC_GCM_CTX *w, const OSSL_PARAM params[], int ret)
+{
+    if (params != NULL && params->key != NULL)
+        note_param_list(w, params, ret);
 }
 
 static int kc_gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])
@@ -537,7 +545,9 @@ static int kc_gcm_final(void *vctx, unsigned char *out, size_t *outl,
 
     if (w->inner == NULL && !materialize(w))
         return 0;
-    if (stale_tag(w) && !w->enc && !w->tls_aad)
+    if (!stale_tag(w))              /* the common case: nothing to follow */
+        return fns(w)->final(w->inner, out, outl, outsize);
+    if (!w->enc && !w->tls_aad)
         return stale_decrypt_final(w, outl);
     w->tls_aad = 0;
     r = fns(w)->final(w->inner, out, outl, outsize);
@@ -556,8 +566,10 @@ static int kc_gcm_cipher(void *vctx, unsigned char *out, size_t *outl,
 
     if (fns(w)->cipher == NULL || (w->inner == NULL && !materialize(w)))
         return 0;
+    if (!stale_tag(w))
+        return fns(w)->cipher(w->inner, out, outl, outsize, in, inl);
     /* with no input, this is the final */
-    if (in == NULL && stale_tag(w) && !w->enc && !w->tls_aad)
+    if (in == NULL && !w->enc && !w->tls_aad)
         return stale_decrypt_final(w, outl);
     r = fns(w)->cipher(w->inner, out, outl, outsize, in, inl);
     if (in == NULL && r && !w->tls_aad) {
@@ -593,19 +605,16 @@ static int keyed_get(KC_GCM_CTX *w, OSSL_PARAM params[])
     int tagq = 0, r;
 
     /*
-     * Cheap first look, this runs per call: "tag" may need our answer;
-     * "tls..." names (the TLS IV generator moves on when read) mean the
-     * context may not be parked.  Everything else is a plain read.
+     * Reads change nothing a spare could carry to the next user (the TLS
+     * IV generator only moves once a TLS fixed IV was set, which already
+     * keeps the context from being parked), so only the tag needs a look,
+     * and only while a parked tag could show on an encrypting context.
      */
-    for (p = params; p != NULL && p->key != NULL; p++, n++) {
-        if (p->key[0] != 't')
-            continue;
-        if (p->key[1] == 'a')
-            tagq |= name_kind(p->key) == G_TAG;
-        else if (p->key[1] == 'l')
-            w->tainted = 1;
-    }
-    if (!tagq || !stale_tag(w) || !w->enc)
+    if (!stale_tag(w) || !w->enc)
+        return fns(w)->get_ctx_params(w->inner, params);
+    for (p = params; p != NULL && p->key != NULL; p++, n++)
+        tagq |= name_kind(p->key) == G_TAG;
+    if (!tagq)
         return fns(w)->get_ctx_params(w->inner, params);
 
     if (n + 1 > sizeof(local) / sizeof(local[0])

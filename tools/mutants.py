@@ -13,8 +13,12 @@ MUTANTS = {
     # keys compared by length only, not by content (a key changed in place
     # in the same buffer would hit the old entry)
     "key-by-length": [("provider/cache.c",
-        "|| CRYPTO_memcmp(e->key, key, keylen) != 0)", ")"),
-        ("provider/cache.c", "if (e->hash != h || e->ctx == NULL", "if (e->ctx == NULL")],
+        "&& CRYPTO_memcmp(e->key, key, keylen) == 0;", ";"),
+        ("provider/cache.c", "return e->hash == h && e->ctx != NULL",
+         "return e->ctx != NULL"),
+        # every key hashes alike, so the index finds other keys' entries
+        ("provider/cache.c", "    uint64_t h = seed ^ (n * 0x9e3779b97f4a7c15ULL), w;",
+         "    uint64_t h = seed, w;\n    return h;")],
     # HMAC: no keyless re-init at check-out (message state of the last use
     # leaks into the next)
     "hmac-no-reinit": ("provider/hmac.c",
@@ -22,16 +26,22 @@ MUTANTS = {
     # HMAC: digest-noinit / digest-oneshot / tls-data-size go to the cached
     # context instead of a private one
     "hmac-flags-cached": ("provider/hmac.c",
-        "|| OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_TLS_DATA_SIZE) != NULL",
-        "|| 0"),
-    # GCM: hand out the cached template itself instead of a duplicate (a used
-    # context with its tag, IV state and lengths goes back to the next user)
-    "gcm-share-template": [("provider/aes_gcm.c",
-        "if ((inner = fns(w)->dupctx(tmpl)) == NULL)\n        return 0;",
-        "inner = tmpl;"),
-        ("provider/aes_gcm.c",
-        "    if (w->inner != NULL)\n        fns(w)->freectx(w->inner);\n    OPENSSL_clear_free",
-        "    OPENSSL_clear_free")],
+        "if (strcmp(k, OSSL_MAC_PARAM_TLS_DATA_SIZE) == 0)\n            return P_UNRESETTABLE;",
+        "if (strcmp(k, OSSL_MAC_PARAM_TLS_DATA_SIZE) == 0)\n            return P_OTHER;"),
+    # GCM: a spare is treated as a fresh context (its parked tag shows)
+    "gcm-spare-not-stale": ("provider/aes_gcm.c",
+        "    return w->stale && !w->tag_set;", "    return 0;"),
+    # GCM: a spare is handed to an init that does not set the IV (its used
+    # IV state shows)
+    "gcm-spare-without-iv": ("provider/aes_gcm.c",
+        "int with_iv = iv != NULL || w->iv_set;", "int with_iv = 1;"),
+    # GCM: contexts that saw TLS params or a new key are parked anyway
+    "gcm-park-tainted": ("provider/aes_gcm.c",
+        "if (w->tainted || w->lease.cache_id == 0 || !w->g->park_ok)",
+        "if (w->lease.cache_id == 0 || !w->g->park_ok)"),
+    # GCM: parked without the fixed tag (the last user's tag stays)
+    "gcm-park-keeps-tag": ("provider/aes_gcm.c",
+        "           && fns(w)->set_ctx_params(w->inner, p)\n", ""),
     # GCM: the IV length set before the key is not replayed
     "gcm-drop-ivlen": ("provider/aes_gcm.c",
         "} else if (w->ivlen != KC_GCM_IV_DEFAULT) {", "} else if (0) {"),
