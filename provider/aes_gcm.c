@@ -183,7 +183,7 @@ static int materialize(KC_GCM_CTX *w)
 
 static void *gcm_newctx(KC_PROVCTX *pctx, int which)
 {
-    KC_GCM_CTX *w = OPENSSL_zalloc(sizeof(*w));
+    KC_GCM_CTX *w = kc_wrapper_new(pctx, KC_POOL_GCM, sizeof(*w));
 
     if (w == NULL)
         return NULL;
@@ -191,7 +191,7 @@ static void *gcm_newctx(KC_PROVCTX *pctx, int which)
     w->g = &pctx->gcm[which];
     w->ivlen = KC_GCM_IV_DEFAULT;
     if (!pctx->gcm_on && !materialize(w)) {
-        OPENSSL_free(w);
+        kc_wrapper_free(pctx, KC_POOL_GCM, w, sizeof(*w));
         return NULL;
     }
     return w;
@@ -225,19 +225,19 @@ static void kc_gcm_freectx(void *vctx)
         return;
     if (w->inner != NULL && !park(w))
         fns(w)->freectx(w->inner);
-    OPENSSL_clear_free(w, sizeof(*w));
+    kc_wrapper_free(w->pctx, KC_POOL_GCM, w, sizeof(*w));
 }
 
 static void *kc_gcm_dupctx(void *vctx)
 {
     KC_GCM_CTX *src = vctx, *dst;
 
-    if ((dst = OPENSSL_malloc(sizeof(*dst))) == NULL)
+    if ((dst = kc_wrapper_new(src->pctx, KC_POOL_GCM, sizeof(*dst))) == NULL)
         return NULL;
     *dst = *src;
     if (src->inner != NULL
         && (dst->inner = fns(src)->dupctx(src->inner)) == NULL) {
-        OPENSSL_clear_free(dst, sizeof(*dst));
+        kc_wrapper_free(src->pctx, KC_POOL_GCM, dst, sizeof(*dst));
         return NULL;
     }
     return dst;

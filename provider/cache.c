@@ -56,6 +56,10 @@ struct kc_cache_st {
     KC_COUNTERS n;
     KC_MEMO memo[KC_MEMO_SLOTS];
     unsigned int memo_next;
+    /* freed wrapper structs, reused by the next newctx on this thread */
+    void *pool[KC_POOL_KINDS][KC_POOL_MAX];
+    size_t pool_size[KC_POOL_KINDS];
+    unsigned int npool[KC_POOL_KINDS];
     /* adaptive bypass: hit rate over the last window of lookups */
     unsigned int win_lookups, win_hits, bypass, bypass_misses;
     KC_ENTRY entries[];
@@ -178,9 +182,13 @@ static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
 static void cache_free(KC_CACHE *c)
 {
     size_t i;
+    unsigned int k;
 
     for (i = 0; i < c->size; i++)
         entry_kill(c, &c->entries[i]);
+    for (k = 0; k < KC_POOL_KINDS; k++)
+        while (c->npool[k] > 0)
+            OPENSSL_clear_free(c->pool[k][--c->npool[k]], c->pool_size[k]);
     OPENSSL_clear_free(c, sizeof(*c) + c->size * sizeof(KC_ENTRY)
                           + c->nidx * sizeof(uint32_t));
 }
@@ -380,6 +388,37 @@ static void window_note(KC_CACHE *c, int hit)
         return;
     c->bypass = c->win_hits < KC_WINDOW_MIN_HITS;
     c->win_lookups = c->win_hits = 0;
+}
+
+/*
+ * Wrapper structs come from a small per-thread pool, so that a hit does
+ * not allocate either.  They hold no key material (a GCM wrapper's IV and
+ * expected tag are public), and are cleared when reused.
+ */
+void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size)
+{
+    KC_CACHE *c = kc_cache_get(pctx);
+    void *p;
+
+    if (c == NULL || c->npool[kind] == 0)
+        return OPENSSL_zalloc(size);
+    p = c->pool[kind][--c->npool[kind]];
+    memset(p, 0, size);
+    return p;
+}
+
+void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
+{
+    KC_CACHE *c = CRYPTO_THREAD_get_local(&pctx->tls);
+
+    if (p == NULL)
+        return;
+    if (c == NULL || c->npool[kind] == KC_POOL_MAX) {
+        OPENSSL_clear_free(p, size);
+        return;
+    }
+    c->pool_size[kind] = size;
+    c->pool[kind][c->npool[kind]++] = p;
 }
 
 void kc_count_passthrough(KC_CACHE *c)

@@ -182,13 +182,13 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
 static void *kc_hmac_newctx(void *provctx)
 {
     KC_PROVCTX *pctx = provctx;
-    KC_HMAC_CTX *w = OPENSSL_zalloc(sizeof(*w));
+    KC_HMAC_CTX *w = kc_wrapper_new(pctx, KC_POOL_HMAC, sizeof(*w));
 
     if (w == NULL)
         return NULL;
     w->pctx = pctx;
     if (!pctx->hmac_on && !go_passthrough(w)) {
-        OPENSSL_free(w);
+        kc_wrapper_free(pctx, KC_POOL_HMAC, w, sizeof(*w));
         return NULL;
     }
     return w;
@@ -201,21 +201,21 @@ static void kc_hmac_freectx(void *vctx)
     if (w == NULL)
         return;
     release_inner(w);
-    OPENSSL_free(w);
+    kc_wrapper_free(w->pctx, KC_POOL_HMAC, w, sizeof(*w));
 }
 
 static void *kc_hmac_dupctx(void *vctx)
 {
     KC_HMAC_CTX *src = vctx, *dst;
 
-    if ((dst = OPENSSL_malloc(sizeof(*dst))) == NULL)
+    if ((dst = kc_wrapper_new(src->pctx, KC_POOL_HMAC, sizeof(*dst))) == NULL)
         return NULL;
     *dst = *src;
     /* the copy owns its inner outright; only the original holds the lease */
     memset(&dst->lease, 0, sizeof(dst->lease));
     if (src->inner != NULL
         && (dst->inner = fns(src)->dupctx(src->inner)) == NULL) {
-        OPENSSL_free(dst);
+        kc_wrapper_free(src->pctx, KC_POOL_HMAC, dst, sizeof(*dst));
         return NULL;
     }
     return dst;

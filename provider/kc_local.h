@@ -146,6 +146,14 @@ typedef struct {
     uint32_t idx;
 } KC_LEASE;
 
+/* per-thread pools of freed wrapper structs, one per kind */
+#define KC_POOL_HMAC 0
+#define KC_POOL_GCM 1
+#define KC_POOL_KINDS 2
+#define KC_POOL_MAX 8
+void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size);
+void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size);
+
 int kc_cache_start(KC_PROVCTX *pctx);
 void kc_cache_stop(KC_PROVCTX *pctx);
 KC_CACHE *kc_cache_get(KC_PROVCTX *pctx);

@@ -49,7 +49,8 @@ MUTANTS = {
     "gcm-drop-tag": ("provider/aes_gcm.c",
         "    if (w->taglen != 0) {\n        /* the tag", "    if (0) {\n        /* the tag"),
     # GCM: the cache ignores which key size an entry belongs to
-    "gcm-any-alg": ("provider/cache.c", "|| e->alg != alg", ""),
+    "gcm-any-alg": ("provider/cache.c", "e->ctx != NULL && e->alg == alg",
+        "e->ctx != NULL"),
 }
 
 def run(cmd, cwd):
