@@ -94,7 +94,7 @@ static void test_many_short_threads(void)
     uint64_t before = kct_counter(KEYCACHE_PARAM_ENTRIES);
     int i;
 
-    for (i = 0; i < 200; i++) {
+    for (i = 0; i < 1000; i++) {
         pthread_t t;
         struct warm_arg a = { 2, 0 };
 
@@ -179,7 +179,7 @@ static void add_suites(void)
 
     CU_add_test(s, "thread exit releases its cache",
                 test_thread_exit_releases_cache);
-    CU_add_test(s, "200 short-lived threads", test_many_short_threads);
+    CU_add_test(s, "1,000 short-lived threads", test_many_short_threads);
     CU_add_test(s, "cache stays at its bound", test_cache_is_bounded);
     CU_add_test(s, "lib ctx freed with warm caches",
                 test_libctx_free_with_warm_cache);
