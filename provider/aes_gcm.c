@@ -12,17 +12,15 @@
  * "unset") nor copy one context into another.  So:
  *
  * - A wrapper whose use stayed on the plain path (no TLS parameters, no new
- *   key, nothing passed through) parks its context as the entry's spare,
- *   after setting a fixed, public 16-byte "expected tag" on it, so that its
- *   stale tag length and tag are always the same known values.
+ *   key, nothing passed through) parks its context as the entry's spare.
  * - The spare is handed out only to an init that also sets the IV, which
  *   resets the IV state; from then on the only difference from a fresh
- *   context is that stale tag.  Until the user sets a tag or an encryption
- *   finishes (after which both contexts agree), the wrapper answers the
- *   three questions that could see it - get the tag, get the tag length,
- *   decrypt final without a tag - as a fresh context does.  The answers
- *   (error codes included) are measured on the running default provider
- *   when keycache starts, so they follow its version.
+ *   context is the tag length and tag left by the last use.  Until the user
+ *   sets a tag or an encryption finishes (after which both contexts agree),
+ *   the wrapper answers the questions that could see them - the tag length,
+ *   getting the tag, decrypt final without a tag - as a fresh context does.
+ *   The answers (error codes included) are measured on the running default
+ *   provider when keycache starts, so they follow its version.
  * - Otherwise a keyed init duplicates the template, which is field for
  *   field a fresh context with the key set.
  *
@@ -70,12 +68,6 @@ typedef struct {
     unsigned int tainted : 1;  /* inner may not be parked again */
     unsigned int tls_aad : 1;  /* a TLS AAD awaits its record */
 } KC_GCM_CTX;
-
-/* The expected tag a parked context carries; public, not secret. */
-static const unsigned char parked_tag[KC_GCM_TAG_MAX] = {
-    'k', 'e', 'y', 'c', 'a', 'c', 'h', 'e', '-', 'p', 'a', 'r', 'k', 'e', 'd',
-    '!'
-};
 
 /* The parameter names this file looks at, told apart cheaply: this is hot. */
 enum { G_OTHER, G_IVLEN, G_KEYLEN, G_TAGLEN, G_TAG, G_IV, G_UPDATED_IV };
@@ -198,22 +190,13 @@ static void *gcm_newctx(KC_PROVCTX *pctx, int which)
 }
 
 /*
- * Park the inner context as its entry's spare, with the public parked tag
- * set so its stale tag state is always the same, known one.
+ * Park the inner context as its entry's spare.  Its tag length and tag are
+ * whatever the last use left; keyed_get() and stale_decrypt_final() make
+ * sure the next user never sees them.
  */
 static int park(KC_GCM_CTX *w)
 {
-    OSSL_PARAM p[2];
-
-    if (w->tainted || w->lease.cache_id == 0 || !w->g->park_ok)
-        return 0;
-    /* the fresh tag length: a spare then reports what a fresh ctx does */
-    p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
-                                             (void *)parked_tag,
-                                             w->g->fresh_taglen);
-    p[1] = OSSL_PARAM_construct_end();
-    return fns(w)->dinit(w->inner, NULL, 0, NULL, 0, NULL)
-           && fns(w)->set_ctx_params(w->inner, p)
+    return !w->tainted && w->lease.cache_id != 0 && w->g->park_ok
            && kc_cache_return_spare(w->pctx, &w->lease, w->inner);
 }
 
@@ -592,45 +575,65 @@ static int read_after_tag(const char *k)
 }
 
 /*
- * get_ctx_params on a keyed inner.  The parked tag length is the one a
- * fresh context reports, so only getting the tag itself can tell a spare
- * from a fresh encrypting context, which fails there.  So while a tag
- * could show, the inner answers the params a fresh context reads before
- * the tag, and then the tag fails with the error measured at start.
+ * get_ctx_params on a keyed inner.  A spare's tag length and tag are left
+ * from its last use, so while they could show (no tag set, no encryption
+ * finished yet) the tag length is reported as a fresh context reports it,
+ * and getting the tag on an encrypting context fails as it does on a fresh
+ * one - after the params a fresh context reads before the tag.  Both
+ * answers were measured on the running default provider at start.
  */
 static int keyed_get(KC_GCM_CTX *w, OSSL_PARAM params[])
 {
     OSSL_PARAM *p, local[16], *rest = local;
     size_t n = 0, i;
-    int tagq = 0, r;
+    int tagq = 0, lenq = 0, r;
 
     /*
      * Reads change nothing a spare could carry to the next user (the TLS
      * IV generator only moves once a TLS fixed IV was set, which already
-     * keeps the context from being parked), so only the tag needs a look,
-     * and only while a parked tag could show on an encrypting context.
+     * keeps the context from being parked), so they pass straight through
+     * unless a stale tag could show.
      */
-    if (!stale_tag(w) || !w->enc)
+    if (!stale_tag(w))
         return fns(w)->get_ctx_params(w->inner, params);
-    for (p = params; p != NULL && p->key != NULL; p++, n++)
-        tagq |= name_kind(p->key) == G_TAG;
-    if (!tagq)
+    for (p = params; p != NULL && p->key != NULL; p++, n++) {
+        int kind = name_kind(p->key);
+
+        tagq |= kind == G_TAG && w->enc;
+        lenq |= kind == G_TAGLEN;
+    }
+    if (!tagq && !lenq)
         return fns(w)->get_ctx_params(w->inner, params);
 
     if (n + 1 > sizeof(local) / sizeof(local[0])
         && (rest = OPENSSL_malloc((n + 1) * sizeof(*rest))) == NULL)
         return 0;
-    for (p = params, i = 0; p->key != NULL; p++)
-        if (!read_after_tag(p->key))
-            rest[i++] = *p;
+    /* a fresh context failing on the tag never reads what comes after it */
+    for (p = params, i = 0; p->key != NULL; p++) {
+        if (tagq && read_after_tag(p->key))
+            continue;
+        rest[i] = *p;
+        if (name_kind(p->key) == G_TAGLEN)
+            rest[i].return_size = OSSL_PARAM_UNMODIFIED;
+        i++;
+    }
     rest[i] = *p;                       /* the end marker */
     r = fns(w)->get_ctx_params(w->inner, rest);
-    for (p = params, i = 0; p->key != NULL; p++)
-        if (!read_after_tag(p->key))
-            p->return_size = rest[i++].return_size;
+    for (p = params, i = 0; p->key != NULL; p++) {
+        if (tagq && read_after_tag(p->key))
+            continue;
+        if (name_kind(p->key) != G_TAGLEN)
+            p->return_size = rest[i].return_size;
+        else if (OSSL_PARAM_modified(&rest[i])
+                 && !OSSL_PARAM_set_size_t(p, w->g->fresh_taglen))
+            r = 0;                      /* cannot happen: the inner fit */
+        i++;
+    }
     if (rest != local)
         OPENSSL_free(rest);
-    if (r && w->g->tag_get_err != 0)
+    if (!r || !tagq)
+        return r;
+    if (w->g->tag_get_err != 0)
         ERR_raise(ERR_GET_LIB(w->g->tag_get_err),
                   ERR_GET_REASON(w->g->tag_get_err));
     return 0;
@@ -735,8 +738,8 @@ static void calibrate(KC_PROVCTX *pctx, KC_GCM_INNER *g)
     if (enc != NULL && g->fns.einit(enc, zero, g->keylen, zero, 12, NULL)) {
         p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_TAGLEN,
                                            &taglen);
-        /* a spare is parked with a tag of this length; if the answer is
-         * not a tag length, spares are not used at all */
+        /* what a spare reports as its tag length while a stale one could
+         * show; if the answer is not a tag length, spares are not used */
         if (g->fns.get_ctx_params(enc, p) && taglen != 0
             && taglen <= KC_GCM_TAG_MAX) {
             g->fresh_taglen = taglen;

@@ -39,9 +39,9 @@ MUTANTS = {
     "gcm-park-tainted": ("provider/aes_gcm.c",
         "if (w->tainted || w->lease.cache_id == 0 || !w->g->park_ok)",
         "if (w->lease.cache_id == 0 || !w->g->park_ok)"),
-    # GCM: parked without the fixed tag (the last user's tag stays)
-    "gcm-park-keeps-tag": ("provider/aes_gcm.c",
-        "           && fns(w)->set_ctx_params(w->inner, p)\n", ""),
+    # GCM: a spare's tag length (left by its last use) is reported as is
+    "gcm-spare-taglen-shows": ("provider/aes_gcm.c",
+        "        lenq |= kind == G_TAGLEN;", ""),
     # GCM: the IV length set before the key is not replayed
     "gcm-drop-ivlen": ("provider/aes_gcm.c",
         "} else if (w->ivlen != KC_GCM_IV_DEFAULT) {", "} else if (0) {"),
