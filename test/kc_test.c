@@ -72,6 +72,21 @@ OSSL_PROVIDER *kct_keycache_provider(void)
     return p;
 }
 
+uint64_t kct_counter_in(OSSL_LIB_CTX *ctx, const char *name)
+{
+    OSSL_PROVIDER *prov = NULL;
+    OSSL_PARAM params[2];
+    uint64_t v = 0;
+
+    OSSL_PROVIDER_do_all(ctx, find_kc, &prov);
+    params[0] = OSSL_PARAM_construct_uint64(name, &v);
+    params[1] = OSSL_PARAM_construct_end();
+    if (prov == NULL || !OSSL_PROVIDER_get_params(prov, params)
+        || !OSSL_PARAM_modified(params))
+        return UINT64_MAX;
+    return v;
+}
+
 void kct_use(OSSL_LIB_CTX *ctx)
 {
     OSSL_LIB_CTX_set0_default(ctx);
@@ -79,15 +94,7 @@ void kct_use(OSSL_LIB_CTX *ctx)
 
 uint64_t kct_counter(const char *name)
 {
-    uint64_t v = 0;
-    OSSL_PARAM params[2];
-
-    params[0] = OSSL_PARAM_construct_uint64(name, &v);
-    params[1] = OSSL_PARAM_construct_end();
-    if (!OSSL_PROVIDER_get_params(kct_keycache_provider(), params)
-        || !OSSL_PARAM_modified(params))
-        return UINT64_MAX;
-    return v;
+    return kct_counter_in(kct_keycache(), name);
 }
 
 const char *kct_provider_name(const OSSL_PROVIDER *prov)

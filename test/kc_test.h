@@ -28,6 +28,9 @@ void kct_use(OSSL_LIB_CTX *ctx);
 
 /* A keycache counter (KEYCACHE_PARAM_*) summed over all threads. */
 uint64_t kct_counter(const char *name);
+/* The same for the keycache provider inside another library context;
+ * UINT64_MAX if keycache is not loaded there. */
+uint64_t kct_counter_in(OSSL_LIB_CTX *ctx, const char *name);
 
 /* Name of the provider that implements a fetched algorithm object. */
 const char *kct_provider_name(const OSSL_PROVIDER *prov);

@@ -273,28 +273,10 @@ static OSSL_LIB_CTX *ctx_with_cache_size(const char *size)
     return ctx;
 }
 
-static int find_kc(OSSL_PROVIDER *prov, void *arg)
-{
-    if (strcmp(OSSL_PROVIDER_get0_name(prov), KEYCACHE_PROVIDER_NAME) == 0) {
-        *(OSSL_PROVIDER **)arg = prov;
-        return 0;
-    }
-    return 1;
-}
-
+/* A keycache counter of the provider inside |ctx|. */
 static uint64_t counter(OSSL_LIB_CTX *ctx, const char *name)
 {
-    OSSL_PROVIDER *prov = NULL;
-    OSSL_PARAM params[2];
-    uint64_t v = 0;
-
-    OSSL_PROVIDER_do_all(ctx, find_kc, &prov);
-    params[0] = OSSL_PARAM_construct_uint64(name, &v);
-    params[1] = OSSL_PARAM_construct_end();
-    if (prov == NULL || !OSSL_PROVIDER_get_params(prov, params)
-        || !OSSL_PARAM_modified(params))
-        return UINT64_MAX;
-    return v;
+    return kct_counter_in(ctx, name);
 }
 
 /* ---------------------------------------------------------------------- */
