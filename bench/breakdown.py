@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Where a keycache op's instructions go: inside keycache's entry points or
+outside them (the application's EVP calls, allocation, fetches).
+
+usage: bench/breakdown.py <build-dir> <scenario:size> [...]
+e.g.   bench/breakdown.py build gcm256-enc-prefetch:32 qmac-sha256:32
+
+Like callgrind.sh it runs `kcbench --callgrind SCENARIO:SIZE:keycache:N`
+under valgrind for N = 2000 and 4000 and reports per-op differences: the
+total, the inclusive cost of each keycache dispatch function called by
+libcrypto, and how many malloc / free / lock calls an op makes in all.
+"""
+import os, re, subprocess, sys, tempfile
+
+COUNTED = ("malloc", "free", "CRYPTO_THREAD_read_lock", "CRYPTO_THREAD_write_lock")
+
+
+def profile(kcbench, scen, n, out):
+    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                    kcbench, "--callgrind", f"{scen}:keycache:{n}"],
+                   capture_output=True, check=True,
+                   env=dict(os.environ, OPENSSL_CONF="/dev/null"))
+    incl = {}
+    ann = subprocess.run(["callgrind_annotate", "--inclusive=yes",
+                          "--threshold=100", out],
+                         capture_output=True, text=True).stdout
+    for line in ann.splitlines():
+        m = re.match(r"\s*([\d,]+) \([^)]*\)\s+(\S+)", line)
+        if m:
+            name = m.group(2).split(":", 1)[-1]
+            incl[name] = max(incl.get(name, 0), int(m.group(1).replace(",", "")))
+    calls, names, cfn = {}, {}, None
+    with open(out) as f:
+        for line in f:
+            m = re.match(r"^c?fn=\((\d+)\)(?: (.*))?", line)
+            if m:
+                if m.group(2):
+                    names[m.group(1)] = m.group(2)
+                if line.startswith("cfn="):
+                    cfn = names.get(m.group(1), "")
+                continue
+            m = re.match(r"^calls=(\d+)", line)
+            if m and cfn is not None:
+                base = cfn.split("'")[0]
+                if base in COUNTED:
+                    calls[base] = calls.get(base, 0) + int(m.group(1))
+    return incl, calls
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__)
+        return 2
+    kcbench = os.path.join(argv[0], "bench", "kcbench")
+    tmp = tempfile.mkdtemp()
+    for scen in argv[1:]:
+        a, ca = profile(kcbench, scen, 2000, os.path.join(tmp, "a"))
+        b, cb = profile(kcbench, scen, 4000, os.path.join(tmp, "b"))
+        per = {k: (b[k] - a.get(k, 0)) / 2000 for k in b}
+        total = per.get("PROGRAM", 0)
+        # the dispatch functions libcrypto calls (helpers run inside them)
+        entry = {k: v for k, v in per.items() if v >= 1
+                 and k.startswith(("kc_hmac_", "kc_gcm_", "kc_aes"))}
+        inside = sum(entry.values())
+        print(f"{scen}: {total:.0f} instructions/op, {inside:.0f} inside "
+              f"keycache's entry points, {total - inside:.0f} outside")
+        for k, v in sorted(entry.items(), key=lambda kv: -kv[1]):
+            print(f"    {k:32} {v:8.0f}")
+        print("    calls/op: " + ", ".join(
+            f"{k} {(cb.get(k, 0) - ca.get(k, 0)) / 2000:g}" for k in COUNTED))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
