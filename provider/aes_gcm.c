@@ -62,7 +62,7 @@ typedef struct {
     unsigned char tag[KC_GCM_TAG_MAX];
 
     /* once keyed */
-    unsigned int stale : 1;    /* inner is a spare: carries the parked tag */
+    unsigned int stale : 1;    /* inner is a spare: its tag state is old */
     unsigned int tag_set : 1;  /* a fresh context would have a tag length */
     unsigned int finished : 1; /* a fresh context's IV state is FINISHED */
     unsigned int tainted : 1;  /* inner may not be parked again */
