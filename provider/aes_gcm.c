@@ -66,7 +66,7 @@ typedef struct {
     unsigned int tag_set : 1;  /* a fresh context would have a tag length */
     unsigned int finished : 1; /* a fresh context's IV state is FINISHED */
     unsigned int tainted : 1;  /* inner may not be parked again */
-    unsigned int tls_aad : 1;  /* a TLS AAD awaits its record */
+    unsigned int tls_seen : 1; /* TLS params were used: final is theirs */
 } KC_GCM_CTX;
 
 /* The parameter names this file looks at, told apart cheaply: this is hot. */
@@ -190,13 +190,27 @@ static void *gcm_newctx(KC_PROVCTX *pctx, int which)
 }
 
 /*
- * Park the inner context as its entry's spare.  Its tag length and tag are
- * whatever the last use left; keyed_get() and stale_decrypt_final() make
- * sure the next user never sees them.
+ * Park the inner context as its entry's spare.  Its tag buffer is cleared
+ * first (a 16-byte all-zero expected tag, set while decrypting): nothing of
+ * the last use's tag can show through a shorter tag set by the next user,
+ * no stale tag can ever verify a message, and the tag length then is the
+ * one a fresh context reports.  What still differs from a fresh context -
+ * that a tag length is set at all - keyed_get() and stale_decrypt_final()
+ * answer for.
  */
 static int park(KC_GCM_CTX *w)
 {
-    return !w->tainted && w->lease.cache_id != 0 && w->g->park_ok
+    static const unsigned char zero_tag[KC_GCM_TAG_MAX] = { 0 };
+    OSSL_PARAM p[2];
+
+    if (w->tainted || w->lease.cache_id == 0 || !w->g->park_ok)
+        return 0;
+    p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+                                             (void *)zero_tag,
+                                             sizeof(zero_tag));
+    p[1] = OSSL_PARAM_construct_end();
+    return fns(w)->dinit(w->inner, NULL, 0, NULL, 0, NULL)
+           && fns(w)->set_ctx_params(w->inner, p)
            && kc_cache_return_spare(w->pctx, &w->lease, w->inner);
 }
 
@@ -324,12 +338,11 @@ static void note_param_list(KC_GCM_CTX *w, const OSSL_PARAM params[],
         } else if (kind == G_IVLEN) {
             repeated |= ivl != NULL;
             ivl = p;
-        } else if (!w->tainted && settable_name(w, &settable, p->key)) {
+        } else if (!w->tls_seen && settable_name(w, &settable, p->key)) {
+            /* TLS state: never parked, and its final is left to the inner */
             w->tainted = 1;
+            w->tls_seen = 1;
         }
-        if (kind == G_OTHER
-            && strcmp(p->key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD) == 0)
-            w->tls_aad = ret;
     }
     if (!track)
         return;                 /* no stale tag can show any more */
@@ -516,7 +529,6 @@ static int kc_gcm_update(void *vctx, unsigned char *out, size_t *outl,
 
     if (w->inner == NULL && !materialize(w))
         return 0;
-    w->tls_aad = 0;
     return fns(w)->update(w->inner, out, outl, outsize, in, inl);
 }
 
@@ -530,9 +542,8 @@ static int kc_gcm_final(void *vctx, unsigned char *out, size_t *outl,
         return 0;
     if (!stale_tag(w))              /* the common case: nothing to follow */
         return fns(w)->final(w->inner, out, outl, outsize);
-    if (!w->enc && !w->tls_aad)
+    if (!w->enc && !w->tls_seen)
         return stale_decrypt_final(w, outl);
-    w->tls_aad = 0;
     r = fns(w)->final(w->inner, out, outl, outsize);
     if (r) {
         w->finished = 1;
@@ -552,14 +563,13 @@ static int kc_gcm_cipher(void *vctx, unsigned char *out, size_t *outl,
     if (!stale_tag(w))
         return fns(w)->cipher(w->inner, out, outl, outsize, in, inl);
     /* with no input, this is the final */
-    if (in == NULL && !w->enc && !w->tls_aad)
+    if (in == NULL && !w->enc && !w->tls_seen)
         return stale_decrypt_final(w, outl);
     r = fns(w)->cipher(w->inner, out, outl, outsize, in, inl);
-    if (in == NULL && r && !w->tls_aad) {
+    if (in == NULL && r && !w->tls_seen) {
         w->finished = 1;
         w->tag_set |= w->enc;
     }
-    w->tls_aad = 0;
     return r;
 }
 
@@ -738,10 +748,9 @@ static void calibrate(KC_PROVCTX *pctx, KC_GCM_INNER *g)
     if (enc != NULL && g->fns.einit(enc, zero, g->keylen, zero, 12, NULL)) {
         p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_TAGLEN,
                                            &taglen);
-        /* what a spare reports as its tag length while a stale one could
-         * show; if the answer is not a tag length, spares are not used */
-        if (g->fns.get_ctx_params(enc, p) && taglen != 0
-            && taglen <= KC_GCM_TAG_MAX) {
+        /* a parked spare's tag length is 16; if a fresh context reports
+         * anything else, spares are not used */
+        if (g->fns.get_ctx_params(enc, p) && taglen == KC_GCM_TAG_MAX) {
             g->fresh_taglen = taglen;
             g->park_ok = 1;
         }

@@ -13,9 +13,10 @@
  * recently used first; an entry's key bytes are cleansed when it dies and its
  * context is freed by the inner provider, which cleanses its own copy.
  */
+#include <pthread.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
-#include <openssl/rand.h>
 
 #include "kc_local.h"
 
@@ -43,7 +44,7 @@ typedef struct {
 
 struct kc_cache_st {
     KC_PROVCTX *pctx;
-    KC_CACHE *next, *prev;    /* registry list, under pctx->lock */
+    KC_CACHE *next, *prev;    /* registry list, under registry_lock */
     uint64_t id;              /* unique for the process's lifetime */
     uint64_t seed;
     uint32_t lru_head, lru_tail; /* most / least recently used */
@@ -65,7 +66,26 @@ struct kc_cache_st {
     KC_ENTRY entries[];
 };
 
-static uint64_t next_cache_id = 1;   /* guarded by pctx->lock */
+/*
+ * One lock for every instance's registry of caches and for the list of live
+ * instances.  It is static and never freed because a thread-stop handler
+ * may run while (or after) its instance is torn down: OpenSSL deregisters
+ * the handlers only after teardown.  The handler takes this lock and only
+ * touches an instance that is still live.  Never taken on the hot path.
+ */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static KC_PROVCTX *live_instances;
+static uint64_t next_cache_id = 1;
+
+static int instance_live(const KC_PROVCTX *pctx)
+{
+    const KC_PROVCTX *p;
+
+    for (p = live_instances; p != NULL; p = p->next_live)
+        if (p == pctx)
+            return 1;
+    return 0;
+}
 
 /*
  * Counters are written only by the owning thread but read by whoever asks
@@ -215,23 +235,25 @@ static void cache_retire(KC_PROVCTX *pctx, KC_CACHE *c)
     add_counters(&pctx->retired, &c->n);
 }
 
-/* Thread-stop handler registered through core_thread_start. */
+/*
+ * Thread-stop handler registered through core_thread_start.  Runs on the
+ * exiting thread; frees its cache under the registry lock, so a teardown
+ * running at the same time either already freed it (and the instance is no
+ * longer live) or waits for us.
+ */
 static void kc_thread_stop(void *arg)
 {
     KC_PROVCTX *pctx = arg;
     KC_CACHE *c;
 
-    if (!pctx->tls_ok)
-        return;
-    c = CRYPTO_THREAD_get_local(&pctx->tls);
-    if (c == NULL)
-        return;
-    CRYPTO_THREAD_set_local(&pctx->tls, NULL);
-    if (CRYPTO_THREAD_write_lock(pctx->lock)) {
+    pthread_mutex_lock(&registry_lock);
+    if (instance_live(pctx)
+        && (c = CRYPTO_THREAD_get_local(&pctx->tls)) != NULL) {
+        CRYPTO_THREAD_set_local(&pctx->tls, NULL);
         cache_retire(pctx, c);
-        CRYPTO_THREAD_unlock(pctx->lock);
+        cache_free(c);
     }
-    cache_free(c);
+    pthread_mutex_unlock(&registry_lock);
 }
 
 static KC_CACHE *cache_new(KC_PROVCTX *pctx)
@@ -251,8 +273,14 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
     c->size = pctx->cache_size;
     c->nidx = nidx;
     c->idx = (uint32_t *)(c->entries + c->size);
-    if (RAND_bytes_ex(pctx->libctx, (unsigned char *)&c->seed,
-                      sizeof(c->seed), 0) <= 0)
+    /*
+     * Straight from the kernel, not RAND_bytes_ex(): a DRBG in the private
+     * library context would leave per-thread state there, and OpenSSL 3.0
+     * crashes when a library context is freed while threads that used its
+     * RAND exit (seen with the default provider alone).
+     */
+    if (getrandom(&c->seed, sizeof(c->seed), GRND_NONBLOCK)
+        != (ssize_t)sizeof(c->seed))
         c->seed = (uint64_t)(uintptr_t)c ^ (uint64_t)time(NULL);
     c->lru_head = c->lru_tail = c->free_head = KC_NIL;
     for (i = c->size; i-- > 0;) {
@@ -275,24 +303,18 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx)
         cache_free(c);
         return NULL;
     }
-    if (!CRYPTO_THREAD_write_lock(pctx->lock)) {
-        cache_free(c);
-        return NULL;
-    }
+    pthread_mutex_lock(&registry_lock);
     c->id = next_cache_id++;
     c->next = pctx->caches;
     if (c->next != NULL)
         c->next->prev = c;
     pctx->caches = c;
-    CRYPTO_THREAD_unlock(pctx->lock);
     if (!CRYPTO_THREAD_set_local(&pctx->tls, c)) {
-        if (CRYPTO_THREAD_write_lock(pctx->lock)) {
-            cache_retire(pctx, c);
-            CRYPTO_THREAD_unlock(pctx->lock);
-        }
+        cache_retire(pctx, c);
         cache_free(c);
-        return NULL;
+        c = NULL;
     }
+    pthread_mutex_unlock(&registry_lock);
     return c;
 }
 
@@ -566,45 +588,49 @@ void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries)
 
     memset(sum, 0, sizeof(*sum));
     *entries = 0;
-    if (!CRYPTO_THREAD_read_lock(pctx->lock))
-        return;
+    pthread_mutex_lock(&registry_lock);
     *sum = pctx->retired;
     for (c = pctx->caches; c != NULL; c = c->next) {
         add_counters(sum, &c->n);
         *entries += KC_READ(c->used);
     }
-    CRYPTO_THREAD_unlock(pctx->lock);
+    pthread_mutex_unlock(&registry_lock);
 }
 
 int kc_cache_start(KC_PROVCTX *pctx)
 {
-    if ((pctx->lock = CRYPTO_THREAD_lock_new()) == NULL)
-        return 0;
     if (!CRYPTO_THREAD_init_local(&pctx->tls, NULL))
         return 0;
     pctx->tls_ok = 1;
+    pthread_mutex_lock(&registry_lock);
+    pctx->next_live = live_instances;
+    live_instances = pctx;
+    pthread_mutex_unlock(&registry_lock);
     return 1;
 }
 
 void kc_cache_stop(KC_PROVCTX *pctx)
 {
+    KC_PROVCTX **pp;
     KC_CACHE *c, *next;
 
-    if (pctx->lock != NULL && CRYPTO_THREAD_write_lock(pctx->lock)) {
-        for (c = pctx->caches; c != NULL; c = next) {
-            next = c->next;
-            cache_retire(pctx, c);
-            cache_free(c);
+    if (!pctx->tls_ok)
+        return;
+    pthread_mutex_lock(&registry_lock);
+    for (pp = &live_instances; *pp != NULL; pp = &(*pp)->next_live)
+        if (*pp == pctx) {
+            *pp = pctx->next_live;
+            break;
         }
-        pctx->caches = NULL;
-        CRYPTO_THREAD_unlock(pctx->lock);
+    for (c = pctx->caches; c != NULL; c = next) {
+        next = c->next;
+        cache_retire(pctx, c);
+        cache_free(c);
     }
-    if (pctx->tls_ok) {
-        /* the calling thread may still point at a cache freed above */
-        CRYPTO_THREAD_set_local(&pctx->tls, NULL);
-        CRYPTO_THREAD_cleanup_local(&pctx->tls);
-        pctx->tls_ok = 0;
-    }
-    CRYPTO_THREAD_lock_free(pctx->lock);
-    pctx->lock = NULL;
+    pctx->caches = NULL;
+    /* the calling thread may still point at a cache freed above */
+    CRYPTO_THREAD_set_local(&pctx->tls, NULL);
+    pthread_mutex_unlock(&registry_lock);
+    CRYPTO_THREAD_cleanup_local(&pctx->tls);
+    pctx->tls_ok = 0;
 }

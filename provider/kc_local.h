@@ -120,8 +120,8 @@ struct kc_provctx_st {
     OSSL_ALGORITHM mac_algs[2];
     OSSL_ALGORITHM cipher_algs[KC_GCM_COUNT + 1];
 
-    /* registry of thread caches; the lock is never taken on the hot path */
-    CRYPTO_RWLOCK *lock;
+    /* registry of thread caches, under cache.c's registry lock */
+    KC_PROVCTX *next_live;
     CRYPTO_THREAD_LOCAL tls;
     int tls_ok;
     KC_CACHE *caches;
