@@ -39,6 +39,13 @@ MUTANTS = {
     "gcm-park-tainted": ("provider/aes_gcm.c",
         "if (w->tainted || w->lease.cache_id == 0 || !w->g->park_ok)",
         "if (w->lease.cache_id == 0 || !w->g->park_ok)"),
+    # GCM: a spare keeps the last use's tag bytes (no zeroed tag at park)
+    "gcm-park-keeps-tag": ("provider/aes_gcm.c",
+        "           && fns(w)->set_ctx_params(w->inner, p)\n", ""),
+    # GCM: decrypt final answered by keycache even after TLS params
+    "gcm-final-ignores-tls": ("provider/aes_gcm.c",
+        "    if (!w->enc && !w->tls_seen)\n        return stale_decrypt_final(w, outl);",
+        "    if (!w->enc)\n        return stale_decrypt_final(w, outl);"),
     # GCM: a spare's tag length (left by its last use) is reported as is
     "gcm-spare-taglen-shows": ("provider/aes_gcm.c",
         "        lenq |= kind == G_TAGLEN;", ""),
