@@ -566,7 +566,8 @@ static int kc_gcm_cipher(void *vctx, unsigned char *out, size_t *outl,
     if (in == NULL && !w->enc && !w->tls_seen)
         return stale_decrypt_final(w, outl);
     r = fns(w)->cipher(w->inner, out, outl, outsize, in, inl);
-    if (in == NULL && r && !w->tls_seen) {
+    /* a TLS record never succeeds without input: this was a real final */
+    if (in == NULL && r) {
         w->finished = 1;
         w->tag_set |= w->enc;
     }

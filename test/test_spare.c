@@ -136,6 +136,36 @@ static void seq_forgotten_tag(OSSL_LIB_CTX *libctx, REC *r)
     EVP_CIPHER_free(c);
 }
 
+/* TLS params on a spare, then EVP_Cipher() data and final: the tag shows. */
+static void seq_tls_then_cipher_final(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_CIPHER *c = EVP_CIPHER_fetch(libctx, "AES-256-GCM", NULL);
+    EVP_CIPHER_CTX *x;
+    unsigned char C[32], T[16], buf[32], fixed[4] = { 1, 2, 3, 4 }, got[16];
+    unsigned char tag5[5] = { 9, 9, 9, 9, 9 };
+    /* the tag is refused first (encrypting), so the TLS IV is never set -
+     * and never randomised - but the list still names a TLS param */
+    OSSL_PARAM p[3] = {
+        OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag5, sizeof(tag5)),
+        OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, fixed,
+                                sizeof(fixed)),
+        OSSL_PARAM_END
+    };
+
+    park_one(c, C, T);
+    x = EVP_CIPHER_CTX_new();
+    note(r, "einit", EVP_EncryptInit_ex2(x, c, K, IV2, NULL), NULL, 0);
+    note(r, "tag + tlsivfixed", EVP_CIPHER_CTX_set_params(x, p), NULL, 0);
+    memcpy(buf, P, sizeof(buf));
+    note(r, "cipher", EVP_Cipher(x, buf, buf, sizeof(buf)), buf, sizeof(buf));
+    note(r, "cipher final", EVP_Cipher(x, NULL, NULL, 0), NULL, 0);
+    memset(got, 0, sizeof(got));
+    note(r, "get tag", EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_GET_TAG, 16, got),
+         got, sizeof(got));
+    EVP_CIPHER_CTX_free(x);
+    EVP_CIPHER_free(c);
+}
+
 static void compare(void (*seq)(OSSL_LIB_CTX *, REC *))
 {
     REC def = { "", 0 }, kc;
@@ -159,6 +189,7 @@ static void test_tls_rejected(void) { compare(tls_rejected); }
 static void test_tls_zero_update(void) { compare(tls_zero_update); }
 static void test_short_tag(void) { compare(seq_short_tag); }
 static void test_forgotten_tag(void) { compare(seq_forgotten_tag); }
+static void test_tls_cipher_final(void) { compare(seq_tls_then_cipher_final); }
 
 /* Threads with warm caches exit while their library context is freed. */
 static OSSL_LIB_CTX *race_ctx;
@@ -216,6 +247,8 @@ static void add_suites(void)
                 test_tls_zero_update);
     CU_add_test(s, "short tag read back in full", test_short_tag);
     CU_add_test(s, "forgotten tag never verifies", test_forgotten_tag);
+    CU_add_test(s, "TLS params, EVP_Cipher final, get tag",
+                test_tls_cipher_final);
     CU_add_test(s, "teardown while threads exit",
                 test_teardown_vs_thread_exit);
 }
