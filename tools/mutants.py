@@ -9,6 +9,11 @@ usage: tools/mutants.py [--keep] [NAME ...]     (from the repository root)
 """
 import os, shutil, subprocess, sys, tempfile
 
+# Spares are switched off in the shipped code (KC_GCM_SPARES 0); the spare
+# mutants switch them on, so that they test the spare logic itself.
+ENABLE_SPARES = ("provider/aes_gcm.c", "#define KC_GCM_SPARES 0",
+                 "#define KC_GCM_SPARES 1")
+
 MUTANTS = {
     # keys compared by length only, not by content (a key changed in place
     # in the same buffer would hit the old entry)
@@ -29,23 +34,23 @@ MUTANTS = {
         "if (strcmp(k, OSSL_MAC_PARAM_TLS_DATA_SIZE) == 0)\n            return P_UNRESETTABLE;",
         "if (strcmp(k, OSSL_MAC_PARAM_TLS_DATA_SIZE) == 0)\n            return P_OTHER;"),
     # GCM: a spare is treated as a fresh context (its parked tag shows)
-    "gcm-spare-not-stale": ("provider/aes_gcm.c",
-        "    return w->stale && !w->tag_set;", "    return 0;"),
+    "gcm-spare-not-stale": [ENABLE_SPARES, ("provider/aes_gcm.c",
+        "    return w->stale && !w->tag_set;", "    return 0;")],
     # GCM: a spare is handed to an init that does not set the IV (its used
     # IV state shows)
-    "gcm-spare-without-iv": ("provider/aes_gcm.c",
-        "int with_iv = iv != NULL || w->iv_set;", "int with_iv = 1;"),
+    "gcm-spare-without-iv": [ENABLE_SPARES, ("provider/aes_gcm.c",
+        "int with_iv = iv != NULL || w->iv_set;", "int with_iv = 1;")],
     # GCM: contexts that saw TLS params or a new key are parked anyway
-    "gcm-park-tainted": ("provider/aes_gcm.c",
-        "if (w->tainted || w->lease.cache_id == 0 || !w->g->park_ok)",
-        "if (w->lease.cache_id == 0 || !w->g->park_ok)"),
+    "gcm-park-tainted": [ENABLE_SPARES, ("provider/aes_gcm.c",
+        "if (!KC_GCM_SPARES || w->tainted || w->lease.cache_id == 0",
+        "if (!KC_GCM_SPARES || w->lease.cache_id == 0")],
     # GCM: a spare keeps the last use's tag bytes (no zeroed tag at park)
-    "gcm-park-keeps-tag": ("provider/aes_gcm.c",
-        "           && fns(w)->set_ctx_params(w->inner, p)\n", ""),
+    "gcm-park-keeps-tag": [ENABLE_SPARES, ("provider/aes_gcm.c",
+        "           && fns(w)->set_ctx_params(w->inner, p)\n", "")],
     # GCM: decrypt final answered by keycache even after TLS params
-    "gcm-final-ignores-tls": ("provider/aes_gcm.c",
+    "gcm-final-ignores-tls": [ENABLE_SPARES, ("provider/aes_gcm.c",
         "    if (!w->enc && !w->tls_seen)\n        return stale_decrypt_final(w, outl);",
-        "    if (!w->enc)\n        return stale_decrypt_final(w, outl);"),
+        "    if (!w->enc)\n        return stale_decrypt_final(w, outl);")],
     # (Not a mutant any more: spares are parked with a 16-byte tag, the
     # length a fresh context reports, so answering the tag length for a
     # spare is a guard that changes nothing observable.)
