@@ -24,7 +24,6 @@ typedef struct {
     const KC_ALG *alg;        /* NULL: free slot */
     const void *param;
     void *ctx;                /* NULL while leased out (or free) */
-    void *spare;              /* a used context that can be reused (GCM) */
     uint64_t hash;
     uint32_t prev, next;      /* LRU list (live) or free list (next) */
     uint64_t gen;             /* changes whenever the slot is (re)filled */
@@ -186,9 +185,6 @@ static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
     c->free_head = i;
     if (e->ctx != NULL)
         e->alg->freectx(e->ctx);
-    if (e->spare != NULL)
-        e->alg->freectx(e->spare);
-    e->spare = NULL;
     OPENSSL_cleanse(e->key, e->keylen);
     e->alg = NULL;
     e->param = NULL;
@@ -460,7 +456,7 @@ static int entry_matches(const KC_ENTRY *e, uint64_t h, const KC_ALG *alg,
 
 void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
                     const unsigned char *key, size_t keylen, int take,
-                    KC_LEASE *lease, void **spare)
+                    KC_LEASE *lease)
 {
     KC_ENTRY *e;
     uint64_t h;
@@ -493,10 +489,6 @@ void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
         lease->cache_id = c->id;
         lease->gen = e->gen;
         lease->idx = (uint32_t)(e - c->entries);
-    }
-    if (spare != NULL) {
-        *spare = e->spare;
-        e->spare = NULL;
     }
     KC_BUMP(c, hits);
     window_note(c, 1);
@@ -569,16 +561,6 @@ int kc_cache_return(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx)
     if (e == NULL || e->ctx != NULL)
         return 0;
     e->ctx = ctx;
-    return 1;
-}
-
-int kc_cache_return_spare(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx)
-{
-    KC_ENTRY *e = leased_entry(pctx, lease);
-
-    if (e == NULL || e->spare != NULL)
-        return 0;
-    e->spare = ctx;
     return 1;
 }
 

@@ -97,7 +97,8 @@ static int go_passthrough(KC_HMAC_CTX *w)
     /* an inner context we already had was clean: its state is exact */
     w->passthrough = 1;
     memset(&w->lease, 0, sizeof(w->lease));
-    kc_count_passthrough(kc_cache_get(w->pctx));
+    /* counted in the thread's cache if it has one; never creates it */
+    kc_count_passthrough(CRYPTO_THREAD_get_local(&w->pctx->tls));
     return 1;
 }
 
@@ -146,7 +147,7 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
     release_inner(w);
 
     inner = kc_cache_find(c, &pctx->hmac_alg, w->dg, key, keylen, 1,
-                          &w->lease, NULL);
+                          &w->lease);
     if (inner != NULL) {
         /* keyless re-init: message state back to "just keyed" */
         if (!fns(w)->init(inner, NULL, 0, NULL)) {

@@ -73,6 +73,16 @@ typedef struct {
     int block_size;
 } KC_DIGEST;
 
+/*
+ * Keeps a wrapper's rarely taken path out of line, so that the path it
+ * forwards on every call needs no stack frame.
+ */
+#if defined(__GNUC__)
+# define KC_NOINLINE __attribute__((noinline))
+#else
+# define KC_NOINLINE
+#endif
+
 #define KC_GCM_128 0
 #define KC_GCM_192 1
 #define KC_GCM_256 2
@@ -83,11 +93,8 @@ typedef struct {
     KC_CIPHER_FNS fns;
     size_t keylen;
     const char *names;
-    /* a fresh keyed context's answers, measured at start (see aes_gcm.c) */
+    /* a fresh context's tag length, asked at start (0: unknown) */
     size_t fresh_taglen;
-    int park_ok;
-    unsigned long tag_get_err;
-    unsigned long dec_final_err;
 } KC_GCM_INNER;
 
 /* Counters kept per thread; only the owning thread writes them. */
@@ -170,12 +177,11 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
  * Find an idle entry for (alg, param, key).  With take set the entry's
  * context is handed over (the entry stays reserved for its return);
  * otherwise the entry keeps it (a template).  With lease set it is filled
- * in to name the entry; with spare set the entry's spare context, if any,
- * is handed over too.  NULL on a miss.
+ * in to name the entry.  NULL on a miss.
  */
 void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
                     const unsigned char *key, size_t keylen, int take,
-                    KC_LEASE *lease, void **spare);
+                    KC_LEASE *lease);
 /*
  * Add an entry for (alg, param, key).  With ctx NULL the entry is reserved
  * for a context that kc_cache_return() brings back later; otherwise the
@@ -188,8 +194,6 @@ int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
                  KC_LEASE *lease);
 /* Give a leased context back; 0 if its entry is gone (caller frees ctx). */
 int kc_cache_return(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx);
-/* Park a used context as the entry's spare; 0 if not possible. */
-int kc_cache_return_spare(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx);
 
 /* the algorithm wrappers */
 extern const OSSL_DISPATCH kc_hmac_functions[];

@@ -1,9 +1,11 @@
 /*
- * Regressions for keycache's reuse of used AES-GCM contexts ("spares") and
- * for provider teardown racing thread exit, found in review.  Each GCM
- * sequence first parks a spare (one encryption with the key, context freed)
- * and then runs calls a fresh context would answer differently from a used
- * one; the record of returns, errors and bytes must equal the default's.
+ * Regressions from review: calls on which a used AES-GCM context answers
+ * differently from a fresh one, and provider teardown racing thread exit.
+ * keycache once reused used GCM contexts ("spares") and these sequences
+ * broke that; each GCM sequence first runs one encryption with the key and
+ * frees the context, then makes the calls that could tell a used context
+ * from a fresh one.  The record of returns, errors and bytes must equal the
+ * default's, so any future reuse of used contexts has to pass them.
  */
 #include <pthread.h>
 #include <stdio.h>

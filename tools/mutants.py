@@ -9,11 +9,6 @@ usage: tools/mutants.py [--keep] [NAME ...]     (from the repository root)
 """
 import os, shutil, subprocess, sys, tempfile
 
-# Spares are switched off in the shipped code (KC_GCM_SPARES 0); the spare
-# mutants switch them on, so that they test the spare logic itself.
-ENABLE_SPARES = ("provider/aes_gcm.c", "#define KC_GCM_SPARES 0",
-                 "#define KC_GCM_SPARES 1")
-
 MUTANTS = {
     # keys compared by length only, not by content (a key changed in place
     # in the same buffer would hit the old entry)
@@ -33,33 +28,24 @@ MUTANTS = {
     "hmac-flags-cached": ("provider/hmac.c",
         "if (strcmp(k, OSSL_MAC_PARAM_TLS_DATA_SIZE) == 0)\n            return P_UNRESETTABLE;",
         "if (strcmp(k, OSSL_MAC_PARAM_TLS_DATA_SIZE) == 0)\n            return P_OTHER;"),
-    # GCM: a spare is treated as a fresh context (its parked tag shows)
-    "gcm-spare-not-stale": [ENABLE_SPARES, ("provider/aes_gcm.c",
-        "    return w->stale && !w->tag_set;", "    return 0;")],
-    # GCM: a spare is handed to an init that does not set the IV (its used
-    # IV state shows)
-    "gcm-spare-without-iv": [ENABLE_SPARES, ("provider/aes_gcm.c",
-        "int with_iv = iv != NULL || w->iv_set;", "int with_iv = 1;")],
-    # GCM: contexts that saw TLS params or a new key are parked anyway
-    "gcm-park-tainted": [ENABLE_SPARES, ("provider/aes_gcm.c",
-        "if (!KC_GCM_SPARES || w->tainted || w->lease.cache_id == 0",
-        "if (!KC_GCM_SPARES || w->lease.cache_id == 0")],
-    # GCM: a spare keeps the last use's tag bytes (no zeroed tag at park)
-    "gcm-park-keeps-tag": [ENABLE_SPARES, ("provider/aes_gcm.c",
-        "           && fns(w)->set_ctx_params(w->inner, p)\n", "")],
-    # GCM: decrypt final answered by keycache even after TLS params
-    "gcm-final-ignores-tls": [ENABLE_SPARES, ("provider/aes_gcm.c",
-        "    if (!w->enc && !w->tls_seen)\n        return stale_decrypt_final(w, outl);",
-        "    if (!w->enc)\n        return stale_decrypt_final(w, outl);")],
-    # (Not a mutant any more: spares are parked with a 16-byte tag, the
-    # length a fresh context reports, so answering the tag length for a
-    # spare is a guard that changes nothing observable.)
     # GCM: the IV length set before the key is not replayed
     "gcm-drop-ivlen": ("provider/aes_gcm.c",
         "} else if (w->ivlen != KC_GCM_IV_DEFAULT) {", "} else if (0) {"),
     # GCM: the expected tag set before the key is not replayed
     "gcm-drop-tag": ("provider/aes_gcm.c",
         "    if (w->taglen != 0) {\n        /* the tag", "    if (0) {\n        /* the tag"),
+    # GCM: the direction chosen before the key is not replayed
+    "gcm-drop-direction": ("provider/aes_gcm.c",
+        "if (w->inited && !inner_init(w, inner, w->enc, NULL, 0, NULL, 0, NULL))",
+        "if (0)"),
+    # GCM: a keyed init hands out the entry's template itself, not a copy
+    # (the first user's state - IV, tag - reaches every later one)
+    # (and a freed wrapper leaves it to the cache)
+    "gcm-share-template": [("provider/aes_gcm.c",
+        "    if ((inner = fns(w)->dupctx(tmpl)) == NULL)\n        return 0;",
+        "    inner = tmpl;"),
+        ("provider/aes_gcm.c", "    if (w->inner != NULL)\n        fns(w)->freectx(w->inner);\n    kc_wrapper_free",
+         "    kc_wrapper_free")],
     # (Not a mutant: dropping the algorithm from the entry compare changes
     # nothing observable, since AES key sizes differ in length and HMAC
     # entries carry their digest as param; the compare stays as a guard.)
