@@ -8,7 +8,8 @@
  * API, against three library contexts:
  *
  *   default   only the default provider: the reference
- *   keycache  loaded from the build tree's openssl.cnf (KC_CONF)
+ *   keycache  loaded from the build tree's keycache-test.cnf (KC_CONF:
+ *             openssl.cnf with aes_gcm = on)
  *   small     the same config with cache_size = 2, so that evictions,
  *             lease invalidation and re-adds happen constantly
  *
@@ -44,7 +45,7 @@
 #include "keycache.h"
 
 #ifndef KC_CONF
-# error "define KC_CONF as the path of the build tree's openssl.cnf"
+# error "define KC_CONF as the path of the build tree's keycache-test.cnf"
 #endif
 
 #define NSIDES 3

@@ -17,8 +17,8 @@
  *   module     = /usr/lib/x86_64-linux-gnu/ossl-modules/keycache.so
  *   activate   = 1
  *   cache_size = 64     # cached keys per thread (0 disables caching)
- *   hmac       = on     # off: HMAC passes straight through to default
- *   aes_gcm    = on     # off: AES-GCM passes straight through to default
+ *   hmac       = on     # off: HMAC is not offered; default serves it
+ *   aes_gcm    = auto   # on, off, or auto: on for OpenSSL 3.0 only
  *   idle_ttl   = 0      # seconds an unused entry may live; 0 = no limit
  */
 #define KEYCACHE_CONF_CACHE_SIZE "cache_size"

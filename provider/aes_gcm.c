@@ -159,10 +159,6 @@ static void *gcm_newctx(KC_PROVCTX *pctx, int which)
     w->pctx = pctx;
     w->g = &pctx->gcm[which];
     w->ivlen = KC_GCM_IV_DEFAULT;
-    if (!pctx->gcm_on && !materialize(w)) {
-        kc_wrapper_free(pctx, KC_POOL_GCM, w, sizeof(*w));
-        return NULL;
-    }
     return w;
 }
 

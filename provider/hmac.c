@@ -188,10 +188,6 @@ static void *kc_hmac_newctx(void *provctx)
     if (w == NULL)
         return NULL;
     w->pctx = pctx;
-    if (!pctx->hmac_on && !go_passthrough(w)) {
-        kc_wrapper_free(pctx, KC_POOL_HMAC, w, sizeof(*w));
-        return NULL;
-    }
     return w;
 }
 

@@ -4,7 +4,7 @@
 #
 # The unchanged `openssl` command line must behave identically with and
 # without keycache: every command is run once with OPENSSL_CONF=/dev/null
-# (default provider only) and once with OPENSSL_CONF=<build-dir>/openssl.cnf
+# (default provider only) and once with OPENSSL_CONF=<build-dir>/keycache-test.cnf
 # (default + keycache, keycache preferred), and stdout plus exit status are
 # compared.  Failing commands must fail the same way (same first error code).
 # MACs are also checked against published RFC 2202 / RFC 4231 values, and
@@ -14,7 +14,9 @@ set -u
 
 BUILD=${1:?usage: test_cli.sh <build-dir>}
 BUILD=$(cd "$BUILD" && pwd) || exit 2
-CONF=$BUILD/openssl.cnf
+# the test config forces aes_gcm = on, so GCM goes through keycache on
+# every OpenSSL version (openssl.cnf leaves it to auto)
+CONF=$BUILD/keycache-test.cnf
 OPENSSL=${OPENSSL:-openssl}
 VECTORS=${KC_CAVP_DIR:-/usr/lib/python3/dist-packages/cryptography_vectors}/HMAC
 
@@ -125,7 +127,7 @@ expect()
 # --- preconditions ---------------------------------------------------------
 
 if [ ! -r "$CONF" ] || [ ! -e "$BUILD/keycache.so" ]; then
-    echo "FAIL $BUILD has no openssl.cnf or keycache.so: build first" >&2
+    echo "FAIL $BUILD has no keycache-test.cnf or keycache.so: build first" >&2
     echo "0 passed, 1 failed"
     exit 1
 fi

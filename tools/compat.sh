@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 #
-# compat.sh <suite> [--keep] [--refresh]
+# compat.sh <suite> [--keep] [--refresh] [--bench]
 #
 # Build and test keycache against a newer OpenSSL in a Debian chroot:
 #   trixie  OpenSSL 3.5
@@ -16,10 +16,14 @@
 #   --keep     keep the run's copy and build tree inside the chroot
 #   --refresh  apt-get update + dist-upgrade the cached chroot first (sid
 #              moves daily; the cache otherwise stays at its first snapshot)
+#   --bench    instead of ctest, run bench/callgrind.sh (instructions per
+#              op, default vs keycache) on that OpenSSL, for the scenarios
+#              in $KC_COMPAT_BENCH (default: the README's table) at
+#              SIZES=${SIZES:-32}
 #
 # Environment: KC_VECTORS (vectors folder, default <src>/../shared/vectors),
 # KC_COMPAT_CACHE, KC_COMPAT_MIRROR, KC_COMPAT_CTEST_ARGS (extra ctest args,
-# e.g. "-R test_vectors" or "-j2").
+# e.g. "-R test_vectors" or "-j2"), KC_COMPAT_BENCH, SIZES.
 #
 # Needs root (re-runs itself with sudo) and network for the first run.
 
@@ -32,7 +36,7 @@ PKGS=$PKGS,openssl,xxd
 
 usage()
 {
-    echo "usage: $0 <trixie|sid|suite> [--keep] [--refresh]" >&2
+    echo "usage: $0 <trixie|sid|suite> [--keep] [--refresh] [--bench]" >&2
     exit 2
 }
 
@@ -41,10 +45,12 @@ SUITE=$1
 shift
 KEEP=0
 REFRESH=0
+BENCH=0
 for arg in "$@"; do
     case $arg in
     --keep) KEEP=1 ;;
     --refresh) REFRESH=1 ;;
+    --bench) BENCH=1 ;;
     *) usage ;;
     esac
 done
@@ -58,11 +64,14 @@ VECTORS=${KC_VECTORS:-$SRC/../shared/vectors}
 CACHE=${KC_COMPAT_CACHE:-/var/cache/keycache-compat}
 MIRROR=${KC_COMPAT_MIRROR:-http://deb.debian.org/debian}
 CTEST_ARGS=${KC_COMPAT_CTEST_ARGS:-}
+BENCH_SCEN=${KC_COMPAT_BENCH:-qmac-sha256 floor-hmac-sha256 gcm256-enc-prefetch gcm256-enc-legacy gcm256-dec-prefetch cookie steady-hmac-sha256 steady-gcm256-enc steady-gcm256-dec newkey-qmac-sha256 newkey-gcm256-enc rrkeys-qmac-sha256 rrkeys-gcm256-enc}
+BENCH_SIZES=${SIZES:-32}
 
 if [ "$(id -u)" -ne 0 ]; then
     SUDO=$(command -v sudo) || { echo "compat.sh: needs root or sudo" >&2; exit 2; }
     exec "$SUDO" env KC_VECTORS="$VECTORS" KC_COMPAT_CACHE="$CACHE" \
         KC_COMPAT_MIRROR="$MIRROR" KC_COMPAT_CTEST_ARGS="$CTEST_ARGS" \
+        KC_COMPAT_BENCH="$BENCH_SCEN" SIZES="$BENCH_SIZES" \
         "$0" "$SUITE" "$@"
 fi
 
@@ -198,6 +207,13 @@ fi
 # compiler warnings are worth seeing: new headers deprecate things
 grep -E 'warning:' build.log | sort -u
 t=$(date +%s)
+if [ "$3" = bench ]; then
+    # word splitting of $4 (the scenario list) is intended
+    SIZES="$5" bash bench/callgrind.sh build $4
+    rc=$?
+    echo "== bench: $(( $(date +%s) - t ))s"
+    exit $rc
+fi
 cd build
 ctest --output-on-failure $2 2>&1 | tee ../ctest.log
 rc=${PIPESTATUS[0]}
@@ -207,7 +223,10 @@ EOF
 
 T_RUN=$(date +%s)
 set +e
-in_chroot /bin/bash "$RUN_IN/run.sh" "$RUN_IN/$NAME" "$CTEST_ARGS"
+MODE=test
+[ "$BENCH" = 1 ] && MODE=bench
+in_chroot /bin/bash "$RUN_IN/run.sh" "$RUN_IN/$NAME" "$CTEST_ARGS" "$MODE" \
+    "$BENCH_SCEN" "$BENCH_SIZES"
 RC=$?
 set -e
 T_RUN=$(elapsed "$T_RUN")
