@@ -19,7 +19,9 @@
 #   --bench    instead of ctest, run bench/callgrind.sh (instructions per
 #              op, default vs keycache) on that OpenSSL, for the scenarios
 #              in $KC_COMPAT_BENCH (default: the README's table) at
-#              SIZES=${SIZES:-32}
+#              SIZES=${SIZES:-32}, with the build's openssl.cnf (what an
+#              operator gets) or the config KC_COMPAT_BENCH_CONF names
+#              (e.g. keycache-test.cnf: aes_gcm = on on every version)
 #
 # Environment: KC_VECTORS (vectors folder, default <src>/../shared/vectors),
 # KC_COMPAT_CACHE, KC_COMPAT_MIRROR, KC_COMPAT_CTEST_ARGS (extra ctest args,
@@ -66,12 +68,14 @@ MIRROR=${KC_COMPAT_MIRROR:-http://deb.debian.org/debian}
 CTEST_ARGS=${KC_COMPAT_CTEST_ARGS:-}
 BENCH_SCEN=${KC_COMPAT_BENCH:-qmac-sha256 floor-hmac-sha256 gcm256-enc-prefetch gcm256-enc-legacy gcm256-dec-prefetch cookie steady-hmac-sha256 steady-gcm256-enc steady-gcm256-dec newkey-qmac-sha256 newkey-gcm256-enc rrkeys-qmac-sha256 rrkeys-gcm256-enc}
 BENCH_SIZES=${SIZES:-32}
+BENCH_CONF=${KC_COMPAT_BENCH_CONF:-openssl.cnf}
 
 if [ "$(id -u)" -ne 0 ]; then
     SUDO=$(command -v sudo) || { echo "compat.sh: needs root or sudo" >&2; exit 2; }
     exec "$SUDO" env KC_VECTORS="$VECTORS" KC_COMPAT_CACHE="$CACHE" \
         KC_COMPAT_MIRROR="$MIRROR" KC_COMPAT_CTEST_ARGS="$CTEST_ARGS" \
         KC_COMPAT_BENCH="$BENCH_SCEN" SIZES="$BENCH_SIZES" \
+        KC_COMPAT_BENCH_CONF="$BENCH_CONF" \
         "$0" "$SUITE" "$@"
 fi
 
@@ -209,7 +213,8 @@ grep -E 'warning:' build.log | sort -u
 t=$(date +%s)
 if [ "$3" = bench ]; then
     # word splitting of $4 (the scenario list) is intended
-    SIZES="$5" bash bench/callgrind.sh build $4
+    echo "== bench config: build/$6"
+    SIZES="$5" KC_CONF="$PWD/build/$6" bash bench/callgrind.sh build $4
     rc=$?
     echo "== bench: $(( $(date +%s) - t ))s"
     exit $rc
@@ -226,7 +231,7 @@ set +e
 MODE=test
 [ "$BENCH" = 1 ] && MODE=bench
 in_chroot /bin/bash "$RUN_IN/run.sh" "$RUN_IN/$NAME" "$CTEST_ARGS" "$MODE" \
-    "$BENCH_SCEN" "$BENCH_SIZES"
+    "$BENCH_SCEN" "$BENCH_SIZES" "$BENCH_CONF"
 RC=$?
 set -e
 T_RUN=$(elapsed "$T_RUN")
