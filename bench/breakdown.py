@@ -8,11 +8,15 @@ e.g.   bench/breakdown.py build gcm256-enc-prefetch:32 qmac-sha256:32
 Like callgrind.sh it runs `kcbench --callgrind SCENARIO:SIZE:keycache:N`
 under valgrind for N = 2000 and 4000 and reports per-op differences: the
 total, the inclusive cost of each keycache dispatch function called by
-libcrypto, and how many malloc / free / lock calls an op makes in all.
+libcrypto, how many allocation and lock calls an op makes in all, and how
+many of those keycache's own code makes directly (the rest are the
+application's EVP calls and the default provider's functions).
 """
 import os, re, subprocess, sys, tempfile
 
-COUNTED = ("malloc", "free", "CRYPTO_THREAD_read_lock", "CRYPTO_THREAD_write_lock")
+COUNTED = ("malloc", "free", "CRYPTO_malloc", "CRYPTO_zalloc", "CRYPTO_free",
+           "CRYPTO_THREAD_read_lock", "CRYPTO_THREAD_write_lock",
+           "pthread_mutex_lock")
 
 
 def profile(kcbench, scen, n, out):
@@ -29,22 +33,37 @@ def profile(kcbench, scen, n, out):
         if m:
             name = m.group(2).split(":", 1)[-1]
             incl[name] = max(incl.get(name, 0), int(m.group(1).replace(",", "")))
-    calls, names, cfn = {}, {}, None
+    # calls of the COUNTED functions: all of them, and those made directly
+    # by a function in keycache.so (its own code, not the default's)
+    calls, own, names, objs, cfn = {}, {}, {}, {}, None
+    ob, fn_ob = "", ""
     with open(out) as f:
         for line in f:
+            m = re.match(r"^c?ob=\((\d+)\)(?: (.*))?", line)
+            if m:
+                # names are defined at first use, by ob= or cob= alike
+                if m.group(2):
+                    objs[m.group(1)] = m.group(2)
+                if line.startswith("ob="):
+                    ob = objs.get(m.group(1), "")
+                continue
             m = re.match(r"^c?fn=\((\d+)\)(?: (.*))?", line)
             if m:
                 if m.group(2):
                     names[m.group(1)] = m.group(2)
                 if line.startswith("cfn="):
                     cfn = names.get(m.group(1), "")
+                else:
+                    fn_ob, cfn = ob, None
                 continue
             m = re.match(r"^calls=(\d+)", line)
             if m and cfn is not None:
                 base = cfn.split("'")[0]
                 if base in COUNTED:
                     calls[base] = calls.get(base, 0) + int(m.group(1))
-    return incl, calls
+                    if fn_ob.endswith("keycache.so"):
+                        own[base] = own.get(base, 0) + int(m.group(1))
+    return incl, calls, own
 
 
 def main(argv):
@@ -54,8 +73,8 @@ def main(argv):
     kcbench = os.path.join(argv[0], "bench", "kcbench")
     tmp = tempfile.mkdtemp()
     for scen in argv[1:]:
-        a, ca = profile(kcbench, scen, 2000, os.path.join(tmp, "a"))
-        b, cb = profile(kcbench, scen, 4000, os.path.join(tmp, "b"))
+        a, ca, oa = profile(kcbench, scen, 2000, os.path.join(tmp, "a"))
+        b, cb, ob = profile(kcbench, scen, 4000, os.path.join(tmp, "b"))
         per = {k: (b[k] - a.get(k, 0)) / 2000 for k in b}
         total = per.get("PROGRAM", 0)
         # the dispatch functions libcrypto calls (helpers run inside them)
@@ -68,6 +87,8 @@ def main(argv):
             print(f"    {k:32} {v:8.0f}")
         print("    calls/op: " + ", ".join(
             f"{k} {(cb.get(k, 0) - ca.get(k, 0)) / 2000:g}" for k in COUNTED))
+        print("    of which made by keycache's own code: " + ", ".join(
+            f"{k} {(ob.get(k, 0) - oa.get(k, 0)) / 2000:g}" for k in COUNTED))
     return 0
 
 
