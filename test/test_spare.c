@@ -43,7 +43,10 @@ static void note(REC *r, const char *what, int ret, const unsigned char *buf,
 
 static unsigned char K[32], IV[12], IV2[12], P[32];
 
-/* Encrypt one message and free the context: parks a spare on keycache. */
+/*
+ * Encrypt one message and free the context: a keycache that reuses used
+ * contexts would park this one for the next init with the key.
+ */
 static void park_one(EVP_CIPHER *c, unsigned char *ct, unsigned char *tag)
 {
     EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
@@ -90,7 +93,7 @@ static void seq_tls_aad(OSSL_LIB_CTX *libctx, REC *r, int zero_update)
     EVP_CIPHER_free(c);
 }
 
-/* A 12-byte tag set on a spare, then read back as 16 bytes. */
+/* A 12-byte tag set after a use of the key, then read back as 16 bytes. */
 static void seq_short_tag(OSSL_LIB_CTX *libctx, REC *r)
 {
     EVP_CIPHER *c = EVP_CIPHER_fetch(libctx, "AES-256-GCM", NULL);
@@ -112,7 +115,7 @@ static void seq_short_tag(OSSL_LIB_CTX *libctx, REC *r)
 }
 
 /*
- * A decrypt that forgets its tag, on a spare whose last use decrypted the
+ * A decrypt that forgets its tag, after a use of the key that decrypted the
  * very same message: no stale tag may verify it.
  */
 static void seq_forgotten_tag(OSSL_LIB_CTX *libctx, REC *r)
@@ -138,7 +141,7 @@ static void seq_forgotten_tag(OSSL_LIB_CTX *libctx, REC *r)
     EVP_CIPHER_free(c);
 }
 
-/* TLS params on a spare, then EVP_Cipher() data and final: the tag shows. */
+/* TLS params after a use of the key, then EVP_Cipher() data and final. */
 static void seq_tls_then_cipher_final(OSSL_LIB_CTX *libctx, REC *r)
 {
     EVP_CIPHER *c = EVP_CIPHER_fetch(libctx, "AES-256-GCM", NULL);
