@@ -38,8 +38,10 @@
  *   hits         keyed init served from a cached key schedule
  *   misses       keyed init that had to expand the key (entry then cached)
  *   evictions    entries dropped to make room, by idle_ttl, or at thread exit
- *   passthrough  operations served uncached (algorithm off, key too long,
- *                unusual parameters such as TLS ones, cache_size 0)
+ *   passthrough  operations served uncached (key too long, unusual
+ *                parameters such as TLS ones, cache_size 0); counted by the
+ *                thread that runs them, if it has used keycache before.
+ *                An algorithm switched off is not served by keycache at all.
  *   entries      entries currently cached across all threads
  */
 #define KEYCACHE_PARAM_HITS        "keycache-hits"

@@ -105,7 +105,7 @@ static uint64_t kc_hash(uint64_t seed, const unsigned char *p, size_t n)
         h ^= h >> 31;
     }
     if (n > 0) {
-        /* byte by byte, so that no key bytes are left in a stack slot */
+        /* byte by byte into w: no stack buffer holds the key's tail */
         for (w = 0; n > 0; n--)
             w = (w << 8) | p[n - 1];
         h = (h ^ w) * 0x94d049bb133111ebULL;

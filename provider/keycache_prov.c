@@ -52,11 +52,11 @@ static int parse_bool(const char *v, int *out)
 
 /*
  * aes_gcm = auto (the default): on where the cache was measured to pay.
- * A keyed GCM context is rebuilt from the cached template with the default
- * provider's dupctx, and that beats keying a fresh context on OpenSSL 3.0
- * (0.85x instructions per one-shot encryption) but not on 3.5 or 3.6,
- * where keying got cheap (0.99x, and 1.11x on misses).  3.1 to 3.4 were
- * not measured, so they are left alone too.
+ * Copying the cached template (the inner default's dupctx) beats keying a
+ * fresh GCM context on OpenSSL 3.0 (0.85x per one-shot encryption), not on
+ * 3.5 or 3.6 (0.99x, and 1.11x on misses); 3.1-3.4 were not measured and
+ * are left alone too.  The version asked is that of the libcrypto keycache
+ * runs its inner default provider from, which is the one that matters.
  */
 #define KC_GCM_AUTO_BELOW 0x30100000UL
 

@@ -4,8 +4,9 @@
  * default provider; invalid values make loading the configuration fail with
  * an error on the queue.
  *
- * Every configuration is a temporary copy of the build tree's openssl.cnf
- * with lines of [keycache_sect] replaced or added, loaded into a library
+ * Every configuration is a temporary copy of the build tree's
+ * keycache-test.cnf (openssl.cnf with aes_gcm = on) with lines of
+ * [keycache_sect] replaced or added, loaded into a library
  * context of its own (so its counters start at zero).
  */
 #include <stdio.h>
@@ -534,7 +535,7 @@ static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("config", NULL, NULL);
 
-    CU_add_test(s, "build config caches both", test_defaults_cache);
+    CU_add_test(s, "test config caches both", test_defaults_cache);
     CU_add_test(s, "hmac = off leaves HMAC to default", test_hmac_off);
     CU_add_test(s, "aes_gcm = off leaves AES-GCM to default", test_gcm_off);
     CU_add_test(s, "aes_gcm = auto follows the OpenSSL version",

@@ -1,7 +1,7 @@
 /*
  * Which provider serves which fetch once keycache is configured.
  *
- * With the build tree's openssl.cnf (default + keycache,
+ * With the build tree's keycache-test.cnf (default + keycache, aes_gcm = on,
  * default_properties = ?provider=keycache) made the thread's default
  * context, query-less fetches of HMAC and AES-GCM must land on keycache
  * and everything else on default; explicit queries must still be honoured.

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The documented deployment config (openssl.cnf.sample) must work as
-# shipped, once its module line points at the built module: both providers
-# active, HMAC served by keycache, AES-GCM by keycache on OpenSSL 3.0 and by
-# default elsewhere (aes_gcm = auto), results equal to default's.
+# shipped, once its module line points at the built module, and so must the
+# build tree's openssl.cnf (what OPENSSL_CONF=build/openssl.cnf gives):
+# both providers active, HMAC served by keycache, AES-GCM by keycache on
+# OpenSSL 3.0 and by default elsewhere (aes_gcm = auto), results equal to
+# default's.
 set -euo pipefail
 build=$(cd "${1:?usage: $0 <build-dir>}" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,28 +20,32 @@ sed "s#^module = keycache.so#module = $build/keycache.so#" \
     "$src/openssl.cnf.sample" > "$tmp/keycache.cnf"
 grep -q "^module = $build/keycache.so" "$tmp/keycache.cnf" \
     || { echo "FAIL: sample has no 'module = keycache.so' line"; exit 1; }
-export OPENSSL_CONF="$tmp/keycache.cnf"
-
-check "both providers active" \
-    "$(openssl list -providers | grep -c 'status: active')" 2
-check "HMAC served by keycache" \
-    "$(openssl list -mac-algorithms | grep -c 'HMAC @ keycache')" 1
 case "$(openssl version)" in
 "OpenSSL 3.0."*) gcm_by_keycache=1 ;;
 *) gcm_by_keycache=0 ;;
 esac
-check "AES-256-GCM served by keycache: $gcm_by_keycache (aes_gcm = auto)" \
-    "$(openssl list -cipher-algorithms | grep -c 'aes-256-gcm.*@ keycache')" \
-    "$gcm_by_keycache"
-check "AES-256-GCM offered by default" \
-    "$(openssl list -cipher-algorithms | grep -c 'aes-256-gcm.*@ default')" 1
 printf 'what do ya want for nothing?' > "$tmp/msg"
-# RFC 4231 test case 2
-check "RFC 4231 case 2 under the sample config" \
-    "$(openssl mac -digest SHA256 -macopt key:Jefe -in "$tmp/msg" HMAC)" \
-    "5BDCC146BF60754E6A042426089575C75A003F089D2739839DEC58B964EC3843"
-check "SHA-512 HMAC equals default's" \
-    "$(openssl mac -digest SHA512 -macopt key:k -in "$tmp/msg" HMAC)" \
-    "$(OPENSSL_CONF=/dev/null openssl mac -digest SHA512 -macopt key:k -in "$tmp/msg" HMAC)"
+
+# The sample as shipped, and the build's own openssl.cnf (both aes_gcm = auto).
+for conf in "$tmp/keycache.cnf" "$build/openssl.cnf"; do
+    export OPENSSL_CONF="$conf"
+    n=$(basename "$conf")
+    check "$n: both providers active" \
+        "$(openssl list -providers | grep -c 'status: active')" 2
+    check "$n: HMAC served by keycache" \
+        "$(openssl list -mac-algorithms | grep -c 'HMAC @ keycache')" 1
+    check "$n: AES-256-GCM served by keycache: $gcm_by_keycache (aes_gcm = auto)" \
+        "$(openssl list -cipher-algorithms | grep -c 'aes-256-gcm.*@ keycache')" \
+        "$gcm_by_keycache"
+    check "$n: AES-256-GCM offered by default" \
+        "$(openssl list -cipher-algorithms | grep -c 'aes-256-gcm.*@ default')" 1
+    # RFC 4231 test case 2
+    check "$n: RFC 4231 case 2" \
+        "$(openssl mac -digest SHA256 -macopt key:Jefe -in "$tmp/msg" HMAC)" \
+        "5BDCC146BF60754E6A042426089575C75A003F089D2739839DEC58B964EC3843"
+    check "$n: SHA-512 HMAC equals default's" \
+        "$(openssl mac -digest SHA512 -macopt key:k -in "$tmp/msg" HMAC)" \
+        "$(OPENSSL_CONF=/dev/null openssl mac -digest SHA512 -macopt key:k -in "$tmp/msg" HMAC)"
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
