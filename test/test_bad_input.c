@@ -1172,6 +1172,24 @@ static void g_copy_before_key(OSSL_LIB_CTX *lc, const char *alg, RECORD *r)
     gcm_close(&h);
 }
 
+/*
+ * Encrypt direction chosen before the key, then a tag: refused, because the
+ * context encrypts.  keycache must have replayed the direction onto the
+ * context it builds for the tag (a fresh context would decrypt).
+ */
+static void g_enc_then_tag(OSSL_LIB_CTX *lc, const char *alg, RECORD *r)
+{
+    static const unsigned char tag[16] = { 1, 2, 3 };
+    GCM g;
+
+    gcm_open(&g, lc, alg);
+    g_init(r, &g, 1, NULL, NULL, 1);
+    g_set_tag(r, &g, sizeof(tag), tag);
+    g_init(r, &g, 0, std_key, std_iv, 1);
+    g_seal_rest(r, &g);
+    gcm_close(&g);
+}
+
 static const ROW gcm_rows[] = {
     { "NULL key", g_null_key },
     { "init without key", g_no_key },
@@ -1202,6 +1220,7 @@ static const ROW gcm_rows[] = {
     { "SET_TAG with NULL pointer", g_set_tag_null },
     { "IV, new IV length, then key", g_iv_newlen_key },
     { "copy before key", g_copy_before_key },
+    { "encrypt direction, tag, then key", g_enc_then_tag },
 };
 
 /* ---- drivers ------------------------------------------------------------ */
