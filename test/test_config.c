@@ -157,20 +157,26 @@ static void check_output(OSSL_LIB_CTX *ctx, const unsigned char key[32])
     CU_ASSERT_EQUAL(memcmp(got, want, sizeof(got)), 0);
 }
 
+/* Which provider |ctx| serves HMAC (mac) or AES-256-GCM (cipher) from. */
+static const char *served_by(OSSL_LIB_CTX *ctx, int cipher)
+{
+    static char name[32];
+    EVP_MAC *m = cipher ? NULL : EVP_MAC_fetch(ctx, "HMAC", NULL);
+    EVP_CIPHER *c = cipher ? EVP_CIPHER_fetch(ctx, "AES-256-GCM", NULL) : NULL;
+    const OSSL_PROVIDER *p = m != NULL ? EVP_MAC_get0_provider(m)
+                             : c != NULL ? EVP_CIPHER_get0_provider(c) : NULL;
+
+    snprintf(name, sizeof(name), "%s", kct_provider_name(p));
+    EVP_MAC_free(m);
+    EVP_CIPHER_free(c);
+    return name;
+}
+
 /* Both the MAC and the cipher are fetched from keycache in |ctx|. */
 static void check_routed(OSSL_LIB_CTX *ctx)
 {
-    EVP_MAC *m = EVP_MAC_fetch(ctx, "HMAC", NULL);
-    EVP_CIPHER *c = EVP_CIPHER_fetch(ctx, "AES-256-GCM", NULL);
-
-    CU_ASSERT_STRING_EQUAL(kct_provider_name(m == NULL ? NULL
-                                             : EVP_MAC_get0_provider(m)),
-                           KEYCACHE_PROVIDER_NAME);
-    CU_ASSERT_STRING_EQUAL(kct_provider_name(c == NULL ? NULL
-                                             : EVP_CIPHER_get0_provider(c)),
-                           KEYCACHE_PROVIDER_NAME);
-    EVP_MAC_free(m);
-    EVP_CIPHER_free(c);
+    CU_ASSERT_STRING_EQUAL(served_by(ctx, 0), KEYCACHE_PROVIDER_NAME);
+    CU_ASSERT_STRING_EQUAL(served_by(ctx, 1), KEYCACHE_PROVIDER_NAME);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -195,21 +201,6 @@ static void test_defaults_cache(void)
     CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_PASSTHROUGH), 0);
     CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 2);
     OSSL_LIB_CTX_free(ctx);
-}
-
-/* Which provider |ctx| serves HMAC (mac) or AES-256-GCM (cipher) from. */
-static const char *served_by(OSSL_LIB_CTX *ctx, int cipher)
-{
-    static char name[32];
-    EVP_MAC *m = cipher ? NULL : EVP_MAC_fetch(ctx, "HMAC", NULL);
-    EVP_CIPHER *c = cipher ? EVP_CIPHER_fetch(ctx, "AES-256-GCM", NULL) : NULL;
-    const OSSL_PROVIDER *p = m != NULL ? EVP_MAC_get0_provider(m)
-                             : c != NULL ? EVP_CIPHER_get0_provider(c) : NULL;
-
-    snprintf(name, sizeof(name), "%s", kct_provider_name(p));
-    EVP_MAC_free(m);
-    EVP_CIPHER_free(c);
-    return name;
 }
 
 /* One HMAC (cipher 0) or one seal (cipher 1); the output length, 0 on error. */
