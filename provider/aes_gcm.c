@@ -106,6 +106,10 @@ static int replay(const KC_GCM_CTX *w, void *inner)
 {
     OSSL_PARAM p[2];
 
+    /* the usual case: the key came with the first init, nothing to redo */
+    if (!w->inited && w->taglen == 0 && !w->iv_set
+        && w->ivlen == KC_GCM_IV_DEFAULT)
+        return 1;
     p[1] = OSSL_PARAM_construct_end();
     if (w->taglen != 0) {
         /* the tag was accepted while decrypting, so set it that way */
@@ -145,8 +149,7 @@ static KC_NOINLINE int materialize(KC_GCM_CTX *w)
         return 0;
     }
     w->inner = inner;
-    /* counted in the thread's cache if it has one; never creates it */
-    kc_count_passthrough(CRYPTO_THREAD_get_local(&w->pctx->tls));
+    kc_count_passthrough(w->pctx);
     return 1;
 }
 
@@ -282,7 +285,7 @@ static int init_cached(KC_GCM_CTX *w, int enc, const unsigned char *key,
         }
         if (!kc_cache_add(c, alg, NULL, key, keylen, tmpl, NULL)) {
             /* not cacheable: use the template itself */
-            kc_count_passthrough(c);
+            kc_count_passthrough(pctx);
             inner = tmpl;
             goto keyed;
         }
@@ -407,10 +410,31 @@ static int kc_gcm_cipher(void *vctx, unsigned char *out, size_t *outl,
 }
 
 /*
+ * EVP asks for one length at a time into a size_t (twice per one-shot
+ * init): store it the way OSSL_PARAM_set_size_t() does for that shape.
+ * Returns 1 if answered, 0 if the general walk must look.
+ */
+static int answer_one_length(const KC_GCM_CTX *w, OSSL_PARAM *p)
+{
+    int kind;
+
+    if (p[0].key == NULL || p[1].key != NULL || p->data == NULL
+        || p->data_type != OSSL_PARAM_UNSIGNED_INTEGER
+        || p->data_size != sizeof(size_t))
+        return 0;
+    kind = name_kind(p->key);
+    if (kind != G_IVLEN && kind != G_KEYLEN)
+        return 0;
+    *(size_t *)p->data = kind == G_IVLEN ? w->ivlen : w->g->keylen;
+    p->return_size = sizeof(size_t);
+    return 1;
+}
+
+/*
  * The length queries EVP makes before init, answered from the record.
  * Returns 1 if answered, 0 if the params need a real context.
  */
-static int answer_lengths(KC_GCM_CTX *w, OSSL_PARAM params[])
+static KC_NOINLINE int answer_lengths(KC_GCM_CTX *w, OSSL_PARAM params[])
 {
     const OSSL_PARAM *gettable = NULL;
     OSSL_PARAM *p, *q[G_TAGLEN + 1] = { NULL };
@@ -445,7 +469,8 @@ static int answer_lengths(KC_GCM_CTX *w, OSSL_PARAM params[])
 
 static KC_NOINLINE int unkeyed_get_params(KC_GCM_CTX *w, OSSL_PARAM params[])
 {
-    if (params != NULL && answer_lengths(w, params))
+    if (params != NULL
+        && (answer_one_length(w, params) || answer_lengths(w, params)))
         return 1;
     return materialize(w) && fns(w)->get_ctx_params(w->inner, params);
 }

@@ -440,8 +440,10 @@ void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
     c->pool[kind][c->npool[kind]++] = p;
 }
 
-void kc_count_passthrough(KC_CACHE *c)
+void kc_count_passthrough(KC_PROVCTX *pctx)
 {
+    KC_CACHE *c = CRYPTO_THREAD_get_local(&pctx->tls);
+
     if (c != NULL)
         KC_BUMP(c, passthrough);
 }

@@ -97,8 +97,7 @@ static int go_passthrough(KC_HMAC_CTX *w)
     /* an inner context we already had was clean: its state is exact */
     w->passthrough = 1;
     memset(&w->lease, 0, sizeof(w->lease));
-    /* counted in the thread's cache if it has one; never creates it */
-    kc_count_passthrough(CRYPTO_THREAD_get_local(&w->pctx->tls));
+    kc_count_passthrough(w->pctx);
     return 1;
 }
 
@@ -169,13 +168,13 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
         || !fns(w)->init(inner, key, keylen, NULL)) {
         /* whatever state that left is the default's: keep it, uncached */
         w->passthrough = 1;
-        kc_count_passthrough(c);
+        kc_count_passthrough(pctx);
         return 0;
     }
     if (!kc_cache_add(c, &pctx->hmac_alg, w->dg, key, keylen, NULL,
                       &w->lease)) {
         memset(&w->lease, 0, sizeof(w->lease));
-        kc_count_passthrough(c);
+        kc_count_passthrough(pctx);
     }
     return 1;
 }

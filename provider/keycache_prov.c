@@ -60,10 +60,15 @@ static int parse_bool(const char *v, int *out)
  */
 #define KC_GCM_AUTO_BELOW 0x30100000UL
 
+static int gcm_auto(void)
+{
+    return OpenSSL_version_num() < KC_GCM_AUTO_BELOW;
+}
+
 static int parse_onoffauto(const char *v, int *out)
 {
     if (strcasecmp(v, "auto") == 0) {
-        *out = OpenSSL_version_num() < KC_GCM_AUTO_BELOW;
+        *out = gcm_auto();
         return 1;
     }
     return parse_bool(v, out);
@@ -92,7 +97,7 @@ static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
 
     pctx->cache_size = KEYCACHE_DEFAULT_CACHE_SIZE;
     pctx->hmac_on = 1;
-    parse_onoffauto("auto", &pctx->gcm_on);
+    pctx->gcm_on = gcm_auto();
     pctx->idle_ttl = 0;
     if (get == NULL)
         return 1;

@@ -38,6 +38,16 @@ MUTANTS = {
     "gcm-drop-direction": ("provider/aes_gcm.c",
         "if (w->inited && !inner_init(w, inner, w->enc, NULL, 0, NULL, 0, NULL))",
         "if (0)"),
+    # GCM: replay's nothing-recorded shortcut misses a recorded direction
+    # (Not a mutant: the same shortcut missing a recorded IV length, since
+    # through EVP every context gets an init, so a direction, before any
+    # params; the check stays for callers of the dispatch table itself.)
+    "gcm-replay-shortcut-direction": ("provider/aes_gcm.c",
+        "if (!w->inited && w->taglen == 0", "if (w->taglen == 0"),
+    # GCM: the one-length answer before the key ignores a recorded IV length
+    "gcm-one-length-stale": ("provider/aes_gcm.c",
+        "kind == G_IVLEN ? w->ivlen : w->g->keylen",
+        "kind == G_IVLEN ? KC_GCM_IV_DEFAULT : w->g->keylen"),
     # GCM: a keyed init hands out the entry's template itself, not a copy
     # (the first user's state - IV, tag - reaches every later one)
     # (and a freed wrapper leaves it to the cache)
