@@ -10,7 +10,9 @@ under valgrind for N = 2000 and 4000 and reports per-op differences: the
 total, the inclusive cost of each keycache dispatch function called by
 libcrypto, how many allocation and lock calls an op makes in all, and how
 many of those keycache's own code makes directly (the rest are the
-application's EVP calls and the default provider's functions).
+application's EVP calls and the default provider's functions), and what
+keycache's code spends in calls to other code (mostly the default
+provider's dispatch functions it forwards to).
 """
 import os, re, subprocess, sys, tempfile
 
@@ -35,10 +37,17 @@ def profile(kcbench, scen, n, out):
             incl[name] = max(incl.get(name, 0), int(m.group(1).replace(",", "")))
     # calls of the COUNTED functions: all of them, and those made directly
     # by a function in keycache.so (its own code, not the default's)
-    calls, own, names, objs, cfn = {}, {}, {}, {}, None
-    ob, fn_ob = "", ""
+    # and the inclusive cost of every call keycache's code makes into
+    # another object (the default provider's functions, libcrypto, libc)
+    calls, own, ext, names, objs, cfn = {}, {}, {}, {}, {}, None
+    ob, fn_ob, fn, cob, ext_key = "", "", "", None, None
     with open(out) as f:
         for line in f:
+            if ext_key is not None:
+                # the line after calls= is "<position> <inclusive cost>"
+                ext[ext_key] = ext.get(ext_key, 0) + int(line.split()[-1])
+                ext_key = None
+                continue
             m = re.match(r"^c?ob=\((\d+)\)(?: (.*))?", line)
             if m:
                 # names are defined at first use, by ob= or cob= alike
@@ -46,6 +55,8 @@ def profile(kcbench, scen, n, out):
                     objs[m.group(1)] = m.group(2)
                 if line.startswith("ob="):
                     ob = objs.get(m.group(1), "")
+                else:
+                    cob = objs.get(m.group(1), "")
                 continue
             m = re.match(r"^c?fn=\((\d+)\)(?: (.*))?", line)
             if m:
@@ -54,7 +65,8 @@ def profile(kcbench, scen, n, out):
                 if line.startswith("cfn="):
                     cfn = names.get(m.group(1), "")
                 else:
-                    fn_ob, cfn = ob, None
+                    fn_ob, fn, cfn = ob, names.get(m.group(1), ""), None
+                    cob = None
                 continue
             m = re.match(r"^calls=(\d+)", line)
             if m and cfn is not None:
@@ -63,7 +75,12 @@ def profile(kcbench, scen, n, out):
                     calls[base] = calls.get(base, 0) + int(m.group(1))
                     if fn_ob.endswith("keycache.so"):
                         own[base] = own.get(base, 0) + int(m.group(1))
-    return incl, calls, own
+                callee_ob = cob if cob is not None else fn_ob
+                if (fn_ob.endswith("keycache.so")
+                        and not callee_ob.endswith("keycache.so")):
+                    ext_key = (fn, base, os.path.basename(callee_ob))
+                cob = None
+    return incl, calls, own, ext
 
 
 def main(argv):
@@ -73,8 +90,8 @@ def main(argv):
     kcbench = os.path.join(argv[0], "bench", "kcbench")
     tmp = tempfile.mkdtemp()
     for scen in argv[1:]:
-        a, ca, oa = profile(kcbench, scen, 2000, os.path.join(tmp, "a"))
-        b, cb, ob = profile(kcbench, scen, 4000, os.path.join(tmp, "b"))
+        a, ca, oa, ea = profile(kcbench, scen, 2000, os.path.join(tmp, "a"))
+        b, cb, ob, eb = profile(kcbench, scen, 4000, os.path.join(tmp, "b"))
         per = {k: (b[k] - a.get(k, 0)) / 2000 for k in b}
         total = per.get("PROGRAM", 0)
         # the dispatch functions libcrypto calls (helpers run inside them)
@@ -89,6 +106,16 @@ def main(argv):
             f"{k} {(cb.get(k, 0) - ca.get(k, 0)) / 2000:g}" for k in COUNTED))
         print("    of which made by keycache's own code: " + ", ".join(
             f"{k} {(ob.get(k, 0) - oa.get(k, 0)) / 2000:g}" for k in COUNTED))
+        # unnamed libcrypto functions are its static ones: in practice the
+        # default provider's dispatch functions keycache forwards to
+        ext = {k: (eb[k] - ea.get(k, 0)) / 2000 for k in eb}
+        ext = {k: v for k, v in ext.items() if v >= 1}
+        print(f"    keycache's calls into other code, inclusive: "
+              f"{sum(ext.values()):.0f}/op")
+        for (caller, callee, obj), v in sorted(ext.items(),
+                                                key=lambda kv: -kv[1]):
+            if v >= 10:
+                print(f"      {caller:24} -> {callee} ({obj}) {v:.0f}")
     return 0
 
 
