@@ -165,7 +165,7 @@ int kc_cache_start(KC_PROVCTX *pctx);
 void kc_cache_stop(KC_PROVCTX *pctx);
 KC_CACHE *kc_cache_get(KC_PROVCTX *pctx);
 void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries);
-/* count a pass-through in this thread's cache, if it has one (never creates it) */
+/* count a pass-through in this thread's cache if any (never creates one) */
 void kc_count_passthrough(KC_PROVCTX *pctx);
 /* 1 if a missed key should be cached (0: hit rate too low lately) */
 int kc_cache_admit(KC_CACHE *c);
