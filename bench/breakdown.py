@@ -21,6 +21,14 @@ COUNTED = ("malloc", "free", "CRYPTO_malloc", "CRYPTO_zalloc", "CRYPTO_free",
            "pthread_mutex_lock")
 
 
+def compressed_name(table, m):
+    """A callgrind "(id) name" reference: the name is given at first use of
+    the id (by ob=/cob= or fn=/cfn= alike) and only the id after that."""
+    if m.group(2):
+        table[m.group(1)] = m.group(2)
+    return table.get(m.group(1), "")
+
+
 def profile(kcbench, scen, n, out):
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                     kcbench, "--callgrind", f"{scen}:keycache:{n}"],
@@ -50,22 +58,17 @@ def profile(kcbench, scen, n, out):
                 continue
             m = re.match(r"^c?ob=\((\d+)\)(?: (.*))?", line)
             if m:
-                # names are defined at first use, by ob= or cob= alike
-                if m.group(2):
-                    objs[m.group(1)] = m.group(2)
                 if line.startswith("ob="):
-                    ob = objs.get(m.group(1), "")
+                    ob = compressed_name(objs, m)
                 else:
-                    cob = objs.get(m.group(1), "")
+                    cob = compressed_name(objs, m)
                 continue
             m = re.match(r"^c?fn=\((\d+)\)(?: (.*))?", line)
             if m:
-                if m.group(2):
-                    names[m.group(1)] = m.group(2)
                 if line.startswith("cfn="):
-                    cfn = names.get(m.group(1), "")
+                    cfn = compressed_name(names, m)
                 else:
-                    fn_ob, fn, cfn = ob, names.get(m.group(1), ""), None
+                    fn_ob, fn, cfn = ob, compressed_name(names, m), None
                     cob = None
                 continue
             m = re.match(r"^calls=(\d+)", line)
