@@ -76,6 +76,35 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static KC_PROVCTX *live_instances;
 static uint64_t next_cache_id = 1;
 
+/*
+ * fork(): a thread that held registry_lock (say, one reading counters) does
+ * not exist in the child, so the child would wait for it forever at its
+ * first cache creation or at exit.  Hold the lock across fork() so that it
+ * is in a known state, and give the child a fresh one.
+ */
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void registry_prefork(void)
+{
+    pthread_mutex_lock(&registry_lock);
+}
+
+static void registry_postfork_parent(void)
+{
+    pthread_mutex_unlock(&registry_lock);
+}
+
+static void registry_postfork_child(void)
+{
+    pthread_mutex_init(&registry_lock, NULL);
+}
+
+static void atfork_register(void)
+{
+    pthread_atfork(registry_prefork, registry_postfork_parent,
+                   registry_postfork_child);
+}
+
 static int instance_live(const KC_PROVCTX *pctx)
 {
     const KC_PROVCTX *p;
@@ -604,6 +633,7 @@ int kc_cache_start(KC_PROVCTX *pctx)
 {
     if (!CRYPTO_THREAD_init_local(&pctx->tls, NULL))
         return 0;
+    pthread_once(&atfork_once, atfork_register);
     pctx->tls_ok = 1;
     pthread_mutex_lock(&registry_lock);
     pctx->next_live = live_instances;
