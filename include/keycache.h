@@ -20,14 +20,22 @@
  *   hmac       = on     # off: HMAC is not offered; default serves it
  *   aes_gcm    = auto   # on, off, or auto: on for OpenSSL 3.0 only
  *   idle_ttl   = 0      # seconds an unused entry may live; 0 = no limit
+ *   admit_after = 3     # a key is cached from its Nth keyed init on
  */
 #define KEYCACHE_CONF_CACHE_SIZE "cache_size"
 #define KEYCACHE_CONF_HMAC       "hmac"
 #define KEYCACHE_CONF_AES_GCM    "aes_gcm"
 #define KEYCACHE_CONF_IDLE_TTL   "idle_ttl"
+#define KEYCACHE_CONF_ADMIT_AFTER "admit_after"
 
 #define KEYCACHE_DEFAULT_CACHE_SIZE 64
 #define KEYCACHE_MAX_CACHE_SIZE     4096
+/*
+ * Keyed inits a key needs before it is cached: a key OpenSSL derives for
+ * one connection is seen once at each end and so never stored.
+ */
+#define KEYCACHE_DEFAULT_ADMIT_AFTER 3
+#define KEYCACHE_MAX_ADMIT_AFTER     16
 /* Longer keys are never cached: they pass straight through. */
 #define KEYCACHE_MAX_KEY_LEN        128
 

@@ -265,6 +265,7 @@ static int init_cached(KC_GCM_CTX *w, int enc, const unsigned char *key,
 {
     KC_PROVCTX *pctx = w->pctx;
     const KC_ALG *alg = &w->g->alg;
+    KC_LOOKUP lk;
     KC_CACHE *c;
     void *tmpl, *inner;
 
@@ -273,9 +274,10 @@ static int init_cached(KC_GCM_CTX *w, int enc, const unsigned char *key,
         || (c = kc_cache_get(pctx)) == NULL)
         return -1;
 
-    tmpl = kc_cache_find(c, alg, NULL, key, keylen, 0, NULL);
+    tmpl = kc_cache_find(c, alg, NULL, key, keylen, &lk);
     if (tmpl == NULL) {
-        if (!kc_cache_admit(c))
+        /* not (yet) seen often enough to cache: a plain context */
+        if (!lk.admit)
             return -1;
         if ((tmpl = fns(w)->newctx(pctx->inner_provctx)) == NULL)
             return 0;
@@ -283,7 +285,7 @@ static int init_cached(KC_GCM_CTX *w, int enc, const unsigned char *key,
             fns(w)->freectx(tmpl);
             return -1;
         }
-        if (!kc_cache_add(c, alg, NULL, key, keylen, tmpl, NULL)) {
+        if (!kc_cache_add(c, alg, NULL, key, keylen, tmpl, &lk)) {
             /* not cacheable: use the template itself */
             kc_count_passthrough(pctx);
             inner = tmpl;

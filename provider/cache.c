@@ -1,6 +1,7 @@
 /*
  * The per-thread cache: key bytes (plus the algorithm and whatever else
- * shapes the keyed state) -> a ready keyed inner context.
+ * shapes the keyed state) -> a keyed inner template, and a few used inner
+ * contexts given back for reuse ("spares").
  *
  * Each thread owns its cache outright: the hot path reads a thread-local
  * pointer and touches nothing shared, so it takes no lock and does no atomic
@@ -8,10 +9,16 @@
  * that is taken only when a thread's cache is created or destroyed and when
  * counters are read, so that teardown can free every thread's cache.
  *
- * Keys are compared by content with CRYPTO_memcmp, after a keyed 64-bit hash
- * (secret per-thread seed) has filtered the slots.  Entries are evicted least
- * recently used first; an entry's key bytes are cleansed when it dies and its
- * context is freed by the inner provider, which cleanses its own copy.
+ * Keys are found through SipHash-1-3 under a secret per-thread key and
+ * confirmed with a constant-time compare of the full key.  Entries are
+ * evicted least recently used first; an entry's key bytes are cleansed when
+ * it dies and its contexts are freed by the inner provider, which cleanses
+ * its own copies.
+ *
+ * A key is cached only once it has been seen in several keyed inits
+ * (admit_after): a key that lives in one context, or in the two ends of one
+ * TLS connection, never becomes an entry.  Until then the cache keeps only
+ * a 64-bit keyed fingerprint of it, never the key.
  */
 #include <pthread.h>
 #include <string.h>
@@ -23,7 +30,9 @@
 typedef struct {
     const KC_ALG *alg;        /* NULL: free slot */
     const void *param;
-    void *ctx;                /* NULL while leased out (or free) */
+    void *tmpl;               /* keyed and never used: duplicated on a hit */
+    void *spare[KC_SPARE_MAX];/* used contexts given back (alg->spare_max) */
+    unsigned int nspare;
     uint64_t hash;
     uint32_t prev, next;      /* LRU list (live) or free list (next) */
     uint64_t gen;             /* changes whenever the slot is (re)filled */
@@ -31,6 +40,15 @@ typedef struct {
     size_t keylen;
     unsigned char key[KEYCACHE_MAX_KEY_LEN];
 } KC_ENTRY;
+
+/*
+ * Admission filter: keyed fingerprints of keys that missed, with how often
+ * they were seen.  Direct-mapped; a new fingerprint simply replaces the old.
+ */
+typedef struct {
+    uint64_t fp;              /* 0: empty */
+    uint32_t seen;
+} KC_SEEN;
 
 /* Remembers resolved digest names, so a repeated name costs a strcmp. */
 #define KC_MEMO_SLOTS 8
@@ -45,7 +63,7 @@ struct kc_cache_st {
     KC_PROVCTX *pctx;
     KC_CACHE *next, *prev;    /* registry list, under registry_lock */
     uint64_t id;              /* unique for the process's lifetime */
-    uint64_t seed;
+    uint64_t sipkey[2];       /* secret, per thread */
     uint32_t lru_head, lru_tail; /* most / least recently used */
     uint32_t free_head;
     uint64_t gen;
@@ -53,6 +71,8 @@ struct kc_cache_st {
     size_t size, used;
     size_t nidx;              /* power of two, at least twice size */
     uint32_t *idx;            /* hash index: slot + 1, 0 = empty */
+    size_t nseen;             /* power of two */
+    KC_SEEN *seen;            /* admission filter */
     KC_COUNTERS n;
     KC_MEMO memo[KC_MEMO_SLOTS];
     unsigned int memo_next;
@@ -124,23 +144,47 @@ static int instance_live(const KC_PROVCTX *pctx)
     __atomic_store_n(&(c)->n.field, (c)->n.field + 1, __ATOMIC_RELAXED)
 #define KC_READ(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
-static uint64_t kc_hash(uint64_t seed, const unsigned char *p, size_t n)
+/*
+ * SipHash-1-3 (Aumasson and Bernstein) under the cache's secret key: the
+ * index and the admission filter need a keyed PRF, or keys chosen to collide
+ * (say, differing only in their last bytes) would pile into one probe run.
+ * Words are read in host order, which is fine for a table index.
+ */
+#define KC_ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+#define KC_SIPROUND                                                         \
+    do {                                                                    \
+        v0 += v1; v1 = KC_ROTL(v1, 13); v1 ^= v0; v0 = KC_ROTL(v0, 32);     \
+        v2 += v3; v3 = KC_ROTL(v3, 16); v3 ^= v2;                           \
+        v0 += v3; v3 = KC_ROTL(v3, 21); v3 ^= v0;                           \
+        v2 += v1; v1 = KC_ROTL(v1, 17); v1 ^= v2; v2 = KC_ROTL(v2, 32);     \
+    } while (0)
+
+static uint64_t kc_hash(const uint64_t k[2], const unsigned char *p, size_t n)
 {
-    uint64_t h = seed ^ (n * 0x9e3779b97f4a7c15ULL), w;
+    uint64_t v0 = k[0] ^ 0x736f6d6570736575ULL;
+    uint64_t v1 = k[1] ^ 0x646f72616e646f6dULL;
+    uint64_t v2 = k[0] ^ 0x6c7967656e657261ULL;
+    uint64_t v3 = k[1] ^ 0x7465646279746573ULL;
+    uint64_t m, last = (uint64_t)n << 56;
+    size_t i;
 
     for (; n >= 8; p += 8, n -= 8) {
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
-        h ^= h >> 31;
+        memcpy(&m, p, 8);
+        v3 ^= m;
+        KC_SIPROUND;
+        v0 ^= m;
     }
-    if (n > 0) {
-        /* byte by byte into w: no stack buffer holds the key's tail */
-        for (w = 0; n > 0; n--)
-            w = (w << 8) | p[n - 1];
-        h = (h ^ w) * 0x94d049bb133111ebULL;
-        h ^= h >> 29;
-    }
-    return h;
+    /* byte by byte: no stack buffer holds the key's tail */
+    for (i = 0; i < n; i++)
+        last |= (uint64_t)p[i] << (8 * i);
+    v3 ^= last;
+    KC_SIPROUND;
+    v0 ^= last;
+    v2 ^= 0xff;
+    KC_SIPROUND;
+    KC_SIPROUND;
+    KC_SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
 }
 
 /* LRU as a doubly linked list of slot numbers: O(1) touch and evict. */
@@ -213,16 +257,25 @@ static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
     lru_unlink(c, i);
     e->next = c->free_head;
     c->free_head = i;
-    if (e->ctx != NULL)
-        e->alg->freectx(e->ctx);
+    while (e->nspare > 0) {
+        e->alg->freectx(e->spare[--e->nspare]);
+        e->spare[e->nspare] = NULL;
+    }
+    e->alg->freectx(e->tmpl);
     OPENSSL_cleanse(e->key, e->keylen);
     e->alg = NULL;
     e->param = NULL;
-    e->ctx = NULL;
+    e->tmpl = NULL;
     e->keylen = 0;
     e->hash = 0;
     e->gen = ++c->gen;
     __atomic_store_n(&c->used, c->used - 1, __ATOMIC_RELAXED);
+}
+
+static size_t cache_bytes(size_t size, size_t nidx, size_t nseen)
+{
+    return sizeof(KC_CACHE) + size * sizeof(KC_ENTRY)
+           + nseen * sizeof(KC_SEEN) + nidx * sizeof(uint32_t);
 }
 
 static void cache_free(KC_CACHE *c)
@@ -235,8 +288,7 @@ static void cache_free(KC_CACHE *c)
     for (k = 0; k < KC_POOL_KINDS; k++)
         while (c->npool[k] > 0)
             OPENSSL_clear_free(c->pool[k][--c->npool[k]], c->pool_size[k]);
-    OPENSSL_clear_free(c, sizeof(*c) + c->size * sizeof(KC_ENTRY)
-                          + c->nidx * sizeof(uint32_t));
+    OPENSSL_clear_free(c, cache_bytes(c->size, c->nidx, c->nseen));
 }
 
 static void add_counters(KC_COUNTERS *to, const KC_COUNTERS *from)
@@ -285,29 +337,34 @@ static void kc_thread_stop(void *arg)
 static KC_CACHE *cache_new(KC_PROVCTX *pctx)
 {
     KC_CACHE *c;
-    size_t i;
-
-    size_t nidx = 4;
+    size_t i, nidx = 4, nseen = 64;
 
     while (nidx < 2 * pctx->cache_size)
         nidx *= 2;
-    c = OPENSSL_zalloc(sizeof(*c) + pctx->cache_size * sizeof(KC_ENTRY)
-                       + nidx * sizeof(uint32_t));
+    while (nseen < 2 * pctx->cache_size)
+        nseen *= 2;
+    c = OPENSSL_zalloc(cache_bytes(pctx->cache_size, nidx, nseen));
     if (c == NULL)
         return NULL;
     c->pctx = pctx;
     c->size = pctx->cache_size;
     c->nidx = nidx;
-    c->idx = (uint32_t *)(c->entries + c->size);
+    c->nseen = nseen;
+    /* KC_SEEN (8-byte aligned) before the uint32_t index */
+    c->seen = (KC_SEEN *)(c->entries + c->size);
+    c->idx = (uint32_t *)(c->seen + nseen);
     /*
      * Straight from the kernel, not RAND_bytes_ex(): a DRBG in the private
      * library context would leave per-thread state there, and OpenSSL 3.0
      * crashes when a library context is freed while threads that used its
-     * RAND exit (seen with the default provider alone).
+     * RAND exit (seen with the default provider alone).  A hash key is not
+     * the application's randomness: nothing it produces leaves keycache.
      */
-    if (getrandom(&c->seed, sizeof(c->seed), GRND_NONBLOCK)
-        != (ssize_t)sizeof(c->seed))
-        c->seed = (uint64_t)(uintptr_t)c ^ (uint64_t)time(NULL);
+    if (getrandom(c->sipkey, sizeof(c->sipkey), GRND_NONBLOCK)
+        != (ssize_t)sizeof(c->sipkey)) {
+        c->sipkey[0] = (uint64_t)(uintptr_t)c ^ (uint64_t)time(NULL);
+        c->sipkey[1] = (uint64_t)(uintptr_t)&c ^ (uint64_t)clock();
+    }
     c->lru_head = c->lru_tail = c->free_head = KC_NIL;
     for (i = c->size; i-- > 0;) {
         c->entries[i].gen = ++c->gen;
@@ -353,7 +410,7 @@ static void cache_sweep(KC_CACHE *c, time_t now)
     for (i = 0; i < c->size; i++) {
         KC_ENTRY *e = &c->entries[i];
 
-        if (e->alg != NULL && e->ctx != NULL
+        if (e->alg != NULL
             && (uint64_t)(now - e->last_time) >= c->pctx->idle_ttl) {
             entry_kill(c, e);
             KC_BUMP(c, evictions);
@@ -412,16 +469,16 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
  * When almost every lookup misses (a new key per call, or more keys in
  * rotation than the cache holds), admitting every missed key only adds
  * work: its entry is built, then evicted unused.  After a window of
- * KC_WINDOW lookups with fewer than KC_WINDOW_MIN_HITS hits, only one miss
- * in KC_ADMIT_ONE_IN is admitted (so a new hot key still gets in within a
- * few calls); lookups go on, so cached keys keep hitting and the next
- * window with enough hits ends the bypass.
+ * KC_WINDOW lookups with fewer than KC_WINDOW_MIN_HITS hits, only one
+ * admission in KC_ADMIT_ONE_IN goes ahead (so a new hot key still gets in
+ * within a few calls); lookups go on, so cached keys keep hitting and the
+ * next window with enough hits ends the bypass.
  */
 #define KC_WINDOW 64
 #define KC_WINDOW_MIN_HITS 8
 #define KC_ADMIT_ONE_IN 16
 
-int kc_cache_admit(KC_CACHE *c)
+static int bypass_allows(KC_CACHE *c)
 {
     /* filling free slots costs no eviction: only bypass a full cache */
     if (!c->bypass || c->used < c->size)
@@ -436,6 +493,39 @@ static void window_note(KC_CACHE *c, int hit)
         return;
     c->bypass = c->win_hits < KC_WINDOW_MIN_HITS;
     c->win_lookups = c->win_hits = 0;
+}
+
+/*
+ * A missed key is admitted at its admit_after-th keyed init seen by the
+ * filter.  Keys OpenSSL derives for one use (a TLS record or MAC key, seen
+ * once per connection end) are therefore never stored, while a key an
+ * application uses again and again gets in on its third call (by default).
+ */
+static int admit(KC_CACHE *c, uint64_t fp)
+{
+    KC_SEEN *s;
+
+    if (c->pctx->admit_after <= 1)
+        return bypass_allows(c);
+    s = &c->seen[(fp >> 32) & (c->nseen - 1)];
+    if (s->fp != fp) {
+        s->fp = fp;
+        s->seen = 1;
+        return 0;
+    }
+    if (++s->seen < c->pctx->admit_after || !bypass_allows(c))
+        return 0;
+    s->fp = 0;
+    s->seen = 0;
+    return 1;
+}
+
+static uint64_t fingerprint(uint64_t h, const KC_ALG *alg, const void *param)
+{
+    uint64_t fp = h ^ ((uint64_t)(uintptr_t)alg * 0x9e3779b97f4a7c15ULL)
+                  ^ ((uint64_t)(uintptr_t)param * 0xc2b2ae3d27d4eb4fULL);
+
+    return fp != 0 ? fp : 1;
 }
 
 /*
@@ -478,20 +568,27 @@ void kc_count_passthrough(KC_PROVCTX *pctx)
 }
 
 /*
- * Constant-time key compare, CRYPTO_memcmp in 16-byte pieces: libcrypto's
- * x86_64 CRYPTO_memcmp takes a dozen instructions for exactly 16 bytes but
- * about seven per byte otherwise (some 230 for a 32-byte key).  Every piece
- * is compared, so the time depends on the length only.
+ * Constant-time key compare: the differences of all words are OR-ed
+ * together, so the time depends on the length only.  The empty asm makes
+ * the accumulator opaque to the compiler, which could otherwise stop at the
+ * first difference.  (libcrypto's CRYPTO_memcmp costs about seven
+ * instructions a byte for lengths other than 16, and a call each.)
  */
 static int keys_equal(const unsigned char *a, const unsigned char *b,
                       size_t n)
 {
-    int d = 0;
+    uint64_t d = 0, x, y;
 
-    for (; n >= 16; a += 16, b += 16, n -= 16)
-        d |= CRYPTO_memcmp(a, b, 16);
-    if (n > 0)
-        d |= CRYPTO_memcmp(a, b, n);
+    for (; n >= 8; a += 8, b += 8, n -= 8) {
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        d |= x ^ y;
+        __asm__ ("" : "+r" (d));
+    }
+    for (; n > 0; a++, b++, n--) {
+        d |= (uint64_t)(*a ^ *b);
+        __asm__ ("" : "+r" (d));
+    }
     return d == 0;
 }
 
@@ -499,60 +596,60 @@ static int entry_matches(const KC_ENTRY *e, uint64_t h, const KC_ALG *alg,
                          const void *param, const unsigned char *key,
                          size_t keylen)
 {
-    return e->hash == h && e->ctx != NULL && e->alg == alg
-           && e->param == param && e->keylen == keylen
-           && keys_equal(e->key, key, keylen);
+    return e->hash == h && e->alg == alg && e->param == param
+           && e->keylen == keylen && keys_equal(e->key, key, keylen);
 }
 
 void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
-                    const unsigned char *key, size_t keylen, int take,
-                    KC_LEASE *lease)
+                    const unsigned char *key, size_t keylen, KC_LOOKUP *lk)
 {
     KC_ENTRY *e;
-    uint64_t h;
+    uint32_t slot;
     size_t i, m;
-    void *ctx;
 
+    lk->spare = NULL;
+    lk->admit = 0;
     if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
         return NULL;
-    h = kc_hash(c->seed, key, keylen);
+    lk->hash = kc_hash(c->sipkey, key, keylen);
     m = c->nidx - 1;
-    for (i = h & m; ; i = (i + 1) & m) {
+    for (i = lk->hash & m; ; i = (i + 1) & m) {
         if (c->idx[i] == 0) {
             window_note(c, 0);
+            lk->admit = admit(c, fingerprint(lk->hash, alg, param));
             return NULL;
         }
         e = &c->entries[c->idx[i] - 1];
-        if (entry_matches(e, h, alg, param, key, keylen))
+        if (entry_matches(e, lk->hash, alg, param, key, keylen))
             break;
     }
-    ctx = e->ctx;
-    if (c->lru_head != (uint32_t)(e - c->entries)) {
-        lru_unlink(c, (uint32_t)(e - c->entries));
-        lru_push_front(c, (uint32_t)(e - c->entries));
+    slot = (uint32_t)(e - c->entries);
+    if (c->lru_head != slot) {
+        lru_unlink(c, slot);
+        lru_push_front(c, slot);
     }
     if (c->pctx->idle_ttl != 0)
         e->last_time = time(NULL);
-    if (take)
-        e->ctx = NULL;
-    if (lease != NULL) {
-        lease->cache_id = c->id;
-        lease->gen = e->gen;
-        lease->idx = (uint32_t)(e - c->entries);
+    if (e->nspare > 0) {
+        lk->spare = e->spare[--e->nspare];
+        e->spare[e->nspare] = NULL;
     }
+    lk->lease.cache_id = c->id;
+    lk->lease.gen = e->gen;
+    lk->lease.idx = slot;
     KC_BUMP(c, hits);
     window_note(c, 1);
-    return ctx;
+    return e->tmpl;
 }
 
 int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
-                 const unsigned char *key, size_t keylen, void *ctx,
-                 KC_LEASE *lease)
+                 const unsigned char *key, size_t keylen, void *tmpl,
+                 KC_LOOKUP *lk)
 {
     KC_ENTRY *e;
     uint32_t i;
 
-    if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
+    if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN || tmpl == NULL)
         return 0;
     KC_BUMP(c, misses);
     /* a free slot, else the least recently used one */
@@ -565,8 +662,9 @@ int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     c->free_head = e->next;
     e->alg = alg;
     e->param = param;
-    e->ctx = ctx;
-    e->hash = kc_hash(c->seed, key, keylen);
+    e->tmpl = tmpl;
+    e->nspare = 0;
+    e->hash = lk->hash;
     e->keylen = keylen;
     memcpy(e->key, key, keylen);
     idx_insert(c, i);
@@ -575,18 +673,18 @@ int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     if (c->pctx->idle_ttl != 0)
         e->last_time = time(NULL);
     __atomic_store_n(&c->used, c->used + 1, __ATOMIC_RELAXED);
-    if (lease != NULL) {
-        lease->cache_id = c->id;
-        lease->gen = e->gen;
-        lease->idx = i;
-    }
+    lk->lease.cache_id = c->id;
+    lk->lease.gen = e->gen;
+    lk->lease.idx = i;
     return 1;
 }
 
 /*
  * The entry a lease names, if it is still in the current thread's cache:
  * a context is only ever given back to the thread that now holds it, and
- * only to the very entry it came from.
+ * only to the very entry it came from (cache id, slot and generation: two
+ * threads' caches fill their slots in the same order, so slot and
+ * generation alone could name another thread's entry for another key).
  */
 static KC_ENTRY *leased_entry(KC_PROVCTX *pctx, const KC_LEASE *lease)
 {
@@ -604,13 +702,13 @@ static KC_ENTRY *leased_entry(KC_PROVCTX *pctx, const KC_LEASE *lease)
     return e;
 }
 
-int kc_cache_return(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx)
+int kc_cache_park(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx)
 {
     KC_ENTRY *e = leased_entry(pctx, lease);
 
-    if (e == NULL || e->ctx != NULL)
+    if (e == NULL || e->nspare >= e->alg->spare_max)
         return 0;
-    e->ctx = ctx;
+    e->spare[e->nspare++] = ctx;
     return 1;
 }
 

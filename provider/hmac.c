@@ -1,13 +1,14 @@
 /*
  * HMAC wrapper.
  *
- * Strategy: check-out / check-in.  A cached entry is an inner (default
- * provider) HMAC context that was created, given a digest and keyed, and
- * nothing else.  A keyed init takes such a context out of the thread's cache
- * and re-initialises it without a key, which restores exactly the state a
- * fresh context has after being keyed: HMAC_Init_ex() with a NULL key copies
- * the saved inner pad state, and the digest and key copy are unchanged.
- * Freeing the wrapper puts the context back.
+ * A cache entry holds a template: an inner (default provider) HMAC context
+ * that was created, given a digest and keyed, and never used.  A keyed init
+ * on a hit takes one of the entry's spare contexts and re-initialises it
+ * without a key - HMAC_Init_ex() with a NULL key copies the saved inner pad
+ * state, so the message state is back to "just keyed" while digest and key
+ * are unchanged - or, with no spare left, duplicates the template.  So any
+ * number of live contexts can share one entry.  Freeing the wrapper gives
+ * its context back as a spare (up to spare_max), on the same thread only.
  *
  * Until a key arrives the wrapper only remembers the digest (resolved to an
  * entry of the table built at start, so the cache key is a pointer compare).
@@ -65,12 +66,12 @@ static int inner_set_digest(const KC_HMAC_CTX *w, void *inner,
     return fns(w)->set_ctx_params(inner, p);
 }
 
-/* Hand the inner context back to the cache, or free it. */
+/* Hand the inner context back to its cache entry, or free it. */
 static void release_inner(KC_HMAC_CTX *w)
 {
     if (w->inner == NULL)
         return;
-    if (w->passthrough || !kc_cache_return(w->pctx, &w->lease, w->inner))
+    if (w->passthrough || !kc_cache_park(w->pctx, &w->lease, w->inner))
         fns(w)->freectx(w->inner);
     w->inner = NULL;
     memset(&w->lease, 0, sizeof(w->lease));
@@ -135,8 +136,10 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
                          size_t keylen)
 {
     KC_PROVCTX *pctx = w->pctx;
+    const KC_MAC_FNS *f = fns(w);
+    KC_LOOKUP lk;
     KC_CACHE *c;
-    void *inner;
+    void *tmpl, *inner;
 
     if (key == NULL || w->dg == NULL || keylen > KEYCACHE_MAX_KEY_LEN
         || (c = kc_cache_get(pctx)) == NULL)
@@ -145,37 +148,45 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
     /* the old inner is clean: keyed with (dg, old key) and nothing else */
     release_inner(w);
 
-    inner = kc_cache_find(c, &pctx->hmac_alg, w->dg, key, keylen, 1,
-                          &w->lease);
-    if (inner != NULL) {
-        /* keyless re-init: message state back to "just keyed" */
-        if (!fns(w)->init(inner, NULL, 0, NULL)) {
-            fns(w)->freectx(inner);
-            memset(&w->lease, 0, sizeof(w->lease));
+    tmpl = kc_cache_find(c, &pctx->hmac_alg, w->dg, key, keylen, &lk);
+    if (tmpl != NULL) {
+        if (lk.spare != NULL) {
+            /* keyless re-init: a used context back to "just keyed" */
+            if (!f->init(lk.spare, NULL, 0, NULL)) {
+                f->freectx(lk.spare);
+                return -1;
+            }
+            inner = lk.spare;
+        } else if ((inner = f->dupctx(tmpl)) == NULL) {
             return -1;
         }
         w->inner = inner;
+        w->lease = lk.lease;
         return 1;
     }
-    if (!kc_cache_admit(c))
-        return -1;
 
-    inner = fns(w)->newctx(pctx->inner_provctx);
-    if (inner == NULL)
+    /* a miss: key a context of our own, as the default would */
+    if ((inner = f->newctx(pctx->inner_provctx)) == NULL)
         return 0;
     w->inner = inner;
     if (!inner_set_digest(w, inner, w->dg)
-        || !fns(w)->init(inner, key, keylen, NULL)) {
+        || !f->init(inner, key, keylen, NULL)) {
         /* whatever state that left is the default's: keep it, uncached */
         w->passthrough = 1;
         kc_count_passthrough(pctx);
         return 0;
     }
-    if (!kc_cache_add(c, &pctx->hmac_alg, w->dg, key, keylen, NULL,
-                      &w->lease)) {
-        memset(&w->lease, 0, sizeof(w->lease));
+    /* cached from its admit_after-th use on: the cache gets a pristine copy */
+    if (!lk.admit || (tmpl = f->dupctx(inner)) == NULL) {
         kc_count_passthrough(pctx);
+        return 1;
     }
+    if (!kc_cache_add(c, &pctx->hmac_alg, w->dg, key, keylen, tmpl, &lk)) {
+        f->freectx(tmpl);
+        kc_count_passthrough(pctx);
+        return 1;
+    }
+    w->lease = lk.lease;
     return 1;
 }
 

@@ -204,6 +204,7 @@ int kc_inner_start(KC_PROVCTX *pctx)
     pctx->hmac_names = a->algorithm_names;
     pctx->hmac_alg.names = a->algorithm_names;
     pctx->hmac_alg.freectx = pctx->hmac.freectx;
+    pctx->hmac_alg.spare_max = KC_SPARE_MAX;
     pctx->mac_algs[0].algorithm_names = a->algorithm_names;
     pctx->mac_algs[0].property_definition = "provider=" KEYCACHE_PROVIDER_NAME;
     pctx->mac_algs[0].implementation = kc_hmac_functions;

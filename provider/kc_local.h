@@ -64,7 +64,11 @@ typedef struct {
 typedef struct {
     const char *names;        /* the default provider's name string */
     void (*freectx)(void *);  /* inner free, which cleanses key material */
+    unsigned int spare_max;   /* used contexts an entry keeps for reuse */
 } KC_ALG;
+
+/* the most used contexts any entry keeps (KC_ALG.spare_max) */
+#define KC_SPARE_MAX 2
 
 /* A digest the inner HMAC accepts, resolved once at provider start. */
 typedef struct {
@@ -104,6 +108,7 @@ typedef struct {
 
 struct kc_provctx_st {
     const OSSL_CORE_HANDLE *handle;
+    OSSL_LIB_CTX *app_libctx;
     OSSL_FUNC_core_thread_start_fn *core_thread_start;
     OSSL_FUNC_core_new_error_fn *core_new_error;
     OSSL_FUNC_core_set_error_debug_fn *core_set_error_debug;
@@ -113,6 +118,7 @@ struct kc_provctx_st {
     size_t cache_size;
     int hmac_on, gcm_on;
     uint64_t idle_ttl;        /* seconds, 0 = never expire */
+    unsigned int admit_after; /* keyed inits before a key is cached */
 
     /* the wrapped default provider */
     OSSL_LIB_CTX *libctx;
@@ -167,34 +173,42 @@ KC_CACHE *kc_cache_get(KC_PROVCTX *pctx);
 void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries);
 /* count a pass-through in this thread's cache if any (never creates one) */
 void kc_count_passthrough(KC_PROVCTX *pctx);
-/* 1 if a missed key should be cached (0: hit rate too low lately) */
-int kc_cache_admit(KC_CACHE *c);
 /* Per-thread memo of (name, properties) -> value, e.g. resolved digests. */
 const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props);
 void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
                        const void *value);
+
+/* What a lookup found, and what kc_cache_add() and a later park need. */
+typedef struct {
+    KC_LEASE lease;           /* names the entry (hit or add) */
+    uint64_t hash;            /* of the key, for kc_cache_add() */
+    void *spare;              /* hit: a used context handed over, or NULL */
+    int admit;                /* miss: cache this key now */
+} KC_LOOKUP;
+
 /*
- * Find an idle entry for (alg, param, key).  With take set the entry's
- * context is handed over (the entry stays reserved for its return);
- * otherwise the entry keeps it (a template).  With lease set it is filled
- * in to name the entry.  NULL on a miss.
+ * Look up (alg, param, key).  On a hit returns the entry's keyed template,
+ * which stays the cache's (duplicate it), and hands over a spare context
+ * in lk->spare if the entry has one.  On a miss returns NULL and says in
+ * lk->admit whether the key has now been seen often enough to be cached.
  */
 void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
-                    const unsigned char *key, size_t keylen, int take,
-                    KC_LEASE *lease);
+                    const unsigned char *key, size_t keylen, KC_LOOKUP *lk);
 /*
- * Add an entry for (alg, param, key).  With ctx NULL the entry is reserved
- * for a context that kc_cache_return() brings back later; otherwise the
- * cache owns ctx from now on.  *lease (if given) names the entry.  Returns
- * 0 if nothing was cached (cache disabled or key too long); the caller
- * keeps ctx then.
+ * After an admitted miss: cache tmpl (keyed, never used) for the key looked
+ * up into lk.  The cache owns tmpl on success; returns 0 if nothing was
+ * cached, and the caller keeps it.
  */
 int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
-                 const unsigned char *key, size_t keylen, void *ctx,
-                 KC_LEASE *lease);
-/* Give a leased context back; 0 if its entry is gone (caller frees ctx). */
-int kc_cache_return(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx);
+                 const unsigned char *key, size_t keylen, void *tmpl,
+                 KC_LOOKUP *lk);
+/*
+ * Give a used context back to the entry the lease names, for a later hit
+ * to reuse after a keyless re-init.  0 if it cannot be kept (entry gone,
+ * another thread, spares full): the caller frees it.
+ */
+int kc_cache_park(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx);
 
 /* the algorithm wrappers */
 extern const OSSL_DISPATCH kc_hmac_functions[];

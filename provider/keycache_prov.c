@@ -91,21 +91,23 @@ static int parse_uint(const char *v, uint64_t max, uint64_t *out)
 /* Read the provider's openssl.cnf section; unknown keys are left alone. */
 static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
 {
-    char *size = NULL, *hmac = NULL, *gcm = NULL, *ttl = NULL;
-    OSSL_PARAM p[5];
+    char *size = NULL, *hmac = NULL, *gcm = NULL, *ttl = NULL, *admit = NULL;
+    OSSL_PARAM p[6];
     uint64_t n;
 
     pctx->cache_size = KEYCACHE_DEFAULT_CACHE_SIZE;
     pctx->hmac_on = 1;
     pctx->gcm_on = gcm_auto();
     pctx->idle_ttl = 0;
+    pctx->admit_after = KEYCACHE_DEFAULT_ADMIT_AFTER;
     if (get == NULL)
         return 1;
     p[0] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_CACHE_SIZE, &size, 0);
     p[1] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_HMAC, &hmac, 0);
     p[2] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_AES_GCM, &gcm, 0);
     p[3] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_IDLE_TTL, &ttl, 0);
-    p[4] = OSSL_PARAM_construct_end();
+    p[4] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_ADMIT_AFTER, &admit, 0);
+    p[5] = OSSL_PARAM_construct_end();
     if (!get(pctx->handle, p))
         return 1;
     if (size != NULL) {
@@ -133,6 +135,15 @@ static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
             return 0;
         }
         pctx->idle_ttl = n;
+    }
+    if (admit != NULL) {
+        if (!parse_uint(admit, KEYCACHE_MAX_ADMIT_AFTER, &n) || n == 0) {
+            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = %s: want 1..%d",
+                     KEYCACHE_CONF_ADMIT_AFTER, admit,
+                     KEYCACHE_MAX_ADMIT_AFTER);
+            return 0;
+        }
+        pctx->admit_after = (unsigned int)n;
     }
     return 1;
 }
@@ -252,6 +263,11 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         switch (in->function_id) {
         case OSSL_FUNC_CORE_GET_PARAMS:
             core_get_params = OSSL_FUNC_core_get_params(in);
+            break;
+        case OSSL_FUNC_CORE_GET_LIBCTX:
+            /* with libcrypto itself as the core, this is the real one */
+            pctx->app_libctx =
+                (OSSL_LIB_CTX *)OSSL_FUNC_core_get_libctx(in)(handle);
             break;
         case OSSL_FUNC_CORE_THREAD_START:
             pctx->core_thread_start = OSSL_FUNC_core_thread_start(in);
