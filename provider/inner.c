@@ -16,7 +16,7 @@ static const char *const gcm_names[KC_GCM_COUNT] = {
 };
 
 /* Does the colon separated name list |names| start with |first|? */
-static int first_name_is(const char *names, const char *first)
+int kc_names_start_with(const char *names, const char *first)
 {
     size_t n = strlen(first);
 
@@ -28,7 +28,7 @@ static const OSSL_ALGORITHM *find_alg(const OSSL_ALGORITHM *algs,
                                       const char *name)
 {
     for (; algs != NULL && algs->algorithm_names != NULL; algs++)
-        if (first_name_is(algs->algorithm_names, name))
+        if (kc_names_start_with(algs->algorithm_names, name))
             return algs;
     return NULL;
 }
@@ -248,6 +248,10 @@ int kc_inner_start(KC_PROVCTX *pctx)
         kc_raise(pctx, KC_R_INNER_MISSING, "default provider has no digests");
         return 0;
     }
+    if (!kc_passthrough_start(pctx)) {
+        kc_raise(pctx, KC_R_INIT_FAILED, "cannot offer the pass-through KDFs");
+        return 0;
+    }
     return 1;
 }
 
@@ -255,6 +259,7 @@ void kc_inner_stop(KC_PROVCTX *pctx)
 {
     size_t i;
 
+    kc_passthrough_stop(pctx);
     for (i = 0; i < pctx->ndigests; i++)
         EVP_MD_free(pctx->digests[i].md);
     OPENSSL_free(pctx->digests);

@@ -7,6 +7,8 @@
  * provider/cache.c          per-thread key -> keyed inner context cache
  * provider/hmac.c           the HMAC wrapper
  * provider/aes_gcm.c        the AES-{128,192,256}-GCM wrappers
+ * provider/passthrough.c    the default's KDFs and HMAC-DRBG, kept where
+ *                           their inner MACs cannot reach keycache
  */
 #ifndef KC_LOCAL_H
 #define KC_LOCAL_H
@@ -132,6 +134,10 @@ struct kc_provctx_st {
     size_t ndigests;
     OSSL_ALGORITHM mac_algs[2];
     OSSL_ALGORITHM cipher_algs[KC_GCM_COUNT + 1];
+    /* pass-through KDFs and DRBGs, see passthrough.c */
+    struct kc_pt_st *pt;
+    size_t npt;
+    OSSL_ALGORITHM *kdf_algs, *rand_algs;
 
     /* registry of thread caches, under cache.c's registry lock */
     KC_PROVCTX *next_live;
@@ -148,6 +154,7 @@ struct kc_provctx_st {
 void kc_raise(KC_PROVCTX *pctx, int reason, const char *fmt, ...);
 
 /* inner.c */
+int kc_names_start_with(const char *names, const char *first);
 int kc_inner_start(KC_PROVCTX *pctx);
 void kc_inner_stop(KC_PROVCTX *pctx);
 const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md);
@@ -209,6 +216,10 @@ int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
  * another thread, spares full): the caller frees it.
  */
 int kc_cache_park(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx);
+
+/* passthrough.c */
+int kc_passthrough_start(KC_PROVCTX *pctx);
+void kc_passthrough_stop(KC_PROVCTX *pctx);
 
 /* the algorithm wrappers */
 extern const OSSL_DISPATCH kc_hmac_functions[];

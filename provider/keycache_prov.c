@@ -217,6 +217,11 @@ static const OSSL_ALGORITHM *kc_query(void *provctx, int operation_id,
         return pctx->hmac_on ? pctx->mac_algs : NULL;
     case OSSL_OP_CIPHER:
         return pctx->gcm_on ? pctx->cipher_algs : NULL;
+    /* OpenSSL's internal HMAC users, kept away from the HMAC cache */
+    case OSSL_OP_KDF:
+        return pctx->hmac_on ? pctx->kdf_algs : NULL;
+    case OSSL_OP_RAND:
+        return pctx->hmac_on ? pctx->rand_algs : NULL;
     }
     return NULL;
 }

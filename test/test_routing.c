@@ -3,8 +3,10 @@
  *
  * With the build tree's keycache-test.cnf (default + keycache, aes_gcm = on,
  * default_properties = ?provider=keycache) made the thread's default
- * context, query-less fetches of HMAC and AES-GCM must land on keycache
- * and everything else on default; explicit queries must still be honoured.
+ * context, query-less fetches of HMAC and AES-GCM must land on keycache,
+ * and so must the KDFs and HMAC-DRBG (served as pass-through, so that their
+ * inner HMAC cannot reach keycache); everything else on default; explicit
+ * queries must still be honoured.
  */
 #include <string.h>
 #include <openssl/core_names.h>
@@ -48,6 +50,17 @@ static const char *md_provider(const char *name, const char *propq)
                               : kct_provider_name(EVP_MD_get0_provider(d));
 
     EVP_MD_free(d);
+    ERR_clear_error();
+    return p;
+}
+
+static const char *rand_provider(const char *name, const char *propq)
+{
+    EVP_RAND *r = EVP_RAND_fetch(NULL, name, propq);
+    const char *p = r == NULL ? "(none)"
+                              : kct_provider_name(EVP_RAND_get0_provider(r));
+
+    EVP_RAND_free(r);
     ERR_clear_error();
     return p;
 }
@@ -153,8 +166,27 @@ static void test_others_to_default(void)
     CU_ASSERT_STRING_EQUAL(mac_provider("GMAC", NULL), DEF);
     CU_ASSERT_STRING_EQUAL(mac_provider("KMAC-128", NULL), DEF);
     CU_ASSERT_STRING_EQUAL(mac_provider("KMAC-256", NULL), DEF);
-    CU_ASSERT_STRING_EQUAL(kdf_provider("HKDF", NULL), DEF);
-    CU_ASSERT_STRING_EQUAL(kdf_provider("PBKDF2", NULL), DEF);
+    CU_ASSERT_STRING_EQUAL(rand_provider("CTR-DRBG", NULL), DEF);
+    CU_ASSERT_STRING_EQUAL(rand_provider("HASH-DRBG", NULL), DEF);
+    CU_ASSERT_STRING_EQUAL(rand_provider("SEED-SRC", NULL), DEF);
+}
+
+/*
+ * OpenSSL's own HMAC users - every KDF and HMAC-DRBG - land on keycache's
+ * pass-through copies (test_internal checks they never reach the cache).
+ */
+static void test_internal_users_to_keycache(void)
+{
+    static const char *const kdfs[] = {
+        "HKDF", "TLS13-KDF", "TLS1-PRF", "PBKDF2", "KBKDF", "SSKDF",
+        "X963KDF", "SSHKDF", "PKCS12KDF", "X942KDF-ASN1", "SCRYPT", "KRB5KDF"
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(kdfs) / sizeof(kdfs[0]); i++)
+        CU_ASSERT_STRING_EQUAL(kdf_provider(kdfs[i], NULL), KC);
+    CU_ASSERT_STRING_EQUAL(rand_provider("HMAC-DRBG", NULL), KC);
+    CU_ASSERT_STRING_EQUAL(kdf_provider("HKDF", "provider=" DEF), DEF);
 }
 
 /* Explicit queries still reach default */
@@ -243,6 +275,8 @@ static void add_suites(void)
     CU_add_test(s, "AES-GCM names and OIDs -> keycache", test_gcm_to_keycache);
     CU_add_test(s, "implicit fetch in EVP_*Init_ex", test_implicit_gcm_fetch);
     CU_add_test(s, "everything else -> default", test_others_to_default);
+    CU_add_test(s, "KDFs and HMAC-DRBG -> keycache pass-through",
+                test_internal_users_to_keycache);
     CU_add_test(s, "provider=default honoured", test_explicit_default);
     CU_add_test(s, "no fips=yes", test_no_fips_property);
     CU_add_test(s, "default ctx unaffected", test_default_ctx_unaffected);

@@ -1,0 +1,232 @@
+/*
+ * Pass-through algorithms: OpenSSL's own users of what keycache caches.
+ *
+ * Under `default_properties = ?provider=keycache` every query-less fetch
+ * prefers keycache, including the ones the default provider makes inside
+ * its KDFs (TLS1-PRF, HKDF, TLS13-KDF, KBKDF, SSKDF, PBKDF2 ...) and its
+ * HMAC-DRBG.  Their keys are secrets OpenSSL derives (a TLS master secret, a
+ * PRK, a DRBG's state) and must never become cache entries.  So keycache
+ * offers each KDF of the default provider, and its HMAC-DRBG, as a plain
+ * pass-through to the inner default provider in keycache's private library
+ * context: there the KDF's own HMAC fetch resolves to the default's HMAC,
+ * never to keycache.
+ *
+ * A pass-through context is the inner context itself, so every function
+ * that takes one is the inner function, called directly.  Only the few that
+ * take a provider context need a thunk that hands over the inner provider's
+ * instead; C has no closures, so there is a fixed set of thunk slots, one
+ * per algorithm, generated below.  The tables are built at start because
+ * the list of KDFs depends on the OpenSSL version.
+ */
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/provider.h>
+
+#include "kc_local.h"
+
+#define KC_PT_SLOT_LIST(X)                                                  \
+    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12)     \
+    X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)       \
+    X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
+
+/* the inner functions a slot's thunks call */
+struct kc_pt_st {
+    OSSL_FUNC_kdf_newctx_fn *kdf_newctx;
+    OSSL_FUNC_rand_newctx_fn *rand_newctx;
+    /* same shapes for KDF and RAND */
+    OSSL_FUNC_kdf_gettable_params_fn *gettable_params;
+    OSSL_FUNC_kdf_gettable_ctx_params_fn *gettable_ctx_params;
+    OSSL_FUNC_kdf_settable_ctx_params_fn *settable_ctx_params;
+    OSSL_DISPATCH *table;       /* ours: inner functions and thunks */
+};
+
+#define KC_PT_THUNKS(i)                                                     \
+    static void *pt_kdf_newctx_##i(void *provctx)                           \
+    {                                                                       \
+        KC_PROVCTX *p = provctx;                                            \
+                                                                            \
+        return p->pt[i].kdf_newctx(p->inner_provctx);                       \
+    }                                                                       \
+    static void *pt_rand_newctx_##i(void *provctx, void *parent,            \
+                                    const OSSL_DISPATCH *parent_calls)      \
+    {                                                                       \
+        KC_PROVCTX *p = provctx;                                            \
+                                                                            \
+        return p->pt[i].rand_newctx(p->inner_provctx, parent, parent_calls);\
+    }                                                                       \
+    static const OSSL_PARAM *pt_gettable_params_##i(void *provctx)          \
+    {                                                                       \
+        KC_PROVCTX *p = provctx;                                            \
+                                                                            \
+        return p->pt[i].gettable_params(p->inner_provctx);                  \
+    }                                                                       \
+    static const OSSL_PARAM *pt_gettable_ctx_params_##i(void *ctx,          \
+                                                        void *provctx)      \
+    {                                                                       \
+        KC_PROVCTX *p = provctx;                                            \
+                                                                            \
+        return p->pt[i].gettable_ctx_params(ctx, p->inner_provctx);         \
+    }                                                                       \
+    static const OSSL_PARAM *pt_settable_ctx_params_##i(void *ctx,          \
+                                                        void *provctx)      \
+    {                                                                       \
+        KC_PROVCTX *p = provctx;                                            \
+                                                                            \
+        return p->pt[i].settable_ctx_params(ctx, p->inner_provctx);         \
+    }
+KC_PT_SLOT_LIST(KC_PT_THUNKS)
+
+typedef struct {
+    void (*kdf_newctx)(void);
+    void (*rand_newctx)(void);
+    void (*gettable_params)(void);
+    void (*gettable_ctx_params)(void);
+    void (*settable_ctx_params)(void);
+} KC_PT_THUNK_SET;
+
+#define KC_PT_THUNK_ROW(i)                                                  \
+    { (void (*)(void))pt_kdf_newctx_##i, (void (*)(void))pt_rand_newctx_##i,\
+      (void (*)(void))pt_gettable_params_##i,                               \
+      (void (*)(void))pt_gettable_ctx_params_##i,                           \
+      (void (*)(void))pt_settable_ctx_params_##i },
+static const KC_PT_THUNK_SET thunks[] = { KC_PT_SLOT_LIST(KC_PT_THUNK_ROW) };
+
+#define KC_PT_SLOTS (sizeof(thunks) / sizeof(thunks[0]))
+
+/*
+ * The function ids that take a provider context.  KDF and RAND happen to
+ * number them alike except for the ctx-params pair.
+ */
+static void (*thunk_for(const KC_PT_THUNK_SET *t, int op, int id))(void)
+{
+    if (op == OSSL_OP_KDF) {
+        switch (id) {
+        case OSSL_FUNC_KDF_NEWCTX:
+            return t->kdf_newctx;
+        case OSSL_FUNC_KDF_GETTABLE_PARAMS:
+            return t->gettable_params;
+        case OSSL_FUNC_KDF_GETTABLE_CTX_PARAMS:
+            return t->gettable_ctx_params;
+        case OSSL_FUNC_KDF_SETTABLE_CTX_PARAMS:
+            return t->settable_ctx_params;
+        }
+    } else {
+        switch (id) {
+        case OSSL_FUNC_RAND_NEWCTX:
+            return t->rand_newctx;
+        case OSSL_FUNC_RAND_GETTABLE_PARAMS:
+            return t->gettable_params;
+        case OSSL_FUNC_RAND_GETTABLE_CTX_PARAMS:
+            return t->gettable_ctx_params;
+        case OSSL_FUNC_RAND_SETTABLE_CTX_PARAMS:
+            return t->settable_ctx_params;
+        }
+    }
+    return NULL;
+}
+
+/* Fill slot |s| from the inner algorithm's dispatch table. */
+static int bind_slot(KC_PROVCTX *pctx, size_t s, int op,
+                     const OSSL_DISPATCH *in)
+{
+    struct kc_pt_st *pt = &pctx->pt[s];
+    const OSSL_DISPATCH *d;
+    size_t n = 0;
+    void (*th)(void);
+
+    for (d = in; d->function_id != 0; d++)
+        n++;
+    if ((pt->table = OPENSSL_zalloc((n + 1) * sizeof(*pt->table))) == NULL)
+        return 0;
+    for (n = 0, d = in; d->function_id != 0; d++, n++) {
+        pt->table[n] = *d;
+        if ((th = thunk_for(&thunks[s], op, d->function_id)) == NULL)
+            continue;
+        pt->table[n].function = th;
+        switch (d->function_id) {
+        case OSSL_FUNC_KDF_NEWCTX:      /* == OSSL_FUNC_RAND_NEWCTX */
+            if (op == OSSL_OP_KDF)
+                pt->kdf_newctx = OSSL_FUNC_kdf_newctx(d);
+            else
+                pt->rand_newctx = OSSL_FUNC_rand_newctx(d);
+            break;
+        case OSSL_FUNC_KDF_GETTABLE_PARAMS:
+        case OSSL_FUNC_RAND_GETTABLE_PARAMS:
+            pt->gettable_params = OSSL_FUNC_kdf_gettable_params(d);
+            break;
+        case OSSL_FUNC_KDF_GETTABLE_CTX_PARAMS:
+        case OSSL_FUNC_RAND_GETTABLE_CTX_PARAMS:
+            pt->gettable_ctx_params = OSSL_FUNC_kdf_gettable_ctx_params(d);
+            break;
+        case OSSL_FUNC_KDF_SETTABLE_CTX_PARAMS:
+        case OSSL_FUNC_RAND_SETTABLE_CTX_PARAMS:
+            pt->settable_ctx_params = OSSL_FUNC_kdf_settable_ctx_params(d);
+            break;
+        }
+    }
+    return 1;
+}
+
+/*
+ * Offer the inner algorithms of |op| that |want| accepts (all when NULL) as
+ * pass-through.  Returns the number offered, or -1 on failure.
+ */
+static int offer(KC_PROVCTX *pctx, int op, const char *want,
+                 OSSL_ALGORITHM **out)
+{
+    const OSSL_ALGORITHM *in, *a;
+    OSSL_ALGORITHM *algs;
+    int no_cache = 0, n = 0;
+
+    in = OSSL_PROVIDER_query_operation(pctx->deflt, op, &no_cache);
+    for (a = in; a != NULL && a->algorithm_names != NULL; a++)
+        n++;
+    if ((algs = OPENSSL_zalloc((n + 1) * sizeof(*algs))) == NULL)
+        return -1;
+    *out = algs;
+    for (n = 0, a = in; a != NULL && a->algorithm_names != NULL; a++) {
+        if (want != NULL && !kc_names_start_with(a->algorithm_names, want))
+            continue;
+        if (pctx->npt == KC_PT_SLOTS) {
+            /* more than we have thunks for: those stay with default */
+            kc_raise(pctx, KC_R_INIT_FAILED,
+                     "too many algorithms to pass through, %s not offered",
+                     a->algorithm_names);
+            break;
+        }
+        if (!bind_slot(pctx, pctx->npt, op, a->implementation))
+            return -1;
+        algs[n].algorithm_names = a->algorithm_names;
+        algs[n].property_definition = "provider=" KEYCACHE_PROVIDER_NAME;
+        algs[n].implementation = pctx->pt[pctx->npt++].table;
+        algs[n].algorithm_description =
+            "the default provider's, run where it cannot reach keycache";
+        n++;
+    }
+    return n;
+}
+
+int kc_passthrough_start(KC_PROVCTX *pctx)
+{
+    pctx->pt = OPENSSL_zalloc(KC_PT_SLOTS * sizeof(*pctx->pt));
+    if (pctx->pt == NULL)
+        return 0;
+    /* every KDF; of the DRBGs only HMAC-DRBG uses a MAC */
+    return offer(pctx, OSSL_OP_KDF, NULL, &pctx->kdf_algs) >= 0
+           && offer(pctx, OSSL_OP_RAND, "HMAC-DRBG", &pctx->rand_algs) >= 0;
+}
+
+void kc_passthrough_stop(KC_PROVCTX *pctx)
+{
+    size_t i;
+
+    if (pctx->pt != NULL)
+        for (i = 0; i < pctx->npt; i++)
+            OPENSSL_free(pctx->pt[i].table);
+    OPENSSL_free(pctx->pt);
+    OPENSSL_free(pctx->kdf_algs);
+    OPENSSL_free(pctx->rand_algs);
+    pctx->pt = NULL;
+    pctx->npt = 0;
+    pctx->kdf_algs = pctx->rand_algs = NULL;
+}

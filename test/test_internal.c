@@ -1,0 +1,314 @@
+/*
+ * OpenSSL's own HMAC users never reach keycache's cache.
+ *
+ * Under ?provider=keycache the default provider's KDFs and its HMAC-DRBG
+ * would fetch HMAC from keycache and key it with secrets OpenSSL derives (a
+ * TLS master secret, an HKDF PRK, a DRBG's K).  keycache serves them as
+ * pass-through copies that run in its private library context instead.
+ * Each case runs the same derivation in the default-only context and in
+ * keycache's (keycache-test.cnf: admit_after = 1, so any key keycache's HMAC
+ * saw twice would be cached), requires identical output, and requires that
+ * keycache's HMAC was not used at all: hits, misses, pass-through and
+ * entries unchanged.
+ */
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
+
+#include "kc_test.h"
+#include "keycache.h"
+
+typedef struct {
+    uint64_t hits, misses, passthrough, entries;
+} SNAP;
+
+static void snap(SNAP *s)
+{
+    s->hits = kct_counter(KEYCACHE_PARAM_HITS);
+    s->misses = kct_counter(KEYCACHE_PARAM_MISSES);
+    s->passthrough = kct_counter(KEYCACHE_PARAM_PASSTHROUGH);
+    s->entries = kct_counter(KEYCACHE_PARAM_ENTRIES);
+}
+
+static int snap_equal(const SNAP *a, const SNAP *b)
+{
+    return a->hits == b->hits && a->misses == b->misses
+           && a->passthrough == b->passthrough && a->entries == b->entries;
+}
+
+static const unsigned char secret[32] = "an internally derived secret!!!";
+static const unsigned char salt[16] = "salt for a test";
+static const unsigned char info[12] = "context info";
+
+/* One EVP_KDF derivation in ctx; returns 1 and fills out on success. */
+static int derive(OSSL_LIB_CTX *ctx, const char *name,
+                  const OSSL_PARAM params[], unsigned char *out, size_t n,
+                  const char **provider)
+{
+    EVP_KDF *kdf = EVP_KDF_fetch(ctx, name, NULL);
+    EVP_KDF_CTX *kctx = kdf == NULL ? NULL : EVP_KDF_CTX_new(kdf);
+    int ok = kctx != NULL && EVP_KDF_derive(kctx, out, n, params) == 1;
+
+    if (kdf != NULL && provider != NULL)
+        *provider = kct_provider_name(EVP_KDF_get0_provider(kdf));
+    EVP_KDF_CTX_free(kctx);
+    EVP_KDF_free(kdf);
+    return ok;
+}
+
+/*
+ * Derive |reps| times with keycache (the same secret each time, so an HMAC
+ * that reached the cache would be admitted and hit) and once with default.
+ */
+static void check_kdf(const char *name, const OSSL_PARAM params[])
+{
+    unsigned char want[64], got[64];
+    const char *prov = NULL;
+    SNAP before, after;
+    int i;
+
+    CU_ASSERT_FATAL(derive(kct_default(), name, params, want, sizeof(want),
+                           NULL));
+    snap(&before);
+    for (i = 0; i < 4; i++) {
+        memset(got, 0, sizeof(got));
+        CU_ASSERT(derive(kct_keycache(), name, params, got, sizeof(got),
+                         &prov));
+        CU_ASSERT(memcmp(got, want, sizeof(want)) == 0);
+    }
+    snap(&after);
+    if (prov != NULL)
+        CU_ASSERT_STRING_EQUAL(prov, KEYCACHE_PROVIDER_NAME);
+    if (!snap_equal(&before, &after))
+        fprintf(stderr, "\n%s reached keycache's HMAC: hits +%llu misses +%llu"
+                " pass-through +%llu entries %llu -> %llu\n", name,
+                (unsigned long long)(after.hits - before.hits),
+                (unsigned long long)(after.misses - before.misses),
+                (unsigned long long)(after.passthrough - before.passthrough),
+                (unsigned long long)before.entries,
+                (unsigned long long)after.entries);
+    CU_ASSERT(snap_equal(&before, &after));
+}
+
+#define OCT(n, v, l) OSSL_PARAM_construct_octet_string((n), (void *)(v), (l))
+#define STR(n, v) OSSL_PARAM_construct_utf8_string((n), (char *)(v), 0)
+
+static void test_hkdf(void)
+{
+    OSSL_PARAM p[] = {
+        STR(OSSL_KDF_PARAM_DIGEST, "SHA256"),
+        OCT(OSSL_KDF_PARAM_KEY, secret, sizeof(secret)),
+        OCT(OSSL_KDF_PARAM_SALT, salt, sizeof(salt)),
+        OCT(OSSL_KDF_PARAM_INFO, info, sizeof(info)),
+        OSSL_PARAM_END
+    };
+
+    check_kdf("HKDF", p);
+}
+
+static void test_tls13_kdf(void)
+{
+    int mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY;
+    OSSL_PARAM p[] = {
+        OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode),
+        STR(OSSL_KDF_PARAM_DIGEST, "SHA256"),
+        OCT(OSSL_KDF_PARAM_KEY, secret, sizeof(secret)),
+        OCT(OSSL_KDF_PARAM_PREFIX, "tls13 ", 6),
+        OCT(OSSL_KDF_PARAM_LABEL, "key", 3),
+        OCT(OSSL_KDF_PARAM_DATA, "", 0),
+        OSSL_PARAM_END
+    };
+
+    check_kdf("TLS13-KDF", p);
+}
+
+static void test_tls1_prf(void)
+{
+    OSSL_PARAM p[] = {
+        STR(OSSL_KDF_PARAM_DIGEST, "SHA256"),
+        OCT(OSSL_KDF_PARAM_SECRET, secret, sizeof(secret)),
+        OCT(OSSL_KDF_PARAM_SEED, "key expansion", 13),
+        OCT(OSSL_KDF_PARAM_SEED, salt, sizeof(salt)),
+        OSSL_PARAM_END
+    };
+
+    check_kdf("TLS1-PRF", p);
+}
+
+static void test_pbkdf2(void)
+{
+    int iter = 50;
+    OSSL_PARAM p[] = {
+        STR(OSSL_KDF_PARAM_DIGEST, "SHA256"),
+        OCT(OSSL_KDF_PARAM_PASSWORD, secret, sizeof(secret)),
+        OCT(OSSL_KDF_PARAM_SALT, salt, sizeof(salt)),
+        OSSL_PARAM_construct_int(OSSL_KDF_PARAM_ITER, &iter),
+        OSSL_PARAM_END
+    };
+
+    check_kdf("PBKDF2", p);
+}
+
+static void test_kbkdf(void)
+{
+    OSSL_PARAM p[] = {
+        STR(OSSL_KDF_PARAM_MAC, "HMAC"),
+        STR(OSSL_KDF_PARAM_DIGEST, "SHA256"),
+        OCT(OSSL_KDF_PARAM_KEY, secret, sizeof(secret)),
+        OCT(OSSL_KDF_PARAM_SALT, salt, sizeof(salt)),
+        OCT(OSSL_KDF_PARAM_INFO, info, sizeof(info)),
+        OSSL_PARAM_END
+    };
+
+    check_kdf("KBKDF", p);
+}
+
+static void test_sskdf(void)
+{
+    OSSL_PARAM p[] = {
+        STR(OSSL_KDF_PARAM_MAC, "HMAC"),
+        STR(OSSL_KDF_PARAM_DIGEST, "SHA256"),
+        OCT(OSSL_KDF_PARAM_KEY, secret, sizeof(secret)),
+        OCT(OSSL_KDF_PARAM_SALT, salt, sizeof(salt)),
+        OCT(OSSL_KDF_PARAM_INFO, info, sizeof(info)),
+        OSSL_PARAM_END
+    };
+
+    check_kdf("SSKDF", p);
+}
+
+/* EVP_PKEY_derive with an HKDF key: the default's kdf exchange fetches it */
+static int pkey_hkdf(OSSL_LIB_CTX *ctx, unsigned char *out, size_t n)
+{
+    EVP_PKEY_CTX *pctx = EVP_PKEY_CTX_new_from_name(ctx, "HKDF", NULL);
+    size_t len = n;
+    int ok = pctx != NULL
+             && EVP_PKEY_derive_init(pctx) == 1
+             && EVP_PKEY_CTX_set_hkdf_md(pctx, EVP_sha256()) == 1
+             && EVP_PKEY_CTX_set1_hkdf_key(pctx, secret, sizeof(secret)) == 1
+             && EVP_PKEY_CTX_set1_hkdf_salt(pctx, salt, sizeof(salt)) == 1
+             && EVP_PKEY_CTX_add1_hkdf_info(pctx, info, sizeof(info)) == 1
+             && EVP_PKEY_derive(pctx, out, &len) == 1 && len == n;
+
+    EVP_PKEY_CTX_free(pctx);
+    return ok;
+}
+
+static void test_pkey_hkdf(void)
+{
+    unsigned char want[42], got[42];
+    SNAP before, after;
+    int i;
+
+    CU_ASSERT_FATAL(pkey_hkdf(kct_default(), want, sizeof(want)));
+    snap(&before);
+    for (i = 0; i < 4; i++) {
+        CU_ASSERT(pkey_hkdf(kct_keycache(), got, sizeof(got)));
+        CU_ASSERT(memcmp(got, want, sizeof(want)) == 0);
+    }
+    snap(&after);
+    CU_ASSERT(snap_equal(&before, &after));
+}
+
+/*
+ * HMAC-DRBG over a TEST-RAND parent with fixed entropy: deterministic, so
+ * both contexts must produce the same bytes; its K changes with every
+ * request but is re-keyed several times within one.
+ */
+static int drbg_bytes(OSSL_LIB_CTX *ctx, unsigned char *out, size_t n)
+{
+    static unsigned char entropy[256];
+    unsigned int strength = 256;
+    EVP_RAND *tr = EVP_RAND_fetch(ctx, "TEST-RAND", NULL);
+    EVP_RAND *hr = EVP_RAND_fetch(ctx, "HMAC-DRBG", NULL);
+    EVP_RAND_CTX *parent = NULL, *drbg = NULL;
+    OSSL_PARAM tp[4], hp[3];
+    size_t i;
+    int ok = 0;
+
+    kct_fill(entropy, sizeof(entropy), 7);
+    tp[0] = OSSL_PARAM_construct_uint(OSSL_RAND_PARAM_STRENGTH, &strength);
+    tp[1] = OCT(OSSL_RAND_PARAM_TEST_ENTROPY, entropy, sizeof(entropy));
+    tp[2] = OCT(OSSL_RAND_PARAM_TEST_NONCE, salt, sizeof(salt));
+    tp[3] = OSSL_PARAM_construct_end();
+    hp[0] = STR(OSSL_DRBG_PARAM_MAC, "HMAC");
+    hp[1] = STR(OSSL_DRBG_PARAM_DIGEST, "SHA256");
+    hp[2] = OSSL_PARAM_construct_end();
+    if (tr == NULL || hr == NULL
+        || (parent = EVP_RAND_CTX_new(tr, NULL)) == NULL
+        || !EVP_RAND_instantiate(parent, strength, 0, NULL, 0, tp)
+        || (drbg = EVP_RAND_CTX_new(hr, parent)) == NULL
+        || !EVP_RAND_CTX_set_params(drbg, hp)
+        || !EVP_RAND_instantiate(drbg, 0, 0, info, sizeof(info), NULL))
+        goto end;
+    for (i = 0; i < n; i += 100)
+        if (!EVP_RAND_generate(drbg, out + i, n - i < 100 ? n - i : 100,
+                               0, 0, NULL, 0))
+            goto end;
+    ok = 1;
+ end:
+    EVP_RAND_CTX_free(drbg);
+    EVP_RAND_CTX_free(parent);
+    EVP_RAND_free(hr);
+    EVP_RAND_free(tr);
+    return ok;
+}
+
+static void test_hmac_drbg(void)
+{
+    unsigned char want[400], got[400];
+    SNAP before, after;
+
+    CU_ASSERT_FATAL(drbg_bytes(kct_default(), want, sizeof(want)));
+    snap(&before);
+    CU_ASSERT(drbg_bytes(kct_keycache(), got, sizeof(got)));
+    snap(&after);
+    CU_ASSERT(memcmp(got, want, sizeof(want)) == 0);
+    CU_ASSERT(snap_equal(&before, &after));
+}
+
+/* The application's own HMAC still is keycache's: the control case. */
+static void test_app_hmac_still_cached(void)
+{
+    unsigned char a[32], b[32];
+    size_t la = 0, lb = 0;
+    SNAP before, after;
+    int i;
+
+    CU_ASSERT_FATAL(EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256", NULL,
+                              secret, sizeof(secret), info, sizeof(info),
+                              a, sizeof(a), &la) != NULL);
+    snap(&before);
+    for (i = 0; i < 4; i++) {
+        CU_ASSERT(EVP_Q_mac(kct_keycache(), "HMAC", NULL, "SHA256", NULL,
+                            secret, sizeof(secret), info, sizeof(info),
+                            b, sizeof(b), &lb) != NULL);
+        CU_ASSERT(la == lb && memcmp(a, b, la) == 0);
+    }
+    snap(&after);
+    CU_ASSERT(after.hits > before.hits);
+}
+
+static void add_suites(void)
+{
+    CU_pSuite s = CU_add_suite("internal HMAC users", NULL, NULL);
+
+    CU_add_test(s, "HKDF", test_hkdf);
+    CU_add_test(s, "TLS13-KDF", test_tls13_kdf);
+    CU_add_test(s, "TLS1-PRF", test_tls1_prf);
+    CU_add_test(s, "PBKDF2", test_pbkdf2);
+    CU_add_test(s, "KBKDF (HMAC)", test_kbkdf);
+    CU_add_test(s, "SSKDF (HMAC)", test_sskdf);
+    CU_add_test(s, "EVP_PKEY HKDF derive", test_pkey_hkdf);
+    CU_add_test(s, "HMAC-DRBG", test_hmac_drbg);
+    CU_add_test(s, "control: the application's HMAC is cached",
+                test_app_hmac_still_cached);
+}
+
+int main(int argc, char **argv)
+{
+    return kct_main(argc, argv, add_suites);
+}
