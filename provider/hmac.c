@@ -417,6 +417,20 @@ static int kc_hmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
     KC_HMAC_CTX *w = vctx;
     OSSL_PARAM *p;
 
+    /*
+     * EVP_MAC_final() asks for the size alone before every final: a keyed
+     * wrapper's digest is w->dg, so answer that shape the way
+     * OSSL_PARAM_set_size_t() would, without the default's param walk.
+     */
+    if (w->inner != NULL && !w->passthrough && params != NULL
+        && params[0].key != NULL && params[1].key == NULL
+        && params[0].data_type == OSSL_PARAM_UNSIGNED_INTEGER
+        && params[0].data_size == sizeof(size_t) && params[0].data != NULL
+        && strcmp(params[0].key, OSSL_MAC_PARAM_SIZE) == 0) {
+        *(size_t *)params[0].data = w->dg->size;
+        params[0].return_size = sizeof(size_t);
+        return 1;
+    }
     /* a clean inner holds exactly the default's digest and key */
     if (w->inner != NULL)
         return fns(w)->get_ctx_params(w->inner, params);

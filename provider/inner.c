@@ -157,6 +157,7 @@ static void add_digest(EVP_MD *md, void *arg)
     d += pctx->ndigests++;
     d->md = md;
     d->name = EVP_MD_get0_name(md);
+    d->size = (size_t)EVP_MD_get_size(md);
     d->block_size = EVP_MD_get_block_size(md);
 }
 

@@ -76,6 +76,7 @@ typedef struct {
 typedef struct {
     EVP_MD *md;               /* fetched from the private library context */
     const char *name;         /* canonical name, replayed into inner ctxs */
+    size_t size;              /* output size, what HMAC's "size" reports */
     int block_size;
 } KC_DIGEST;
 
