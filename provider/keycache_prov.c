@@ -243,6 +243,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                        const OSSL_DISPATCH **out, void **provctx)
 {
     OSSL_FUNC_core_get_params_fn *core_get_params = NULL;
+    OSSL_FUNC_core_get_libctx_fn *core_get_libctx = NULL;
     KC_PROVCTX *pctx = OPENSSL_zalloc(sizeof(*pctx));
 
     if (pctx == NULL)
@@ -252,6 +253,9 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         switch (in->function_id) {
         case OSSL_FUNC_CORE_GET_PARAMS:
             core_get_params = OSSL_FUNC_core_get_params(in);
+            break;
+        case OSSL_FUNC_CORE_GET_LIBCTX:
+            core_get_libctx = OSSL_FUNC_core_get_libctx(in);
             break;
         case OSSL_FUNC_CORE_THREAD_START:
             pctx->core_thread_start = OSSL_FUNC_core_thread_start(in);
@@ -271,6 +275,12 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         kc_raise(pctx, KC_R_INIT_FAILED, "core offers no thread_start");
         goto err;
     }
+    if (core_get_libctx == NULL) {
+        kc_raise(pctx, KC_R_INIT_FAILED, "core offers no get_libctx");
+        goto err;
+    }
+    /* the application's library context, as the default provider takes it */
+    pctx->app_libctx = (OSSL_LIB_CTX *)core_get_libctx(handle);
     if (!read_config(pctx, core_get_params)
         || !kc_cache_start(pctx)
         || !kc_inner_start(pctx))
