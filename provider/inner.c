@@ -185,7 +185,11 @@ int kc_inner_start(KC_PROVCTX *pctx)
     int no_cache = 0, i;
 
     if ((pctx->libctx = OSSL_LIB_CTX_new()) == NULL
-        || (pctx->deflt = OSSL_PROVIDER_load(pctx->libctx, "default")) == NULL) {
+        || !kc_rand_start(pctx)) {
+        kc_raise(pctx, KC_R_INIT_FAILED, "cannot set up the inner context");
+        return 0;
+    }
+    if ((pctx->deflt = OSSL_PROVIDER_load(pctx->libctx, "default")) == NULL) {
         kc_raise(pctx, KC_R_INIT_FAILED, "cannot load the default provider");
         return 0;
     }
@@ -268,6 +272,5 @@ void kc_inner_stop(KC_PROVCTX *pctx)
     pctx->ndigests = 0;
     OSSL_PROVIDER_unload(pctx->deflt);
     pctx->deflt = NULL;
-    OSSL_LIB_CTX_free(pctx->libctx);
-    pctx->libctx = NULL;
+    kc_rand_stop(pctx);
 }

@@ -4,6 +4,7 @@
  * provider/keycache_prov.c  provider entry point, config, counters
  * provider/inner.c          private library context holding `default`,
  *                           and the inner dispatch tables we wrap
+ * provider/rand.c           that context's RAND: the application's
  * provider/cache.c          per-thread key -> keyed inner context cache
  * provider/hmac.c           the HMAC wrapper
  * provider/aes_gcm.c        the AES-{128,192,256}-GCM wrappers
@@ -126,6 +127,7 @@ struct kc_provctx_st {
     /* the wrapped default provider */
     OSSL_LIB_CTX *libctx;
     OSSL_PROVIDER *deflt;
+    OSSL_PROVIDER *rand_prov;  /* the application's RAND, see rand.c */
     void *inner_provctx;
     KC_ALG hmac_alg;
     KC_MAC_FNS hmac;
@@ -159,6 +161,10 @@ int kc_names_start_with(const char *names, const char *first);
 int kc_inner_start(KC_PROVCTX *pctx);
 void kc_inner_stop(KC_PROVCTX *pctx);
 const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md);
+
+/* rand.c: the private context's RAND is the application's */
+int kc_rand_start(KC_PROVCTX *pctx);
+void kc_rand_stop(KC_PROVCTX *pctx);
 
 /* cache.c */
 typedef struct {

@@ -259,6 +259,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                        const OSSL_DISPATCH **out, void **provctx)
 {
     OSSL_FUNC_core_get_params_fn *core_get_params = NULL;
+    OSSL_FUNC_core_get_libctx_fn *core_get_libctx = NULL;
     KC_PROVCTX *pctx = OPENSSL_zalloc(sizeof(*pctx));
 
     if (pctx == NULL)
@@ -270,9 +271,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
             core_get_params = OSSL_FUNC_core_get_params(in);
             break;
         case OSSL_FUNC_CORE_GET_LIBCTX:
-            /* with libcrypto itself as the core, this is the real one */
-            pctx->app_libctx =
-                (OSSL_LIB_CTX *)OSSL_FUNC_core_get_libctx(in)(handle);
+            core_get_libctx = OSSL_FUNC_core_get_libctx(in);
             break;
         case OSSL_FUNC_CORE_THREAD_START:
             pctx->core_thread_start = OSSL_FUNC_core_thread_start(in);
@@ -292,6 +291,12 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         kc_raise(pctx, KC_R_INIT_FAILED, "core offers no thread_start");
         goto err;
     }
+    if (core_get_libctx == NULL) {
+        kc_raise(pctx, KC_R_INIT_FAILED, "core offers no get_libctx");
+        goto err;
+    }
+    /* the application's library context, as the default provider takes it */
+    pctx->app_libctx = (OSSL_LIB_CTX *)core_get_libctx(handle);
     if (!read_config(pctx, core_get_params)
         || !kc_cache_start(pctx)
         || !kc_inner_start(pctx))
