@@ -102,23 +102,35 @@ static int go_passthrough(KC_HMAC_CTX *w)
 }
 
 /*
- * Resolve a digest name the way the default provider does (a fetch in its
- * library context), remembering the answer per thread.  NULL: the fetch
- * failed and left the default's error on the queue.
+ * Resolve a digest name the way the default provider does: a fetch in the
+ * library context it runs in, the application's, so that a failure leaves
+ * the very error the default would (its data names that context).  The
+ * digest found is mapped to the inner default's table by name; one that is
+ * not there (another provider's) passes through.  Remembered per thread:
+ * a provider loaded into the application's context later is not seen for a
+ * name this thread has resolved.  NULL: the fetch failed and left the
+ * default's errors on the queue (as it does, only those of a failure).
  */
 static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
                                        const char *props)
 {
-    KC_CACHE *c = kc_cache_get(w->pctx);
+    KC_PROVCTX *pctx = w->pctx;
+    KC_CACHE *c = kc_cache_get(pctx);
     const KC_DIGEST *d = NULL;
     EVP_MD *md;
 
     if (c != NULL && (d = kc_cache_memo_get(c, name, props)) != NULL)
         return d;
-    md = EVP_MD_fetch(w->pctx->libctx, name, props);
-    if (md == NULL)
+    /* a fetch that succeeds may still have queued errors: drop them */
+    ERR_set_mark();
+    md = EVP_MD_fetch(pctx->app_libctx != NULL ? pctx->app_libctx
+                      : pctx->libctx, name, props);
+    if (md == NULL) {
+        ERR_clear_last_mark();
         return NULL;
-    d = kc_inner_digest(w->pctx, md);
+    }
+    ERR_pop_to_mark();
+    d = kc_inner_digest(pctx, md);
     EVP_MD_free(md);
     if (d == NULL)
         return &unknown_digest;

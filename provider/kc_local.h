@@ -104,6 +104,7 @@ typedef struct {
 
 struct kc_provctx_st {
     const OSSL_CORE_HANDLE *handle;
+    OSSL_LIB_CTX *app_libctx;
     OSSL_FUNC_core_thread_start_fn *core_thread_start;
     OSSL_FUNC_core_new_error_fn *core_new_error;
     OSSL_FUNC_core_set_error_debug_fn *core_set_error_debug;
