@@ -103,23 +103,35 @@ static int go_passthrough(KC_HMAC_CTX *w)
 }
 
 /*
- * Resolve a digest name the way the default provider does (a fetch in its
- * library context), remembering the answer per thread.  NULL: the fetch
- * failed and left the default's error on the queue.
+ * Resolve a digest name the way the default provider does: a fetch in the
+ * library context it runs in, the application's, so that a failure leaves
+ * the very error the default would (its data names that context).  The
+ * digest found is mapped to the inner default's table by name; one that is
+ * not there (another provider's) passes through.  Remembered per thread:
+ * a provider loaded into the application's context later is not seen for a
+ * name this thread has resolved.  NULL: the fetch failed and left the
+ * default's errors on the queue (as it does, only those of a failure).
  */
 static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
                                        const char *props)
 {
-    KC_CACHE *c = kc_cache_get(w->pctx);
+    KC_PROVCTX *pctx = w->pctx;
+    KC_CACHE *c = kc_cache_get(pctx);
     const KC_DIGEST *d = NULL;
     EVP_MD *md;
 
     if (c != NULL && (d = kc_cache_memo_get(c, name, props)) != NULL)
         return d;
-    md = EVP_MD_fetch(w->pctx->libctx, name, props);
-    if (md == NULL)
+    /* a fetch that succeeds may still have queued errors: drop them */
+    ERR_set_mark();
+    md = EVP_MD_fetch(pctx->app_libctx != NULL ? pctx->app_libctx
+                      : pctx->libctx, name, props);
+    if (md == NULL) {
+        ERR_clear_last_mark();
         return NULL;
-    d = kc_inner_digest(w->pctx, md);
+    }
+    ERR_pop_to_mark();
+    d = kc_inner_digest(pctx, md);
     EVP_MD_free(md);
     if (d == NULL)
         return &unknown_digest;
@@ -412,10 +424,28 @@ static const OSSL_PARAM *kc_hmac_settable_ctx_params(void *vctx,
            : pctx->hmac.settable_ctx_params(NULL, pctx->inner_provctx);
 }
 
+/*
+ * Never keyed: ask a transient default context holding the same digest, so
+ * that what it answers and the errors it raises (an HMAC_CTX without a
+ * digest has no size) come from the default's own code.  Rare: EVP asks
+ * for sizes after the key.
+ */
+static KC_NOINLINE int unkeyed_get_params(KC_HMAC_CTX *w, OSSL_PARAM params[])
+{
+    void *tmp = fns(w)->newctx(w->pctx->inner_provctx);
+    int ok;
+
+    if (tmp == NULL)
+        return 0;
+    ok = w->dg == NULL || inner_set_digest(w, tmp, w->dg);
+    ok = ok && fns(w)->get_ctx_params(tmp, params);
+    fns(w)->freectx(tmp);
+    return ok;
+}
+
 static int kc_hmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     KC_HMAC_CTX *w = vctx;
-    OSSL_PARAM *p;
 
     /*
      * EVP_MAC_final() asks for the size alone before every final: a keyed
@@ -434,17 +464,7 @@ static int kc_hmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
     /* a clean inner holds exactly the default's digest and key */
     if (w->inner != NULL)
         return fns(w)->get_ctx_params(w->inner, params);
-
-    /* never keyed: the default's HMAC_CTX has no digest yet */
-    if ((p = OSSL_PARAM_locate(params, OSSL_MAC_PARAM_SIZE)) != NULL) {
-        ERR_raise(ERR_LIB_EVP, EVP_R_MESSAGE_DIGEST_IS_NULL);
-        if (!OSSL_PARAM_set_size_t(p, 0))
-            return 0;
-    }
-    if ((p = OSSL_PARAM_locate(params, OSSL_MAC_PARAM_BLOCK_SIZE)) != NULL
-        && !OSSL_PARAM_set_int(p, w->dg != NULL ? w->dg->block_size : 0))
-        return 0;
-    return 1;
+    return unkeyed_get_params(w, params);
 }
 
 const OSSL_DISPATCH kc_hmac_functions[] = {

@@ -102,6 +102,45 @@ const char *kct_provider_name(const OSSL_PROVIDER *prov)
     return prov == NULL ? "(none)" : OSSL_PROVIDER_get0_name(prov);
 }
 
+unsigned long kct_err_next(char *buf, size_t size)
+{
+    const char *file = NULL, *func = NULL, *data = NULL, *reason;
+    int line = 0, flags = 0;
+    unsigned long e = ERR_get_error_all(&file, &line, &func, &data, &flags);
+
+    if (size == 0)
+        return e;
+    buf[0] = '\0';
+    if (e == 0)
+        return 0;
+    reason = ERR_reason_error_string(e);
+    snprintf(buf, size, "%d/%d (%s) in %s at %s:%d data [%s]",
+             ERR_GET_LIB(e), ERR_GET_REASON(e),
+             reason != NULL ? reason : "?", func != NULL ? func : "?",
+             file != NULL ? file : "?", line,
+             data != NULL && (flags & ERR_TXT_STRING) != 0 ? data : "");
+    return e;
+}
+
+void kct_err_mask_libctx(char *err)
+{
+    static const char mask[] = "<library context>";
+    static const char phrase[] = " library context";
+    char *data = strstr(err, "data [");
+    char *end;
+
+    if (data == NULL)
+        return;
+    data += strlen("data [");
+    if ((end = strstr(data, phrase)) == NULL)
+        return;
+    end += strlen(phrase);
+    if ((size_t)(end - data) < strlen(mask))
+        return;                 /* never longer: the buffer has no room */
+    memmove(data + strlen(mask), end, strlen(end) + 1);
+    memcpy(data, mask, strlen(mask));
+}
+
 static int hexval(int c)
 {
     if (c >= '0' && c <= '9')

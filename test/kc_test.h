@@ -42,6 +42,25 @@ const char *kct_vectors_dir(void);
 /* Hex helpers for vector files; return allocated buffer, *len set. */
 unsigned char *kct_unhex(const char *hex, size_t *len);
 
+/*
+ * Take the oldest error off the calling thread's queue and describe it in
+ * buf: library and reason, the function, file and line that raised it and
+ * its data (ERR_get_error_all).  Differential tests compare these strings,
+ * so an error raised by other code than the default's, or carrying other
+ * data, shows.  Returns the error code; 0 (buf "") if the queue was empty.
+ */
+#define KCT_ERR_LEN 512
+unsigned long kct_err_next(char *buf, size_t size);
+
+/*
+ * In such a description, replace the phrase with which a failed fetch's
+ * data names its library context ("Non-default library context", ...) by
+ * "<library context>".  Only for calls where keycache's answer comes from
+ * a pass-through context, which fetches in keycache's private library
+ * context by design (the callers say which).
+ */
+void kct_err_mask_libctx(char *err);
+
 /* Deterministic pseudo-random bytes for tests. */
 void kct_fill(unsigned char *buf, size_t len, uint32_t seed);
 
