@@ -285,11 +285,6 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         case OSSL_FUNC_CORE_VSET_ERROR:
             pctx->core_vset_error = OSSL_FUNC_core_vset_error(in);
             break;
-        case OSSL_FUNC_CORE_GET_LIBCTX:
-            /* the application's library context, as `default` takes it */
-            pctx->app_libctx =
-                (OSSL_LIB_CTX *)OSSL_FUNC_core_get_libctx(in)(handle);
-            break;
         }
     }
     if (pctx->core_thread_start == NULL) {
