@@ -76,6 +76,13 @@ struct kc_cache_st {
     KC_COUNTERS n;
     KC_MEMO memo[KC_MEMO_SLOTS];
     unsigned int memo_next;
+    /* side templates holding no key material, see kc_cache_aux_get() */
+    struct {
+        const void *tag;
+        void *ctx;
+        void (*freectx)(void *);
+    } aux[KC_AUX_SLOTS];
+    unsigned int aux_next;
     /* freed wrapper structs, reused by the next newctx on this thread */
     void *pool[KC_POOL_KINDS][KC_POOL_MAX];
     size_t pool_size[KC_POOL_KINDS];
@@ -285,6 +292,9 @@ static void cache_free(KC_CACHE *c)
 
     for (i = 0; i < c->size; i++)
         entry_kill(c, &c->entries[i]);
+    for (k = 0; k < KC_AUX_SLOTS; k++)
+        if (c->aux[k].ctx != NULL)
+            c->aux[k].freectx(c->aux[k].ctx);
     for (k = 0; k < KC_POOL_KINDS; k++)
         while (c->npool[k] > 0)
             OPENSSL_clear_free(c->pool[k][--c->npool[k]], c->pool_size[k]);
@@ -463,6 +473,28 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
     strcpy(m->name, name);
     strcpy(m->props, props);
     m->value = value;
+}
+
+void *kc_cache_aux_get(KC_CACHE *c, const void *tag)
+{
+    unsigned int i;
+
+    for (i = 0; i < KC_AUX_SLOTS; i++)
+        if (c->aux[i].tag == tag && c->aux[i].ctx != NULL)
+            return c->aux[i].ctx;
+    return NULL;
+}
+
+void kc_cache_aux_put(KC_CACHE *c, const void *tag, void *ctx,
+                      void (*freectx)(void *))
+{
+    unsigned int i = c->aux_next++ % KC_AUX_SLOTS;
+
+    if (c->aux[i].ctx != NULL)
+        c->aux[i].freectx(c->aux[i].ctx);
+    c->aux[i].tag = tag;
+    c->aux[i].ctx = ctx;
+    c->aux[i].freectx = freectx;
 }
 
 /*

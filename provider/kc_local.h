@@ -193,6 +193,16 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
 void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
                        const void *value);
 
+/*
+ * Per-thread side templates that hold no key material (say, an HMAC context
+ * with a digest set and an empty key), found by a tag the caller chooses;
+ * the cache frees them with the thread's cache.  A put may evict another.
+ */
+#define KC_AUX_SLOTS 8
+void *kc_cache_aux_get(KC_CACHE *c, const void *tag);
+void kc_cache_aux_put(KC_CACHE *c, const void *tag, void *ctx,
+                      void (*freectx)(void *));
+
 /* What a lookup found, and what kc_cache_add() and a later park need. */
 typedef struct {
     KC_LEASE lease;           /* names the entry (hit or add) */
