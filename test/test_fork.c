@@ -292,7 +292,7 @@ static void *poll_counters(void *arg)
         params[2] = OSSL_PARAM_construct_end();
         if (!OSSL_PROVIDER_get_params(p->prov, params))
             p->failed++;
-        p->polls++;
+        __atomic_store_n(&p->polls, p->polls + 1, __ATOMIC_RELAXED);
     }
     return NULL;
 }
@@ -403,6 +403,13 @@ static void test_fork_storm(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(poller.prov);
     CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, poll_counters, &poller),
                           0);
+    /*
+     * Fork only once the poller is in its loop: a thread still starting up
+     * may be inside the allocator, and ASan's allocator lock is not
+     * fork-safe (a child then hangs in ASan, not in keycache).
+     */
+    while (__atomic_load_n(&poller.polls, __ATOMIC_RELAXED) < 1000)
+        nanosleep(&pause, NULL);
 
     while (st.started < want || n > 0) {
         if (n < STORM_INFLIGHT && st.started < want) {
