@@ -30,6 +30,8 @@
 typedef struct {
     const KC_ALG *alg;        /* NULL: free slot */
     const void *param;
+    unsigned char *rec;       /* a record compared by content, or NULL */
+    size_t reclen;
     void *tmpl;               /* keyed and never used: duplicated on a hit */
     void *spare[KC_SPARE_MAX];/* used contexts given back (alg->spare_max) */
     unsigned int nspare;
@@ -83,6 +85,15 @@ struct kc_cache_st {
         void (*freectx)(void *);
     } aux[KC_AUX_SLOTS];
     unsigned int aux_next;
+    /* learned values of records, see kc_cache_rec_get() */
+    struct {
+        const void *owner;    /* NULL: free */
+        uint64_t hash;
+        unsigned char *bytes;
+        size_t len, alen;
+        int value;
+    } recs[KC_REC_SLOTS];
+    unsigned int rec_last, rec_next;
     /* freed wrapper structs, reused by the next newctx on this thread */
     void *pool[KC_POOL_KINDS][KC_POOL_MAX];
     size_t pool_size[KC_POOL_KINDS];
@@ -270,6 +281,9 @@ static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
     }
     e->alg->freectx(e->tmpl);
     OPENSSL_cleanse(e->key, e->keylen);
+    OPENSSL_clear_free(e->rec, e->reclen);
+    e->rec = NULL;
+    e->reclen = 0;
     e->alg = NULL;
     e->param = NULL;
     e->tmpl = NULL;
@@ -295,6 +309,8 @@ static void cache_free(KC_CACHE *c)
     for (k = 0; k < KC_AUX_SLOTS; k++)
         if (c->aux[k].ctx != NULL)
             c->aux[k].freectx(c->aux[k].ctx);
+    for (k = 0; k < KC_REC_SLOTS; k++)
+        OPENSSL_clear_free(c->recs[k].bytes, c->recs[k].len);
     for (k = 0; k < KC_POOL_KINDS; k++)
         while (c->npool[k] > 0)
             OPENSSL_clear_free(c->pool[k][--c->npool[k]], c->pool_size[k]);
@@ -498,6 +514,74 @@ void kc_cache_aux_put(KC_CACHE *c, const void *tag, void *ctx,
 }
 
 /*
+ * Learned values of records, in two pieces compared as they were given
+ * (the split point is part of the identity).  Open addressing over
+ * KC_REC_SLOTS slots, tried on the last one found first; a full probe
+ * window overwrites a slot round robin.
+ */
+#define KC_REC_PROBE 4
+
+static int rec_slot_is(KC_CACHE *c, unsigned int i, const void *owner,
+                       uint64_t hash, const unsigned char *a, size_t alen,
+                       const unsigned char *b, size_t blen)
+{
+    return c->recs[i].owner == owner && c->recs[i].hash == hash
+           && c->recs[i].alen == alen && c->recs[i].len == alen + blen
+           && (alen == 0 || memcmp(c->recs[i].bytes, a, alen) == 0)
+           && (blen == 0 || memcmp(c->recs[i].bytes + alen, b, blen) == 0);
+}
+
+int kc_cache_rec_get(KC_CACHE *c, const void *owner, uint64_t hash,
+                     const unsigned char *a, size_t alen,
+                     const unsigned char *b, size_t blen)
+{
+    unsigned int i, n;
+
+    if (rec_slot_is(c, c->rec_last, owner, hash, a, alen, b, blen))
+        return c->recs[c->rec_last].value;
+    for (n = 0, i = hash % KC_REC_SLOTS; n < KC_REC_PROBE;
+         n++, i = (i + 1) % KC_REC_SLOTS) {
+        if (c->recs[i].owner == NULL)
+            break;
+        if (rec_slot_is(c, i, owner, hash, a, alen, b, blen)) {
+            c->rec_last = i;
+            return c->recs[i].value;
+        }
+    }
+    return -1;
+}
+
+void kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
+                      const unsigned char *a, size_t alen,
+                      const unsigned char *b, size_t blen, int value)
+{
+    unsigned char *bytes;
+    unsigned int i, n;
+
+    if ((bytes = OPENSSL_malloc(alen + blen + 1)) == NULL)
+        return;
+    if (alen > 0)
+        memcpy(bytes, a, alen);
+    if (blen > 0)
+        memcpy(bytes + alen, b, blen);
+    for (n = 0, i = hash % KC_REC_SLOTS; n < KC_REC_PROBE;
+         n++, i = (i + 1) % KC_REC_SLOTS)
+        if (c->recs[i].owner == NULL)
+            break;
+    if (n == KC_REC_PROBE)
+        i = (unsigned int)((hash + c->rec_next++ % KC_REC_PROBE)
+                           % KC_REC_SLOTS);
+    OPENSSL_clear_free(c->recs[i].bytes, c->recs[i].len);
+    c->recs[i].owner = owner;
+    c->recs[i].hash = hash;
+    c->recs[i].bytes = bytes;
+    c->recs[i].alen = alen;
+    c->recs[i].len = alen + blen;
+    c->recs[i].value = value;
+    c->rec_last = i;
+}
+
+/*
  * When almost every lookup misses (a new key per call, or more keys in
  * rotation than the cache holds), admitting every missed key only adds
  * work: its entry is built, then evicted unused.  After a window of
@@ -632,8 +716,23 @@ static int entry_matches(const KC_ENTRY *e, uint64_t h, const KC_ALG *alg,
            && e->keylen == keylen && keys_equal(e->key, key, keylen);
 }
 
-void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
-                    const unsigned char *key, size_t keylen, KC_LOOKUP *lk)
+/*
+ * A record (see kc_cache_find_rec()) matches by content; entries of the
+ * other algorithms have none and are told apart by their KC_ALG alone, so
+ * for them (rec == NULL, a constant) this folds away.
+ */
+static ossl_inline int rec_matches(const KC_ENTRY *e, const unsigned char *rec,
+                                   size_t reclen)
+{
+    return rec == NULL
+           || (e->reclen == reclen
+               && (reclen == 0 || memcmp(e->rec, rec, reclen) == 0));
+}
+
+static ossl_inline __attribute__((always_inline))
+void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
+                 const unsigned char *rec, size_t reclen, uint64_t rechash,
+                 const unsigned char *key, size_t keylen, KC_LOOKUP *lk)
 {
     KC_ENTRY *e;
     uint32_t slot;
@@ -651,10 +750,13 @@ void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
     if (c->lru_head != KC_NIL) {
         e = &c->entries[c->lru_head];
         if (e->alg == alg && e->param == param && e->keylen == keylen
+            && rec_matches(e, rec, reclen)
             && keys_equal(e->key, key, keylen))
             goto hit;
     }
     lk->hash = kc_hash(c->sipkey, key, keylen);
+    if (rec != NULL)
+        lk->hash ^= rechash * 0x9fb21c651e98df25ULL;
     m = c->nidx - 1;
     for (i = lk->hash & m; ; i = (i + 1) & m) {
         if (c->idx[i] == 0) {
@@ -663,7 +765,8 @@ void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
             return NULL;
         }
         e = &c->entries[c->idx[i] - 1];
-        if (entry_matches(e, lk->hash, alg, param, key, keylen))
+        if (entry_matches(e, lk->hash, alg, param, key, keylen)
+            && rec_matches(e, rec, reclen))
             break;
     }
  hit:
@@ -686,14 +789,35 @@ void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
     return e->tmpl;
 }
 
-int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
-                 const unsigned char *key, size_t keylen, void *tmpl,
-                 KC_LOOKUP *lk)
+void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
+                    const unsigned char *key, size_t keylen, KC_LOOKUP *lk)
 {
+    return cache_find(c, alg, param, NULL, 0, 0, key, keylen, lk);
+}
+
+void *kc_cache_find_rec(KC_CACHE *c, const KC_ALG *alg,
+                        const unsigned char *rec, size_t reclen,
+                        uint64_t rechash, const unsigned char *key,
+                        size_t keylen, KC_LOOKUP *lk)
+{
+    static const unsigned char none[1];
+
+    return cache_find(c, alg, NULL, rec != NULL ? rec : none, reclen,
+                      rechash, key, keylen, lk);
+}
+
+static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
+                     const unsigned char *rec, size_t reclen,
+                     const unsigned char *key, size_t keylen, void *tmpl,
+                     KC_LOOKUP *lk)
+{
+    unsigned char *copy = NULL;
     KC_ENTRY *e;
     uint32_t i;
 
     if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN || tmpl == NULL)
+        return 0;
+    if (reclen > 0 && (copy = OPENSSL_memdup(rec, reclen)) == NULL)
         return 0;
     KC_BUMP(c, misses);
     /* a free slot, else the least recently used one */
@@ -706,6 +830,8 @@ int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     c->free_head = e->next;
     e->alg = alg;
     e->param = param;
+    e->rec = copy;
+    e->reclen = reclen;
     e->tmpl = tmpl;
     e->nspare = 0;
     e->hash = lk->hash;
@@ -721,6 +847,20 @@ int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     lk->lease.gen = e->gen;
     lk->lease.idx = i;
     return 1;
+}
+
+int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
+                 const unsigned char *key, size_t keylen, void *tmpl,
+                 KC_LOOKUP *lk)
+{
+    return cache_add(c, alg, param, NULL, 0, key, keylen, tmpl, lk);
+}
+
+int kc_cache_add_rec(KC_CACHE *c, const KC_ALG *alg, const unsigned char *rec,
+                     size_t reclen, const unsigned char *key, size_t keylen,
+                     void *tmpl, KC_LOOKUP *lk)
+{
+    return cache_add(c, alg, NULL, rec, reclen, key, keylen, tmpl, lk);
 }
 
 /*

@@ -8,6 +8,10 @@
  * provider/cache.c          per-thread key -> keyed inner context cache
  * provider/hmac.c           the HMAC wrapper
  * provider/aes_gcm.c        the AES-{128,192,256}-GCM wrappers
+ * provider/tmpl.c           the template layer shared by the families below
+ * provider/cmac.c           CMAC with AES-{128,192,256}-CBC
+ * provider/gmac.c           GMAC with AES-{128,192,256}-GCM
+ * provider/kmac.c           KMAC128 and KMAC256
  * provider/passthrough.c    the default's KDFs and HMAC-DRBG, kept where
  *                           their inner MACs cannot reach keycache
  */
@@ -105,6 +109,66 @@ typedef struct {
     size_t fresh_taglen;
 } KC_GCM_INNER;
 
+/* ---- template families, see tmpl.c ---- */
+
+#define KC_FAM_CMAC 0
+#define KC_FAM_GMAC 1
+#define KC_FAM_KMAC128 2
+#define KC_FAM_KMAC256 3
+#define KC_FAM_COUNT 4
+
+/*
+ * A record: the set_ctx_params calls a context got before its key, each
+ * parameter as (name, type, size, bytes), so that it can be compared by
+ * content, hashed and replayed onto another context (see tmpl.c).
+ */
+#define KC_TREC_MAX 512
+
+typedef struct kc_tdesc_st KC_TDESC;
+typedef struct kc_tfam_st KC_TFAM;
+
+/* What a family's file tells the shared layer: only what differs. */
+struct kc_tdesc_st {
+    const char *name;               /* the default's first name for it */
+    const char *description;
+    const OSSL_DISPATCH *functions; /* ours */
+    /*
+     * Parameter names a shape may hold for its template to be cached
+     * (others are served uncached), and the volatile names: recorded apart
+     * and replayed onto each copy after the key, so not part of the cache
+     * key (GMAC's IV).  The default must process volatile names after the
+     * key and after all other names of one set_ctx_params call, and keying
+     * before or after them must end in the same state.
+     */
+    const char *const *shape_names;
+    const char *const *volatile_names;
+    /*
+     * Does a "key" parameter of set_ctx_params key the context the way
+     * init with that key does (CMAC, GMAC)?  If not (KMAC only stores
+     * it), such calls are passed through.
+     */
+    int set_key_keys;
+    /*
+     * Optional: may a template be cached for a valid record of names from
+     * shape_names (say, the cipher it names)?  Asked once per thread and
+     * record.
+     */
+    int (*cacheable)(KC_PROVCTX *pctx, const unsigned char *shape,
+                     size_t len);
+};
+
+/* A family as bound to the running default provider. */
+struct kc_tfam_st {
+    const KC_TDESC *d;
+    KC_ALG alg;
+    KC_MAC_FNS mac;
+    int on;                         /* offered: the config says so */
+    int null_set_ok;                /* set_ctx_params(NULL): 1, no error */
+};
+
+extern const KC_TDESC kc_cmac_desc, kc_gmac_desc, kc_kmac128_desc,
+    kc_kmac256_desc;
+
 /* Counters kept per thread; only the owning thread writes them. */
 typedef struct {
     uint64_t hits, misses, evictions, passthrough;
@@ -133,9 +197,10 @@ struct kc_provctx_st {
     KC_MAC_FNS hmac;
     const char *hmac_names;
     KC_GCM_INNER gcm[KC_GCM_COUNT];
+    KC_TFAM fam[KC_FAM_COUNT];
     KC_DIGEST *digests;
     size_t ndigests;
-    OSSL_ALGORITHM mac_algs[2];
+    OSSL_ALGORITHM mac_algs[KC_FAM_COUNT + 2];
     OSSL_ALGORITHM cipher_algs[KC_GCM_COUNT + 1];
     /* pass-through KDFs and DRBGs, see passthrough.c */
     struct kc_pt_st *pt;
@@ -176,7 +241,8 @@ typedef struct {
 /* per-thread pools of freed wrapper structs, one per kind */
 #define KC_POOL_HMAC 0
 #define KC_POOL_GCM 1
-#define KC_POOL_KINDS 2
+#define KC_POOL_TMPL 2
+#define KC_POOL_KINDS 3
 #define KC_POOL_MAX 8
 void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size);
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size);
@@ -228,6 +294,31 @@ int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
                  const unsigned char *key, size_t keylen, void *tmpl,
                  KC_LOOKUP *lk);
 /*
+ * The same for entries that also carry a record, compared by content
+ * (reclen bytes; rechash is the record's hash, mixed into the key's).
+ * The cache keeps a copy of the record.  An algorithm uses one kind of
+ * lookup only.
+ */
+void *kc_cache_find_rec(KC_CACHE *c, const KC_ALG *alg,
+                        const unsigned char *rec, size_t reclen,
+                        uint64_t rechash, const unsigned char *key,
+                        size_t keylen, KC_LOOKUP *lk);
+int kc_cache_add_rec(KC_CACHE *c, const KC_ALG *alg, const unsigned char *rec,
+                     size_t reclen, const unsigned char *key, size_t keylen,
+                     void *tmpl, KC_LOOKUP *lk);
+/*
+ * Per-thread values learned about records (the bytes a + b, owned by
+ * owner): kc_cache_rec_get() returns the value put, or -1 if none is known
+ * (never put, or overwritten since).  Not for secrets.
+ */
+#define KC_REC_SLOTS 32
+int kc_cache_rec_get(KC_CACHE *c, const void *owner, uint64_t hash,
+                     const unsigned char *a, size_t alen,
+                     const unsigned char *b, size_t blen);
+void kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
+                      const unsigned char *a, size_t alen,
+                      const unsigned char *b, size_t blen, int value);
+/*
  * Give a used context back to the entry the lease names, for a later hit
  * to reuse after a keyless re-init.  0 if it cannot be kept (entry gone,
  * another thread, spares full): the caller frees it.
@@ -244,5 +335,32 @@ extern const OSSL_DISPATCH kc_aes128gcm_functions[];
 extern const OSSL_DISPATCH kc_aes192gcm_functions[];
 extern const OSSL_DISPATCH kc_aes256gcm_functions[];
 void kc_gcm_bind(KC_PROVCTX *pctx);
+
+/* tmpl.c: the shared layer of the template families */
+int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg);
+void *kc_tmac_newctx(KC_PROVCTX *pctx, int which);
+OSSL_FUNC_mac_dupctx_fn kc_tmac_dupctx;
+OSSL_FUNC_mac_freectx_fn kc_tmac_freectx;
+OSSL_FUNC_mac_init_fn kc_tmac_init;
+OSSL_FUNC_mac_update_fn kc_tmac_update;
+OSSL_FUNC_mac_final_fn kc_tmac_final;
+OSSL_FUNC_mac_get_ctx_params_fn kc_tmac_get_ctx_params;
+OSSL_FUNC_mac_set_ctx_params_fn kc_tmac_set_ctx_params;
+const OSSL_PARAM *kc_tmac_gettable_ctx_params(KC_PROVCTX *pctx, int which);
+const OSSL_PARAM *kc_tmac_settable_ctx_params(KC_PROVCTX *pctx, int which);
+const OSSL_PARAM *kc_tmac_gettable_params(KC_PROVCTX *pctx, int which);
+/* the inner get_params (no provider context: the same for all instances) */
+OSSL_FUNC_mac_get_params_fn *kc_tmac_inner_get_params(int which);
+/*
+ * For a family's cacheable(): the last UTF-8 parameter |name| of a record,
+ * and the UTF-8 parameter |with| of the same call (NULL if absent there).
+ * Returns 0 if the record has no such parameter.
+ */
+int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
+                      const char *with, const char **value,
+                      const char **with_value);
+/* does the cipher |name| (with properties) resolve to one of |names|? */
+int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name,
+                        const char *props, const char *const *names);
 
 #endif
