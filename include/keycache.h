@@ -19,12 +19,18 @@
  *   cache_size = 64     # cached keys per thread (0 disables caching)
  *   hmac       = on     # off: HMAC is not offered; default serves it
  *   aes_gcm    = auto   # on, off, or auto: on for OpenSSL 3.0 only
+ *   cmac       = auto   # CMAC with AES-CBC: on, off or auto
+ *   gmac       = auto   # GMAC with AES-GCM: on, off or auto
+ *   kmac       = auto   # KMAC128 and KMAC256: on, off or auto
  *   idle_ttl   = 0      # seconds an unused entry may live; 0 = no limit
  *   admit_after = 3     # a key is cached from its Nth keyed init on
  */
 #define KEYCACHE_CONF_CACHE_SIZE "cache_size"
 #define KEYCACHE_CONF_HMAC       "hmac"
 #define KEYCACHE_CONF_AES_GCM    "aes_gcm"
+#define KEYCACHE_CONF_CMAC       "cmac"
+#define KEYCACHE_CONF_GMAC       "gmac"
+#define KEYCACHE_CONF_KMAC       "kmac"
 #define KEYCACHE_CONF_IDLE_TTL   "idle_ttl"
 #define KEYCACHE_CONF_ADMIT_AFTER "admit_after"
 

@@ -182,7 +182,7 @@ const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md)
 int kc_inner_start(KC_PROVCTX *pctx)
 {
     const OSSL_ALGORITHM *macs, *ciphers, *a;
-    int no_cache = 0, i;
+    int no_cache = 0, i, nmac = 0;
 
     if ((pctx->libctx = OSSL_LIB_CTX_new()) == NULL
         || !kc_rand_start(pctx)) {
@@ -210,10 +210,45 @@ int kc_inner_start(KC_PROVCTX *pctx)
     pctx->hmac_alg.names = a->algorithm_names;
     pctx->hmac_alg.freectx = pctx->hmac.freectx;
     pctx->hmac_alg.spare_max = KC_SPARE_MAX;
-    pctx->mac_algs[0].algorithm_names = a->algorithm_names;
-    pctx->mac_algs[0].property_definition = "provider=" KEYCACHE_PROVIDER_NAME;
-    pctx->mac_algs[0].implementation = kc_hmac_functions;
-    pctx->mac_algs[0].algorithm_description = "HMAC with a per-thread key cache";
+    if (pctx->hmac_on) {
+        pctx->mac_algs[nmac].algorithm_names = a->algorithm_names;
+        pctx->mac_algs[nmac].property_definition =
+            "provider=" KEYCACHE_PROVIDER_NAME;
+        pctx->mac_algs[nmac].implementation = kc_hmac_functions;
+        pctx->mac_algs[nmac].algorithm_description =
+            "HMAC with a per-thread key cache";
+        nmac++;
+    }
+
+    /* the template families that are switched on */
+    for (i = 0; i < KC_FAM_COUNT; i++) {
+        static const KC_TDESC *const descs[KC_FAM_COUNT] = {
+            &kc_cmac_desc, &kc_gmac_desc, &kc_kmac128_desc, &kc_kmac256_desc
+        };
+        KC_TFAM *f = &pctx->fam[i];
+
+        f->d = descs[i];
+        if (!f->on)
+            continue;
+        a = find_alg(macs, f->d->name);
+        if (a == NULL) {
+            kc_raise(pctx, KC_R_INNER_MISSING, "default provider has no %s",
+                     f->d->name);
+            return 0;
+        }
+        load_mac_fns(&f->mac, a->implementation);
+        if (!kc_tmpl_bind(pctx, f, a)) {
+            kc_raise(pctx, KC_R_INNER_MISSING, "default %s lacks functions",
+                     f->d->name);
+            return 0;
+        }
+        pctx->mac_algs[nmac].algorithm_names = a->algorithm_names;
+        pctx->mac_algs[nmac].property_definition =
+            "provider=" KEYCACHE_PROVIDER_NAME;
+        pctx->mac_algs[nmac].implementation = f->d->functions;
+        pctx->mac_algs[nmac].algorithm_description = f->d->description;
+        nmac++;
+    }
 
     ciphers = OSSL_PROVIDER_query_operation(pctx->deflt, OSSL_OP_CIPHER,
                                             &no_cache);

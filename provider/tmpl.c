@@ -1,0 +1,860 @@
+/*
+ * The template layer: what every keyed family (CMAC, GMAC, KMAC) shares.
+ *
+ * A cache entry is a pristine template: an inner (default provider)
+ * context that was created, given the parameters the application set
+ * before the key (its "shape": a cipher, a customisation string ...) and
+ * keyed, and never used.  A keyed init on a hit duplicates it; from then on
+ * the wrapper only forwards.  Used contexts are never handed out again.
+ *
+ * Before the key arrives, the wrapper records the set_ctx_params calls it
+ * gets, each parameter as (name, type, size, bytes), in the order they came
+ * (see "records" below).  The record of the shape is part of the cache key,
+ * compared by content; a family may name volatile parameters (GMAC's IV)
+ * that are recorded apart and replayed onto each copy after the key, so a
+ * new IV per message still hits.
+ *
+ * Return values and errors are the default's.  A recorded call must return
+ * at once what the default would have returned, so the first time a thread
+ * sees a record the call is replayed on a real inner context, and what the
+ * default says is remembered for that record (the cache's record memo): a
+ * valid record (1, no error) is answered 1 from then on; anything else, and
+ * everything the record cannot describe - parameters of other types, a
+ * name twice in one call, updates, finals and keyless inits before the key,
+ * a key setup that fails or raises an error - makes the wrapper build a
+ * private plain inner context, replay the record onto it and pass the call
+ * and every later one through, so the default decides every odd case and
+ * raises its own errors.
+ */
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/params.h>
+
+#include "kc_local.h"
+
+/* the most parameters one recorded call may have */
+#define KC_TCALL_MAX 8
+/* the longest parameter name recorded */
+#define KC_TNAME_MAX 64
+/* room for the volatile calls' signatures */
+#define KC_TSIG_MAX 128
+
+/* what the record memo learns about a record */
+#define KC_REC_VALID 1          /* every call returned 1 and raised nothing */
+#define KC_REC_CACHEABLE 2      /* a shape whose templates may be cached */
+
+/* ---------------------------------------------------------------------- */
+/* Records                                                                */
+
+/*
+ * An item of a record: a call marker, or a parameter followed by its name
+ * (with the NUL) and its data (with a NUL after it, so that a replayed
+ * UTF-8 string is terminated), each padded to 8 bytes so that replayed
+ * integers are aligned.  A signature item is a parameter without its data.
+ */
+typedef struct {
+    uint16_t tag;
+    uint16_t namelen;           /* with the NUL */
+    uint32_t type;              /* OSSL_PARAM data_type, | T_NULL */
+    uint64_t size;              /* data_size */
+} ITEM;
+
+#define T_CALL 1
+#define T_PARAM 2
+#define T_SIG 3
+#define T_NULL 0x80000000u      /* the data pointer was NULL */
+
+#define PAD8(n) (((n) + 7) & ~(size_t)7)
+
+typedef struct {
+    KC_PROVCTX *pctx;
+    const KC_TFAM *f;
+    void *inner;                /* the default's context, once there is one */
+    int shape_value;            /* learned value of the shape, -1: not yet */
+    /* rec: the shape's calls, then the volatile calls (never interleaved) */
+    size_t shape_len, len, sig_len;
+    uint64_t shape_hash, sig_hash;
+    uint64_t rec[KC_TREC_MAX / 8];
+    uint64_t sig[KC_TSIG_MAX / 8];  /* the volatile calls without data */
+} KC_TMAC_CTX;
+
+/* What a call that fails to record rolls back to. */
+typedef struct {
+    int shape_value;
+    size_t shape_len, len, sig_len;
+    uint64_t shape_hash, sig_hash;
+} SAVED;
+
+static void save(const KC_TMAC_CTX *w, SAVED *s)
+{
+    s->shape_value = w->shape_value;
+    s->shape_len = w->shape_len;
+    s->len = w->len;
+    s->sig_len = w->sig_len;
+    s->shape_hash = w->shape_hash;
+    s->sig_hash = w->sig_hash;
+}
+
+static void restore(KC_TMAC_CTX *w, const SAVED *s)
+{
+    w->shape_value = s->shape_value;
+    w->shape_len = s->shape_len;
+    w->len = s->len;
+    w->sig_len = s->sig_len;
+    w->shape_hash = s->shape_hash;
+    w->sig_hash = s->sig_hash;
+}
+
+/*
+ * A fast hash over whole words, for the record memo and to spread entries
+ * with the same key (the key itself is hashed with SipHash by the cache).
+ * Records are the application's parameters, not secrets.
+ */
+static uint64_t hash_words(uint64_t h, const uint64_t *p, size_t nbytes)
+{
+    size_t i;
+
+    for (i = 0; i < nbytes / 8; i++) {
+        h = (h ^ p[i]) * 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 31;
+    }
+    return h;
+}
+
+static int recordable(const OSSL_PARAM *p)
+{
+    size_t n = strlen(p->key);
+
+    if (n == 0 || n >= KC_TNAME_MAX || p->data_size >= KC_TREC_MAX)
+        return 0;
+    switch (p->data_type) {
+    case OSSL_PARAM_INTEGER:
+    case OSSL_PARAM_UNSIGNED_INTEGER:
+    case OSSL_PARAM_REAL:
+    case OSSL_PARAM_OCTET_STRING:
+        return 1;
+    case OSSL_PARAM_UTF8_STRING:
+        /* the default reads up to the NUL: there must be one at the end */
+        return p->data == NULL
+               || ((const char *)p->data)[p->data_size] == '\0';
+    }
+    return 0;
+}
+
+/* Append an item to buf (of cap bytes) at *len; 0 if it does not fit. */
+static int put_item(unsigned char *buf, size_t cap, size_t *len,
+                    int tag, const OSSL_PARAM *p)
+{
+    size_t namelen = 0, datalen = 0, need;
+    ITEM it;
+
+    memset(&it, 0, sizeof(it));
+    it.tag = (uint16_t)tag;
+    if (p != NULL) {
+        namelen = strlen(p->key) + 1;
+        it.namelen = (uint16_t)namelen;
+        it.type = p->data_type | (p->data == NULL ? T_NULL : 0);
+        it.size = p->data_size;
+        if (tag == T_PARAM && p->data != NULL)
+            datalen = p->data_size + 1;
+    }
+    need = sizeof(it) + PAD8(namelen) + PAD8(datalen);
+    if (need > cap - *len)
+        return 0;
+    buf += *len;
+    memset(buf, 0, need);
+    memcpy(buf, &it, sizeof(it));
+    if (namelen > 0)
+        memcpy(buf + sizeof(it), p->key, namelen);
+    if (datalen > 0 && p->data_size > 0)
+        memcpy(buf + sizeof(it) + PAD8(namelen), p->data, p->data_size);
+    *len += need;
+    return 1;
+}
+
+/*
+ * Append one call to the shape (vol == 0) or to the volatile calls and
+ * their signature.  0 if it does not fit or cannot be recorded; the caller
+ * rolls back.
+ */
+static int append_call(KC_TMAC_CTX *w, const OSSL_PARAM *const *ps, size_t n,
+                       int vol)
+{
+    unsigned char *rec = (unsigned char *)w->rec;
+    unsigned char *sig = (unsigned char *)w->sig;
+    size_t start = w->len, sstart = w->sig_len, i;
+
+    if (!put_item(rec, KC_TREC_MAX, &w->len, T_CALL, NULL)
+        || (vol && !put_item(sig, KC_TSIG_MAX, &w->sig_len, T_CALL, NULL)))
+        return 0;
+    for (i = 0; i < n; i++)
+        if (!recordable(ps[i])
+            || !put_item(rec, KC_TREC_MAX, &w->len, T_PARAM, ps[i])
+            || (vol && !put_item(sig, KC_TSIG_MAX, &w->sig_len, T_SIG,
+                                 ps[i])))
+            return 0;
+    if (vol) {
+        w->sig_hash = hash_words(w->sig_hash, (uint64_t *)(sig + sstart),
+                                 w->sig_len - sstart);
+    } else {
+        w->shape_hash = hash_words(w->shape_hash, (uint64_t *)(rec + start),
+                                   w->len - start);
+        w->shape_len = w->len;
+    }
+    return 1;
+}
+
+/* Decode the item at off; returns the offset of the next one. */
+static size_t get_item(const unsigned char *buf, size_t off, ITEM *it,
+                       OSSL_PARAM *p)
+{
+    const unsigned char *name, *data;
+
+    memcpy(it, buf + off, sizeof(*it));
+    if (it->tag == T_CALL)
+        return off + sizeof(*it);
+    name = buf + off + sizeof(*it);
+    data = name + PAD8(it->namelen);
+    p->key = (const char *)name;
+    p->data_type = it->type & ~T_NULL;
+    p->data = (it->type & T_NULL) != 0 ? NULL : (void *)data;
+    p->data_size = (size_t)it->size;
+    p->return_size = OSSL_PARAM_UNMODIFIED;
+    if (it->tag == T_SIG || (it->type & T_NULL) != 0)
+        return (size_t)(data - buf);
+    return (size_t)(data - buf) + PAD8((size_t)it->size + 1);
+}
+
+/* Replay the recorded calls in rec[from, to) onto an inner context. */
+static int replay(const KC_TMAC_CTX *w, void *ctx, size_t from, size_t to)
+{
+    const unsigned char *rec = (const unsigned char *)w->rec;
+    OSSL_PARAM p[KC_TCALL_MAX + 1];
+    size_t off = from, n = 0;
+    int open = 0;
+    ITEM it;
+
+    while (off < to) {
+        off = get_item(rec, off, &it, &p[n]);
+        if (it.tag != T_CALL) {
+            n++;
+            continue;
+        }
+        if (open) {
+            p[n] = OSSL_PARAM_construct_end();
+            if (!w->f->mac.set_ctx_params(ctx, p))
+                return 0;
+        }
+        open = 1;
+        n = 0;
+    }
+    if (!open)
+        return 1;
+    p[n] = OSSL_PARAM_construct_end();
+    return w->f->mac.set_ctx_params(ctx, p);
+}
+
+int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
+                      const char *with, const char **value,
+                      const char **with_value)
+{
+    const char *cur_with = NULL;
+    size_t off = 0;
+    int found = 0, in_call = 0;
+    OSSL_PARAM p;
+    ITEM it;
+
+    *value = *with_value = NULL;
+    while (off < len) {
+        off = get_item(rec, off, &it, &p);
+        if (it.tag == T_CALL) {
+            in_call = 0;
+            cur_with = NULL;
+            continue;
+        }
+        /* the same call's |with| may come after |name| */
+        if (with != NULL && strcmp(p.key, with) == 0
+            && p.data_type == OSSL_PARAM_UTF8_STRING) {
+            cur_with = p.data;
+            if (in_call)
+                *with_value = cur_with;
+        }
+        if (strcmp(p.key, name) == 0) {
+            if (p.data_type != OSSL_PARAM_UTF8_STRING || p.data == NULL)
+                return 0;
+            *value = p.data;
+            *with_value = cur_with;
+            in_call = 1;
+            found = 1;
+        }
+    }
+    return found;
+}
+
+static int in_list(const char *const *list, const char *name)
+{
+    for (; list != NULL && *list != NULL; list++)
+        if (strcmp(*list, name) == 0)
+            return 1;
+    return 0;
+}
+
+int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name, const char *props,
+                        const char *const *names)
+{
+    EVP_CIPHER *c;
+    int ok = 0;
+
+    ERR_set_mark();
+    if ((c = EVP_CIPHER_fetch(pctx->libctx, name, props)) != NULL) {
+        for (; *names != NULL && !ok; names++)
+            ok = EVP_CIPHER_is_a(c, *names);
+        EVP_CIPHER_free(c);
+    }
+    ERR_pop_to_mark();
+    return ok;
+}
+
+/* ---------------------------------------------------------------------- */
+/* What the default says                                                  */
+
+/*
+ * The newest error on the queue, to tell whether a call raised any: a call
+ * that raised one leaves another newest error (OpenSSL 3.0 cannot count
+ * errors since a mark).
+ */
+typedef struct {
+    unsigned long code;
+    const char *file, *func, *data;
+    int line;
+} ERRTOP;
+
+static void err_top(ERRTOP *t)
+{
+    /* an empty queue leaves the pointers alone */
+    memset(t, 0, sizeof(*t));
+    t->code = ERR_peek_last_error_all(&t->file, &t->line, &t->func,
+                                      &t->data, NULL);
+}
+
+static int err_same(const ERRTOP *a, const ERRTOP *b)
+{
+    return a->code == b->code && a->file == b->file && a->line == b->line
+           && a->func == b->func && a->data == b->data;
+}
+
+/*
+ * Replay the shape (and the volatile calls if vol) onto a fresh inner
+ * context: did every call return 1 without raising an error?  Leaves the
+ * error queue as it was.
+ */
+static int probe(const KC_TMAC_CTX *w, int vol)
+{
+    const KC_MAC_FNS *f = &w->f->mac;
+    ERRTOP before, after;
+    void *t;
+    int ok;
+
+    ERR_set_mark();
+    err_top(&before);
+    ok = (t = f->newctx(w->pctx->inner_provctx)) != NULL
+         && replay(w, t, 0, w->shape_len)
+         && (!vol || replay(w, t, w->shape_len, w->len));
+    err_top(&after);
+    ok = ok && err_same(&before, &after);
+    if (t != NULL)
+        f->freectx(t);
+    ERR_pop_to_mark();
+    return ok;
+}
+
+/* Every name of the shape is one the family caches, and it agrees. */
+static int shape_cacheable(const KC_TMAC_CTX *w)
+{
+    const unsigned char *rec = (const unsigned char *)w->rec;
+    const KC_TDESC *d = w->f->d;
+    size_t off = 0;
+    OSSL_PARAM p;
+    ITEM it;
+
+    while (off < w->shape_len) {
+        off = get_item(rec, off, &it, &p);
+        if (it.tag != T_CALL && !in_list(d->shape_names, p.key))
+            return 0;
+    }
+    return d->cacheable == NULL
+           || d->cacheable(w->pctx, rec, w->shape_len);
+}
+
+static KC_NOINLINE int learn_shape(KC_TMAC_CTX *w, KC_CACHE *c)
+{
+    uint64_t h = w->shape_hash ^ 0x5851f42d4c957f2dULL;
+    int v = kc_cache_rec_get(c, w->f, h, (unsigned char *)w->rec,
+                             w->shape_len, NULL, 0);
+
+    if (v >= 0)
+        return v;
+    v = probe(w, 0) ? KC_REC_VALID : 0;
+    if (v != 0 && shape_cacheable(w))
+        v |= KC_REC_CACHEABLE;
+    kc_cache_rec_put(c, w->f, h, (unsigned char *)w->rec, w->shape_len,
+                     NULL, 0, v);
+    return v;
+}
+
+/* The volatile calls' validity, by their signature (sizes, not bytes). */
+static KC_NOINLINE int learn_volatile(KC_TMAC_CTX *w, KC_CACHE *c)
+{
+    uint64_t h = w->shape_hash ^ (w->sig_hash * 0xc2b2ae3d27d4eb4fULL);
+    int v = kc_cache_rec_get(c, w->f, h, (unsigned char *)w->rec,
+                             w->shape_len, (unsigned char *)w->sig,
+                             w->sig_len);
+
+    if (v >= 0)
+        return v;
+    v = probe(w, 1) ? KC_REC_VALID : 0;
+    kc_cache_rec_put(c, w->f, h, (unsigned char *)w->rec, w->shape_len,
+                     (unsigned char *)w->sig, w->sig_len, v);
+    return v;
+}
+
+/*
+ * One set_ctx_params call split by what it does: the key, the volatile
+ * parameters and the rest (the shape).  0 if it cannot be recorded: too
+ * many parameters, or a name twice (which of them counts differs between
+ * OpenSSL versions: the default decides).
+ */
+typedef struct {
+    const OSSL_PARAM *key;
+    const OSSL_PARAM *shape[KC_TCALL_MAX], *vol[KC_TCALL_MAX];
+    size_t ns, nv;
+} SPLIT;
+
+static int split(const KC_TFAM *f, const OSSL_PARAM params[], SPLIT *s)
+{
+    const OSSL_PARAM *p, *q;
+
+    s->key = NULL;
+    s->ns = s->nv = 0;
+    for (p = params; p->key != NULL; p++) {
+        if (s->ns + s->nv == KC_TCALL_MAX)
+            return 0;
+        for (q = params; q < p; q++)
+            if (strcmp(q->key, p->key) == 0)
+                return 0;
+        if (strcmp(p->key, OSSL_MAC_PARAM_KEY) == 0)
+            s->key = p;
+        else if (in_list(f->d->volatile_names, p->key))
+            s->vol[s->nv++] = p;
+        else
+            s->shape[s->ns++] = p;
+    }
+    return 1;
+}
+
+/*
+ * Record a call's shape and volatile parameters (either may be empty; an
+ * empty call is recorded as a shape call) if the default accepts them.
+ * 1 recorded, 0 not (rolled back: the caller passes the call through).
+ */
+static int record(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
+{
+    SAVED sv;
+
+    save(w, &sv);
+    if (s->ns > 0 || s->nv == 0) {
+        /* the shape is replayed before the volatile calls: no going back */
+        if (w->len > w->shape_len || !append_call(w, s->shape, s->ns, 0))
+            goto fail;
+        w->shape_value = learn_shape(w, c);
+        if ((w->shape_value & KC_REC_VALID) == 0)
+            goto fail;
+    }
+    if (s->nv > 0
+        && (!append_call(w, s->vol, s->nv, 1)
+            || (learn_volatile(w, c) & KC_REC_VALID) == 0))
+        goto fail;
+    return 1;
+ fail:
+    restore(w, &sv);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Keying                                                                 */
+
+/*
+ * A new template: a fresh inner context with the shape replayed and keyed
+ * the canonical way, init(key) without params.  NULL if any of it fails or
+ * raises an error (then the caller passes through and the default says
+ * why), with the error queue left as it was.
+ */
+static void *make_template(const KC_TMAC_CTX *w, const unsigned char *key,
+                           size_t keylen)
+{
+    const KC_MAC_FNS *f = &w->f->mac;
+    ERRTOP before, after;
+    void *t;
+    int ok;
+
+    ERR_set_mark();
+    err_top(&before);
+    ok = (t = f->newctx(w->pctx->inner_provctx)) != NULL
+         && replay(w, t, 0, w->shape_len)
+         && f->init(t, key, keylen, NULL);
+    err_top(&after);
+    if (!ok || !err_same(&before, &after)) {
+        if (t != NULL)
+            f->freectx(t);
+        t = NULL;
+    }
+    ERR_pop_to_mark();
+    return t;
+}
+
+/*
+ * The key arrives on a wrapper that has none: give it a copy of the
+ * template for (shape, key), made and cached on a miss once the key is
+ * admitted, with the volatile calls replayed.  1 done, -1 when this cannot
+ * be served from the cache (the caller passes through).
+ */
+static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
+                 size_t keylen)
+{
+    const KC_TFAM *f = w->f;
+    const unsigned char *rec = (const unsigned char *)w->rec;
+    KC_LOOKUP lk;
+    void *tmpl, *inner;
+
+    if (key == NULL || keylen > KEYCACHE_MAX_KEY_LEN)
+        return -1;
+    if (w->shape_value < 0)
+        w->shape_value = learn_shape(w, c);
+    if ((w->shape_value & KC_REC_CACHEABLE) == 0)
+        return -1;
+    tmpl = kc_cache_find_rec(c, &f->alg, rec, w->shape_len, w->shape_hash,
+                             key, keylen, &lk);
+    if (tmpl != NULL) {
+        if ((inner = f->mac.dupctx(tmpl)) == NULL)
+            return -1;
+    } else {
+        if ((tmpl = make_template(w, key, keylen)) == NULL)
+            return -1;
+        if (lk.admit
+            && kc_cache_add_rec(c, &f->alg, rec, w->shape_len, key, keylen,
+                                tmpl, &lk)) {
+            if ((inner = f->mac.dupctx(tmpl)) == NULL)
+                return -1;
+        } else {
+            /* not (yet) admitted: the template serves this context only */
+            inner = tmpl;
+            kc_count_passthrough(w->pctx);
+        }
+    }
+    /* validated without the key; keying first ends in the same state */
+    if (w->len > w->shape_len && !replay(w, inner, w->shape_len, w->len)) {
+        f->mac.freectx(inner);
+        return -1;
+    }
+    w->inner = inner;
+    return 1;
+}
+
+/* Pass-through from now on: a plain inner context with the record replayed. */
+static KC_NOINLINE int materialize(KC_TMAC_CTX *w)
+{
+    const KC_MAC_FNS *f = &w->f->mac;
+    void *inner;
+
+    if (w->inner != NULL)
+        return 1;
+    if ((inner = f->newctx(w->pctx->inner_provctx)) == NULL)
+        return 0;
+    if (!replay(w, inner, 0, w->len)) {
+        f->freectx(inner);
+        return 0;
+    }
+    w->inner = inner;
+    kc_count_passthrough(w->pctx);
+    return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The dispatch functions                                                 */
+
+void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
+{
+    KC_TMAC_CTX *w = kc_wrapper_new(pctx, KC_POOL_TMPL, sizeof(*w));
+
+    if (w == NULL)
+        return NULL;
+    w->pctx = pctx;
+    w->f = &pctx->fam[which];
+    w->shape_value = -1;
+    return w;
+}
+
+void kc_tmac_freectx(void *vctx)
+{
+    KC_TMAC_CTX *w = vctx;
+
+    if (w == NULL)
+        return;
+    if (w->inner != NULL)
+        w->f->mac.freectx(w->inner);
+    kc_wrapper_free(w->pctx, KC_POOL_TMPL, w, sizeof(*w));
+}
+
+/*
+ * Before the key, whether the default can duplicate a context (CMAC and
+ * KMAC cannot until keyed, GMAC not without a cipher) is asked of a
+ * transient context with the record replayed, which also raises the
+ * default's errors if it cannot.
+ */
+static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
+{
+    const KC_MAC_FNS *f = &w->f->mac;
+    void *t, *d = NULL;
+
+    if ((t = f->newctx(w->pctx->inner_provctx)) == NULL)
+        return 0;
+    if (replay(w, t, 0, w->len) && (d = f->dupctx(t)) != NULL)
+        f->freectx(d);
+    f->freectx(t);
+    return d != NULL;
+}
+
+void *kc_tmac_dupctx(void *vctx)
+{
+    KC_TMAC_CTX *src = vctx, *dst;
+
+    if (src->inner == NULL && !unkeyed_dup_ok(src))
+        return NULL;
+    dst = kc_wrapper_new(src->pctx, KC_POOL_TMPL, sizeof(*dst));
+    if (dst == NULL)
+        return NULL;
+    *dst = *src;
+    if (src->inner != NULL
+        && (dst->inner = src->f->mac.dupctx(src->inner)) == NULL) {
+        kc_wrapper_free(src->pctx, KC_POOL_TMPL, dst, sizeof(*dst));
+        return NULL;
+    }
+    return dst;
+}
+
+/* set_ctx_params before the key: record, key from the cache, or pass. */
+static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
+                                          const OSSL_PARAM params[])
+{
+    const KC_MAC_FNS *f = &w->f->mac;
+    OSSL_PARAM post[KC_TCALL_MAX + 1];
+    KC_CACHE *c;
+    SPLIT s;
+    SAVED sv;
+    size_t i;
+
+    if (params == NULL) {
+        if (w->f->null_set_ok)
+            return 1;
+        goto pass;
+    }
+    if (!split(w->f, params, &s) || (c = kc_cache_get(w->pctx)) == NULL)
+        goto pass;
+    if (s.key == NULL) {
+        if (record(w, c, &s))
+            return 1;
+        goto pass;
+    }
+    /*
+     * The key keys the context: the default takes the other names first
+     * and the volatile ones after the key (see KC_TDESC).
+     */
+    if (!w->f->d->set_key_keys || s.key->data_type != OSSL_PARAM_OCTET_STRING)
+        goto pass;
+    save(w, &sv);
+    if (s.ns > 0) {
+        SPLIT pre = s;
+
+        pre.nv = 0;
+        if (!record(w, c, &pre))
+            goto pass;
+    }
+    if (keyed(w, c, s.key->data, s.key->data_size) < 0) {
+        restore(w, &sv);
+        goto pass;
+    }
+    if (s.nv == 0)
+        return 1;
+    for (i = 0; i < s.nv; i++)
+        post[i] = *s.vol[i];
+    post[i] = OSSL_PARAM_construct_end();
+    return f->set_ctx_params(w->inner, post);
+
+ pass:
+    return materialize(w) && f->set_ctx_params(w->inner, params);
+}
+
+int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+{
+    KC_TMAC_CTX *w = vctx;
+
+    if (w->inner != NULL)
+        return w->f->mac.set_ctx_params(w->inner, params);
+    return unkeyed_set_params(w, params);
+}
+
+/* init before the key: the default sets params, then keys (or fails). */
+static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
+                                    size_t keylen, const OSSL_PARAM params[])
+{
+    KC_CACHE *c;
+    SPLIT s;
+    SAVED sv;
+
+    if (key == NULL || (c = kc_cache_get(w->pctx)) == NULL)
+        goto pass;
+    save(w, &sv);
+    if (params != NULL
+        && (!split(w->f, params, &s) || s.key != NULL || !record(w, c, &s)))
+        goto pass;
+    if (keyed(w, c, key, keylen) > 0)
+        return 1;
+    restore(w, &sv);
+ pass:
+    return materialize(w) && w->f->mac.init(w->inner, key, keylen, params);
+}
+
+int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
+                 const OSSL_PARAM params[])
+{
+    KC_TMAC_CTX *w = vctx;
+
+    if (w->inner != NULL)
+        return w->f->mac.init(w->inner, key, keylen, params);
+    return unkeyed_init(w, key, keylen, params);
+}
+
+static KC_NOINLINE int unkeyed_update(KC_TMAC_CTX *w,
+                                      const unsigned char *data,
+                                      size_t datalen)
+{
+    return materialize(w) && w->f->mac.update(w->inner, data, datalen);
+}
+
+int kc_tmac_update(void *vctx, const unsigned char *data, size_t datalen)
+{
+    KC_TMAC_CTX *w = vctx;
+
+    if (w->inner != NULL)
+        return w->f->mac.update(w->inner, data, datalen);
+    return unkeyed_update(w, data, datalen);
+}
+
+static KC_NOINLINE int unkeyed_final(KC_TMAC_CTX *w, unsigned char *out,
+                                     size_t *outl, size_t outsize)
+{
+    return materialize(w) && w->f->mac.final(w->inner, out, outl, outsize);
+}
+
+int kc_tmac_final(void *vctx, unsigned char *out, size_t *outl,
+                  size_t outsize)
+{
+    KC_TMAC_CTX *w = vctx;
+
+    if (w->inner != NULL)
+        return w->f->mac.final(w->inner, out, outl, outsize);
+    return unkeyed_final(w, out, outl, outsize);
+}
+
+/*
+ * Never keyed: ask a transient default context with the record replayed,
+ * so that the answer and any error come from the default's own code and
+ * this context stays cacheable.
+ */
+static KC_NOINLINE int unkeyed_get_params(KC_TMAC_CTX *w, OSSL_PARAM params[])
+{
+    const KC_MAC_FNS *f = &w->f->mac;
+    void *t = f->newctx(w->pctx->inner_provctx);
+    int ok;
+
+    if (t == NULL)
+        return 0;
+    ok = replay(w, t, 0, w->len) && f->get_ctx_params(t, params);
+    f->freectx(t);
+    return ok;
+}
+
+int kc_tmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
+{
+    KC_TMAC_CTX *w = vctx;
+
+    if (w->inner != NULL)
+        return w->f->mac.get_ctx_params(w->inner, params);
+    return unkeyed_get_params(w, params);
+}
+
+const OSSL_PARAM *kc_tmac_gettable_ctx_params(KC_PROVCTX *pctx, int which)
+{
+    const KC_MAC_FNS *f = &pctx->fam[which].mac;
+
+    return f->gettable_ctx_params == NULL ? NULL
+           : f->gettable_ctx_params(NULL, pctx->inner_provctx);
+}
+
+const OSSL_PARAM *kc_tmac_settable_ctx_params(KC_PROVCTX *pctx, int which)
+{
+    const KC_MAC_FNS *f = &pctx->fam[which].mac;
+
+    return f->settable_ctx_params == NULL ? NULL
+           : f->settable_ctx_params(NULL, pctx->inner_provctx);
+}
+
+const OSSL_PARAM *kc_tmac_gettable_params(KC_PROVCTX *pctx, int which)
+{
+    const KC_MAC_FNS *f = &pctx->fam[which].mac;
+
+    return f->gettable_params == NULL ? NULL
+           : f->gettable_params(pctx->inner_provctx);
+}
+
+/*
+ * get_params has no provider context, so the inner functions are kept here.
+ * They are libcrypto's own static functions: the same for every instance.
+ */
+static OSSL_FUNC_mac_get_params_fn *inner_get_params[KC_FAM_COUNT];
+
+OSSL_FUNC_mac_get_params_fn *kc_tmac_inner_get_params(int which)
+{
+    return inner_get_params[which];
+}
+
+/* ---------------------------------------------------------------------- */
+/* Start                                                                  */
+
+int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
+{
+    const KC_MAC_FNS *m = &f->mac;
+    ERRTOP before, after;
+    void *t;
+
+    if (m->newctx == NULL || m->dupctx == NULL || m->freectx == NULL
+        || m->init == NULL || m->update == NULL || m->final == NULL
+        || m->set_ctx_params == NULL)
+        return 0;
+    f->alg.names = alg->algorithm_names;
+    f->alg.freectx = m->freectx;
+    f->alg.spare_max = 0;
+    inner_get_params[f - pctx->fam] = m->get_params;
+    /* does the default take set_ctx_params(NULL) as a no-op? */
+    ERR_set_mark();
+    err_top(&before);
+    if ((t = m->newctx(pctx->inner_provctx)) != NULL) {
+        f->null_set_ok = m->set_ctx_params(t, NULL) == 1;
+        m->freectx(t);
+    }
+    err_top(&after);
+    f->null_set_ok = f->null_set_ok && err_same(&before, &after);
+    ERR_pop_to_mark();
+    return 1;
+}
