@@ -744,18 +744,14 @@ static const CASE tls13_resume = {
     "TLS 1.3 resumption", TLS1_3_VERSION, NULL, 0, 0, 0, 1
 };
 
-/* A context loaded from the keycache test config, with an empty cache. */
+/*
+ * A context loaded from the keycache test config, with an empty cache and
+ * the deployed admission policy (the test config caches a key at once, so
+ * that the differential tests reach the cache from a key's second use).
+ */
 static OSSL_LIB_CTX *fresh_keycache(void)
 {
-    OSSL_LIB_CTX *ctx = OSSL_LIB_CTX_new();
-
-    if (ctx == NULL || !OSSL_LIB_CTX_load_config(ctx, kct_conf_path())
-        || !OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME)) {
-        ERR_print_errors_fp(stderr);
-        OSSL_LIB_CTX_free(ctx);
-        return NULL;
-    }
-    return ctx;
+    return kct_keycache_conf("-" KEYCACHE_CONF_ADMIT_AFTER "\n");
 }
 
 static void run_case(const CASE *tc, int with_keycache)
