@@ -92,7 +92,8 @@ typedef enum {
     OP_TLS12,       /* TLS 1.2 ECDHE-ECDSA-AES128-GCM full handshake */
     OP_TLS13,       /* TLS 1.3 full handshake */
     OP_HOT_RANDOM,  /* EVP_Q_mac on hot keys, after random filler keys */
-    OP_HOT_ADV      /* the same after keys that collide in the index */
+    OP_HOT_ADV,     /* the same after keys that collide in the index */
+    OP_MAC_LIVE     /* fresh keyed EVP_MAC_CTX per op, freed N ops later */
 } OPKIND;
 
 typedef enum {
@@ -114,65 +115,77 @@ typedef struct {
     int legacy;             /* EVP_aes_*_gcm() instead of a prefetched one */
     KEYPOLICY keys;
     int quick;              /* part of --quick */
+    int live;               /* OP_MAC_LIVE: contexts alive at once */
 } SCENARIO;
 
 static const SCENARIO scenarios[] = {
-    { "qmac-sha1", SEC_APP, OP_QMAC, OP_QMAC, "SHA1", 0, 0, KEYS_FIXED, 0 },
-    { "qmac-sha256", SEC_APP, OP_QMAC, OP_QMAC, "SHA256", 0, 0, KEYS_FIXED, 1 },
-    { "qmac-sha512", SEC_APP, OP_QMAC, OP_QMAC, "SHA512", 0, 0, KEYS_FIXED, 0 },
+    { "qmac-sha1", SEC_APP, OP_QMAC, OP_QMAC, "SHA1", 0, 0, KEYS_FIXED, 0, 0 },
+    { "qmac-sha256", SEC_APP, OP_QMAC, OP_QMAC, "SHA256", 0, 0, KEYS_FIXED, 1, 0 },
+    { "qmac-sha512", SEC_APP, OP_QMAC, OP_QMAC, "SHA512", 0, 0, KEYS_FIXED, 0, 0 },
     { "hmac-fresh-sha1", SEC_APP, OP_MAC_FRESH, OP_MAC_FRESH, "SHA1", 0, 0,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "hmac-fresh-sha256", SEC_APP, OP_MAC_FRESH, OP_MAC_FRESH, "SHA256", 0, 0,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "hmac-fresh-sha512", SEC_APP, OP_MAC_FRESH, OP_MAC_FRESH, "SHA512", 0, 0,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "gcm128-enc-legacy", SEC_APP, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 16, 1,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "gcm128-dec-legacy", SEC_APP, OP_DEC_FRESH, OP_DEC_FRESH, NULL, 16, 1,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "gcm128-enc-prefetch", SEC_APP, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 16, 0,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "gcm128-dec-prefetch", SEC_APP, OP_DEC_FRESH, OP_DEC_FRESH, NULL, 16, 0,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "gcm256-enc-legacy", SEC_APP, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 32, 1,
-      KEYS_FIXED, 1 },
+      KEYS_FIXED, 1, 0 },
     { "gcm256-dec-legacy", SEC_APP, OP_DEC_FRESH, OP_DEC_FRESH, NULL, 32, 1,
-      KEYS_FIXED, 1 },
+      KEYS_FIXED, 1, 0 },
     { "gcm256-enc-prefetch", SEC_APP, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 32, 0,
-      KEYS_FIXED, 1 },
+      KEYS_FIXED, 1, 0 },
     { "gcm256-dec-prefetch", SEC_APP, OP_DEC_FRESH, OP_DEC_FRESH, NULL, 32, 0,
-      KEYS_FIXED, 1 },
-    { "cookie", SEC_APP, OP_COOKIE, OP_COOKIE, "SHA1", 32, 1, KEYS_FIXED, 1 },
+      KEYS_FIXED, 1, 0 },
+    { "cookie", SEC_APP, OP_COOKIE, OP_COOKIE, "SHA1", 32, 1, KEYS_FIXED, 1, 0 },
     { "newkey-qmac-sha256", SEC_MISS, OP_QMAC, OP_QMAC, "SHA256", 0, 0,
-      KEYS_NEW, 0 },
+      KEYS_NEW, 0, 0 },
     { "newkey-gcm256-enc", SEC_MISS, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 32, 1,
-      KEYS_NEW, 0 },
+      KEYS_NEW, 0, 0 },
     { "rrkeys-qmac-sha256", SEC_MISS, OP_QMAC, OP_QMAC, "SHA256", 0, 0,
-      KEYS_RR, 0 },
+      KEYS_RR, 0, 0 },
     { "rrkeys-gcm256-enc", SEC_MISS, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 32, 1,
-      KEYS_RR, 0 },
+      KEYS_RR, 0, 0 },
+    /*
+     * Contexts with one key alive at once, as a garbage-collected runtime
+     * (Ruby, .NET, Java) leaves them: each op makes, keys and uses a new
+     * one, and every N ops all N are freed together.
+     */
+    { "live1-hmac-sha256", SEC_APP, OP_MAC_LIVE, OP_MAC_LIVE, "SHA256", 0, 0,
+      KEYS_FIXED, 0, 1 },
+    { "live8-hmac-sha256", SEC_APP, OP_MAC_LIVE, OP_MAC_LIVE, "SHA256", 0, 0,
+      KEYS_FIXED, 0, 8 },
+    { "live256-hmac-sha256", SEC_APP, OP_MAC_LIVE, OP_MAC_LIVE, "SHA256", 0,
+      0, KEYS_FIXED, 0, 256 },
     { "floor-hmac-sha1", SEC_FLOOR, OP_QMAC, OP_MAC_REUSED, "SHA1", 0, 0,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "floor-hmac-sha256", SEC_FLOOR, OP_QMAC, OP_MAC_REUSED, "SHA256", 0, 0,
-      KEYS_FIXED, 1 },
+      KEYS_FIXED, 1, 0 },
     { "floor-gcm256-enc", SEC_FLOOR, OP_ENC_FRESH, OP_ENC_REUSED, NULL, 32, 1,
-      KEYS_FIXED, 1 },
+      KEYS_FIXED, 1, 0 },
     { "floor-gcm256-dec", SEC_FLOOR, OP_DEC_FRESH, OP_DEC_REUSED, NULL, 32, 1,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "steady-hmac-sha1", SEC_STEADY, OP_MAC_REUSED, OP_MAC_REUSED, "SHA1", 0,
-      0, KEYS_FIXED, 0 },
+      0, KEYS_FIXED, 0, 0 },
     { "steady-hmac-sha256", SEC_STEADY, OP_MAC_REUSED, OP_MAC_REUSED, "SHA256",
-      0, 0, KEYS_FIXED, 1 },
+      0, 0, KEYS_FIXED, 1, 0 },
     { "steady-gcm256-enc", SEC_STEADY, OP_ENC_REUSED, OP_ENC_REUSED, NULL, 32,
-      1, KEYS_FIXED, 1 },
+      1, KEYS_FIXED, 1, 0 },
     { "steady-gcm256-dec", SEC_STEADY, OP_DEC_REUSED, OP_DEC_REUSED, NULL, 32,
-      1, KEYS_FIXED, 0 },
+      1, KEYS_FIXED, 0, 0 },
     { "tls-handshake-13", SEC_TLS, OP_TLS13, OP_TLS13, NULL, 0, 0,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "tls-handshake-12", SEC_TLS, OP_TLS12, OP_TLS12, NULL, 0, 0,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "advkeys-qmac-sha256", SEC_ADV, OP_HOT_RANDOM, OP_HOT_ADV, "SHA256", 0,
-      0, KEYS_FIXED, 0 },
+      0, KEYS_FIXED, 0, 0 },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -279,6 +292,9 @@ struct worker_st {
     unsigned char cookie[COOKIE_LEN];
     const EVP_CIPHER *cipher;
     EVP_MAC_CTX *mctx;
+    EVP_MAC *mac;                       /* OP_MAC_LIVE: fetched once */
+    EVP_MAC_CTX **live;                 /* OP_MAC_LIVE: ring of sc->live */
+    unsigned long live_next;
     EVP_CIPHER_CTX *cctx;
     SSL_CTX *tls_server, *tls_client;   /* OP_TLS*: made once per worker */
 
@@ -371,6 +387,32 @@ static int op_mac_fresh(WORKER *w)
     EVP_MAC_CTX_free(ctx);
     EVP_MAC_free(mac);
     return ok;
+}
+
+/*
+ * A new keyed context per op, left alive; every sc->live ops all of them are
+ * freed together, as a garbage collector does.
+ */
+static int op_mac_live(WORKER *w)
+{
+    unsigned long i = w->live_next++ % (unsigned long)w->sc->live, j;
+    EVP_MAC_CTX **slot = &w->live[i];
+    OSSL_PARAM params[2];
+
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                                 (char *)w->sc->digest, 0);
+    params[1] = OSSL_PARAM_construct_end();
+    /* a collection: all N contexts of the last round are freed at once */
+    if (i == 0)
+        for (j = 0; j < (unsigned long)w->sc->live; j++) {
+            EVP_MAC_CTX_free(w->live[j]);
+            w->live[j] = NULL;
+        }
+    *slot = EVP_MAC_CTX_new(w->mac);
+    return *slot != NULL
+           && EVP_MAC_init(*slot, op_key(w), w->keylen, params)
+           && EVP_MAC_update(*slot, w->in, w->len)
+           && EVP_MAC_final(*slot, w->out, &w->outlen, EVP_MAX_MD_SIZE);
 }
 
 static int op_mac_reused(WORKER *w)
@@ -586,6 +628,8 @@ static OP_FN op_fn(OPKIND op)
     case OP_HOT_RANDOM:
     case OP_HOT_ADV:
         return op_qmac_hot;
+    case OP_MAC_LIVE:
+        return op_mac_live;
     }
     return NULL;
 }
@@ -777,6 +821,11 @@ static int worker_setup(WORKER *w)
         return setup_tls(w);
     if (w->op == OP_HOT_RANDOM || w->op == OP_HOT_ADV)
         return setup_hot(w);
+    if (w->op == OP_MAC_LIVE) {
+        w->live = calloc((size_t)w->sc->live, sizeof(*w->live));
+        w->mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+        return w->live != NULL && w->mac != NULL;
+    }
     if (is_cipher_op(w->op)) {
         w->cipher = w->sc->legacy ? legacy_gcm(w->sc->keylen)
                                   : fetched_gcm(w->side, w->sc->keylen);
@@ -794,6 +843,15 @@ static int worker_setup(WORKER *w)
 
 static void worker_cleanup(WORKER *w)
 {
+    int i;
+
+    for (i = 0; w->live != NULL && i < w->sc->live; i++)
+        EVP_MAC_CTX_free(w->live[i]);
+    free(w->live);
+    w->live = NULL;
+    w->live_next = 0;
+    EVP_MAC_free(w->mac);
+    w->mac = NULL;
     EVP_MAC_CTX_free(w->mctx);
     EVP_CIPHER_CTX_free(w->cctx);
     SSL_CTX_free(w->tls_server);
