@@ -456,7 +456,8 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
         const KC_MEMO *m = &c->memo[i];
 
         if (m->value != NULL && strcmp(m->name, name) == 0
-            && strcmp(m->props, props) == 0)
+            && (m->props[0] == props[0]
+                && (props[0] == '\0' || strcmp(m->props, props) == 0)))
             return m->value;
     }
     return NULL;
