@@ -71,6 +71,7 @@ struct kc_cache_st {
     uint64_t gen;
     time_t last_sweep;
     size_t size, used;
+    size_t nspares;           /* spare contexts in all entries */
     size_t nidx;              /* power of two, at least twice size */
     uint32_t *idx;            /* hash index: slot + 1, 0 = empty */
     size_t nseen;             /* power of two */
@@ -278,6 +279,7 @@ static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
     while (e->nspare > 0) {
         e->alg->freectx(e->spare[--e->nspare]);
         e->spare[e->nspare] = NULL;
+        c->nspares--;
     }
     e->alg->freectx(e->tmpl);
     OPENSSL_cleanse(e->key, e->keylen);
@@ -470,7 +472,8 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
         const KC_MEMO *m = &c->memo[i];
 
         if (m->value != NULL && strcmp(m->name, name) == 0
-            && strcmp(m->props, props) == 0)
+            && (m->props[0] == props[0]
+                && (props[0] == '\0' || strcmp(m->props, props) == 0)))
             return m->value;
     }
     return NULL;
@@ -780,6 +783,7 @@ void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
     if (e->nspare > 0) {
         lk->spare = e->spare[--e->nspare];
         e->spare[e->nspare] = NULL;
+        c->nspares--;
     }
     lk->lease.cache_id = c->id;
     lk->lease.gen = e->gen;
@@ -870,7 +874,8 @@ int kc_cache_add_rec(KC_CACHE *c, const KC_ALG *alg, const unsigned char *rec,
  * threads' caches fill their slots in the same order, so slot and
  * generation alone could name another thread's entry for another key).
  */
-static KC_ENTRY *leased_entry(KC_PROVCTX *pctx, const KC_LEASE *lease)
+static KC_ENTRY *leased_entry(KC_PROVCTX *pctx, const KC_LEASE *lease,
+                              KC_CACHE **cp)
 {
     KC_CACHE *c;
     KC_ENTRY *e;
@@ -883,16 +888,21 @@ static KC_ENTRY *leased_entry(KC_PROVCTX *pctx, const KC_LEASE *lease)
     e = &c->entries[lease->idx];
     if (e->gen != lease->gen || e->alg == NULL)
         return NULL;
+    *cp = c;
     return e;
 }
 
 int kc_cache_park(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx)
 {
-    KC_ENTRY *e = leased_entry(pctx, lease);
+    KC_CACHE *c = NULL;
+    KC_ENTRY *e = leased_entry(pctx, lease, &c);
 
-    if (e == NULL || e->nspare >= e->alg->spare_max)
+    /* per entry, and no more spares in all than entries */
+    if (e == NULL || e->nspare >= e->alg->spare_max
+        || c->nspares >= c->size)
         return 0;
     e->spare[e->nspare++] = ctx;
+    c->nspares++;
     return 1;
 }
 

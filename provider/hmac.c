@@ -485,6 +485,13 @@ static KC_NOINLINE int unkeyed_get_params(KC_HMAC_CTX *w, OSSL_PARAM params[])
     return ok;
 }
 
+/* "size" (OSSL_MAC_PARAM_SIZE), inline: a libc strcmp call costs more */
+static int is_size_key(const char *k)
+{
+    return k[0] == 's' && k[1] == 'i' && k[2] == 'z' && k[3] == 'e'
+           && k[4] == '\0';
+}
+
 static int kc_hmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     KC_HMAC_CTX *w = vctx;
@@ -498,7 +505,7 @@ static int kc_hmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
         && params[0].key != NULL && params[1].key == NULL
         && params[0].data_type == OSSL_PARAM_UNSIGNED_INTEGER
         && params[0].data_size == sizeof(size_t) && params[0].data != NULL
-        && strcmp(params[0].key, OSSL_MAC_PARAM_SIZE) == 0) {
+        && is_size_key(params[0].key)) {
         *(size_t *)params[0].data = w->dg->size;
         params[0].return_size = sizeof(size_t);
         return 1;

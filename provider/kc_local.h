@@ -74,8 +74,11 @@ typedef struct {
     unsigned int spare_max;   /* used contexts an entry keeps for reuse */
 } KC_ALG;
 
-/* the most used contexts any entry keeps (KC_ALG.spare_max) */
-#define KC_SPARE_MAX 2
+/*
+ * The most used contexts any entry keeps (KC_ALG.spare_max); a thread keeps
+ * no more spares in all than it has entries (cache_size).
+ */
+#define KC_SPARE_MAX 8
 
 /* A digest the inner HMAC accepts, resolved once at provider start. */
 typedef struct {

@@ -714,6 +714,22 @@ static void *lockstep_b(void *arg)
     /* b again, then new contexts for KB: all must compute with KB */
     ls->bad_b += pair_check(&b, 15);
     pair_free(&b);
+    /*
+     * Several KB contexts alive at once, so that every context the KB
+     * entry may have kept for reuse is handed out, whatever the order.
+     */
+    {
+        PAIR live[4];
+
+        for (i = 0; i < 4; i++)
+            if (!pair_new(&live[i], ls->env)
+                || !pair_key(&live[i], "SHA256", tracked[K_B], KEYLEN))
+                ls->bad_b++;
+        for (i = 0; i < 4; i++) {
+            ls->bad_b += pair_check(&live[i], 30 + (uint32_t)i);
+            pair_free(&live[i]);
+        }
+    }
     for (i = 0; i < 3; i++) {
         if (!pair_new(&fresh, ls->env)
             || !pair_key(&fresh, "SHA256", tracked[K_B], KEYLEN))
