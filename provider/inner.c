@@ -182,7 +182,7 @@ const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md)
 int kc_inner_start(KC_PROVCTX *pctx)
 {
     const OSSL_ALGORITHM *macs, *ciphers, *a;
-    int no_cache = 0, i, nmac = 0;
+    int no_cache = 0, i, nmac = 0, ncipher = 0;
 
     if ((pctx->libctx = OSSL_LIB_CTX_new()) == NULL
         || !kc_rand_start(pctx)) {
@@ -275,12 +275,15 @@ int kc_inner_start(KC_PROVCTX *pctx)
         g->names = a->algorithm_names;
         g->alg.names = a->algorithm_names;
         g->alg.freectx = g->fns.freectx;
-        pctx->cipher_algs[i].algorithm_names = a->algorithm_names;
-        pctx->cipher_algs[i].property_definition =
+        if (!pctx->gcm_on)
+            continue;
+        pctx->cipher_algs[ncipher].algorithm_names = a->algorithm_names;
+        pctx->cipher_algs[ncipher].property_definition =
             "provider=" KEYCACHE_PROVIDER_NAME;
-        pctx->cipher_algs[i].implementation = ours[i];
-        pctx->cipher_algs[i].algorithm_description =
+        pctx->cipher_algs[ncipher].implementation = ours[i];
+        pctx->cipher_algs[ncipher].algorithm_description =
             "AES-GCM with a per-thread key cache";
+        ncipher++;
     }
 
     EVP_MD_do_all_provided(pctx->libctx, add_digest, pctx);
@@ -292,6 +295,9 @@ int kc_inner_start(KC_PROVCTX *pctx)
         kc_raise(pctx, KC_R_INIT_FAILED, "cannot offer the pass-through KDFs");
         return 0;
     }
+    for (a = pctx->cipher_pt_algs; a->algorithm_names != NULL
+         && ncipher < KC_GCM_COUNT + KC_PT_CIPHERS; a++)
+        pctx->cipher_algs[ncipher++] = *a;
     return 1;
 }
 

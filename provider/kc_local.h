@@ -172,6 +172,9 @@ struct kc_tfam_st {
 extern const KC_TDESC kc_cmac_desc, kc_gmac_desc, kc_kmac128_desc,
     kc_kmac256_desc;
 
+/* ciphers passed through (AES-SIV, which keys a CMAC inside) */
+#define KC_PT_CIPHERS 3
+
 /* Counters kept per thread; only the owning thread writes them. */
 typedef struct {
     uint64_t hits, misses, evictions, passthrough;
@@ -204,11 +207,12 @@ struct kc_provctx_st {
     KC_DIGEST *digests;
     size_t ndigests;
     OSSL_ALGORITHM mac_algs[KC_FAM_COUNT + 2];
-    OSSL_ALGORITHM cipher_algs[KC_GCM_COUNT + 1];
+    /* AES-GCM if on, then pass-through ciphers (cipher_pt_algs) */
+    OSSL_ALGORITHM cipher_algs[KC_GCM_COUNT + KC_PT_CIPHERS + 1];
     /* pass-through KDFs and DRBGs, see passthrough.c */
     struct kc_pt_st *pt;
     size_t npt;
-    OSSL_ALGORITHM *kdf_algs, *rand_algs;
+    OSSL_ALGORITHM *kdf_algs, *rand_algs, *cipher_pt_algs;
 
     /* registry of thread caches, under cache.c's registry lock */
     KC_PROVCTX *next_live;

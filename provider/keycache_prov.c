@@ -254,7 +254,8 @@ static const OSSL_ALGORITHM *kc_query(void *provctx, int operation_id,
         return pctx->mac_algs[0].algorithm_names != NULL ? pctx->mac_algs
                                                           : NULL;
     case OSSL_OP_CIPHER:
-        return pctx->gcm_on ? pctx->cipher_algs : NULL;
+        return pctx->cipher_algs[0].algorithm_names != NULL
+               ? pctx->cipher_algs : NULL;
     /*
      * OpenSSL's internal MAC users, kept away from the cache: KDFs use
      * HMAC, CMAC and KMAC (KBKDF, SSKDF), HMAC-DRBG only HMAC.

@@ -95,10 +95,24 @@ static const KC_PT_THUNK_SET thunks[] = { KC_PT_SLOT_LIST(KC_PT_THUNK_ROW) };
 
 /*
  * The function ids that take a provider context.  KDF and RAND happen to
- * number them alike except for the ctx-params pair.
+ * number them alike except for the ctx-params pair; ciphers have the same
+ * shapes under other ids.
  */
 static void (*thunk_for(const KC_PT_THUNK_SET *t, int op, int id))(void)
 {
+    if (op == OSSL_OP_CIPHER) {
+        switch (id) {
+        case OSSL_FUNC_CIPHER_NEWCTX:
+            return t->kdf_newctx;
+        case OSSL_FUNC_CIPHER_GETTABLE_PARAMS:
+            return t->gettable_params;
+        case OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS:
+            return t->gettable_ctx_params;
+        case OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS:
+            return t->settable_ctx_params;
+        }
+        return NULL;
+    }
     if (op == OSSL_OP_KDF) {
         switch (id) {
         case OSSL_FUNC_KDF_NEWCTX:
@@ -143,6 +157,25 @@ static int bind_slot(KC_PROVCTX *pctx, size_t s, int op,
         if ((th = thunk_for(&thunks[s], op, d->function_id)) == NULL)
             continue;
         pt->table[n].function = th;
+        if (op == OSSL_OP_CIPHER) {
+            switch (d->function_id) {
+            case OSSL_FUNC_CIPHER_NEWCTX:
+                pt->kdf_newctx = OSSL_FUNC_kdf_newctx(d);
+                break;
+            case OSSL_FUNC_CIPHER_GETTABLE_PARAMS:
+                pt->gettable_params = OSSL_FUNC_kdf_gettable_params(d);
+                break;
+            case OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS:
+                pt->gettable_ctx_params =
+                    OSSL_FUNC_kdf_gettable_ctx_params(d);
+                break;
+            case OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS:
+                pt->settable_ctx_params =
+                    OSSL_FUNC_kdf_settable_ctx_params(d);
+                break;
+            }
+            continue;
+        }
         switch (d->function_id) {
         case OSSL_FUNC_KDF_NEWCTX:      /* == OSSL_FUNC_RAND_NEWCTX */
             if (op == OSSL_OP_KDF)
@@ -167,11 +200,21 @@ static int bind_slot(KC_PROVCTX *pctx, size_t s, int op,
     return 1;
 }
 
+static int wanted(const char *names, const char *const *want)
+{
+    if (want == NULL)
+        return 1;
+    for (; *want != NULL; want++)
+        if (kc_names_start_with(names, *want))
+            return 1;
+    return 0;
+}
+
 /*
- * Offer the inner algorithms of |op| that |want| accepts (all when NULL) as
+ * Offer the inner algorithms of |op| named in |want| (all when NULL) as
  * pass-through.  Returns the number offered, or -1 on failure.
  */
-static int offer(KC_PROVCTX *pctx, int op, const char *want,
+static int offer(KC_PROVCTX *pctx, int op, const char *const *want,
                  OSSL_ALGORITHM **out)
 {
     const OSSL_ALGORITHM *in, *a;
@@ -185,7 +228,7 @@ static int offer(KC_PROVCTX *pctx, int op, const char *want,
         return -1;
     *out = algs;
     for (n = 0, a = in; a != NULL && a->algorithm_names != NULL; a++) {
-        if (want != NULL && !kc_names_start_with(a->algorithm_names, want))
+        if (!wanted(a->algorithm_names, want))
             continue;
         if (pctx->npt == KC_PT_SLOTS) {
             /* more than we have thunks for: those stay with default */
@@ -208,12 +251,22 @@ static int offer(KC_PROVCTX *pctx, int op, const char *want,
 
 int kc_passthrough_start(KC_PROVCTX *pctx)
 {
+    static const char *const drbgs[] = { "HMAC-DRBG", NULL };
+    /* AES-SIV's S2V is a CMAC keyed with half of the SIV key */
+    static const char *const sivs[] = {
+        "AES-128-SIV", "AES-192-SIV", "AES-256-SIV", NULL
+    };
+    static const char *const none[] = { NULL };
+
     pctx->pt = OPENSSL_zalloc(KC_PT_SLOTS * sizeof(*pctx->pt));
     if (pctx->pt == NULL)
         return 0;
     /* every KDF; of the DRBGs only HMAC-DRBG uses a MAC */
     return offer(pctx, OSSL_OP_KDF, NULL, &pctx->kdf_algs) >= 0
-           && offer(pctx, OSSL_OP_RAND, "HMAC-DRBG", &pctx->rand_algs) >= 0;
+           && offer(pctx, OSSL_OP_RAND, drbgs, &pctx->rand_algs) >= 0
+           && offer(pctx, OSSL_OP_CIPHER,
+                    pctx->fam[KC_FAM_CMAC].on ? sivs : none,
+                    &pctx->cipher_pt_algs) >= 0;
 }
 
 void kc_passthrough_stop(KC_PROVCTX *pctx)
@@ -226,7 +279,8 @@ void kc_passthrough_stop(KC_PROVCTX *pctx)
     OPENSSL_free(pctx->pt);
     OPENSSL_free(pctx->kdf_algs);
     OPENSSL_free(pctx->rand_algs);
+    OPENSSL_free(pctx->cipher_pt_algs);
     pctx->pt = NULL;
     pctx->npt = 0;
-    pctx->kdf_algs = pctx->rand_algs = NULL;
+    pctx->kdf_algs = pctx->rand_algs = pctx->cipher_pt_algs = NULL;
 }

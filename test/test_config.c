@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/kdf.h>
 #include <openssl/params.h>
 
 #include "kc_test.h"
@@ -288,6 +289,101 @@ static void test_gcm_auto(void)
     }
 }
 
+/* Which provider serves a MAC, KDF or DRBG by that name in |ctx|. */
+static const char *mac_by(OSSL_LIB_CTX *ctx, int op, const char *alg)
+{
+    static char name[32];
+    EVP_MAC *m = op == 0 ? EVP_MAC_fetch(ctx, alg, NULL) : NULL;
+    EVP_KDF *k = op == 1 ? EVP_KDF_fetch(ctx, alg, NULL) : NULL;
+    EVP_RAND *r = op == 2 ? EVP_RAND_fetch(ctx, alg, NULL) : NULL;
+    const OSSL_PROVIDER *p = m != NULL ? EVP_MAC_get0_provider(m)
+                             : k != NULL ? EVP_KDF_get0_provider(k)
+                             : r != NULL ? EVP_RAND_get0_provider(r) : NULL;
+
+    snprintf(name, sizeof(name), "%s", kct_provider_name(p));
+    EVP_MAC_free(m);
+    EVP_KDF_free(k);
+    EVP_RAND_free(r);
+    return name;
+}
+
+/*
+ * cmac, gmac, kmac = off leave that family to default; the KDFs (which use
+ * HMAC, CMAC and KMAC inside) stay pass-through while any MAC is offered,
+ * and go back to default only when none is; HMAC-DRBG follows hmac.
+ */
+static void test_fam_off(void)
+{
+    static const char *const keys[] = { "cmac", "gmac", "kmac" };
+    static const char *const macs[] = {
+        "CMAC", "GMAC", "KMAC-128", "KMAC-256"
+    };
+    static const char *const all_off[] = {
+        "hmac", "off", "cmac", "off", "gmac", "off", "kmac", "off", NULL
+    };
+    static const char *const only_kmac[] = {
+        "hmac", "off", "cmac", "off", "gmac", "off", NULL
+    };
+    const char *set[3] = { NULL, "off", NULL };
+    OSSL_LIB_CTX *ctx;
+    size_t i, m;
+
+    for (i = 0; i < 3; i++) {
+        set[0] = keys[i];
+        ctx = ctx_with(set);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+        for (m = 0; m < 4; m++) {
+            /* kmac switches both KMACs */
+            int off = m == i || (i == 2 && m == 3);
+
+            CU_ASSERT_STRING_EQUAL(mac_by(ctx, 0, macs[m]),
+                                   off ? "default" : KEYCACHE_PROVIDER_NAME);
+        }
+        CU_ASSERT_STRING_EQUAL(mac_by(ctx, 1, "KBKDF"),
+                               KEYCACHE_PROVIDER_NAME);
+        OSSL_LIB_CTX_free(ctx);
+    }
+    ctx = ctx_with(only_kmac);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_STRING_EQUAL(mac_by(ctx, 0, "HMAC"), "default");
+    CU_ASSERT_STRING_EQUAL(mac_by(ctx, 0, "KMAC-128"), KEYCACHE_PROVIDER_NAME);
+    CU_ASSERT_STRING_EQUAL(mac_by(ctx, 1, "SSKDF"), KEYCACHE_PROVIDER_NAME);
+    CU_ASSERT_STRING_EQUAL(mac_by(ctx, 2, "HMAC-DRBG"), "default");
+    OSSL_LIB_CTX_free(ctx);
+    ctx = ctx_with(all_off);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    for (m = 0; m < 4; m++)
+        CU_ASSERT_STRING_EQUAL(mac_by(ctx, 0, macs[m]), "default");
+    CU_ASSERT_STRING_EQUAL(mac_by(ctx, 1, "KBKDF"), "default");
+    CU_ASSERT_STRING_EQUAL(mac_by(ctx, 2, "HMAC-DRBG"), "default");
+    OSSL_LIB_CTX_free(ctx);
+    ERR_clear_error();
+}
+
+/* cmac, gmac, kmac = auto, and no line at all: offered (see README). */
+static void test_fam_auto(void)
+{
+    static const char *const set_auto[] = {
+        "cmac", "auto", "gmac", "auto", "kmac", "auto", NULL
+    };
+    static const char *const unset[] = {
+        "cmac", NULL, "gmac", NULL, "kmac", NULL, NULL
+    };
+    const char *const *sets[2] = { set_auto, unset };
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        OSSL_LIB_CTX *ctx = ctx_with(sets[i]);
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+        CU_ASSERT_STRING_EQUAL(mac_by(ctx, 0, "CMAC"), KEYCACHE_PROVIDER_NAME);
+        CU_ASSERT_STRING_EQUAL(mac_by(ctx, 0, "GMAC"), KEYCACHE_PROVIDER_NAME);
+        CU_ASSERT_STRING_EQUAL(mac_by(ctx, 0, "KMAC-256"),
+                               KEYCACHE_PROVIDER_NAME);
+        OSSL_LIB_CTX_free(ctx);
+    }
+}
+
 /* cache_size = 0: nothing is ever cached, everything passes through. */
 static void test_cache_size_zero(void)
 {
@@ -488,6 +584,9 @@ static void test_invalid_values(void)
     check_rejected("hmac", "maybe");
     check_rejected("aes_gcm", "2");
     check_rejected("aes_gcm", "automatic");
+    check_rejected("cmac", "1x");
+    check_rejected("gmac", "");
+    check_rejected("kmac", "auto-on");
     check_rejected("idle_ttl", "soon");
     check_rejected("idle_ttl", "-5");
 }
@@ -525,6 +624,9 @@ static void add_suites(void)
     CU_add_test(s, "aes_gcm = off leaves AES-GCM to default", test_gcm_off);
     CU_add_test(s, "aes_gcm = auto follows the OpenSSL version",
                 test_gcm_auto);
+    CU_add_test(s, "cmac, gmac, kmac = off leave them to default",
+                test_fam_off);
+    CU_add_test(s, "cmac, gmac, kmac = auto", test_fam_auto);
     CU_add_test(s, "cache_size = 0 caches nothing", test_cache_size_zero);
     CU_add_test(s, "cache_size = 3 is the bound", test_cache_size_small);
     CU_add_test(s, "idle_ttl = 1 drops idle entries", test_idle_ttl);

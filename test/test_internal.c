@@ -1,10 +1,12 @@
 /*
- * OpenSSL's own HMAC users never reach keycache's cache.
+ * OpenSSL's own MAC users never reach keycache's cache.
  *
  * Under ?provider=keycache the default provider's KDFs and its HMAC-DRBG
- * would fetch HMAC from keycache and key it with secrets OpenSSL derives (a
- * TLS master secret, an HKDF PRK, a DRBG's K).  keycache serves them as
- * pass-through copies that run in its private library context instead.
+ * would fetch HMAC (or CMAC, KMAC) from keycache and key it with secrets
+ * OpenSSL derives (a TLS master secret, an HKDF PRK, a DRBG's K), and
+ * AES-SIV would key keycache's CMAC with half of its key.  keycache serves
+ * them as pass-through copies that run in its private library context
+ * instead.
  * Each case runs the same derivation in the default-only context and in
  * keycache's (keycache-test.cnf: admit_after = 1, so any key keycache's HMAC
  * saw twice would be cached), requires identical output, and requires that
@@ -180,6 +182,95 @@ static void test_sskdf(void)
     check_kdf("SSKDF", p);
 }
 
+/* The KDFs that use the template families: CMAC and KMAC inside */
+static void test_kbkdf_cmac(void)
+{
+    OSSL_PARAM p[] = {
+        STR(OSSL_KDF_PARAM_MAC, "CMAC"),
+        STR(OSSL_KDF_PARAM_CIPHER, "AES-128-CBC"),
+        OCT(OSSL_KDF_PARAM_KEY, secret, 16),
+        OCT(OSSL_KDF_PARAM_SALT, salt, sizeof(salt)),
+        OCT(OSSL_KDF_PARAM_INFO, info, sizeof(info)),
+        OSSL_PARAM_END
+    };
+
+    check_kdf("KBKDF", p);
+}
+
+/* KBKDF takes KMAC from OpenSSL 3.1 on */
+static void test_kbkdf_kmac(void)
+{
+    OSSL_PARAM p[] = {
+        STR(OSSL_KDF_PARAM_MAC, "KMAC128"),
+        OCT(OSSL_KDF_PARAM_KEY, secret, sizeof(secret)),
+        OCT(OSSL_KDF_PARAM_SALT, salt, sizeof(salt)),
+        OCT(OSSL_KDF_PARAM_INFO, info, sizeof(info)),
+        OSSL_PARAM_END
+    };
+    unsigned char out[64];
+
+    if (!derive(kct_default(), "KBKDF", p, out, sizeof(out), NULL)) {
+        ERR_clear_error();
+        fprintf(stderr, "(no KBKDF with KMAC in this OpenSSL) ");
+        return;
+    }
+    check_kdf("KBKDF", p);
+}
+
+static void test_sskdf_kmac(void)
+{
+    OSSL_PARAM p[] = {
+        STR(OSSL_KDF_PARAM_MAC, "KMAC256"),
+        OCT(OSSL_KDF_PARAM_KEY, secret, sizeof(secret)),
+        OCT(OSSL_KDF_PARAM_SALT, salt, sizeof(salt)),
+        OCT(OSSL_KDF_PARAM_INFO, info, sizeof(info)),
+        OSSL_PARAM_END
+    };
+
+    check_kdf("SSKDF", p);
+}
+
+/*
+ * AES-SIV's S2V is a CMAC keyed with half of the SIV key, which the
+ * default's SIV fetches itself: it must not reach keycache's CMAC.
+ */
+static int siv_seal(OSSL_LIB_CTX *ctx, unsigned char *out)
+{
+    EVP_CIPHER *c = EVP_CIPHER_fetch(ctx, "AES-128-SIV", NULL);
+    EVP_CIPHER_CTX *cc = EVP_CIPHER_CTX_new();
+    int n = 0, m = 0, ok;
+
+    ok = c != NULL && cc != NULL
+         && EVP_EncryptInit_ex2(cc, c, secret, NULL, NULL)
+         && EVP_EncryptUpdate(cc, NULL, &n, info, sizeof(info))
+         && EVP_EncryptUpdate(cc, out + 16, &n, salt, sizeof(salt))
+         && EVP_EncryptFinal_ex(cc, out + 16 + n, &m)
+         && EVP_CIPHER_CTX_ctrl(cc, EVP_CTRL_AEAD_GET_TAG, 16, out) > 0;
+    EVP_CIPHER_CTX_free(cc);
+    EVP_CIPHER_free(c);
+    return ok;
+}
+
+static void test_siv(void)
+{
+    unsigned char want[16 + sizeof(salt)], got[sizeof(want)];
+    SNAP before, after;
+    int i;
+
+    CU_ASSERT_FATAL(siv_seal(kct_default(), want));
+    snap(&before);
+    for (i = 0; i < 4; i++) {
+        memset(got, 0, sizeof(got));
+        CU_ASSERT(siv_seal(kct_keycache(), got));
+        CU_ASSERT(memcmp(got, want, sizeof(want)) == 0);
+    }
+    snap(&after);
+    if (!snap_equal(&before, &after))
+        fprintf(stderr, "\nAES-SIV reached keycache's CMAC\n");
+    CU_ASSERT(snap_equal(&before, &after));
+    ERR_clear_error();
+}
+
 /* EVP_PKEY_derive with an HKDF key: the default's kdf exchange fetches it */
 static int pkey_hkdf(OSSL_LIB_CTX *ctx, unsigned char *out, size_t n)
 {
@@ -302,6 +393,10 @@ static void add_suites(void)
     CU_add_test(s, "PBKDF2", test_pbkdf2);
     CU_add_test(s, "KBKDF (HMAC)", test_kbkdf);
     CU_add_test(s, "SSKDF (HMAC)", test_sskdf);
+    CU_add_test(s, "KBKDF (CMAC)", test_kbkdf_cmac);
+    CU_add_test(s, "KBKDF (KMAC128)", test_kbkdf_kmac);
+    CU_add_test(s, "SSKDF (KMAC256)", test_sskdf_kmac);
+    CU_add_test(s, "AES-SIV (CMAC inside)", test_siv);
     CU_add_test(s, "EVP_PKEY HKDF derive", test_pkey_hkdf);
     CU_add_test(s, "HMAC-DRBG", test_hmac_drbg);
     CU_add_test(s, "control: the application's HMAC is cached",

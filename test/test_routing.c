@@ -154,6 +154,26 @@ static void test_implicit_gcm_fetch(void)
     ERR_clear_error();
 }
 
+/* CMAC, GMAC and KMAC by every name the default gives them */
+static void test_fam_to_keycache(void)
+{
+    static const char *names[] = {
+        "CMAC", "GMAC", "1.0.9797.3.4", "KMAC-128", "KMAC128", "kmac128",
+        "2.16.840.1.101.3.4.2.19", "KMAC-256", "KMAC256",
+        "2.16.840.1.101.3.4.2.20", NULL
+    };
+    int i;
+
+    for (i = 0; names[i] != NULL; i++) {
+        const char *p = mac_provider(names[i], NULL);
+
+        CU_ASSERT_STRING_EQUAL(p, KC);
+        if (strcmp(p, KC) != 0)
+            fprintf(stderr, "\n%s served by %s\n", names[i], p);
+    }
+    CU_ASSERT_STRING_EQUAL(mac_provider("CMAC", "provider=" DEF), DEF);
+}
+
 static void test_others_to_default(void)
 {
     CU_ASSERT_STRING_EQUAL(md_provider("SHA256", NULL), DEF);
@@ -162,10 +182,9 @@ static void test_others_to_default(void)
     CU_ASSERT_STRING_EQUAL(cipher_provider("AES-256-CCM", NULL), DEF);
     CU_ASSERT_STRING_EQUAL(cipher_provider("AES-128-CTR", NULL), DEF);
     CU_ASSERT_STRING_EQUAL(cipher_provider("ChaCha20-Poly1305", NULL), DEF);
-    CU_ASSERT_STRING_EQUAL(mac_provider("CMAC", NULL), DEF);
-    CU_ASSERT_STRING_EQUAL(mac_provider("GMAC", NULL), DEF);
-    CU_ASSERT_STRING_EQUAL(mac_provider("KMAC-128", NULL), DEF);
-    CU_ASSERT_STRING_EQUAL(mac_provider("KMAC-256", NULL), DEF);
+    CU_ASSERT_STRING_EQUAL(mac_provider("BLAKE2BMAC", NULL), DEF);
+    CU_ASSERT_STRING_EQUAL(mac_provider("SIPHASH", NULL), DEF);
+    CU_ASSERT_STRING_EQUAL(mac_provider("POLY1305", NULL), DEF);
     CU_ASSERT_STRING_EQUAL(rand_provider("CTR-DRBG", NULL), DEF);
     CU_ASSERT_STRING_EQUAL(rand_provider("HASH-DRBG", NULL), DEF);
     CU_ASSERT_STRING_EQUAL(rand_provider("SEED-SRC", NULL), DEF);
@@ -186,6 +205,9 @@ static void test_internal_users_to_keycache(void)
     for (i = 0; i < sizeof(kdfs) / sizeof(kdfs[0]); i++)
         CU_ASSERT_STRING_EQUAL(kdf_provider(kdfs[i], NULL), KC);
     CU_ASSERT_STRING_EQUAL(rand_provider("HMAC-DRBG", NULL), KC);
+    /* AES-SIV keys a CMAC inside */
+    CU_ASSERT_STRING_EQUAL(cipher_provider("AES-128-SIV", NULL), KC);
+    CU_ASSERT_STRING_EQUAL(cipher_provider("AES-256-SIV", NULL), KC);
     CU_ASSERT_STRING_EQUAL(kdf_provider("HKDF", "provider=" DEF), DEF);
 }
 
@@ -274,6 +296,8 @@ static void add_suites(void)
     CU_add_test(s, "HMAC -> keycache", test_hmac_to_keycache);
     CU_add_test(s, "AES-GCM names and OIDs -> keycache", test_gcm_to_keycache);
     CU_add_test(s, "implicit fetch in EVP_*Init_ex", test_implicit_gcm_fetch);
+    CU_add_test(s, "CMAC, GMAC, KMAC names and OIDs -> keycache",
+                test_fam_to_keycache);
     CU_add_test(s, "everything else -> default", test_others_to_default);
     CU_add_test(s, "KDFs and HMAC-DRBG -> keycache pass-through",
                 test_internal_users_to_keycache);
