@@ -522,6 +522,9 @@ static void pat_key_in_set(OSSL_LIB_CTX *libctx, REC *r)
                     do_set(r, ctx, p);
                     break;
                 }
+                /* KMAC only stores such a key: no init, no MAC yet */
+                if (j < 3)
+                    do_update(r, ctx, msgs[1], msglens[1]);
                 do_init(r, ctx, NULL, 0, NULL);
                 do_update(r, ctx, msgs[j % 4], msglens[j % 4]);
                 do_final(r, ctx, out, &outl, OUTMAX);
@@ -779,6 +782,38 @@ static void pat_gmac_iv(OSSL_LIB_CTX *libctx, REC *r)
                        && EVP_MAC_final(ctx, out, &outl, OUTMAX));
             rec_errs(r);
             EVP_MAC_CTX_free(ctx);
+            /*
+             * IV, then the cipher again: that drops the IV, so the default
+             * draws one per message; two messages must then differ.
+             */
+            for (l = 0; l < 2; l++) {
+                unsigned char first[OUTMAX];
+                size_t firstl = 0;
+                int k;
+
+                for (k = 0; k < 2; k++) {
+                    ctx = new_ctx(mac, r);
+                    p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, fams[1].sub[i]);
+                    do_set(r, ctx, p);
+                    p[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[0], 16);
+                    do_set(r, ctx, p);
+                    p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER,
+                                  fams[1].sub[(i + l) % 3]);
+                    do_set(r, ctx, p);
+                    do_init(r, ctx, keys[i], fams[1].keylen[(i + l) % 3],
+                            NULL);
+                    do_update(r, ctx, msgs[2], msglens[2]);
+                    if (k == 0)
+                        do_final_rc(r, ctx, first);
+                    else
+                        do_final_rc(r, ctx, out);
+                    if (k == 0)
+                        firstl = ctx != NULL ? 16 : 0;
+                    EVP_MAC_CTX_free(ctx);
+                }
+                rec_printf(r, "two messages alike: %d\n", firstl > 0
+                           && memcmp(first, out, firstl) == 0);
+            }
             /* IV then cipher then IV: the cipher resets the IV */
             ctx = new_ctx(mac, r);
             p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, fams[1].sub[i]);
@@ -860,7 +895,7 @@ static void pat_bad(OSSL_LIB_CTX *libctx, REC *r)
         EVP_MAC_CTX_free(ctx);
 
         rec_printf(r, "-- %s odd parameters\n", fams[f].mac);
-        for (i = 0; i < 12; i++) {
+        for (i = 0; i < 13; i++) {
             ctx = new_ctx(mac, r);
             n = base_params(&fams[f], 0, 0, p);
             sz = 16;
@@ -910,6 +945,13 @@ static void pat_bad(OSSL_LIB_CTX *libctx, REC *r)
                 p[n++] = p_oct(OSSL_MAC_PARAM_CUSTOM, NULL, 0);
                 p[n] = OSSL_PARAM_construct_end();
                 break;
+            case 12:            /* the key twice in one array */
+                p[n++] = p_oct(OSSL_MAC_PARAM_KEY, keys[0],
+                               fams[f].keylen[0]);
+                p[n++] = p_oct(OSSL_MAC_PARAM_KEY, keys[1],
+                               fams[f].keylen[0]);
+                p[n] = OSSL_PARAM_construct_end();
+                break;
             case 10:            /* an empty customisation string */
                 p[n++] = p_oct(OSSL_MAC_PARAM_CUSTOM, "", 0);
                 p[n] = OSSL_PARAM_construct_end();
@@ -921,6 +963,12 @@ static void pat_bad(OSSL_LIB_CTX *libctx, REC *r)
             }
             rec_printf(r, "case %d\n", i);
             do_set(r, ctx, p);
+            if (i == 12) {
+                /* keyed by the set (CMAC, GMAC): which key counts? */
+                do_init(r, ctx, NULL, 0, NULL);
+                do_update(r, ctx, msgs[2], msglens[2]);
+                do_final(r, ctx, out, &outl, OUTMAX);
+            }
             do_mac(r, ctx, keys[2], fams[f].keylen[0], NULL, msgs[2],
                    msglens[2], out, &outl);
             EVP_MAC_CTX_free(ctx);
@@ -1150,6 +1198,49 @@ static void test_known_answers(void)
     ERR_clear_error();
 }
 
+/*
+ * Only AES-CBC (CMAC) and AES-GCM (GMAC) keys are cached: other ciphers,
+ * names and all, are served by a private default context, never a hit.
+ */
+static void test_uncached_ciphers(void)
+{
+    static const char *const uncached[][2] = {
+        { "CMAC", "DES-EDE3-CBC" }, { "CMAC", "ARIA-128-CBC" },
+        { "CMAC", "AES-128-ECB" }, { "GMAC", "ARIA-128-GCM" }
+    };
+    static const char *const cached[][2] = {
+        { "CMAC", "aes-128-cbc" }, { "CMAC", "AES128" },
+        { "GMAC", "id-aes128-GCM" }
+    };
+    unsigned char out[OUTMAX];
+    OSSL_PARAM p[2] = { OSSL_PARAM_END, OSSL_PARAM_END };
+    uint64_t h0, p0;
+    size_t i, outl;
+    int j;
+
+    p[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[0], 12);
+    for (i = 0; i < sizeof(uncached) / sizeof(uncached[0]); i++) {
+        h0 = kct_counter(KEYCACHE_PARAM_HITS);
+        p0 = kct_counter(KEYCACHE_PARAM_PASSTHROUGH);
+        for (j = 0; j < 3; j++)
+            EVP_Q_mac(kct_keycache(), uncached[i][0], NULL, uncached[i][1],
+                      uncached[i][0][0] == 'G' ? p : NULL, keys[0],
+                      uncached[i][1][0] == 'D' ? 24 : 16, msgs[1], 3, out,
+                      sizeof(out), &outl);
+        CU_ASSERT_EQUAL(kct_counter(KEYCACHE_PARAM_HITS), h0);
+        CU_ASSERT(kct_counter(KEYCACHE_PARAM_PASSTHROUGH) >= p0 + 3);
+    }
+    for (i = 0; i < sizeof(cached) / sizeof(cached[0]); i++) {
+        h0 = kct_counter(KEYCACHE_PARAM_HITS);
+        for (j = 0; j < 3; j++)
+            EVP_Q_mac(kct_keycache(), cached[i][0], NULL, cached[i][1],
+                      cached[i][0][0] == 'G' ? p : NULL, keys[0], 16,
+                      msgs[1], 3, out, sizeof(out), &outl);
+        CU_ASSERT(kct_counter(KEYCACHE_PARAM_HITS) >= h0 + 2);
+    }
+    ERR_clear_error();
+}
+
 static void test_q_mac(void) { run_pattern(pat_q_mac, 1); }
 static void test_fresh(void) { run_pattern(pat_fresh, 1); }
 static void test_key_in_set(void) { run_pattern(pat_key_in_set, 1); }
@@ -1169,6 +1260,7 @@ static void add_suites(void)
 
     init_data();
     CU_add_test(s, "known answers", test_known_answers);
+    CU_add_test(s, "only AES keys are cached", test_uncached_ciphers);
     CU_add_test(s, "EVP_Q_mac", test_q_mac);
     CU_add_test(s, "fresh EVP_MAC_CTX per message", test_fresh);
     CU_add_test(s, "key as a set_params parameter", test_key_in_set);
