@@ -93,7 +93,12 @@ typedef enum {
     OP_TLS13,       /* TLS 1.3 full handshake */
     OP_HOT_RANDOM,  /* EVP_Q_mac on hot keys, after random filler keys */
     OP_HOT_ADV,     /* the same after keys that collide in the index */
-    OP_MAC_LIVE     /* fresh keyed EVP_MAC_CTX per op, freed N ops later */
+    OP_MAC_LIVE,    /* fresh keyed EVP_MAC_CTX per op, freed N ops later */
+    /* CMAC, GMAC, KMAC (sc->mac, sc->subalg): see "template families" */
+    OP_FAM_QMAC,    /* EVP_Q_mac(NULL, mac, NULL, subalg, iv, ...) */
+    OP_FAM_FRESH,   /* fetch + CTX_new + init(key, params) + ... + free */
+    OP_FAM_NEW,     /* the same with the MAC fetched once per thread */
+    OP_FAM_REUSED   /* one keyed context per thread, init(NULL key) */
 } OPKIND;
 
 typedef enum {
@@ -186,6 +191,47 @@ static const SCENARIO scenarios[] = {
       KEYS_FIXED, 0, 0 },
     { "advkeys-qmac-sha256", SEC_ADV, OP_HOT_RANDOM, OP_HOT_ADV, "SHA256", 0,
       0, KEYS_FIXED, 0, 0 },
+    /*
+     * Template families (provider/tmpl.c): the MAC and its cipher are in
+     * fam_rows[] below.  GMAC takes a new IV per message (a counter, as
+     * GCM does); KMAC keys are 32 bytes.
+     */
+    { "qmac-cmac-aes128", SEC_APP, OP_FAM_QMAC, OP_FAM_QMAC, NULL, 16, 0,
+      KEYS_FIXED, 0, 0 },
+    { "qmac-cmac-aes256", SEC_APP, OP_FAM_QMAC, OP_FAM_QMAC, NULL, 32, 0,
+      KEYS_FIXED, 0, 0 },
+    { "macfresh-cmac-aes256", SEC_APP, OP_FAM_FRESH, OP_FAM_FRESH, NULL, 32,
+      0, KEYS_FIXED, 0, 0 },
+    { "qmac-kmac128", SEC_APP, OP_FAM_QMAC, OP_FAM_QMAC, NULL, 32, 0,
+      KEYS_FIXED, 0, 0 },
+    { "qmac-kmac256", SEC_APP, OP_FAM_QMAC, OP_FAM_QMAC, NULL, 32, 0,
+      KEYS_FIXED, 0, 0 },
+    { "macfresh-kmac128", SEC_APP, OP_FAM_FRESH, OP_FAM_FRESH, NULL, 32, 0,
+      KEYS_FIXED, 0, 0 },
+    { "qmac-gmac-aes128", SEC_APP, OP_FAM_QMAC, OP_FAM_QMAC, NULL, 16, 0,
+      KEYS_FIXED, 0, 0 },
+    { "qmac-gmac-aes256", SEC_APP, OP_FAM_QMAC, OP_FAM_QMAC, NULL, 32, 0,
+      KEYS_FIXED, 0, 0 },
+    { "macfresh-gmac-aes256", SEC_APP, OP_FAM_FRESH, OP_FAM_FRESH, NULL, 32,
+      0, KEYS_FIXED, 0, 0 },
+    { "macnew-cmac-aes256", SEC_APP, OP_FAM_NEW, OP_FAM_NEW, NULL, 32, 0,
+      KEYS_FIXED, 0, 0 },
+    { "macnew-kmac128", SEC_APP, OP_FAM_NEW, OP_FAM_NEW, NULL, 32, 0,
+      KEYS_FIXED, 0, 0 },
+    { "macnew-gmac-aes256", SEC_APP, OP_FAM_NEW, OP_FAM_NEW, NULL, 32, 0,
+      KEYS_FIXED, 0, 0 },
+    { "newkey-cmac-aes256", SEC_MISS, OP_FAM_QMAC, OP_FAM_QMAC, NULL, 32, 0,
+      KEYS_NEW, 0, 0 },
+    { "newkey-kmac128", SEC_MISS, OP_FAM_QMAC, OP_FAM_QMAC, NULL, 32, 0,
+      KEYS_NEW, 0, 0 },
+    { "newkey-gmac-aes256", SEC_MISS, OP_FAM_QMAC, OP_FAM_QMAC, NULL, 32, 0,
+      KEYS_NEW, 0, 0 },
+    { "steady-cmac-aes256", SEC_STEADY, OP_FAM_REUSED, OP_FAM_REUSED, NULL,
+      32, 0, KEYS_FIXED, 0, 0 },
+    { "steady-kmac128", SEC_STEADY, OP_FAM_REUSED, OP_FAM_REUSED, NULL, 32,
+      0, KEYS_FIXED, 0, 0 },
+    { "steady-gmac-aes256", SEC_STEADY, OP_FAM_REUSED, OP_FAM_REUSED, NULL,
+      32, 0, KEYS_FIXED, 0, 0 },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -297,6 +343,7 @@ struct worker_st {
     unsigned long live_next;
     EVP_CIPHER_CTX *cctx;
     SSL_CTX *tls_server, *tls_client;   /* OP_TLS*: made once per worker */
+    const char *macname, *subalg;       /* OP_FAM_*: from fam_rows[] */
 
     uint64_t ops;
     double ns, cpu_ns;                  /* wall and thread CPU time */
@@ -603,6 +650,119 @@ done:
     return ok;
 }
 
+/* ---- template families: CMAC, GMAC, KMAC ---- */
+
+/* The MAC and cipher of each OP_FAM_* row, by the row's name. */
+static const struct {
+    const char *row, *mac, *subalg;
+} fam_rows[] = {
+    { "qmac-cmac-aes128", "CMAC", "AES-128-CBC" },
+    { "qmac-cmac-aes256", "CMAC", "AES-256-CBC" },
+    { "macfresh-cmac-aes256", "CMAC", "AES-256-CBC" },
+    { "qmac-kmac128", "KMAC-128", NULL },
+    { "qmac-kmac256", "KMAC-256", NULL },
+    { "macfresh-kmac128", "KMAC-128", NULL },
+    { "qmac-gmac-aes128", "GMAC", "AES-128-GCM" },
+    { "qmac-gmac-aes256", "GMAC", "AES-256-GCM" },
+    { "macfresh-gmac-aes256", "GMAC", "AES-256-GCM" },
+    { "macnew-cmac-aes256", "CMAC", "AES-256-CBC" },
+    { "macnew-kmac128", "KMAC-128", NULL },
+    { "macnew-gmac-aes256", "GMAC", "AES-256-GCM" },
+    { "newkey-cmac-aes256", "CMAC", "AES-256-CBC" },
+    { "newkey-kmac128", "KMAC-128", NULL },
+    { "newkey-gmac-aes256", "GMAC", "AES-256-GCM" },
+    { "steady-cmac-aes256", "CMAC", "AES-256-CBC" },
+    { "steady-kmac128", "KMAC-128", NULL },
+    { "steady-gmac-aes256", "GMAC", "AES-256-GCM" },
+};
+
+static const char *fam_mac(const WORKER *w, int subalg)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(fam_rows) / sizeof(fam_rows[0]); i++)
+        if (strcmp(fam_rows[i].row, w->sc->name) == 0)
+            return subalg ? fam_rows[i].subalg : fam_rows[i].mac;
+    return NULL;
+}
+
+/* The cipher and, for GMAC, this message's IV; n params filled. */
+static int fam_params(WORKER *w, OSSL_PARAM *p, int with_subalg)
+{
+    int n = 0;
+
+    if (with_subalg && w->subalg != NULL)
+        p[n++] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
+                                                  (char *)w->subalg, 0);
+    if (strcmp(w->macname, "GMAC") == 0) {
+        bump_iv(w->iv);
+        p[n++] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV, w->iv,
+                                                   IV_LEN);
+    }
+    p[n] = OSSL_PARAM_construct_end();
+    return n;
+}
+
+static int op_fam_qmac(WORKER *w)
+{
+    const unsigned char *key = op_key(w);
+    OSSL_PARAM p[3];
+    int n = fam_params(w, p, 0);
+
+    return EVP_Q_mac(NULL, w->macname, NULL, w->subalg,
+                     n > 0 ? p : NULL, key, w->keylen, w->in, w->len,
+                     w->out, EVP_MAX_MD_SIZE, &w->outlen) != NULL;
+}
+
+static int op_fam_fresh(WORKER *w)
+{
+    EVP_MAC *mac = w->mac != NULL ? w->mac
+                   : EVP_MAC_fetch(NULL, w->macname, NULL);
+    EVP_MAC_CTX *ctx = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM p[3];
+    int ok;
+
+    fam_params(w, p, 1);
+    ok = ctx != NULL
+         && EVP_MAC_init(ctx, op_key(w), w->keylen, p)
+         && EVP_MAC_update(ctx, w->in, w->len)
+         && EVP_MAC_final(ctx, w->out, &w->outlen, EVP_MAX_MD_SIZE);
+    EVP_MAC_CTX_free(ctx);
+    if (mac != w->mac)
+        EVP_MAC_free(mac);
+    return ok;
+}
+
+static int op_fam_reused(WORKER *w)
+{
+    OSSL_PARAM p[3];
+    int n = fam_params(w, p, 0);
+
+    return EVP_MAC_init(w->mctx, NULL, 0, n > 0 ? p : NULL)
+           && EVP_MAC_update(w->mctx, w->in, w->len)
+           && EVP_MAC_final(w->mctx, w->out, &w->outlen, EVP_MAX_MD_SIZE);
+}
+
+static int setup_fam(WORKER *w)
+{
+    EVP_MAC *mac;
+    OSSL_PARAM p[3];
+
+    w->macname = fam_mac(w, 0);
+    w->subalg = fam_mac(w, 1);
+    if (w->macname == NULL)
+        return 0;
+    if (w->op == OP_FAM_NEW)
+        return (w->mac = EVP_MAC_fetch(NULL, w->macname, NULL)) != NULL;
+    if (w->op != OP_FAM_REUSED)
+        return 1;
+    mac = EVP_MAC_fetch(NULL, w->macname, NULL);
+    fam_params(w, p, 1);
+    w->mctx = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    EVP_MAC_free(mac);
+    return w->mctx != NULL && EVP_MAC_init(w->mctx, w->key, w->keylen, p);
+}
+
 static OP_FN op_fn(OPKIND op)
 {
     switch (op) {
@@ -630,6 +790,13 @@ static OP_FN op_fn(OPKIND op)
         return op_qmac_hot;
     case OP_MAC_LIVE:
         return op_mac_live;
+    case OP_FAM_QMAC:
+        return op_fam_qmac;
+    case OP_FAM_FRESH:
+    case OP_FAM_NEW:
+        return op_fam_fresh;
+    case OP_FAM_REUSED:
+        return op_fam_reused;
     }
     return NULL;
 }
@@ -835,6 +1002,9 @@ static int worker_setup(WORKER *w)
             && !make_ciphertext(w))
             return 0;
     }
+    if (w->op == OP_FAM_QMAC || w->op == OP_FAM_FRESH
+        || w->op == OP_FAM_NEW || w->op == OP_FAM_REUSED)
+        return setup_fam(w);
     if (w->op == OP_MAC_REUSED || w->op == OP_ENC_REUSED
         || w->op == OP_DEC_REUSED)
         return setup_reused(w);

@@ -94,13 +94,13 @@ struct kc_cache_st {
         size_t len, alen;
         int value;
     } recs[KC_REC_SLOTS];
-    unsigned int rec_last, rec_next;
+    unsigned int rec_last[2], rec_next;   /* [blen != 0]: last found */
     /* freed wrapper structs, reused by the next newctx on this thread */
     void *pool[KC_POOL_KINDS][KC_POOL_MAX];
     size_t pool_size[KC_POOL_KINDS];
     unsigned int npool[KC_POOL_KINDS];
     /* adaptive bypass: hit rate over the last window of lookups */
-    unsigned int win_lookups, win_hits, bypass, bypass_misses;
+    unsigned int win_lookups, win_hits, bypass, bypass_misses, cold_skips;
     KC_ENTRY entries[];
 };
 
@@ -540,18 +540,34 @@ int kc_cache_rec_get(KC_CACHE *c, const void *owner, uint64_t hash,
 {
     unsigned int i, n;
 
-    if (rec_slot_is(c, c->rec_last, owner, hash, a, alen, b, blen))
-        return c->recs[c->rec_last].value;
+    if (rec_slot_is(c, c->rec_last[blen != 0], owner, hash, a, alen, b,
+                    blen))
+        return c->recs[c->rec_last[blen != 0]].value;
     for (n = 0, i = hash % KC_REC_SLOTS; n < KC_REC_PROBE;
          n++, i = (i + 1) % KC_REC_SLOTS) {
         if (c->recs[i].owner == NULL)
             break;
         if (rec_slot_is(c, i, owner, hash, a, alen, b, blen)) {
-            c->rec_last = i;
+            c->rec_last[blen != 0] = i;
             return c->recs[i].value;
         }
     }
     return -1;
+}
+
+const unsigned char *kc_cache_rec_last(KC_CACHE *c, const void *owner,
+                                       int pair, size_t *alen, size_t *len,
+                                       uint64_t *hash, int *value)
+{
+    unsigned int i = c->rec_last[pair != 0];
+
+    if (c->recs[i].owner != owner)
+        return NULL;
+    *alen = c->recs[i].alen;
+    *len = c->recs[i].len;
+    *hash = c->recs[i].hash;
+    *value = c->recs[i].value;
+    return c->recs[i].bytes;
 }
 
 void kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
@@ -581,7 +597,7 @@ void kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
     c->recs[i].alen = alen;
     c->recs[i].len = alen + blen;
     c->recs[i].value = value;
-    c->rec_last = i;
+    c->rec_last[blen != 0] = i;
 }
 
 /*
@@ -603,6 +619,17 @@ static int bypass_allows(KC_CACHE *c)
     if (!c->bypass || c->used < c->size)
         return 1;
     return ++c->bypass_misses % KC_ADMIT_ONE_IN == 0;
+}
+
+int kc_cache_cold(KC_PROVCTX *pctx)
+{
+    KC_CACHE *c = CRYPTO_THREAD_get_local(&pctx->tls);
+
+    /* every KC_ADMIT_ONE_IN-th context still looks up, to see hits return */
+    if (c == NULL || !c->bypass || ++c->cold_skips % KC_ADMIT_ONE_IN == 0)
+        return 0;
+    KC_BUMP(c, passthrough);
+    return 1;
 }
 
 static void window_note(KC_CACHE *c, int hit)
@@ -652,7 +679,8 @@ static uint64_t fingerprint(uint64_t h, const KC_ALG *alg, const void *param)
  * not allocate either.  They hold no key material (a GCM wrapper's IV and
  * expected tag are public), and are cleared when reused.
  */
-void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size)
+void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind, size_t size,
+                          size_t head)
 {
     KC_CACHE *c = kc_cache_get(pctx);
     void *p;
@@ -660,8 +688,13 @@ void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size)
     if (c == NULL || c->npool[kind] == 0)
         return OPENSSL_zalloc(size);
     p = c->pool[kind][--c->npool[kind]];
-    memset(p, 0, size);
+    memset(p, 0, head);
     return p;
+}
+
+void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size)
+{
+    return kc_wrapper_new_head(pctx, kind, size, size);
 }
 
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)

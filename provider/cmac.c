@@ -6,7 +6,10 @@
  *
  * The default takes "cipher" and "properties" before "key" in one
  * set_ctx_params call, and a key given there keys the context as init
- * with that key does.
+ * with that key does.  A keyless init of a used context restarts it
+ * (CMAC_Init: zero IV, empty buffer, the subkeys kept), so freed contexts
+ * that got nothing but updates, finals and keyless inits are kept as
+ * spares: a hit re-initialises one instead of copying the template.
  */
 #include <openssl/core_names.h>
 
@@ -70,5 +73,5 @@ static const OSSL_DISPATCH kc_cmac_functions[] = {
 
 const KC_TDESC kc_cmac_desc = {
     "CMAC", "CMAC with a per-thread key cache", kc_cmac_functions,
-    cmac_shape, NULL, 1, cmac_cacheable
+    cmac_shape, NULL, 1, 0, 1, cmac_cacheable
 };

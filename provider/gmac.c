@@ -79,5 +79,5 @@ static const OSSL_DISPATCH kc_gmac_functions[] = {
 
 const KC_TDESC kc_gmac_desc = {
     "GMAC", "GMAC with a per-thread key cache", kc_gmac_functions,
-    gmac_shape, gmac_volatile, 1, gmac_cacheable
+    gmac_shape, gmac_volatile, 1, 1, 0, gmac_cacheable
 };

@@ -125,7 +125,7 @@ typedef struct {
  * parameter as (name, type, size, bytes), so that it can be compared by
  * content, hashed and replayed onto another context (see tmpl.c).
  */
-#define KC_TREC_MAX 512
+#define KC_TREC_MAX 384
 
 typedef struct kc_tdesc_st KC_TDESC;
 typedef struct kc_tfam_st KC_TFAM;
@@ -152,6 +152,17 @@ struct kc_tdesc_st {
      */
     int set_key_keys;
     /*
+     * Does each volatile call replace what an earlier one set, whatever
+     * that was (GMAC's IV)?  Then only the last one is replayed.
+     */
+    int volatile_last_wins;
+    /*
+     * Does a keyless init bring a used context back to exactly the state
+     * the key left (CMAC)?  Then freed contexts are kept as spares and a
+     * hit re-initialises one instead of copying the template.
+     */
+    int reinit_restores;
+    /*
      * Optional: may a template be cached for a valid record of names from
      * shape_names (say, the cipher it names)?  Asked once per thread and
      * record.
@@ -166,7 +177,8 @@ struct kc_tfam_st {
     KC_ALG alg;
     KC_MAC_FNS mac;
     int on;                         /* offered: the config says so */
-    int null_set_ok;                /* set_ctx_params(NULL): 1, no error */
+    /* learned at start: set_ctx_params(NULL) and (empty) return 1 quietly */
+    int null_set_ok, empty_set_ok;
 };
 
 extern const KC_TDESC kc_cmac_desc, kc_gmac_desc, kc_kmac128_desc,
@@ -252,12 +264,22 @@ typedef struct {
 #define KC_POOL_KINDS 3
 #define KC_POOL_MAX 8
 void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size);
+/* The same, clearing only the first head bytes of a reused struct. */
+void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind, size_t size,
+                          size_t head);
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size);
 
 int kc_cache_start(KC_PROVCTX *pctx);
 void kc_cache_stop(KC_PROVCTX *pctx);
 KC_CACHE *kc_cache_get(KC_PROVCTX *pctx);
 void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries);
+/*
+ * Is this thread's hit rate low (see the bypass in cache.c), so that a
+ * new context had better not look up at all?  Says no for one context in
+ * KC_ADMIT_ONE_IN, which keeps the hit rate measured; a yes is counted as
+ * a pass-through.
+ */
+int kc_cache_cold(KC_PROVCTX *pctx);
 /* count a pass-through in this thread's cache if any (never creates one) */
 void kc_count_passthrough(KC_PROVCTX *pctx);
 /* Per-thread memo of (name, properties) -> value, e.g. resolved digests. */
@@ -325,6 +347,14 @@ int kc_cache_rec_get(KC_CACHE *c, const void *owner, uint64_t hash,
 void kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
                       const unsigned char *a, size_t alen,
                       const unsigned char *b, size_t blen, int value);
+/*
+ * The record last found or put for owner, of one piece (pair 0) or of
+ * two (pair 1): its bytes, the length of its first piece, its whole
+ * length, hash and value; NULL if that was another owner's.
+ */
+const unsigned char *kc_cache_rec_last(KC_CACHE *c, const void *owner,
+                                       int pair, size_t *alen, size_t *len,
+                                       uint64_t *hash, int *value);
 /*
  * Give a used context back to the entry the lease names, for a later hit
  * to reuse after a keyless re-init.  0 if it cannot be kept (entry gone,

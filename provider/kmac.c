@@ -7,7 +7,9 @@
  * like everything else.
  *
  * A "key" given to set_ctx_params is only stored by the default and
- * absorbed at the next init: such calls are served uncached.
+ * absorbed at the next init: such calls are served uncached.  A keyless
+ * init absorbs the key again (two permutations), dearer than copying the
+ * template, so used contexts are not kept.
  */
 #include <openssl/core_names.h>
 
@@ -56,7 +58,7 @@ static const char *const kmac_shape[] = {
     };                                                                        \
     const KC_TDESC kc_kmac##bits##_desc = {                                   \
         "KMAC-" #bits, "KMAC" #bits " with a per-thread key cache",           \
-        kc_kmac##bits##_functions, kmac_shape, NULL, 0, NULL                  \
+        kc_kmac##bits##_functions, kmac_shape, NULL, 0, 0, 0, NULL            \
     };
 
 KC_KMAC_IMPL(128, KC_FAM_KMAC128)

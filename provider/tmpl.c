@@ -26,6 +26,7 @@
  * and every later one through, so the default decides every odd case and
  * raises its own errors.
  */
+#include <stddef.h>
 #include <string.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
@@ -38,7 +39,7 @@
 /* the longest parameter name recorded */
 #define KC_TNAME_MAX 64
 /* room for the volatile calls' signatures */
-#define KC_TSIG_MAX 128
+#define KC_TSIG_MAX 64
 
 /* what the record memo learns about a record */
 #define KC_REC_VALID 1          /* every call returned 1 and raised nothing */
@@ -71,6 +72,12 @@ typedef struct {
     KC_PROVCTX *pctx;
     const KC_TFAM *f;
     void *inner;                /* the default's context, once there is one */
+    /*
+     * reinit_restores families: where inner goes back to when freed, and
+     * whether it still may (it got nothing a keyless init cannot undo).
+     */
+    KC_LEASE lease;
+    int clean;
     int shape_value;            /* learned value of the shape, -1: not yet */
     /* rec: the shape's calls, then the volatile calls (never interleaved) */
     size_t shape_len, len, sig_len;
@@ -122,7 +129,8 @@ static uint64_t hash_words(uint64_t h, const uint64_t *p, size_t nbytes)
     return h;
 }
 
-static int recordable(const OSSL_PARAM *p)
+/* Can the parameter be recorded?  Returns its name's length, or 0. */
+static size_t recordable(const OSSL_PARAM *p)
 {
     size_t n = strlen(p->key);
 
@@ -133,67 +141,84 @@ static int recordable(const OSSL_PARAM *p)
     case OSSL_PARAM_UNSIGNED_INTEGER:
     case OSSL_PARAM_REAL:
     case OSSL_PARAM_OCTET_STRING:
-        return 1;
+        return n;
     case OSSL_PARAM_UTF8_STRING:
         /* the default reads up to the NUL: there must be one at the end */
-        return p->data == NULL
-               || ((const char *)p->data)[p->data_size] == '\0';
+        if (p->data == NULL || ((const char *)p->data)[p->data_size] == '\0')
+            return n;
     }
     return 0;
 }
 
-/* Append an item to buf (of cap bytes) at *len; 0 if it does not fit. */
+/*
+ * Append an item (a call marker if p is NULL, else p with namelen = the
+ * length of its name) to buf (of cap bytes) at *len; 0 if it does not fit.
+ */
 static int put_item(unsigned char *buf, size_t cap, size_t *len,
-                    int tag, const OSSL_PARAM *p)
+                    int tag, const OSSL_PARAM *p, size_t namelen)
 {
-    size_t namelen = 0, datalen = 0, need;
+    size_t datalen = 0, need, npad;
     ITEM it;
 
     memset(&it, 0, sizeof(it));
     it.tag = (uint16_t)tag;
     if (p != NULL) {
-        namelen = strlen(p->key) + 1;
+        namelen++;
         it.namelen = (uint16_t)namelen;
         it.type = p->data_type | (p->data == NULL ? T_NULL : 0);
         it.size = p->data_size;
         if (tag == T_PARAM && p->data != NULL)
             datalen = p->data_size + 1;
     }
-    need = sizeof(it) + PAD8(namelen) + PAD8(datalen);
+    npad = PAD8(namelen);
+    need = sizeof(it) + npad + PAD8(datalen);
     if (need > cap - *len)
         return 0;
     buf += *len;
-    memset(buf, 0, need);
     memcpy(buf, &it, sizeof(it));
-    if (namelen > 0)
+    if (namelen > 0) {
+        /* the name's last word, zero padded, then the name over it */
+        memset(buf + sizeof(it) + npad - 8, 0, 8);
         memcpy(buf + sizeof(it), p->key, namelen);
-    if (datalen > 0 && p->data_size > 0)
-        memcpy(buf + sizeof(it) + PAD8(namelen), p->data, p->data_size);
+    }
+    if (datalen > 0) {
+        buf += sizeof(it) + npad;
+        memset(buf + PAD8(datalen) - 8, 0, 8);
+        if (p->data_size > 0)
+            memcpy(buf, p->data, p->data_size);
+    }
     *len += need;
     return 1;
 }
 
 /*
- * Append one call to the shape (vol == 0) or to the volatile calls and
- * their signature.  0 if it does not fit or cannot be recorded; the caller
- * rolls back.
+ * Append one call to the shape (vol == 0), or to the volatile calls and
+ * their signature (vol == 1), or to the volatile calls alone (vol == 2).
+ * 0 if it does not fit or cannot be recorded; the caller rolls back.
  */
+#define AS_SHAPE 0
+#define AS_VOLATILE 1
+#define AS_VOLATILE_ONLY 2
 static int append_call(KC_TMAC_CTX *w, const OSSL_PARAM *const *ps, size_t n,
                        int vol)
 {
     unsigned char *rec = (unsigned char *)w->rec;
     unsigned char *sig = (unsigned char *)w->sig;
-    size_t start = w->len, sstart = w->sig_len, i;
+    size_t start = w->len, sstart = w->sig_len, i, nl;
 
-    if (!put_item(rec, KC_TREC_MAX, &w->len, T_CALL, NULL)
-        || (vol && !put_item(sig, KC_TSIG_MAX, &w->sig_len, T_CALL, NULL)))
+    if (!put_item(rec, KC_TREC_MAX, &w->len, T_CALL, NULL, 0)
+        || (vol == AS_VOLATILE
+            && !put_item(sig, KC_TSIG_MAX, &w->sig_len, T_CALL, NULL, 0)))
         return 0;
     for (i = 0; i < n; i++)
-        if (!recordable(ps[i])
-            || !put_item(rec, KC_TREC_MAX, &w->len, T_PARAM, ps[i])
-            || (vol && !put_item(sig, KC_TSIG_MAX, &w->sig_len, T_SIG,
-                                 ps[i])))
+        if ((nl = recordable(ps[i])) == 0
+            || !put_item(rec, KC_TREC_MAX, &w->len, T_PARAM, ps[i], nl)
+            || (vol == AS_VOLATILE
+                && !put_item(sig, KC_TSIG_MAX, &w->sig_len, T_SIG, ps[i],
+                             nl)))
             return 0;
+    if (vol == AS_VOLATILE_ONLY)
+        return 1;
     if (vol) {
         w->sig_hash = hash_words(w->sig_hash, (uint64_t *)(sig + sstart),
                                  w->sig_len - sstart);
@@ -295,7 +320,7 @@ int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
 static int in_list(const char *const *list, const char *name)
 {
     for (; list != NULL && *list != NULL; list++)
-        if (strcmp(*list, name) == 0)
+        if ((*list)[0] == name[0] && strcmp(*list, name) == 0)
             return 1;
     return 0;
 }
@@ -387,9 +412,12 @@ static int shape_cacheable(const KC_TMAC_CTX *w)
            || d->cacheable(w->pctx, rec, w->shape_len);
 }
 
+/* a shape's memo entry is keyed by its hash and this */
+#define KC_SHAPE_SALT 0x5851f42d4c957f2dULL
+
 static KC_NOINLINE int learn_shape(KC_TMAC_CTX *w, KC_CACHE *c)
 {
-    uint64_t h = w->shape_hash ^ 0x5851f42d4c957f2dULL;
+    uint64_t h = w->shape_hash ^ KC_SHAPE_SALT;
     int v = kc_cache_rec_get(c, w->f, h, (unsigned char *)w->rec,
                              w->shape_len, NULL, 0);
 
@@ -441,9 +469,9 @@ static int split(const KC_TFAM *f, const OSSL_PARAM params[], SPLIT *s)
         if (s->ns + s->nv == KC_TCALL_MAX)
             return 0;
         for (q = params; q < p; q++)
-            if (strcmp(q->key, p->key) == 0)
+            if (q->key[0] == p->key[0] && strcmp(q->key, p->key) == 0)
                 return 0;
-        if (strcmp(p->key, OSSL_MAC_PARAM_KEY) == 0)
+        if (p->key[0] == 'k' && strcmp(p->key, OSSL_MAC_PARAM_KEY) == 0)
             s->key = p;
         else if (in_list(f->d->volatile_names, p->key))
             s->vol[s->nv++] = p;
@@ -458,25 +486,161 @@ static int split(const KC_TFAM *f, const OSSL_PARAM params[], SPLIT *s)
  * empty call is recorded as a shape call) if the default accepts them.
  * 1 recorded, 0 not (rolled back: the caller passes the call through).
  */
+/*
+ * The usual case, cheaply: the call makes the shape exactly the one the
+ * thread learned last (the same cipher or custom string as the previous
+ * message).  Compares the call with that record's tail in place and
+ * copies it, instead of encoding, hashing and looking it up.
+ */
+static int same_as_last(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
+{
+    const unsigned char *last;
+    size_t alen, len, off, i;
+    uint64_t hash;
+    int value;
+    OSSL_PARAM p;
+    ITEM it;
+
+    last = kc_cache_rec_last(c, w->f, 0, &alen, &len, &hash, &value);
+    if (last == NULL || alen != len || len <= w->len
+        || (w->len > 0 && memcmp(last, w->rec, w->len) != 0))
+        return 0;
+    off = get_item(last, w->len, &it, &p);
+    if (it.tag != T_CALL)
+        return 0;
+    for (i = 0; i < s->ns; i++) {
+        const OSSL_PARAM *q = s->shape[i];
+
+        if (off >= len)
+            return 0;
+        off = get_item(last, off, &it, &p);
+        if (it.tag != T_PARAM || p.data_type != q->data_type
+            || p.data_size != q->data_size
+            || (p.data == NULL) != (q->data == NULL)
+            || strcmp(p.key, q->key) != 0
+            || (q->data != NULL && q->data_size > 0
+                && memcmp(p.data, q->data, q->data_size) != 0)
+            || (q->data_type == OSSL_PARAM_UTF8_STRING && q->data != NULL
+                && ((const char *)q->data)[q->data_size] != '\0'))
+            return 0;
+    }
+    if (off != len)
+        return 0;
+    memcpy((unsigned char *)w->rec + w->len, last + w->len, len - w->len);
+    w->len = w->shape_len = len;
+    w->shape_hash = hash ^ KC_SHAPE_SALT;
+    w->shape_value = value;
+    return 1;
+}
+
+/*
+ * For a volatile_last_wins family, the only volatile call it keeps: does
+ * the thread's last learned (shape, signature) pair say that this shape
+ * takes a call of these names, types and sizes?  Compares in place.
+ */
+static int volatile_known(const KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
+{
+    const unsigned char *last;
+    size_t alen, len, off, i;
+    uint64_t hash;
+    int value;
+    OSSL_PARAM p;
+    ITEM it;
+
+    last = kc_cache_rec_last(c, w->f, 1, &alen, &len, &hash, &value);
+    if (last == NULL || alen != w->shape_len || (value & KC_REC_VALID) == 0
+        || memcmp(last, w->rec, alen) != 0)
+        return 0;
+    off = get_item(last, alen, &it, &p);
+    if (it.tag != T_CALL)
+        return 0;
+    for (i = 0; i < s->nv; i++) {
+        const OSSL_PARAM *q = s->vol[i];
+
+        if (off >= len)
+            return 0;
+        off = get_item(last, off, &it, &p);
+        if (it.tag != T_SIG || p.data_type != q->data_type
+            || p.data_size != q->data_size
+            || (p.data == NULL) != (q->data == NULL)
+            || strcmp(p.key, q->key) != 0
+            || !recordable(q))
+            return 0;
+    }
+    return off == len;
+}
+
+/* The same, learned if not known, leaving the record as it was. */
+static int volatile_valid(const KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
+{
+    KC_TMAC_CTX tmp;
+
+    if (volatile_known(w, c, s))
+        return 1;
+    tmp = *w;
+    tmp.len = tmp.shape_len;
+    tmp.sig_len = 0;
+    tmp.sig_hash = 0;
+    return append_call(&tmp, s->vol, s->nv, AS_VOLATILE)
+           && (learn_volatile(&tmp, c) & KC_REC_VALID) != 0;
+}
+
+/* Set volatile parameters of this call on the keyed copy, after the key. */
+static int apply_volatile(const KC_TMAC_CTX *w, const SPLIT *s)
+{
+    OSSL_PARAM post[KC_TCALL_MAX + 1];
+    size_t i;
+
+    for (i = 0; i < s->nv; i++)
+        post[i] = *s->vol[i];
+    post[i] = OSSL_PARAM_construct_end();
+    return w->f->mac.set_ctx_params(w->inner, post);
+}
+
 static int record(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
 {
+    uint64_t old[KC_TREC_MAX / 8];
+    size_t oldlen = 0;
     SAVED sv;
 
+    /* no parameters on a fresh context: nothing to record (see bind) */
+    if (s->ns == 0 && s->nv == 0 && w->len == 0 && w->f->empty_set_ok)
+        return 1;
     save(w, &sv);
     if (s->ns > 0 || s->nv == 0) {
         /* the shape is replayed before the volatile calls: no going back */
-        if (w->len > w->shape_len || !append_call(w, s->shape, s->ns, 0))
+        if (w->len > w->shape_len)
             goto fail;
-        w->shape_value = learn_shape(w, c);
+        if (!same_as_last(w, c, s)) {
+            if (!append_call(w, s->shape, s->ns, AS_SHAPE))
+                goto fail;
+            w->shape_value = learn_shape(w, c);
+        }
         if ((w->shape_value & KC_REC_VALID) == 0)
             goto fail;
     }
-    if (s->nv > 0
-        && (!append_call(w, s->vol, s->nv, 1)
-            || (learn_volatile(w, c) & KC_REC_VALID) == 0))
-        goto fail;
+    if (s->nv > 0) {
+        /* a call that replaces the last: keep only it (and the old one) */
+        if (w->f->d->volatile_last_wins && w->len > w->shape_len) {
+            oldlen = w->len - w->shape_len;
+            memcpy(old, w->rec + w->shape_len / 8, oldlen);
+            w->len = w->shape_len;
+            w->sig_len = 0;
+            w->sig_hash = 0;
+        }
+        if (w->f->d->volatile_last_wins && volatile_known(w, c, s)) {
+            /* its signature stays unwritten: no later call needs it */
+            if (!append_call(w, s->vol, s->nv, AS_VOLATILE_ONLY))
+                goto fail;
+        } else if (!append_call(w, s->vol, s->nv, AS_VOLATILE)
+                   || (learn_volatile(w, c) & KC_REC_VALID) == 0) {
+            goto fail;
+        }
+    }
     return 1;
  fail:
+    if (oldlen > 0)
+        memcpy(w->rec + w->shape_len / 8, old, oldlen);
     restore(w, &sv);
     return 0;
 }
@@ -525,7 +689,7 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
     const KC_TFAM *f = w->f;
     const unsigned char *rec = (const unsigned char *)w->rec;
     KC_LOOKUP lk;
-    void *tmpl, *inner;
+    void *tmpl, *inner = NULL;
 
     if (key == NULL || keylen > KEYCACHE_MAX_KEY_LEN)
         return -1;
@@ -535,29 +699,34 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
         return -1;
     tmpl = kc_cache_find_rec(c, &f->alg, rec, w->shape_len, w->shape_hash,
                              key, keylen, &lk);
-    if (tmpl != NULL) {
-        if ((inner = f->mac.dupctx(tmpl)) == NULL)
+    if (tmpl == NULL) {
+        /* not (yet) seen often enough: the default's own calls, uncached */
+        if (!lk.admit || (tmpl = make_template(w, key, keylen)) == NULL)
             return -1;
-    } else {
-        if ((tmpl = make_template(w, key, keylen)) == NULL)
+        if (!kc_cache_add_rec(c, &f->alg, rec, w->shape_len, key, keylen,
+                              tmpl, &lk)) {
+            f->mac.freectx(tmpl);
             return -1;
-        if (lk.admit
-            && kc_cache_add_rec(c, &f->alg, rec, w->shape_len, key, keylen,
-                                tmpl, &lk)) {
-            if ((inner = f->mac.dupctx(tmpl)) == NULL)
-                return -1;
-        } else {
-            /* not (yet) admitted: the template serves this context only */
-            inner = tmpl;
-            kc_count_passthrough(w->pctx);
         }
+    } else if (lk.spare != NULL) {
+        /* a used context given back: a keyless init restarts it */
+        if (f->mac.init(lk.spare, NULL, 0, NULL))
+            inner = lk.spare;
+        else
+            f->mac.freectx(lk.spare);
     }
+    if (inner == NULL && (inner = f->mac.dupctx(tmpl)) == NULL)
+        return -1;
     /* validated without the key; keying first ends in the same state */
     if (w->len > w->shape_len && !replay(w, inner, w->shape_len, w->len)) {
         f->mac.freectx(inner);
         return -1;
     }
     w->inner = inner;
+    if (f->d->reinit_restores) {
+        w->lease = lk.lease;
+        w->clean = 1;
+    }
     return 1;
 }
 
@@ -583,15 +752,29 @@ static KC_NOINLINE int materialize(KC_TMAC_CTX *w)
 /* ---------------------------------------------------------------------- */
 /* The dispatch functions                                                 */
 
+/* A new wrapper: the record buffers are written before they are read. */
+#define KC_TMAC_HEAD offsetof(KC_TMAC_CTX, rec)
+
 void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
 {
-    KC_TMAC_CTX *w = kc_wrapper_new(pctx, KC_POOL_TMPL, sizeof(*w));
+    KC_TMAC_CTX *w = kc_wrapper_new_head(pctx, KC_POOL_TMPL, sizeof(*w),
+                                         KC_TMAC_HEAD);
 
     if (w == NULL)
         return NULL;
     w->pctx = pctx;
     w->f = &pctx->fam[which];
     w->shape_value = -1;
+    /*
+     * Almost every key misses on this thread (a new key per message):
+     * recording and looking up would only add to each message, so this
+     * context is the default's from the start.
+     */
+    if (kc_cache_cold(pctx)
+        && (w->inner = w->f->mac.newctx(pctx->inner_provctx)) == NULL) {
+        kc_wrapper_free(pctx, KC_POOL_TMPL, w, sizeof(*w));
+        return NULL;
+    }
     return w;
 }
 
@@ -601,7 +784,8 @@ void kc_tmac_freectx(void *vctx)
 
     if (w == NULL)
         return;
-    if (w->inner != NULL)
+    if (w->inner != NULL
+        && (!w->clean || !kc_cache_park(w->pctx, &w->lease, w->inner)))
         w->f->mac.freectx(w->inner);
     kc_wrapper_free(w->pctx, KC_POOL_TMPL, w, sizeof(*w));
 }
@@ -631,10 +815,17 @@ void *kc_tmac_dupctx(void *vctx)
 
     if (src->inner == NULL && !unkeyed_dup_ok(src))
         return NULL;
-    dst = kc_wrapper_new(src->pctx, KC_POOL_TMPL, sizeof(*dst));
+    dst = kc_wrapper_new_head(src->pctx, KC_POOL_TMPL, sizeof(*dst),
+                              KC_TMAC_HEAD);
     if (dst == NULL)
         return NULL;
-    *dst = *src;
+    /* the used part of the record only */
+    memcpy(dst, src, KC_TMAC_HEAD);
+    memcpy(dst->rec, src->rec, src->len);
+    memcpy(dst->sig, src->sig, src->sig_len);
+    /* the copy owns its inner outright; only the original holds the lease */
+    memset(&dst->lease, 0, sizeof(dst->lease));
+    dst->clean = 0;
     if (src->inner != NULL
         && (dst->inner = src->f->mac.dupctx(src->inner)) == NULL) {
         kc_wrapper_free(src->pctx, KC_POOL_TMPL, dst, sizeof(*dst));
@@ -648,11 +839,9 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
                                           const OSSL_PARAM params[])
 {
     const KC_MAC_FNS *f = &w->f->mac;
-    OSSL_PARAM post[KC_TCALL_MAX + 1];
     KC_CACHE *c;
     SPLIT s;
     SAVED sv;
-    size_t i;
 
     if (params == NULL) {
         if (w->f->null_set_ok)
@@ -684,12 +873,8 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
         restore(w, &sv);
         goto pass;
     }
-    if (s.nv == 0)
-        return 1;
-    for (i = 0; i < s.nv; i++)
-        post[i] = *s.vol[i];
-    post[i] = OSSL_PARAM_construct_end();
-    return f->set_ctx_params(w->inner, post);
+    /* the default sets them after the key, failing or not: so do we */
+    return s.nv == 0 || apply_volatile(w, &s);
 
  pass:
     return materialize(w) && f->set_ctx_params(w->inner, params);
@@ -699,8 +884,11 @@ int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     KC_TMAC_CTX *w = vctx;
 
-    if (w->inner != NULL)
+    if (w->inner != NULL) {
+        /* whatever it sets, a keyless init may not undo it */
+        w->clean = 0;
         return w->f->mac.set_ctx_params(w->inner, params);
+    }
     return unkeyed_set_params(w, params);
 }
 
@@ -711,15 +899,37 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
     KC_CACHE *c;
     SPLIT s;
     SAVED sv;
+    int direct = 0;
 
     if (key == NULL || (c = kc_cache_get(w->pctx)) == NULL)
         goto pass;
     save(w, &sv);
-    if (params != NULL
-        && (!split(w->f, params, &s) || s.key != NULL || !record(w, c, &s)))
-        goto pass;
+    if (params != NULL) {
+        if (!split(w->f, params, &s) || s.key != NULL)
+            goto pass;
+        /*
+         * This call's volatile parameters replace any recorded ones: check
+         * them, then set them from the caller's array onto the keyed copy
+         * (the default sets them first, but keying does not touch them).
+         */
+        if (s.nv > 0 && w->f->d->volatile_last_wins) {
+            SPLIT pre = s;
+
+            pre.nv = 0;
+            if (pre.ns > 0 && !record(w, c, &pre))
+                goto pass;
+            if (!volatile_valid(w, c, &s)) {
+                restore(w, &sv);
+                goto pass;
+            }
+            w->len = w->shape_len;
+            direct = 1;
+        } else if (!record(w, c, &s)) {
+            goto pass;
+        }
+    }
     if (keyed(w, c, key, keylen) > 0)
-        return 1;
+        return !direct || apply_volatile(w, &s);
     restore(w, &sv);
  pass:
     return materialize(w) && w->f->mac.init(w->inner, key, keylen, params);
@@ -730,8 +940,11 @@ int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
 {
     KC_TMAC_CTX *w = vctx;
 
-    if (w->inner != NULL)
+    if (w->inner != NULL) {
+        if (key != NULL || params != NULL)
+            w->clean = 0;
         return w->f->mac.init(w->inner, key, keylen, params);
+    }
     return unkeyed_init(w, key, keylen, params);
 }
 
@@ -834,6 +1047,7 @@ OSSL_FUNC_mac_get_params_fn *kc_tmac_inner_get_params(int which)
 
 int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
 {
+    static const OSSL_PARAM empty[] = { OSSL_PARAM_END };
     const KC_MAC_FNS *m = &f->mac;
     ERRTOP before, after;
     void *t;
@@ -844,17 +1058,23 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
         return 0;
     f->alg.names = alg->algorithm_names;
     f->alg.freectx = m->freectx;
-    f->alg.spare_max = 0;
+    f->alg.spare_max = f->d->reinit_restores ? KC_SPARE_MAX : 0;
     inner_get_params[f - pctx->fam] = m->get_params;
-    /* does the default take set_ctx_params(NULL) as a no-op? */
+    /*
+     * Does the default take set_ctx_params with NULL, or with no
+     * parameters, on a fresh context as a no-op?  (EVP_Q_mac makes both
+     * calls.)  Then they need no record.
+     */
     ERR_set_mark();
     err_top(&before);
     if ((t = m->newctx(pctx->inner_provctx)) != NULL) {
         f->null_set_ok = m->set_ctx_params(t, NULL) == 1;
+        f->empty_set_ok = m->set_ctx_params(t, empty) == 1;
         m->freectx(t);
     }
     err_top(&after);
-    f->null_set_ok = f->null_set_ok && err_same(&before, &after);
+    if (!err_same(&before, &after))
+        f->null_set_ok = f->empty_set_ok = 0;
     ERR_pop_to_mark();
     return 1;
 }

@@ -666,6 +666,23 @@ static void pat_after_key(OSSL_LIB_CTX *libctx, REC *r)
             do_mac(r, ctx, keys[1], fams[f].keylen[i], NULL, msgs[2],
                    msglens[2], out, &outl);
             EVP_MAC_CTX_free(ctx);
+            /*
+             * Set after the key and freed at once: what was set must not
+             * reach the next context with this key (CMAC keeps a cipher
+             * given after the key for the next keyed init).
+             */
+            ctx = new_ctx(mac, r);
+            do_mac(r, ctx, keys[0], fams[f].keylen[i], p, msgs[1],
+                   msglens[1], out, &outl);
+            do_set(r, ctx, q);
+            EVP_MAC_CTX_free(ctx);
+            ctx = new_ctx(mac, r);
+            do_mac(r, ctx, keys[0], fams[f].keylen[i], p, msgs[1],
+                   msglens[1], out, &outl);
+            do_mac(r, ctx, keys[1], fams[f].keylen[i], NULL, msgs[1],
+                   msglens[1], out, &outl);
+            do_sizes(r, ctx, "re-keyed");
+            EVP_MAC_CTX_free(ctx);
         }
         EVP_MAC_free(mac);
     }
