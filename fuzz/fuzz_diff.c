@@ -1,10 +1,10 @@
 /*
  * Differential libFuzzer target for keycache.
  *
- * The input is decoded into a sequence of operations on a few live HMAC and
- * AES-GCM contexts (new, free, dup, init with or without key/IV, set and get
- * params, ctrls, updates in pieces, final, one-shot EVP_Q_mac, in-place
- * mutation of a pooled key).  Every operation runs, through the public EVP
+ * The input is decoded into a sequence of operations on a few live HMAC,
+ * AES-GCM, CMAC, GMAC and KMAC contexts (new, free, dup, init with or
+ * without key/IV, set and get params, ctrls, updates in pieces, final,
+ * one-shot EVP_Q_mac, in-place mutation of a pooled key).  Every operation runs, through the public EVP
  * API, against three library contexts:
  *
  *   default   only the default provider: the reference
@@ -64,10 +64,18 @@ static const char *const side_name[NSIDES] = {
     "default", "keycache", "keycache(cache_size=2)"
 };
 
+/* The template families (provider/tmpl.c): a slot byte with bit 6 set */
+#define NFAMS 4
+static const char *const fam_names[NFAMS] = {
+    "CMAC", "GMAC", "KMAC-128", "KMAC-256"
+};
+enum { F_CMAC, F_GMAC, F_KMAC128, F_KMAC256 };
+
 typedef struct {
     OSSL_LIB_CTX *libctx;
     EVP_MAC *hmac;
     EVP_CIPHER *gcm[3];
+    EVP_MAC *fam[NFAMS];
 } SIDE;
 
 static SIDE sides[NSIDES];
@@ -169,7 +177,15 @@ enum {
     OP_CIPHER, OP_CTRL, OP_QMAC, OP_MUTATE, OP_SWITCH, OP_COUNT
 };
 
-enum { K_NONE, K_HMAC, K_GCM };
+enum { K_NONE, K_HMAC, K_GCM, K_FAM };
+
+/* ciphers the families are given: cached, uncached, odd and invalid */
+static const char *const fam_ciphers[] = {
+    "AES-128-CBC", "AES-192-CBC", "AES-256-CBC", "AES-128-GCM",
+    "AES-192-GCM", "AES-256-GCM", "aes-256-cbc", "DES-EDE3-CBC",
+    "ARIA-128-GCM", "AES-128-ECB", "no-such-cipher", ""
+};
+#define NFAMCIPHERS (sizeof(fam_ciphers) / sizeof(fam_ciphers[0]))
 
 /* parameter kinds for set/get */
 enum {
@@ -179,7 +195,9 @@ enum {
     P_IVINV,
     G_SIZE, G_BLOCK, G_BLOCK_INT,
     G_IVLEN, G_KEYLEN, G_TAGLEN, G_TAG, G_IV, G_UPDIV, G_TLSPAD, G_IVGEN,
-    G_UNKNOWN
+    G_UNKNOWN,
+    /* the template families */
+    P_CIPHER, P_CIPHER_OCT, P_MACIV, P_CUSTOM, P_SIZE, P_XOF
 };
 
 typedef struct {
@@ -191,7 +209,7 @@ typedef struct {
 } PSPEC;
 
 typedef struct {
-    int code, slot, slot2, kind;
+    int code, slot, slot2, kind, fam;
     int enc, cipher;            /* GCM init: enc 1/0/-1; cipher 0 keep */
     const unsigned char *key;
     size_t keylen;
@@ -228,6 +246,8 @@ typedef struct {
     int iv_explicit, stream_rand, buf_rand;
     /* GCM: the IV length may have been set below 8: no TLS IV ops then */
     int small_iv;
+    /* template families: which; GMAC: an IV set explicitly, or drawn */
+    int fam, gmac_iv, gmac_rand;
     void *ctx[NSIDES];
 } SLOT;
 
@@ -352,6 +372,30 @@ static int kc_build_set(const PSPEC *ps, int np, OSSL_PARAM *out,
         case P_IVINV:
             out[n++] = OSSL_PARAM_construct_octet_string(
                 OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV, (void *)p->buf, p->len);
+            break;
+        case P_CIPHER:
+            out[n++] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
+                                                        (char *)p->str, 0);
+            break;
+        case P_CIPHER_OCT:
+            out[n++] = OSSL_PARAM_construct_octet_string(
+                OSSL_MAC_PARAM_CIPHER, (char *)p->str, strlen(p->str));
+            break;
+        case P_MACIV:
+            out[n++] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV,
+                                                         (void *)p->buf,
+                                                         p->len);
+            break;
+        case P_CUSTOM:
+            out[n++] = OSSL_PARAM_construct_octet_string(
+                OSSL_MAC_PARAM_CUSTOM, (void *)p->buf, p->len);
+            break;
+        case P_SIZE:
+            out[n++] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE,
+                                                   &nums[i]);
+            break;
+        case P_XOF:
+            out[n++] = OSSL_PARAM_construct_int(OSSL_MAC_PARAM_XOF, &ints[i]);
             break;
         }
     }
@@ -532,6 +576,35 @@ static void exec_hmac(STATE *st, const OP *op, int side, RESULT *r)
     }
 }
 
+/* CMAC, GMAC, KMAC: as HMAC, and EVP_MAC_finalXOF (op->api) too */
+static void exec_fam(STATE *st, const OP *op, int side, RESULT *r)
+{
+    EVP_MAC_CTX *m = st->slot[op->slot].ctx[side];
+    size_t outl = 0;
+
+    if (op->code == OP_FINAL && op->api) {
+        size_t n = op->outsize < OUTMAX ? op->outsize : OUTMAX;
+
+        /* KMAC writes its output length, which may be less: the rest shows */
+        memset(r->out, 0xa5, n);
+        r->rv = EVP_MAC_finalXOF(m, op->out_null ? NULL : r->out, n);
+        if (r->rv == 1 && !op->out_null)
+            r->outlen = n;
+        return;
+    }
+    if (op->code == OP_FINAL) {
+        r->rv = EVP_MAC_final(m, op->out_null ? NULL : r->out, &outl,
+                              op->outsize);
+        if (r->rv == 1) {
+            r->vals[r->nvals++] = outl;
+            if (!op->out_null)
+                r->outlen = outl;
+        }
+        return;
+    }
+    exec_hmac(st, op, side, r);
+}
+
 static void exec_gcm(STATE *st, const OP *op, int side, RESULT *r)
 {
     SLOT *s = &st->slot[op->slot];
@@ -656,7 +729,7 @@ static void slot_free(SLOT *s)
     int i;
 
     for (i = 0; i < NSIDES; i++) {
-        if (s->kind == K_HMAC)
+        if (s->kind == K_HMAC || s->kind == K_FAM)
             EVP_MAC_CTX_free(s->ctx[i]);
         else if (s->kind == K_GCM)
             EVP_CIPHER_CTX_free(s->ctx[i]);
@@ -665,15 +738,18 @@ static void slot_free(SLOT *s)
     memset(s, 0, sizeof(*s));
 }
 
-static int slot_new(SLOT *s, int kind)
+static int slot_new(SLOT *s, int kind, int fam)
 {
     int i;
 
     slot_free(s);
     s->kind = kind;
+    s->fam = fam;
     for (i = 0; i < NSIDES; i++) {
         s->ctx[i] = kind == K_HMAC ? (void *)EVP_MAC_CTX_new(sides[i].hmac)
-                                   : (void *)EVP_CIPHER_CTX_new();
+                    : kind == K_FAM
+                    ? (void *)EVP_MAC_CTX_new(sides[i].fam[fam])
+                    : (void *)EVP_CIPHER_CTX_new();
         if (s->ctx[i] == NULL) {
             fprintf(stderr, "context allocation failed\n");
             abort();
@@ -764,7 +840,7 @@ static void run_op(STATE *st, const OP *op)
 
     switch (op->code) {
     case OP_NEW:
-        slot_new(s, op->kind);
+        slot_new(s, op->kind, op->fam);
         return;
     case OP_FREE:
         slot_free(s);
@@ -783,13 +859,23 @@ static void run_op(STATE *st, const OP *op)
         && !has_cipher(st, op, s))
         return;
 
-    if (s->kind == K_GCM) {
+    /* GMAC without an IV set draws one at random at its first data op */
+    if (s->kind == K_FAM && s->fam == F_GMAC) {
+        if ((op->code == OP_UPDATE || op->code == OP_FINAL) && !s->gmac_iv)
+            s->gmac_rand = 1;
+        random = s->gmac_rand;
+    }
+    if (s->kind == K_GCM && op->code != OP_QMAC) {
         if ((gcm_data_op(op) && !s->iv_explicit) || iv_fixed(op) == 1)
             s->stream_rand = s->buf_rand = 1;
         random = s->stream_rand
                  || (s->buf_rand && (op->code == OP_GET
                                      || op->code == OP_CTRL));
     }
+    /* EVP_Q_mac is no slot's: a GMAC one without an IV is random */
+    if (op->code == OP_QMAC)
+        random = op->kind == K_FAM && op->fam == F_GMAC
+                 && !has_param(op, P_MACIV);
 
     for (side = 0; side < NSIDES; side++) {
         RESULT *r = &res[side];
@@ -801,7 +887,7 @@ static void run_op(STATE *st, const OP *op)
         if (op->code == OP_DUP) {
             SLOT *d = &st->slot[op->slot2];
 
-            if (s->kind == K_HMAC) {
+            if (s->kind == K_HMAC || s->kind == K_FAM) {
                 d->ctx[side] = EVP_MAC_CTX_dup(s->ctx[side]);
                 r->rv = d->ctx[side] != NULL;
             } else {
@@ -809,17 +895,28 @@ static void run_op(STATE *st, const OP *op)
                 r->rv = EVP_CIPHER_CTX_copy(d->ctx[side], s->ctx[side]);
             }
         } else if (op->code == OP_QMAC) {
-            size_t outl = 0;
+            OSSL_PARAM params[MAXPARAMS + 1];
+            size_t nums[MAXPARAMS], outl = 0;
+            int ints[MAXPARAMS];
             unsigned char *ret;
 
-            ret = EVP_Q_mac(sides[side].libctx, "HMAC", NULL, op->digest,
-                            NULL, op->key, op->keylen, op->data,
-                            op->pieces[0], r->out, op->outsize, &outl);
+            kc_build_set(op->p, op->np, params, nums, ints);
+            if (op->kind == K_FAM)
+                ret = EVP_Q_mac(sides[side].libctx, fam_names[op->fam], NULL,
+                                op->digest, op->np > 0 ? params : NULL,
+                                op->key, op->keylen, op->data, op->pieces[0],
+                                r->out, op->outsize, &outl);
+            else
+                ret = EVP_Q_mac(sides[side].libctx, "HMAC", NULL, op->digest,
+                                NULL, op->key, op->keylen, op->data,
+                                op->pieces[0], r->out, op->outsize, &outl);
             r->rv = ret != NULL;
             if (ret != NULL)
                 r->outlen = outl;
         } else if (s->kind == K_HMAC) {
             exec_hmac(st, op, side, r);
+        } else if (s->kind == K_FAM) {
+            exec_fam(st, op, side, r);
         } else {
             exec_gcm(st, op, side, r);
         }
@@ -851,6 +948,17 @@ static void run_op(STATE *st, const OP *op)
     if (s->kind == K_HMAC && (op->key != NULL || has_param(op, P_KEY)
                               || has_param(op, P_KEY_UTF8)))
         s->keyed = 1;
+    /* GMAC: an IV set that succeeded (after any cipher in the call) */
+    if (s->kind == K_FAM && s->fam == F_GMAC
+        && (op->code == OP_INIT || op->code == OP_SET)) {
+        if (res[0].rv == 1 && has_param(op, P_MACIV)) {
+            s->gmac_iv = 1;
+            s->gmac_rand = 0;
+        } else if (res[0].rv != 1 || has_param(op, P_CIPHER)
+                   || has_param(op, P_CIPHER_OCT)) {
+            s->gmac_iv = 0;
+        }
+    }
     if (s->kind == K_GCM) {
         if (op->code == OP_INIT && op->cipher != 0)
             s->iv_explicit = 0;
@@ -1096,6 +1204,74 @@ static void decode_gcm_set(STATE *st, RD *rd, OP *op, int max)
             op->p[i].id = P_UNKNOWN;
 }
 
+/* set_ctx_params / init params for CMAC, GMAC, KMAC */
+static void decode_fam_params(STATE *st, RD *rd, OP *op, int max)
+{
+    int i, n = (int)(rd8(rd) % (max + 1));
+
+    op->np = 0;
+    for (i = 0; i < n; i++) {
+        PSPEC *p = &op->p[op->np];
+        unsigned b = rd8(rd);
+        size_t len;
+
+        memset(p, 0, sizeof(*p));
+        switch (b % 12) {
+        case 0: case 1: case 2:
+            p->id = P_CIPHER;
+            p->str = fam_ciphers[rd8(rd) % NFAMCIPHERS];
+            break;
+        case 3:
+            p->id = P_PROPS;
+            p->str = props[3 + rd8(rd) % (NPROPS - 3)];
+            break;
+        case 4: {
+            OP tmp;
+
+            p->id = P_KEY;
+            pick_key(st, rd, &tmp, 0);
+            if (tmp.key == NULL) {
+                tmp.key = st->keys[0];
+                tmp.keylen = 0;
+            }
+            p->buf = tmp.key;
+            p->len = tmp.keylen;
+            break;
+        }
+        case 5: case 6:
+            /* mostly 12 bytes, else any length from the pool */
+            p->id = P_MACIV;
+            p->buf = iv_init[b % NIVS];
+            len = (b & 0x40) ? rdsize(rd) : 12;
+            p->len = len > BUFSZ ? BUFSZ : len;
+            break;
+        case 7:
+            p->id = P_CUSTOM;
+            len = rdsize(rd);
+            p->buf = len > 0 ? pattern + rd8(rd) : NULL;
+            p->len = len > 600 ? 600 : len;
+            break;
+        case 8:
+            p->id = P_SIZE;
+            p->num = rdsize(rd);
+            break;
+        case 9:
+            p->id = P_XOF;
+            p->num = rd8(rd) % 3;
+            break;
+        case 10:
+            p->id = (b & 0x10) ? P_CIPHER_OCT : P_KEY_UTF8;
+            p->str = fam_ciphers[rd8(rd) % NFAMCIPHERS];
+            break;
+        default:
+            p->id = P_UNKNOWN;
+            p->num = rd8(rd);
+            break;
+        }
+        op->np++;
+    }
+}
+
 static void decode_get(STATE *st, RD *rd, OP *op, int gcm)
 {
     SLOT *s = &st->slot[op->slot];
@@ -1198,7 +1374,8 @@ static void describe_params(const OP *op, char *buf, size_t n)
         "tlsivfixed", "tlsivinv",
         "size", "block-size", "block-size(int)",
         "ivlen", "keylen", "taglen", "tag", "iv", "updated-iv", "tlsaadpad",
-        "tlsivgen", "unknown"
+        "tlsivgen", "unknown",
+        "cipher", "cipher(octets)", "iv", "custom", "size", "xof"
     };
     size_t used = 0;
     int i;
@@ -1230,7 +1407,8 @@ static int decode(STATE *st, OP *op)
     memset(op, 0, sizeof(*op));
     op->code = (int)(b % OP_COUNT);
     op->slot = (int)(sel % NSLOTS);
-    op->kind = (sel & 0x80) ? K_GCM : K_HMAC;
+    op->kind = (sel & 0x40) ? K_FAM : (sel & 0x80) ? K_GCM : K_HMAC;
+    op->fam = (int)((sel >> 4) & 3);
     s = &st->slot[op->slot];
 
     if (op->code == OP_NEW || op->code == OP_MUTATE
@@ -1246,8 +1424,10 @@ static int decode(STATE *st, OP *op)
         n.code = OP_NEW;
         n.slot = op->slot;
         n.kind = op->kind;
+        n.fam = op->fam;
         snprintf(n.desc, sizeof(n.desc), "slot%d = new %s", n.slot,
-                 n.kind == K_HMAC ? "EVP_MAC_CTX(HMAC)" : "EVP_CIPHER_CTX");
+                 n.kind == K_HMAC ? "EVP_MAC_CTX(HMAC)"
+                 : n.kind == K_FAM ? fam_names[n.fam] : "EVP_CIPHER_CTX");
         run_op(st, &n);
     }
 
@@ -1255,7 +1435,8 @@ static int decode(STATE *st, OP *op)
     switch (op->code) {
     case OP_NEW:
         snprintf(op->desc, sizeof(op->desc), "slot%d = new %s", op->slot,
-                 op->kind == K_HMAC ? "EVP_MAC_CTX(HMAC)" : "EVP_CIPHER_CTX");
+                 op->kind == K_HMAC ? "EVP_MAC_CTX(HMAC)"
+                 : op->kind == K_FAM ? fam_names[op->fam] : "EVP_CIPHER_CTX");
         break;
     case OP_FREE:
         snprintf(op->desc, sizeof(op->desc), "free slot%d", op->slot);
@@ -1275,11 +1456,19 @@ static int decode(STATE *st, OP *op)
             run_op(st, &f);
         }
         snprintf(op->desc, sizeof(op->desc), "slot%d = dup slot%d (%s)",
-                 op->slot2, op->slot, s->kind == K_HMAC ? "EVP_MAC_CTX_dup"
-                                                        : "EVP_CIPHER_CTX_copy");
+                 op->slot2, op->slot, s->kind != K_GCM ? "EVP_MAC_CTX_dup"
+                                                       : "EVP_CIPHER_CTX_copy");
         break;
     case OP_INIT:
-        if (s->kind == K_HMAC) {
+        if (s->kind == K_FAM) {
+            pick_key(st, rd, op, 0);
+            decode_fam_params(st, rd, op, 3);
+            describe_key(st, op, k, sizeof(k));
+            describe_params(op, ps, sizeof(ps));
+            snprintf(op->desc, sizeof(op->desc),
+                     "EVP_MAC_init(slot%d %s, %s, params:%s)", op->slot,
+                     fam_names[s->fam], k, ps);
+        } else if (s->kind == K_HMAC) {
             pick_key(st, rd, op, 0);
             decode_hmac_params(st, rd, op, 3);
             describe_key(st, op, k, sizeof(k));
@@ -1307,7 +1496,9 @@ static int decode(STATE *st, OP *op)
         }
         break;
     case OP_SET:
-        if (s->kind == K_HMAC)
+        if (s->kind == K_FAM)
+            decode_fam_params(st, rd, op, MAXPARAMS);
+        else if (s->kind == K_HMAC)
             decode_hmac_params(st, rd, op, MAXPARAMS);
         else
             decode_gcm_set(st, rd, op, MAXPARAMS);
@@ -1317,7 +1508,7 @@ static int decode(STATE *st, OP *op)
         break;
     case OP_GET:
         op->api = (int)(rd8(rd) % 6);
-        if (op->api > 3 || (s->kind == K_HMAC && op->api > 2))
+        if (op->api > 3 || (s->kind != K_GCM && op->api > 2))
             op->api = 0;
         if (op->api == 0)
             decode_get(st, rd, op, s->kind == K_GCM);
@@ -1341,12 +1532,17 @@ static int decode(STATE *st, OP *op)
         b = rd8(rd);
         op->out_null = (b & 7) == 0;
         op->outsize = (b & 8) ? rdsize(rd) % 200 : OUTMAX;
+        /* KMAC: EVP_MAC_finalXOF (never with NULL: EVP would write it) */
+        op->api = s->kind == K_FAM && s->fam >= F_KMAC128 && (b & 0x30) == 0;
+        if (op->api)
+            op->out_null = 0;
         snprintf(op->desc, sizeof(op->desc),
-                 "final(slot%d, out=%s, outsize=%zu)", op->slot,
+                 "final%s(slot%d, out=%s, outsize=%zu)",
+                 op->api ? "XOF" : "", op->slot,
                  op->out_null ? "NULL" : "buf", op->outsize);
         break;
     case OP_CIPHER:
-        if (s->kind == K_HMAC) {
+        if (s->kind != K_GCM) {
             op->code = OP_UPDATE;
             pick_data(rd, op, 1);
             snprintf(op->desc, sizeof(op->desc), "update(slot%d, %zu bytes)",
@@ -1365,7 +1561,7 @@ static int decode(STATE *st, OP *op)
                  : op->inplace ? "in place" : "out of place", op->pieces[0]);
         break;
     case OP_CTRL:
-        if (s->kind == K_HMAC) {
+        if (s->kind != K_GCM) {
             op->code = OP_GET;
             op->api = 1 + (int)(rd8(rd) & 1);
             snprintf(op->desc, sizeof(op->desc), "get(slot%d, api=%d)",
@@ -1379,16 +1575,27 @@ static int decode(STATE *st, OP *op)
         break;
     case OP_QMAC: {
         pick_data(rd, op, 1);
-        op->digest = digests[rd8(rd) % NDIGESTS];
+        if (op->kind == K_FAM) {
+            /* the cipher as EVP_Q_mac's subalg, other params as params */
+            b = rd8(rd);
+            op->digest = op->fam <= F_GMAC && b % 8 != 0
+                         ? fam_ciphers[b % NFAMCIPHERS] : NULL;
+            decode_fam_params(st, rd, op, 2);
+        } else {
+            op->digest = digests[rd8(rd) % NDIGESTS];
+        }
         pick_key(st, rd, op, 0);
         if (op->key == NULL)
             op->keylen = 0;
         b = rd8(rd);
         op->outsize = (b & 1) ? rdsize(rd) % 100 : OUTMAX;
         describe_key(st, op, k, sizeof(k));
+        describe_params(op, ps, sizeof(ps));
         snprintf(op->desc, sizeof(op->desc),
-                 "EVP_Q_mac(HMAC, %s, %s, %zu bytes, outsize=%zu)",
-                 op->digest, k, op->pieces[0], op->outsize);
+                 "EVP_Q_mac(%s, %s, %s, %zu bytes, outsize=%zu%s)",
+                 op->kind == K_FAM ? fam_names[op->fam] : "HMAC",
+                 op->digest != NULL ? op->digest : "NULL", k, op->pieces[0],
+                 op->outsize, ps);
         break;
     }
     case OP_MUTATE: {
@@ -1573,6 +1780,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         if (sides[i].hmac == NULL)
             abort();
         check_provider(i, EVP_MAC_get0_provider(sides[i].hmac));
+        for (j = 0; j < NFAMS; j++) {
+            sides[i].fam[j] = EVP_MAC_fetch(sides[i].libctx, fam_names[j],
+                                            NULL);
+            if (sides[i].fam[j] == NULL)
+                abort();
+            check_provider(i, EVP_MAC_get0_provider(sides[i].fam[j]));
+        }
         for (j = 0; j < 3; j++) {
             sides[i].gcm[j] = EVP_CIPHER_fetch(sides[i].libctx, gcm_names[j],
                                                NULL);

@@ -165,6 +165,65 @@ def get(slot, api, gcm=False):
     return op(GET, slot, gcm) + bytes([api])
 
 
+# ---- CMAC, GMAC, KMAC (decode_fam_params): slot byte bit 6, family bits 4-5
+CMAC, GMAC, KMAC128, KMAC256 = range(4)
+FAM_CIPHERS = ["AES-128-CBC", "AES-192-CBC", "AES-256-CBC", "AES-128-GCM",
+               "AES-192-GCM", "AES-256-GCM", "aes-256-cbc", "DES-EDE3-CBC",
+               "ARIA-128-GCM", "AES-128-ECB", "no-such-cipher", ""]
+
+
+def fop(code, slot, fam):
+    return bytes([code, slot | 0x40 | (fam << 4)])
+
+
+def fp_cipher(name):
+    return bytes([0, FAM_CIPHERS.index(name)])
+
+
+def fp_iv(n=12):
+    # 5: a 12-byte IV; 0x41 (65 % 12 == 5, bit 6): the length follows
+    return bytes([5]) if n == 12 else bytes([0x41]) + size(n)
+
+
+def fp_custom(n):
+    return bytes([7]) + size(n) + (bytes([3]) if n > 0 else b"")
+
+
+def fp_size(n):
+    return bytes([8]) + size(n)
+
+
+def fp_xof(v):
+    return bytes([9, v])
+
+
+def fp_key(k):
+    return bytes([4, k])
+
+
+def fparams(*ps):
+    return bytes([len(ps)]) + b"".join(ps)
+
+
+def fam_init(slot, fam, k, *ps):
+    return fop(INIT, slot, fam) + key(k) + fparams(*ps)
+
+
+def fam_set(slot, fam, *ps):
+    return fop(SET, slot, fam) + fparams(*ps)
+
+
+def fam_final(slot, xof=False):
+    return op(FINAL, slot) + bytes([0x01 if xof else 0x11])
+
+
+def fam_qmac(fam, sub, k, n, *ps):
+    sel = FAM_CIPHERS.index(sub) if sub is not None else 0
+    return fop(QMAC, 0, fam) + bytes([0]) + size(n) + bytes([5]) \
+        + bytes([sel + 12 if sub is not None else 0]) + fparams(*ps) + key(k) \
+        + bytes([0])
+
+
 def seeds():
     s = {}
     # HMAC one message per fresh context, same key: hits after the first
@@ -284,6 +343,69 @@ def seeds():
         + final(3, gcm=True) + get_tag(1) + get_tag(3) + op(SWITCH, 0) \
         + op(FREE, 1) + gcm_init(1, 1, 1, K16, 0) + final(1, gcm=True) \
         + get_tag(1)
+
+    # CMAC, GMAC, KMAC: the template families
+    for sub, k in (("AES-128-CBC", K16), ("AES-256-CBC", K32)):
+        body = b""
+        for _ in range(4):
+            body += fop(NEW, 0, CMAC) + fam_init(0, CMAC, k, fp_cipher(sub)) \
+                + update(0, 40) + fam_final(0) + op(FREE, 0)
+        s["cmac_repeat_" + sub[4:7]] = b"\x00" + body
+    s["cmac_set_then_key"] = b"\x00" + fam_set(0, CMAC, fp_cipher("AES-192-CBC")) \
+        + fam_set(0, CMAC, fp_key(K24)) + update(0, 16) + fam_final(0) \
+        + fam_init(0, CMAC, NOKEY) + update(0, 3) + fam_final(0) \
+        + fam_set(1, CMAC, fp_cipher("AES-192-CBC"), fp_key(K24)) \
+        + fam_final(1) + fam_set(1, CMAC, fp_cipher("AES-128-CBC")) \
+        + fam_init(1, CMAC, K16) + fam_final(1)
+    s["cmac_odd_ciphers"] = b"\x00" + b"".join(
+        fam_init(i % 4, CMAC, K24, fp_cipher(c)) + update(i % 4, 9)
+        + fam_final(i % 4) for i, c in enumerate(
+            ["DES-EDE3-CBC", "AES-128-ECB", "no-such-cipher", "",
+             "aes-256-cbc", "AES-128-GCM"]))
+    s["cmac_dup_threads"] = b"\x00" + fam_init(0, CMAC, K32,
+                                               fp_cipher("AES-256-CBC")) \
+        + update(0, 20) + op(DUP, 0 | (1 << 2)) + update(1, 5) + update(0, 7) \
+        + fam_final(0) + op(SWITCH, 0) + fam_final(1) \
+        + fam_init(2, CMAC, K32, fp_cipher("AES-256-CBC")) + fam_final(2) \
+        + op(FREE, 0) + fam_init(0, CMAC, K32, fp_cipher("AES-256-CBC")) \
+        + fam_final(0)
+    for sub, k in (("AES-128-GCM", K16), ("AES-256-GCM", K32)):
+        body = b""
+        for i in range(4):
+            body += fop(NEW, 0, GMAC) \
+                + fam_init(0, GMAC, k, fp_cipher(sub), fp_iv()) \
+                + update(0, 20 + i) + fam_final(0) + op(FREE, 0)
+        s["gmac_repeat_" + sub[4:7]] = b"\x00" + body
+    s["gmac_iv_first"] = b"\x00" + fam_set(0, GMAC, fp_cipher("AES-192-GCM")) \
+        + fam_set(0, GMAC, fp_iv(16)) + fam_init(0, GMAC, K24, fp_iv(8)) \
+        + update(0, 30) + fam_final(0) + fam_init(0, GMAC, NOKEY, fp_iv(60)) \
+        + update(0, 30) + fam_final(0) + fam_set(1, GMAC, fp_iv()) \
+        + fam_set(1, GMAC, fp_cipher("AES-128-GCM"), fp_key(K16), fp_iv(13)) \
+        + update(1, 5) + fam_final(1)
+    s["gmac_iv_before_key"] = b"\x00" + b"".join(
+        fop(NEW, i % 2, GMAC) + fam_set(i % 2, GMAC, fp_cipher("AES-256-GCM"))
+        + fam_set(i % 2, GMAC, fp_iv(16 if i < 2 else 12))
+        + fam_init(i % 2, GMAC, K32) + update(i % 2, 33) + fam_final(i % 2)
+        for i in range(4))
+    s["gmac_qmac"] = b"\x00" + fam_qmac(GMAC, "AES-256-GCM", K32, 40, fp_iv()) \
+        + fam_qmac(GMAC, "AES-256-GCM", K32, 40, fp_iv(16)) \
+        + fam_qmac(GMAC, "AES-128-GCM", K16, 0, fp_iv(0)) \
+        + fam_qmac(GMAC, "ARIA-128-GCM", K16, 7, fp_iv())
+    for fam, name in ((KMAC128, "kmac128"), (KMAC256, "kmac256")):
+        s[name + "_custom_size"] = b"\x00" \
+            + fam_init(0, fam, K32, fp_custom(21), fp_size(32)) \
+            + update(0, 4) + fam_final(0) + fam_init(0, fam, NOKEY) \
+            + update(0, 4) + fam_final(0) \
+            + fam_init(1, fam, K32, fp_custom(21), fp_size(32)) \
+            + update(1, 4) + fam_final(1) \
+            + fam_set(2, fam, fp_xof(1), fp_size(48)) \
+            + fam_init(2, fam, K64) + update(2, 100) + fam_final(2, xof=True) \
+            + fam_set(3, fam, fp_key(K16)) + update(3, 1) \
+            + fam_init(3, fam, NOKEY) + fam_final(3)
+        s[name + "_qmac"] = b"\x00" + fam_qmac(fam, None, K32, 30) \
+            + fam_qmac(fam, None, K32, 30) \
+            + fam_qmac(fam, None, K16, 30, fp_custom(5)) \
+            + fam_qmac(fam, None, K1, 3) + fam_qmac(fam, None, K129, 3)
     return s
 
 
