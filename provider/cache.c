@@ -561,7 +561,9 @@ const unsigned char *kc_cache_rec_last(KC_CACHE *c, const void *owner,
 {
     unsigned int i = c->rec_last[pair != 0];
 
-    if (c->recs[i].owner != owner)
+    /* the slot may since hold a record of the other kind */
+    if (c->recs[i].owner != owner
+        || (c->recs[i].len > c->recs[i].alen) != (pair != 0))
         return NULL;
     *alen = c->recs[i].alen;
     *len = c->recs[i].len;

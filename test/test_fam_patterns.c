@@ -305,7 +305,7 @@ static void run_on(pattern_fn fn, OSSL_LIB_CTX *libctx, REC *r)
 /* Unrelated keys and shapes on keycache, so the cache holds other entries */
 static void churn(void)
 {
-    unsigned char key[64], out[OUTMAX];
+    unsigned char key[sizeof(keys[0])], out[OUTMAX];
     OSSL_PARAM p[3];
     size_t outl, f;
     int i;
