@@ -10,6 +10,8 @@
  * (CMAC_Init: zero IV, empty buffer, the subkeys kept), so freed contexts
  * that got nothing but updates, finals and keyless inits are kept as
  * spares: a hit re-initialises one instead of copying the template.
+ * Every cached cipher is AES, so such a context's size (the cipher's block
+ * size, what the default reports) is 16 until something is set on it.
  */
 #include <openssl/core_names.h>
 
@@ -73,5 +75,5 @@ static const OSSL_DISPATCH kc_cmac_functions[] = {
 
 const KC_TDESC kc_cmac_desc = {
     "CMAC", "CMAC with a per-thread key cache", kc_cmac_functions,
-    cmac_shape, NULL, 1, 0, 1, cmac_cacheable
+    cmac_shape, NULL, 1, 0, 1, 16, cmac_cacheable
 };

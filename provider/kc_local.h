@@ -163,6 +163,12 @@ struct kc_tdesc_st {
      */
     int reinit_restores;
     /*
+     * What the default's get_ctx_params reports as "size" for a context
+     * keyed with a shape it caches and set nothing since (CMAC: the AES
+     * block), so that EVP_MAC_final's query needs no call; 0 to ask.
+     */
+    size_t keyed_size;
+    /*
      * Optional: may a template be cached for a valid record of names from
      * shape_names (say, the cipher it names)?  Asked once per thread and
      * record.
@@ -179,6 +185,8 @@ struct kc_tfam_st {
     int on;                         /* offered: the config says so */
     /* learned at start: set_ctx_params(NULL) and (empty) return 1 quietly */
     int null_set_ok, empty_set_ok;
+    /* learned at start: what get_params (no context) says "size" is, or 0 */
+    size_t fixed_size;
 };
 
 extern const KC_TDESC kc_cmac_desc, kc_gmac_desc, kc_kmac128_desc,
@@ -388,6 +396,13 @@ const OSSL_PARAM *kc_tmac_settable_ctx_params(KC_PROVCTX *pctx, int which);
 const OSSL_PARAM *kc_tmac_gettable_params(KC_PROVCTX *pctx, int which);
 /* the inner get_params (no provider context: the same for all instances) */
 OSSL_FUNC_mac_get_params_fn *kc_tmac_inner_get_params(int which);
+/* and what it says "size" is (0: unknown) */
+size_t kc_tmac_fixed_size(int which);
+/*
+ * Answer params if it is a lone size_t "size" query, as
+ * OSSL_PARAM_set_size_t() would, with size (not if 0).  1 if answered.
+ */
+int kc_tmac_answer_size(OSSL_PARAM params[], size_t size);
 /*
  * For a family's cacheable(): the last UTF-8 parameter |name| of a record,
  * and the UTF-8 parameter |with| of the same call (NULL if absent there).

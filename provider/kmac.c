@@ -58,7 +58,7 @@ static const char *const kmac_shape[] = {
     };                                                                        \
     const KC_TDESC kc_kmac##bits##_desc = {                                   \
         "KMAC-" #bits, "KMAC" #bits " with a per-thread key cache",           \
-        kc_kmac##bits##_functions, kmac_shape, NULL, 0, 0, 0, NULL            \
+        kc_kmac##bits##_functions, kmac_shape, NULL, 0, 0, 0, 0, NULL         \
     };
 
 KC_KMAC_IMPL(128, KC_FAM_KMAC128)

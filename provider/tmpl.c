@@ -78,6 +78,8 @@ typedef struct {
      */
     KC_LEASE lease;
     int clean;
+    /* keyed with a cacheable shape and nothing set since: keyed_size holds */
+    int sized;
     int shape_value;            /* learned value of the shape, -1: not yet */
     /* rec: the shape's calls, then the volatile calls (never interleaved) */
     size_t shape_len, len, sig_len;
@@ -681,7 +683,8 @@ static void *make_template(const KC_TMAC_CTX *w, const unsigned char *key,
  * The key arrives on a wrapper that has none: give it a copy of the
  * template for (shape, key), made and cached on a miss once the key is
  * admitted, with the volatile calls replayed.  1 done, -1 when this cannot
- * be served from the cache (the caller passes through).
+ * be served from the cache (the caller passes through), -2 the same for a
+ * cacheable shape whose key is not admitted yet.
  */
 static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
                  size_t keylen)
@@ -701,7 +704,9 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
                              key, keylen, &lk);
     if (tmpl == NULL) {
         /* not (yet) seen often enough: the default's own calls, uncached */
-        if (!lk.admit || (tmpl = make_template(w, key, keylen)) == NULL)
+        if (!lk.admit)
+            return -2;
+        if ((tmpl = make_template(w, key, keylen)) == NULL)
             return -1;
         if (!kc_cache_add_rec(c, &f->alg, rec, w->shape_len, key, keylen,
                               tmpl, &lk)) {
@@ -723,6 +728,7 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
         return -1;
     }
     w->inner = inner;
+    w->sized = f->d->keyed_size != 0;
     if (f->d->reinit_restores) {
         w->lease = lk.lease;
         w->clean = 1;
@@ -886,7 +892,7 @@ int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 
     if (w->inner != NULL) {
         /* whatever it sets, a keyless init may not undo it */
-        w->clean = 0;
+        w->clean = w->sized = 0;
         return w->f->mac.set_ctx_params(w->inner, params);
     }
     return unkeyed_set_params(w, params);
@@ -899,7 +905,7 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
     KC_CACHE *c;
     SPLIT s;
     SAVED sv;
-    int direct = 0;
+    int direct = 0, r = -1;
 
     if (key == NULL || (c = kc_cache_get(w->pctx)) == NULL)
         goto pass;
@@ -928,11 +934,15 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
             goto pass;
         }
     }
-    if (keyed(w, c, key, keylen) > 0)
+    if ((r = keyed(w, c, key, keylen)) > 0)
         return !direct || apply_volatile(w, &s);
     restore(w, &sv);
  pass:
-    return materialize(w) && w->f->mac.init(w->inner, key, keylen, params);
+    if (!materialize(w) || !w->f->mac.init(w->inner, key, keylen, params))
+        return 0;
+    /* keyed the default's way with a shape it caches: as if cached */
+    w->sized = r == -2 && w->f->d->keyed_size != 0;
+    return 1;
 }
 
 int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
@@ -942,7 +952,7 @@ int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
 
     if (w->inner != NULL) {
         if (key != NULL || params != NULL)
-            w->clean = 0;
+            w->clean = w->sized = 0;
         return w->f->mac.init(w->inner, key, keylen, params);
     }
     return unkeyed_init(w, key, keylen, params);
@@ -998,12 +1008,41 @@ static KC_NOINLINE int unkeyed_get_params(KC_TMAC_CTX *w, OSSL_PARAM params[])
     return ok;
 }
 
+static ossl_inline int answer_size(OSSL_PARAM params[], size_t size)
+{
+    if (size == 0 || params == NULL || params[0].key == NULL
+        || params[1].key != NULL
+        || params[0].data_type != OSSL_PARAM_UNSIGNED_INTEGER
+        || params[0].data_size != sizeof(size_t) || params[0].data == NULL
+        || strcmp(params[0].key, OSSL_MAC_PARAM_SIZE) != 0)
+        return 0;
+    *(size_t *)params[0].data = size;
+    params[0].return_size = sizeof(size_t);
+    return 1;
+}
+
+int kc_tmac_answer_size(OSSL_PARAM params[], size_t size)
+{
+    return answer_size(params, size);
+}
+
+/* EVP_MAC_final asks for the size alone before every final */
+static KC_NOINLINE int sized_get_params(KC_TMAC_CTX *w, OSSL_PARAM params[])
+{
+    if (answer_size(params, w->f->d->keyed_size))
+        return 1;
+    return w->f->mac.get_ctx_params(w->inner, params);
+}
+
 int kc_tmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     KC_TMAC_CTX *w = vctx;
 
-    if (w->inner != NULL)
+    if (w->inner != NULL) {
+        if (w->sized)
+            return sized_get_params(w, params);
         return w->f->mac.get_ctx_params(w->inner, params);
+    }
     return unkeyed_get_params(w, params);
 }
 
@@ -1037,9 +1076,16 @@ const OSSL_PARAM *kc_tmac_gettable_params(KC_PROVCTX *pctx, int which)
  */
 static OSSL_FUNC_mac_get_params_fn *inner_get_params[KC_FAM_COUNT];
 
+static size_t fixed_size[KC_FAM_COUNT];
+
 OSSL_FUNC_mac_get_params_fn *kc_tmac_inner_get_params(int which)
 {
     return inner_get_params[which];
+}
+
+size_t kc_tmac_fixed_size(int which)
+{
+    return fixed_size[which];
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1072,9 +1118,20 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
         f->empty_set_ok = m->set_ctx_params(t, empty) == 1;
         m->freectx(t);
     }
+    /* a context-free size (GMAC): ask once, answer EVP's query ever after */
+    if (m->get_params != NULL && m->get_ctx_params == NULL) {
+        size_t sz = 0;
+        OSSL_PARAM q[2];
+
+        q[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &sz);
+        q[1] = OSSL_PARAM_construct_end();
+        if (m->get_params(q) == 1 && OSSL_PARAM_modified(&q[0]))
+            f->fixed_size = sz;
+    }
     err_top(&after);
     if (!err_same(&before, &after))
-        f->null_set_ok = f->empty_set_ok = 0;
+        f->null_set_ok = f->empty_set_ok = f->fixed_size = 0;
     ERR_pop_to_mark();
+    fixed_size[f - pctx->fam] = f->fixed_size;
     return 1;
 }

@@ -684,6 +684,36 @@ static void pat_after_key(OSSL_LIB_CTX *libctx, REC *r)
             do_sizes(r, ctx, "re-keyed");
             EVP_MAC_CTX_free(ctx);
         }
+        if (fams[f].kind == F_CMAC) {
+            /* re-keyed with a cipher of another block size */
+            EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+            base_params(&fams[f], 0, 0, p);
+            do_mac(r, ctx, keys[0], 16, p, msgs[1], msglens[1], out, &outl);
+            do_sizes(r, ctx, "AES");
+            q[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, "DES-EDE3-CBC");
+            q[1] = OSSL_PARAM_construct_end();
+            do_set(r, ctx, q);
+            do_mac(r, ctx, keys[1], 24, NULL, msgs[2], msglens[2], out,
+                   &outl);
+            do_sizes(r, ctx, "DES");
+            do_final(r, ctx, out, &outl, 8);
+            EVP_MAC_CTX_free(ctx);
+            /* the same in one set_params call, and in init's params */
+            ctx = new_ctx(mac, r);
+            do_mac(r, ctx, keys[0], 16, p, msgs[1], msglens[1], out, &outl);
+            q[1] = p_oct(OSSL_MAC_PARAM_KEY, keys[1], 24);
+            q[2] = OSSL_PARAM_construct_end();
+            do_set(r, ctx, q);
+            do_sizes(r, ctx, "DES by set");
+            EVP_MAC_CTX_free(ctx);
+            ctx = new_ctx(mac, r);
+            do_mac(r, ctx, keys[0], 16, p, msgs[1], msglens[1], out, &outl);
+            q[1] = OSSL_PARAM_construct_end();
+            do_init(r, ctx, keys[1], 24, q);
+            do_sizes(r, ctx, "DES by init");
+            EVP_MAC_CTX_free(ctx);
+        }
         EVP_MAC_free(mac);
     }
 }
