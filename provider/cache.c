@@ -70,6 +70,7 @@ struct kc_cache_st {
     uint64_t gen;
     time_t last_sweep;
     size_t size, used;
+    size_t nspares;           /* spare contexts in all entries */
     size_t nidx;              /* power of two, at least twice size */
     uint32_t *idx;            /* hash index: slot + 1, 0 = empty */
     size_t nseen;             /* power of two */
@@ -77,6 +78,13 @@ struct kc_cache_st {
     KC_COUNTERS n[KC_STAT_SLOTS]; /* per algorithm, KC_ALG.stat */
     KC_MEMO memo[KC_MEMO_SLOTS];
     unsigned int memo_next;
+    /* side templates holding no key material, see kc_cache_aux_get() */
+    struct {
+        const void *tag;
+        void *ctx;
+        void (*freectx)(void *);
+    } aux[KC_AUX_SLOTS];
+    unsigned int aux_next;
     /* freed wrapper structs, reused by the next newctx on this thread */
     void *pool[KC_POOL_KINDS][KC_POOL_MAX];
     size_t pool_size[KC_POOL_KINDS];
@@ -262,6 +270,7 @@ static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
     while (e->nspare > 0) {
         e->alg->freectx(e->spare[--e->nspare]);
         e->spare[e->nspare] = NULL;
+        c->nspares--;
     }
     e->alg->freectx(e->tmpl);
     OPENSSL_cleanse(e->key, e->keylen);
@@ -287,6 +296,9 @@ static void cache_free(KC_CACHE *c)
 
     for (i = 0; i < c->size; i++)
         entry_kill(c, &c->entries[i]);
+    for (k = 0; k < KC_AUX_SLOTS; k++)
+        if (c->aux[k].ctx != NULL)
+            c->aux[k].freectx(c->aux[k].ctx);
     for (k = 0; k < KC_POOL_KINDS; k++)
         while (c->npool[k] > 0)
             OPENSSL_clear_free(c->pool[k][--c->npool[k]], c->pool_size[k]);
@@ -470,7 +482,8 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
         const KC_MEMO *m = &c->memo[i];
 
         if (m->value != NULL && strcmp(m->name, name) == 0
-            && strcmp(m->props, props) == 0)
+            && (m->props[0] == props[0]
+                && (props[0] == '\0' || strcmp(m->props, props) == 0)))
             return m->value;
     }
     return NULL;
@@ -489,6 +502,28 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
     strcpy(m->name, name);
     strcpy(m->props, props);
     m->value = value;
+}
+
+void *kc_cache_aux_get(KC_CACHE *c, const void *tag)
+{
+    unsigned int i;
+
+    for (i = 0; i < KC_AUX_SLOTS; i++)
+        if (c->aux[i].tag == tag && c->aux[i].ctx != NULL)
+            return c->aux[i].ctx;
+    return NULL;
+}
+
+void kc_cache_aux_put(KC_CACHE *c, const void *tag, void *ctx,
+                      void (*freectx)(void *))
+{
+    unsigned int i = c->aux_next++ % KC_AUX_SLOTS;
+
+    if (c->aux[i].ctx != NULL)
+        c->aux[i].freectx(c->aux[i].ctx);
+    c->aux[i].tag = tag;
+    c->aux[i].ctx = ctx;
+    c->aux[i].freectx = freectx;
 }
 
 /*
@@ -679,6 +714,7 @@ void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
     if (e->nspare > 0) {
         lk->spare = e->spare[--e->nspare];
         e->spare[e->nspare] = NULL;
+        c->nspares--;
     }
     lk->lease.cache_id = c->id;
     lk->lease.gen = e->gen;
@@ -732,7 +768,8 @@ int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
  * threads' caches fill their slots in the same order, so slot and
  * generation alone could name another thread's entry for another key).
  */
-static KC_ENTRY *leased_entry(KC_PROVCTX *pctx, const KC_LEASE *lease)
+static KC_ENTRY *leased_entry(KC_PROVCTX *pctx, const KC_LEASE *lease,
+                              KC_CACHE **cp)
 {
     KC_CACHE *c;
     KC_ENTRY *e;
@@ -745,16 +782,21 @@ static KC_ENTRY *leased_entry(KC_PROVCTX *pctx, const KC_LEASE *lease)
     e = &c->entries[lease->idx];
     if (e->gen != lease->gen || e->alg == NULL)
         return NULL;
+    *cp = c;
     return e;
 }
 
 int kc_cache_park(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx)
 {
-    KC_ENTRY *e = leased_entry(pctx, lease);
+    KC_CACHE *c = NULL;
+    KC_ENTRY *e = leased_entry(pctx, lease, &c);
 
-    if (e == NULL || e->nspare >= e->alg->spare_max)
+    /* per entry, and no more spares in all than entries */
+    if (e == NULL || e->nspare >= e->alg->spare_max
+        || c->nspares >= c->size)
         return 0;
     e->spare[e->nspare++] = ctx;
+    c->nspares++;
     return 1;
 }
 

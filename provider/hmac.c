@@ -142,6 +142,45 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
 }
 
 /*
+ * A new context keyed with |key|, made by duplicating a per-thread context
+ * that has the digest set and the empty key, then re-keying it: a keyed
+ * init replaces everything HMAC holds (key copy, pad states, digest
+ * states), and the copy skips the digest fetch a new context pays on
+ * every miss.  NULL if that cannot be done; the caller then makes a new
+ * context the way the default would, so a failure leaves the default's
+ * state and errors.
+ */
+static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
+                        size_t keylen)
+{
+    static const unsigned char empty[1];
+    const KC_MAC_FNS *f = fns(w);
+    void *base = kc_cache_aux_get(c, w->dg), *inner;
+
+    if (base == NULL) {
+        ERR_set_mark();
+        if ((base = f->newctx(w->pctx->inner_provctx)) != NULL
+            && (!inner_set_digest(w, base, w->dg)
+                || !f->init(base, empty, 0, NULL))) {
+            f->freectx(base);
+            base = NULL;
+        }
+        ERR_pop_to_mark();
+        if (base == NULL)
+            return NULL;
+        kc_cache_aux_put(c, w->dg, base, f->freectx);
+    }
+    ERR_set_mark();
+    if ((inner = f->dupctx(base)) != NULL
+        && !f->init(inner, key, keylen, NULL)) {
+        f->freectx(inner);
+        inner = NULL;
+    }
+    ERR_pop_to_mark();
+    return inner;
+}
+
+/*
  * Key the wrapper from the cache.  Returns 1/0 as the default would, or -1
  * when this key cannot be handled here and the caller must pass through.
  */
@@ -179,16 +218,19 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
     }
 
     /* a miss: key a context of our own, as the default would */
-    if ((inner = f->newctx(pctx->inner_provctx)) == NULL)
-        return 0;
-    w->inner = inner;
-    if (!inner_set_digest(w, inner, w->dg)
-        || !f->init(inner, key, keylen, NULL)) {
-        /* whatever state that left is the default's: keep it, uncached */
-        w->passthrough = 1;
-        kc_count_passthrough(pctx);
-        return 0;
+    if ((inner = keyed_copy(w, c, key, keylen)) == NULL) {
+        if ((inner = f->newctx(pctx->inner_provctx)) == NULL)
+            return 0;
+        w->inner = inner;
+        if (!inner_set_digest(w, inner, w->dg)
+            || !f->init(inner, key, keylen, NULL)) {
+            /* whatever state that left is the default's: keep it, uncached */
+            w->passthrough = 1;
+            kc_count_passthrough(pctx);
+            return 0;
+        }
     }
+    w->inner = inner;
     /* cached from its admit_after-th use on: the cache gets a pristine copy */
     if (!lk.admit || (tmpl = f->dupctx(inner)) == NULL) {
         kc_count_passthrough(pctx);
@@ -444,6 +486,13 @@ static KC_NOINLINE int unkeyed_get_params(KC_HMAC_CTX *w, OSSL_PARAM params[])
     return ok;
 }
 
+/* "size" (OSSL_MAC_PARAM_SIZE), inline: a libc strcmp call costs more */
+static int is_size_key(const char *k)
+{
+    return k[0] == 's' && k[1] == 'i' && k[2] == 'z' && k[3] == 'e'
+           && k[4] == '\0';
+}
+
 static int kc_hmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     KC_HMAC_CTX *w = vctx;
@@ -457,7 +506,7 @@ static int kc_hmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
         && params[0].key != NULL && params[1].key == NULL
         && params[0].data_type == OSSL_PARAM_UNSIGNED_INTEGER
         && params[0].data_size == sizeof(size_t) && params[0].data != NULL
-        && strcmp(params[0].key, OSSL_MAC_PARAM_SIZE) == 0) {
+        && is_size_key(params[0].key)) {
         *(size_t *)params[0].data = w->dg->size;
         params[0].return_size = sizeof(size_t);
         return 1;

@@ -79,8 +79,11 @@ typedef struct {
     unsigned int stat;        /* counter slot, KC_STAT_* */
 } KC_ALG;
 
-/* the most used contexts any entry keeps (KC_ALG.spare_max) */
-#define KC_SPARE_MAX 2
+/*
+ * The most used contexts any entry keeps (KC_ALG.spare_max); a thread keeps
+ * no more spares in all than it has entries (cache_size).
+ */
+#define KC_SPARE_MAX 8
 
 /* A digest the inner HMAC accepts, resolved once at provider start. */
 typedef struct {
@@ -246,6 +249,16 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props);
 void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
                        const void *value);
+
+/*
+ * Per-thread side templates that hold no key material (say, an HMAC context
+ * with a digest set and an empty key), found by a tag the caller chooses;
+ * the cache frees them with the thread's cache.  A put may evict another.
+ */
+#define KC_AUX_SLOTS 8
+void *kc_cache_aux_get(KC_CACHE *c, const void *tag);
+void kc_cache_aux_put(KC_CACHE *c, const void *tag, void *ctx,
+                      void (*freectx)(void *));
 
 /* What a lookup found, and what kc_cache_add() and a later park need. */
 typedef struct {

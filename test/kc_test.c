@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <CUnit/Basic.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
@@ -53,6 +54,63 @@ OSSL_LIB_CTX *kct_keycache(void)
         }
     }
     return kc_ctx;
+}
+
+/* Is |line| (leading blanks skipped) a setting of one of |lines|' keys? */
+static int overridden(const char *line, const char *lines)
+{
+    const char *l;
+    size_t n;
+
+    line += strspn(line, " \t");
+    for (l = lines; *l != '\0'; l += strcspn(l, "\n"), l += *l == '\n') {
+        const char *k = l + (*l == '-');
+
+        n = strcspn(k, " =\n");
+        if (n > 0 && strncmp(line, k, n) == 0
+            && strchr(" \t=", line[n]) != NULL)
+            return 1;
+    }
+    return 0;
+}
+
+OSSL_LIB_CTX *kct_keycache_conf(const char *lines)
+{
+    char path[] = "/tmp/kc-conf-XXXXXX", line[1024];
+    const char *l;
+    OSSL_LIB_CTX *ctx = NULL;
+    FILE *in, *out;
+    int fd, section = 0, ok;
+
+    if ((in = fopen(kct_conf_path(), "r")) == NULL)
+        return NULL;
+    if ((fd = mkstemp(path)) < 0 || (out = fdopen(fd, "w")) == NULL) {
+        fclose(in);
+        return NULL;
+    }
+    while (fgets(line, sizeof(line), in) != NULL) {
+        if (line[0] == '[')
+            section = strncmp(line, "[keycache_sect]", 15) == 0;
+        if (section && overridden(line, lines))
+            continue;
+        fputs(line, out);
+        if (section && line[0] == '[')
+            for (l = lines; *l != '\0'; l += strcspn(l, "\n"),
+                                         l += *l == '\n')
+                if (*l != '-')
+                    fprintf(out, "%.*s\n", (int)strcspn(l, "\n"), l);
+    }
+    fclose(in);
+    ok = fclose(out) == 0 && (ctx = OSSL_LIB_CTX_new()) != NULL
+         && OSSL_LIB_CTX_load_config(ctx, path)
+         && OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME);
+    unlink(path);
+    if (!ok) {
+        ERR_print_errors_fp(stderr);
+        OSSL_LIB_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
 }
 
 static int find_kc(OSSL_PROVIDER *prov, void *arg)

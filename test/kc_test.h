@@ -35,6 +35,14 @@ uint64_t kct_counter_in(OSSL_LIB_CTX *ctx, const char *name);
 /* Name of the provider that implements a fetched algorithm object. */
 const char *kct_provider_name(const OSSL_PROVIDER *prov);
 
+/*
+ * A new library context loaded from a copy of the test config whose
+ * [keycache_sect] is changed by |lines|: "key = value" lines replace that
+ * key's line (or are added), "-key" lines drop it so that keycache's own
+ * default applies.  E.g. "-admit_after\n" for the deployed admission.
+ */
+OSSL_LIB_CTX *kct_keycache_conf(const char *lines);
+
 /* Path of the build tree's openssl.cnf and of the shared vectors folder. */
 const char *kct_conf_path(void);
 const char *kct_vectors_dir(void);

@@ -29,6 +29,11 @@ MUTANTS = {
     "hmac-share-template": ("provider/hmac.c",
         "} else if ((inner = f->dupctx(tmpl)) == NULL) {",
         "} else if ((inner = tmpl) == NULL) {"),
+    # HMAC: a missed key's context is a copy of the per-thread base
+    # context that is never re-keyed (it computes with the empty key)
+    "hmac-copy-no-rekey": ("provider/hmac.c",
+        "    if ((inner = f->dupctx(base)) != NULL\n        && !f->init(inner, key, keylen, NULL)) {",
+        "    if ((inner = f->dupctx(base)) != NULL\n        && 0) {"),
     # HMAC: digest-noinit / digest-oneshot / tls-data-size go to the cached
     # context instead of a private one
     "hmac-flags-cached": ("provider/hmac.c",
