@@ -132,9 +132,10 @@ static const char *const core_keys[] = {
 };
 #define KC_KEYS_TEXT "cache_size, hmac, aes_gcm, idle_ttl, admit_after " \
     "(and OpenSSL's module, activate, identity, soft_load)"
-/* how far nested sections are followed, and how many names asked about */
+/* how far nested sections are followed; names asked about per call */
 #define KC_CONF_DEPTH 3
-#define KC_CONF_NAMES 4096
+#define KC_CONF_BATCH 32
+#define KC_CONF_NAME 128
 
 static int in_list(const char *const *list, const char *name)
 {
@@ -153,29 +154,54 @@ static int is_known_key(const char *name)
            || in_list(core_keys, dot != NULL ? dot + 1 : name);
 }
 
+/*
+ * Names to ask the core about, a batch at a time, on the stack: the scan
+ * runs while the provider starts and allocates nothing.
+ */
 typedef struct {
-    char *name[KC_CONF_NAMES];
+    KC_PROVCTX *pctx;
+    OSSL_FUNC_core_get_params_fn *get;
+    const char *file;
+    int unknown;              /* the core knew one of them */
     size_t n;
-} KC_NAMES;
+    char name[KC_CONF_BATCH][KC_CONF_NAME];
+} KC_KEYSCAN;
 
-static void names_add(KC_NAMES *nm, const char *prefix, const char *key)
+static void scan_flush(KC_KEYSCAN *ks)
 {
-    char *s;
-    size_t len;
+    OSSL_PARAM p[KC_CONF_BATCH + 1];
+    char *val[KC_CONF_BATCH];
+    size_t i;
 
-    if (nm->n == KC_CONF_NAMES)
-        return;
-    len = (prefix != NULL ? strlen(prefix) + 1 : 0) + strlen(key) + 1;
-    if ((s = OPENSSL_malloc(len)) == NULL)
-        return;
-    snprintf(s, len, "%s%s%s", prefix != NULL ? prefix : "",
-             prefix != NULL ? "." : "", key);
-    /* a name seen twice is asked about twice: the core answers once */
-    if (is_known_key(s)) {
-        OPENSSL_free(s);
-        return;
+    for (i = 0; i < ks->n; i++) {
+        val[i] = NULL;
+        p[i] = OSSL_PARAM_construct_utf8_ptr(ks->name[i], &val[i], 0);
     }
-    nm->name[nm->n++] = s;
+    p[ks->n] = OSSL_PARAM_construct_end();
+    if (ks->n > 0 && ks->get(ks->pctx->handle, p))
+        for (i = 0; i < ks->n; i++) {
+            if (val[i] == NULL)
+                continue;
+            kc_raise(ks->pctx, KC_R_BAD_CONFIG, "unknown key \"%s\" in %s's "
+                     "section of %s; keycache knows " KC_KEYS_TEXT,
+                     ks->name[i], ks->pctx->name, ks->file);
+            ks->unknown = 1;
+        }
+    ks->n = 0;
+}
+
+/* A name seen twice is asked about twice: the core answers once. */
+static void scan_add(KC_KEYSCAN *ks, const char *prefix, const char *key)
+{
+    char *s = ks->name[ks->n];
+    int len;
+
+    len = snprintf(s, KC_CONF_NAME, "%s%s%s", prefix != NULL ? prefix : "",
+                   prefix != NULL ? "." : "", key);
+    if (len < 0 || len >= KC_CONF_NAME || is_known_key(s))
+        return;
+    if (++ks->n == KC_CONF_BATCH)
+        scan_flush(ks);
 }
 
 /*
@@ -184,23 +210,25 @@ static void names_add(KC_NAMES *nm, const char *prefix, const char *key)
  * "key." (as provider_conf_params() flattens them), others for themselves.
  */
 static void section_names(const CONF *conf, STACK_OF(CONF_VALUE) *sect,
-                          const char *prefix, int depth, KC_NAMES *nm)
+                          const char *prefix, int depth, KC_KEYSCAN *ks)
 {
     STACK_OF(CONF_VALUE) *sub;
-    char full[256];
-    int i;
+    char full[KC_CONF_NAME];
+    int i, len;
 
     for (i = 0; i < sk_CONF_VALUE_num(sect); i++) {
         CONF_VALUE *v = sk_CONF_VALUE_value(sect, i);
 
         sub = v->value != NULL ? NCONF_get_section(conf, v->value) : NULL;
         if (sub == NULL || sub == sect || depth == KC_CONF_DEPTH) {
-            names_add(nm, prefix, v->name);
+            scan_add(ks, prefix, v->name);
             continue;
         }
-        snprintf(full, sizeof(full), "%s%s%s", prefix != NULL ? prefix : "",
-                 prefix != NULL ? "." : "", v->name);
-        section_names(conf, sub, full, depth + 1, nm);
+        len = snprintf(full, sizeof(full), "%s%s%s",
+                       prefix != NULL ? prefix : "",
+                       prefix != NULL ? "." : "", v->name);
+        if (len > 0 && len < (int)sizeof(full))
+            section_names(conf, sub, full, depth + 1, ks);
     }
 }
 
@@ -313,66 +341,44 @@ static void check_routing(KC_PROVCTX *pctx, const CONF *conf,
 static int check_unknown_keys(KC_PROVCTX *pctx,
                               OSSL_FUNC_core_get_params_fn *get)
 {
-    KC_NAMES *nm = NULL;
-    OSSL_PARAM *p = NULL;
-    char **val = NULL;
+    KC_KEYSCAN ks;
     char *file = NULL;
     CONF *conf = NULL;
     STACK_OF(OPENSSL_CSTRING) *sects;
     long eline = 0;
-    size_t i;
-    int ok = 1;
+    int i;
 
     ERR_set_mark();
     if ((file = CONF_get1_default_config_file()) == NULL
         || (conf = NCONF_new(NULL)) == NULL
-        || NCONF_load(conf, file, &eline) <= 0
-        || (nm = OPENSSL_zalloc(sizeof(*nm))) == NULL) {
+        || NCONF_load(conf, file, &eline) <= 0) {
         ERR_pop_to_mark();
         kc_debug_log(pctx, 2, "config: cannot read %s to look for unknown "
                      "keys", file != NULL ? file : "the default config");
-        goto end;
+        NCONF_free(conf);
+        OPENSSL_free(file);
+        return 1;
     }
+    if (kc_debug_level(pctx) > 0)
+        check_routing(pctx, conf, file);
     sects = NCONF_get_section_names(conf);
-    for (i = 0; i < (size_t)sk_OPENSSL_CSTRING_num(sects); i++)
+    ERR_pop_to_mark();
+
+    ks.pctx = pctx;
+    ks.get = get;
+    ks.file = file;
+    ks.unknown = 0;
+    ks.n = 0;
+    for (i = 0; i < sk_OPENSSL_CSTRING_num(sects); i++)
         section_names(conf,
                       NCONF_get_section(conf,
                                         sk_OPENSSL_CSTRING_value(sects, i)),
-                      NULL, 0, nm);
+                      NULL, 0, &ks);
+    scan_flush(&ks);
     sk_OPENSSL_CSTRING_free(sects);
-    if (kc_debug_level(pctx) > 0)
-        check_routing(pctx, conf, file);
-    ERR_pop_to_mark();
-
-    if (nm->n == 0)
-        goto end;
-    p = OPENSSL_zalloc((nm->n + 1) * sizeof(*p));
-    val = OPENSSL_zalloc(nm->n * sizeof(*val));
-    if (p == NULL || val == NULL)
-        goto end;
-    for (i = 0; i < nm->n; i++)
-        p[i] = OSSL_PARAM_construct_utf8_ptr(nm->name[i], &val[i], 0);
-    p[nm->n] = OSSL_PARAM_construct_end();
-    if (!get(pctx->handle, p))
-        goto end;
-    for (i = 0; i < nm->n; i++) {
-        if (val[i] == NULL)
-            continue;
-        kc_raise(pctx, KC_R_BAD_CONFIG, "unknown key \"%s\" in %s's section of "
-                 "%s; keycache knows " KC_KEYS_TEXT,
-                 nm->name[i], pctx->name, file);
-        ok = 0;
-    }
- end:
-    if (nm != NULL)
-        for (i = 0; i < nm->n; i++)
-            OPENSSL_free(nm->name[i]);
-    OPENSSL_free(nm);
-    OPENSSL_free(p);
-    OPENSSL_free(val);
     NCONF_free(conf);
     OPENSSL_free(file);
-    return ok;
+    return !ks.unknown;
 }
 
 /*
