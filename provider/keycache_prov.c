@@ -571,6 +571,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     if (pctx == NULL)
         return 0;
     pctx->handle = handle;
+    pctx->name = KEYCACHE_PROVIDER_NAME;  /* until the core says otherwise */
     for (; in->function_id != 0; in++) {
         switch (in->function_id) {
         case OSSL_FUNC_CORE_GET_PARAMS:
