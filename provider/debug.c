@@ -288,12 +288,17 @@ static void check_routing(KC_DEBUG *d)
 }
 
 /*
- * Registered (with atexit() from this module, so glibc runs it at
- * dlclose() if the module goes first) after libcrypto's own exit handler,
- * and so run before OPENSSL_cleanup() tears the providers down - or as the
- * only report for programs that stop libcrypto's handler.
+ * Registered after libcrypto's own exit handler, and so run before
+ * OPENSSL_cleanup() tears the providers down - or as the only report for
+ * programs that stop libcrypto's handler.  It is tied to this module
+ * (__cxa_atexit with its __dso_handle, what atexit() in a shared object
+ * does in glibc, said explicitly because sanitizers' atexit() drops it), so
+ * that dlclose() runs and removes it if the module is unloaded first.
  */
-static void at_exit(void)
+extern void *__dso_handle;
+extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+
+static void at_exit(void *unused)
 {
     KC_DEBUG *d;
 
@@ -337,7 +342,7 @@ static void fork_child(void)
 
 static void hooks_register(void)
 {
-    atexit(at_exit);
+    __cxa_atexit(at_exit, NULL, __dso_handle);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
