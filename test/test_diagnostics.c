@@ -11,6 +11,7 @@
  * key: the first keyed init misses, every later one hits); its outputs are
  * compared with the default provider's.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,6 +289,48 @@ static void test_report_every_interval(void)
                            getpid()));
 }
 
+/*
+ * Two threads due for a report at once: one writes it, the counters it
+ * reads are being written by both (TSan checks that), and the totals at
+ * unload are every thread's.
+ */
+static void *interval_thread(void *arg)
+{
+    hmac_ops(arg, 1, 5);
+    sleep(2);
+    hmac_ops(arg, 1, 5);
+    return NULL;
+}
+
+static void test_interval_threads(void)
+{
+    char conf[64], *log, *p;
+    OSSL_LIB_CTX *ctx;
+    pthread_t t[2];
+    int i, reports = 0;
+
+    CU_ASSERT_FATAL(write_conf(conf, NULL, NULL, NULL));
+    ctx = load(conf, debug_to_log("interval:1"), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    for (i = 0; i < 2; i++)
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, interval_thread,
+                                             ctx), 0);
+    for (i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    OSSL_LIB_CTX_free(ctx);
+    unlink(conf);
+
+    /* each thread has its own cache: one miss and one hit each */
+    CU_ASSERT_TRUE(log_has("report (unload): HMAC hits=2 misses=2 "
+                           "passthrough=0 evictions=2", getpid()));
+    log = read_log();
+    for (p = log; p != NULL && (p = strstr(p, "report (every 1s): all"))
+                               != NULL; p++)
+        reports++;
+    free(log);
+    CU_ASSERT_TRUE(reports >= 1 && reports <= 2);
+}
+
 /* level:0 writes nothing; an unknown word is named and ignored. */
 static void test_levels_and_words(void)
 {
@@ -562,6 +605,7 @@ static void add_suites(void)
     CU_add_test(s, "report per algorithm at unload", test_report_at_unload);
     CU_add_test(s, "forked child reports itself", test_report_after_fork);
     CU_add_test(s, "report every interval", test_report_every_interval);
+    CU_add_test(s, "interval with two threads", test_interval_threads);
     CU_add_test(s, "levels and unknown words", test_levels_and_words);
     CU_add_test(s, "failed start logged", test_failed_start_logged);
     CU_add_test(s, "routing warnings", test_routing_warnings);
