@@ -620,15 +620,7 @@ void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
     c->pool[kind][c->npool[kind]++] = p;
 }
 
-void kc_count_passthrough(KC_PROVCTX *pctx)
-{
-    KC_CACHE *c = CRYPTO_THREAD_get_local(&pctx->tls);
-
-    if (c != NULL)
-        KC_BUMP(c, KC_STAT_OTHER, passthrough);
-}
-
-void kc_count_passthrough_alg(KC_PROVCTX *pctx, const KC_ALG *alg)
+void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg)
 {
     KC_CACHE *c = CRYPTO_THREAD_get_local(&pctx->tls);
 

@@ -238,12 +238,9 @@ void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries);
 /* the same per algorithm, by[KC_STAT_SLOTS] */
 void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
                               uint64_t *entries);
-/*
- * Count a pass-through in this thread's cache if any (never creates one),
- * for alg; kc_count_passthrough() leaves it unattributed.
- */
-void kc_count_passthrough(KC_PROVCTX *pctx);
-void kc_count_passthrough_alg(KC_PROVCTX *pctx, const KC_ALG *alg);
+/* Count a pass-through of alg in this thread's cache if any (never
+ * creates one). */
+void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg);
 /* Per-thread memo of (name, properties) -> value, e.g. resolved digests. */
 const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props);
