@@ -1346,6 +1346,17 @@ static void print_fail(const SCENARIO *sc, size_t size, int threads,
     fflush(stdout);
 }
 
+/* Every row's ratio, for the summary line and the SVG chart. */
+#define MAX_RESULTS 512
+typedef struct {
+    const SCENARIO *sc;
+    size_t size;
+    int threads;
+    double ratio;           /* right column / left column, medians */
+} RESULT;
+static RESULT results[MAX_RESULTS];
+static int nresults;
+
 static void run_row(const SCENARIO *sc, size_t size, int threads,
                     const OPTIONS *opt, int *status)
 {
@@ -1403,6 +1414,14 @@ static void run_row(const SCENARIO *sc, size_t size, int threads,
                  (double)(hits * 1000 / events) / 10);
     printf("%-20s %6zu %3d %15.1f %15.1f %7.2fx %8s", sc->name, size,
            threads, sa.med, sb.med, sb.med / sa.med, hr);
+    if (nresults < MAX_RESULTS) {
+        RESULT *res = &results[nresults++];
+
+        res->sc = sc;
+        res->size = size;
+        res->threads = threads;
+        res->ratio = sb.med / sa.med;
+    }
     if (sc->sec == SEC_TLS) {
         worker_init(&w, sc, sc->op_b, si->b.side, size, 1);
         if (!run_ops_counted(&w, TLS_WARM, TLS_COUNTED, &hs) || !hs.ok)
@@ -1628,6 +1647,7 @@ typedef struct {
     int nthreads;
     const char *filter;
     const char *csv;
+    const char *svg;
     const char *callgrind;
     int quick, list;
     size_t rr_keys;                 /* --keys, 0 = 4 x cache_size */
@@ -1639,7 +1659,8 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: kcbench [--quick] [--filter SUBSTR] [--sizes 32,256]\n"
-            "               [--threads 1,2] [--csv FILE] [--rounds N]\n"
+            "               [--threads 1,2] [--csv FILE] [--svg FILE]\n"
+            "               [--rounds N]\n"
             "               [--round-ms MS] [--clock wall|cpu] [--keys N]\n"
             "               [--list]\n"
             "               [--callgrind SCENARIO:SIZE:ARM:ITERS]\n"
@@ -1681,6 +1702,8 @@ static void parse_cli(int argc, char **argv, CLI *cli, OPTIONS *opt)
             cli->filter = val, i++;
         } else if (strcmp(a, "--csv") == 0) {
             cli->csv = val, i++;
+        } else if (strcmp(a, "--svg") == 0) {
+            cli->svg = val, i++;
         } else if (strcmp(a, "--callgrind") == 0) {
             cli->callgrind = val, i++;
         } else if (strcmp(a, "--clock") == 0) {
@@ -1859,6 +1882,86 @@ static int size_wanted(const CLI *cli, const SCENARIO *sc, size_t size)
     return 1;
 }
 
+/*
+ * One line a person can quote: per section comparing keycache with
+ * default, the best and worst ratio and the rows they come from.
+ */
+static void print_summary(void)
+{
+    static const SECTION order[] = { SEC_APP, SEC_MISS, SEC_STEADY, SEC_TLS };
+    size_t i;
+    int k, n, best, worst;
+    const char *sep = "";
+
+    printf("\nsummary (keycache / default time, lower is better):");
+    for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+        for (k = 0, n = 0, best = worst = -1; k < nresults; k++) {
+            if (results[k].sc->sec != order[i])
+                continue;
+            n++;
+            if (best < 0 || results[k].ratio < results[best].ratio)
+                best = k;
+            if (worst < 0 || results[k].ratio > results[worst].ratio)
+                worst = k;
+        }
+        if (n == 0)
+            continue;
+        printf("%s %s %.2fx (%s/%zu) to %.2fx (%s/%zu)", sep,
+               sec_names[order[i]], results[best].ratio,
+               results[best].sc->name, results[best].size,
+               results[worst].ratio, results[worst].sc->name,
+               results[worst].size);
+        sep = ";";
+    }
+    printf("\n");
+}
+
+/*
+ * A horizontal bar per row, its length the ratio, with a line at 1.00x:
+ * green bars (keycache faster) end left of it, red ones right.  Plain SVG,
+ * written by hand: no dependency.
+ */
+static int write_svg(const char *path)
+{
+    const int left = 260, width = 420, bar = 16, gap = 6, top = 40;
+    double max = 1.25;
+    FILE *f;
+    int k, y, h;
+
+    for (k = 0; k < nresults; k++)
+        if (results[k].ratio > max)
+            max = results[k].ratio;
+    if ((f = fopen(path, "w")) == NULL)
+        return 0;
+    h = top + nresults * (bar + gap) + 30;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+            "height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n",
+            left + width + 80, h);
+    fprintf(f, "<text x=\"10\" y=\"20\" font-size=\"14\">kcbench: keycache "
+            "time / default time per row (lower is better)</text>\n");
+    for (k = 0; k < nresults; k++) {
+        const RESULT *r = &results[k];
+        double w = r->ratio / max * width;
+
+        y = top + k * (bar + gap);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s %zu B"
+                " %dt</text>\n", left - 8, y + bar - 4, r->sc->name, r->size,
+                r->threads);
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
+                "fill=\"%s\"/>\n", left, y, w, bar,
+                r->ratio < 0.98 ? "#2e8b57" : r->ratio > 1.02 ? "#c0392b"
+                                                              : "#999999");
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\">%.2fx</text>\n",
+                left + w + 4, y + bar - 4, r->ratio);
+    }
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
+            "stroke=\"black\" stroke-dasharray=\"4 3\"/>\n",
+            left + width / max, top - 6, left + width / max, h - 24);
+    fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">1.00x"
+            "</text>\n</svg>\n", left + width / max, h - 8);
+    return fclose(f) == 0;
+}
+
 int main(int argc, char **argv)
 {
     CLI cli;
@@ -1904,7 +2007,8 @@ int main(int argc, char **argv)
         const SCENARIO *sc = &scenarios[k];
         int s;
 
-        if ((cli.quick && !sc->quick)
+        /* --filter picks the scenarios; --quick only shortens them */
+        if ((cli.quick && !sc->quick && cli.filter == NULL)
             || (cli.filter != NULL && strstr(sc->name, cli.filter) == NULL))
             continue;
         if ((int)sc->sec != last_sec)
@@ -1925,6 +2029,14 @@ int main(int argc, char **argv)
     if (rows == 0) {
         fprintf(stderr, "kcbench: no scenario selected (see --list)\n");
         status = 2;
+    } else {
+        print_summary();
+    }
+    if (cli.svg != NULL && nresults > 0) {
+        if (write_svg(cli.svg))
+            printf("chart: %s\n", cli.svg);
+        else
+            perror(cli.svg), status = 2;
     }
     if (opt.csv != NULL)
         fclose(opt.csv);

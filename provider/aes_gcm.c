@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * AES-{128,192,256}-GCM wrappers.
  *
@@ -164,7 +165,7 @@ static KC_NOINLINE int materialize(KC_GCM_CTX *w)
         return 0;
     }
     w->inner = inner;
-    kc_count_passthrough(w->pctx);
+    kc_count_passthrough(w->pctx, &w->g->alg);
     return 1;
 }
 
@@ -304,7 +305,7 @@ static int init_cached(KC_GCM_CTX *w, int enc, const unsigned char *key,
         }
         if (!kc_cache_add(c, alg, NULL, key, keylen, tmpl, &lk)) {
             /* not cacheable: use the template itself */
-            kc_count_passthrough(pctx);
+            kc_count_passthrough(pctx, alg);
             inner = tmpl;
             goto keyed;
         }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The per-thread cache: key bytes (plus the algorithm and whatever else
  * shapes the keyed state) -> a keyed inner template, and a few used inner
@@ -76,7 +77,7 @@ struct kc_cache_st {
     uint32_t *idx;            /* hash index: slot + 1, 0 = empty */
     size_t nseen;             /* power of two */
     KC_SEEN *seen;            /* admission filter */
-    KC_COUNTERS n;
+    KC_COUNTERS n[KC_STAT_SLOTS]; /* per algorithm, KC_ALG.stat */
     KC_MEMO memo[KC_MEMO_SLOTS];
     unsigned int memo_next;
     /* side templates holding no key material, see kc_cache_aux_get() */
@@ -159,8 +160,9 @@ static int instance_live(const KC_PROVCTX *pctx)
  * the provider for them: relaxed atomic loads and stores make that a plain
  * move on the hot path and keep it race-free.
  */
-#define KC_BUMP(c, field) \
-    __atomic_store_n(&(c)->n.field, (c)->n.field + 1, __ATOMIC_RELAXED)
+#define KC_BUMP(c, slot, field) \
+    __atomic_store_n(&(c)->n[slot].field, (c)->n[slot].field + 1, \
+                     __ATOMIC_RELAXED)
 #define KC_READ(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 /*
@@ -319,17 +321,24 @@ static void cache_free(KC_CACHE *c)
     OPENSSL_clear_free(c, cache_bytes(c->size, c->nidx, c->nseen));
 }
 
+/* to[] += from[], KC_STAT_SLOTS counters each */
 static void add_counters(KC_COUNTERS *to, const KC_COUNTERS *from)
 {
-    to->hits += KC_READ(from->hits);
-    to->misses += KC_READ(from->misses);
-    to->evictions += KC_READ(from->evictions);
-    to->passthrough += KC_READ(from->passthrough);
+    unsigned int i;
+
+    for (i = 0; i < KC_STAT_SLOTS; i++) {
+        to[i].hits += KC_READ(from[i].hits);
+        to[i].misses += KC_READ(from[i].misses);
+        to[i].evictions += KC_READ(from[i].evictions);
+        to[i].passthrough += KC_READ(from[i].passthrough);
+    }
 }
 
 /* Unlink c from the registry (lock held) and keep its counters. */
 static void cache_retire(KC_PROVCTX *pctx, KC_CACHE *c)
 {
+    size_t i;
+
     if (c->prev != NULL)
         c->prev->next = c->next;
     else
@@ -337,8 +346,10 @@ static void cache_retire(KC_PROVCTX *pctx, KC_CACHE *c)
     if (c->next != NULL)
         c->next->prev = c->prev;
     /* entries still cached die now: count them as evictions */
-    c->n.evictions += c->used;
-    add_counters(&pctx->retired, &c->n);
+    for (i = 0; i < c->size; i++)
+        if (c->entries[i].alg != NULL)
+            c->n[c->entries[i].alg->stat].evictions++;
+    add_counters(pctx->retired, c->n);
 }
 
 /*
@@ -440,10 +451,29 @@ static void cache_sweep(KC_CACHE *c, time_t now)
 
         if (e->alg != NULL
             && (uint64_t)(now - e->last_time) >= c->pctx->idle_ttl) {
+            KC_BUMP(c, e->alg->stat, evictions);
             entry_kill(c, e);
-            KC_BUMP(c, evictions);
         }
     }
+}
+
+/*
+ * Once a second at most per thread: drop idle entries, and let
+ * KEYCACHE_DEBUG write a periodic report if one is due.
+ */
+static KC_NOINLINE void cache_timed(KC_CACHE *c)
+{
+    time_t now;
+
+    if (c->used == 0 && kc_debug_interval(c->pctx) == 0)
+        return;
+    now = time(NULL);
+    if (now == c->last_sweep)
+        return;
+    if (c->pctx->idle_ttl != 0)
+        cache_sweep(c, now);
+    c->last_sweep = now;
+    kc_debug_tick(c->pctx, now);
 }
 
 KC_CACHE *kc_cache_get(KC_PROVCTX *pctx)
@@ -452,12 +482,8 @@ KC_CACHE *kc_cache_get(KC_PROVCTX *pctx)
 
     if (c == NULL)
         return cache_create(pctx);
-    if (pctx->idle_ttl != 0 && c->used != 0) {
-        time_t now = time(NULL);
-
-        if (now != c->last_sweep)
-            cache_sweep(c, now);
-    }
+    if (pctx->timed)
+        cache_timed(c);
     return c;
 }
 
@@ -623,14 +649,14 @@ static int bypass_allows(KC_CACHE *c)
     return ++c->bypass_misses % KC_ADMIT_ONE_IN == 0;
 }
 
-int kc_cache_cold(KC_PROVCTX *pctx)
+int kc_cache_cold(KC_PROVCTX *pctx, const KC_ALG *alg)
 {
     KC_CACHE *c = CRYPTO_THREAD_get_local(&pctx->tls);
 
     /* every KC_ADMIT_ONE_IN-th context still looks up, to see hits return */
     if (c == NULL || !c->bypass || ++c->cold_skips % KC_ADMIT_ONE_IN == 0)
         return 0;
-    KC_BUMP(c, passthrough);
+    KC_BUMP(c, alg->stat, passthrough);
     return 1;
 }
 
@@ -713,12 +739,12 @@ void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
     c->pool[kind][c->npool[kind]++] = p;
 }
 
-void kc_count_passthrough(KC_PROVCTX *pctx)
+void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg)
 {
     KC_CACHE *c = CRYPTO_THREAD_get_local(&pctx->tls);
 
     if (c != NULL)
-        KC_BUMP(c, passthrough);
+        KC_BUMP(c, alg->stat, passthrough);
 }
 
 /*
@@ -823,7 +849,7 @@ void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
     lk->lease.cache_id = c->id;
     lk->lease.gen = e->gen;
     lk->lease.idx = slot;
-    KC_BUMP(c, hits);
+    KC_BUMP(c, alg->stat, hits);
     window_note(c, 1);
     return e->tmpl;
 }
@@ -858,11 +884,11 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
         return 0;
     if (reclen > 0 && (copy = OPENSSL_memdup(rec, reclen)) == NULL)
         return 0;
-    KC_BUMP(c, misses);
+    KC_BUMP(c, alg->stat, misses);
     /* a free slot, else the least recently used one */
     if (c->free_head == KC_NIL) {
+        KC_BUMP(c, c->entries[c->lru_tail].alg->stat, evictions);
         entry_kill(c, &c->entries[c->lru_tail]);
-        KC_BUMP(c, evictions);
     }
     i = c->free_head;
     e = &c->entries[i];
@@ -941,19 +967,34 @@ int kc_cache_park(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx)
     return 1;
 }
 
-void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries)
+void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
+                              uint64_t *entries)
 {
     KC_CACHE *c;
 
-    memset(sum, 0, sizeof(*sum));
     *entries = 0;
     pthread_mutex_lock(&registry_lock);
-    *sum = pctx->retired;
+    memcpy(by, pctx->retired, sizeof(pctx->retired));
     for (c = pctx->caches; c != NULL; c = c->next) {
-        add_counters(sum, &c->n);
+        add_counters(by, c->n);
         *entries += KC_READ(c->used);
     }
     pthread_mutex_unlock(&registry_lock);
+}
+
+void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries)
+{
+    KC_COUNTERS by[KC_STAT_SLOTS];
+    unsigned int i;
+
+    kc_cache_counters_by_alg(pctx, by, entries);
+    memset(sum, 0, sizeof(*sum));
+    for (i = 0; i < KC_STAT_SLOTS; i++) {
+        sum->hits += by[i].hits;
+        sum->misses += by[i].misses;
+        sum->evictions += by[i].evictions;
+        sum->passthrough += by[i].passthrough;
+    }
 }
 
 int kc_cache_start(KC_PROVCTX *pctx)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * HMAC wrapper.
  *
@@ -98,7 +99,7 @@ static int go_passthrough(KC_HMAC_CTX *w)
     /* an inner context we already had was clean: its state is exact */
     w->passthrough = 1;
     memset(&w->lease, 0, sizeof(w->lease));
-    kc_count_passthrough(w->pctx);
+    kc_count_passthrough(w->pctx, &w->pctx->hmac_alg);
     return 1;
 }
 
@@ -225,19 +226,19 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
             || !f->init(inner, key, keylen, NULL)) {
             /* whatever state that left is the default's: keep it, uncached */
             w->passthrough = 1;
-            kc_count_passthrough(pctx);
+            kc_count_passthrough(pctx, &pctx->hmac_alg);
             return 0;
         }
     }
     w->inner = inner;
     /* cached from its admit_after-th use on: the cache gets a pristine copy */
     if (!lk.admit || (tmpl = f->dupctx(inner)) == NULL) {
-        kc_count_passthrough(pctx);
+        kc_count_passthrough(pctx, &pctx->hmac_alg);
         return 1;
     }
     if (!kc_cache_add(c, &pctx->hmac_alg, w->dg, key, keylen, tmpl, &lk)) {
         f->freectx(tmpl);
-        kc_count_passthrough(pctx);
+        kc_count_passthrough(pctx, &pctx->hmac_alg);
         return 1;
     }
     w->lease = lk.lease;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The inner provider: the real `default` provider, loaded into a library
  * context private to keycache (the filterprov pattern).  We take its HMAC and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keycache - internal declarations shared by the provider's sources.
  *
@@ -14,18 +15,25 @@
  * provider/kmac.c           KMAC128 and KMAC256
  * provider/passthrough.c    the default's KDFs and HMAC-DRBG, kept where
  *                           their inner MACs cannot reach keycache
+ * provider/debug.c          KEYCACHE_DEBUG: reports for operators
  */
 #ifndef KC_LOCAL_H
 #define KC_LOCAL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include <openssl/core.h>
 #include <openssl/core_dispatch.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "keycache.h"
+
+/* the build passes the project version */
+#ifndef KC_VERSION_STR
+# define KC_VERSION_STR "0.1.0"
+#endif
 
 typedef struct kc_provctx_st KC_PROVCTX;
 typedef struct kc_cache_st KC_CACHE;
@@ -72,6 +80,7 @@ typedef struct {
     const char *names;        /* the default provider's name string */
     void (*freectx)(void *);  /* inner free, which cleanses key material */
     unsigned int spare_max;   /* used contexts an entry keeps for reuse */
+    unsigned int stat;        /* counter slot, KC_STAT_* */
 } KC_ALG;
 
 /*
@@ -200,6 +209,18 @@ typedef struct {
     uint64_t hits, misses, evictions, passthrough;
 } KC_COUNTERS;
 
+/*
+ * Counters are kept per algorithm (KC_ALG.stat), for KEYCACHE_DEBUG's
+ * reports; the provider's counter parameters are their sums.
+ */
+#define KC_STAT_OTHER 0       /* not attributed to an algorithm */
+#define KC_STAT_HMAC 1
+#define KC_STAT_GCM 2         /* + KC_GCM_128, _192, _256 */
+#define KC_STAT_FAM (KC_STAT_GCM + KC_GCM_COUNT)  /* + KC_FAM_* */
+#define KC_STAT_SLOTS (KC_STAT_FAM + KC_FAM_COUNT)
+
+typedef struct kc_debug_st KC_DEBUG;
+
 struct kc_provctx_st {
     const OSSL_CORE_HANDLE *handle;
     OSSL_LIB_CTX *app_libctx;
@@ -207,11 +228,15 @@ struct kc_provctx_st {
     OSSL_FUNC_core_new_error_fn *core_new_error;
     OSSL_FUNC_core_set_error_debug_fn *core_set_error_debug;
     OSSL_FUNC_core_vset_error_fn *core_vset_error;
+    const char *name;         /* the provider's name, as the core knows it */
+    KC_DEBUG *dbg;            /* KEYCACHE_DEBUG, NULL when unset */
+    int started;              /* OSSL_provider_init() succeeded */
 
     /* configuration */
     size_t cache_size;
     int hmac_on, gcm_on;
     uint64_t idle_ttl;        /* seconds, 0 = never expire */
+    int timed;                /* idle_ttl or periodic reports: check time */
     unsigned int admit_after; /* keyed inits before a key is cached */
 
     /* the wrapped default provider */
@@ -239,14 +264,37 @@ struct kc_provctx_st {
     CRYPTO_THREAD_LOCAL tls;
     int tls_ok;
     KC_CACHE *caches;
-    KC_COUNTERS retired;      /* counters of caches already freed */
+    KC_COUNTERS retired[KC_STAT_SLOTS]; /* of caches already freed */
 };
 
-/* keycache_prov.c: raise an error in keycache's own error library */
+/*
+ * keycache_prov.c: raise an error (and write it to KEYCACHE_DEBUG's log).
+ * All of these happen while the provider starts, before the core would
+ * register a provider's own reason strings, so they are raised with
+ * libcrypto's registered reasons and say what went wrong in their text.
+ */
 #define KC_R_INIT_FAILED      1
 #define KC_R_BAD_CONFIG       2
 #define KC_R_INNER_MISSING    3
-void kc_raise(KC_PROVCTX *pctx, int reason, const char *fmt, ...);
+void kc_raise_at(KC_PROVCTX *pctx, int reason, const char *file, int line,
+                 const char *fmt, ...);
+#ifdef __FILE_NAME__
+# define KC_FILE_NAME __FILE_NAME__
+#else
+# define KC_FILE_NAME "keycache"
+#endif
+#define kc_raise(pctx, reason, ...) \
+    kc_raise_at(pctx, reason, KC_FILE_NAME, __LINE__, __VA_ARGS__)
+
+/* debug.c: KEYCACHE_DEBUG=file:PATH,level:N,interval:S */
+void kc_debug_init(KC_PROVCTX *pctx);
+void kc_debug_start(KC_PROVCTX *pctx);
+void kc_debug_stop(KC_PROVCTX *pctx);
+int kc_debug_level(const KC_PROVCTX *pctx);
+uint64_t kc_debug_interval(const KC_PROVCTX *pctx);
+void kc_debug_log(KC_PROVCTX *pctx, int level, const char *fmt, ...);
+/* from kc_cache_get() when pctx->timed: a periodic report if one is due */
+void kc_debug_tick(KC_PROVCTX *pctx, time_t now);
 
 /* inner.c */
 int kc_names_start_with(const char *names, const char *first);
@@ -281,15 +329,19 @@ int kc_cache_start(KC_PROVCTX *pctx);
 void kc_cache_stop(KC_PROVCTX *pctx);
 KC_CACHE *kc_cache_get(KC_PROVCTX *pctx);
 void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries);
+/* the same per algorithm, by[KC_STAT_SLOTS] */
+void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
+                              uint64_t *entries);
 /*
  * Is this thread's hit rate low (see the bypass in cache.c), so that a
- * new context had better not look up at all?  Says no for one context in
- * KC_ADMIT_ONE_IN, which keeps the hit rate measured; a yes is counted as
- * a pass-through.
+ * new context of alg had better not look up at all?  Says no for one
+ * context in KC_ADMIT_ONE_IN, which keeps the hit rate measured; a yes is
+ * counted as a pass-through.
  */
-int kc_cache_cold(KC_PROVCTX *pctx);
-/* count a pass-through in this thread's cache if any (never creates one) */
-void kc_count_passthrough(KC_PROVCTX *pctx);
+int kc_cache_cold(KC_PROVCTX *pctx, const KC_ALG *alg);
+/* Count a pass-through of alg in this thread's cache if any (never
+ * creates one). */
+void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg);
 /* Per-thread memo of (name, properties) -> value, e.g. resolved digests. */
 const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Randomness for the wrapped default provider, drawn from the application.
  *

@@ -751,7 +751,7 @@ static KC_NOINLINE int materialize(KC_TMAC_CTX *w)
         return 0;
     }
     w->inner = inner;
-    kc_count_passthrough(w->pctx);
+    kc_count_passthrough(w->pctx, &w->f->alg);
     return 1;
 }
 
@@ -776,7 +776,7 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
      * recording and looking up would only add to each message, so this
      * context is the default's from the start.
      */
-    if (kc_cache_cold(pctx)
+    if (kc_cache_cold(pctx, &w->f->alg)
         && (w->inner = w->f->mac.newctx(pctx->inner_provctx)) == NULL) {
         kc_wrapper_free(pctx, KC_POOL_TMPL, w, sizeof(*w));
         return NULL;
@@ -1105,6 +1105,7 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
     f->alg.names = alg->algorithm_names;
     f->alg.freectx = m->freectx;
     f->alg.spare_max = f->d->reinit_restores ? KC_SPARE_MAX : 0;
+    f->alg.stat = KC_STAT_FAM + (unsigned int)(f - pctx->fam);
     inner_get_params[f - pctx->fam] = m->get_params;
     /*
      * Does the default take set_ctx_params with NULL, or with no
