@@ -180,7 +180,8 @@ static int instance_live(const KC_PROVCTX *pctx)
         v2 += v1; v1 = KC_ROTL(v1, 17); v1 ^= v2; v2 = KC_ROTL(v2, 32);     \
     } while (0)
 
-static uint64_t kc_hash(const uint64_t k[2], const unsigned char *p, size_t n)
+static ossl_inline __attribute__((always_inline))
+uint64_t kc_hash(const uint64_t k[2], const unsigned char *p, size_t n)
 {
     uint64_t v0 = k[0] ^ 0x736f6d6570736575ULL;
     uint64_t v1 = k[1] ^ 0x646f72616e646f6dULL;
@@ -722,7 +723,14 @@ void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind, size_t size,
 
 void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size)
 {
-    return kc_wrapper_new_head(pctx, kind, size, size);
+    KC_CACHE *c = kc_cache_get(pctx);
+    void *p;
+
+    if (c == NULL || c->npool[kind] == 0)
+        return OPENSSL_zalloc(size);
+    p = c->pool[kind][--c->npool[kind]];
+    memset(p, 0, size);
+    return p;
 }
 
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
