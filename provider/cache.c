@@ -650,12 +650,18 @@ static int bypass_allows(KC_CACHE *c)
     return ++c->bypass_misses % KC_ADMIT_ONE_IN == 0;
 }
 
+/*
+ * Every KC_COLD_ONE_IN-th context still looks up, to see hits return: a
+ * window of KC_WINDOW lookups then takes KC_WINDOW * KC_COLD_ONE_IN new
+ * contexts (2048).
+ */
+#define KC_COLD_ONE_IN 32
+
 int kc_cache_cold(KC_PROVCTX *pctx, const KC_ALG *alg)
 {
     KC_CACHE *c = CRYPTO_THREAD_get_local(&pctx->tls);
 
-    /* every KC_ADMIT_ONE_IN-th context still looks up, to see hits return */
-    if (c == NULL || !c->bypass || ++c->cold_skips % KC_ADMIT_ONE_IN == 0)
+    if (c == NULL || !c->bypass || ++c->cold_skips % KC_COLD_ONE_IN == 0)
         return 0;
     KC_BUMP(c, alg->stat, passthrough);
     return 1;

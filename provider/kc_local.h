@@ -335,8 +335,8 @@ void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
 /*
  * Is this thread's hit rate low (see the bypass in cache.c), so that a
  * new context of alg had better not look up at all?  Says no for one
- * context in KC_ADMIT_ONE_IN, which keeps the hit rate measured; a yes is
- * counted as a pass-through.
+ * context in 32, which keeps the hit rate measured; a yes is counted as a
+ * pass-through.
  */
 int kc_cache_cold(KC_PROVCTX *pctx, const KC_ALG *alg);
 /* Count a pass-through of alg in this thread's cache if any (never

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -346,23 +347,54 @@ static int served_by_keycache(void)
     return ok;
 }
 
-static void run_pattern_at(const char *name, pattern_fn fn, int expect_hits)
+/*
+ * The keycache runs of a pattern, on a thread of their own: every pattern
+ * starts with an empty per-thread cache, whatever the patterns before it
+ * did to this thread's hit rate (a miss-heavy one makes new contexts skip
+ * the cache for a while, see test_cold).
+ */
+typedef struct {
+    pattern_fn fn;
+    REC kc[3];
+} KC_RUNS;
+
+static void *kc_runs_main(void *arg)
 {
-    REC def = { 0 }, kc = { 0 };
-    uint64_t hits0, hits1;
+    KC_RUNS *k = arg;
     int run;
 
+    for (run = 0; run < 3; run++) {
+        if (run == 1)
+            churn();
+        run_on(k->fn, kct_keycache(), &k->kc[run]);
+    }
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+static void run_pattern_at(const char *name, pattern_fn fn, int expect_hits)
+{
+    REC def = { 0 };
+    KC_RUNS k;
+    uint64_t hits0, hits1;
+    pthread_t t;
+    int run;
+
+    memset(&k, 0, sizeof(k));
+    k.fn = fn;
     run_on(fn, kct_default(), &def);
     CU_ASSERT_FATAL(served_by_keycache());
     hits0 = kct_counter(KEYCACHE_PARAM_HITS);
-    for (run = 1; run <= 3; run++) {
-        if (run == 2)
-            churn();
-        run_on(fn, kct_keycache(), &kc);
-        CU_ASSERT(kc.len == def.len && memcmp(kc.buf, def.buf, def.len) == 0);
-        if (kc.len != def.len || memcmp(kc.buf, def.buf, def.len) != 0)
-            show_diff(name, run, &def, &kc);
-        rec_free(&kc);
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, kc_runs_main, &k) == 0);
+    pthread_join(t, NULL);
+    for (run = 0; run < 3; run++) {
+        REC *kc = &k.kc[run];
+
+        CU_ASSERT(kc->len == def.len
+                  && memcmp(kc->buf, def.buf, def.len) == 0);
+        if (kc->len != def.len || memcmp(kc->buf, def.buf, def.len) != 0)
+            show_diff(name, run + 1, &def, kc);
+        rec_free(kc);
     }
     hits1 = kct_counter(KEYCACHE_PARAM_HITS);
     if (expect_hits) {
@@ -1288,6 +1320,62 @@ static void test_uncached_ciphers(void)
     ERR_clear_error();
 }
 
+/*
+ * A thread that keys every message with a new key: once its hit rate is
+ * low, new contexts are served by the default from the start (cold), with
+ * the same results; a key used again and again is cached again soon.
+ */
+static void *cold_main(void *arg)
+{
+    unsigned char key[32], want[OUTMAX], got[OUTMAX];
+    size_t f, wl, gl;
+    OSSL_PARAM p[3];
+    int i, *bad = arg;
+    uint64_t h0;
+
+    for (i = 0; i < 600; i++) {
+        f = (size_t)i % NFAMS;
+        kct_fill(key, sizeof(key), 20000 + i);
+        base_params(&fams[f], 0, i % 4, p);
+        wl = gl = 0;
+        if (EVP_Q_mac(kct_default(), fams[f].mac, NULL, NULL, p, key,
+                      fams[f].keylen[0], msgs[2], 40, want, sizeof(want),
+                      &wl) == NULL
+            || EVP_Q_mac(kct_keycache(), fams[f].mac, NULL, NULL, p, key,
+                         fams[f].keylen[0], msgs[2], 40, got, sizeof(got),
+                         &gl) == NULL
+            || wl != gl || memcmp(want, got, wl) != 0)
+            (*bad)++;
+    }
+    /* one key from now on: hits come back within a few windows */
+    h0 = kct_counter(KEYCACHE_PARAM_HITS);
+    base_params(&fams[0], 0, 0, p);
+    for (i = 0; i < 5000 && kct_counter(KEYCACHE_PARAM_HITS) == h0; i++)
+        if (EVP_Q_mac(kct_keycache(), fams[0].mac, NULL, NULL, p, keys[0],
+                      16, msgs[2], 40, got, sizeof(got), &gl) == NULL)
+            (*bad)++;
+    if (kct_counter(KEYCACHE_PARAM_HITS) == h0)
+        (*bad) += 1000;
+    ERR_clear_error();
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+static void test_cold(void)
+{
+    uint64_t p0 = kct_counter(KEYCACHE_PARAM_PASSTHROUGH);
+    pthread_t t;
+    int bad = 0;
+
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, cold_main, &bad) == 0);
+    pthread_join(t, NULL);
+    if (bad != 0)
+        fprintf(stderr, "\nmiss-heavy thread: %d problems\n", bad);
+    CU_ASSERT_EQUAL(bad, 0);
+    /* most of the 600 went through cold contexts */
+    CU_ASSERT(kct_counter(KEYCACHE_PARAM_PASSTHROUGH) >= p0 + 300);
+}
+
 static void test_q_mac(void) { run_pattern(pat_q_mac, 1); }
 static void test_fresh(void) { run_pattern(pat_fresh, 1); }
 static void test_key_in_set(void) { run_pattern(pat_key_in_set, 1); }
@@ -1322,6 +1410,7 @@ static void add_suites(void)
     CU_add_test(s, "size queries", test_sizes);
     CU_add_test(s, "two live contexts", test_interleave);
     CU_add_test(s, "key changed in place", test_inplace_key);
+    CU_add_test(s, "a new key per message, then one key", test_cold);
 }
 
 int main(int argc, char **argv)

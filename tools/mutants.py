@@ -121,12 +121,38 @@ MUTANTS = {
         "    if (src->inner == NULL && !unkeyed_dup_ok(src))", "    if (0)"),
     # a name twice in one call is recorded (the last "key" wins)
     "tmpl-repeated-names": ("provider/tmpl.c",
-        "            if (strcmp(q->key, p->key) == 0)\n                return 0;",
+        "            if (q->key[0] == p->key[0] && strcmp(q->key, p->key) == 0)\n                return 0;",
         "            if (0)\n                return 0;"),
     # KMAC's set_ctx_params key taken as keying (the default only stores
     # it: no update before an init)
-    "kmac-set-key-keys": ("provider/kmac.c", "kmac_shape, NULL, 0, NULL",
-        "kmac_shape, NULL, 1, NULL"),
+    "kmac-set-key-keys": ("provider/kmac.c", "kmac_shape, NULL, 0, 0, 0, 0, NULL",
+        "kmac_shape, NULL, 1, 0, 0, 0, NULL"),
+    # CMAC: a spare is handed out without the keyless init that restarts it
+    "cmac-spare-no-reinit": ("provider/tmpl.c",
+        "        if (f->mac.init(lk.spare, NULL, 0, NULL))", "        if (1)"),
+    # CMAC: a context given parameters after its key is still parked (a
+    # cipher set after the key reaches the next user of the spare)
+    "cmac-park-after-set": ("provider/tmpl.c",
+        "        w->clean = w->sized = 0;\n        return w->f->mac.set_ctx_params(w->inner, params);",
+        "        w->sized = 0;\n        return w->f->mac.set_ctx_params(w->inner, params);"),
+    # CMAC: a context re-keyed in place is still parked under the old key
+    "cmac-park-rekeyed": ("provider/tmpl.c",
+        "            w->clean = w->sized = 0;\n        return w->f->mac.init(",
+        "            w->sized = 0;\n        return w->f->mac.init("),
+    # the size answered for a context re-keyed with another cipher
+    "cmac-size-kept": [("provider/tmpl.c",
+        "        w->clean = w->sized = 0;\n        return w->f->mac.set_ctx_params(w->inner, params);",
+        "        w->clean = 0;\n        return w->f->mac.set_ctx_params(w->inner, params);"),
+        ("provider/tmpl.c",
+         "            w->clean = w->sized = 0;\n        return w->f->mac.init(",
+         "            w->clean = 0;\n        return w->f->mac.init(")],
+    # GMAC: an IV given with the key in init is not set on the copy
+    "gmac-drop-direct-iv": ("provider/tmpl.c",
+        "        return !direct || apply_volatile(w, &s);", "        return 1;"),
+    # a miss-heavy thread never goes back to the cache
+    "cold-forever": ("provider/cache.c",
+        "    if (c == NULL || !c->bypass || ++c->cold_skips % KC_COLD_ONE_IN == 0)",
+        "    if (c == NULL)"),
     # CMAC caches any cipher, not only AES-CBC
     "cmac-any-cipher": ("provider/cmac.c",
         "           && kc_cipher_is_one_of(pctx, cipher, props, aes_cbc);",
