@@ -446,15 +446,11 @@ OSSL_FUNC_mac_set_ctx_params_fn kc_tmac_set_ctx_params;
 const OSSL_PARAM *kc_tmac_gettable_ctx_params(KC_PROVCTX *pctx, int which);
 const OSSL_PARAM *kc_tmac_settable_ctx_params(KC_PROVCTX *pctx, int which);
 const OSSL_PARAM *kc_tmac_gettable_params(KC_PROVCTX *pctx, int which);
-/* the inner get_params (no provider context: the same for all instances) */
-OSSL_FUNC_mac_get_params_fn *kc_tmac_inner_get_params(int which);
-/* and what it says "size" is (0: unknown) */
-size_t kc_tmac_fixed_size(int which);
 /*
- * Answer params if it is a lone size_t "size" query, as
- * OSSL_PARAM_set_size_t() would, with size (not if 0).  1 if answered.
+ * get_params (no provider context): the inner's, with a lone size_t "size"
+ * query answered from what it said at start.
  */
-int kc_tmac_answer_size(OSSL_PARAM params[], size_t size);
+int kc_tmac_get_params(int which, OSSL_PARAM params[]);
 /*
  * For a family's cacheable(): the last UTF-8 parameter |name| of a record,
  * and the UTF-8 parameter |with| of the same call (NULL if absent there).

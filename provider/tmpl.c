@@ -758,6 +758,14 @@ static KC_NOINLINE int materialize(KC_TMAC_CTX *w)
 /* ---------------------------------------------------------------------- */
 /* The dispatch functions                                                 */
 
+/*
+ * get_params has no provider context, so the inner functions are kept here,
+ * with what they say "size" is.  They are libcrypto's own static functions:
+ * the same for every instance.
+ */
+static OSSL_FUNC_mac_get_params_fn *inner_get_params[KC_FAM_COUNT];
+static size_t fixed_size[KC_FAM_COUNT];
+
 /* A new wrapper: the record buffers are written before they are read. */
 #define KC_TMAC_HEAD offsetof(KC_TMAC_CTX, rec)
 
@@ -1010,20 +1018,28 @@ static KC_NOINLINE int unkeyed_get_params(KC_TMAC_CTX *w, OSSL_PARAM params[])
 
 static ossl_inline int answer_size(OSSL_PARAM params[], size_t size)
 {
-    if (size == 0 || params == NULL || params[0].key == NULL
+    const char *k;
+
+    /* "size", compared by hand: this runs before every final */
+    if (size == 0 || params == NULL || (k = params[0].key) == NULL
         || params[1].key != NULL
         || params[0].data_type != OSSL_PARAM_UNSIGNED_INTEGER
         || params[0].data_size != sizeof(size_t) || params[0].data == NULL
-        || strcmp(params[0].key, OSSL_MAC_PARAM_SIZE) != 0)
+        || k[0] != 's' || k[1] != 'i' || k[2] != 'z' || k[3] != 'e'
+        || k[4] != '\0')
         return 0;
     *(size_t *)params[0].data = size;
     params[0].return_size = sizeof(size_t);
     return 1;
 }
 
-int kc_tmac_answer_size(OSSL_PARAM params[], size_t size)
+int kc_tmac_get_params(int which, OSSL_PARAM params[])
 {
-    return answer_size(params, size);
+    /* EVP_MAC_final asks for the size alone: the default's answer, learned */
+    if (answer_size(params, fixed_size[which]))
+        return 1;
+    return inner_get_params[which] != NULL
+           && inner_get_params[which](params);
 }
 
 /* EVP_MAC_final asks for the size alone before every final */
@@ -1070,23 +1086,7 @@ const OSSL_PARAM *kc_tmac_gettable_params(KC_PROVCTX *pctx, int which)
            : f->gettable_params(pctx->inner_provctx);
 }
 
-/*
- * get_params has no provider context, so the inner functions are kept here.
- * They are libcrypto's own static functions: the same for every instance.
- */
-static OSSL_FUNC_mac_get_params_fn *inner_get_params[KC_FAM_COUNT];
 
-static size_t fixed_size[KC_FAM_COUNT];
-
-OSSL_FUNC_mac_get_params_fn *kc_tmac_inner_get_params(int which)
-{
-    return inner_get_params[which];
-}
-
-size_t kc_tmac_fixed_size(int which)
-{
-    return fixed_size[which];
-}
 
 /* ---------------------------------------------------------------------- */
 /* Start                                                                  */

@@ -103,10 +103,10 @@ MUTANTS = {
         "    return 1\n           || (e->reclen"),
     # a hit hands out the template itself, not a copy
     "tmpl-share-template": [("provider/tmpl.c",
-        "    if (tmpl != NULL) {\n        if ((inner = f->mac.dupctx(tmpl)) == NULL)\n            return -1;",
-        "    if (tmpl != NULL) {\n        inner = tmpl;"),
-        ("provider/tmpl.c", "    if (w->inner != NULL)\n        w->f->mac.freectx(w->inner);\n    kc_wrapper_free",
-         "    kc_wrapper_free")],
+        "    if (inner == NULL && (inner = f->mac.dupctx(tmpl)) == NULL)",
+        "    if (inner == NULL && (inner = tmpl) == NULL)"),
+        ("provider/tmpl.c", "    if (w->inner != NULL\n        && (!w->clean",
+         "    if (0 && w->inner != NULL\n        && (!w->clean")],
     # a record is taken as valid without asking the default (bad cipher
     # names, IV lengths, sizes answered 1)
     "tmpl-shape-unchecked": ("provider/tmpl.c",
@@ -115,7 +115,8 @@ MUTANTS = {
         "    v = probe(w, 1) ? KC_REC_VALID : 0;", "    v = KC_REC_VALID;"),
     # a call that fails to record leaves its half-recorded parameters
     "tmpl-no-rollback": ("provider/tmpl.c",
-        " fail:\n    restore(w, &sv);\n    return 0;", " fail:\n    return 0;"),
+        "        memcpy(w->rec + w->shape_len / 8, old, oldlen);\n    restore(w, &sv);\n    return 0;",
+        "        memcpy(w->rec + w->shape_len / 8, old, oldlen);\n    return 0;"),
     # a context never keyed duplicates although the default cannot
     "tmpl-dup-unkeyed": ("provider/tmpl.c",
         "    if (src->inner == NULL && !unkeyed_dup_ok(src))", "    if (0)"),
