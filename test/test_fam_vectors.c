@@ -207,7 +207,7 @@ static void check(TALLY *t, const char *id, const VEC *v, int valid,
         return;
     for (i = 0; i < RUNS; i++) {
         ok = r[i].stage == ST_OK && r[i].outlen >= wantlen
-             && memcmp(r[i].out, want, wantlen) == 0;
+             && (wantlen == 0 || memcmp(r[i].out, want, wantlen) == 0);
         if (valid && !ok)
             fail(t, id, "%s: not the published MAC%s", run_name[i], "");
         if (!valid && ok)
