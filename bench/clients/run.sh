@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Real, unchanged clients with and without keycache: instructions per op.
+#
+#   bench/clients/run.sh <build-dir> [case ...]
+#
+# For every case (all of them without arguments; `run.sh <build> --list`
+# lists them) whose runtime is installed it prints one row:
+#   - the OpenSSL path the client took: calls per op its own code makes to
+#     the libcrypto entry points that tell the paths apart, and calls per op
+#     into keycache.so (bench/clients/cgcalls.py),
+#   - instructions per op with the default provider (OPENSSL_CONF=/dev/null)
+#     and with keycache (OPENSSL_CONF=<build>/openssl.cnf, or $KC_CONF):
+#     valgrind --tool=callgrind, (Ir(N2) - Ir(N1)) / (N2 - N1) with the same
+#     32-byte key and 256-byte message every op, as bench/callgrind.sh does,
+#     so that start-up, loading and the first ops cancel,
+#   - the ratio keycache / default,
+#   - keycache's hits, misses and pass-through per op, from two runs without
+#     valgrind ((counter(N2) - counter(N1)) / (N2 - N1)), read at exit by the
+#     preloaded kc_counters.so: the client is not changed.
+# N1 and N2 default to 200 and 400 (a tenth for c-pbkdf2, whose op is 1,000
+# HMACs); JOBS (default 2) valgrind runs go at once.  Absent runtimes are
+# reported as SKIP.  The whole run takes about five minutes on two cores.
+set -uo pipefail
+
+build=${1:?usage: $0 <build-dir> [case ...]}
+shift
+build=$(cd "$build" && pwd) || exit 2
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=common.sh
+. "$here/common.sh"
+
+if [ "${1:-}" = --list ]; then
+    kc_clients_table
+    exit 0
+fi
+n1=${N1:-200}
+n2=${N2:-400}
+jobs=${JOBS:-2}
+conf=${KC_CONF:-$build/openssl.cnf}
+[ -f "$conf" ] || { echo "no $conf: build the project first" >&2; exit 2; }
+[ -f "$build/keycache.so" ] || { echo "no $build/keycache.so" >&2; exit 2; }
+command -v valgrind >/dev/null || { echo "valgrind not found" >&2; exit 2; }
+if [ "$n2" -le "$n1" ]; then
+    echo "N2 must be larger than N1" >&2
+    exit 2
+fi
+[ $# -gt 0 ] || set -- $(kc_clients_table | awk '{ print $1 }')
+
+kc_clients_build "$build"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# One valgrind run: ARM(def|kc) N CASE -> $tmp/CASE.ARM.N.{cg,out,log,rc}
+profile()
+{
+    local arm=$1 n=$2 case=$3 cnf=/dev/null base=$tmp/$3.$1.$2
+
+    [ "$arm" = kc ] && cnf=$conf
+    kc_clients_cmd "$case"
+    OPENSSL_CONF=$cnf valgrind --tool=callgrind \
+        --callgrind-out-file="$base.cg" "${KC_CMD[@]}" bench "$n" \
+        >"$base.out" 2>"$base.log"
+    echo $? >"$base.rc"
+}
+
+# 12345 -> 12,345
+commas()
+{
+    sed -E ':a; s/([0-9])([0-9]{3})($|,)/\1,\2\3/; ta' <<<"$1"
+}
+
+ir_of()
+{
+    awk '/^summary:/ { print $2; exit }' "$tmp/$1.cg" 2>/dev/null
+}
+
+# counters per op between N1 and N2 ops: "hits misses pass" or a word
+counters_per_op()
+{
+    local a b
+
+    a=$(kc_clients_counters "$conf" "$1" bench "$2")
+    b=$(kc_clients_counters "$conf" "$1" bench "$3")
+    if [ -z "$a" ] || [ -z "$b" ]; then
+        echo "? ? ?"
+    elif [ "$a" = not-loaded ] || [ "$b" = not-loaded ]; then
+        echo "not-loaded - -"
+    else
+        awk -v a="$a" -v b="$b" -v n=$(($3 - $2)) 'BEGIN {
+            split(a, x, " "); split(b, y, " ");
+            printf "%.3g %.3g %.3g", (y[1] - x[1]) / n, (y[2] - x[2]) / n,
+                   (y[3] - x[3]) / n }'
+    fi
+}
+
+versions()
+{
+    local v
+
+    echo "OpenSSL (system libcrypto): $(openssl version 2>/dev/null)"
+    kc_clients_have ruby \
+        && echo "ruby $(ruby -ropenssl -e 'print RUBY_VERSION, ", ", OpenSSL::OPENSSL_LIBRARY_VERSION')"
+    kc_clients_have activesupport \
+        && echo "ActiveSupport $(ruby -ractive_support -e 'print ActiveSupport::VERSION::STRING')"
+    kc_clients_have python \
+        && echo "python $("$KC_PYTHON" -c 'import ssl, sys; print(sys.version.split()[0] + ", " + ssl.OPENSSL_VERSION)')"
+    kc_clients_have cryptography \
+        && echo "cryptography $("$KC_PYTHON" -c 'import cryptography; print(cryptography.__version__)')"
+    kc_clients_have php \
+        && echo "php $(php -r 'echo PHP_VERSION, ", ", OPENSSL_VERSION_TEXT;')"
+    if kc_clients_have node; then
+        v=$(node -p 'process.version + ", bundled OpenSSL " + process.versions.openssl + (process.config.variables.node_shared_openssl ? " (shared)" : " (static)")')
+        echo "node $v"
+    fi
+    kc_clients_have dotnet \
+        && echo "dotnet runtime $(dotnet --list-runtimes | awk '/NETCore.App/ { v = $2 } END { print v }'), system libcrypto"
+}
+
+echo "client bench: callgrind Ir/op = (Ir($n2 ops) - Ir($n1 ops)) / $((n2 - n1)), 32-byte key, 256-byte message, same key every op"
+echo "default: OPENSSL_CONF=/dev/null; keycache: OPENSSL_CONF=$conf"
+versions
+echo
+rows=()
+status=0
+for case in "$@"; do
+    if ! kc_clients_case "$case"; then
+        echo "unknown case '$case' (run.sh <build> --list)" >&2
+        status=1
+        continue
+    fi
+    label=$KC_LABEL
+    if ! kc_clients_have "$KC_RUNTIME"; then
+        echo "SKIP $case: $KC_WHY"
+        rows+=("| $label | skipped: $KC_WHY | | | | | | |")
+        continue
+    fi
+    a=$n1 b=$n2
+    if [ "$case" = c-pbkdf2 ]; then
+        a=$((n1 / 10)) b=$((n2 / 10))
+    fi
+    for run in "def $a" "def $b" "kc $a" "kc $b"; do
+        while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+            wait -n
+        done
+        # shellcheck disable=SC2086
+        profile $run "$case" &
+    done
+    wait
+    failed=
+    for run in def.$a def.$b kc.$a kc.$b; do
+        if [ "$(cat "$tmp/$case.$run.rc")" != 0 ] || [ -z "$(ir_of "$case.$run")" ]; then
+            failed=$run
+        fi
+    done
+    if [ -n "$failed" ]; then
+        echo "FAILED $case ($failed):" >&2
+        tail -n 20 "$tmp/$case.$failed.log" >&2
+        rows+=("| $label | run failed | | | | | | |")
+        status=1
+        continue
+    fi
+    # the same output in both arms (MessageEncryptor draws a random IV)
+    if [ "$case" != rb-me-encrypt ] \
+       && ! cmp -s "$tmp/$case.def.$b.out" "$tmp/$case.kc.$b.out"; then
+        echo "FAILED $case: outputs differ between the arms" >&2
+        status=1
+    fi
+    ird=$(awk -v x="$(ir_of "$case.def.$a")" -v y="$(ir_of "$case.def.$b")" \
+              -v n=$((b - a)) 'BEGIN { printf "%.0f", (y - x) / n }')
+    irk=$(awk -v x="$(ir_of "$case.kc.$a")" -v y="$(ir_of "$case.kc.$b")" \
+              -v n=$((b - a)) 'BEGIN { printf "%.0f", (y - x) / n }')
+    ratio=$(awk -v d="$ird" -v k="$irk" 'BEGIN { printf "%.3f", k / d }')
+    path=$(python3 "$here/cgcalls.py" "$a" "$tmp/$case.kc.$a.cg" \
+                   "$b" "$tmp/$case.kc.$b.cg")
+    read -r hits misses pass <<<"$(counters_per_op "$case" "$a" "$b")"
+    printf '%-16s %10s %10s %7s  hits %-5s misses %-5s pass %-5s %s\n' \
+        "$case" "$ird" "$irk" "$ratio" "$hits" "$misses" "$pass" "$path"
+    rows+=("$(printf '| %s | %s | %s | %s | %s | %s | %s | %s |' "$label" \
+              "$path" "$(commas "$ird")" "$(commas "$irk")" \
+              "$ratio" "$hits" "$misses" "$pass")")
+    rm -f "$tmp/$case".*
+done
+
+echo
+echo "| client and API | OpenSSL path (calls/op) | default Ir/op | keycache Ir/op | ratio | hits/op | misses/op | pass-through/op |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|"
+printf '%s\n' "${rows[@]}"
+exit $status
