@@ -68,8 +68,9 @@ function hmac_lines(): void
                          hash_hmac($d, pat($ml, $ml + 1), pat($kl, $kl)), "\n";
 }
 
+$iv = pat(12, 5);
 $cases = [
-    'php-gcm' => [fn($k, $m) => seal($k, pat(12, 5), '', $m), 'gcm_lines'],
+    'php-gcm' => [fn($k, $m) => seal($k, $iv, '', $m), 'gcm_lines'],
     'php-hash-hmac' => [fn($k, $m) => hash_hmac('sha256', $m, $k, true),
                         'hmac_lines'],
 ];

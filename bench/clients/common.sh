@@ -65,12 +65,48 @@ kc_clients_cmd()
     py-*)   KC_CMD=("$KC_PYTHON" "$src/clients.py" "$1") ;;
     php-*)  KC_CMD=(php "$src/clients.php" "$1") ;;
     node-gcm-noflag)
-            KC_CMD=(node "$src/clients.js" node-gcm) ;;
-    node-*) KC_CMD=(node --openssl-shared-config "$src/clients.js" "$1") ;;
+            KC_CMD=(node ${KC_NODE_FLAGS:-} "$src/clients.js" node-gcm) ;;
+    node-*) KC_CMD=(node ${KC_NODE_FLAGS:-} --openssl-shared-config \
+                    "$src/clients.js" "$1") ;;
     dn-*)   KC_CMD=(dotnet "$bin/dotnet/KcClients.dll" "$1") ;;
     c-*)    KC_CMD=("$bin/c_client" "$1") ;;
     *)      return 1 ;;
     esac
+}
+
+# The instruction counts of bench/clients/run.sh: "N1 N2" ops of a case
+# (Ir/op = (Ir(N2) - Ir(N1)) / (N2 - N1)), and the settings that make a
+# runtime's count repeatable from run to run.  None of them changes which
+# OpenSSL calls the client makes.
+#   Python, .NET, node: hash seeds and background threads (JIT, GC) vary the
+#   instructions from run to run by far more than an op costs: fixed with
+#   PYTHONHASHSEED=0, DOTNET_TieredCompilation=0 (methods are compiled once,
+#   fully optimised, on the calling thread) and node --predictable
+#   (single-threaded V8, fixed seeds).
+#   node: V8 keeps compiling and re-optimising for thousands of calls, so
+#   the first 5,000 ops are a warm-up and the counted ones come after.
+#   Ruby: its start-up varies by some 25,000 instructions, so N2 - N1 is
+#   800, not 200.
+#   c-pbkdf2: each op is 1,000 HMACs.
+# N1 and N2 in the environment override the defaults for every case.
+kc_clients_iters()
+{
+    local n
+
+    case $1 in
+    rb-*)     n="200 1000" ;;
+    node-*)   n="5000 7000" ;;
+    c-pbkdf2) n="20 40" ;;
+    *)        n="200 400" ;;
+    esac
+    echo "${N1:-${n% *}} ${N2:-${n#* }}"
+}
+
+# Environment and node flags for a repeatable count (see above).
+kc_clients_repeatable()
+{
+    export PYTHONHASHSEED=0 DOTNET_TieredCompilation=0
+    KC_NODE_FLAGS=--predictable
 }
 
 # Whether a runtime is usable; if not, KC_WHY says why.

@@ -37,6 +37,9 @@
 
 #include "keycache.h"
 
+/* Taken at start: some programs (PHP) change their environment by exit. */
+static char *out_path;
+
 static int find_keycache(OSSL_PROVIDER *prov, void *arg)
 {
     if (strcmp(OSSL_PROVIDER_get0_name(prov), KEYCACHE_PROVIDER_NAME) != 0)
@@ -50,10 +53,9 @@ static void report(void)
     OSSL_PROVIDER *kc = NULL;
     uint64_t hits = 0, misses = 0, pass = 0, evict = 0, entries = 0;
     OSSL_PARAM p[6];
-    const char *path = getenv("KC_COUNTERS_FILE");
     FILE *out = stderr;
 
-    if (path != NULL && *path != '\0' && (out = fopen(path, "a")) == NULL)
+    if (out_path != NULL && (out = fopen(out_path, "a")) == NULL)
         return;
     OSSL_PROVIDER_do_all(NULL, find_keycache, &kc);
     p[0] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_HITS, &hits);
@@ -76,6 +78,10 @@ static void report(void)
 __attribute__((constructor))
 static void kc_counters_init(void)
 {
+    const char *path = getenv("KC_COUNTERS_FILE");
+
+    if (path != NULL && *path != '\0' && (out_path = strdup(path)) == NULL)
+        return;
     if (OPENSSL_init_crypto(OPENSSL_INIT_ATFORK, NULL))
         atexit(report);
 }

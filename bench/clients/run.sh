@@ -17,9 +17,10 @@
 #   - keycache's hits, misses and pass-through per op, from two runs without
 #     valgrind ((counter(N2) - counter(N1)) / (N2 - N1)), read at exit by the
 #     preloaded kc_counters.so: the client is not changed.
-# N1 and N2 default to 200 and 400 (a tenth for c-pbkdf2, whose op is 1,000
-# HMACs); JOBS (default 2) valgrind runs go at once.  Absent runtimes are
-# reported as SKIP.  The whole run takes about five minutes on two cores.
+# N1 and N2 and the settings that make the counts repeatable depend on the
+# runtime (kc_clients_iters and kc_clients_repeatable in common.sh); N1 and
+# N2 in the environment override them for every case.  JOBS (default 2)
+# valgrind runs go at once.  Absent runtimes are reported as SKIP.
 set -uo pipefail
 
 build=${1:?usage: $0 <build-dir> [case ...]}
@@ -33,20 +34,19 @@ if [ "${1:-}" = --list ]; then
     kc_clients_table
     exit 0
 fi
-n1=${N1:-200}
-n2=${N2:-400}
 jobs=${JOBS:-2}
 conf=${KC_CONF:-$build/openssl.cnf}
 [ -f "$conf" ] || { echo "no $conf: build the project first" >&2; exit 2; }
 [ -f "$build/keycache.so" ] || { echo "no $build/keycache.so" >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "valgrind not found" >&2; exit 2; }
-if [ "$n2" -le "$n1" ]; then
+if [ "${N2:-1}" -le "${N1:-0}" ]; then
     echo "N2 must be larger than N1" >&2
     exit 2
 fi
 [ $# -gt 0 ] || set -- $(kc_clients_table | awk '{ print $1 }')
 
 kc_clients_build "$build"
+kc_clients_repeatable
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -116,7 +116,9 @@ versions()
         && echo "dotnet runtime $(dotnet --list-runtimes | awk '/NETCore.App/ { v = $2 } END { print v }'), system libcrypto"
 }
 
-echo "client bench: callgrind Ir/op = (Ir($n2 ops) - Ir($n1 ops)) / $((n2 - n1)), 32-byte key, 256-byte message, same key every op"
+echo "client bench: callgrind Ir/op = (Ir(N2 ops) - Ir(N1 ops)) / (N2 - N1), 32-byte key, 256-byte message, same key every op"
+echo "N1 N2: $(for r in c py php rb node dn; do printf '%s %s, ' "$r" "$(kc_clients_iters $r-x)"; done)c-pbkdf2 $(kc_clients_iters c-pbkdf2)"
+echo "PYTHONHASHSEED=$PYTHONHASHSEED DOTNET_TieredCompilation=$DOTNET_TieredCompilation node $KC_NODE_FLAGS"
 echo "default: OPENSSL_CONF=/dev/null; keycache: OPENSSL_CONF=$conf"
 versions
 echo
@@ -134,10 +136,7 @@ for case in "$@"; do
         rows+=("| $label | skipped: $KC_WHY | | | | | | |")
         continue
     fi
-    a=$n1 b=$n2
-    if [ "$case" = c-pbkdf2 ]; then
-        a=$((n1 / 10)) b=$((n2 / 10))
-    fi
+    read -r a b <<<"$(kc_clients_iters "$case")"
     for run in "def $a" "def $b" "kc $a" "kc $b"; do
         while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
             wait -n

@@ -86,10 +86,12 @@ static class Program
             }
     }
 
+    static readonly byte[] Iv = Pat(12, 5);
+
     // A message sealed and opened again, each with a new AesGcm(key).
     static byte[] GcmOp(byte[] k, byte[] m)
     {
-        var iv = Pat(12, 5);
+        var iv = Iv;
         var ct = Seal(k, iv, null, m);
         var pt = new byte[m.Length];
         using (var g = new AesGcm(k, 16))
