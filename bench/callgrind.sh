@@ -8,8 +8,12 @@
 # with ITERS = $ITERS1 and $ITERS2 (default 2000 and 4000) and reports
 #   Ir/op = (Ir(ITERS2) - Ir(ITERS1)) / (ITERS2 - ITERS1)
 # so that process start-up, library setup and the first (missing) op cancel.
-# Scenarios without a size are run at $SIZES (default "32 256"); the cookie
-# scenario has a fixed size.  `kcbench --list` shows the scenario names.
+# Scenarios without a size are run at $SIZES (default "32 256"); the cookie,
+# tls-* and advkeys-* scenarios have a fixed size.  `kcbench --list` shows
+# the scenario names, their arms, fixed size and a divisor for ITERS1/ITERS2
+# (50 for a TLS handshake per op: 40 and 80 handshakes).  For the tls-*
+# rows kcbench also reports keycache's events, printed per handshake (same
+# two-length difference, keycache arm).
 # $KCBENCH_ARGS is passed to kcbench as well (e.g. "--keys 4000"), and
 # KC_CONF selects another keycache config.
 set -euo pipefail
@@ -39,7 +43,8 @@ trap 'rm -rf "$tmp"' EXIT
 # anything the caller's environment points at.
 export OPENSSL_CONF=/dev/null
 
-# Total instructions (Ir) of one kcbench --callgrind run.
+# Total instructions (Ir) of one kcbench --callgrind run; keycache's event
+# counts, if kcbench printed them, are left in $tmp/kc.<$2>.
 ir_of() {
     local out="$tmp/cg.out"
 
@@ -49,16 +54,28 @@ ir_of() {
         cat "$tmp/log" >&2
         return 1
     fi
+    grep '^kc-counters:' "$tmp/log" >"$tmp/kc.$2" || true
     awk '/^summary:/ { print $2; exit }' "$out"
 }
 
-# Ir/op for one scenario:size:arm, printed with one decimal.
+# Ir/op for one scenario:size:arm, printed with one decimal; ops per run
+# are the global counts divided by $div.
 ir_per_op() {
-    local a b
-    a=$(ir_of "$1:$iters1") || return 1
-    b=$(ir_of "$1:$iters2") || return 1
-    awk -v a="$a" -v b="$b" -v n=$((iters2 - iters1)) \
+    local a b n1=$((iters1 / div)) n2=$((iters2 / div))
+    a=$(ir_of "$1:$n1" 1) || return 1
+    b=$(ir_of "$1:$n2" 2) || return 1
+    awk -v a="$a" -v b="$b" -v n=$((n2 - n1)) \
         'BEGIN { printf "%.1f", (b - a) / n }'
+}
+
+# keycache events per op from the last ir_per_op, if kcbench counted them.
+events_per_op() {
+    [ -s "$tmp/kc.1" ] && [ -s "$tmp/kc.2" ] || return 0
+    paste -d' ' "$tmp/kc.1" "$tmp/kc.2" | awk -v n=$(((iters2 - iters1) / div)) '
+        { printf "%-20s keycache events per op (%d ops):", "", n
+          for (i = 2; i <= 9; i += 2)
+              printf " %s %.2f", $i, ($(i + 10) - $(i + 1)) / n
+          printf "\n" }'
 }
 
 printf 'callgrind: Ir/op = (Ir(%d ops) - Ir(%d ops)) / %d, single thread\n' \
@@ -75,7 +92,8 @@ for spec in "$@"; do
         status=1
         continue
     fi
-    read -r _ arm_a arm_b fixed <<<"$line"
+    read -r _ arm_a arm_b fixed div <<<"$line"
+    div=${div:-1}
     if [ "$fixed" != 0 ]; then
         run_sizes=$fixed
     elif [ "$spec" != "$name" ]; then
@@ -93,6 +111,7 @@ for spec in "$@"; do
         ratio=$(awk -v a="$ia" -v b="$ib" 'BEGIN { printf "%.2fx", b / a }')
         printf '%-20s %6s %-9s %14s %-9s %14s %8s\n' "$name" "$size" \
             "$arm_a" "$ia" "$arm_b" "$ib" "$ratio"
+        events_per_op
     done
 done
 exit $status

@@ -19,6 +19,13 @@
  * --callgrind SCENARIO:SIZE:ARM:ITERS does the setup and then exactly ITERS
  * ops on one arm in the main thread, with no timing; bench/callgrind.sh
  * turns two such runs into instructions per op.
+ *
+ * Two sections measure something other than one-shot crypto: `tls` runs a
+ * whole TLS handshake per op (client and server in one thread over a BIO
+ * pair) and counts keycache's events per handshake, and `adversarial`
+ * compares the same 16 hot keys after 4,000 random filler keys and after
+ * 4,000 keys built to collide in the cache index, both in a keycache
+ * context whose config is generated with cache_size = 4096.
  */
 #define _POSIX_C_SOURCE 200809L   /* barriers, clock_gettime, nanosleep */
 
@@ -38,11 +45,19 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 #include <openssl/provider.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include "keycache.h"
 
 #ifndef KC_CONF
 # define KC_CONF "openssl.cnf"
+#endif
+
+#if defined(__GNUC__)
+# define KC_NOINLINE __attribute__((noinline))
+#else
+# define KC_NOINLINE
 #endif
 
 #define TAG_LEN      16
@@ -54,6 +69,14 @@
 #define MAX_SIZES    16
 #define MAX_THREADS  16
 #define MAX_SIZE     (1 << 24)
+#define TLS_APP_BYTES 32                         /* each way, per handshake */
+#define ADV_CACHE    4096                        /* cache_size of that arm */
+#define ADV_FILL     4000                        /* filler keys */
+#define ADV_HOT      16                          /* keys measured */
+#define ADV_SIZE     32                          /* message bytes */
+/* TLS counts: handshakes to reach a full cache, then handshakes counted */
+#define TLS_WARM     16
+#define TLS_COUNTED  16
 
 /* ---- scenarios ---- */
 
@@ -65,7 +88,12 @@ typedef enum {
     OP_DEC_FRESH,   /* same, decrypt with tag check */
     OP_ENC_REUSED,  /* one keyed EVP_CIPHER_CTX per thread, new IV each op */
     OP_DEC_REUSED,
-    OP_COOKIE       /* verify, decrypt, re-encrypt, re-sign a cookie */
+    OP_COOKIE,      /* verify, decrypt, re-encrypt, re-sign a cookie */
+    OP_TLS12,       /* TLS 1.2 ECDHE-ECDSA-AES128-GCM full handshake */
+    OP_TLS13,       /* TLS 1.3 full handshake */
+    OP_HOT_RANDOM,  /* EVP_Q_mac on hot keys, after random filler keys */
+    OP_HOT_ADV,     /* the same after keys that collide in the index */
+    OP_MAC_LIVE     /* fresh keyed EVP_MAC_CTX per op, freed N ops later */
 } OPKIND;
 
 typedef enum {
@@ -74,7 +102,9 @@ typedef enum {
     KEYS_RR         /* round-robin over 4 x cache_size keys */
 } KEYPOLICY;
 
-typedef enum { SEC_APP, SEC_MISS, SEC_FLOOR, SEC_STEADY, SEC_COUNT } SECTION;
+typedef enum {
+    SEC_APP, SEC_MISS, SEC_FLOOR, SEC_STEADY, SEC_TLS, SEC_ADV, SEC_COUNT
+} SECTION;
 
 typedef struct {
     const char *name;
@@ -85,64 +115,85 @@ typedef struct {
     int legacy;             /* EVP_aes_*_gcm() instead of a prefetched one */
     KEYPOLICY keys;
     int quick;              /* part of --quick */
+    int live;               /* OP_MAC_LIVE: contexts alive at once */
 } SCENARIO;
 
 static const SCENARIO scenarios[] = {
-    { "qmac-sha1", SEC_APP, OP_QMAC, OP_QMAC, "SHA1", 0, 0, KEYS_FIXED, 0 },
-    { "qmac-sha256", SEC_APP, OP_QMAC, OP_QMAC, "SHA256", 0, 0, KEYS_FIXED, 1 },
-    { "qmac-sha512", SEC_APP, OP_QMAC, OP_QMAC, "SHA512", 0, 0, KEYS_FIXED, 0 },
+    { "qmac-sha1", SEC_APP, OP_QMAC, OP_QMAC, "SHA1", 0, 0, KEYS_FIXED, 0, 0 },
+    { "qmac-sha256", SEC_APP, OP_QMAC, OP_QMAC, "SHA256", 0, 0, KEYS_FIXED, 1, 0 },
+    { "qmac-sha512", SEC_APP, OP_QMAC, OP_QMAC, "SHA512", 0, 0, KEYS_FIXED, 0, 0 },
     { "hmac-fresh-sha1", SEC_APP, OP_MAC_FRESH, OP_MAC_FRESH, "SHA1", 0, 0,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "hmac-fresh-sha256", SEC_APP, OP_MAC_FRESH, OP_MAC_FRESH, "SHA256", 0, 0,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "hmac-fresh-sha512", SEC_APP, OP_MAC_FRESH, OP_MAC_FRESH, "SHA512", 0, 0,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "gcm128-enc-legacy", SEC_APP, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 16, 1,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "gcm128-dec-legacy", SEC_APP, OP_DEC_FRESH, OP_DEC_FRESH, NULL, 16, 1,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "gcm128-enc-prefetch", SEC_APP, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 16, 0,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "gcm128-dec-prefetch", SEC_APP, OP_DEC_FRESH, OP_DEC_FRESH, NULL, 16, 0,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "gcm256-enc-legacy", SEC_APP, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 32, 1,
-      KEYS_FIXED, 1 },
+      KEYS_FIXED, 1, 0 },
     { "gcm256-dec-legacy", SEC_APP, OP_DEC_FRESH, OP_DEC_FRESH, NULL, 32, 1,
-      KEYS_FIXED, 1 },
+      KEYS_FIXED, 1, 0 },
     { "gcm256-enc-prefetch", SEC_APP, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 32, 0,
-      KEYS_FIXED, 1 },
+      KEYS_FIXED, 1, 0 },
     { "gcm256-dec-prefetch", SEC_APP, OP_DEC_FRESH, OP_DEC_FRESH, NULL, 32, 0,
-      KEYS_FIXED, 1 },
-    { "cookie", SEC_APP, OP_COOKIE, OP_COOKIE, "SHA1", 32, 1, KEYS_FIXED, 1 },
+      KEYS_FIXED, 1, 0 },
+    { "cookie", SEC_APP, OP_COOKIE, OP_COOKIE, "SHA1", 32, 1, KEYS_FIXED, 1, 0 },
     { "newkey-qmac-sha256", SEC_MISS, OP_QMAC, OP_QMAC, "SHA256", 0, 0,
-      KEYS_NEW, 0 },
+      KEYS_NEW, 0, 0 },
     { "newkey-gcm256-enc", SEC_MISS, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 32, 1,
-      KEYS_NEW, 0 },
+      KEYS_NEW, 0, 0 },
     { "rrkeys-qmac-sha256", SEC_MISS, OP_QMAC, OP_QMAC, "SHA256", 0, 0,
-      KEYS_RR, 0 },
+      KEYS_RR, 0, 0 },
     { "rrkeys-gcm256-enc", SEC_MISS, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 32, 1,
-      KEYS_RR, 0 },
+      KEYS_RR, 0, 0 },
+    /*
+     * Contexts with one key alive at once, as a garbage-collected runtime
+     * (Ruby, .NET, Java) leaves them: each op makes, keys and uses a new
+     * one, and every N ops all N are freed together.
+     */
+    { "live1-hmac-sha256", SEC_APP, OP_MAC_LIVE, OP_MAC_LIVE, "SHA256", 0, 0,
+      KEYS_FIXED, 0, 1 },
+    { "live8-hmac-sha256", SEC_APP, OP_MAC_LIVE, OP_MAC_LIVE, "SHA256", 0, 0,
+      KEYS_FIXED, 0, 8 },
+    { "live256-hmac-sha256", SEC_APP, OP_MAC_LIVE, OP_MAC_LIVE, "SHA256", 0,
+      0, KEYS_FIXED, 0, 256 },
     { "floor-hmac-sha1", SEC_FLOOR, OP_QMAC, OP_MAC_REUSED, "SHA1", 0, 0,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "floor-hmac-sha256", SEC_FLOOR, OP_QMAC, OP_MAC_REUSED, "SHA256", 0, 0,
-      KEYS_FIXED, 1 },
+      KEYS_FIXED, 1, 0 },
     { "floor-gcm256-enc", SEC_FLOOR, OP_ENC_FRESH, OP_ENC_REUSED, NULL, 32, 1,
-      KEYS_FIXED, 1 },
+      KEYS_FIXED, 1, 0 },
     { "floor-gcm256-dec", SEC_FLOOR, OP_DEC_FRESH, OP_DEC_REUSED, NULL, 32, 1,
-      KEYS_FIXED, 0 },
+      KEYS_FIXED, 0, 0 },
     { "steady-hmac-sha1", SEC_STEADY, OP_MAC_REUSED, OP_MAC_REUSED, "SHA1", 0,
-      0, KEYS_FIXED, 0 },
+      0, KEYS_FIXED, 0, 0 },
     { "steady-hmac-sha256", SEC_STEADY, OP_MAC_REUSED, OP_MAC_REUSED, "SHA256",
-      0, 0, KEYS_FIXED, 1 },
+      0, 0, KEYS_FIXED, 1, 0 },
     { "steady-gcm256-enc", SEC_STEADY, OP_ENC_REUSED, OP_ENC_REUSED, NULL, 32,
-      1, KEYS_FIXED, 1 },
+      1, KEYS_FIXED, 1, 0 },
     { "steady-gcm256-dec", SEC_STEADY, OP_DEC_REUSED, OP_DEC_REUSED, NULL, 32,
-      1, KEYS_FIXED, 0 },
+      1, KEYS_FIXED, 0, 0 },
+    { "tls-handshake-13", SEC_TLS, OP_TLS13, OP_TLS13, NULL, 0, 0,
+      KEYS_FIXED, 0, 0 },
+    { "tls-handshake-12", SEC_TLS, OP_TLS12, OP_TLS12, NULL, 0, 0,
+      KEYS_FIXED, 0, 0 },
+    { "advkeys-qmac-sha256", SEC_ADV, OP_HOT_RANDOM, OP_HOT_ADV, "SHA256", 0,
+      0, KEYS_FIXED, 0, 0 },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
-/* Library contexts an arm can run in. */
-enum { SIDE_DEF, SIDE_KC, SIDE_COUNT };
+/*
+ * Library contexts an arm can run in.  SIDE_BIG (keycache with cache_size
+ * ADV_CACHE) is made only when a row needs it.
+ */
+enum { SIDE_DEF, SIDE_KC, SIDE_COUNT, SIDE_BIG = SIDE_COUNT, SIDE_ALL };
 
 /* One arm of a row: which library context is the default, and what name. */
 typedef struct {
@@ -170,14 +221,43 @@ static const SECTION_INFO sections[SEC_COUNT] = {
     { "Steady: the reused-context loop, keycache vs default",
       { "default", "default ns/op", SIDE_DEF },
       { "keycache", "keycache ns/op", SIDE_KC }, "kc/def" },
+    { "TLS: one full handshake per op, client and server in one thread over a"
+      " BIO pair",
+      { "default", "default ns/op", SIDE_DEF },
+      { "keycache", "keycache ns/op", SIDE_KC }, "kc/def" },
+    { "Adversarial keys: 16 hot keys after 4,000 filler keys, keycache with"
+      " cache_size 4096",
+      { "random", "random ns/op", SIDE_BIG },
+      { "adversarial", "adversar. ns/op", SIDE_BIG }, "adv/rand" },
 };
 
 static const size_t cookie_size = COOKIE_PT;
 
+/* Message size of a scenario that ignores --sizes, else 0. */
+static size_t fixed_size(const SCENARIO *sc)
+{
+    if (sc->op_a == OP_COOKIE)
+        return cookie_size;
+    if (sc->sec == SEC_TLS)
+        return TLS_APP_BYTES;
+    if (sc->sec == SEC_ADV)
+        return ADV_SIZE;
+    return 0;
+}
+
+/*
+ * callgrind.sh divides its op counts by this: a handshake is some thousand
+ * times an HMAC, and 2000 of them under callgrind would take an hour.
+ */
+static int callgrind_divisor(const SCENARIO *sc)
+{
+    return sc->sec == SEC_TLS ? 50 : 1;
+}
+
 /* ---- global state, set up once in main() ---- */
 
-static OSSL_LIB_CTX *libctx[SIDE_COUNT];
-static OSSL_PROVIDER *def_prov, *kc_prov;
+static OSSL_LIB_CTX *libctx[SIDE_ALL];
+static OSSL_PROVIDER *def_prov, *kc_prov, *big_prov;
 /* Ciphers fetched once up front in each library context. */
 static EVP_CIPHER *prefetched[SIDE_COUNT][2];   /* [side][0=128, 1=256] */
 static size_t rr_keys = 256;                    /* 4 x cache_size */
@@ -212,7 +292,11 @@ struct worker_st {
     unsigned char cookie[COOKIE_LEN];
     const EVP_CIPHER *cipher;
     EVP_MAC_CTX *mctx;
+    EVP_MAC *mac;                       /* OP_MAC_LIVE: fetched once */
+    EVP_MAC_CTX **live;                 /* OP_MAC_LIVE: ring of sc->live */
+    unsigned long live_next;
     EVP_CIPHER_CTX *cctx;
+    SSL_CTX *tls_server, *tls_client;   /* OP_TLS*: made once per worker */
 
     uint64_t ops;
     double ns, cpu_ns;                  /* wall and thread CPU time */
@@ -303,6 +387,32 @@ static int op_mac_fresh(WORKER *w)
     EVP_MAC_CTX_free(ctx);
     EVP_MAC_free(mac);
     return ok;
+}
+
+/*
+ * A new keyed context per op, left alive; every sc->live ops all of them are
+ * freed together, as a garbage collector does.
+ */
+static int op_mac_live(WORKER *w)
+{
+    unsigned long i = w->live_next++ % (unsigned long)w->sc->live, j;
+    EVP_MAC_CTX **slot = &w->live[i];
+    OSSL_PARAM params[2];
+
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                                 (char *)w->sc->digest, 0);
+    params[1] = OSSL_PARAM_construct_end();
+    /* a collection: all N contexts of the last round are freed at once */
+    if (i == 0)
+        for (j = 0; j < (unsigned long)w->sc->live; j++) {
+            EVP_MAC_CTX_free(w->live[j]);
+            w->live[j] = NULL;
+        }
+    *slot = EVP_MAC_CTX_new(w->mac);
+    return *slot != NULL
+           && EVP_MAC_init(*slot, op_key(w), w->keylen, params)
+           && EVP_MAC_update(*slot, w->in, w->len)
+           && EVP_MAC_final(*slot, w->out, &w->outlen, EVP_MAX_MD_SIZE);
 }
 
 static int op_mac_reused(WORKER *w)
@@ -440,6 +550,59 @@ static int op_cookie(WORKER *w)
     return 1;
 }
 
+/* EVP_Q_mac as op_qmac does, on the ADV_HOT keys in turn. */
+static int op_qmac_hot(WORKER *w)
+{
+    const unsigned char *key = w->keys + (w->next_key++ % ADV_HOT) * w->keylen;
+
+    return EVP_Q_mac(NULL, "HMAC", NULL, w->sc->digest, NULL, key, w->keylen,
+                     w->in, w->len, w->out, EVP_MAX_MD_SIZE,
+                     &w->outlen) != NULL;
+}
+
+static int tls_wants_io(SSL *s, int rc)
+{
+    int e = SSL_get_error(s, rc);
+
+    return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
+}
+
+/*
+ * One connection as a server and its client would make it: new SSL objects,
+ * a full handshake, a request and its echo, free.  The output is the echo.
+ */
+static int op_tls(WORKER *w)
+{
+    SSL *c = SSL_new(w->tls_client), *s = SSL_new(w->tls_server);
+    BIO *cb = NULL, *sb = NULL;
+    int i, rc = 0, rs = 0, ok = 0, n = (int)w->len;
+
+    if (c == NULL || s == NULL || !BIO_new_bio_pair(&cb, 0, &sb, 0))
+        goto done;
+    SSL_set_bio(c, cb, cb);
+    SSL_set_bio(s, sb, sb);
+    SSL_set_connect_state(c);
+    SSL_set_accept_state(s);
+    for (i = 0; i < 64 && (rc != 1 || rs != 1); i++) {
+        if (rc != 1 && (rc = SSL_do_handshake(c)) <= 0
+            && !tls_wants_io(c, rc))
+            goto done;
+        if (rs != 1 && (rs = SSL_do_handshake(s)) <= 0
+            && !tls_wants_io(s, rs))
+            goto done;
+    }
+    ok = rc == 1 && rs == 1
+         && SSL_write(c, w->in, n) == n
+         && SSL_read(s, w->ct, n) == n
+         && SSL_write(s, w->ct, n) == n
+         && SSL_read(c, w->out, n) == n;
+    w->outlen = w->len;
+done:
+    SSL_free(c);
+    SSL_free(s);
+    return ok;
+}
+
 static OP_FN op_fn(OPKIND op)
 {
     switch (op) {
@@ -459,6 +622,14 @@ static OP_FN op_fn(OPKIND op)
         return op_dec_reused;
     case OP_COOKIE:
         return op_cookie;
+    case OP_TLS12:
+    case OP_TLS13:
+        return op_tls;
+    case OP_HOT_RANDOM:
+    case OP_HOT_ADV:
+        return op_qmac_hot;
+    case OP_MAC_LIVE:
+        return op_mac_live;
     }
     return NULL;
 }
@@ -528,6 +699,100 @@ static int setup_cookie(WORKER *w)
            && cookie_sign(libctx[SIDE_DEF], w, w->cookie + COOKIE_SIGNED);
 }
 
+/* A throwaway self-signed ECDSA P-256 certificate and its key. */
+static int tls_cert(EVP_PKEY **pkey, X509 **cert)
+{
+    X509_NAME *name;
+
+    *pkey = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+    *cert = X509_new();
+    return *pkey != NULL && *cert != NULL
+           && X509_set_version(*cert, X509_VERSION_3)
+           && ASN1_INTEGER_set(X509_get_serialNumber(*cert), 1)
+           && X509_gmtime_adj(X509_getm_notBefore(*cert), 0) != NULL
+           && X509_gmtime_adj(X509_getm_notAfter(*cert), 86400) != NULL
+           && X509_set_pubkey(*cert, *pkey)
+           && (name = X509_get_subject_name(*cert)) != NULL
+           && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                                         (const unsigned char *)"kcbench",
+                                         -1, -1, 0)
+           && X509_set_issuer_name(*cert, name)
+           && X509_sign(*cert, *pkey, EVP_sha256()) > 0;
+}
+
+static SSL_CTX *tls_ctx(int version)
+{
+    SSL_CTX *c = SSL_CTX_new_ex(NULL, NULL, TLS_method());
+
+    if (c == NULL || !SSL_CTX_set_min_proto_version(c, version)
+        || !SSL_CTX_set_max_proto_version(c, version)
+        || (version == TLS1_2_VERSION
+            && !SSL_CTX_set_cipher_list(c, "ECDHE-ECDSA-AES128-GCM-SHA256"))) {
+        SSL_CTX_free(c);
+        return NULL;
+    }
+    /* every op a full handshake: no tickets, no session cache */
+    SSL_CTX_set_options(c, SSL_OP_NO_TICKET);
+    SSL_CTX_set_num_tickets(c, 0);
+    SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_OFF);
+    return c;
+}
+
+/* Both ends' SSL_CTX in the thread's default library context. */
+static int setup_tls(WORKER *w)
+{
+    int version = w->op == OP_TLS12 ? TLS1_2_VERSION : TLS1_3_VERSION;
+    EVP_PKEY *pkey = NULL;
+    X509 *cert = NULL;
+    int ok;
+
+    ok = tls_cert(&pkey, &cert)
+         && (w->tls_server = tls_ctx(version)) != NULL
+         && (w->tls_client = tls_ctx(version)) != NULL
+         && SSL_CTX_use_certificate(w->tls_server, cert)
+         && SSL_CTX_use_PrivateKey(w->tls_server, pkey);
+    X509_free(cert);
+    EVP_PKEY_free(pkey);
+    return ok;
+}
+
+/*
+ * The hot keys, then ADV_FILL filler keys, each keyed once so that it is
+ * cached; then the hot keys, cached last.  Adversarial filler keys are one
+ * base key whose last 8-byte word differs only in its top 16 bits.
+ */
+static int setup_hot(WORKER *w)
+{
+    unsigned char key[32], out[EVP_MAX_MD_SIZE];
+    uint64_t word, flip;
+    size_t i, l;
+
+    w->keys = malloc(ADV_HOT * w->keylen);
+    if (w->keys == NULL || w->keylen != sizeof(key))
+        return 0;
+    prng_fill(w, w->keys, ADV_HOT * w->keylen);
+    prng_fill(w, key, sizeof(key));
+    memcpy(&word, key + 24, 8);
+    for (i = 0; i < ADV_FILL; i++) {
+        if (w->op == OP_HOT_ADV) {
+            flip = (uint64_t)(i + 1) << 48;
+            word ^= flip;
+            memcpy(key + 24, &word, 8);
+            word ^= flip;
+        } else {
+            prng_fill(w, key, sizeof(key));
+        }
+        if (EVP_Q_mac(NULL, "HMAC", NULL, w->sc->digest, NULL, key,
+                      sizeof(key), w->in, w->len, out, sizeof(out),
+                      &l) == NULL)
+            return 0;
+    }
+    for (i = 0; i < ADV_HOT; i++)
+        if (!op_qmac_hot(w))
+            return 0;
+    return 1;
+}
+
 static int worker_setup(WORKER *w)
 {
     size_t i;
@@ -552,6 +817,15 @@ static int worker_setup(WORKER *w)
     }
     if (w->op == OP_COOKIE)
         return setup_cookie(w);
+    if (w->op == OP_TLS12 || w->op == OP_TLS13)
+        return setup_tls(w);
+    if (w->op == OP_HOT_RANDOM || w->op == OP_HOT_ADV)
+        return setup_hot(w);
+    if (w->op == OP_MAC_LIVE) {
+        w->live = calloc((size_t)w->sc->live, sizeof(*w->live));
+        w->mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+        return w->live != NULL && w->mac != NULL;
+    }
     if (is_cipher_op(w->op)) {
         w->cipher = w->sc->legacy ? legacy_gcm(w->sc->keylen)
                                   : fetched_gcm(w->side, w->sc->keylen);
@@ -569,8 +843,20 @@ static int worker_setup(WORKER *w)
 
 static void worker_cleanup(WORKER *w)
 {
+    int i;
+
+    for (i = 0; w->live != NULL && i < w->sc->live; i++)
+        EVP_MAC_CTX_free(w->live[i]);
+    free(w->live);
+    w->live = NULL;
+    w->live_next = 0;
+    EVP_MAC_free(w->mac);
+    w->mac = NULL;
     EVP_MAC_CTX_free(w->mctx);
     EVP_CIPHER_CTX_free(w->cctx);
+    SSL_CTX_free(w->tls_server);
+    SSL_CTX_free(w->tls_client);
+    w->tls_server = w->tls_client = NULL;
     free(w->in);
     free(w->ct);
     free(w->out);
@@ -644,25 +930,33 @@ static void *worker_main(void *arg)
 /* ---- keycache counters ---- */
 
 typedef struct {
-    uint64_t hits, misses, passthrough;
+    uint64_t hits, misses, passthrough, evictions;
     int ok;
 } COUNTERS;
 
-static COUNTERS read_counters(void)
+/* The keycache provider whose counters an arm's side moves. */
+static OSSL_PROVIDER *side_prov(int side)
 {
-    COUNTERS c = { 0, 0, 0, 0 };
-    OSSL_PARAM p[4];
+    return side == SIDE_BIG ? big_prov : kc_prov;
+}
 
-    if (kc_prov == NULL)
+static COUNTERS read_counters(OSSL_PROVIDER *prov)
+{
+    COUNTERS c = { 0, 0, 0, 0, 0 };
+    OSSL_PARAM p[5];
+
+    if (prov == NULL)
         return c;
     p[0] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_HITS, &c.hits);
     p[1] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_MISSES, &c.misses);
     p[2] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_PASSTHROUGH,
                                        &c.passthrough);
-    p[3] = OSSL_PARAM_construct_end();
-    c.ok = OSSL_PROVIDER_get_params(kc_prov, p)
+    p[3] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_EVICTIONS,
+                                       &c.evictions);
+    p[4] = OSSL_PARAM_construct_end();
+    c.ok = OSSL_PROVIDER_get_params(prov, p)
            && OSSL_PARAM_modified(&p[0]) && OSSL_PARAM_modified(&p[1])
-           && OSSL_PARAM_modified(&p[2]);
+           && OSSL_PARAM_modified(&p[2]) && OSSL_PARAM_modified(&p[3]);
     return c;
 }
 
@@ -706,7 +1000,7 @@ static ROUND run_round(const RUNSPEC *rs, double secs)
         }
     }
     pthread_barrier_wait(&barrier);
-    res.before = read_counters();
+    res.before = read_counters(side_prov(rs->arm->side));
     pthread_barrier_wait(&barrier);
     ts.tv_sec = (time_t)secs;
     ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
@@ -721,7 +1015,7 @@ static ROUND run_round(const RUNSPEC *rs, double secs)
         ops += w[i].ops;
     }
     pthread_barrier_destroy(&barrier);
-    res.after = read_counters();
+    res.after = read_counters(side_prov(rs->arm->side));
     res.ops = ops;
     res.ns_op = failed || ops == 0 ? -1 : ns / (double)ops;
     res.cpu_ns_op = ops == 0 ? -1 : cpu_ns / (double)ops;
@@ -750,6 +1044,41 @@ static int run_ops_inline(WORKER *w, long n, unsigned char *dst, size_t *dlen)
     }
     worker_cleanup(w);
     OSSL_LIB_CTX_set0_default(prev);
+    return ok;
+}
+
+/*
+ * Setup, |warm| ops, then |n| ops whose keycache events land in *delta:
+ * on the calling thread, whose cache outlives the count, so that entries
+ * dropped at thread exit are not counted as evictions.
+ */
+static int run_ops_counted(WORKER *w, long warm, long n, COUNTERS *delta)
+{
+    OSSL_LIB_CTX *prev = OSSL_LIB_CTX_set0_default(libctx[w->side]);
+    OSSL_PROVIDER *prov = side_prov(w->side);
+    OP_FN fn = op_fn(w->op);
+    COUNTERS before = { 0, 0, 0, 0, 0 }, after;
+    int ok = worker_setup(w);
+    long i;
+
+    if (!ok)
+        report_failure(w, "setup");
+    for (i = 0; ok && i < warm + n; i++) {
+        if (i == warm)
+            before = read_counters(prov);
+        if (!fn(w)) {
+            report_failure(w, "an op");
+            ok = 0;
+        }
+    }
+    after = read_counters(prov);
+    worker_cleanup(w);
+    OSSL_LIB_CTX_set0_default(prev);
+    delta->hits = after.hits - before.hits;
+    delta->misses = after.misses - before.misses;
+    delta->evictions = after.evictions - before.evictions;
+    delta->passthrough = after.passthrough - before.passthrough;
+    delta->ok = ok && before.ok && after.ok;
     return ok;
 }
 
@@ -806,7 +1135,9 @@ static STATS stats_of(double *v, int n)
     return s;
 }
 
-static const char *sec_names[SEC_COUNT] = { "app", "miss", "floor", "steady" };
+static const char *sec_names[SEC_COUNT] = {
+    "app", "miss", "floor", "steady", "tls", "adversarial"
+};
 
 static void print_section_header(SECTION sec)
 {
@@ -816,8 +1147,26 @@ static void print_section_header(SECTION sec)
     if (sec == SEC_MISS)
         printf("(round-robin set: %zu keys per thread; cache_size %s)\n",
                rr_keys, cache_size_str);
-    printf("%-20s %6s %3s %15s %15s %8s %8s\n", "scenario", "size", "thr",
+    if (sec == SEC_TLS)
+        printf("(per handshake: %d bytes each way; keycache events per "
+               "handshake counted\nover %d handshakes on one thread after "
+               "%d to fill its cache)\n", TLS_APP_BYTES, TLS_COUNTED,
+               TLS_WARM);
+    printf("%-20s %6s %3s %15s %15s %8s %8s", "scenario", "size", "thr",
            si->a.column, si->b.column, si->ratio, "hit rate");
+    if (sec == SEC_TLS)
+        printf(" %8s %8s %8s", "miss/hs", "evict/hs", "pass/hs");
+    printf("\n");
+}
+
+/* A keycache context like SIDE_KC's but with cache_size = ADV_CACHE. */
+static int make_big_side(void);
+
+static int need_side(int side)
+{
+    if (side != SIDE_BIG || libctx[SIDE_BIG] != NULL)
+        return 1;
+    return make_big_side();
 }
 
 static void print_fail(const SCENARIO *sc, size_t size, int threads,
@@ -827,6 +1176,17 @@ static void print_fail(const SCENARIO *sc, size_t size, int threads,
     fflush(stdout);
 }
 
+/* Every row's ratio, for the summary line and the SVG chart. */
+#define MAX_RESULTS 512
+typedef struct {
+    const SCENARIO *sc;
+    size_t size;
+    int threads;
+    double ratio;           /* right column / left column, medians */
+} RESULT;
+static RESULT results[MAX_RESULTS];
+static int nresults;
+
 static void run_row(const SCENARIO *sc, size_t size, int threads,
                     const OPTIONS *opt, int *status)
 {
@@ -835,11 +1195,19 @@ static void run_row(const SCENARIO *sc, size_t size, int threads,
     RUNSPEC rb = { sc, &si->b, sc->op_b, size, threads };
     double wa[64], wb[64], ca[64], cb[64];
     uint64_t kc_ops = 0, hits = 0, misses = 0, pass = 0, events;
-    int r, counted = kc_prov != NULL && si->b.side == SIDE_KC;
+    int r, counted = si->b.side != SIDE_DEF;
     char hr[16] = "-";
     STATS sa, sb, swa, swb, sca, scb;
     ROUND ro_a, ro_b;
+    COUNTERS hs = { 0, 0, 0, 0, 0 };
+    WORKER w;
 
+    if (!need_side(si->a.side) || !need_side(si->b.side)) {
+        print_fail(sc, size, threads, "SETUP FAILED (see stderr)");
+        *status = 1;
+        return;
+    }
+    counted = counted && side_prov(si->b.side) != NULL;
     if (!outputs_match(&ra, &rb)) {
         print_fail(sc, size, threads, "OUTPUT MISMATCH OR ERROR: not timed");
         *status = 1;
@@ -874,8 +1242,25 @@ static void run_row(const SCENARIO *sc, size_t size, int threads,
     if (counted && events > 0)
         snprintf(hr, sizeof(hr), "%.1f%%",
                  (double)(hits * 1000 / events) / 10);
-    printf("%-20s %6zu %3d %15.1f %15.1f %7.2fx %8s\n", sc->name, size,
+    printf("%-20s %6zu %3d %15.1f %15.1f %7.2fx %8s", sc->name, size,
            threads, sa.med, sb.med, sb.med / sa.med, hr);
+    if (nresults < MAX_RESULTS) {
+        RESULT *res = &results[nresults++];
+
+        res->sc = sc;
+        res->size = size;
+        res->threads = threads;
+        res->ratio = sb.med / sa.med;
+    }
+    if (sc->sec == SEC_TLS) {
+        worker_init(&w, sc, sc->op_b, si->b.side, size, 1);
+        if (!run_ops_counted(&w, TLS_WARM, TLS_COUNTED, &hs) || !hs.ok)
+            *status = 1;
+        printf(" %8.1f %8.1f %8.1f", (double)hs.misses / TLS_COUNTED,
+               (double)hs.evictions / TLS_COUNTED,
+               (double)hs.passthrough / TLS_COUNTED);
+    }
+    printf("\n");
     fflush(stdout);
     if (opt->csv == NULL)
         return;
@@ -895,7 +1280,14 @@ static void run_row(const SCENARIO *sc, size_t size, int threads,
     } else {
         fprintf(opt->csv, ",,,,,");
     }
-    fprintf(opt->csv, "%d,%.0f\n", opt->rounds, opt->round_secs * 1000);
+    fprintf(opt->csv, "%d,%.0f,", opt->rounds, opt->round_secs * 1000);
+    if (hs.ok)
+        fprintf(opt->csv, "%.2f,%.2f,%.2f\n",
+                (double)hs.misses / TLS_COUNTED,
+                (double)hs.evictions / TLS_COUNTED,
+                (double)hs.passthrough / TLS_COUNTED);
+    else
+        fprintf(opt->csv, ",,\n");
     fflush(opt->csv);
 }
 
@@ -917,14 +1309,14 @@ static int find_kc(OSSL_PROVIDER *prov, void *arg)
     return 1;
 }
 
-static int read_cache_size(size_t *out)
+static int read_cache_size(OSSL_PROVIDER *prov, size_t *out)
 {
     unsigned int v = 0;
     OSSL_PARAM p[2];
 
     p[0] = OSSL_PARAM_construct_uint(KEYCACHE_PARAM_CACHE_SIZE, &v);
     p[1] = OSSL_PARAM_construct_end();
-    if (!OSSL_PROVIDER_get_params(kc_prov, p) || !OSSL_PARAM_modified(p))
+    if (!OSSL_PROVIDER_get_params(prov, p) || !OSSL_PARAM_modified(p))
         return 0;
     *out = v;
     return 1;
@@ -960,10 +1352,61 @@ static int setup_libctx(void)
     return 1;
 }
 
+/*
+ * SIDE_BIG: the keycache config with its cache_size line replaced by
+ * ADV_CACHE, written to a temporary file, loaded and removed again.
+ */
+static int make_big_side(void)
+{
+    char path[] = "/tmp/kcbench-XXXXXX", line[1024];
+    FILE *in = fopen(conf_path(), "r"), *out = NULL;
+    int fd, replaced = 0, ok;
+    size_t size = 0;
+
+    if (in == NULL || (fd = mkstemp(path)) < 0) {
+        if (in != NULL)
+            fclose(in);
+        fprintf(stderr, "kcbench: cannot copy %s\n", conf_path());
+        return 0;
+    }
+    if ((out = fdopen(fd, "w")) == NULL) {
+        close(fd);
+        unlink(path);
+        fclose(in);
+        return 0;
+    }
+    while (fgets(line, sizeof(line), in) != NULL) {
+        if (strncmp(line, KEYCACHE_CONF_CACHE_SIZE,
+                    strlen(KEYCACHE_CONF_CACHE_SIZE)) == 0) {
+            fprintf(out, "%s = %d\n", KEYCACHE_CONF_CACHE_SIZE, ADV_CACHE);
+            replaced = 1;
+        } else {
+            fputs(line, out);
+        }
+    }
+    fclose(in);
+    ok = fclose(out) == 0 && replaced
+         && (libctx[SIDE_BIG] = OSSL_LIB_CTX_new()) != NULL
+         && OSSL_LIB_CTX_load_config(libctx[SIDE_BIG], path);
+    unlink(path);
+    if (ok)
+        OSSL_PROVIDER_do_all(libctx[SIDE_BIG], find_kc, &big_prov);
+    if (!ok || big_prov == NULL || !read_cache_size(big_prov, &size)
+        || size != ADV_CACHE) {
+        fprintf(stderr, "kcbench: no keycache with cache_size %d from %s%s\n",
+                ADV_CACHE, conf_path(),
+                replaced ? "" : " (it has no cache_size line)");
+        ERR_print_errors_fp(stderr);
+        return 0;
+    }
+    return 1;
+}
+
 static void free_libctx(void)
 {
     int s, k;
 
+    OSSL_LIB_CTX_free(libctx[SIDE_BIG]);
     for (s = 0; s < SIDE_COUNT; s++)
         for (k = 0; k < 2; k++)
             EVP_CIPHER_free(prefetched[s][k]);
@@ -1034,6 +1477,7 @@ typedef struct {
     int nthreads;
     const char *filter;
     const char *csv;
+    const char *svg;
     const char *callgrind;
     int quick, list;
     size_t rr_keys;                 /* --keys, 0 = 4 x cache_size */
@@ -1045,7 +1489,8 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: kcbench [--quick] [--filter SUBSTR] [--sizes 32,256]\n"
-            "               [--threads 1,2] [--csv FILE] [--rounds N]\n"
+            "               [--threads 1,2] [--csv FILE] [--svg FILE]\n"
+            "               [--rounds N]\n"
             "               [--round-ms MS] [--clock wall|cpu] [--keys N]\n"
             "               [--list]\n"
             "               [--callgrind SCENARIO:SIZE:ARM:ITERS]\n"
@@ -1087,6 +1532,8 @@ static void parse_cli(int argc, char **argv, CLI *cli, OPTIONS *opt)
             cli->filter = val, i++;
         } else if (strcmp(a, "--csv") == 0) {
             cli->csv = val, i++;
+        } else if (strcmp(a, "--svg") == 0) {
+            cli->svg = val, i++;
         } else if (strcmp(a, "--callgrind") == 0) {
             cli->callgrind = val, i++;
         } else if (strcmp(a, "--clock") == 0) {
@@ -1142,6 +1589,24 @@ static const SCENARIO *find_scenario(const char *name, size_t len)
     return NULL;
 }
 
+/*
+ * The ops of a --callgrind run with keycache's events over them printed for
+ * callgrind.sh.  Out of line, so that run_callgrind's frame (and with it
+ * the alignment of every other scenario's buffers) stays as it was.
+ */
+static KC_NOINLINE int callgrind_counted(WORKER *w, long iters)
+{
+    COUNTERS d;
+
+    if (!run_ops_counted(w, 0, iters, &d))
+        return 1;
+    printf("kc-counters: hits %llu misses %llu evictions %llu "
+           "passthrough %llu\n", (unsigned long long)d.hits,
+           (unsigned long long)d.misses, (unsigned long long)d.evictions,
+           (unsigned long long)d.passthrough);
+    return 0;
+}
+
 /* --callgrind SCENARIO:SIZE:ARM:ITERS - exactly ITERS ops, no timing. */
 static int run_callgrind(const char *spec)
 {
@@ -1172,15 +1637,19 @@ static int run_callgrind(const char *spec)
         arm = &si->b;
     else
         arm = NULL;
-    if (sc->op_a == OP_COOKIE)
-        size = cookie_size;
+    if (fixed_size(sc) != 0)
+        size = fixed_size(sc);
     if (arm == NULL || size == 0 || size > MAX_SIZE || iters < 0) {
         fprintf(stderr, "kcbench: bad --callgrind spec '%s' (arms of %s: "
                 "%s, %s)\n", spec, sc->name, si->a.name, si->b.name);
         return 2;
     }
+    if (!need_side(arm->side))
+        return 2;
     worker_init(&w, sc, arm == &si->a ? sc->op_a : sc->op_b, arm->side, size,
                 1);
+    if (sc->sec == SEC_TLS && arm->side != SIDE_DEF)
+        return callgrind_counted(&w, iters);
     return run_ops_inline(&w, iters, NULL, NULL) ? 0 : 1;
 }
 
@@ -1191,9 +1660,9 @@ static void list_scenarios(void)
     for (i = 0; i < N_SCENARIOS; i++) {
         const SCENARIO *sc = &scenarios[i];
 
-        printf("%s %s %s %zu\n", sc->name, sections[sc->sec].a.name,
-               sections[sc->sec].b.name,
-               sc->op_a == OP_COOKIE ? cookie_size : (size_t)0);
+        printf("%s %s %s %zu %d\n", sc->name, sections[sc->sec].a.name,
+               sections[sc->sec].b.name, fixed_size(sc),
+               callgrind_divisor(sc));
     }
 }
 
@@ -1243,6 +1712,86 @@ static int size_wanted(const CLI *cli, const SCENARIO *sc, size_t size)
     return 1;
 }
 
+/*
+ * One line a person can quote: per section comparing keycache with
+ * default, the best and worst ratio and the rows they come from.
+ */
+static void print_summary(void)
+{
+    static const SECTION order[] = { SEC_APP, SEC_MISS, SEC_STEADY, SEC_TLS };
+    size_t i;
+    int k, n, best, worst;
+    const char *sep = "";
+
+    printf("\nsummary (keycache / default time, lower is better):");
+    for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+        for (k = 0, n = 0, best = worst = -1; k < nresults; k++) {
+            if (results[k].sc->sec != order[i])
+                continue;
+            n++;
+            if (best < 0 || results[k].ratio < results[best].ratio)
+                best = k;
+            if (worst < 0 || results[k].ratio > results[worst].ratio)
+                worst = k;
+        }
+        if (n == 0)
+            continue;
+        printf("%s %s %.2fx (%s/%zu) to %.2fx (%s/%zu)", sep,
+               sec_names[order[i]], results[best].ratio,
+               results[best].sc->name, results[best].size,
+               results[worst].ratio, results[worst].sc->name,
+               results[worst].size);
+        sep = ";";
+    }
+    printf("\n");
+}
+
+/*
+ * A horizontal bar per row, its length the ratio, with a line at 1.00x:
+ * green bars (keycache faster) end left of it, red ones right.  Plain SVG,
+ * written by hand: no dependency.
+ */
+static int write_svg(const char *path)
+{
+    const int left = 260, width = 420, bar = 16, gap = 6, top = 40;
+    double max = 1.25;
+    FILE *f;
+    int k, y, h;
+
+    for (k = 0; k < nresults; k++)
+        if (results[k].ratio > max)
+            max = results[k].ratio;
+    if ((f = fopen(path, "w")) == NULL)
+        return 0;
+    h = top + nresults * (bar + gap) + 30;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+            "height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n",
+            left + width + 80, h);
+    fprintf(f, "<text x=\"10\" y=\"20\" font-size=\"14\">kcbench: keycache "
+            "time / default time per row (lower is better)</text>\n");
+    for (k = 0; k < nresults; k++) {
+        const RESULT *r = &results[k];
+        double w = r->ratio / max * width;
+
+        y = top + k * (bar + gap);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s %zu B"
+                " %dt</text>\n", left - 8, y + bar - 4, r->sc->name, r->size,
+                r->threads);
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
+                "fill=\"%s\"/>\n", left, y, w, bar,
+                r->ratio < 0.98 ? "#2e8b57" : r->ratio > 1.02 ? "#c0392b"
+                                                              : "#999999");
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\">%.2fx</text>\n",
+                left + w + 4, y + bar - 4, r->ratio);
+    }
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
+            "stroke=\"black\" stroke-dasharray=\"4 3\"/>\n",
+            left + width / max, top - 6, left + width / max, h - 24);
+    fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">1.00x"
+            "</text>\n</svg>\n", left + width / max, h - 8);
+    return fclose(f) == 0;
+}
+
 int main(int argc, char **argv)
 {
     CLI cli;
@@ -1260,7 +1809,7 @@ int main(int argc, char **argv)
         ERR_print_errors_fp(stderr);
         return 2;
     }
-    if (read_cache_size(&k)) {
+    if (read_cache_size(kc_prov, &k)) {
         rr_keys = 4 * (k > 0 ? k : 1);
         snprintf(cache_size_str, sizeof(cache_size_str), "%zu", k);
     }
@@ -1281,32 +1830,43 @@ int main(int argc, char **argv)
                 "a_ns_min,a_ns_max,arm_b,b_ns_median,b_ns_min,b_ns_max,"
                 "ratio_b_over_a,a_wall_ns_median,b_wall_ns_median,"
                 "a_cpu_ns_median,b_cpu_ns_median,kc_hits,kc_misses,kc_passthrough,kc_hit_rate,"
-                "kc_events_per_op,rounds,round_ms\n");
+                "kc_events_per_op,rounds,round_ms,kc_misses_per_hs,"
+                "kc_evictions_per_hs,kc_passthrough_per_hs\n");
     print_banner(&opt);
     for (k = 0; k < N_SCENARIOS; k++) {
         const SCENARIO *sc = &scenarios[k];
         int s;
 
-        if ((cli.quick && !sc->quick)
+        /* --filter picks the scenarios; --quick only shortens them */
+        if ((cli.quick && !sc->quick && cli.filter == NULL)
             || (cli.filter != NULL && strstr(sc->name, cli.filter) == NULL))
             continue;
         if ((int)sc->sec != last_sec)
             print_section_header(sc->sec);
         last_sec = (int)sc->sec;
         for (s = 0; s < cli.nsizes; s++) {
-            size_t size = sc->op_a == OP_COOKIE ? cookie_size : cli.sizes[s];
+            size_t size = fixed_size(sc) != 0 ? fixed_size(sc)
+                                              : cli.sizes[s];
 
             if (!size_wanted(&cli, sc, cli.sizes[s]))
                 continue;
             for (t = 0; t < cli.nthreads; t++, rows++)
                 run_row(sc, size, cli.threads[t], &opt, &status);
-            if (sc->op_a == OP_COOKIE)
+            if (fixed_size(sc) != 0)
                 break;
         }
     }
     if (rows == 0) {
         fprintf(stderr, "kcbench: no scenario selected (see --list)\n");
         status = 2;
+    } else {
+        print_summary();
+    }
+    if (cli.svg != NULL && nresults > 0) {
+        if (write_svg(cli.svg))
+            printf("chart: %s\n", cli.svg);
+        else
+            perror(cli.svg), status = 2;
     }
     if (opt.csv != NULL)
         fclose(opt.csv);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keycache - public names for the keycache OpenSSL 3 provider.
  *

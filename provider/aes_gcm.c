@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * AES-{128,192,256}-GCM wrappers.
  *
@@ -47,6 +48,13 @@ typedef struct {
     int iv_set;
     size_t ivlen;
     size_t taglen;             /* 0: no expected tag set */
+    /*
+     * The default keeps tags in one buffer and a shorter tag overwrites
+     * only its own bytes: tag[] is that buffer's image, tagmax the longest
+     * tag written (its bytes beyond taglen are what an encrypt context
+     * hands out before final).
+     */
+    size_t tagmax;
     unsigned char iv[KC_GCM_IV_MAX];
     unsigned char tag[KC_GCM_TAG_MAX];
 } KC_GCM_CTX;
@@ -113,10 +121,18 @@ static int replay(const KC_GCM_CTX *w, void *inner)
     p[1] = OSSL_PARAM_construct_end();
     if (w->taglen != 0) {
         /* the tag was accepted while decrypting, so set it that way */
+        if (!fns(w)->dinit(inner, NULL, 0, NULL, 0, NULL))
+            return 0;
+        /* the longest tag fills the buffer, the last one sets the length */
+        if (w->tagmax > w->taglen) {
+            p[0] = OSSL_PARAM_construct_octet_string(
+                       OSSL_CIPHER_PARAM_AEAD_TAG, (void *)w->tag, w->tagmax);
+            if (!fns(w)->set_ctx_params(inner, p))
+                return 0;
+        }
         p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
                                                  (void *)w->tag, w->taglen);
-        if (!fns(w)->dinit(inner, NULL, 0, NULL, 0, NULL)
-            || !fns(w)->set_ctx_params(inner, p))
+        if (!fns(w)->set_ctx_params(inner, p))
             return 0;
     }
     if (w->iv_set) {
@@ -149,7 +165,7 @@ static KC_NOINLINE int materialize(KC_GCM_CTX *w)
         return 0;
     }
     w->inner = inner;
-    kc_count_passthrough(w->pctx);
+    kc_count_passthrough(w->pctx, &w->g->alg);
     return 1;
 }
 
@@ -234,6 +250,8 @@ static int record_params(KC_GCM_CTX *w, const OSSL_PARAM params[])
     if (tag != NULL) {
         memcpy(w->tag, tag->data, tag->data_size);
         w->taglen = tag->data_size;
+        if (w->tagmax < w->taglen)
+            w->tagmax = w->taglen;
     }
     if (ivl != NULL)
         w->ivlen = ivlen;
@@ -287,7 +305,7 @@ static int init_cached(KC_GCM_CTX *w, int enc, const unsigned char *key,
         }
         if (!kc_cache_add(c, alg, NULL, key, keylen, tmpl, &lk)) {
             /* not cacheable: use the template itself */
-            kc_count_passthrough(pctx);
+            kc_count_passthrough(pctx, alg);
             inner = tmpl;
             goto keyed;
         }

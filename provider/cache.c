@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The per-thread cache: key bytes (plus the algorithm and whatever else
  * shapes the keyed state) -> a keyed inner template, and a few used inner
@@ -69,13 +70,21 @@ struct kc_cache_st {
     uint64_t gen;
     time_t last_sweep;
     size_t size, used;
+    size_t nspares;           /* spare contexts in all entries */
     size_t nidx;              /* power of two, at least twice size */
     uint32_t *idx;            /* hash index: slot + 1, 0 = empty */
     size_t nseen;             /* power of two */
     KC_SEEN *seen;            /* admission filter */
-    KC_COUNTERS n;
+    KC_COUNTERS n[KC_STAT_SLOTS]; /* per algorithm, KC_ALG.stat */
     KC_MEMO memo[KC_MEMO_SLOTS];
     unsigned int memo_next;
+    /* side templates holding no key material, see kc_cache_aux_get() */
+    struct {
+        const void *tag;
+        void *ctx;
+        void (*freectx)(void *);
+    } aux[KC_AUX_SLOTS];
+    unsigned int aux_next;
     /* freed wrapper structs, reused by the next newctx on this thread */
     void *pool[KC_POOL_KINDS][KC_POOL_MAX];
     size_t pool_size[KC_POOL_KINDS];
@@ -140,8 +149,9 @@ static int instance_live(const KC_PROVCTX *pctx)
  * the provider for them: relaxed atomic loads and stores make that a plain
  * move on the hot path and keep it race-free.
  */
-#define KC_BUMP(c, field) \
-    __atomic_store_n(&(c)->n.field, (c)->n.field + 1, __ATOMIC_RELAXED)
+#define KC_BUMP(c, slot, field) \
+    __atomic_store_n(&(c)->n[slot].field, (c)->n[slot].field + 1, \
+                     __ATOMIC_RELAXED)
 #define KC_READ(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 /*
@@ -260,6 +270,7 @@ static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
     while (e->nspare > 0) {
         e->alg->freectx(e->spare[--e->nspare]);
         e->spare[e->nspare] = NULL;
+        c->nspares--;
     }
     e->alg->freectx(e->tmpl);
     OPENSSL_cleanse(e->key, e->keylen);
@@ -285,23 +296,33 @@ static void cache_free(KC_CACHE *c)
 
     for (i = 0; i < c->size; i++)
         entry_kill(c, &c->entries[i]);
+    for (k = 0; k < KC_AUX_SLOTS; k++)
+        if (c->aux[k].ctx != NULL)
+            c->aux[k].freectx(c->aux[k].ctx);
     for (k = 0; k < KC_POOL_KINDS; k++)
         while (c->npool[k] > 0)
             OPENSSL_clear_free(c->pool[k][--c->npool[k]], c->pool_size[k]);
     OPENSSL_clear_free(c, cache_bytes(c->size, c->nidx, c->nseen));
 }
 
+/* to[] += from[], KC_STAT_SLOTS counters each */
 static void add_counters(KC_COUNTERS *to, const KC_COUNTERS *from)
 {
-    to->hits += KC_READ(from->hits);
-    to->misses += KC_READ(from->misses);
-    to->evictions += KC_READ(from->evictions);
-    to->passthrough += KC_READ(from->passthrough);
+    unsigned int i;
+
+    for (i = 0; i < KC_STAT_SLOTS; i++) {
+        to[i].hits += KC_READ(from[i].hits);
+        to[i].misses += KC_READ(from[i].misses);
+        to[i].evictions += KC_READ(from[i].evictions);
+        to[i].passthrough += KC_READ(from[i].passthrough);
+    }
 }
 
 /* Unlink c from the registry (lock held) and keep its counters. */
 static void cache_retire(KC_PROVCTX *pctx, KC_CACHE *c)
 {
+    size_t i;
+
     if (c->prev != NULL)
         c->prev->next = c->next;
     else
@@ -309,8 +330,10 @@ static void cache_retire(KC_PROVCTX *pctx, KC_CACHE *c)
     if (c->next != NULL)
         c->next->prev = c->prev;
     /* entries still cached die now: count them as evictions */
-    c->n.evictions += c->used;
-    add_counters(&pctx->retired, &c->n);
+    for (i = 0; i < c->size; i++)
+        if (c->entries[i].alg != NULL)
+            c->n[c->entries[i].alg->stat].evictions++;
+    add_counters(pctx->retired, c->n);
 }
 
 /*
@@ -412,10 +435,29 @@ static void cache_sweep(KC_CACHE *c, time_t now)
 
         if (e->alg != NULL
             && (uint64_t)(now - e->last_time) >= c->pctx->idle_ttl) {
+            KC_BUMP(c, e->alg->stat, evictions);
             entry_kill(c, e);
-            KC_BUMP(c, evictions);
         }
     }
+}
+
+/*
+ * Once a second at most per thread: drop idle entries, and let
+ * KEYCACHE_DEBUG write a periodic report if one is due.
+ */
+static KC_NOINLINE void cache_timed(KC_CACHE *c)
+{
+    time_t now;
+
+    if (c->used == 0 && kc_debug_interval(c->pctx) == 0)
+        return;
+    now = time(NULL);
+    if (now == c->last_sweep)
+        return;
+    if (c->pctx->idle_ttl != 0)
+        cache_sweep(c, now);
+    c->last_sweep = now;
+    kc_debug_tick(c->pctx, now);
 }
 
 KC_CACHE *kc_cache_get(KC_PROVCTX *pctx)
@@ -424,12 +466,8 @@ KC_CACHE *kc_cache_get(KC_PROVCTX *pctx)
 
     if (c == NULL)
         return cache_create(pctx);
-    if (pctx->idle_ttl != 0 && c->used != 0) {
-        time_t now = time(NULL);
-
-        if (now != c->last_sweep)
-            cache_sweep(c, now);
-    }
+    if (pctx->timed)
+        cache_timed(c);
     return c;
 }
 
@@ -444,7 +482,8 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
         const KC_MEMO *m = &c->memo[i];
 
         if (m->value != NULL && strcmp(m->name, name) == 0
-            && strcmp(m->props, props) == 0)
+            && (m->props[0] == props[0]
+                && (props[0] == '\0' || strcmp(m->props, props) == 0)))
             return m->value;
     }
     return NULL;
@@ -463,6 +502,28 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
     strcpy(m->name, name);
     strcpy(m->props, props);
     m->value = value;
+}
+
+void *kc_cache_aux_get(KC_CACHE *c, const void *tag)
+{
+    unsigned int i;
+
+    for (i = 0; i < KC_AUX_SLOTS; i++)
+        if (c->aux[i].tag == tag && c->aux[i].ctx != NULL)
+            return c->aux[i].ctx;
+    return NULL;
+}
+
+void kc_cache_aux_put(KC_CACHE *c, const void *tag, void *ctx,
+                      void (*freectx)(void *))
+{
+    unsigned int i = c->aux_next++ % KC_AUX_SLOTS;
+
+    if (c->aux[i].ctx != NULL)
+        c->aux[i].freectx(c->aux[i].ctx);
+    c->aux[i].tag = tag;
+    c->aux[i].ctx = ctx;
+    c->aux[i].freectx = freectx;
 }
 
 /*
@@ -559,12 +620,12 @@ void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
     c->pool[kind][c->npool[kind]++] = p;
 }
 
-void kc_count_passthrough(KC_PROVCTX *pctx)
+void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg)
 {
     KC_CACHE *c = CRYPTO_THREAD_get_local(&pctx->tls);
 
     if (c != NULL)
-        KC_BUMP(c, passthrough);
+        KC_BUMP(c, alg->stat, passthrough);
 }
 
 /*
@@ -645,11 +706,12 @@ void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
     if (e->nspare > 0) {
         lk->spare = e->spare[--e->nspare];
         e->spare[e->nspare] = NULL;
+        c->nspares--;
     }
     lk->lease.cache_id = c->id;
     lk->lease.gen = e->gen;
     lk->lease.idx = slot;
-    KC_BUMP(c, hits);
+    KC_BUMP(c, alg->stat, hits);
     window_note(c, 1);
     return e->tmpl;
 }
@@ -663,11 +725,11 @@ int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
 
     if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN || tmpl == NULL)
         return 0;
-    KC_BUMP(c, misses);
+    KC_BUMP(c, alg->stat, misses);
     /* a free slot, else the least recently used one */
     if (c->free_head == KC_NIL) {
+        KC_BUMP(c, c->entries[c->lru_tail].alg->stat, evictions);
         entry_kill(c, &c->entries[c->lru_tail]);
-        KC_BUMP(c, evictions);
     }
     i = c->free_head;
     e = &c->entries[i];
@@ -698,7 +760,8 @@ int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
  * threads' caches fill their slots in the same order, so slot and
  * generation alone could name another thread's entry for another key).
  */
-static KC_ENTRY *leased_entry(KC_PROVCTX *pctx, const KC_LEASE *lease)
+static KC_ENTRY *leased_entry(KC_PROVCTX *pctx, const KC_LEASE *lease,
+                              KC_CACHE **cp)
 {
     KC_CACHE *c;
     KC_ENTRY *e;
@@ -711,32 +774,52 @@ static KC_ENTRY *leased_entry(KC_PROVCTX *pctx, const KC_LEASE *lease)
     e = &c->entries[lease->idx];
     if (e->gen != lease->gen || e->alg == NULL)
         return NULL;
+    *cp = c;
     return e;
 }
 
 int kc_cache_park(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx)
 {
-    KC_ENTRY *e = leased_entry(pctx, lease);
+    KC_CACHE *c = NULL;
+    KC_ENTRY *e = leased_entry(pctx, lease, &c);
 
-    if (e == NULL || e->nspare >= e->alg->spare_max)
+    /* per entry, and no more spares in all than entries */
+    if (e == NULL || e->nspare >= e->alg->spare_max
+        || c->nspares >= c->size)
         return 0;
     e->spare[e->nspare++] = ctx;
+    c->nspares++;
     return 1;
+}
+
+void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
+                              uint64_t *entries)
+{
+    KC_CACHE *c;
+
+    *entries = 0;
+    pthread_mutex_lock(&registry_lock);
+    memcpy(by, pctx->retired, sizeof(pctx->retired));
+    for (c = pctx->caches; c != NULL; c = c->next) {
+        add_counters(by, c->n);
+        *entries += KC_READ(c->used);
+    }
+    pthread_mutex_unlock(&registry_lock);
 }
 
 void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries)
 {
-    KC_CACHE *c;
+    KC_COUNTERS by[KC_STAT_SLOTS];
+    unsigned int i;
 
+    kc_cache_counters_by_alg(pctx, by, entries);
     memset(sum, 0, sizeof(*sum));
-    *entries = 0;
-    pthread_mutex_lock(&registry_lock);
-    *sum = pctx->retired;
-    for (c = pctx->caches; c != NULL; c = c->next) {
-        add_counters(sum, &c->n);
-        *entries += KC_READ(c->used);
+    for (i = 0; i < KC_STAT_SLOTS; i++) {
+        sum->hits += by[i].hits;
+        sum->misses += by[i].misses;
+        sum->evictions += by[i].evictions;
+        sum->passthrough += by[i].passthrough;
     }
-    pthread_mutex_unlock(&registry_lock);
 }
 
 int kc_cache_start(KC_PROVCTX *pctx)

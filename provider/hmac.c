@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * HMAC wrapper.
  *
@@ -98,34 +99,85 @@ static int go_passthrough(KC_HMAC_CTX *w)
     /* an inner context we already had was clean: its state is exact */
     w->passthrough = 1;
     memset(&w->lease, 0, sizeof(w->lease));
-    kc_count_passthrough(w->pctx);
+    kc_count_passthrough(w->pctx, &w->pctx->hmac_alg);
     return 1;
 }
 
 /*
- * Resolve a digest name the way the default provider does (a fetch in its
- * library context), remembering the answer per thread.  NULL: the fetch
- * failed and left the default's error on the queue.
+ * Resolve a digest name the way the default provider does: a fetch in the
+ * library context it runs in, the application's, so that a failure leaves
+ * the very error the default would (its data names that context).  The
+ * digest found is mapped to the inner default's table by name; one that is
+ * not there (another provider's) passes through.  Remembered per thread:
+ * a provider loaded into the application's context later is not seen for a
+ * name this thread has resolved.  NULL: the fetch failed and left the
+ * default's errors on the queue (as it does, only those of a failure).
  */
 static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
                                        const char *props)
 {
-    KC_CACHE *c = kc_cache_get(w->pctx);
+    KC_PROVCTX *pctx = w->pctx;
+    KC_CACHE *c = kc_cache_get(pctx);
     const KC_DIGEST *d = NULL;
     EVP_MD *md;
 
     if (c != NULL && (d = kc_cache_memo_get(c, name, props)) != NULL)
         return d;
-    md = EVP_MD_fetch(w->pctx->libctx, name, props);
-    if (md == NULL)
+    /* a fetch that succeeds may still have queued errors: drop them */
+    ERR_set_mark();
+    md = EVP_MD_fetch(pctx->app_libctx != NULL ? pctx->app_libctx
+                      : pctx->libctx, name, props);
+    if (md == NULL) {
+        ERR_clear_last_mark();
         return NULL;
-    d = kc_inner_digest(w->pctx, md);
+    }
+    ERR_pop_to_mark();
+    d = kc_inner_digest(pctx, md);
     EVP_MD_free(md);
     if (d == NULL)
         return &unknown_digest;
     if (c != NULL)
         kc_cache_memo_put(c, name, props, d);
     return d;
+}
+
+/*
+ * A new context keyed with |key|, made by duplicating a per-thread context
+ * that has the digest set and the empty key, then re-keying it: a keyed
+ * init replaces everything HMAC holds (key copy, pad states, digest
+ * states), and the copy skips the digest fetch a new context pays on
+ * every miss.  NULL if that cannot be done; the caller then makes a new
+ * context the way the default would, so a failure leaves the default's
+ * state and errors.
+ */
+static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
+                        size_t keylen)
+{
+    static const unsigned char empty[1];
+    const KC_MAC_FNS *f = fns(w);
+    void *base = kc_cache_aux_get(c, w->dg), *inner;
+
+    if (base == NULL) {
+        ERR_set_mark();
+        if ((base = f->newctx(w->pctx->inner_provctx)) != NULL
+            && (!inner_set_digest(w, base, w->dg)
+                || !f->init(base, empty, 0, NULL))) {
+            f->freectx(base);
+            base = NULL;
+        }
+        ERR_pop_to_mark();
+        if (base == NULL)
+            return NULL;
+        kc_cache_aux_put(c, w->dg, base, f->freectx);
+    }
+    ERR_set_mark();
+    if ((inner = f->dupctx(base)) != NULL
+        && !f->init(inner, key, keylen, NULL)) {
+        f->freectx(inner);
+        inner = NULL;
+    }
+    ERR_pop_to_mark();
+    return inner;
 }
 
 /*
@@ -166,24 +218,27 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
     }
 
     /* a miss: key a context of our own, as the default would */
-    if ((inner = f->newctx(pctx->inner_provctx)) == NULL)
-        return 0;
-    w->inner = inner;
-    if (!inner_set_digest(w, inner, w->dg)
-        || !f->init(inner, key, keylen, NULL)) {
-        /* whatever state that left is the default's: keep it, uncached */
-        w->passthrough = 1;
-        kc_count_passthrough(pctx);
-        return 0;
+    if ((inner = keyed_copy(w, c, key, keylen)) == NULL) {
+        if ((inner = f->newctx(pctx->inner_provctx)) == NULL)
+            return 0;
+        w->inner = inner;
+        if (!inner_set_digest(w, inner, w->dg)
+            || !f->init(inner, key, keylen, NULL)) {
+            /* whatever state that left is the default's: keep it, uncached */
+            w->passthrough = 1;
+            kc_count_passthrough(pctx, &pctx->hmac_alg);
+            return 0;
+        }
     }
+    w->inner = inner;
     /* cached from its admit_after-th use on: the cache gets a pristine copy */
     if (!lk.admit || (tmpl = f->dupctx(inner)) == NULL) {
-        kc_count_passthrough(pctx);
+        kc_count_passthrough(pctx, &pctx->hmac_alg);
         return 1;
     }
     if (!kc_cache_add(c, &pctx->hmac_alg, w->dg, key, keylen, tmpl, &lk)) {
         f->freectx(tmpl);
-        kc_count_passthrough(pctx);
+        kc_count_passthrough(pctx, &pctx->hmac_alg);
         return 1;
     }
     w->lease = lk.lease;
@@ -412,25 +467,54 @@ static const OSSL_PARAM *kc_hmac_settable_ctx_params(void *vctx,
            : pctx->hmac.settable_ctx_params(NULL, pctx->inner_provctx);
 }
 
+/*
+ * Never keyed: ask a transient default context holding the same digest, so
+ * that what it answers and the errors it raises (an HMAC_CTX without a
+ * digest has no size) come from the default's own code.  Rare: EVP asks
+ * for sizes after the key.
+ */
+static KC_NOINLINE int unkeyed_get_params(KC_HMAC_CTX *w, OSSL_PARAM params[])
+{
+    void *tmp = fns(w)->newctx(w->pctx->inner_provctx);
+    int ok;
+
+    if (tmp == NULL)
+        return 0;
+    ok = w->dg == NULL || inner_set_digest(w, tmp, w->dg);
+    ok = ok && fns(w)->get_ctx_params(tmp, params);
+    fns(w)->freectx(tmp);
+    return ok;
+}
+
+/* "size" (OSSL_MAC_PARAM_SIZE), inline: a libc strcmp call costs more */
+static int is_size_key(const char *k)
+{
+    return k[0] == 's' && k[1] == 'i' && k[2] == 'z' && k[3] == 'e'
+           && k[4] == '\0';
+}
+
 static int kc_hmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     KC_HMAC_CTX *w = vctx;
-    OSSL_PARAM *p;
 
+    /*
+     * EVP_MAC_final() asks for the size alone before every final: a keyed
+     * wrapper's digest is w->dg, so answer that shape the way
+     * OSSL_PARAM_set_size_t() would, without the default's param walk.
+     */
+    if (w->inner != NULL && !w->passthrough && params != NULL
+        && params[0].key != NULL && params[1].key == NULL
+        && params[0].data_type == OSSL_PARAM_UNSIGNED_INTEGER
+        && params[0].data_size == sizeof(size_t) && params[0].data != NULL
+        && is_size_key(params[0].key)) {
+        *(size_t *)params[0].data = w->dg->size;
+        params[0].return_size = sizeof(size_t);
+        return 1;
+    }
     /* a clean inner holds exactly the default's digest and key */
     if (w->inner != NULL)
         return fns(w)->get_ctx_params(w->inner, params);
-
-    /* never keyed: the default's HMAC_CTX has no digest yet */
-    if ((p = OSSL_PARAM_locate(params, OSSL_MAC_PARAM_SIZE)) != NULL) {
-        ERR_raise(ERR_LIB_EVP, EVP_R_MESSAGE_DIGEST_IS_NULL);
-        if (!OSSL_PARAM_set_size_t(p, 0))
-            return 0;
-    }
-    if ((p = OSSL_PARAM_locate(params, OSSL_MAC_PARAM_BLOCK_SIZE)) != NULL
-        && !OSSL_PARAM_set_int(p, w->dg != NULL ? w->dg->block_size : 0))
-        return 0;
-    return 1;
+    return unkeyed_get_params(w, params);
 }
 
 const OSSL_DISPATCH kc_hmac_functions[] = {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The inner provider: the real `default` provider, loaded into a library
  * context private to keycache (the filterprov pattern).  We take its HMAC and
@@ -157,6 +158,7 @@ static void add_digest(EVP_MD *md, void *arg)
     d += pctx->ndigests++;
     d->md = md;
     d->name = EVP_MD_get0_name(md);
+    d->size = (size_t)EVP_MD_get_size(md);
     d->block_size = EVP_MD_get_block_size(md);
 }
 
@@ -184,7 +186,11 @@ int kc_inner_start(KC_PROVCTX *pctx)
     int no_cache = 0, i;
 
     if ((pctx->libctx = OSSL_LIB_CTX_new()) == NULL
-        || (pctx->deflt = OSSL_PROVIDER_load(pctx->libctx, "default")) == NULL) {
+        || !kc_rand_start(pctx)) {
+        kc_raise(pctx, KC_R_INIT_FAILED, "cannot set up the inner context");
+        return 0;
+    }
+    if ((pctx->deflt = OSSL_PROVIDER_load(pctx->libctx, "default")) == NULL) {
         kc_raise(pctx, KC_R_INIT_FAILED, "cannot load the default provider");
         return 0;
     }
@@ -267,6 +273,5 @@ void kc_inner_stop(KC_PROVCTX *pctx)
     pctx->ndigests = 0;
     OSSL_PROVIDER_unload(pctx->deflt);
     pctx->deflt = NULL;
-    OSSL_LIB_CTX_free(pctx->libctx);
-    pctx->libctx = NULL;
+    kc_rand_stop(pctx);
 }

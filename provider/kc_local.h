@@ -1,26 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keycache - internal declarations shared by the provider's sources.
  *
  * provider/keycache_prov.c  provider entry point, config, counters
  * provider/inner.c          private library context holding `default`,
  *                           and the inner dispatch tables we wrap
+ * provider/rand.c           that context's RAND: the application's
  * provider/cache.c          per-thread key -> keyed inner context cache
  * provider/hmac.c           the HMAC wrapper
  * provider/aes_gcm.c        the AES-{128,192,256}-GCM wrappers
  * provider/passthrough.c    the default's KDFs and HMAC-DRBG, kept where
  *                           their inner MACs cannot reach keycache
+ * provider/debug.c          KEYCACHE_DEBUG: reports for operators
  */
 #ifndef KC_LOCAL_H
 #define KC_LOCAL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include <openssl/core.h>
 #include <openssl/core_dispatch.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "keycache.h"
+
+/* the build passes the project version */
+#ifndef KC_VERSION_STR
+# define KC_VERSION_STR "0.1.0"
+#endif
 
 typedef struct kc_provctx_st KC_PROVCTX;
 typedef struct kc_cache_st KC_CACHE;
@@ -67,15 +76,20 @@ typedef struct {
     const char *names;        /* the default provider's name string */
     void (*freectx)(void *);  /* inner free, which cleanses key material */
     unsigned int spare_max;   /* used contexts an entry keeps for reuse */
+    unsigned int stat;        /* counter slot, KC_STAT_* */
 } KC_ALG;
 
-/* the most used contexts any entry keeps (KC_ALG.spare_max) */
-#define KC_SPARE_MAX 2
+/*
+ * The most used contexts any entry keeps (KC_ALG.spare_max); a thread keeps
+ * no more spares in all than it has entries (cache_size).
+ */
+#define KC_SPARE_MAX 8
 
 /* A digest the inner HMAC accepts, resolved once at provider start. */
 typedef struct {
     EVP_MD *md;               /* fetched from the private library context */
     const char *name;         /* canonical name, replayed into inner ctxs */
+    size_t size;              /* output size, what HMAC's "size" reports */
     int block_size;
 } KC_DIGEST;
 
@@ -108,6 +122,17 @@ typedef struct {
     uint64_t hits, misses, evictions, passthrough;
 } KC_COUNTERS;
 
+/*
+ * Counters are kept per algorithm (KC_ALG.stat), for KEYCACHE_DEBUG's
+ * reports; the provider's counter parameters are their sums.
+ */
+#define KC_STAT_OTHER 0       /* not attributed to an algorithm */
+#define KC_STAT_HMAC 1
+#define KC_STAT_GCM 2         /* + KC_GCM_128, _192, _256 */
+#define KC_STAT_SLOTS (KC_STAT_GCM + KC_GCM_COUNT)
+
+typedef struct kc_debug_st KC_DEBUG;
+
 struct kc_provctx_st {
     const OSSL_CORE_HANDLE *handle;
     OSSL_LIB_CTX *app_libctx;
@@ -115,16 +140,21 @@ struct kc_provctx_st {
     OSSL_FUNC_core_new_error_fn *core_new_error;
     OSSL_FUNC_core_set_error_debug_fn *core_set_error_debug;
     OSSL_FUNC_core_vset_error_fn *core_vset_error;
+    const char *name;         /* the provider's name, as the core knows it */
+    KC_DEBUG *dbg;            /* KEYCACHE_DEBUG, NULL when unset */
+    int started;              /* OSSL_provider_init() succeeded */
 
     /* configuration */
     size_t cache_size;
     int hmac_on, gcm_on;
     uint64_t idle_ttl;        /* seconds, 0 = never expire */
+    int timed;                /* idle_ttl or periodic reports: check time */
     unsigned int admit_after; /* keyed inits before a key is cached */
 
     /* the wrapped default provider */
     OSSL_LIB_CTX *libctx;
     OSSL_PROVIDER *deflt;
+    OSSL_PROVIDER *rand_prov;  /* the application's RAND, see rand.c */
     void *inner_provctx;
     KC_ALG hmac_alg;
     KC_MAC_FNS hmac;
@@ -144,20 +174,47 @@ struct kc_provctx_st {
     CRYPTO_THREAD_LOCAL tls;
     int tls_ok;
     KC_CACHE *caches;
-    KC_COUNTERS retired;      /* counters of caches already freed */
+    KC_COUNTERS retired[KC_STAT_SLOTS]; /* of caches already freed */
 };
 
-/* keycache_prov.c: raise an error in keycache's own error library */
+/*
+ * keycache_prov.c: raise an error (and write it to KEYCACHE_DEBUG's log).
+ * All of these happen while the provider starts, before the core would
+ * register a provider's own reason strings, so they are raised with
+ * libcrypto's registered reasons and say what went wrong in their text.
+ */
 #define KC_R_INIT_FAILED      1
 #define KC_R_BAD_CONFIG       2
 #define KC_R_INNER_MISSING    3
-void kc_raise(KC_PROVCTX *pctx, int reason, const char *fmt, ...);
+void kc_raise_at(KC_PROVCTX *pctx, int reason, const char *file, int line,
+                 const char *fmt, ...);
+#ifdef __FILE_NAME__
+# define KC_FILE_NAME __FILE_NAME__
+#else
+# define KC_FILE_NAME "keycache"
+#endif
+#define kc_raise(pctx, reason, ...) \
+    kc_raise_at(pctx, reason, KC_FILE_NAME, __LINE__, __VA_ARGS__)
+
+/* debug.c: KEYCACHE_DEBUG=file:PATH,level:N,interval:S */
+void kc_debug_init(KC_PROVCTX *pctx);
+void kc_debug_start(KC_PROVCTX *pctx);
+void kc_debug_stop(KC_PROVCTX *pctx);
+int kc_debug_level(const KC_PROVCTX *pctx);
+uint64_t kc_debug_interval(const KC_PROVCTX *pctx);
+void kc_debug_log(KC_PROVCTX *pctx, int level, const char *fmt, ...);
+/* from kc_cache_get() when pctx->timed: a periodic report if one is due */
+void kc_debug_tick(KC_PROVCTX *pctx, time_t now);
 
 /* inner.c */
 int kc_names_start_with(const char *names, const char *first);
 int kc_inner_start(KC_PROVCTX *pctx);
 void kc_inner_stop(KC_PROVCTX *pctx);
 const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md);
+
+/* rand.c: the private context's RAND is the application's */
+int kc_rand_start(KC_PROVCTX *pctx);
+void kc_rand_stop(KC_PROVCTX *pctx);
 
 /* cache.c */
 typedef struct {
@@ -178,13 +235,27 @@ int kc_cache_start(KC_PROVCTX *pctx);
 void kc_cache_stop(KC_PROVCTX *pctx);
 KC_CACHE *kc_cache_get(KC_PROVCTX *pctx);
 void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries);
-/* count a pass-through in this thread's cache if any (never creates one) */
-void kc_count_passthrough(KC_PROVCTX *pctx);
+/* the same per algorithm, by[KC_STAT_SLOTS] */
+void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
+                              uint64_t *entries);
+/* Count a pass-through of alg in this thread's cache if any (never
+ * creates one). */
+void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg);
 /* Per-thread memo of (name, properties) -> value, e.g. resolved digests. */
 const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props);
 void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
                        const void *value);
+
+/*
+ * Per-thread side templates that hold no key material (say, an HMAC context
+ * with a digest set and an empty key), found by a tag the caller chooses;
+ * the cache frees them with the thread's cache.  A put may evict another.
+ */
+#define KC_AUX_SLOTS 8
+void *kc_cache_aux_get(KC_CACHE *c, const void *tag);
+void kc_cache_aux_put(KC_CACHE *c, const void *tag, void *ctx,
+                      void (*freectx)(void *));
 
 /* What a lookup found, and what kc_cache_add() and a later park need. */
 typedef struct {

@@ -1,41 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keycache provider entry point: configuration, algorithm tables, counters.
  */
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <openssl/conf.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/params.h>
+#include <openssl/proverr.h>
 #include <openssl/provider.h>
 
 #include "kc_local.h"
 
-#define KC_VERSION_STR "0.1.0"
+/*
+ * The core registers a provider's own reason strings only once its init
+ * has succeeded (provider_init() in crypto/provider_core.c), and every
+ * error keycache raises makes its init fail.  Its own reasons would thus
+ * print as "reason(2)", so it raises libcrypto's registered ones (a reason
+ * with a library number is taken as such by core_vset_error) and says in
+ * the text what is wrong.
+ */
+static uint32_t registered_reason(int reason)
+{
+    if (reason == KC_R_BAD_CONFIG)
+        return ERR_PACK(ERR_LIB_PROV, 0, PROV_R_INVALID_CONFIG_DATA);
+    return ERR_PACK(ERR_LIB_PROV, 0, ERR_R_INIT_FAIL);
+}
 
-static const OSSL_ITEM reason_strings[] = {
-    { KC_R_INIT_FAILED, "keycache could not start" },
-    { KC_R_BAD_CONFIG, "invalid keycache configuration" },
-    { KC_R_INNER_MISSING, "default provider lacks a wrapped algorithm" },
-    { 0, NULL }
-};
-
-void kc_raise(KC_PROVCTX *pctx, int reason, const char *fmt, ...)
+static void set_error(KC_PROVCTX *pctx, uint32_t reason, const char *fmt, ...)
 {
     va_list ap;
 
-    if (pctx->core_new_error == NULL || pctx->core_vset_error == NULL)
-        return;
-    pctx->core_new_error(pctx->handle);
-    if (pctx->core_set_error_debug != NULL)
-        pctx->core_set_error_debug(pctx->handle, OPENSSL_FILE, OPENSSL_LINE,
-                                   "keycache");
     va_start(ap, fmt);
     pctx->core_vset_error(pctx->handle, reason, fmt, ap);
     va_end(ap);
 }
+
+void kc_raise_at(KC_PROVCTX *pctx, int reason, const char *file, int line,
+                 const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    kc_debug_log(pctx, 1, "error: %s", msg);
+    if (pctx->core_new_error == NULL || pctx->core_vset_error == NULL)
+        return;
+    pctx->core_new_error(pctx->handle);
+    /* file is a base name: no build paths in messages */
+    if (pctx->core_set_error_debug != NULL)
+        pctx->core_set_error_debug(pctx->handle, file, line, "keycache");
+    set_error(pctx, registered_reason(reason), "keycache: %s", msg);
+}
+
+/*
+ * Booleans: on/off, yes/no, true/false and 1/0 in any case, the spellings
+ * OpenSSL itself takes for its own switches; documented in
+ * provider-keycache(7).
+ */
+#define KC_BOOL_WORDS "on or off (also yes/no, true/false, 1/0)"
 
 static int parse_bool(const char *v, int *out)
 {
@@ -74,6 +104,7 @@ static int parse_onoffauto(const char *v, int *out)
     return parse_bool(v, out);
 }
 
+/* A plain decimal number: no sign, no spaces, no suffix. */
 static int parse_uint(const char *v, uint64_t max, uint64_t *out)
 {
     char *end;
@@ -88,18 +119,286 @@ static int parse_uint(const char *v, uint64_t max, uint64_t *out)
     return 1;
 }
 
-/* Read the provider's openssl.cnf section; unknown keys are left alone. */
+/* ---------------------------------------------------------------------- */
+/* Keys of the provider's section that nobody reads                       */
+
+/* keycache's own keys, and those OpenSSL's config module takes itself */
+static const char *const our_keys[] = {
+    KEYCACHE_CONF_CACHE_SIZE, KEYCACHE_CONF_HMAC, KEYCACHE_CONF_AES_GCM,
+    KEYCACHE_CONF_IDLE_TTL, KEYCACHE_CONF_ADMIT_AFTER, NULL
+};
+static const char *const core_keys[] = {
+    "module", "activate", "identity", "soft_load", NULL
+};
+#define KC_KEYS_TEXT "cache_size, hmac, aes_gcm, idle_ttl, admit_after " \
+    "(and OpenSSL's module, activate, identity, soft_load)"
+/* how far nested sections are followed; names asked about per call */
+#define KC_CONF_DEPTH 3
+#define KC_CONF_BATCH 32
+#define KC_CONF_NAME 128
+
+static int in_list(const char *const *list, const char *name)
+{
+    for (; *list != NULL; list++)
+        if (strcmp(*list, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* The config module reads its own keys after the first dot, if any. */
+static int is_known_key(const char *name)
+{
+    const char *dot = strchr(name, '.');
+
+    return in_list(our_keys, name)
+           || in_list(core_keys, dot != NULL ? dot + 1 : name);
+}
+
+/*
+ * Names to ask the core about, a batch at a time, on the stack: the scan
+ * runs while the provider starts and allocates nothing.
+ */
+typedef struct {
+    KC_PROVCTX *pctx;
+    OSSL_FUNC_core_get_params_fn *get;
+    const char *file;
+    int unknown;              /* the core knew one of them */
+    size_t n;
+    char name[KC_CONF_BATCH][KC_CONF_NAME];
+} KC_KEYSCAN;
+
+static void scan_flush(KC_KEYSCAN *ks)
+{
+    OSSL_PARAM p[KC_CONF_BATCH + 1];
+    char *val[KC_CONF_BATCH];
+    size_t i;
+
+    for (i = 0; i < ks->n; i++) {
+        val[i] = NULL;
+        p[i] = OSSL_PARAM_construct_utf8_ptr(ks->name[i], &val[i], 0);
+    }
+    p[ks->n] = OSSL_PARAM_construct_end();
+    if (ks->n > 0 && ks->get(ks->pctx->handle, p))
+        for (i = 0; i < ks->n; i++) {
+            if (val[i] == NULL)
+                continue;
+            kc_raise(ks->pctx, KC_R_BAD_CONFIG, "unknown key \"%s\" in %s's "
+                     "section of %s; keycache knows " KC_KEYS_TEXT,
+                     ks->name[i], ks->pctx->name, ks->file);
+            ks->unknown = 1;
+        }
+    ks->n = 0;
+}
+
+/* A name seen twice is asked about twice: the core answers once. */
+static void scan_add(KC_KEYSCAN *ks, const char *prefix, const char *key)
+{
+    char *s = ks->name[ks->n];
+    int len;
+
+    len = snprintf(s, KC_CONF_NAME, "%s%s%s", prefix != NULL ? prefix : "",
+                   prefix != NULL ? "." : "", key);
+    if (len < 0 || len >= KC_CONF_NAME || is_known_key(s))
+        return;
+    if (++ks->n == KC_CONF_BATCH)
+        scan_flush(ks);
+}
+
+/*
+ * Every parameter name a section would give its provider: a key whose
+ * value names a section stands for that section's keys, prefixed with
+ * "key." (as provider_conf_params() flattens them), others for themselves.
+ */
+static void section_names(const CONF *conf, STACK_OF(CONF_VALUE) *sect,
+                          const char *prefix, int depth, KC_KEYSCAN *ks)
+{
+    STACK_OF(CONF_VALUE) *sub;
+    char full[KC_CONF_NAME];
+    int i, len;
+
+    for (i = 0; i < sk_CONF_VALUE_num(sect); i++) {
+        CONF_VALUE *v = sk_CONF_VALUE_value(sect, i);
+
+        sub = v->value != NULL ? NCONF_get_section(conf, v->value) : NULL;
+        if (sub == NULL || sub == sect || depth == KC_CONF_DEPTH) {
+            scan_add(ks, prefix, v->name);
+            continue;
+        }
+        len = snprintf(full, sizeof(full), "%s%s%s",
+                       prefix != NULL ? prefix : "",
+                       prefix != NULL ? "." : "", v->name);
+        if (len > 0 && len < (int)sizeof(full))
+            section_names(conf, sub, full, depth + 1, ks);
+    }
+}
+
+/* Does a property query ask for this provider (?provider=NAME or not)? */
+static int props_prefer(const char *props, const char *name)
+{
+    char clause[128];
+    const char *p = props;
+    size_t i, n;
+
+    while (*p != '\0') {
+        n = strcspn(p, ",");
+        for (i = 0; n > 0 && i < sizeof(clause) - 1; p++, n--)
+            if (*p != ' ' && *p != '\t' && *p != '"' && *p != '?')
+                clause[i++] = *p;
+        clause[i] = '\0';
+        p += n;
+        if (*p == ',')
+            p++;
+        if (strncmp(clause, "provider=", 9) == 0
+            && strcmp(clause + 9, name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The values of a section's keys that name config module |module|. */
+static const char *module_value(const CONF *conf, const char *sect,
+                                const char *module, int nth)
+{
+    STACK_OF(CONF_VALUE) *s = NCONF_get_section(conf, sect);
+    size_t n = strlen(module);
+    int i;
+
+    for (i = 0; i < sk_CONF_VALUE_num(s); i++) {
+        CONF_VALUE *v = sk_CONF_VALUE_value(s, i);
+
+        /* "providers" or "providers.anything": the module is before a dot */
+        if (strncmp(v->name, module, n) == 0
+            && (v->name[n] == '\0' || v->name[n] == '.') && nth-- == 0)
+            return v->value;
+    }
+    return NULL;
+}
+
+/*
+ * KEYCACHE_DEBUG only: does the file that configures keycache also make
+ * query-less fetches prefer it?  Without alg_section and
+ * default_properties = ?provider=keycache, keycache is active and unused.
+ */
+static void check_routing(KC_PROVCTX *pctx, const CONF *conf,
+                          const char *file)
+{
+    const char *init, *sect, *props = NULL, *name;
+    STACK_OF(CONF_VALUE) *provs;
+    int i, j, found = 0;
+
+    if ((init = NCONF_get_string(conf, NULL, "openssl_conf")) == NULL) {
+        kc_debug_log(pctx, 2, "config: %s has no openssl_conf", file);
+        return;
+    }
+    for (i = 0; !found && (sect = module_value(conf, init, "providers", i))
+                          != NULL; i++) {
+        provs = NCONF_get_section(conf, sect);
+        for (j = 0; !found && j < sk_CONF_VALUE_num(provs); j++) {
+            CONF_VALUE *v = sk_CONF_VALUE_value(provs, j);
+            const char *dot = strchr(v->name, '.');
+
+            name = NCONF_get_string(conf, v->value, "identity");
+            if (name == NULL)
+                name = dot != NULL ? dot + 1 : v->name;
+            found = strcmp(name, pctx->name) == 0;
+        }
+    }
+    if (!found) {
+        kc_debug_log(pctx, 2, "config: %s does not load %s: it was "
+                     "configured from elsewhere", file, pctx->name);
+        return;
+    }
+    for (i = 0; props == NULL
+                && (sect = module_value(conf, init, "alg_section", i)) != NULL;
+         i++)
+        props = NCONF_get_string(conf, sect, "default_properties");
+    if (props == NULL)
+        kc_debug_log(pctx, 1, "warning: %s loads %s but sets no "
+                     "default_properties (alg_section in [%s]): query-less "
+                     "fetches will not use keycache; add alg_section with "
+                     "default_properties = ?provider=%s",
+                     file, pctx->name, init, pctx->name);
+    else if (!props_prefer(props, pctx->name))
+        kc_debug_log(pctx, 1, "warning: %s sets default_properties = %s, "
+                     "which does not prefer %s: query-less fetches will not "
+                     "use keycache; add ?provider=%s",
+                     file, props, pctx->name, pctx->name);
+    else
+        kc_debug_log(pctx, 2, "config: %s: default_properties = %s",
+                     file, props);
+}
+
+/*
+ * The core answers only for the names a provider asks about, so a key
+ * nobody asks for (a misspelt "cache_sise") would be ignored.  keycache
+ * reads the configuration file OpenSSL loads by default (OPENSSL_CONF, or
+ * its built-in openssl.cnf) itself, collects every name any of its
+ * sections could give a provider, and asks the core which of them are in
+ * its section.  The core's answer decides, so no other section can cause
+ * a false alarm; a program that loads its configuration from another file
+ * gets the value checks only.  Returns 0 if an unknown key was found.
+ */
+static int check_unknown_keys(KC_PROVCTX *pctx,
+                              OSSL_FUNC_core_get_params_fn *get)
+{
+    KC_KEYSCAN ks;
+    char *file = NULL;
+    CONF *conf = NULL;
+    STACK_OF(OPENSSL_CSTRING) *sects;
+    long eline = 0;
+    int i;
+
+    ERR_set_mark();
+    if ((file = CONF_get1_default_config_file()) == NULL
+        || (conf = NCONF_new(NULL)) == NULL
+        || NCONF_load(conf, file, &eline) <= 0) {
+        ERR_pop_to_mark();
+        kc_debug_log(pctx, 2, "config: cannot read %s to look for unknown "
+                     "keys", file != NULL ? file : "the default config");
+        NCONF_free(conf);
+        OPENSSL_free(file);
+        return 1;
+    }
+    if (kc_debug_level(pctx) > 0)
+        check_routing(pctx, conf, file);
+    sects = NCONF_get_section_names(conf);
+    ERR_pop_to_mark();
+
+    ks.pctx = pctx;
+    ks.get = get;
+    ks.file = file;
+    ks.unknown = 0;
+    ks.n = 0;
+    for (i = 0; i < sk_OPENSSL_CSTRING_num(sects); i++)
+        section_names(conf,
+                      NCONF_get_section(conf,
+                                        sk_OPENSSL_CSTRING_value(sects, i)),
+                      NULL, 0, &ks);
+    scan_flush(&ks);
+    sk_OPENSSL_CSTRING_free(sects);
+    NCONF_free(conf);
+    OPENSSL_free(file);
+    return !ks.unknown;
+}
+
+/*
+ * Read the provider's openssl.cnf section.  Every problem is raised (and
+ * logged for KEYCACHE_DEBUG), so one failed start names all of them.
+ */
 static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
 {
     char *size = NULL, *hmac = NULL, *gcm = NULL, *ttl = NULL, *admit = NULL;
-    OSSL_PARAM p[6];
+    char *name = NULL;
+    OSSL_PARAM p[7];
     uint64_t n;
+    int ok = 1;
 
     pctx->cache_size = KEYCACHE_DEFAULT_CACHE_SIZE;
     pctx->hmac_on = 1;
     pctx->gcm_on = gcm_auto();
     pctx->idle_ttl = 0;
     pctx->admit_after = KEYCACHE_DEFAULT_ADMIT_AFTER;
+    pctx->name = KEYCACHE_PROVIDER_NAME;
     if (get == NULL)
         return 1;
     p[0] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_CACHE_SIZE, &size, 0);
@@ -107,45 +406,56 @@ static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
     p[2] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_AES_GCM, &gcm, 0);
     p[3] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_IDLE_TTL, &ttl, 0);
     p[4] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_ADMIT_AFTER, &admit, 0);
-    p[5] = OSSL_PARAM_construct_end();
+    p[5] = OSSL_PARAM_construct_utf8_ptr(OSSL_PROV_PARAM_CORE_PROV_NAME,
+                                         &name, 0);
+    p[6] = OSSL_PARAM_construct_end();
     if (!get(pctx->handle, p))
         return 1;
+    if (name != NULL)
+        pctx->name = name;
     if (size != NULL) {
-        if (!parse_uint(size, KEYCACHE_MAX_CACHE_SIZE, &n)) {
-            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = %s: want 0..%d",
-                     KEYCACHE_CONF_CACHE_SIZE, size, KEYCACHE_MAX_CACHE_SIZE);
-            return 0;
+        if (parse_uint(size, KEYCACHE_MAX_CACHE_SIZE, &n)) {
+            pctx->cache_size = (size_t)n;
+        } else {
+            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want a whole "
+                     "number from 0 to %d (default %d)",
+                     KEYCACHE_CONF_CACHE_SIZE, size, KEYCACHE_MAX_CACHE_SIZE,
+                     KEYCACHE_DEFAULT_CACHE_SIZE);
+            ok = 0;
         }
-        pctx->cache_size = (size_t)n;
     }
     if (hmac != NULL && !parse_bool(hmac, &pctx->hmac_on)) {
-        kc_raise(pctx, KC_R_BAD_CONFIG, "%s = %s: want on or off",
+        kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want " KC_BOOL_WORDS,
                  KEYCACHE_CONF_HMAC, hmac);
-        return 0;
+        ok = 0;
     }
     if (gcm != NULL && !parse_onoffauto(gcm, &pctx->gcm_on)) {
-        kc_raise(pctx, KC_R_BAD_CONFIG, "%s = %s: want on, off or auto",
-                 KEYCACHE_CONF_AES_GCM, gcm);
-        return 0;
+        kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want auto, "
+                 KC_BOOL_WORDS, KEYCACHE_CONF_AES_GCM, gcm);
+        ok = 0;
     }
     if (ttl != NULL) {
-        if (!parse_uint(ttl, UINT32_MAX, &n)) {
-            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = %s: want seconds",
-                     KEYCACHE_CONF_IDLE_TTL, ttl);
-            return 0;
+        if (parse_uint(ttl, UINT32_MAX, &n)) {
+            pctx->idle_ttl = n;
+        } else {
+            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want seconds, a "
+                     "whole number from 0 (no limit) to %lu",
+                     KEYCACHE_CONF_IDLE_TTL, ttl, (unsigned long)UINT32_MAX);
+            ok = 0;
         }
-        pctx->idle_ttl = n;
     }
     if (admit != NULL) {
-        if (!parse_uint(admit, KEYCACHE_MAX_ADMIT_AFTER, &n) || n == 0) {
-            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = %s: want 1..%d",
+        if (parse_uint(admit, KEYCACHE_MAX_ADMIT_AFTER, &n) && n > 0) {
+            pctx->admit_after = (unsigned int)n;
+        } else {
+            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want a whole "
+                     "number from 1 to %d (default %d)",
                      KEYCACHE_CONF_ADMIT_AFTER, admit,
-                     KEYCACHE_MAX_ADMIT_AFTER);
-            return 0;
+                     KEYCACHE_MAX_ADMIT_AFTER, KEYCACHE_DEFAULT_ADMIT_AFTER);
+            ok = 0;
         }
-        pctx->admit_after = (unsigned int)n;
     }
-    return 1;
+    return check_unknown_keys(pctx, get) && ok;
 }
 
 static const OSSL_PARAM kc_gettable[] = {
@@ -226,11 +536,6 @@ static const OSSL_ALGORITHM *kc_query(void *provctx, int operation_id,
     return NULL;
 }
 
-static const OSSL_ITEM *kc_get_reason_strings(void *provctx)
-{
-    return reason_strings;
-}
-
 static void kc_teardown(void *provctx)
 {
     KC_PROVCTX *pctx = provctx;
@@ -239,6 +544,8 @@ static void kc_teardown(void *provctx)
         return;
     /* cached contexts belong to the inner provider: free them first */
     kc_cache_stop(pctx);
+    /* the final report, with every cache's counters retired */
+    kc_debug_stop(pctx);
     kc_inner_stop(pctx);
     OPENSSL_clear_free(pctx, sizeof(*pctx));
 }
@@ -248,8 +555,6 @@ static const OSSL_DISPATCH kc_dispatch[] = {
     { OSSL_FUNC_PROVIDER_GETTABLE_PARAMS, (void (*)(void))kc_gettable_params },
     { OSSL_FUNC_PROVIDER_GET_PARAMS, (void (*)(void))kc_get_params },
     { OSSL_FUNC_PROVIDER_QUERY_OPERATION, (void (*)(void))kc_query },
-    { OSSL_FUNC_PROVIDER_GET_REASON_STRINGS,
-      (void (*)(void))kc_get_reason_strings },
     { 0, NULL }
 };
 
@@ -259,20 +564,21 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                        const OSSL_DISPATCH **out, void **provctx)
 {
     OSSL_FUNC_core_get_params_fn *core_get_params = NULL;
+    OSSL_FUNC_core_get_libctx_fn *core_get_libctx = NULL;
     KC_PROVCTX *pctx = OPENSSL_zalloc(sizeof(*pctx));
+    int i;
 
     if (pctx == NULL)
         return 0;
     pctx->handle = handle;
+    pctx->name = KEYCACHE_PROVIDER_NAME;  /* until the core says otherwise */
     for (; in->function_id != 0; in++) {
         switch (in->function_id) {
         case OSSL_FUNC_CORE_GET_PARAMS:
             core_get_params = OSSL_FUNC_core_get_params(in);
             break;
         case OSSL_FUNC_CORE_GET_LIBCTX:
-            /* with libcrypto itself as the core, this is the real one */
-            pctx->app_libctx =
-                (OSSL_LIB_CTX *)OSSL_FUNC_core_get_libctx(in)(handle);
+            core_get_libctx = OSSL_FUNC_core_get_libctx(in);
             break;
         case OSSL_FUNC_CORE_THREAD_START:
             pctx->core_thread_start = OSSL_FUNC_core_thread_start(in);
@@ -288,15 +594,29 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
             break;
         }
     }
+    /* first, so that it can tell why a start fails */
+    kc_debug_init(pctx);
     if (pctx->core_thread_start == NULL) {
         kc_raise(pctx, KC_R_INIT_FAILED, "core offers no thread_start");
         goto err;
     }
+    if (core_get_libctx == NULL) {
+        kc_raise(pctx, KC_R_INIT_FAILED, "core offers no get_libctx");
+        goto err;
+    }
+    /* the application's library context, as the default provider takes it */
+    pctx->app_libctx = (OSSL_LIB_CTX *)core_get_libctx(handle);
     if (!read_config(pctx, core_get_params)
         || !kc_cache_start(pctx)
         || !kc_inner_start(pctx))
         goto err;
+    pctx->hmac_alg.stat = KC_STAT_HMAC;
+    for (i = 0; i < KC_GCM_COUNT; i++)
+        pctx->gcm[i].alg.stat = KC_STAT_GCM + i;
+    pctx->timed = pctx->idle_ttl != 0 || kc_debug_interval(pctx) != 0;
     kc_gcm_bind(pctx);
+    pctx->started = 1;
+    kc_debug_start(pctx);
     *out = kc_dispatch;
     *provctx = pctx;
     return 1;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Pass-through algorithms: OpenSSL's own users of what keycache caches.
  *

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <CUnit/Basic.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
@@ -55,6 +56,63 @@ OSSL_LIB_CTX *kct_keycache(void)
     return kc_ctx;
 }
 
+/* Is |line| (leading blanks skipped) a setting of one of |lines|' keys? */
+static int overridden(const char *line, const char *lines)
+{
+    const char *l;
+    size_t n;
+
+    line += strspn(line, " \t");
+    for (l = lines; *l != '\0'; l += strcspn(l, "\n"), l += *l == '\n') {
+        const char *k = l + (*l == '-');
+
+        n = strcspn(k, " =\n");
+        if (n > 0 && strncmp(line, k, n) == 0
+            && strchr(" \t=", line[n]) != NULL)
+            return 1;
+    }
+    return 0;
+}
+
+OSSL_LIB_CTX *kct_keycache_conf(const char *lines)
+{
+    char path[] = "/tmp/kc-conf-XXXXXX", line[1024];
+    const char *l;
+    OSSL_LIB_CTX *ctx = NULL;
+    FILE *in, *out;
+    int fd, section = 0, ok;
+
+    if ((in = fopen(kct_conf_path(), "r")) == NULL)
+        return NULL;
+    if ((fd = mkstemp(path)) < 0 || (out = fdopen(fd, "w")) == NULL) {
+        fclose(in);
+        return NULL;
+    }
+    while (fgets(line, sizeof(line), in) != NULL) {
+        if (line[0] == '[')
+            section = strncmp(line, "[keycache_sect]", 15) == 0;
+        if (section && overridden(line, lines))
+            continue;
+        fputs(line, out);
+        if (section && line[0] == '[')
+            for (l = lines; *l != '\0'; l += strcspn(l, "\n"),
+                                         l += *l == '\n')
+                if (*l != '-')
+                    fprintf(out, "%.*s\n", (int)strcspn(l, "\n"), l);
+    }
+    fclose(in);
+    ok = fclose(out) == 0 && (ctx = OSSL_LIB_CTX_new()) != NULL
+         && OSSL_LIB_CTX_load_config(ctx, path)
+         && OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME);
+    unlink(path);
+    if (!ok) {
+        ERR_print_errors_fp(stderr);
+        OSSL_LIB_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
 static int find_kc(OSSL_PROVIDER *prov, void *arg)
 {
     if (strcmp(OSSL_PROVIDER_get0_name(prov), KEYCACHE_PROVIDER_NAME) == 0) {
@@ -100,6 +158,45 @@ uint64_t kct_counter(const char *name)
 const char *kct_provider_name(const OSSL_PROVIDER *prov)
 {
     return prov == NULL ? "(none)" : OSSL_PROVIDER_get0_name(prov);
+}
+
+unsigned long kct_err_next(char *buf, size_t size)
+{
+    const char *file = NULL, *func = NULL, *data = NULL, *reason;
+    int line = 0, flags = 0;
+    unsigned long e = ERR_get_error_all(&file, &line, &func, &data, &flags);
+
+    if (size == 0)
+        return e;
+    buf[0] = '\0';
+    if (e == 0)
+        return 0;
+    reason = ERR_reason_error_string(e);
+    snprintf(buf, size, "%d/%d (%s) in %s at %s:%d data [%s]",
+             ERR_GET_LIB(e), ERR_GET_REASON(e),
+             reason != NULL ? reason : "?", func != NULL ? func : "?",
+             file != NULL ? file : "?", line,
+             data != NULL && (flags & ERR_TXT_STRING) != 0 ? data : "");
+    return e;
+}
+
+void kct_err_mask_libctx(char *err)
+{
+    static const char mask[] = "<library context>";
+    static const char phrase[] = " library context";
+    char *data = strstr(err, "data [");
+    char *end;
+
+    if (data == NULL)
+        return;
+    data += strlen("data [");
+    if ((end = strstr(data, phrase)) == NULL)
+        return;
+    end += strlen(phrase);
+    if ((size_t)(end - data) < strlen(mask))
+        return;                 /* never longer: the buffer has no room */
+    memmove(data + strlen(mask), end, strlen(end) + 1);
+    memcpy(data, mask, strlen(mask));
 }
 
 static int hexval(int c)

@@ -35,12 +35,39 @@ uint64_t kct_counter_in(OSSL_LIB_CTX *ctx, const char *name);
 /* Name of the provider that implements a fetched algorithm object. */
 const char *kct_provider_name(const OSSL_PROVIDER *prov);
 
+/*
+ * A new library context loaded from a copy of the test config whose
+ * [keycache_sect] is changed by |lines|: "key = value" lines replace that
+ * key's line (or are added), "-key" lines drop it so that keycache's own
+ * default applies.  E.g. "-admit_after\n" for the deployed admission.
+ */
+OSSL_LIB_CTX *kct_keycache_conf(const char *lines);
+
 /* Path of the build tree's openssl.cnf and of the shared vectors folder. */
 const char *kct_conf_path(void);
 const char *kct_vectors_dir(void);
 
 /* Hex helpers for vector files; return allocated buffer, *len set. */
 unsigned char *kct_unhex(const char *hex, size_t *len);
+
+/*
+ * Take the oldest error off the calling thread's queue and describe it in
+ * buf: library and reason, the function, file and line that raised it and
+ * its data (ERR_get_error_all).  Differential tests compare these strings,
+ * so an error raised by other code than the default's, or carrying other
+ * data, shows.  Returns the error code; 0 (buf "") if the queue was empty.
+ */
+#define KCT_ERR_LEN 512
+unsigned long kct_err_next(char *buf, size_t size);
+
+/*
+ * In such a description, replace the phrase with which a failed fetch's
+ * data names its library context ("Non-default library context", ...) by
+ * "<library context>".  Only for calls where keycache's answer comes from
+ * a pass-through context, which fetches in keycache's private library
+ * context by design (the callers say which).
+ */
+void kct_err_mask_libctx(char *err);
 
 /* Deterministic pseudo-random bytes for tests. */
 void kct_fill(unsigned char *buf, size_t len, uint32_t seed);

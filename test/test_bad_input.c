@@ -4,13 +4,17 @@
  *
  * Every row of the tables below is a small scenario (a sequence of EVP calls
  * on one fresh context) that fills a RECORD: the return value of each call,
- * the first error on the queue after it (library + reason), and the output
- * bytes produced.  A row is run once against kct_default() and twice against
- * kct_keycache(), with a known-good operation on the same key in between so
- * that the second keycache run meets a warm cache.  Both keycache records
- * must equal the default one.  After each row the thread's cache must still
- * be correct: a known-good MAC / encryption with the same key must give the
- * default provider's bytes.
+ * the first error on the queue after it (library, reason, function, file,
+ * line and data), and the output bytes produced.  A row is run once against
+ * kct_default() and twice against kct_keycache(), with a known-good
+ * operation on the same key in between so that the second keycache run
+ * meets a warm cache.  Both keycache records must equal the default one.
+ * A row runs with its library context as the thread's default, as
+ * unchanged programs configured through OPENSSL_CONF do, so that error data
+ * naming a library context tells the application's from keycache's private
+ * one.  After each row the thread's cache must still be correct: a
+ * known-good MAC / encryption with the same key must give the default
+ * provider's bytes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,8 +33,7 @@
 typedef struct {
     int nsteps;
     int ret[MAX_STEPS];
-    int lib[MAX_STEPS];          /* ERR_GET_LIB of the first queued error */
-    int reason[MAX_STEPS];       /* ERR_GET_REASON of it, 0 = queue empty */
+    char err[MAX_STEPS][KCT_ERR_LEN]; /* first queued error, "" = none */
     int nouts;
     size_t outlen[MAX_STEPS];    /* lengths of the chunks appended to out */
     size_t used;
@@ -51,19 +54,25 @@ static unsigned char std_iv[1024];     /* long enough for any IV length row */
 static unsigned char std_msg[100];
 static unsigned char std_aad[20];
 
+/*
+ * Set around calls whose errors keycache's pass-through context raises:
+ * its fetches run in keycache's private library context, which their error
+ * data names (kct_err_mask_libctx).
+ */
+static int mask_libctx;
+
 /* ---- recording ---------------------------------------------------------- */
 
 /* Note a call's result and the error it left, then clear the queue. */
 static int rec(RECORD *r, int ret)
 {
-    unsigned long e = ERR_peek_error();
-
     if (r->nsteps >= MAX_STEPS) {
         r->overflow = 1;
     } else {
         r->ret[r->nsteps] = ret;
-        r->lib[r->nsteps] = ERR_GET_LIB(e);
-        r->reason[r->nsteps] = ERR_GET_REASON(e);
+        kct_err_next(r->err[r->nsteps], sizeof(r->err[0]));
+        if (mask_libctx)
+            kct_err_mask_libctx(r->err[r->nsteps]);
         r->nsteps++;
     }
     ERR_clear_error();
@@ -86,7 +95,9 @@ static void run_row(const ROW *row, OSSL_LIB_CTX *libctx, const char *alg,
 {
     memset(r, 0, sizeof(*r));
     ERR_clear_error();
+    kct_use(libctx);
     row->fn(libctx, alg, r);
+    kct_use(NULL);
     ERR_clear_error();
 }
 
@@ -104,12 +115,10 @@ static void compare(const char *row, const char *alg, const char *run,
         return;
     }
     for (i = 0; i < d->nsteps; i++) {
-        if (d->ret[i] != k->ret[i] || d->lib[i] != k->lib[i]
-            || d->reason[i] != k->reason[i]) {
-            fprintf(stderr, "\n%s/%s (%s) call %d: default ret %d err %d/%d,"
-                    " keycache ret %d err %d/%d\n", row, alg, run, i + 1,
-                    d->ret[i], d->lib[i], d->reason[i],
-                    k->ret[i], k->lib[i], k->reason[i]);
+        if (d->ret[i] != k->ret[i] || strcmp(d->err[i], k->err[i]) != 0) {
+            fprintf(stderr, "\n%s/%s (%s) call %d:\n  default  ret %d err %s"
+                    "\n  keycache ret %d err %s\n", row, alg, run, i + 1,
+                    d->ret[i], d->err[i], k->ret[i], k->err[i]);
             CU_FAIL("return value or error differs from default");
             return;
         }
@@ -325,6 +334,19 @@ static void h_digest_int(OSSL_LIB_CTX *lc, const char *md, RECORD *r)
     EVP_MAC_CTX_free(c);
 }
 
+static int props_init(RECORD *r, EVP_MAC_CTX *c, const char *md,
+                      const char *props)
+{
+    OSSL_PARAM p[3];
+
+    p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                            (char *)md, 0);
+    p[1] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
+                                            (char *)props, 0);
+    p[2] = OSSL_PARAM_construct_end();
+    return rec(r, EVP_MAC_init(c, std_key, sizeof(std_key), p));
+}
+
 /* Digest properties are honoured (and can fail) like in default. */
 static void h_digest_props(OSSL_LIB_CTX *lc, const char *md, RECORD *r)
 {
@@ -332,17 +354,22 @@ static void h_digest_props(OSSL_LIB_CTX *lc, const char *md, RECORD *r)
         "provider=default", "provider=nope", "fips=yes", "?provider=nope",
         "provider==", ""
     };
-    EVP_MAC_CTX *c = mac_new(lc);
-    OSSL_PARAM p[3];
+    EVP_MAC_CTX *c;
     size_t i;
 
+    /* each on a fresh context: resolved by the wrapper itself */
     for (i = 0; i < sizeof(props) / sizeof(props[0]); i++) {
-        p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
-                                                (char *)md, 0);
-        p[1] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
-                                                (char *)props[i], 0);
-        p[2] = OSSL_PARAM_construct_end();
-        rec(r, EVP_MAC_init(c, std_key, sizeof(std_key), p));
+        c = mac_new(lc);
+        props_init(r, c, md, props[i]);
+        mac_finish(r, c);
+        EVP_MAC_CTX_free(c);
+    }
+    /* all on one context: once keyed, a failing digest passes through */
+    c = mac_new(lc);
+    for (i = 0; i < sizeof(props) / sizeof(props[0]); i++) {
+        mask_libctx = i > 0;
+        props_init(r, c, md, props[i]);
+        mask_libctx = 0;
         mac_finish(r, c);
     }
     EVP_MAC_CTX_free(c);
@@ -378,6 +405,7 @@ static void h_digest_only(OSSL_LIB_CTX *lc, const char *md, RECORD *r)
     p[1] = OSSL_PARAM_construct_end();
     rec(r, EVP_MAC_CTX_set_params(c, p));
     rec(r, (int)EVP_MAC_CTX_get_mac_size(c));
+    rec(r, (int)EVP_MAC_CTX_get_block_size(c));
     mac_finish(r, c);
     rec(r, EVP_MAC_init(c, std_key, sizeof(std_key), NULL));
     mac_finish(r, c);
@@ -567,6 +595,26 @@ static void h_digest_names(OSSL_LIB_CTX *lc, const char *md, RECORD *r)
     EVP_MAC_CTX_free(c);
 }
 
+/*
+ * EVP_Q_mac() with a NULL library context, as unchanged code calls it: the
+ * thread's default (the row's), whose name is in a failed fetch's data.
+ */
+static void h_qmac_digests(OSSL_LIB_CTX *lc, const char *md, RECORD *r)
+{
+    static const char *const mds[] = { "MD4", "NOPE", "SHAKE256", NULL };
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t i, outl;
+
+    for (i = 0; i < sizeof(mds) / sizeof(mds[0]); i++) {
+        outl = 0;
+        if (rec(r, EVP_Q_mac(NULL, "HMAC", NULL, mds[i] != NULL ? mds[i] : md,
+                             NULL, std_key, sizeof(std_key), std_msg,
+                             sizeof(std_msg), out, sizeof(out), &outl)
+                   != NULL))
+            rec_out(r, out, outl);
+    }
+}
+
 static const ROW hmac_rows[] = {
     { "NULL key, keylen 0, fresh ctx", h_null_key },
     { "zero-length key", h_zero_len_key },
@@ -591,6 +639,7 @@ static const ROW hmac_rows[] = {
     { "key change on one context", h_key_change },
     { "TLS data size mode", h_tls_mode },
     { "digest flag params", h_digest_flags },
+    { "EVP_Q_mac, MD4 and unknown digests", h_qmac_digests },
 };
 
 /* ---- AES-GCM helpers ---------------------------------------------------- */
@@ -1190,6 +1239,39 @@ static void g_enc_then_tag(OSSL_LIB_CTX *lc, const char *alg, RECORD *r)
     gcm_close(&g);
 }
 
+/*
+ * Tags set on a decrypt context before the key, a long one then a short
+ * one, then an encrypt init with the key: the default keeps one tag buffer
+ * that the short tag overwrites only in part, and an encrypting context
+ * hands it out before final.  Once with the record replayed at the key,
+ * once with a call before the key that needs a real context.
+ */
+static void g_tag_image(OSSL_LIB_CTX *lc, const char *alg, RECORD *r)
+{
+    unsigned char tag[16], iv[16];
+    GCM g;
+    int early;
+
+    for (early = 0; early <= 1; early++) {
+        gcm_open(&g, lc, alg);
+        g_init(r, &g, 1, NULL, NULL, 0);
+        memset(tag, 0xee, sizeof(tag));
+        g_set_tag(r, &g, 16, tag);
+        memset(tag, 0x11, sizeof(tag));
+        g_set_tag(r, &g, 4, tag);
+        memset(tag, 0x22, sizeof(tag));
+        g_set_tag(r, &g, 8, tag);
+        rec(r, EVP_CIPHER_CTX_get_tag_length(g.ctx));
+        if (early)
+            rec(r, EVP_CIPHER_CTX_get_updated_iv(g.ctx, iv, sizeof(iv)));
+        g_init(r, &g, 0, std_key, std_iv, 1);
+        g_get_tag(r, &g, 16);
+        g_get_tag(r, &g, 8);
+        g_seal_rest(r, &g);
+        gcm_close(&g);
+    }
+}
+
 static const ROW gcm_rows[] = {
     { "NULL key", g_null_key },
     { "init without key", g_no_key },
@@ -1221,6 +1303,7 @@ static const ROW gcm_rows[] = {
     { "IV, new IV length, then key", g_iv_newlen_key },
     { "copy before key", g_copy_before_key },
     { "encrypt direction, tag, then key", g_enc_then_tag },
+    { "long tag, shorter tags, then encrypt", g_tag_image },
 };
 
 /* ---- drivers ------------------------------------------------------------ */

@@ -6,15 +6,25 @@
  * results (checked against the default provider) for the warm keys and for
  * new ones, on its main thread and on a new thread, and exit cleanly; the
  * parent checks the child's exit status and keeps computing correctly.
+ *
+ * Then a fork storm (issue 9): one thread reads keycache's counters in a
+ * tight loop, as a monitoring thread would, while the main thread forks a
+ * thousand children that compute and exit.  A lock that the reading thread
+ * held at fork time stays held in the child, where no thread will ever
+ * release it; such a child hangs.  The parent never waits for a child
+ * without a deadline: a child past it is killed and counted as hung.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/params.h>
 
 #include "kc_test.h"
 #include "keycache.h"
@@ -249,12 +259,212 @@ static void test_fork_repeated(void)
     CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Fork storm with a thread reading the counters                           */
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+# define STORM_CHILDREN 200      /* each sanitized child costs far more */
+#else
+# define STORM_CHILDREN 1000
+#endif
+#define STORM_INFLIGHT 8         /* children running at once */
+#define STORM_DEADLINE 10        /* seconds: a child needs milliseconds */
+#define STORM_MAX_HANGS 8        /* the test has failed: stop forking */
+#define STORM_WARM 500           /* key set the parent caches */
+
+typedef struct {
+    OSSL_PROVIDER *prov;
+    int stop;                   /* set by the main thread, atomically */
+    unsigned long polls, failed;
+} POLLER;
+
+/* What a monitoring thread does: read the counters, again and again. */
+static void *poll_counters(void *arg)
+{
+    POLLER *p = arg;
+    uint64_t hits, entries;
+    OSSL_PARAM params[3];
+
+    while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+        params[0] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_HITS, &hits);
+        params[1] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_ENTRIES,
+                                                &entries);
+        params[2] = OSSL_PARAM_construct_end();
+        if (!OSSL_PROVIDER_get_params(p->prov, params))
+            p->failed++;
+        __atomic_store_n(&p->polls, p->polls + 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+/*
+ * A storm child: the parent's warm keys (hits in the cache inherited from
+ * the parent) and keys of its own.  The kinds of children alternate: odd
+ * ones leave through exit(), so that OpenSSL's atexit cleanup runs
+ * keycache's thread stop on the child's main thread (which takes the lock
+ * the poller may have held at fork time), even ones through _exit(); every
+ * other pair also reads the counters, which takes that lock too.
+ */
+#define STORM_EXIT(i) ((i) % 2 != 0)
+#define STORM_READS(i) ((i) / 2 % 2 != 0)
+
+static void storm_child(int i)
+{
+    uint64_t hits = 0;
+    int bad;
+
+    if (STORM_READS(i))
+        hits = kct_counter(KEYCACHE_PARAM_HITS);
+    bad = run_keys(STORM_WARM, (uint32_t)i)
+          + run_keys(10000 + 8 * (uint32_t)i, (uint32_t)i);
+    if (STORM_READS(i)
+        && (hits == UINT64_MAX
+            || kct_counter(KEYCACHE_PARAM_HITS) < hits + 3 * NKEYS))
+        bad++;
+    if (STORM_EXIT(i))
+        exit(bad == 0 ? 0 : 1);
+    _exit(bad == 0 ? 0 : 1);
+}
+
+typedef struct {
+    pid_t pid;
+    int i;                      /* which child: its kind */
+    time_t deadline;            /* monotonic seconds */
+} KID;
+
+static time_t mono_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec;
+}
+
+typedef struct {
+    int started, exited_ok, failed, hangs, lost;
+    int exit_hangs;             /* hangs of children that only exit() */
+} STORM;
+
+/*
+ * Reap what has finished among kids[0..*n), kill those past their deadline;
+ * returns the number of children that left the set.
+ */
+static int reap(KID *kids, int *n, STORM *st)
+{
+    time_t now = mono_now();
+    int k = 0, gone = 0, status;
+    pid_t r;
+
+    while (k < *n) {
+        r = waitpid(kids[k].pid, &status, WNOHANG);
+        if (r == 0 && now < kids[k].deadline) {
+            k++;
+            continue;
+        }
+        if (r == 0) {
+            /* hung: nothing will ever wake it */
+            kill(kids[k].pid, SIGKILL);
+            if (waitpid(kids[k].pid, &status, 0) != kids[k].pid)
+                st->lost++;
+            st->hangs++;
+            if (STORM_EXIT(kids[k].i) && !STORM_READS(kids[k].i))
+                st->exit_hangs++;
+        } else if (r != kids[k].pid) {
+            st->lost++;
+        } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+            st->exited_ok++;
+        } else {
+            st->failed++;
+            fprintf(stderr, "\n  storm child status %#x\n", status);
+        }
+        kids[k] = kids[--*n];
+        gone++;
+    }
+    return gone;
+}
+
+static void test_fork_storm(void)
+{
+    const struct timespec pause = { 0, 200 * 1000 };
+    KID kids[STORM_INFLIGHT];
+    POLLER poller;
+    STORM st;
+    pthread_t t;
+    int n = 0, want = STORM_CHILDREN;
+    pid_t pid;
+
+    memset(&poller, 0, sizeof(poller));
+    memset(&st, 0, sizeof(st));
+    kct_use(kct_keycache());
+    /* twice: the second round hits, so the children inherit a warm cache */
+    CU_ASSERT_EQUAL(run_keys(STORM_WARM, 1), 0);
+    CU_ASSERT_EQUAL(run_keys(STORM_WARM, 2), 0);
+    poller.prov = kct_keycache_provider();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(poller.prov);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, poll_counters, &poller),
+                          0);
+    /*
+     * Fork only once the poller is in its loop: a thread still starting up
+     * may be inside the allocator, and ASan's allocator lock is not
+     * fork-safe (a child then hangs in ASan, not in keycache).
+     */
+    while (__atomic_load_n(&poller.polls, __ATOMIC_RELAXED) < 1000)
+        nanosleep(&pause, NULL);
+
+    while (st.started < want || n > 0) {
+        if (n < STORM_INFLIGHT && st.started < want) {
+            fflush(NULL);
+            if ((pid = fork()) == 0)
+                storm_child(st.started);
+            if (pid < 0) {
+                st.lost++;
+                break;
+            }
+            kids[n].pid = pid;
+            kids[n].i = st.started;
+            kids[n].deadline = mono_now() + STORM_DEADLINE;
+            n++;
+            st.started++;
+            continue;
+        }
+        if (st.hangs >= STORM_MAX_HANGS)
+            want = st.started;          /* seen enough: wind down */
+        if (reap(kids, &n, &st) == 0)
+            nanosleep(&pause, NULL);
+    }
+    while (n > 0)                              /* only after a failed fork */
+        if (reap(kids, &n, &st) == 0)
+            nanosleep(&pause, NULL);
+
+    __atomic_store_n(&poller.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    if (st.hangs != 0 || st.failed != 0 || st.lost != 0)
+        fprintf(stderr, "\n  fork storm: %d children started, %d exited 0,"
+                " %d hung (killed after %d s; %d of them only computed and"
+                " called exit()), %d failed, %d lost\n",
+                st.started, st.exited_ok, st.hangs, STORM_DEADLINE,
+                st.exit_hangs, st.failed, st.lost);
+    CU_ASSERT_EQUAL(st.hangs, 0);
+    CU_ASSERT_EQUAL(st.failed, 0);
+    CU_ASSERT_EQUAL(st.lost, 0);
+    CU_ASSERT_EQUAL(st.exited_ok, STORM_CHILDREN);
+    CU_ASSERT_TRUE(poller.polls > 0);
+    CU_ASSERT_EQUAL(poller.failed, 0);
+
+    /* the parent goes on: its cache, and the lock, still work */
+    CU_ASSERT_EQUAL(run_keys(STORM_WARM, 3), 0);
+    CU_ASSERT_NOT_EQUAL(kct_counter(KEYCACHE_PARAM_HITS), UINT64_MAX);
+    kct_use(NULL);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("fork", NULL, NULL);
 
     CU_add_test(s, "child of a warm parent", test_fork_warm);
     CU_add_test(s, "repeated forks, from a thread", test_fork_repeated);
+    CU_add_test(s, "fork storm while a thread reads counters",
+                test_fork_storm);
 }
 
 int main(int argc, char **argv)

@@ -3,7 +3,8 @@
  *
  * Every pattern below drives the EVP cipher API the way some application
  * might, and logs everything it can observe: return values, output bytes and
- * lengths, tags, the context's lengths and the errors left on the queue.  The
+ * lengths, tags, the context's lengths and the errors left on the queue (in
+ * full: code, raising function, file, line and data, see kct_err_next).  The
  * log made against the default provider is the reference; keycache must
  * reproduce it exactly, run after run, with other traffic on the same keys in
  * between so that cached contexts are handed out again.  A context that
@@ -67,17 +68,13 @@ static void rec_hex(REC *r, const char *what, const unsigned char *p,
         rec_add(r, "%02x", p[i]);
 }
 
-/* Moves the error queue into the log: library and reason of each entry. */
+/* Moves the error queue into the log, each entry in full (kct_err_next). */
 static void rec_errs(REC *r)
 {
-    unsigned long e;
+    char err[KCT_ERR_LEN];
 
-    while ((e = ERR_get_error()) != 0) {
-        const char *s = ERR_reason_error_string(e);
-
-        rec_add(r, " err(%d,%d:%s)", ERR_GET_LIB(e), ERR_GET_REASON(e),
-                s == NULL ? "?" : s);
-    }
+    while (kct_err_next(err, sizeof(err)) != 0)
+        rec_add(r, " err(%s)", err);
     rec_add(r, "\n");
 }
 
@@ -739,6 +736,38 @@ static void pat_tags(REC *r, ENV *e)
         r_update(r, ctx, m.out, m.ct, m.inlen);
         r_final(r, ctx);
         EVP_CIPHER_CTX_free(ctx);
+    }
+
+    /*
+     * Tags of several lengths set before the key, then an encrypt init:
+     * the default keeps one tag buffer, each tag overwriting only its own
+     * bytes, and an encrypting context hands it out before final.
+     */
+    {
+        static const int seqs[][3] = {
+            { 16, 4, 0 }, { 4, 16, 0 }, { 12, 8, 4 }, { 16, 13, 16 },
+            { 5, 0, 0 }
+        };
+        unsigned char tag[16];
+        size_t j;
+
+        for (i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
+            EVP_CIPHER_CTX *ctx = new_ctx();
+
+            rec_add(r, "tag image %zu\n", i);
+            r_init(r, ctx, e->cipher, NULL, NULL, 0);
+            for (j = 0; j < 3 && seqs[i][j] != 0; j++) {
+                memset(tag, 0x11 * (int)(j + 1), sizeof(tag));
+                r_set_tag(r, ctx, tag, seqs[i][j]);
+            }
+            r_init(r, ctx, NULL, m.key, m.iv, 1);
+            r_get_tag(r, ctx, NULL, 16);
+            r_get_tag(r, ctx, NULL, seqs[i][j - 1]);
+            r_update(r, ctx, m.out, m.pt, m.inlen);
+            r_final(r, ctx);
+            r_get_tag(r, ctx, NULL, 16);
+            EVP_CIPHER_CTX_free(ctx);
+        }
     }
 
     /* Setting a tag on an encrypting context is refused. */

@@ -13,21 +13,50 @@ MUTANTS = {
     # keys compared by length only, not by content (a key changed in place
     # in the same buffer would hit the old entry)
     "key-by-length": [("provider/cache.c",
-        "&& keys_equal(e->key, key, keylen);", ";"),
-        ("provider/cache.c", "return e->hash == h && e->ctx != NULL",
-         "return e->ctx != NULL"),
+        "&& e->keylen == keylen && keys_equal(e->key, key, keylen);",
+        "&& e->keylen == keylen;"),
+        ("provider/cache.c",
+         "if (e->alg == alg && e->param == param && e->keylen == keylen\n"
+         "            && keys_equal(e->key, key, keylen))",
+         "if (e->alg == alg && e->param == param && e->keylen == keylen)"),
         # every key hashes alike, so the index finds other keys' entries
-        ("provider/cache.c", "    uint64_t h = seed ^ (n * 0x9e3779b97f4a7c15ULL), w;",
-         "    uint64_t h = seed, w;\n    return h;")],
-    # HMAC: no keyless re-init at check-out (message state of the last use
-    # leaks into the next)
+        ("provider/cache.c", "    return v0 ^ v1 ^ v2 ^ v3;", "    return 0;")],
+    # HMAC: no keyless re-init of a given-back context (message state of
+    # the last use leaks into the next)
     "hmac-no-reinit": ("provider/hmac.c",
-        "if (!fns(w)->init(inner, NULL, 0, NULL)) {", "if (0) {"),
+        "if (!f->init(lk.spare, NULL, 0, NULL)) {", "if (0) {"),
+    # HMAC: a hit hands out the entry's template instead of a copy
+    "hmac-share-template": ("provider/hmac.c",
+        "} else if ((inner = f->dupctx(tmpl)) == NULL) {",
+        "} else if ((inner = tmpl) == NULL) {"),
+    # HMAC: a missed key's context is a copy of the per-thread base
+    # context that is never re-keyed (it computes with the empty key)
+    "hmac-copy-no-rekey": ("provider/hmac.c",
+        "    if ((inner = f->dupctx(base)) != NULL\n        && !f->init(inner, key, keylen, NULL)) {",
+        "    if ((inner = f->dupctx(base)) != NULL\n        && 0) {"),
     # HMAC: digest-noinit / digest-oneshot / tls-data-size go to the cached
     # context instead of a private one
     "hmac-flags-cached": ("provider/hmac.c",
         "if (strcmp(k, OSSL_MAC_PARAM_TLS_DATA_SIZE) == 0)\n            return P_UNRESETTABLE;",
         "if (strcmp(k, OSSL_MAC_PARAM_TLS_DATA_SIZE) == 0)\n            return P_OTHER;"),
+    # a context given back on another thread is parked in that thread's
+    # entry with the same slot and generation (under another key)
+    "park-any-thread": ("provider/cache.c",
+        "if (c == NULL || c->id != lease->cache_id || lease->idx >= c->size)",
+        "if (c == NULL || lease->idx >= c->size)"),
+    # every missed key is cached at once, whatever admit_after says
+    # (per-connection TLS secrets end up in the cache)
+    "admit-at-once": ("provider/cache.c",
+        "    if (c->pctx->admit_after <= 1)\n        return bypass_allows(c);",
+        "    if (1)\n        return bypass_allows(c);"),
+    # the default's KDFs and HMAC-DRBG are not served as pass-through, so
+    # their inner HMAC (keyed with derived secrets) reaches the cache
+    "kdf-not-passthrough": [("provider/keycache_prov.c",
+        "        return pctx->hmac_on ? pctx->kdf_algs : NULL;",
+        "        return NULL;"),
+        ("provider/keycache_prov.c",
+         "        return pctx->hmac_on ? pctx->rand_algs : NULL;",
+         "        return NULL;")],
     # GCM: the IV length set before the key is not replayed
     "gcm-drop-ivlen": ("provider/aes_gcm.c",
         "} else if (w->ivlen != KC_GCM_IV_DEFAULT) {", "} else if (0) {"),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The whole test suite, as the README's test command and CI run it:
 #   1. plain build against the system OpenSSL, every ctest (incl. valgrind
 #      lifecycle run and the openssl command-line comparison)
@@ -6,7 +7,9 @@
 #   3. TSan build, the threaded tests
 #   4. the differential fuzzer for a bounded time (FUZZ_SECONDS, default 120)
 #   5. the same suite against OpenSSL 3.5 in a Debian trixie chroot
-# Set KC_SKIP="asan tsan fuzz compat" (any subset) to leave steps out.
+#   6. the Debian package: built, installed, used and removed in trixie and
+#      bookworm chroots (tools/deb-check.sh)
+# Set KC_SKIP="asan tsan fuzz compat deb" (any subset) to leave steps out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -33,7 +36,7 @@ if want tsan; then
     cmake --build build-tsan -j"$jobs"
     TSAN_OPTIONS=halt_on_error=1 \
         ctest --test-dir build-tsan --output-on-failure \
-              -R 'threads|patterns|lifecycle|spare'
+              -R 'threads|patterns|lifecycle|spare|diagnostics'
 fi
 
 if want fuzz && [ -f fuzz/run.sh ]; then
@@ -47,4 +50,9 @@ fi
 if want compat && [ -f tools/compat.sh ]; then
     step "OpenSSL 3.5 (Debian trixie chroot)"
     bash tools/compat.sh trixie
+fi
+
+if want deb && [ -f tools/deb-check.sh ]; then
+    step "Debian package, installed and removed in trixie and bookworm"
+    bash tools/deb-check.sh trixie bookworm
 fi

@@ -1,0 +1,630 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What an operator sees: configuration errors that say why (registered
+ * reasons, the key and the accepted values, no build paths, unknown keys
+ * found) and KEYCACHE_DEBUG's log (start, errors, routing warnings,
+ * per-algorithm reports at unload, exit, fork and every N seconds).
+ *
+ * Each case loads a temporary copy of the build's keycache-test.cnf
+ * (admit_after = 1, aes_gcm = on) into a library context of its own.  The
+ * counts a report must show follow from the workload each case runs (one
+ * key: the first keyed init misses, every later one hits); its outputs are
+ * compared with the default provider's.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/proverr.h>
+
+#include "kc_test.h"
+#include "keycache.h"
+
+static char logpath[64];
+
+/* ---------------------------------------------------------------------- */
+/* Configurations and the log                                             */
+
+static int starts_with(const char *line, const char *const *list)
+{
+    for (; list != NULL && *list != NULL; list++)
+        if (strncmp(line, *list, strlen(*list)) == 0)
+            return 1;
+    return 0;
+}
+
+/*
+ * Copy keycache-test.cnf to a temporary file: lines starting with one of
+ * |drop| left out, |add| (lines) put into [keycache_sect] and |tail|
+ * appended.  |path| gets the name (64 bytes).
+ */
+static int write_conf(char *path, const char *const *drop, const char *add,
+                      const char *tail)
+{
+    FILE *in, *out;
+    char line[1024];
+    int fd;
+
+    strcpy(path, "/tmp/kc-diag-XXXXXX");
+    if ((in = fopen(kct_conf_path(), "r")) == NULL)
+        return 0;
+    if ((fd = mkstemp(path)) < 0 || (out = fdopen(fd, "w")) == NULL) {
+        fclose(in);
+        return 0;
+    }
+    while (fgets(line, sizeof(line), in) != NULL) {
+        if (starts_with(line, drop))
+            continue;
+        fputs(line, out);
+        if (add != NULL && strncmp(line, "[keycache_sect]", 15) == 0)
+            fprintf(out, "%s\n", add);
+    }
+    if (tail != NULL)
+        fprintf(out, "%s\n", tail);
+    fclose(in);
+    return fclose(out) == 0;
+}
+
+/*
+ * Load |conf| into a new library context with KEYCACHE_DEBUG=|debug| (NULL:
+ * unset) and, if |as_default|, OPENSSL_CONF naming it (keycache reads that
+ * file to find unknown keys).  The context is returned even if keycache
+ * did not start in it.
+ */
+static OSSL_LIB_CTX *load(const char *conf, const char *debug, int as_default)
+{
+    OSSL_LIB_CTX *ctx = OSSL_LIB_CTX_new();
+
+    if (debug != NULL)
+        setenv("KEYCACHE_DEBUG", debug, 1);
+    if (as_default)
+        setenv("OPENSSL_CONF", conf, 1);
+    if (ctx != NULL && !OSSL_LIB_CTX_load_config(ctx, conf)) {
+        OSSL_LIB_CTX_free(ctx);
+        ctx = NULL;
+    }
+    unsetenv("KEYCACHE_DEBUG");
+    setenv("OPENSSL_CONF", "/dev/null", 1);
+    return ctx;
+}
+
+/* KEYCACHE_DEBUG for a fresh log file: "file:<log>" plus |more|. */
+static const char *debug_to_log(const char *more)
+{
+    static char buf[256];
+
+    unlink(logpath);
+    snprintf(buf, sizeof(buf), "file:%s%s%s", logpath,
+             more != NULL ? "," : "", more != NULL ? more : "");
+    return buf;
+}
+
+static char *read_log(void)
+{
+    FILE *f = fopen(logpath, "r");
+    char *buf;
+    size_t n;
+
+    if (f == NULL)
+        return NULL;
+    buf = calloc(1, 1 << 16);
+    n = buf != NULL ? fread(buf, 1, (1 << 16) - 1, f) : 0;
+    if (buf != NULL)
+        buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* Does the log have |text| (in a line of process |pid| if not 0)? */
+static int log_has(const char *text, long pid)
+{
+    char *log = read_log(), *p, *eol;
+    char tag[32];
+    int found = 0;
+
+    if (log == NULL)
+        return 0;
+    snprintf(tag, sizeof(tag), "keycache[%ld", pid);
+    for (p = log; !found && (p = strstr(p, text)) != NULL; p++) {
+        for (eol = p; eol > log && eol[-1] != '\n'; eol--)
+            continue;
+        found = pid == 0 || strncmp(strstr(eol, "keycache["), tag,
+                                    strlen(tag)) == 0;
+    }
+    if (!found)
+        fprintf(stderr, "\n  log lacks \"%s\"; log:\n%s", text, log);
+    free(log);
+    return found;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Workloads, checked against the default provider                        */
+
+static const unsigned char msg[] = "keycache diagnostics test message";
+
+static void hmac_ops(OSSL_LIB_CTX *ctx, int n, uint32_t seed)
+{
+    unsigned char key[32], got[32], want[32];
+    size_t len;
+    int i;
+
+    kct_fill(key, sizeof(key), seed);
+    CU_ASSERT_PTR_NOT_NULL(EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256",
+                                     NULL, key, sizeof(key), msg, sizeof(msg),
+                                     want, sizeof(want), &len));
+    for (i = 0; i < n; i++) {
+        memset(got, 0, sizeof(got));
+        CU_ASSERT_PTR_NOT_NULL(EVP_Q_mac(ctx, "HMAC", NULL, "SHA256", NULL,
+                                         key, sizeof(key), msg, sizeof(msg),
+                                         got, sizeof(got), &len));
+        CU_ASSERT_EQUAL(memcmp(got, want, sizeof(want)), 0);
+    }
+}
+
+static int gcm_seal(OSSL_LIB_CTX *ctx, const unsigned char *key,
+                    unsigned char *out)
+{
+    static const unsigned char iv[12] = "diagnostics";
+    EVP_CIPHER *c = EVP_CIPHER_fetch(ctx, "AES-128-GCM", NULL);
+    EVP_CIPHER_CTX *cc = EVP_CIPHER_CTX_new();
+    int l, ok;
+
+    ok = c != NULL && cc != NULL
+         && EVP_EncryptInit_ex(cc, c, NULL, key, iv)
+         && EVP_EncryptUpdate(cc, out, &l, msg, sizeof(msg))
+         && EVP_EncryptFinal_ex(cc, out + l, &l)
+         && EVP_CIPHER_CTX_ctrl(cc, EVP_CTRL_AEAD_GET_TAG, 16,
+                                out + sizeof(msg));
+    EVP_CIPHER_CTX_free(cc);
+    EVP_CIPHER_free(c);
+    return ok;
+}
+
+static void gcm_ops(OSSL_LIB_CTX *ctx, int n)
+{
+    unsigned char key[16], got[sizeof(msg) + 16], want[sizeof(msg) + 16];
+    int i;
+
+    kct_fill(key, sizeof(key), 77);
+    CU_ASSERT_TRUE(gcm_seal(kct_default(), key, want));
+    for (i = 0; i < n; i++) {
+        memset(got, 0, sizeof(got));
+        CU_ASSERT_TRUE(gcm_seal(ctx, key, got));
+        CU_ASSERT_EQUAL(memcmp(got, want, sizeof(want)), 0);
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* KEYCACHE_DEBUG                                                          */
+
+/* 10 HMACs and 6 AES-128-GCM seals with one key each, then unload. */
+static void test_report_at_unload(void)
+{
+    char conf[64], pid[64];
+    OSSL_LIB_CTX *ctx;
+
+    CU_ASSERT_FATAL(write_conf(conf, NULL, NULL, NULL));
+    ctx = load(conf, debug_to_log(NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    hmac_ops(ctx, 10, 1);
+    gcm_ops(ctx, 6);
+    OSSL_LIB_CTX_free(ctx);
+    unlink(conf);
+
+    snprintf(pid, sizeof(pid), "keycache[%ld", (long)getpid());
+    CU_ASSERT_TRUE(log_has(pid, 0));
+    CU_ASSERT_TRUE(log_has("start: keycache", getpid()));
+    CU_ASSERT_TRUE(log_has("cache_size=64 hmac=on aes_gcm=on idle_ttl=0 "
+                           "admit_after=1", getpid()));
+    /* the entry each key made is evicted when the provider unloads */
+    CU_ASSERT_TRUE(log_has("report (unload): HMAC hits=9 misses=1 "
+                           "passthrough=0 evictions=1 hit_rate=90.0%",
+                           getpid()));
+    CU_ASSERT_TRUE(log_has("report (unload): AES-128-GCM hits=5 misses=1 "
+                           "passthrough=0 evictions=1 hit_rate=83.3%",
+                           getpid()));
+    CU_ASSERT_TRUE(log_has("report (unload): all hits=14 misses=2 "
+                           "passthrough=0 evictions=2 hit_rate=87.5% "
+                           "entries=0", getpid()));
+}
+
+/* A forked child reports its own pid and only what it did itself. */
+static void test_report_after_fork(void)
+{
+    char conf[64];
+    OSSL_LIB_CTX *ctx;
+    pid_t child;
+    int status = -1;
+
+    CU_ASSERT_FATAL(write_conf(conf, NULL, NULL, NULL));
+    ctx = load(conf, debug_to_log(NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    hmac_ops(ctx, 3, 2);
+    fflush(NULL);
+    child = fork();
+    CU_ASSERT_FATAL(child >= 0);
+    if (child == 0) {
+        hmac_ops(ctx, 7, 2);
+        exit(0);                /* keycache's exit report runs here */
+    }
+    CU_ASSERT_EQUAL(waitpid(child, &status, 0), child);
+    CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    OSSL_LIB_CTX_free(ctx);
+    unlink(conf);
+
+    /* the child: the parent's entry is its own now, hit seven times */
+    CU_ASSERT_TRUE(log_has("report (exit): HMAC hits=7 misses=0 "
+                           "passthrough=0 evictions=0 hit_rate=100.0%",
+                           child));
+    CU_ASSERT_TRUE(log_has("report (unload): HMAC hits=2 misses=1 "
+                           "passthrough=0 evictions=1", getpid()));
+}
+
+/* interval:1 - a report from the thread that uses keycache when due. */
+static void test_report_every_interval(void)
+{
+    char conf[64];
+    OSSL_LIB_CTX *ctx;
+
+    CU_ASSERT_FATAL(write_conf(conf, NULL, NULL, NULL));
+    ctx = load(conf, debug_to_log("interval:1"), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    hmac_ops(ctx, 1, 3);
+    sleep(2);
+    hmac_ops(ctx, 1, 3);
+    OSSL_LIB_CTX_free(ctx);
+    unlink(conf);
+
+    CU_ASSERT_TRUE(log_has("reports every 1s and at exit", getpid()));
+    /* written as the second operation starts, before it counts */
+    CU_ASSERT_TRUE(log_has("report (every 1s): HMAC hits=0 misses=1",
+                           getpid()));
+    CU_ASSERT_TRUE(log_has("report (unload): HMAC hits=1 misses=1",
+                           getpid()));
+}
+
+/*
+ * Two threads due for a report at once: one writes it, the counters it
+ * reads are being written by both (TSan checks that), and the totals at
+ * unload are every thread's.
+ */
+static void *interval_thread(void *arg)
+{
+    hmac_ops(arg, 1, 5);
+    sleep(2);
+    hmac_ops(arg, 1, 5);
+    return NULL;
+}
+
+static void test_interval_threads(void)
+{
+    char conf[64], *log, *p;
+    OSSL_LIB_CTX *ctx;
+    pthread_t t[2];
+    int i, reports = 0;
+
+    CU_ASSERT_FATAL(write_conf(conf, NULL, NULL, NULL));
+    ctx = load(conf, debug_to_log("interval:1"), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    for (i = 0; i < 2; i++)
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, interval_thread,
+                                             ctx), 0);
+    for (i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    OSSL_LIB_CTX_free(ctx);
+    unlink(conf);
+
+    /* each thread has its own cache: one miss and one hit each */
+    CU_ASSERT_TRUE(log_has("report (unload): HMAC hits=2 misses=2 "
+                           "passthrough=0 evictions=2", getpid()));
+    log = read_log();
+    for (p = log; p != NULL && (p = strstr(p, "report (every 1s): all"))
+                               != NULL; p++)
+        reports++;
+    free(log);
+    CU_ASSERT_TRUE(reports >= 1 && reports <= 2);
+}
+
+/* level:0 writes nothing; an unknown word is named and ignored. */
+static void test_levels_and_words(void)
+{
+    char conf[64];
+    struct stat st;
+    OSSL_LIB_CTX *ctx;
+
+    CU_ASSERT_FATAL(write_conf(conf, NULL, NULL, NULL));
+    ctx = load(conf, debug_to_log("level:0"), 0);
+    CU_ASSERT_PTR_NOT_NULL(ctx);
+    hmac_ops(ctx, 2, 4);
+    OSSL_LIB_CTX_free(ctx);
+    CU_ASSERT_NOT_EQUAL(stat(logpath, &st), 0);
+
+    ctx = load(conf, debug_to_log("colour:red,level:2"), 1);
+    CU_ASSERT_PTR_NOT_NULL(ctx);
+    OSSL_LIB_CTX_free(ctx);
+    CU_ASSERT_TRUE(log_has("ignoring \"colour:red\"", getpid()));
+    /* level 2: where the configuration came from */
+    CU_ASSERT_TRUE(log_has("default_properties = ?provider=keycache",
+                           getpid()));
+    CU_ASSERT_TRUE(log_has("report (unload): all", getpid()));
+    unlink(conf);
+}
+
+/* A failed start is logged with its reason, which OpenSSL would drop. */
+static void test_failed_start_logged(void)
+{
+    char conf[64];
+    OSSL_LIB_CTX *ctx;
+
+    CU_ASSERT_FATAL(write_conf(conf, (const char *[]){ "cache_size", NULL },
+                               "cache_size = lots", NULL));
+    ctx = load(conf, debug_to_log(NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL(ctx);
+    CU_ASSERT_FALSE(OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME));
+    OSSL_LIB_CTX_free(ctx);
+    unlink(conf);
+    CU_ASSERT_TRUE(log_has("error: cache_size = \"lots\": want a whole "
+                           "number from 0 to 4096", getpid()));
+    CU_ASSERT_TRUE(log_has("error: keycache did not start", getpid()));
+}
+
+/*
+ * Routing: a config without default_properties is flagged when keycache
+ * starts, and at exit a query-less fetch shows who answers (in a forked
+ * child, whose exit runs the check).
+ */
+static void check_exit_routing(const char *conf, const char *debug,
+                               const char *want, const char *unwanted)
+{
+    OSSL_LIB_CTX *ctx = load(conf, debug_to_log(debug), 1);
+    pid_t child;
+    int status = -1;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_TRUE(OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME));
+    fflush(NULL);
+    if ((child = fork()) == 0)
+        exit(0);
+    CU_ASSERT_EQUAL(waitpid(child, &status, 0), child);
+    OSSL_LIB_CTX_free(ctx);
+    CU_ASSERT_TRUE(log_has(want, child));
+    if (unwanted != NULL) {
+        char *log = read_log();
+
+        CU_ASSERT_PTR_NULL(log != NULL ? strstr(log, unwanted) : "no log");
+        free(log);
+    }
+}
+
+static void test_routing_warnings(void)
+{
+    static const char *const no_props[] = { "alg_section",
+                                            "default_properties", NULL };
+    char conf[64], msgtext[256];
+
+    CU_ASSERT_FATAL(write_conf(conf, no_props, NULL, NULL));
+    snprintf(msgtext, sizeof(msgtext), "warning: %s loads keycache but sets "
+             "no default_properties", conf);
+    check_exit_routing(conf, NULL, "warning: a query-less HMAC fetch "
+                       "reaches default, not keycache", NULL);
+    CU_ASSERT_TRUE(log_has(msgtext, getpid()));
+    CU_ASSERT_TRUE(log_has("warning: a query-less AES-256-GCM fetch "
+                           "reaches default, not keycache", 0));
+    unlink(conf);
+
+    /* properties that name another provider */
+    CU_ASSERT_FATAL(write_conf(conf, (const char *[]){ "default_prop", NULL },
+                               NULL, "default_properties = "
+                                     "?provider=default"));
+    check_exit_routing(conf, NULL, "reaches default, not keycache", NULL);
+    CU_ASSERT_TRUE(log_has("which does not prefer keycache", getpid()));
+    unlink(conf);
+
+    /* the right config: no warning, and level 2 says the check passed */
+    CU_ASSERT_FATAL(write_conf(conf, NULL, NULL, NULL));
+    check_exit_routing(conf, "level:2", "routing: a query-less HMAC fetch "
+                       "reaches keycache", "warning");
+    unlink(conf);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Configuration errors                                                   */
+
+static const char *const our_keys[] = {
+    "cache_size", "hmac", "aes_gcm", "idle_ttl", "admit_after", NULL
+};
+
+/*
+ * The section not activated, then loaded by hand: OSSL_PROVIDER_load()
+ * fails and leaves keycache's errors on the queue.  Each must carry a
+ * registered reason string, keycache as the function, a file name without
+ * a directory, and text naming the key and what it accepts.
+ */
+static void check_error(const char *add, const char *tail, int as_default,
+                        const char *const *words)
+{
+    const char *drop[8] = { "activate", NULL };
+    const char *const *w;
+    const char *file, *func, *data;
+    char conf[64];
+    unsigned long e;
+    int line, flags, ours = 0, named = 0;
+    size_t i;
+    OSSL_LIB_CTX *ctx;
+
+    /* the keys set replace the file's own lines for them */
+    for (w = our_keys, i = 1; *w != NULL; w++)
+        if (strstr(add, *w) != NULL)
+            drop[i++] = *w;
+    drop[i] = NULL;
+    CU_ASSERT_FATAL(write_conf(conf, drop, add, tail));
+    ctx = load(conf, NULL, as_default);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    ERR_clear_error();
+    /* keycache reads the file OPENSSL_CONF names when it starts */
+    if (as_default)
+        setenv("OPENSSL_CONF", conf, 1);
+    CU_ASSERT_PTR_NULL(OSSL_PROVIDER_load(ctx, KEYCACHE_PROVIDER_NAME));
+    setenv("OPENSSL_CONF", "/dev/null", 1);
+    unlink(conf);
+    while ((e = ERR_get_error_all(&file, &line, &func, &data, &flags)) != 0) {
+        if (func == NULL || strcmp(func, "keycache") != 0)
+            continue;
+        ours++;
+        CU_ASSERT_EQUAL(ERR_GET_LIB(e), ERR_LIB_PROV);
+        CU_ASSERT_EQUAL(ERR_GET_REASON(e), PROV_R_INVALID_CONFIG_DATA);
+        CU_ASSERT_PTR_NOT_NULL(ERR_reason_error_string(e));
+        CU_ASSERT_PTR_NULL(strchr(file, '/'));
+        if ((flags & ERR_TXT_STRING) == 0)
+            continue;
+        for (w = words; *w != NULL && strstr(data, *w) != NULL; w++)
+            continue;
+        if (*w == NULL)
+            named = 1;
+        else
+            fprintf(stderr, "\n  \"%s\" lacks \"%s\"", data, *w);
+    }
+    CU_ASSERT_TRUE(ours > 0);
+    CU_ASSERT_TRUE(named);
+    OSSL_LIB_CTX_free(ctx);
+}
+
+static void test_invalid_value_errors(void)
+{
+    check_error("cache_size = 99999", NULL, 0, (const char *[]){
+                "cache_size = \"99999\"", "0 to 4096", NULL });
+    check_error("cache_size = lots", NULL, 0, (const char *[]){
+                "cache_size = \"lots\"", "0 to 4096", NULL });
+    check_error("hmac = maybe", NULL, 0, (const char *[]){
+                "hmac = \"maybe\"", "on or off", "yes/no", NULL });
+    check_error("aes_gcm = yes please", NULL, 0, (const char *[]){
+                "aes_gcm = \"yes please\"", "auto", "on or off", NULL });
+    check_error("idle_ttl = -5", NULL, 0, (const char *[]){
+                "idle_ttl = \"-5\"", "seconds", "4294967295", NULL });
+    check_error("admit_after = 0", NULL, 0, (const char *[]){
+                "admit_after = \"0\"", "1 to 16", NULL });
+}
+
+static void test_unknown_key_errors(void)
+{
+    static const char *const known[] = {
+        "unknown key \"cache_sise\"", "cache_size, hmac, aes_gcm, idle_ttl, "
+        "admit_after", NULL
+    };
+
+    check_error("cache_sise = 10", NULL, 1, known);
+    /* a key naming a section stands for that section's keys */
+    check_error("tuning = kc_tuning_sect", "[kc_tuning_sect]\nwindow = 8", 1,
+                (const char *[]){ "unknown key \"tuning.window\"", NULL });
+    /* both problems of one section are named */
+    check_error("cache_sise = 10\nhmac = maybe", NULL, 1,
+                (const char *[]){ "hmac = \"maybe\"", NULL });
+    check_error("cache_sise = 10\nhmac = maybe", NULL, 1, known);
+}
+
+/* Names elsewhere in the file, and OpenSSL's own keys, are no error. */
+static void test_no_false_alarms(void)
+{
+    char conf[64];
+    OSSL_LIB_CTX *ctx;
+
+    CU_ASSERT_FATAL(write_conf(conf, NULL, "soft_load = 1",
+                               "[unrelated_sect]\ncache_sise = 1\n"
+                               "hmacc = on"));
+    ctx = load(conf, NULL, 1);
+    unlink(conf);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_TRUE(OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME));
+    OSSL_LIB_CTX_free(ctx);
+
+    /*
+     * Documented limit: a file other than the one OPENSSL_CONF names is
+     * not read, so its unknown keys go unnoticed.
+     */
+    CU_ASSERT_FATAL(write_conf(conf, NULL, "cache_sise = 10", NULL));
+    ctx = load(conf, NULL, 0);
+    unlink(conf);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_TRUE(OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME));
+    OSSL_LIB_CTX_free(ctx);
+}
+
+/* Booleans: the documented spellings, in any case, and nothing else. */
+static void test_boolean_spellings(void)
+{
+    static const char *const on[] = { "on", "yes", "true", "1", "ON", "True",
+                                      NULL };
+    static const char *const off[] = { "off", "no", "false", "0", "OFF",
+                                       "No", NULL };
+    static const char *const bad[] = { "enabled", "y", "2", "onn", "", NULL };
+    static const char *const hmac_line[] = { "hmac", NULL };
+    char conf[64], line[64];
+    OSSL_LIB_CTX *ctx;
+    EVP_MAC *mac;
+    size_t i;
+    int pass;
+
+    for (pass = 0; pass < 2; pass++) {
+        const char *const *list = pass == 0 ? on : off;
+
+        for (i = 0; list[i] != NULL; i++) {
+            snprintf(line, sizeof(line), "hmac = %s", list[i]);
+            CU_ASSERT_FATAL(write_conf(conf, hmac_line, line, NULL));
+            ctx = load(conf, NULL, 0);
+            unlink(conf);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+            CU_ASSERT_TRUE(OSSL_PROVIDER_available(ctx,
+                                                   KEYCACHE_PROVIDER_NAME));
+            /* on: keycache serves HMAC; off: default does */
+            mac = EVP_MAC_fetch(ctx, "HMAC", NULL);
+            CU_ASSERT_PTR_NOT_NULL(mac);
+            CU_ASSERT_STRING_EQUAL(
+                kct_provider_name(mac != NULL ? EVP_MAC_get0_provider(mac)
+                                              : NULL),
+                pass == 0 ? KEYCACHE_PROVIDER_NAME : "default");
+            EVP_MAC_free(mac);
+            OSSL_LIB_CTX_free(ctx);
+        }
+    }
+    for (i = 0; bad[i] != NULL; i++) {
+        snprintf(line, sizeof(line), "hmac = %s", bad[i]);
+        check_error(line, NULL, 0, (const char *[]){ "on or off", NULL });
+    }
+}
+
+static void add_suites(void)
+{
+    CU_pSuite s = CU_add_suite("KEYCACHE_DEBUG", NULL, NULL);
+
+    CU_add_test(s, "report per algorithm at unload", test_report_at_unload);
+    CU_add_test(s, "forked child reports itself", test_report_after_fork);
+    CU_add_test(s, "report every interval", test_report_every_interval);
+    CU_add_test(s, "interval with two threads", test_interval_threads);
+    CU_add_test(s, "levels and unknown words", test_levels_and_words);
+    CU_add_test(s, "failed start logged", test_failed_start_logged);
+    CU_add_test(s, "routing warnings", test_routing_warnings);
+    s = CU_add_suite("config errors", NULL, NULL);
+    CU_add_test(s, "invalid values say why", test_invalid_value_errors);
+    CU_add_test(s, "unknown keys say why", test_unknown_key_errors);
+    CU_add_test(s, "no false alarms", test_no_false_alarms);
+    CU_add_test(s, "boolean spellings", test_boolean_spellings);
+}
+
+int main(int argc, char **argv)
+{
+    int rc;
+
+    /* the shared contexts kct_main() makes must not log */
+    unsetenv("KEYCACHE_DEBUG");
+    snprintf(logpath, sizeof(logpath), "/tmp/kc-diag-%ld.log",
+             (long)getpid());
+    rc = kct_main(argc, argv, add_suites);
+    unlink(logpath);
+    return rc;
+}

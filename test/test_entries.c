@@ -1,0 +1,803 @@
+/*
+ * Cache entries and idle_ttl (issue 9): no entry may outlive its use.
+ *
+ * An entry holds key bytes, so an entry that nothing can ever use or sweep
+ * again keeps a key in memory for the life of the thread.  Such orphans can
+ * arise where a keyed HMAC context leaves the thread cache's bookkeeping:
+ *   (a) the context is freed on another thread than the one it was keyed on;
+ *   (b) its digest is changed after keying (keycache passes it through);
+ *   (c) it is re-keyed with a key longer than KEYCACHE_MAX_KEY_LEN (which
+ *       passes through too);
+ * and, for reference, (d) a plain entry that is simply left alone.
+ *
+ * With idle_ttl = 1, after sleeping past the limit and one more use of
+ * keycache on the owning thread (which sweeps), no live block allocated by
+ * keycache's own code (provider/ sources: allocator hooks installed before
+ * OpenSSL starts see the allocating file) may hold any of those keys, and
+ * keycache-entries must have dropped to what that one use added.  Repeating
+ * (a)-(c) with new keys must keep entries within cache_size and live memory
+ * flat.  Lastly a context freed on a thread whose own cache has a live entry
+ * at the same slot and generation must not end up in that entry.  Every
+ * HMAC is compared with the default provider's.
+ */
+#define _GNU_SOURCE             /* memmem */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
+#include "kc_test.h"
+#include "keycache.h"
+
+/* ---------------------------------------------------------------------- */
+/* Allocator hooks: every live block, with its allocating file            */
+
+typedef struct mem_st {
+    struct mem_st *prev, *next;
+    size_t len;
+    int ours;                  /* allocated by keycache's provider/ code */
+} MEM;
+
+/* a header that keeps the caller's memory 16-byte aligned */
+#define MEM_HDR ((sizeof(MEM) + 15) & ~(size_t)15)
+#define MEM_USER(m) ((unsigned char *)(m) + MEM_HDR)
+#define MEM_OF(p) ((MEM *)((unsigned char *)(p) - MEM_HDR))
+
+#define KEYLEN 32
+#define NTRACKED 16
+
+static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
+static MEM *heap;                      /* live blocks, newest first */
+static size_t heap_blocks;
+static unsigned char tracked[NTRACKED][KEYLEN];
+static unsigned long freed_with_key;   /* keycache blocks freed uncleansed */
+
+/* keycache's sources; libcrypto has a crypto/hmac/hmac.c of its own */
+static int from_keycache(const char *file)
+{
+    static const char *const names[] = {
+        "cache.c", "hmac.c", "aes_gcm.c", "inner.c", "keycache_prov.c"
+    };
+    const char *dir;
+    size_t i;
+
+    if (file == NULL)
+        return 0;
+    if (strncmp(file, "provider/", 9) == 0)
+        dir = file;
+    else if ((dir = strstr(file, "/provider/")) != NULL)
+        dir++;
+    else
+        return 0;
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(dir + 9, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Does the block hold either half of tracked key |k|? */
+static int holds_key(const MEM *m, int k)
+{
+    return memmem(MEM_USER(m), m->len, tracked[k], KEYLEN / 2) != NULL
+           || memmem(MEM_USER(m), m->len, tracked[k] + KEYLEN / 2,
+                     KEYLEN / 2) != NULL;
+}
+
+static void *mem_alloc(size_t len, const char *file, int line)
+{
+    MEM *m;
+
+    if (len == 0 || (m = malloc(MEM_HDR + len)) == NULL)
+        return NULL;
+    m->len = len;
+    m->ours = from_keycache(file);
+    m->prev = NULL;
+    pthread_mutex_lock(&heap_lock);
+    m->next = heap;
+    if (heap != NULL)
+        heap->prev = m;
+    heap = m;
+    heap_blocks++;
+    pthread_mutex_unlock(&heap_lock);
+    return MEM_USER(m);
+}
+
+static void mem_free(void *p, const char *file, int line)
+{
+    MEM *m;
+    int k;
+
+    if (p == NULL)
+        return;
+    m = MEM_OF(p);
+    pthread_mutex_lock(&heap_lock);
+    for (k = 0; m->ours && k < NTRACKED; k++)
+        if (holds_key(m, k)) {
+            freed_with_key++;
+            fprintf(stderr, "\n  key %d freed uncleansed at %s:%d\n", k,
+                    file != NULL ? file : "?", line);
+            break;
+        }
+    if (m->prev != NULL)
+        m->prev->next = m->next;
+    else
+        heap = m->next;
+    if (m->next != NULL)
+        m->next->prev = m->prev;
+    heap_blocks--;
+    pthread_mutex_unlock(&heap_lock);
+    free(m);
+}
+
+/* Moves every time, so that the old block goes through mem_free(). */
+static void *mem_realloc(void *p, size_t len, const char *file, int line)
+{
+    void *q;
+
+    if (p == NULL)
+        return mem_alloc(len, file, line);
+    if (len == 0) {
+        mem_free(p, file, line);
+        return NULL;
+    }
+    if ((q = mem_alloc(len, file, line)) == NULL)
+        return NULL;
+    MEM_OF(q)->ours |= MEM_OF(p)->ours;
+    memcpy(q, p, MEM_OF(p)->len < len ? MEM_OF(p)->len : len);
+    mem_free(p, file, line);
+    return q;
+}
+
+/* Number of live keycache blocks holding tracked key |k|. */
+static int live_with_key(int k)
+{
+    const MEM *m;
+    int n = 0;
+
+    pthread_mutex_lock(&heap_lock);
+    for (m = heap; m != NULL; m = m->next)
+        n += m->ours && holds_key(m, k);
+    pthread_mutex_unlock(&heap_lock);
+    return n;
+}
+
+static size_t live_blocks(void)
+{
+    size_t n;
+
+    pthread_mutex_lock(&heap_lock);
+    n = heap_blocks;
+    pthread_mutex_unlock(&heap_lock);
+    return n;
+}
+
+static unsigned long uncleansed(void)
+{
+    unsigned long n;
+
+    pthread_mutex_lock(&heap_lock);
+    n = freed_with_key;
+    pthread_mutex_unlock(&heap_lock);
+    return n;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Configurations                                                         */
+
+/*
+ * A library context loaded from a copy of the build's test config whose
+ * [keycache_sect] has the given cache_size and idle_ttl.
+ */
+static OSSL_LIB_CTX *conf_ctx(const char *cache_size, const char *idle_ttl)
+{
+    char path[] = "/tmp/kc-entries-XXXXXX", line[1024];
+    OSSL_LIB_CTX *ctx = NULL;
+    FILE *in, *out;
+    int fd, section = 0, ok;
+
+    if ((in = fopen(kct_conf_path(), "r")) == NULL)
+        return NULL;
+    if ((fd = mkstemp(path)) < 0 || (out = fdopen(fd, "w")) == NULL) {
+        fclose(in);
+        return NULL;
+    }
+    while (fgets(line, sizeof(line), in) != NULL) {
+        const char *p = line + strspn(line, " \t");
+
+        if (line[0] == '[')
+            section = strncmp(line, "[keycache_sect]", 15) == 0;
+        if (section && (strncmp(p, "cache_size", 10) == 0
+                        || strncmp(p, "idle_ttl", 8) == 0))
+            continue;
+        fputs(line, out);
+        if (section && line[0] == '[')
+            fprintf(out, "cache_size = %s\nidle_ttl = %s\n", cache_size,
+                    idle_ttl);
+    }
+    fclose(in);
+    ok = fclose(out) == 0 && (ctx = OSSL_LIB_CTX_new()) != NULL
+         && OSSL_LIB_CTX_load_config(ctx, path)
+         && OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME);
+    unlink(path);
+    if (!ok) {
+        ERR_print_errors_fp(stderr);
+        OSSL_LIB_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static uint64_t entries(OSSL_LIB_CTX *ctx)
+{
+    return kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES);
+}
+
+/* Sleep at least |ms| milliseconds. */
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        continue;
+}
+
+/*
+ * Start just after the clock's second ticks: idle_ttl counts whole seconds,
+ * and a setup that straddled a tick could see its entries swept early.
+ */
+static void align_to_second(void)
+{
+    time_t t0 = time(NULL);
+
+    while (time(NULL) == t0)
+        sleep_ms(1);
+}
+
+/* ---------------------------------------------------------------------- */
+/* HMAC through keycache and through the default provider, side by side   */
+
+typedef struct {
+    OSSL_LIB_CTX *ctx;         /* keycache configured with idle_ttl */
+    EVP_MAC *mac, *ref;        /* keycache's HMAC, the default's */
+} ENV;
+
+static int env_init(ENV *env, const char *cache_size, const char *idle_ttl)
+{
+    memset(env, 0, sizeof(*env));
+    if ((env->ctx = conf_ctx(cache_size, idle_ttl)) == NULL)
+        return 0;
+    env->mac = EVP_MAC_fetch(env->ctx, "HMAC", NULL);
+    env->ref = EVP_MAC_fetch(kct_default(), "HMAC", NULL);
+    /* a test of keycache that ran on the default would prove nothing */
+    return env->mac != NULL && env->ref != NULL
+           && strcmp(kct_provider_name(EVP_MAC_get0_provider(env->mac)),
+                     KEYCACHE_PROVIDER_NAME) == 0;
+}
+
+static void env_done(ENV *env)
+{
+    EVP_MAC_free(env->mac);
+    EVP_MAC_free(env->ref);
+    OSSL_LIB_CTX_free(env->ctx);
+}
+
+/* One context of each, always driven through the same calls. */
+typedef struct {
+    EVP_MAC_CTX *kc, *ref;
+} PAIR;
+
+static int pair_new(PAIR *p, const ENV *env)
+{
+    p->kc = EVP_MAC_CTX_new(env->mac);
+    p->ref = EVP_MAC_CTX_new(env->ref);
+    return p->kc != NULL && p->ref != NULL;
+}
+
+static void pair_free(PAIR *p)
+{
+    EVP_MAC_CTX_free(p->kc);
+    EVP_MAC_CTX_free(p->ref);
+    p->kc = p->ref = NULL;
+}
+
+/* Key both (digest NULL: keep it); 1 if both answered alike. */
+static int pair_key(PAIR *p, const char *digest, const unsigned char *key,
+                    size_t keylen)
+{
+    OSSL_PARAM params[2], *pp = NULL;
+    int a, b;
+
+    if (digest != NULL) {
+        params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                                     (char *)digest, 0);
+        params[1] = OSSL_PARAM_construct_end();
+        pp = params;
+    }
+    a = EVP_MAC_init(p->kc, key, keylen, pp);
+    b = EVP_MAC_init(p->ref, key, keylen, pp);
+    ERR_clear_error();
+    return a == b;
+}
+
+/* Change the digest of both after keying; 1 if both answered alike. */
+static int pair_digest(PAIR *p, const char *digest)
+{
+    OSSL_PARAM params[2];
+    int a, b;
+
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                                 (char *)digest, 0);
+    params[1] = OSSL_PARAM_construct_end();
+    a = EVP_MAC_CTX_set_params(p->kc, params);
+    b = EVP_MAC_CTX_set_params(p->ref, params);
+    ERR_clear_error();
+    return a == b;
+}
+
+static int mac_once(EVP_MAC_CTX *c, uint32_t seed, unsigned char out[64],
+                    size_t *outlen)
+{
+    unsigned char msg[100];
+
+    kct_fill(msg, sizeof(msg), seed);
+    *outlen = 0;
+    return EVP_MAC_init(c, NULL, 0, NULL)
+           && EVP_MAC_update(c, msg, sizeof(msg))
+           && EVP_MAC_final(c, out, outlen, 64);
+}
+
+/* Re-init both without a key and MAC a message: 0 if they agree, else 1. */
+static int pair_check(PAIR *p, uint32_t seed)
+{
+    unsigned char got[64], want[64];
+    size_t gotlen, wantlen;
+    int a = mac_once(p->kc, seed, got, &gotlen);
+    int b = mac_once(p->ref, seed, want, &wantlen);
+
+    ERR_clear_error();
+    return a != b || gotlen != wantlen || memcmp(got, want, gotlen) != 0;
+}
+
+/* EVP_Q_mac (HMAC-SHA256) through keycache and the default: 0 if equal. */
+static int one_shot(const ENV *env, const unsigned char *key, size_t keylen,
+                    uint32_t seed)
+{
+    unsigned char msg[100], got[32], want[32];
+    size_t gotlen = 0, wantlen = 0;
+
+    kct_fill(msg, sizeof(msg), seed);
+    if (EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256", NULL, key, keylen,
+                  msg, sizeof(msg), want, sizeof(want), &wantlen) == NULL
+        || EVP_Q_mac(env->ctx, "HMAC", NULL, "SHA256", NULL, key, keylen,
+                     msg, sizeof(msg), got, sizeof(got), &gotlen) == NULL)
+        return 1;
+    return gotlen != wantlen || memcmp(got, want, gotlen) != 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The cases                                                              */
+
+/*
+ * What each case reports: mismatches with the default provider, and
+ * whether a tracked key was in a keycache block right after keying (the
+ * live scan can see it: its absence later means something).
+ */
+typedef struct {
+    int bad;
+    int unseen;
+} TALLY;
+
+/* tracked key |k| (k < 0: not tracked) is in keycache's memory now */
+static void seen_now(TALLY *t, int k)
+{
+    if (k >= 0 && live_with_key(k) == 0) {
+        t->unseen++;
+        fprintf(stderr, "\n  key %d not in keycache's memory after keying\n",
+                k);
+    }
+}
+
+/* Key a pair with SHA256, first warming the key's entry if |warm|. */
+static int start(const ENV *env, PAIR *p, TALLY *t, const unsigned char *key,
+                 int k, int warm)
+{
+    if (!pair_new(p, env)) {
+        t->bad++;
+        return 0;
+    }
+    if (warm)
+        t->bad += one_shot(env, key, KEYLEN, 1);
+    t->bad += !pair_key(p, "SHA256", key, KEYLEN);
+    seen_now(t, k);
+    t->bad += pair_check(p, 2);
+    return 1;
+}
+
+static void *use_and_free(void *arg)
+{
+    PAIR *p = arg;
+    intptr_t bad = pair_check(p, 3) + pair_check(p, 4);
+
+    pair_free(p);
+    return (void *)bad;
+}
+
+/* (a) keyed here, used and freed on another thread; this one runs on */
+static void case_a(const ENV *env, TALLY *t, const unsigned char *key,
+                   int k, int warm)
+{
+    PAIR p;
+    pthread_t th;
+    void *ret = NULL;
+
+    if (!start(env, &p, t, key, k, warm))
+        return;
+    if (pthread_create(&th, NULL, use_and_free, &p) != 0) {
+        pair_free(&p);
+        t->bad++;
+        return;
+    }
+    pthread_join(th, &ret);
+    t->bad += (int)(intptr_t)ret;
+}
+
+/* (b) digest changed after keying, used, re-keyed, freed */
+static void case_b(const ENV *env, TALLY *t, const unsigned char *key,
+                   int k, int warm)
+{
+    PAIR p;
+
+    if (!start(env, &p, t, key, k, warm))
+        return;
+    t->bad += !pair_digest(&p, "SHA384");
+    t->bad += pair_check(&p, 5);
+    t->bad += !pair_key(&p, NULL, key, KEYLEN);
+    t->bad += pair_check(&p, 6);
+    pair_free(&p);
+}
+
+/* (c) re-keyed with a key too long to cache, used, freed */
+static void case_c(const ENV *env, TALLY *t, const unsigned char *key,
+                   int k, int warm)
+{
+    unsigned char longkey[KEYCACHE_MAX_KEY_LEN + 72];
+    PAIR p;
+
+    if (!start(env, &p, t, key, k, warm))
+        return;
+    kct_fill(longkey, sizeof(longkey), 77);
+    t->bad += !pair_key(&p, NULL, longkey, sizeof(longkey));
+    t->bad += pair_check(&p, 7);
+    pair_free(&p);
+}
+
+/* (d) an entry made by a one-shot MAC and left alone */
+static void case_d(const ENV *env, TALLY *t, const unsigned char *key, int k)
+{
+    t->bad += one_shot(env, key, KEYLEN, 8);
+    seen_now(t, k);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Tests                                                                  */
+
+#define IDLE_MS 2500            /* past idle_ttl = 1 by a whole second */
+
+/* tracked keys: the seven cases of test_idle_sweep, then the lockstep pair */
+static const char *const case_names[] = {
+    "(a) freed on another thread",
+    "(b) digest changed after keying",
+    "(c) re-keyed with a long key",
+    "(d) plain entry",
+    "(a) freed on another thread, key warmed first",
+    "(b) digest changed after keying, key warmed first",
+    "(c) re-keyed with a long key, key warmed first"
+};
+#define NCASES 7
+#define K_A 7                   /* thread A's key in the lockstep test */
+#define K_B 8                   /* thread B's */
+
+static int suite_init(void)
+{
+    int k;
+
+    for (k = 0; k < NTRACKED; k++) {
+        /* a marker no other data has, then pseudo-random bytes */
+        kct_fill(tracked[k], KEYLEN, 0xE7E7E700u + (uint32_t)k);
+        memcpy(tracked[k], "KCENT", 5);
+        tracked[k][5] = (unsigned char)k;
+    }
+    return 0;
+}
+
+/* The hooks see keycache's blocks and find key bytes in them. */
+static void test_scanner(void)
+{
+    ENV env;
+    TALLY t = { 0, 0 };
+
+    CU_ASSERT_TRUE_FATAL(env_init(&env, "8", "0"));
+    CU_ASSERT_TRUE(from_keycache("/work/x/provider/cache.c"));
+    CU_ASSERT_TRUE(from_keycache("provider/hmac.c"));
+    CU_ASSERT_FALSE(from_keycache("../crypto/hmac/hmac.c"));
+    CU_ASSERT_FALSE(from_keycache("providers/implementations/macs/hmac.c"));
+    case_d(&env, &t, tracked[15], 15);
+    CU_ASSERT_EQUAL(t.bad, 0);
+    CU_ASSERT_EQUAL(t.unseen, 0);
+    env_done(&env);
+    /* unloading freed the entry, cleansed, and nothing of keycache's holds
+     * the key any more */
+    CU_ASSERT_EQUAL(live_with_key(15), 0);
+    CU_ASSERT_EQUAL(uncleansed(), 0);
+}
+
+/*
+ * Every case once with idle_ttl = 1, then a sleep past the limit and one
+ * use of keycache on this (the owning) thread: every key must be gone.
+ */
+static void test_idle_sweep(void)
+{
+    unsigned char trigger[KEYLEN];
+    TALLY t = { 0, 0 };
+    uint64_t before, after;
+    ENV env;
+    int k, left, said;
+
+    CU_ASSERT_TRUE_FATAL(env_init(&env, "16", "1"));
+    align_to_second();
+    case_a(&env, &t, tracked[0], 0, 0);
+    case_b(&env, &t, tracked[1], 1, 0);
+    case_c(&env, &t, tracked[2], 2, 0);
+    case_d(&env, &t, tracked[3], 3);
+    case_a(&env, &t, tracked[4], 4, 1);
+    case_b(&env, &t, tracked[5], 5, 1);
+    case_c(&env, &t, tracked[6], 6, 1);
+    CU_ASSERT_EQUAL(t.bad, 0);
+    CU_ASSERT_EQUAL(t.unseen, 0);
+    before = entries(env.ctx);
+
+    sleep_ms(IDLE_MS);
+    kct_fill(trigger, sizeof(trigger), 0x7E57);
+    CU_ASSERT_EQUAL(one_shot(&env, trigger, sizeof(trigger), 9), 0);
+
+    /* all idle entries went; the one use may have added its own */
+    after = entries(env.ctx);
+    CU_ASSERT_TRUE(after <= 1);
+    for (k = 0, said = 0; k < NCASES; k++) {
+        left = live_with_key(k);
+        CU_ASSERT_EQUAL(left, 0);
+        if (left != 0)
+            said = fprintf(stderr, "\n  %s: key still in %d keycache"
+                           " block(s)", case_names[k], left);
+    }
+    if (after > 1)
+        fprintf(stderr, "\n  entries %llu before the sleep, %llu after"
+                " (at most 1 expected)\n", (unsigned long long)before,
+                (unsigned long long)after);
+    else if (said)
+        fprintf(stderr, "\n");
+    CU_ASSERT_EQUAL(uncleansed(), 0);
+    env_done(&env);
+}
+
+/*
+ * (a)-(c) again and again with new keys, warmed and not: the number of
+ * entries stays within cache_size and, after a warm-up, so does the number
+ * of live allocations.
+ */
+#define CHURN_ROUNDS 400
+#define CHURN_WARMUP 40
+#define CHURN_SLACK 16          /* blocks: OpenSSL's own per-thread state */
+
+static void test_churn(void)
+{
+    unsigned char key[KEYLEN];
+    TALLY t = { 0, 0 };
+    uint64_t n, most = 0;
+    size_t base = 0, peak = 0, blocks;
+    ENV env;
+    int r;
+
+    CU_ASSERT_TRUE_FATAL(env_init(&env, "8", "1"));
+    for (r = 0; r < CHURN_ROUNDS; r++) {
+        kct_fill(key, sizeof(key), 0xC0000 + 3 * (uint32_t)r);
+        case_a(&env, &t, key, -1, r % 2);
+        kct_fill(key, sizeof(key), 0xC0001 + 3 * (uint32_t)r);
+        case_b(&env, &t, key, -1, r % 2);
+        kct_fill(key, sizeof(key), 0xC0002 + 3 * (uint32_t)r);
+        case_c(&env, &t, key, -1, r % 2);
+        if ((n = entries(env.ctx)) > most)
+            most = n;
+        blocks = live_blocks();
+        if (r == CHURN_WARMUP)
+            base = peak = blocks;
+        else if (r > CHURN_WARMUP && blocks > peak)
+            peak = blocks;
+    }
+    CU_ASSERT_EQUAL(t.bad, 0);
+    CU_ASSERT_TRUE(most <= 8);
+    CU_ASSERT_TRUE(peak <= base + CHURN_SLACK);
+    if (most > 8 || peak > base + CHURN_SLACK)
+        fprintf(stderr, "\n  up to %llu entries (cache_size 8); live blocks"
+                " %zu after warm-up, up to %zu later\n",
+                (unsigned long long)most, base, peak);
+    env_done(&env);
+}
+
+/*
+ * A context leased on thread A and freed on thread B must not be taken in
+ * by B's cache, even where B's cache has an entry that looks like the one
+ * the context came from.
+ *
+ * Where an entry lands and what generation it gets depend only on what has
+ * happened in that cache since it was created (which slots were handed out
+ * and freed, how many entries were made), never on the key bytes or the
+ * thread's hash seed.  A and B both start with a fresh cache and do exactly
+ * the same thing first - one HMAC context keyed with one new key - so A's
+ * entry for KA and B's entry for KB sit at the same slot with the same
+ * generation: A's lease matches B's entry in everything but the cache it
+ * names.  B frees A's context while its own KB context is checked out (so
+ * the KB entry is waiting for a context to come back), then uses KB again.
+ */
+typedef struct {
+    const ENV *env;
+    PAIR a;                    /* A's context, handed to B */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int stage;                 /* 1: A keyed, 2: B done */
+    int bad_a, bad_b;
+} LOCKSTEP;
+
+static void stage_set(LOCKSTEP *ls, int stage)
+{
+    pthread_mutex_lock(&ls->lock);
+    ls->stage = stage;
+    pthread_cond_broadcast(&ls->cond);
+    pthread_mutex_unlock(&ls->lock);
+}
+
+static void stage_wait(LOCKSTEP *ls, int stage)
+{
+    pthread_mutex_lock(&ls->lock);
+    while (ls->stage < stage)
+        pthread_cond_wait(&ls->cond, &ls->lock);
+    pthread_mutex_unlock(&ls->lock);
+}
+
+static void *lockstep_a(void *arg)
+{
+    LOCKSTEP *ls = arg;
+    PAIR again;
+
+    /* this thread's first use of keycache: first key, fresh cache */
+    if (!pair_new(&ls->a, ls->env)
+        || !pair_key(&ls->a, "SHA256", tracked[K_A], KEYLEN))
+        ls->bad_a++;
+    ls->bad_a += pair_check(&ls->a, 10);
+    stage_set(ls, 1);
+    stage_wait(ls, 2);
+    /* A lives on and still computes KA right */
+    ls->bad_a += one_shot(ls->env, tracked[K_A], KEYLEN, 11);
+    if (!pair_new(&again, ls->env)
+        || !pair_key(&again, "SHA256", tracked[K_A], KEYLEN))
+        ls->bad_a++;
+    ls->bad_a += pair_check(&again, 12);
+    pair_free(&again);
+    return NULL;
+}
+
+static void *lockstep_b(void *arg)
+{
+    LOCKSTEP *ls = arg;
+    PAIR b, fresh;
+    int i;
+
+    stage_wait(ls, 1);
+    /* the same first steps as A: the KB entry mirrors A's KA entry */
+    if (!pair_new(&b, ls->env)
+        || !pair_key(&b, "SHA256", tracked[K_B], KEYLEN))
+        ls->bad_b++;
+    ls->bad_b += pair_check(&b, 13);
+
+    /* A's context, used and freed here while b is checked out */
+    ls->bad_b += pair_check(&ls->a, 14);
+    pair_free(&ls->a);
+
+    /* b again, then new contexts for KB: all must compute with KB */
+    ls->bad_b += pair_check(&b, 15);
+    pair_free(&b);
+    /*
+     * Several KB contexts alive at once, so that every context the KB
+     * entry may have kept for reuse is handed out, whatever the order.
+     */
+    {
+        PAIR live[4];
+
+        for (i = 0; i < 4; i++)
+            if (!pair_new(&live[i], ls->env)
+                || !pair_key(&live[i], "SHA256", tracked[K_B], KEYLEN))
+                ls->bad_b++;
+        for (i = 0; i < 4; i++) {
+            ls->bad_b += pair_check(&live[i], 30 + (uint32_t)i);
+            pair_free(&live[i]);
+        }
+    }
+    for (i = 0; i < 3; i++) {
+        if (!pair_new(&fresh, ls->env)
+            || !pair_key(&fresh, "SHA256", tracked[K_B], KEYLEN))
+            ls->bad_b++;
+        ls->bad_b += pair_check(&fresh, 16 + (uint32_t)i);
+        pair_free(&fresh);
+        ls->bad_b += one_shot(ls->env, tracked[K_B], KEYLEN, 20);
+    }
+    stage_set(ls, 2);
+    return NULL;
+}
+
+static void lockstep(const char *idle_ttl)
+{
+    pthread_t ta, tb;
+    LOCKSTEP ls;
+    ENV env;
+
+    CU_ASSERT_TRUE_FATAL(env_init(&env, "8", idle_ttl));
+    memset(&ls, 0, sizeof(ls));
+    ls.env = &env;
+    pthread_mutex_init(&ls.lock, NULL);
+    pthread_cond_init(&ls.cond, NULL);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&ta, NULL, lockstep_a, &ls), 0);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&tb, NULL, lockstep_b, &ls), 0);
+    pthread_join(tb, NULL);
+    pthread_join(ta, NULL);
+    CU_ASSERT_EQUAL(ls.bad_a, 0);
+    CU_ASSERT_EQUAL(ls.bad_b, 0);
+    if (ls.bad_a != 0 || ls.bad_b != 0)
+        fprintf(stderr, "\n  idle_ttl %s: %d mismatches on A, %d on B\n",
+                idle_ttl, ls.bad_a, ls.bad_b);
+    pthread_cond_destroy(&ls.cond);
+    pthread_mutex_destroy(&ls.lock);
+    env_done(&env);
+}
+
+static void test_lockstep(void)
+{
+    lockstep("0");
+    lockstep("1");
+}
+
+static void add_suites(void)
+{
+    CU_pSuite s = CU_add_suite("entries", suite_init, NULL);
+
+    CU_add_test(s, "the heap scan sees keycache's key bytes", test_scanner);
+    CU_add_test(s, "idle_ttl sweeps every kind of entry", test_idle_sweep);
+    CU_add_test(s, "entries and memory stay bounded", test_churn);
+    CU_add_test(s, "a context freed on another thread stays out of its cache",
+                test_lockstep);
+}
+
+int main(int argc, char **argv)
+{
+    int rc;
+
+    /* before OpenSSL allocates anything */
+    if (!CRYPTO_set_mem_functions(mem_alloc, mem_realloc, mem_free)) {
+        fprintf(stderr, "cannot install allocator hooks\n");
+        return 1;
+    }
+    rc = kct_main(argc, argv, add_suites);
+    if (uncleansed() != 0) {
+        fprintf(stderr, "%lu keycache block(s) freed holding key bytes\n",
+                uncleansed());
+        rc = 1;
+    }
+    return rc;
+}
