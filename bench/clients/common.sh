@@ -204,33 +204,60 @@ kc_clients_build()
     fi
 }
 
-# Run a case with keycache's counters read at exit, without changing the
-# client: prints "hits misses passthrough" of that process, or "not-loaded"
-# when no keycache was active in it, or nothing if nothing could be read.
-#   kc_clients_counters CONF CASE ARGS...
-# This is the one place that knows how the counters are read: today the
-# preloaded kc_counters.so; a provider that prints its own counters at exit
-# (KEYCACHE_DEBUG) can take over here, parsing its stderr instead.
-kc_clients_counters()
+# How keycache's counters are read from an unchanged client, at its exit:
+#   KC_COUNTERS=debug (default): the provider's own report, KEYCACHE_DEBUG=
+#     file:PATH (provider/debug.c), one "report (exit): all hits=..." line
+#     per process;
+#   KC_COUNTERS=preload: kc_counters.so, preloaded, asks the provider with
+#     OSSL_PROVIDER_get_params() (for a keycache without KEYCACHE_DEBUG).
+# kc_clients_counters_env FILE sets KC_CENV, the environment to run the
+# client with; kc_clients_counters_read FILE prints "hits misses passthrough"
+# of the client's process, or "not-loaded" when keycache did not start in it.
+kc_clients_counters_env()
 {
-    local conf=$1 out=$KC_CLIENTS_BIN/counters.$$ line
+    rm -f "$1"
+    if [ "${KC_COUNTERS:-debug}" = preload ]; then
+        KC_CENV=(KC_COUNTERS_FILE="$1"
+                 LD_PRELOAD="$KC_CLIENTS_BIN/kc_counters.so")
+    else
+        KC_CENV=(KEYCACHE_DEBUG="file:$1")
+    fi
+}
 
-    shift
-    kc_clients_cmd "$1" || return 1
-    shift
-    [ -f "$KC_CLIENTS_BIN/kc_counters.so" ] || return 1
-    rm -f "$out"
-    OPENSSL_CONF=$conf KC_COUNTERS_FILE=$out \
-        LD_PRELOAD=$KC_CLIENTS_BIN/kc_counters.so \
-        "${KC_CMD[@]}" "$@" >/dev/null 2>&1
-    # the last process to report is the client itself (.NET's host or a
-    # runtime may start helpers that also load libcrypto)
-    line=$(tail -n 1 "$out" 2>/dev/null)
-    rm -f "$out"
+kc_clients_counters_read()
+{
+    local line
+
+    # the last process to report is the client itself (a runtime may start
+    # helpers that also load libcrypto; they end first)
+    if [ "${KC_COUNTERS:-debug}" = preload ]; then
+        line=$(tail -n 1 "$1" 2>/dev/null)
+    else
+        line=$(grep -E ': report \([a-z]+\): all hits=' "$1" 2>/dev/null \
+               | tail -n 1)
+        [ -n "$line" ] || line=not-loaded
+    fi
     case $line in
     *not-loaded*) echo not-loaded ;;
     *hits=*)
         sed -E 's/.* hits=([0-9]+) misses=([0-9]+) passthrough=([0-9]+).*/\1 \2 \3/' \
             <<<"$line" ;;
     esac
+}
+
+# Run a case and read keycache's counters (see above):
+#   kc_clients_counters CONF CASE ARGS...
+kc_clients_counters()
+{
+    local conf=$1 out=$KC_CLIENTS_BIN/counters.$$ r
+
+    shift
+    kc_clients_cmd "$1" || return 1
+    shift
+    kc_clients_counters_env "$out"
+    env "${KC_CENV[@]}" OPENSSL_CONF="$conf" "${KC_CMD[@]}" "$@" \
+        >/dev/null 2>&1
+    r=$(kc_clients_counters_read "$out")
+    rm -f "$out"
+    echo "$r"
 }

@@ -10,9 +10,10 @@
  *   keycache-counters pid=123 hits=1 misses=2 passthrough=3 evictions=4 entries=5
  *
  * or "keycache-counters pid=123 not-loaded" when no keycache is active there.
- * bench/clients/run.sh reads these lines only through its read_counters()
- * function, so a provider-side report (KEYCACHE_DEBUG) can replace this
- * library without touching the rest of the bench.
+ * The client bench and test use it with KC_COUNTERS=preload (see
+ * kc_clients_counters_env() in common.sh); by default they read the
+ * provider's own KEYCACHE_DEBUG report instead.  This library works with a
+ * keycache that has no KEYCACHE_DEBUG, and checks that report independently.
  *
  * The report must run before OpenSSL's own atexit handler unloads the
  * providers.  Exit handlers run last-registered first and ELF destructors run

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Real, unchanged clients with and without keycache: instructions per op.
 #
-#   bench/clients/run.sh <build-dir> [case ...]
+#   bench/clients/run.sh <build-dir> [case|prefix ...]
 #
 # For every case (all of them without arguments; `run.sh <build> --list`
-# lists them) whose runtime is installed it prints one row:
+# lists them; a prefix such as rb or dn picks a runtime's cases) whose
+# runtime is installed it prints one row:
 #   - the OpenSSL path the client took: calls per op its own code makes to
 #     the libcrypto entry points that tell the paths apart, and calls per op
 #     into keycache.so (bench/clients/cgcalls.py),
@@ -15,8 +16,9 @@
 #     so that start-up, loading and the first ops cancel,
 #   - the ratio keycache / default,
 #   - keycache's hits, misses and pass-through per op, from two runs without
-#     valgrind ((counter(N2) - counter(N1)) / (N2 - N1)), read at exit by the
-#     preloaded kc_counters.so: the client is not changed.
+#     valgrind ((counter(N2) - counter(N1)) / (N2 - N1)), read at exit from
+#     keycache's KEYCACHE_DEBUG report (KC_COUNTERS=preload: from the
+#     preloaded kc_counters.so instead): the client is not changed.
 # N1 and N2 and the settings that make the counts repeatable depend on the
 # runtime (kc_clients_iters and kc_clients_repeatable in common.sh); N1 and
 # N2 in the environment override them for every case.  JOBS (default 2)
@@ -43,7 +45,20 @@ if [ "${N2:-1}" -le "${N1:-0}" ]; then
     echo "N2 must be larger than N1" >&2
     exit 2
 fi
-[ $# -gt 0 ] || set -- $(kc_clients_table | awk '{ print $1 }')
+# a runtime's prefix (rb, py, php, node, dn, c) stands for all its cases
+cases=()
+for arg in "${@:-all}"; do
+    if [ "$arg" = all ]; then
+        cases+=($(kc_clients_table | awk '{ print $1 }'))
+    elif kc_clients_case "$arg"; then
+        cases+=("$arg")
+    else
+        more=($(kc_clients_table | awk -v p="$arg-" 'index($1, p) == 1 { print $1 }'))
+        [ ${#more[@]} -gt 0 ] || more=("$arg")
+        cases+=("${more[@]}")
+    fi
+done
+set -- "${cases[@]}"
 
 kc_clients_build "$build"
 kc_clients_repeatable
