@@ -100,7 +100,8 @@ for case in $(kc_clients_table | awk '{ print $1 }'); do
     arm kct "$TCONF" "$case"
     why=
     if [ "$(cat "$TMP/def.rc")" != 0 ] || [ ! -s "$TMP/def" ]; then
-        why="the client failed with the default provider (exit $(cat "$TMP/def.rc")): $(tail -n 3 "$TMP/def.err")"
+        why="the client failed with the default provider"
+        why="$why (exit $(cat "$TMP/def.rc")): $(tail -n 3 "$TMP/def.err")"
     fi
     for a in kc kct; do
         d=$(differs def $a)
@@ -114,16 +115,19 @@ for case in $(kc_clients_table | awk '{ print $1 }'); do
         :
     elif [ "$hk" = not-loaded ] || [ "$hk" = "?" ] \
          || [ "$ht" = not-loaded ] || [ "$ht" = "?" ]; then
-        why="${why:+$why; }keycache was not active (openssl.cnf: $hk, keycache-test.cnf: $ht)"
+        why="${why:+$why; }keycache was not active"
+        why="$why (openssl.cnf: $hk, keycache-test.cnf: $ht)"
     elif [ "$KC_GAINS" = 1 ] && [ "$ht" = 0 ]; then
-        why="${why:+$why; }keycache served no cached key (0 hits with keycache-test.cnf)"
+        why="${why:+$why; }keycache served no cached key"
+        why="$why (0 hits with keycache-test.cnf)"
     fi
     if [ -n "$why" ]; then
         fail=$((fail + 1))
         echo "FAIL $case: $why" >&2
     else
         pass=$((pass + 1))
-        echo "ok   $case ($(wc -l <"$TMP/def") lines; hits: openssl.cnf $hk, keycache-test.cnf $ht)"
+        echo "ok   $case ($(wc -l <"$TMP/def") lines;" \
+             "hits: openssl.cnf $hk, keycache-test.cnf $ht)"
     fi
 done
 

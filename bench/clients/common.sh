@@ -112,45 +112,54 @@ kc_clients_repeatable()
 # Whether a runtime is usable; if not, KC_WHY says why.
 kc_clients_have()
 {
+    local py=$KC_PYTHON
+
     KC_WHY=
     case $1 in
     ruby)
-        command -v ruby >/dev/null || { KC_WHY="no ruby (Debian: ruby)"; return 1; }
+        command -v ruby >/dev/null || kc_why "no ruby (Debian: ruby)" \
+            || return 1
         ruby -ropenssl -e 0 >/dev/null 2>&1 \
-            || { KC_WHY="ruby without its openssl extension"; return 1; } ;;
+            || kc_why "ruby without its openssl extension" ;;
     activesupport)
         kc_clients_have ruby || return 1
         ruby -ractive_support -ractive_support/message_verifier \
              -ractive_support/message_encryptor -e 0 >/dev/null 2>&1 \
-            || { KC_WHY="no ActiveSupport (Debian: ruby-activesupport)"; return 1; } ;;
+            || kc_why "no ActiveSupport (Debian: ruby-activesupport)" ;;
     python)
-        [ -x "$KC_PYTHON" ] || { KC_WHY="no $KC_PYTHON (Debian: python3)"; return 1; }
-        "$KC_PYTHON" -c 'import _hashlib' >/dev/null 2>&1 \
-            || { KC_WHY="$KC_PYTHON without _hashlib"; return 1; } ;;
+        [ -x "$py" ] || kc_why "no $py (Debian: python3)" || return 1
+        "$py" -c 'import _hashlib' >/dev/null 2>&1 \
+            || kc_why "$py without _hashlib" ;;
     cryptography)
         kc_clients_have python || return 1
-        "$KC_PYTHON" -c 'import cryptography.hazmat.primitives.ciphers.aead' \
+        "$py" -c 'import cryptography.hazmat.primitives.ciphers.aead' \
             >/dev/null 2>&1 \
-            || { KC_WHY="no cryptography for $KC_PYTHON (Debian: python3-cryptography)"; return 1; } ;;
+            || kc_why "no python3-cryptography for $py" ;;
     php)
-        command -v php >/dev/null || { KC_WHY="no php (Debian: php-cli)"; return 1; }
+        command -v php >/dev/null || kc_why "no php (Debian: php-cli)" \
+            || return 1
         php -r 'exit(extension_loaded("openssl") ? 0 : 1);' >/dev/null 2>&1 \
-            || { KC_WHY="php without its openssl extension"; return 1; } ;;
+            || kc_why "php without its openssl extension" ;;
     node)
-        command -v node >/dev/null || { KC_WHY="no node"; return 1; }
+        command -v node >/dev/null || kc_why "no node" || return 1
         node -e 'process.exit(/^3\./.test(process.versions.openssl) ? 0 : 1)' \
             >/dev/null 2>&1 \
-            || { KC_WHY="node without OpenSSL 3"; return 1; } ;;
+            || kc_why "node without OpenSSL 3" ;;
     dotnet)
         [ -f "$KC_CLIENTS_BIN/dotnet/KcClients.dll" ] \
-            || { KC_WHY=${KC_DOTNET_WHY:-"no .NET SDK (dotnet)"}; return 1; } ;;
+            || kc_why "${KC_DOTNET_WHY:-no .NET SDK (dotnet)}" ;;
     c)
         [ -x "$KC_CLIENTS_BIN/c_client" ] \
-            || { KC_WHY=${KC_C_WHY:-"c_client not built"}; return 1; } ;;
+            || kc_why "${KC_C_WHY:-c_client not built}" ;;
     *)
-        KC_WHY="unknown runtime $1"
-        return 1 ;;
+        kc_why "unknown runtime $1" ;;
     esac
+}
+
+kc_why()
+{
+    KC_WHY=$1
+    return 1
 }
 
 # Build c_client, kc_counters.so and (if an SDK is there) the .NET program
@@ -160,7 +169,7 @@ kc_clients_have()
 kc_clients_build()
 {
     local build=$1 src=$KC_CLIENTS_SRC cc=${CC:-cc} cflags libs log
-    local top=$KC_CLIENTS_SRC/../..
+    local top=$KC_CLIENTS_SRC/../.. dll=$1/clients/dotnet/KcClients.dll
 
     KC_CLIENTS_BIN=$build/clients
     mkdir -p "$KC_CLIENTS_BIN" || return 1
@@ -183,8 +192,8 @@ kc_clients_build()
     fi
     if ! command -v dotnet >/dev/null; then
         KC_DOTNET_WHY="no .NET SDK (dotnet)"
-    elif [ ! "$KC_CLIENTS_BIN/dotnet/KcClients.dll" -nt "$src/dotnet/Program.cs" ] \
-         || [ ! "$KC_CLIENTS_BIN/dotnet/KcClients.dll" -nt "$src/dotnet/KcClients.csproj" ]; then
+    elif [ ! "$dll" -nt "$src/dotnet/Program.cs" ] \
+         || [ ! "$dll" -nt "$src/dotnet/KcClients.csproj" ]; then
         rm -rf "$KC_CLIENTS_BIN/dotnet-src" "$KC_CLIENTS_BIN/dotnet"
         mkdir -p "$KC_CLIENTS_BIN/dotnet-src"
         cp "$src/dotnet/Program.cs" "$src/dotnet/KcClients.csproj" \
@@ -240,8 +249,7 @@ kc_clients_counters_read()
     case $line in
     *not-loaded*) echo not-loaded ;;
     *hits=*)
-        sed -E 's/.* hits=([0-9]+) misses=([0-9]+) passthrough=([0-9]+).*/\1 \2 \3/' \
-            <<<"$line" ;;
+        sed -E 's/.* hits=([0-9]+) misses=([0-9]+) passthrough=([0-9]+).*/\1 \2 \3/' <<<"$line" ;;
     esac
 }
 

@@ -7,7 +7,8 @@
  * (the one unchanged programs use) and appends one line to $KC_COUNTERS_FILE
  * (stderr if unset):
  *
- *   keycache-counters pid=123 hits=1 misses=2 passthrough=3 evictions=4 entries=5
+ *   keycache-counters pid=123 hits=1 misses=2 passthrough=3 evictions=4
+ *                     entries=5   (on one line)
  *
  * or "keycache-counters pid=123 not-loaded" when no keycache is active there.
  * The client bench and test use it with KC_COUNTERS=preload (see

@@ -53,7 +53,8 @@ for arg in "${@:-all}"; do
     elif kc_clients_case "$arg"; then
         cases+=("$arg")
     else
-        more=($(kc_clients_table | awk -v p="$arg-" 'index($1, p) == 1 { print $1 }'))
+        more=($(kc_clients_table \
+                | awk -v p="$arg-" 'index($1, p) == 1 { print $1 }'))
         [ ${#more[@]} -gt 0 ] || more=("$arg")
         cases+=("${more[@]}")
     fi
@@ -110,30 +111,36 @@ counters_per_op()
 
 versions()
 {
-    local v
+    local py=$KC_PYTHON
 
     echo "OpenSSL (system libcrypto): $(openssl version 2>/dev/null)"
-    kc_clients_have ruby \
-        && echo "ruby $(ruby -ropenssl -e 'print RUBY_VERSION, ", ", OpenSSL::OPENSSL_LIBRARY_VERSION')"
-    kc_clients_have activesupport \
-        && echo "ActiveSupport $(ruby -ractive_support -e 'print ActiveSupport::VERSION::STRING')"
-    kc_clients_have python \
-        && echo "python $("$KC_PYTHON" -c 'import ssl, sys; print(sys.version.split()[0] + ", " + ssl.OPENSSL_VERSION)')"
-    kc_clients_have cryptography \
-        && echo "cryptography $("$KC_PYTHON" -c 'import cryptography; print(cryptography.__version__)')"
+    kc_clients_have ruby && ruby -ropenssl -e \
+        'puts "ruby #{RUBY_VERSION}, #{OpenSSL::OPENSSL_LIBRARY_VERSION}"'
+    kc_clients_have activesupport && ruby -ractive_support -e \
+        'puts "ActiveSupport #{ActiveSupport::VERSION::STRING}"'
+    kc_clients_have python && "$py" -c 'import ssl, sys
+print("python", sys.version.split()[0] + ",", ssl.OPENSSL_VERSION)'
+    kc_clients_have cryptography && "$py" -c 'import cryptography
+print("cryptography", cryptography.__version__)'
     kc_clients_have php \
-        && echo "php $(php -r 'echo PHP_VERSION, ", ", OPENSSL_VERSION_TEXT;')"
-    if kc_clients_have node; then
-        v=$(node -p 'process.version + ", bundled OpenSSL " + process.versions.openssl + (process.config.variables.node_shared_openssl ? " (shared)" : " (static)")')
-        echo "node $v"
-    fi
-    kc_clients_have dotnet \
-        && echo "dotnet runtime $(dotnet --list-runtimes | awk '/NETCore.App/ { v = $2 } END { print v }'), system libcrypto"
+        && php -r 'echo "php ", PHP_VERSION, ", ", OPENSSL_VERSION_TEXT, "\n";'
+    kc_clients_have node && node -p '"node " + process.version
+        + ", its own OpenSSL " + process.versions.openssl
+        + (process.config.variables.node_shared_openssl ? " (shared)"
+                                                        : " (static)")'
+    kc_clients_have dotnet && echo "dotnet runtime $(dotnet --list-runtimes \
+        | awk '/NETCore.App/ { v = $2 } END { print v }'), system libcrypto"
 }
 
-echo "client bench: callgrind Ir/op = (Ir(N2 ops) - Ir(N1 ops)) / (N2 - N1), 32-byte key, 256-byte message, same key every op"
-echo "N1 N2: $(for r in c py php rb node dn; do printf '%s %s, ' "$r" "$(kc_clients_iters $r-x)"; done)c-pbkdf2 $(kc_clients_iters c-pbkdf2)"
-echo "PYTHONHASHSEED=$PYTHONHASHSEED DOTNET_TieredCompilation=$DOTNET_TieredCompilation node $KC_NODE_FLAGS"
+echo "client bench: callgrind Ir/op = (Ir(N2 ops) - Ir(N1 ops)) / (N2 - N1),"
+echo "32-byte key, 256-byte message, same key every op"
+printf 'N1 N2:'
+for r in c- py- php- rb- node- dn- c-pbkdf2; do
+    printf ' %s %s;' "${r%-}" "$(kc_clients_iters "$r")"
+done
+echo
+echo "PYTHONHASHSEED=$PYTHONHASHSEED" \
+     "DOTNET_TieredCompilation=$DOTNET_TieredCompilation node $KC_NODE_FLAGS"
 echo "default: OPENSSL_CONF=/dev/null; keycache: OPENSSL_CONF=$conf"
 versions
 echo
@@ -162,7 +169,8 @@ for case in "$@"; do
     wait
     failed=
     for run in def.$a def.$b kc.$a kc.$b; do
-        if [ "$(cat "$tmp/$case.$run.rc")" != 0 ] || [ -z "$(ir_of "$case.$run")" ]; then
+        if [ "$(cat "$tmp/$case.$run.rc")" != 0 ] \
+           || [ -z "$(ir_of "$case.$run")" ]; then
             failed=$run
         fi
     done
@@ -196,7 +204,8 @@ for case in "$@"; do
 done
 
 echo
-echo "| client and API | OpenSSL path (calls/op) | default Ir/op | keycache Ir/op | ratio | hits/op | misses/op | pass-through/op |"
+echo "| client and API | OpenSSL path (calls/op) | default Ir/op" \
+     "| keycache Ir/op | ratio | hits/op | misses/op | pass-through/op |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${rows[@]}"
 exit $status

@@ -62,8 +62,9 @@ static class Program
         for (int r = 0; r < Rounds; r++)
             foreach (int kl in HmacKeys)
                 foreach (int ml in HmacMsgs)
-                    Console.WriteLine($"HashData {d} r{r} k{kl} m{ml} " +
-                                      Hex(Mac(d, Pat(kl, kl), Pat(ml, ml + 1))));
+                    Console.WriteLine(
+                        $"HashData {d} r{r} k{kl} m{ml} " +
+                        Hex(Mac(d, Pat(kl, kl), Pat(ml, ml + 1))));
     }
 
     static void GcmLines()
@@ -101,7 +102,8 @@ static class Program
 
     static int Main(string[] args)
     {
-        var cases = new Dictionary<string, (Func<byte[], byte[], byte[]>, Action)> {
+        var cases = new Dictionary<string,
+                                   (Func<byte[], byte[], byte[]>, Action)> {
             ["dn-hmac-sha256"] = ((k, m) => HMACSHA256.HashData(k, m),
                                   () => HmacLines("sha256")),
             ["dn-hmac-sha1"] = ((k, m) => HMACSHA1.HashData(k, m),
