@@ -85,8 +85,8 @@ kc_clients_cmd()
 #   (single-threaded V8, fixed seeds).
 #   node: V8 keeps compiling and re-optimising for thousands of calls, so
 #   the first 5,000 ops are a warm-up and the counted ones come after.
-#   Ruby: its start-up varies by some 25,000 instructions, so N2 - N1 is
-#   800, not 200.
+#   Ruby: its start-up varies by up to 150,000 instructions, so N2 - N1 is
+#   800, not 200 (rows still move by about 0.3% from run to run).
 #   c-pbkdf2: each op is 1,000 HMACs.
 # N1 and N2 in the environment override the defaults for every case.
 kc_clients_iters()
