@@ -23,10 +23,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
@@ -57,50 +55,7 @@ static unsigned long uncleansed(void)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Configurations                                                         */
-
-/*
- * A library context loaded from a copy of the build's test config whose
- * [keycache_sect] has the given cache_size and idle_ttl.
- */
-static OSSL_LIB_CTX *conf_ctx(const char *cache_size, const char *idle_ttl)
-{
-    char path[] = "/tmp/kc-entries-XXXXXX", line[1024];
-    OSSL_LIB_CTX *ctx = NULL;
-    FILE *in, *out;
-    int fd, section = 0, ok;
-
-    if ((in = fopen(kct_conf_path(), "r")) == NULL)
-        return NULL;
-    if ((fd = mkstemp(path)) < 0 || (out = fdopen(fd, "w")) == NULL) {
-        fclose(in);
-        return NULL;
-    }
-    while (fgets(line, sizeof(line), in) != NULL) {
-        const char *p = line + strspn(line, " \t");
-
-        if (line[0] == '[')
-            section = strncmp(line, "[keycache_sect]", 15) == 0;
-        if (section && (strncmp(p, "cache_size", 10) == 0
-                        || strncmp(p, "idle_ttl", 8) == 0))
-            continue;
-        fputs(line, out);
-        if (section && line[0] == '[')
-            fprintf(out, "cache_size = %s\nidle_ttl = %s\n", cache_size,
-                    idle_ttl);
-    }
-    fclose(in);
-    ok = fclose(out) == 0 && (ctx = OSSL_LIB_CTX_new()) != NULL
-         && OSSL_LIB_CTX_load_config(ctx, path)
-         && OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME);
-    unlink(path);
-    if (!ok) {
-        ERR_print_errors_fp(stderr);
-        OSSL_LIB_CTX_free(ctx);
-        return NULL;
-    }
-    return ctx;
-}
+/* Counters and time                                                      */
 
 static uint64_t entries(OSSL_LIB_CTX *ctx)
 {
@@ -138,8 +93,12 @@ typedef struct {
 
 static int env_init(ENV *env, const char *cache_size, const char *idle_ttl)
 {
+    char conf[128];
+
     memset(env, 0, sizeof(*env));
-    if ((env->ctx = conf_ctx(cache_size, idle_ttl)) == NULL)
+    snprintf(conf, sizeof(conf), "cache_size = %s\nidle_ttl = %s\n",
+             cache_size, idle_ttl);
+    if ((env->ctx = kct_keycache_conf(conf)) == NULL)
         return 0;
     env->mac = EVP_MAC_fetch(env->ctx, "HMAC", NULL);
     env->ref = EVP_MAC_fetch(kct_default(), "HMAC", NULL);

@@ -17,11 +17,8 @@
  */
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <openssl/crypto.h>
-#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
@@ -60,40 +57,7 @@ static unsigned long violations(void)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Configurations and counters                                            */
-
-/* The build config with cache_size replaced, loaded into a new context. */
-static OSSL_LIB_CTX *ctx_with_cache_size(const char *size)
-{
-    char path[] = "/tmp/kc-keyscan-XXXXXX", line[1024];
-    OSSL_LIB_CTX *ctx = NULL;
-    FILE *in, *out;
-    int fd, ok;
-
-    if ((in = fopen(kct_conf_path(), "r")) == NULL)
-        return NULL;
-    if ((fd = mkstemp(path)) < 0 || (out = fdopen(fd, "w")) == NULL) {
-        fclose(in);
-        return NULL;
-    }
-    while (fgets(line, sizeof(line), in) != NULL) {
-        if (strncmp(line, "cache_size", 10) == 0)
-            fprintf(out, "cache_size = %s\n", size);
-        else
-            fputs(line, out);
-    }
-    fclose(in);
-    ok = fclose(out) == 0 && (ctx = OSSL_LIB_CTX_new()) != NULL
-         && OSSL_LIB_CTX_load_config(ctx, path)
-         && OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME);
-    unlink(path);
-    if (!ok) {
-        ERR_print_errors_fp(stderr);
-        OSSL_LIB_CTX_free(ctx);
-        return NULL;
-    }
-    return ctx;
-}
+/* Counters                                                               */
 
 /* A keycache counter of the provider inside |ctx|. */
 static uint64_t counter(OSSL_LIB_CTX *ctx, const char *name)
@@ -207,7 +171,7 @@ static void test_scanner(void)
 
 static void test_eviction(void)
 {
-    OSSL_LIB_CTX *ctx = ctx_with_cache_size("4");
+    OSSL_LIB_CTX *ctx = kct_keycache_conf("cache_size = 4\n");
     unsigned char shortkey[16];
     uint64_t ev;
     int i, bad = 0;
@@ -299,7 +263,7 @@ static void *teardown_thread(void *varg)
 
 static void test_teardown(void)
 {
-    OSSL_LIB_CTX *ctx = ctx_with_cache_size("64");
+    OSSL_LIB_CTX *ctx = kct_keycache_conf("cache_size = 64\n");
     pthread_t t;
     void *tret = NULL;
     int i, bad = 0;
