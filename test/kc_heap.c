@@ -7,6 +7,8 @@
 #include <string.h>
 #include <openssl/crypto.h>
 
+#include "kc_test.h"
+
 typedef struct blk_st {
     struct blk_st *prev, *next;
     size_t size;
@@ -158,6 +160,21 @@ void kch_watch(const void *v, size_t len, int n)
     watched_len = len;
     nwatched = v != NULL && len > 0 ? n : 0;
     pthread_mutex_unlock(&lock);
+}
+
+void kch_watch_new_keys(unsigned char *keys, size_t len, int n,
+                        const char *mark, uint32_t seed)
+{
+    int k;
+
+    for (k = 0; k < n; k++) {
+        unsigned char *key = keys + (size_t)k * len;
+
+        kct_fill(key, len, seed + (uint32_t)k);
+        memcpy(key, mark, 5);
+        key[5] = (unsigned char)k;
+    }
+    kch_watch(keys, len, n);
 }
 
 void kch_freed(unsigned long *kc, unsigned long *other)

@@ -17,6 +17,7 @@
 #define KC_HEAP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Install the allocator hooks; 0 (and a message) on failure. */
 int kch_install(void);
@@ -32,6 +33,14 @@ int kch_keycache_file(const char *file);
  * block is a violation, one in any other block a note; both are printed.
  */
 void kch_watch(const void *v, size_t len, int n);
+
+/*
+ * Fill |n| test keys of |len| bytes at |keys| with bytes no other data has
+ * (the 5-character |mark|, the key's number, then pseudo-random bytes from
+ * |seed|) and watch them.
+ */
+void kch_watch_new_keys(unsigned char *keys, size_t len, int n,
+                        const char *mark, uint32_t seed);
 
 /* Blocks freed so far holding a watched string: keycache's and others'. */
 void kch_freed(unsigned long *kc, unsigned long *other);

@@ -133,15 +133,7 @@ static int use_key(OSSL_LIB_CTX *ctx, const unsigned char *key, size_t len,
 
 static int suite_init(void)
 {
-    int k;
-
-    for (k = 0; k < K_USED; k++) {
-        /* distinctive: a marker no real data has, then pseudo-random */
-        kct_fill(keys[k], KEYLEN, 0xC0FFEE00u + (uint32_t)k);
-        memcpy(keys[k], "KCKEY", 5);
-        keys[k][5] = (unsigned char)k;
-    }
-    kch_watch(keys, KEYLEN, K_USED);
+    kch_watch_new_keys(keys[0], KEYLEN, K_USED, "KCKEY", 0xC0FFEE00u);
     return 0;
 }
 
