@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The heap as OpenSSL's allocator sees it, for tests that look for key
  * material left behind in memory.

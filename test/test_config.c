@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Configuration behaviour: each keycache_sect setting changes what the
  * provider does, visibly in its counters, while output stays that of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Cache entries and idle_ttl (issue 9): no entry may outlive its use.
  *

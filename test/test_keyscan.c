@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Key material and memory bounds, seen through OpenSSL's allocator.
  *

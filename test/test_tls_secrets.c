@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * TLS secrets must not outlive their connection in keycache's cache.
  *

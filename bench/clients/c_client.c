@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * C client for bench/clients/run.sh and test/test_clients.sh: the HMAC APIs
  * C programs use, one message at a time, with the default library context.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The OpenSSL path a client took, from two callgrind profiles of it.
 
 usage: cgcalls.py N1 PROFILE1 N2 PROFILE2

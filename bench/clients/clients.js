@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 'use strict';
 // Node client for bench/clients/run.sh and test/test_clients.sh.
 //

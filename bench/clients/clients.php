@@ -1,4 +1,5 @@
 <?php
+// SPDX-License-Identifier: Apache-2.0
 /*
  * PHP client for bench/clients/run.sh and test/test_clients.sh.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Python client for bench/clients/run.sh and test/test_clients.sh.
 
     /usr/bin/python3 clients.py CASE bench N   N ops, the same 32-byte key and

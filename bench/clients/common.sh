@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bench/clients/common.sh - sourced by bench/clients/run.sh and
 # test/test_clients.sh: the client cases, how to run them, which runtimes
 # are present, and building the two small native pieces (c_client and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kc_counters.so - print keycache's counters when an unchanged program exits.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Real, unchanged clients with and without keycache: instructions per op.
 #
 #   bench/clients/run.sh <build-dir> [case|prefix ...]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // .NET client for bench/clients/run.sh and test/test_clients.sh.
 //
 //   dotnet KcClients.dll CASE bench N   N ops, the same 32-byte key and
