@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Where a keycache op's instructions go: inside keycache's entry points or
 outside them (the application's EVP calls, allocation, fetches).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Deterministic instruction counts: keycache vs default, per op.
 #
 #   bench/callgrind.sh <build-dir> [scenario[:size] ...]

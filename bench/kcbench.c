@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kcbench - side-by-side benchmark of keycache against the default provider.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `openssl speed` without and with keycache.
 #
 #   bench/speed.sh <build-dir>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Write the seed corpus for fuzz_diff.c into fuzz/corpus/.
 
 Each seed is an op sequence in the byte format fuzz_diff.c decodes (see

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Run the differential fuzzer for a bounded time.
 #
 #   fuzz/run.sh <build-dir> <seconds> [libFuzzer options...]

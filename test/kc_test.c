@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "kc_test.h"
 
 #include <stdio.h>
@@ -74,34 +75,76 @@ static int overridden(const char *line, const char *lines)
     return 0;
 }
 
+int kct_copy_conf(char *path, void (*edit)(FILE *, const char *, void *),
+                  void *arg)
+{
+    char line[1024];
+    FILE *in, *out;
+    int fd;
+
+    strcpy(path, "/tmp/kc-conf-XXXXXX");
+    if ((in = fopen(kct_conf_path(), "r")) == NULL)
+        return 0;
+    if ((fd = mkstemp(path)) < 0 || (out = fdopen(fd, "w")) == NULL) {
+        if (fd >= 0) {
+            close(fd);
+            unlink(path);
+        }
+        fclose(in);
+        return 0;
+    }
+    while (fgets(line, sizeof(line), in) != NULL)
+        edit(out, line, arg);
+    edit(out, NULL, arg);
+    fclose(in);
+    if (fclose(out) != 0) {
+        unlink(path);
+        return 0;
+    }
+    return 1;
+}
+
+/* kct_write_conf's edit: |lines| applied to [keycache_sect]. */
+typedef struct {
+    const char *lines;
+    int section;                /* inside [keycache_sect] */
+} SECT_EDIT;
+
+static void edit_section(FILE *out, const char *line, void *arg)
+{
+    SECT_EDIT *e = arg;
+    const char *l;
+
+    if (line == NULL)
+        return;
+    if (line[0] == '[')
+        e->section = strncmp(line, "[keycache_sect]", 15) == 0;
+    if (e->section && overridden(line, e->lines))
+        return;
+    fputs(line, out);
+    if (e->section && line[0] == '[')
+        for (l = e->lines; *l != '\0'; l += strcspn(l, "\n"),
+                                        l += *l == '\n')
+            if (*l != '-')
+                fprintf(out, "%.*s\n", (int)strcspn(l, "\n"), l);
+}
+
+int kct_write_conf(char *path, const char *lines)
+{
+    SECT_EDIT e = { lines, 0 };
+
+    return kct_copy_conf(path, edit_section, &e);
+}
+
 OSSL_LIB_CTX *kct_keycache_conf(const char *lines)
 {
-    char path[] = "/tmp/kc-conf-XXXXXX", line[1024];
-    const char *l;
+    char path[KCT_PATH_LEN];
     OSSL_LIB_CTX *ctx = NULL;
-    FILE *in, *out;
-    int fd, section = 0, ok;
+    int ok;
 
-    if ((in = fopen(kct_conf_path(), "r")) == NULL)
+    if (!kct_write_conf(path, lines))
         return NULL;
-    if ((fd = mkstemp(path)) < 0 || (out = fdopen(fd, "w")) == NULL) {
-        fclose(in);
-        return NULL;
-    }
-    while (fgets(line, sizeof(line), in) != NULL) {
-        if (line[0] == '[')
-            section = strncmp(line, "[keycache_sect]", 15) == 0;
-        if (section && overridden(line, lines))
-            continue;
-        fputs(line, out);
-        if (section && line[0] == '[')
-            for (l = lines; *l != '\0'; l += strcspn(l, "\n"),
-                                         l += *l == '\n')
-                if (*l != '-')
-                    fprintf(out, "%.*s\n", (int)strcspn(l, "\n"), l);
-    }
-    fclose(in);
-    ok = fclose(out) == 0 && (ctx = OSSL_LIB_CTX_new()) != NULL
+    ok = (ctx = OSSL_LIB_CTX_new()) != NULL
          && OSSL_LIB_CTX_load_config(ctx, path)
          && OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME);
     unlink(path);

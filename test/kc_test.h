@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Shared helpers for keycache's CUnit tests.
  *
@@ -14,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <CUnit/CUnit.h>
 #include <openssl/crypto.h>
 #include <openssl/provider.h>
@@ -42,6 +44,22 @@ const char *kct_provider_name(const OSSL_PROVIDER *prov);
  * default applies.  E.g. "-admit_after\n" for the deployed admission.
  */
 OSSL_LIB_CTX *kct_keycache_conf(const char *lines);
+
+/*
+ * The same copy written to a new temporary file, whose name goes to |path|
+ * (KCT_PATH_LEN bytes); the caller loads and unlinks it.  1 on success.
+ */
+#define KCT_PATH_LEN 64
+int kct_write_conf(char *path, const char *lines);
+
+/*
+ * The general form: the test config copied to a new temporary file through
+ * |edit|, which is called with each line of it, then once with NULL, and
+ * writes to |out| what the copy should have instead.
+ */
+int kct_copy_conf(char *path, void (*edit)(FILE *out, const char *line,
+                                           void *arg),
+                  void *arg);
 
 /* Path of the build tree's openssl.cnf and of the shared vectors folder. */
 const char *kct_conf_path(void);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Hostile and careless calls must behave exactly as with the default
  * provider.

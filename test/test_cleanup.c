@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * OPENSSL_cleanup() with warm caches.
  *

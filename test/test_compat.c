@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Behaviour that differs between OpenSSL releases, checked against the
  * default provider of whichever libcrypto the test runs on (tools/compat.sh

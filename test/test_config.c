@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Configuration behaviour: each keycache_sect setting changes what the
  * provider does, visibly in its counters, while output stays that of the
@@ -31,66 +32,18 @@ static const unsigned char iv[12] = {
 /* ---------------------------------------------------------------------- */
 /* Temporary configurations                                               */
 
-/* Is |line| a "name = value" line for |name|? */
-static int line_sets(const char *line, const char *name)
-{
-    size_t n = strlen(name);
-
-    line += strspn(line, " \t");
-    if (strncmp(line, name, n) != 0)
-        return 0;
-    line += n;
-    line += strspn(line, " \t");
-    return *line == '=';
-}
-
 /*
- * Copy the build config to a temporary file, with |set| (NULL-terminated
- * name, value pairs) replacing or extending [keycache_sect]; a NULL value
- * removes the setting.  Returns the
- * path in |path| (at least 64 bytes), 0 on failure.
+ * Load the config with [keycache_sect] changed by |lines| (as for
+ * kct_keycache_conf) into a new context, whether keycache starts in it or
+ * not; NULL (error queue kept) on failure.
  */
-static int write_conf(char *path, const char *const *set)
+static OSSL_LIB_CTX *ctx_with(const char *lines)
 {
-    FILE *in, *out;
-    char line[1024];
-    int fd, in_kc = 0;
-    size_t i;
-
-    strcpy(path, "/tmp/kc-config-XXXXXX");
-    if ((in = fopen(kct_conf_path(), "r")) == NULL)
-        return 0;
-    if ((fd = mkstemp(path)) < 0 || (out = fdopen(fd, "w")) == NULL) {
-        fclose(in);
-        return 0;
-    }
-    while (fgets(line, sizeof(line), in) != NULL) {
-        int skip = 0;
-
-        if (line[0] == '[')
-            in_kc = strncmp(line, "[keycache_sect]", 15) == 0;
-        for (i = 0; in_kc && set[i] != NULL; i += 2)
-            if (line_sets(line, set[i]))
-                skip = 1;
-        if (!skip)
-            fputs(line, out);
-        if (line[0] == '[' && in_kc)
-            for (i = 0; set[i] != NULL; i += 2)
-                if (set[i + 1] != NULL)
-                    fprintf(out, "%s = %s\n", set[i], set[i + 1]);
-    }
-    fclose(in);
-    return fclose(out) == 0;
-}
-
-/* Load a config with |set| applied; NULL (error queue kept) on failure. */
-static OSSL_LIB_CTX *ctx_with(const char *const *set)
-{
-    char path[64];
+    char path[KCT_PATH_LEN];
     OSSL_LIB_CTX *ctx;
     int ok;
 
-    if (!write_conf(path, set))
+    if (!kct_write_conf(path, lines))
         return NULL;
     if ((ctx = OSSL_LIB_CTX_new()) == NULL) {
         unlink(path);
@@ -185,8 +138,7 @@ static void check_routed(OSSL_LIB_CTX *ctx)
 
 static void test_defaults_cache(void)
 {
-    static const char *const set[] = { NULL };
-    OSSL_LIB_CTX *ctx = ctx_with(set);
+    OSSL_LIB_CTX *ctx = ctx_with("");
     unsigned char key[32];
     int i;
 
@@ -221,9 +173,7 @@ static size_t one_op(OSSL_LIB_CTX *ctx, int cipher, const unsigned char *key,
  */
 static void check_off(int cipher)
 {
-    static const char *const hmac_off[] = { "hmac", "off", NULL };
-    static const char *const gcm_off[] = { "aes_gcm", "off", NULL };
-    OSSL_LIB_CTX *ctx = ctx_with(cipher ? gcm_off : hmac_off);
+    OSSL_LIB_CTX *ctx = ctx_with(cipher ? "aes_gcm = off" : "hmac = off");
     unsigned char key[32], got[sizeof(msg) + 16], want[sizeof(msg) + 16];
     size_t n;
     int i;
@@ -269,9 +219,7 @@ static void test_gcm_off(void)
  */
 static void test_gcm_auto(void)
 {
-    static const char *const set_auto[] = { "aes_gcm", "auto", NULL };
-    static const char *const unset[] = { "aes_gcm", NULL, NULL };
-    const char *const *sets[2] = { set_auto, unset };
+    static const char *const sets[2] = { "aes_gcm = auto", "-aes_gcm" };
     const char *want = OpenSSL_version_num() < 0x30100000UL
                        ? KEYCACHE_PROVIDER_NAME : "default";
     unsigned char key[32];
@@ -387,8 +335,7 @@ static void test_fam_auto(void)
 /* cache_size = 0: nothing is ever cached, everything passes through. */
 static void test_cache_size_zero(void)
 {
-    static const char *const set[] = { "cache_size", "0", NULL };
-    OSSL_LIB_CTX *ctx = ctx_with(set);
+    OSSL_LIB_CTX *ctx = ctx_with("cache_size = 0");
     unsigned char key[32];
     uint64_t pass;
     int i;
@@ -412,8 +359,7 @@ static void test_cache_size_zero(void)
 /* cache_size is honoured: never more than that many entries. */
 static void test_cache_size_small(void)
 {
-    static const char *const set[] = { "cache_size", "3", NULL };
-    OSSL_LIB_CTX *ctx = ctx_with(set);
+    OSSL_LIB_CTX *ctx = ctx_with("cache_size = 3");
     unsigned char key[32];
     uint32_t i;
 
@@ -437,8 +383,7 @@ static void test_cache_size_small(void)
  */
 static void test_idle_ttl(void)
 {
-    static const char *const set[] = { "idle_ttl", "1", NULL };
-    OSSL_LIB_CTX *ctx = ctx_with(set);
+    OSSL_LIB_CTX *ctx = ctx_with("idle_ttl = 1");
     unsigned char a[32], b[32], c[32], out[32];
     uint64_t ev, hits, misses;
     time_t t0;
@@ -513,17 +458,15 @@ static int errors_mention(const char *word)
  */
 static void check_rejected(const char *name, const char *value)
 {
-    const char *set[5];
+    char lines[128];
     OSSL_LIB_CTX *ctx;
     OSSL_PROVIDER *prov;
     unsigned char key[32], got[32], want[32];
     int loaded;
 
-    set[0] = name;
-    set[1] = value;
-    set[2] = NULL;
+    snprintf(lines, sizeof(lines), "%s = %s", name, value);
     ERR_clear_error();
-    ctx = ctx_with(set);
+    ctx = ctx_with(lines);
     if (ctx != NULL) {
         loaded = OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME);
         CU_ASSERT_FALSE(loaded);
@@ -541,10 +484,8 @@ static void check_rejected(const char *name, const char *value)
     ERR_clear_error();
 
     /* the same section, not activated: load it by hand */
-    set[2] = "activate";
-    set[3] = NULL;
-    set[4] = NULL;
-    ctx = ctx_with(set);
+    snprintf(lines, sizeof(lines), "-activate\n%s = %s", name, value);
+    ctx = ctx_with(lines);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     prov = OSSL_PROVIDER_load(ctx, KEYCACHE_PROVIDER_NAME);
     CU_ASSERT_PTR_NULL(prov);
@@ -561,9 +502,7 @@ static void check_rejected(const char *name, const char *value)
 /* The not-activated route itself works with a valid section. */
 static void test_load_by_hand(void)
 {
-    static const char *const set[] = { "activate", NULL, "cache_size", "5",
-                                       NULL };
-    OSSL_LIB_CTX *ctx = ctx_with(set);
+    OSSL_LIB_CTX *ctx = ctx_with("-activate\ncache_size = 5");
     OSSL_PROVIDER *prov;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
@@ -594,20 +533,17 @@ static void test_invalid_values(void)
 /* The bounds themselves are accepted. */
 static void test_boundary_values(void)
 {
-    static const char *const max[] = { "cache_size", "4096", NULL };
-    static const char *const bools[] = { "hmac", "yes", "aes_gcm", "TRUE",
-                                         NULL };
     OSSL_LIB_CTX *ctx;
     unsigned char key[32];
 
     kct_fill(key, sizeof(key), 11);
-    ctx = ctx_with(max);
+    ctx = ctx_with("cache_size = 4096");
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_CACHE_SIZE), 4096);
     check_output(ctx, key);
     OSSL_LIB_CTX_free(ctx);
 
-    ctx = ctx_with(bools);
+    ctx = ctx_with("hmac = yes\naes_gcm = TRUE");
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     check_output(ctx, key);
     check_output(ctx, key);

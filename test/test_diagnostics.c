@@ -39,36 +39,38 @@ static int starts_with(const char *line, const char *const *list)
     return 0;
 }
 
+typedef struct {
+    const char *const *drop;
+    const char *add, *tail;
+} DIAG_EDIT;
+
+static void edit(FILE *out, const char *line, void *arg)
+{
+    const DIAG_EDIT *e = arg;
+
+    if (line == NULL) {
+        if (e->tail != NULL)
+            fprintf(out, "%s\n", e->tail);
+        return;
+    }
+    if (starts_with(line, e->drop))
+        return;
+    fputs(line, out);
+    if (e->add != NULL && strncmp(line, "[keycache_sect]", 15) == 0)
+        fprintf(out, "%s\n", e->add);
+}
+
 /*
  * Copy keycache-test.cnf to a temporary file: lines starting with one of
  * |drop| left out, |add| (lines) put into [keycache_sect] and |tail|
- * appended.  |path| gets the name (64 bytes).
+ * appended.  |path| gets the name (KCT_PATH_LEN bytes).
  */
 static int write_conf(char *path, const char *const *drop, const char *add,
                       const char *tail)
 {
-    FILE *in, *out;
-    char line[1024];
-    int fd;
+    DIAG_EDIT e = { drop, add, tail };
 
-    strcpy(path, "/tmp/kc-diag-XXXXXX");
-    if ((in = fopen(kct_conf_path(), "r")) == NULL)
-        return 0;
-    if ((fd = mkstemp(path)) < 0 || (out = fdopen(fd, "w")) == NULL) {
-        fclose(in);
-        return 0;
-    }
-    while (fgets(line, sizeof(line), in) != NULL) {
-        if (starts_with(line, drop))
-            continue;
-        fputs(line, out);
-        if (add != NULL && strncmp(line, "[keycache_sect]", 15) == 0)
-            fprintf(out, "%s\n", add);
-    }
-    if (tail != NULL)
-        fprintf(out, "%s\n", tail);
-    fclose(in);
-    return fclose(out) == 0;
+    return kct_copy_conf(path, edit, &e);
 }
 
 /*

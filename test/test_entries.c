@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Cache entries and idle_ttl (issue 9): no entry may outlive its use.
  *
@@ -12,228 +13,50 @@
  *
  * With idle_ttl = 1, after sleeping past the limit and one more use of
  * keycache on the owning thread (which sweeps), no live block allocated by
- * keycache's own code (provider/ sources: allocator hooks installed before
- * OpenSSL starts see the allocating file) may hold any of those keys, and
- * keycache-entries must have dropped to what that one use added.  Repeating
- * (a)-(c) with new keys must keep entries within cache_size and live memory
- * flat.  Lastly a context freed on a thread whose own cache has a live entry
- * at the same slot and generation must not end up in that entry.  Every
- * HMAC is compared with the default provider's.
+ * keycache's own code (provider/ sources: kc_heap's allocator hooks,
+ * installed before OpenSSL starts, see the allocating file) may hold any of
+ * those keys, and keycache-entries must have dropped to what that one use
+ * added.  Repeating (a)-(c) with new keys must keep entries within
+ * cache_size and live memory flat.  Lastly a context freed on a thread
+ * whose own cache has a live entry at the same slot and generation must not
+ * end up in that entry.  Every HMAC is compared with the default provider's.
  */
-#define _GNU_SOURCE             /* memmem */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include "kc_heap.h"
 #include "kc_test.h"
 #include "keycache.h"
-
-/* ---------------------------------------------------------------------- */
-/* Allocator hooks: every live block, with its allocating file            */
-
-typedef struct mem_st {
-    struct mem_st *prev, *next;
-    size_t len;
-    int ours;                  /* allocated by keycache's provider/ code */
-} MEM;
-
-/* a header that keeps the caller's memory 16-byte aligned */
-#define MEM_HDR ((sizeof(MEM) + 15) & ~(size_t)15)
-#define MEM_USER(m) ((unsigned char *)(m) + MEM_HDR)
-#define MEM_OF(p) ((MEM *)((unsigned char *)(p) - MEM_HDR))
 
 #define KEYLEN 32
 #define NTRACKED 16
 
-static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
-static MEM *heap;                      /* live blocks, newest first */
-static size_t heap_blocks;
 static unsigned char tracked[NTRACKED][KEYLEN];
-static unsigned long freed_with_key;   /* keycache blocks freed uncleansed */
-
-/* keycache's sources; libcrypto has a crypto/hmac/hmac.c of its own */
-static int from_keycache(const char *file)
-{
-    static const char *const names[] = {
-        "cache.c", "hmac.c", "aes_gcm.c", "inner.c", "keycache_prov.c"
-    };
-    const char *dir;
-    size_t i;
-
-    if (file == NULL)
-        return 0;
-    if (strncmp(file, "provider/", 9) == 0)
-        dir = file;
-    else if ((dir = strstr(file, "/provider/")) != NULL)
-        dir++;
-    else
-        return 0;
-    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (strcmp(dir + 9, names[i]) == 0)
-            return 1;
-    return 0;
-}
-
-/* Does the block hold either half of tracked key |k|? */
-static int holds_key(const MEM *m, int k)
-{
-    return memmem(MEM_USER(m), m->len, tracked[k], KEYLEN / 2) != NULL
-           || memmem(MEM_USER(m), m->len, tracked[k] + KEYLEN / 2,
-                     KEYLEN / 2) != NULL;
-}
-
-static void *mem_alloc(size_t len, const char *file, int line)
-{
-    MEM *m;
-
-    if (len == 0 || (m = malloc(MEM_HDR + len)) == NULL)
-        return NULL;
-    m->len = len;
-    m->ours = from_keycache(file);
-    m->prev = NULL;
-    pthread_mutex_lock(&heap_lock);
-    m->next = heap;
-    if (heap != NULL)
-        heap->prev = m;
-    heap = m;
-    heap_blocks++;
-    pthread_mutex_unlock(&heap_lock);
-    return MEM_USER(m);
-}
-
-static void mem_free(void *p, const char *file, int line)
-{
-    MEM *m;
-    int k;
-
-    if (p == NULL)
-        return;
-    m = MEM_OF(p);
-    pthread_mutex_lock(&heap_lock);
-    for (k = 0; m->ours && k < NTRACKED; k++)
-        if (holds_key(m, k)) {
-            freed_with_key++;
-            fprintf(stderr, "\n  key %d freed uncleansed at %s:%d\n", k,
-                    file != NULL ? file : "?", line);
-            break;
-        }
-    if (m->prev != NULL)
-        m->prev->next = m->next;
-    else
-        heap = m->next;
-    if (m->next != NULL)
-        m->next->prev = m->prev;
-    heap_blocks--;
-    pthread_mutex_unlock(&heap_lock);
-    free(m);
-}
-
-/* Moves every time, so that the old block goes through mem_free(). */
-static void *mem_realloc(void *p, size_t len, const char *file, int line)
-{
-    void *q;
-
-    if (p == NULL)
-        return mem_alloc(len, file, line);
-    if (len == 0) {
-        mem_free(p, file, line);
-        return NULL;
-    }
-    if ((q = mem_alloc(len, file, line)) == NULL)
-        return NULL;
-    MEM_OF(q)->ours |= MEM_OF(p)->ours;
-    memcpy(q, p, MEM_OF(p)->len < len ? MEM_OF(p)->len : len);
-    mem_free(p, file, line);
-    return q;
-}
 
 /* Number of live keycache blocks holding tracked key |k|. */
 static int live_with_key(int k)
 {
-    const MEM *m;
-    int n = 0;
-
-    pthread_mutex_lock(&heap_lock);
-    for (m = heap; m != NULL; m = m->next)
-        n += m->ours && holds_key(m, k);
-    pthread_mutex_unlock(&heap_lock);
-    return n;
-}
-
-static size_t live_blocks(void)
-{
-    size_t n;
-
-    pthread_mutex_lock(&heap_lock);
-    n = heap_blocks;
-    pthread_mutex_unlock(&heap_lock);
-    return n;
+    return (int)kch_live(tracked[k], KEYLEN, 1, NULL);
 }
 
 static unsigned long uncleansed(void)
 {
     unsigned long n;
 
-    pthread_mutex_lock(&heap_lock);
-    n = freed_with_key;
-    pthread_mutex_unlock(&heap_lock);
+    kch_freed(&n, NULL);
     return n;
 }
 
 /* ---------------------------------------------------------------------- */
-/* Configurations                                                         */
-
-/*
- * A library context loaded from a copy of the build's test config whose
- * [keycache_sect] has the given cache_size and idle_ttl.
- */
-static OSSL_LIB_CTX *conf_ctx(const char *cache_size, const char *idle_ttl)
-{
-    char path[] = "/tmp/kc-entries-XXXXXX", line[1024];
-    OSSL_LIB_CTX *ctx = NULL;
-    FILE *in, *out;
-    int fd, section = 0, ok;
-
-    if ((in = fopen(kct_conf_path(), "r")) == NULL)
-        return NULL;
-    if ((fd = mkstemp(path)) < 0 || (out = fdopen(fd, "w")) == NULL) {
-        fclose(in);
-        return NULL;
-    }
-    while (fgets(line, sizeof(line), in) != NULL) {
-        const char *p = line + strspn(line, " \t");
-
-        if (line[0] == '[')
-            section = strncmp(line, "[keycache_sect]", 15) == 0;
-        if (section && (strncmp(p, "cache_size", 10) == 0
-                        || strncmp(p, "idle_ttl", 8) == 0))
-            continue;
-        fputs(line, out);
-        if (section && line[0] == '[')
-            fprintf(out, "cache_size = %s\nidle_ttl = %s\n", cache_size,
-                    idle_ttl);
-    }
-    fclose(in);
-    ok = fclose(out) == 0 && (ctx = OSSL_LIB_CTX_new()) != NULL
-         && OSSL_LIB_CTX_load_config(ctx, path)
-         && OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME);
-    unlink(path);
-    if (!ok) {
-        ERR_print_errors_fp(stderr);
-        OSSL_LIB_CTX_free(ctx);
-        return NULL;
-    }
-    return ctx;
-}
+/* Counters and time                                                      */
 
 static uint64_t entries(OSSL_LIB_CTX *ctx)
 {
@@ -271,8 +94,12 @@ typedef struct {
 
 static int env_init(ENV *env, const char *cache_size, const char *idle_ttl)
 {
+    char conf[128];
+
     memset(env, 0, sizeof(*env));
-    if ((env->ctx = conf_ctx(cache_size, idle_ttl)) == NULL)
+    snprintf(conf, sizeof(conf), "cache_size = %s\nidle_ttl = %s\n",
+             cache_size, idle_ttl);
+    if ((env->ctx = kct_keycache_conf(conf)) == NULL)
         return 0;
     env->mac = EVP_MAC_fetch(env->ctx, "HMAC", NULL);
     env->ref = EVP_MAC_fetch(kct_default(), "HMAC", NULL);
@@ -507,14 +334,7 @@ static const char *const case_names[] = {
 
 static int suite_init(void)
 {
-    int k;
-
-    for (k = 0; k < NTRACKED; k++) {
-        /* a marker no other data has, then pseudo-random bytes */
-        kct_fill(tracked[k], KEYLEN, 0xE7E7E700u + (uint32_t)k);
-        memcpy(tracked[k], "KCENT", 5);
-        tracked[k][5] = (unsigned char)k;
-    }
+    kch_watch_new_keys(tracked[0], KEYLEN, NTRACKED, "KCENT", 0xE7E7E700u);
     return 0;
 }
 
@@ -525,10 +345,11 @@ static void test_scanner(void)
     TALLY t = { 0, 0 };
 
     CU_ASSERT_TRUE_FATAL(env_init(&env, "8", "0"));
-    CU_ASSERT_TRUE(from_keycache("/work/x/provider/cache.c"));
-    CU_ASSERT_TRUE(from_keycache("provider/hmac.c"));
-    CU_ASSERT_FALSE(from_keycache("../crypto/hmac/hmac.c"));
-    CU_ASSERT_FALSE(from_keycache("providers/implementations/macs/hmac.c"));
+    CU_ASSERT_TRUE(kch_keycache_file("/work/x/provider/cache.c"));
+    CU_ASSERT_TRUE(kch_keycache_file("provider/hmac.c"));
+    CU_ASSERT_FALSE(kch_keycache_file("../crypto/hmac/hmac.c"));
+    CU_ASSERT_FALSE(
+        kch_keycache_file("providers/implementations/macs/hmac.c"));
     case_d(&env, &t, tracked[15], 15);
     CU_ASSERT_EQUAL(t.bad, 0);
     CU_ASSERT_EQUAL(t.unseen, 0);
@@ -616,7 +437,7 @@ static void test_churn(void)
         case_c(&env, &t, key, -1, r % 2);
         if ((n = entries(env.ctx)) > most)
             most = n;
-        blocks = live_blocks();
+        kch_counts(&blocks, NULL);
         if (r == CHURN_WARMUP)
             base = peak = blocks;
         else if (r > CHURN_WARMUP && blocks > peak)
@@ -789,10 +610,8 @@ int main(int argc, char **argv)
     int rc;
 
     /* before OpenSSL allocates anything */
-    if (!CRYPTO_set_mem_functions(mem_alloc, mem_realloc, mem_free)) {
-        fprintf(stderr, "cannot install allocator hooks\n");
+    if (!kch_install())
         return 1;
-    }
     rc = kct_main(argc, argv, add_suites);
     if (uncleansed() != 0) {
         fprintf(stderr, "%lu keycache block(s) freed holding key bytes\n",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * OpenSSL's own MAC users never reach keycache's cache.
  *

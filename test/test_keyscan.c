@@ -1,13 +1,12 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Key material and memory bounds, seen through OpenSSL's allocator.
  *
- * main() installs allocator hooks (CRYPTO_set_mem_functions) before any
- * other OpenSSL call.  Every block remembers its size and the source file
- * that allocated it: the file argument OPENSSL_malloc passes names the
- * caller, so blocks allocated by keycache's own code carry a path under
- * provider/.  When a block is freed or reallocated it is scanned for the
- * test keys' bytes; a hit in a keycache block is a violation (key material
- * left behind in freed memory), a hit in a libcrypto block is reported only.
+ * main() installs kc_heap's allocator hooks before any other OpenSSL call:
+ * every block knows its size and whether keycache's own code allocated it.
+ * When a block is freed or reallocated it is scanned for the test keys'
+ * bytes; a hit in a keycache block is a violation (key material left
+ * behind in freed memory), a hit in a libcrypto block is reported only.
  * Live keycache blocks are scanned too, for keys that should be gone (for
  * instance evicted ones: a shorter key reusing a slot would leave the tail of
  * an uncleansed longer key behind).
@@ -17,197 +16,36 @@
  * after which the entry count and the number of live allocations must not
  * have grown beyond a small constant.
  */
-#define _GNU_SOURCE             /* memmem */
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <openssl/crypto.h>
-#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include "kc_heap.h"
 #include "kc_test.h"
 #include "keycache.h"
-
-/* ---------------------------------------------------------------------- */
-/* Allocator hooks                                                        */
-
-typedef struct blk_st {
-    struct blk_st *prev, *next;
-    size_t size;
-    const char *file;          /* allocating source file */
-    int line;
-    int keycache;              /* allocated by provider/ code */
-} BLK;
-
-/* keeps the user's block 16-byte aligned */
-#define HDR ((sizeof(BLK) + 15) & ~(size_t)15)
 
 #define MAXKEYS 32
 #define KEYLEN 32
 
-static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
-static BLK *live;                      /* all live blocks */
-static size_t live_blocks, live_bytes;
 static unsigned char keys[MAXKEYS][KEYLEN];
-static int nkeys;                      /* keys the free-time scan looks for */
-static unsigned long kc_violations, lib_violations;
-
-static const char *const kc_sources[] = {
-    "cache.c", "hmac.c", "aes_gcm.c", "keycache_prov.c", "inner.c"
-};
-
-/* Was this allocation made by keycache's own sources? */
-static int keycache_file(const char *file)
-{
-    const char *base;
-    size_t i;
-
-    if (file == NULL)
-        return 0;
-    /* libcrypto has a crypto/hmac/hmac.c too: insist on a provider/ dir */
-    if (strncmp(file, "provider/", 9) == 0)
-        base = file + 9;
-    else if ((base = strstr(file, "/provider/")) != NULL)
-        base += 10;
-    else
-        return 0;
-    for (i = 0; i < sizeof(kc_sources) / sizeof(kc_sources[0]); i++)
-        if (strcmp(base, kc_sources[i]) == 0)
-            return 1;
-    return 0;
-}
-
-/* Index of a test key (either half of it) found in p[0..n), else -1. */
-static int find_key(const unsigned char *p, size_t n, int from, int to)
-{
-    int k, h;
-
-    for (k = from; k < to; k++)
-        for (h = 0; h < KEYLEN; h += KEYLEN / 2)
-            if (memmem(p, n, keys[k] + h, KEYLEN / 2) != NULL)
-                return k;
-    return -1;
-}
-
-/* Scan a block that is about to be freed (lock held). */
-static void scan_dying(const BLK *b, const char *file, int line)
-{
-    int k = find_key((const unsigned char *)b + HDR, b->size, 0, nkeys);
-
-    if (k < 0)
-        return;
-    if (b->keycache)
-        kc_violations++;
-    else
-        lib_violations++;
-    fprintf(stderr, "\n  %s: key %d in a %zu-byte block from %s:%d,"
-            " freed at %s:%d\n",
-            b->keycache ? "VIOLATION" : "note (not keycache's)", k, b->size,
-            b->file != NULL ? b->file : "?", b->line,
-            file != NULL ? file : "?", line);
-}
-
-static void link_blk(BLK *b)
-{
-    b->prev = NULL;
-    b->next = live;
-    if (live != NULL)
-        live->prev = b;
-    live = b;
-    live_blocks++;
-    live_bytes += b->size;
-}
-
-static void unlink_blk(BLK *b)
-{
-    if (b->prev != NULL)
-        b->prev->next = b->next;
-    else
-        live = b->next;
-    if (b->next != NULL)
-        b->next->prev = b->prev;
-    live_blocks--;
-    live_bytes -= b->size;
-}
-
-static void *hook_malloc(size_t num, const char *file, int line)
-{
-    BLK *b;
-
-    if (num == 0)
-        return NULL;         /* as CRYPTO_malloc does */
-    if ((b = malloc(HDR + num)) == NULL)
-        return NULL;
-    b->size = num;
-    b->file = file;
-    b->line = line;
-    b->keycache = keycache_file(file);
-    pthread_mutex_lock(&mem_lock);
-    link_blk(b);
-    pthread_mutex_unlock(&mem_lock);
-    return (unsigned char *)b + HDR;
-}
-
-static void hook_free(void *p, const char *file, int line)
-{
-    BLK *b;
-
-    if (p == NULL)
-        return;
-    b = (BLK *)((unsigned char *)p - HDR);
-    pthread_mutex_lock(&mem_lock);
-    scan_dying(b, file, line);
-    unlink_blk(b);
-    pthread_mutex_unlock(&mem_lock);
-    free(b);
-}
-
-/* Always moves, so the old block is scanned like any freed one. */
-static void *hook_realloc(void *p, size_t num, const char *file, int line)
-{
-    BLK *old;
-    unsigned char *q;
-
-    if (p == NULL)
-        return hook_malloc(num, file, line);
-    if (num == 0) {
-        hook_free(p, file, line);
-        return NULL;
-    }
-    old = (BLK *)((unsigned char *)p - HDR);
-    if ((q = hook_malloc(num, file, line)) == NULL)
-        return NULL;
-    /* a block keycache allocated stays keycache's */
-    ((BLK *)(q - HDR))->keycache |= old->keycache;
-    memcpy(q, p, old->size < num ? old->size : num);
-    hook_free(p, file, line);
-    return q;
-}
+static unsigned long planted;   /* non-keycache hits test_scanner made */
 
 /* Live keycache blocks holding any of keys[from..to); |say|: print them. */
 static unsigned long scan_live(int from, int to, int say)
 {
     unsigned long hits = 0;
-    const BLK *b;
+    char what[64];
+    int k;
 
-    pthread_mutex_lock(&mem_lock);
-    for (b = live; b != NULL; b = b->next) {
-        int k;
-
-        if (!b->keycache)
-            continue;
-        k = find_key((const unsigned char *)b + HDR, b->size, from, to);
-        if (k < 0)
-            continue;
-        hits++;
-        if (say)
-            fprintf(stderr, "\n  LIVE: key %d still in a %zu-byte block"
-                    " from %s:%d\n", k, b->size, b->file, b->line);
+    for (k = from; k < to; k++) {
+        snprintf(what, sizeof(what), "LIVE: key %d still", k);
+        hits += kch_live(keys[k], KEYLEN, 1, say ? what : NULL);
     }
-    pthread_mutex_unlock(&mem_lock);
+    if (say && hits != 0)
+        fputc('\n', stderr);
     return hits;
 }
 
@@ -215,63 +53,12 @@ static unsigned long violations(void)
 {
     unsigned long v;
 
-    pthread_mutex_lock(&mem_lock);
-    v = kc_violations;
-    pthread_mutex_unlock(&mem_lock);
+    kch_freed(&v, NULL);
     return v;
 }
 
-static void mem_counts(size_t *blocks, size_t *bytes)
-{
-    pthread_mutex_lock(&mem_lock);
-    *blocks = live_blocks;
-    *bytes = live_bytes;
-    pthread_mutex_unlock(&mem_lock);
-}
-
-/* Register keys[0..n) for the free-time scan. */
-static void set_scan_keys(int n)
-{
-    pthread_mutex_lock(&mem_lock);
-    nkeys = n;
-    pthread_mutex_unlock(&mem_lock);
-}
-
 /* ---------------------------------------------------------------------- */
-/* Configurations and counters                                            */
-
-/* The build config with cache_size replaced, loaded into a new context. */
-static OSSL_LIB_CTX *ctx_with_cache_size(const char *size)
-{
-    char path[] = "/tmp/kc-keyscan-XXXXXX", line[1024];
-    OSSL_LIB_CTX *ctx = NULL;
-    FILE *in, *out;
-    int fd, ok;
-
-    if ((in = fopen(kct_conf_path(), "r")) == NULL)
-        return NULL;
-    if ((fd = mkstemp(path)) < 0 || (out = fdopen(fd, "w")) == NULL) {
-        fclose(in);
-        return NULL;
-    }
-    while (fgets(line, sizeof(line), in) != NULL) {
-        if (strncmp(line, "cache_size", 10) == 0)
-            fprintf(out, "cache_size = %s\n", size);
-        else
-            fputs(line, out);
-    }
-    fclose(in);
-    ok = fclose(out) == 0 && (ctx = OSSL_LIB_CTX_new()) != NULL
-         && OSSL_LIB_CTX_load_config(ctx, path)
-         && OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME);
-    unlink(path);
-    if (!ok) {
-        ERR_print_errors_fp(stderr);
-        OSSL_LIB_CTX_free(ctx);
-        return NULL;
-    }
-    return ctx;
-}
+/* Counters                                                               */
 
 /* A keycache counter of the provider inside |ctx|. */
 static uint64_t counter(OSSL_LIB_CTX *ctx, const char *name)
@@ -347,15 +134,7 @@ static int use_key(OSSL_LIB_CTX *ctx, const unsigned char *key, size_t len,
 
 static int suite_init(void)
 {
-    int k;
-
-    for (k = 0; k < K_USED; k++) {
-        /* distinctive: a marker no real data has, then pseudo-random */
-        kct_fill(keys[k], KEYLEN, 0xC0FFEE00u + (uint32_t)k);
-        memcpy(keys[k], "KCKEY", 5);
-        keys[k][5] = (unsigned char)k;
-    }
-    set_scan_keys(K_USED);
+    kch_watch_new_keys(keys[0], KEYLEN, K_USED, "KCKEY", 0xC0FFEE00u);
     return 0;
 }
 
@@ -363,31 +142,29 @@ static int suite_init(void)
 static void test_scanner(void)
 {
     unsigned char *p = OPENSSL_malloc(100);
-    unsigned long before;
+    unsigned long before, after;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     memset(p, 0, 100);
     /* the second half of key 3 at an odd offset */
     memcpy(p + 37, keys[3] + KEYLEN / 2, KEYLEN / 2);
-    pthread_mutex_lock(&mem_lock);
-    before = lib_violations;
-    pthread_mutex_unlock(&mem_lock);
+    kch_freed(NULL, &before);
     OPENSSL_free(p);
-    pthread_mutex_lock(&mem_lock);
+    kch_freed(NULL, &after);
     /* allocated by this test, not keycache: counted as libcrypto's */
-    CU_ASSERT_EQUAL(lib_violations, before + 1);
-    lib_violations = before;
-    pthread_mutex_unlock(&mem_lock);
+    CU_ASSERT_EQUAL(after, before + 1);
+    planted += after - before;
     CU_ASSERT_EQUAL(violations(), 0);
-    CU_ASSERT_TRUE(keycache_file("/work/main/provider/cache.c"));
-    CU_ASSERT_TRUE(keycache_file("provider/aes_gcm.c"));
-    CU_ASSERT_FALSE(keycache_file("../crypto/hmac/hmac.c"));
-    CU_ASSERT_FALSE(keycache_file("providers/implementations/macs/hmac.c"));
+    CU_ASSERT_TRUE(kch_keycache_file("/work/main/provider/cache.c"));
+    CU_ASSERT_TRUE(kch_keycache_file("provider/aes_gcm.c"));
+    CU_ASSERT_FALSE(kch_keycache_file("../crypto/hmac/hmac.c"));
+    CU_ASSERT_FALSE(
+        kch_keycache_file("providers/implementations/macs/hmac.c"));
 }
 
 static void test_eviction(void)
 {
-    OSSL_LIB_CTX *ctx = ctx_with_cache_size("4");
+    OSSL_LIB_CTX *ctx = kct_keycache_conf("cache_size = 4\n");
     unsigned char shortkey[16];
     uint64_t ev;
     int i, bad = 0;
@@ -479,7 +256,7 @@ static void *teardown_thread(void *varg)
 
 static void test_teardown(void)
 {
-    OSSL_LIB_CTX *ctx = ctx_with_cache_size("64");
+    OSSL_LIB_CTX *ctx = kct_keycache_conf("cache_size = 64\n");
     pthread_t t;
     void *tret = NULL;
     int i, bad = 0;
@@ -558,7 +335,7 @@ static void bounded_run(BOUNDED *b, long first, long n, int reps, int hot)
                 b->bad++;
         }
         if (i % 1000 == 0) {
-            mem_counts(&blocks, &bytes);
+            kch_counts(&blocks, &bytes);
             if (blocks > b->max_blocks)
                 b->max_blocks = blocks;
             if (bytes > b->max_bytes)
@@ -585,12 +362,12 @@ static void test_bounded(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(b.mac);
     CU_ASSERT_TRUE_FATAL(size > 0 && size <= KEYCACHE_MAX_CACHE_SIZE);
     /* the million keys are not test keys: no free-time scan cost */
-    set_scan_keys(0);
+    kch_watch(NULL, 0, 0);
 
     /* warm-up: both patterns once, then take the baseline */
     bounded_run(&b, 0, WARMUP / 2, 1, 0);
     bounded_run(&b, WARMUP / 2, WARMUP / 2, 2, 1);
-    mem_counts(&blocks0, &bytes0);
+    kch_counts(&blocks0, &bytes0);
     b.max_blocks = blocks0;
     b.max_bytes = bytes0;
 
@@ -618,9 +395,9 @@ static void test_bounded(void)
                    >= (uint64_t)(BOUNDED_KEYS - half) / 2 - size);
     CU_ASSERT_TRUE(counter(ctx, KEYCACHE_PARAM_ENTRIES) <= size);
 
-    mem_counts(&blocks, &bytes);
+    kch_counts(&blocks, &bytes);
     EVP_MAC_free(b.mac);
-    set_scan_keys(K_USED);
+    kch_watch(keys, KEYLEN, K_USED);
     CU_ASSERT_EQUAL(b.bad, 0);
     CU_ASSERT_TRUE(b.max_blocks <= blocks0 + SLACK_BLOCKS);
     CU_ASSERT_TRUE(b.max_bytes <= bytes0 + SLACK_BYTES);
@@ -648,22 +425,22 @@ static void add_suites(void)
 
 int main(int argc, char **argv)
 {
+    unsigned long kc, other;
     int rc;
 
     /* before anything else allocates through OpenSSL */
-    if (!CRYPTO_set_mem_functions(hook_malloc, hook_realloc, hook_free)) {
-        fprintf(stderr, "cannot install allocator hooks\n");
+    if (!kch_install())
         return 1;
-    }
     rc = kct_main(argc, argv, add_suites);
     /* kct_main freed its contexts, warm caches included: scan that too */
-    if (violations() != 0) {
+    kch_freed(&kc, &other);
+    if (kc != 0) {
         fprintf(stderr, "%lu keycache block(s) freed holding key bytes\n",
-                violations());
+                kc);
         rc = 1;
     }
-    if (lib_violations != 0)
+    if (other > planted)
         fprintf(stderr, "note: %lu libcrypto block(s) freed holding key"
-                " bytes (not keycache's)\n", lib_violations);
+                " bytes (not keycache's)\n", other - planted);
     return rc;
 }

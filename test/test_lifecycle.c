@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Cache lifecycle: a thread's cache is released when the thread ends, the
  * cache stays within its bound, and provider teardown with warm caches

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Randomness the wrapped default provider draws comes from the
  * application's library context (issue 9).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The documented deployment config (openssl.cnf.sample) must work as
 # shipped, once its module line points at the built module, and so must the
 # build tree's openssl.cnf (what OPENSSL_CONF=build/openssl.cnf gives):

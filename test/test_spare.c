@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Regressions from review: calls on which a used AES-GCM context answers
  * differently from a fresh one, and provider teardown racing thread exit.

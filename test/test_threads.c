@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Threads: contexts that cross threads, and many threads sharing keys.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # TLS through keycache: libssl fetches its record ciphers and MACs without a
 # property query, so with keycache configured they come from keycache (as
 # long-lived per-connection contexts, TLS 1.2's GCM and CBC-HMAC with their

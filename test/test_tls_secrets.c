@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * TLS secrets must not outlive their connection in keycache's cache.
  *
@@ -13,8 +14,8 @@
  * (SSL_SESSION_get_master_key, the keylog callback) and the rest derived
  * with the default provider's TLS1-PRF and TLS13-KDF in kct_default().
  *
- * main() installs allocator hooks (CRYPTO_set_mem_functions) before any
- * other OpenSSL call, so every block knows its size and allocating file.
+ * main() installs kc_heap's allocator hooks before any other OpenSSL call,
+ * so every block knows its size and allocating file.
  * Each case runs once with the default provider alone (the control) and
  * once in a library context freshly loaded from the keycache test config:
  * a new provider instance, so the main thread's cache starts empty and what
@@ -27,8 +28,6 @@
  * for every ticket, as an application's own key would be; where they are
  * still found after SSL_CTX_free they are reported, not counted.
  */
-#define _GNU_SOURCE             /* memmem */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,89 +40,9 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "kc_heap.h"
 #include "kc_test.h"
 #include "keycache.h"
-
-/* ---------------------------------------------------------------------- */
-/* Allocator hooks: every live block, with its size and allocating file   */
-
-typedef struct blk_st {
-    struct blk_st *prev, *next;
-    size_t size;
-    const char *file;
-    int line;
-} BLK;
-
-#define HDR ((sizeof(BLK) + 15) & ~(size_t)15)
-
-static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
-static BLK *live;
-
-static void *hook_malloc(size_t num, const char *file, int line)
-{
-    BLK *b;
-
-    if (num == 0)
-        return NULL;
-    if ((b = malloc(HDR + num)) == NULL)
-        return NULL;
-    b->size = num;
-    b->file = file;
-    b->line = line;
-    b->prev = NULL;
-    pthread_mutex_lock(&mem_lock);
-    b->next = live;
-    if (live != NULL)
-        live->prev = b;
-    live = b;
-    pthread_mutex_unlock(&mem_lock);
-    return (unsigned char *)b + HDR;
-}
-
-static void hook_free(void *p, const char *file, int line)
-{
-    BLK *b;
-
-    if (p == NULL)
-        return;
-    b = (BLK *)((unsigned char *)p - HDR);
-    pthread_mutex_lock(&mem_lock);
-    if (b->prev != NULL)
-        b->prev->next = b->next;
-    else
-        live = b->next;
-    if (b->next != NULL)
-        b->next->prev = b->prev;
-    pthread_mutex_unlock(&mem_lock);
-    free(b);
-}
-
-static void *hook_realloc(void *p, size_t num, const char *file, int line)
-{
-    unsigned char *q;
-    size_t old;
-
-    if (p == NULL)
-        return hook_malloc(num, file, line);
-    if (num == 0) {
-        hook_free(p, file, line);
-        return NULL;
-    }
-    old = ((BLK *)((unsigned char *)p - HDR))->size;
-    if ((q = hook_malloc(num, file, line)) == NULL)
-        return NULL;
-    memcpy(q, p, old < num ? old : num);
-    hook_free(p, file, line);
-    return q;
-}
-
-/* Allocated by keycache's own sources (provider/...)? */
-static int keycache_file(const char *file)
-{
-    return file != NULL
-           && (strncmp(file, "provider/", 9) == 0
-               || strstr(file, "/provider/") != NULL);
-}
 
 /* ---------------------------------------------------------------------- */
 /* Captured secrets and the scan                                          */
@@ -172,17 +91,6 @@ static void add_secret(SECRETS *set, const char *what,
     set->n++;
 }
 
-/* Does p[0..n) hold a 16-byte piece of the secret (all of a short one)? */
-static int holds(const unsigned char *p, size_t n, const SECRET *s)
-{
-    size_t piece = s->len < 16 ? s->len : 16, off;
-
-    for (off = 0; off + piece <= s->len; off += piece)
-        if (memmem(p, n, s->v + off, piece) != NULL)
-            return 1;
-    return memmem(p, n, s->v + s->len - piece, piece) != NULL;
-}
-
 /*
  * Live blocks holding any secret of |set|, one count per (block, secret);
  * each printed under |tag| with the file that allocated the block.
@@ -192,25 +100,18 @@ static unsigned long scan_live(const SECRETS *set, const char *tag,
                                unsigned long *in_kc)
 {
     unsigned long hits = 0, kc = 0;
-    const BLK *b;
+    char say[160];
     int i;
 
-    pthread_mutex_lock(&mem_lock);
-    for (b = live; b != NULL; b = b->next) {
-        const unsigned char *p = (const unsigned char *)b + HDR;
+    for (i = 0; i < set->n; i++) {
+        const SECRET *s = &set->s[i];
 
-        for (i = 0; i < set->n; i++) {
-            if (!holds(p, b->size, &set->s[i]))
-                continue;
-            hits++;
-            kc += keycache_file(b->file);
-            if (tag != NULL)
-                fprintf(stderr, "\n  %s: %s (%zu bytes) in a %zu-byte block"
-                        " from %s:%d", tag, set->s[i].label, set->s[i].len,
-                        b->size, b->file != NULL ? b->file : "?", b->line);
-        }
+        if (tag != NULL)
+            snprintf(say, sizeof(say), "%s: %s (%zu bytes)", tag, s->label,
+                     s->len);
+        hits += kch_live(s->v, s->len, 0, tag != NULL ? say : NULL);
+        kc += kch_live(s->v, s->len, 1, NULL);
     }
-    pthread_mutex_unlock(&mem_lock);
     if (in_kc != NULL)
         *in_kc = kc;
     return hits;
@@ -859,8 +760,9 @@ static void test_scanner(void)
     CU_ASSERT_EQUAL(scan_live(set, NULL, NULL), 2);
     OPENSSL_free(p);
     CU_ASSERT_EQUAL(scan_live(set, NULL, NULL), 0);
-    CU_ASSERT_TRUE(keycache_file("/work/main/provider/cache.c"));
-    CU_ASSERT_FALSE(keycache_file("providers/implementations/macs/hmac.c"));
+    CU_ASSERT_TRUE(kch_keycache_file("/work/main/provider/cache.c"));
+    CU_ASSERT_FALSE(
+        kch_keycache_file("providers/implementations/macs/hmac.c"));
     free(set);
 }
 
@@ -885,9 +787,7 @@ static void add_suites(void)
 int main(int argc, char **argv)
 {
     /* before anything else allocates through OpenSSL */
-    if (!CRYPTO_set_mem_functions(hook_malloc, hook_realloc, hook_free)) {
-        fprintf(stderr, "cannot install allocator hooks\n");
+    if (!kch_install())
         return 1;
-    }
     return kct_main(argc, argv, add_suites);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Published-vector equivalence: keycache's HMAC and AES-GCM against
  * Wycheproof, OpenSSL's own EVP test data, NIST CAVP GCM and the RFC 2202 /

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 #
 # compat.sh <suite> [--keep] [--refresh] [--bench]
 #

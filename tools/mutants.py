@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Break keycache's cache on purpose and check that the tests notice.
 
 Each mutant is one small edit to a copy of the provider that makes the cache

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#define _GNU_SOURCE             /* memmem */
+#include "kc_heap.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/crypto.h>
+
+#include "kc_test.h"
+
+typedef struct blk_st {
+    struct blk_st *prev, *next;
+    size_t size;
+    const char *file;           /* allocating source file */
+    int line;
+    int keycache;               /* allocated by keycache's own code */
+} BLK;
+
+/* a header that keeps the caller's memory 16-byte aligned */
+#define HDR ((sizeof(BLK) + 15) & ~(size_t)15)
+#define USER(b) ((unsigned char *)(b) + HDR)
+#define BLK_OF(p) ((BLK *)((unsigned char *)(p) - HDR))
+
+#define PIECE 16
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static BLK *live;                       /* live blocks, newest first */
+static size_t live_blocks, live_bytes;
+static const unsigned char *watched;    /* kch_watch()'s strings */
+static size_t watched_len;
+static int nwatched;
+static unsigned long freed_kc, freed_other;
+
+int kch_keycache_file(const char *file)
+{
+    const char *base = file != NULL ? strrchr(file, '/') : NULL;
+
+    /*
+     * A file directly in a directory named provider: libcrypto has a
+     * crypto/hmac/hmac.c and a providers/implementations/macs/hmac.c.
+     */
+    return base != NULL && base - file >= 8
+           && strncmp(base - 8, "provider", 8) == 0
+           && (base - file == 8 || base[-9] == '/') && base[1] != '\0';
+}
+
+/* Does p[0..n) hold a piece of s[0..len)? */
+static int holds(const unsigned char *p, size_t n, const unsigned char *s,
+                 size_t len)
+{
+    size_t piece = len < PIECE ? len : PIECE, off;
+
+    if (len == 0)
+        return 0;
+    for (off = 0; off + piece <= len; off += piece)
+        if (memmem(p, n, s + off, piece) != NULL)
+            return 1;
+    return memmem(p, n, s + len - piece, piece) != NULL;
+}
+
+/* Scan a block about to be freed for the watched strings (lock held). */
+static void scan_dying(const BLK *b, const char *file, int line)
+{
+    int i;
+
+    for (i = 0; i < nwatched; i++)
+        if (holds(USER(b), b->size, watched + i * watched_len, watched_len))
+            break;
+    if (i == nwatched)
+        return;
+    if (b->keycache)
+        freed_kc++;
+    else
+        freed_other++;
+    fprintf(stderr, "\n  %s: key %d in a %zu-byte block from %s:%d,"
+            " freed at %s:%d\n",
+            b->keycache ? "VIOLATION" : "note (not keycache's)", i, b->size,
+            b->file != NULL ? b->file : "?", b->line,
+            file != NULL ? file : "?", line);
+}
+
+static void *hook_malloc(size_t num, const char *file, int line)
+{
+    BLK *b;
+
+    if (num == 0)
+        return NULL;            /* as CRYPTO_malloc does */
+    if ((b = malloc(HDR + num)) == NULL)
+        return NULL;
+    b->size = num;
+    b->file = file;
+    b->line = line;
+    b->keycache = kch_keycache_file(file);
+    b->prev = NULL;
+    pthread_mutex_lock(&lock);
+    b->next = live;
+    if (live != NULL)
+        live->prev = b;
+    live = b;
+    live_blocks++;
+    live_bytes += num;
+    pthread_mutex_unlock(&lock);
+    return USER(b);
+}
+
+static void hook_free(void *p, const char *file, int line)
+{
+    BLK *b;
+
+    if (p == NULL)
+        return;
+    b = BLK_OF(p);
+    pthread_mutex_lock(&lock);
+    scan_dying(b, file, line);
+    if (b->prev != NULL)
+        b->prev->next = b->next;
+    else
+        live = b->next;
+    if (b->next != NULL)
+        b->next->prev = b->prev;
+    live_blocks--;
+    live_bytes -= b->size;
+    pthread_mutex_unlock(&lock);
+    free(b);
+}
+
+/* Always moves, so that the old block is scanned like any freed one. */
+static void *hook_realloc(void *p, size_t num, const char *file, int line)
+{
+    unsigned char *q;
+
+    if (p == NULL)
+        return hook_malloc(num, file, line);
+    if (num == 0) {
+        hook_free(p, file, line);
+        return NULL;
+    }
+    if ((q = hook_malloc(num, file, line)) == NULL)
+        return NULL;
+    BLK_OF(q)->keycache |= BLK_OF(p)->keycache;
+    memcpy(q, p, BLK_OF(p)->size < num ? BLK_OF(p)->size : num);
+    hook_free(p, file, line);
+    return q;
+}
+
+int kch_install(void)
+{
+    if (!CRYPTO_set_mem_functions(hook_malloc, hook_realloc, hook_free)) {
+        fprintf(stderr, "cannot install allocator hooks\n");
+        return 0;
+    }
+    return 1;
+}
+
+void kch_watch(const void *v, size_t len, int n)
+{
+    pthread_mutex_lock(&lock);
+    watched = v;
+    watched_len = len;
+    nwatched = v != NULL && len > 0 ? n : 0;
+    pthread_mutex_unlock(&lock);
+}
+
+void kch_watch_new_keys(unsigned char *keys, size_t len, int n,
+                        const char *mark, uint32_t seed)
+{
+    int k;
+
+    for (k = 0; k < n; k++) {
+        unsigned char *key = keys + (size_t)k * len;
+
+        kct_fill(key, len, seed + (uint32_t)k);
+        memcpy(key, mark, 5);
+        key[5] = (unsigned char)k;
+    }
+    kch_watch(keys, len, n);
+}
+
+void kch_freed(unsigned long *kc, unsigned long *other)
+{
+    pthread_mutex_lock(&lock);
+    if (kc != NULL)
+        *kc = freed_kc;
+    if (other != NULL)
+        *other = freed_other;
+    pthread_mutex_unlock(&lock);
+}
+
+unsigned long kch_live(const unsigned char *s, size_t len, int kc_only,
+                       const char *say)
+{
+    unsigned long hits = 0;
+    const BLK *b;
+
+    pthread_mutex_lock(&lock);
+    for (b = live; b != NULL; b = b->next) {
+        if ((kc_only && !b->keycache) || !holds(USER(b), b->size, s, len))
+            continue;
+        hits++;
+        if (say != NULL)
+            fprintf(stderr, "\n  %s in a %zu-byte block from %s:%d", say,
+                    b->size, b->file != NULL ? b->file : "?", b->line);
+    }
+    pthread_mutex_unlock(&lock);
+    return hits;
+}
+
+void kch_counts(size_t *blocks, size_t *bytes)
+{
+    pthread_mutex_lock(&lock);
+    if (blocks != NULL)
+        *blocks = live_blocks;
+    if (bytes != NULL)
+        *bytes = live_bytes;
+    pthread_mutex_unlock(&lock);
+}
