@@ -262,23 +262,17 @@ static const char *mac_by(OSSL_LIB_CTX *ctx, int op, const char *alg)
  */
 static void test_fam_off(void)
 {
-    static const char *const keys[] = { "cmac", "gmac", "kmac" };
+    static const char *const offs[] = {
+        "cmac = off", "gmac = off", "kmac = off"
+    };
     static const char *const macs[] = {
         "CMAC", "GMAC", "KMAC-128", "KMAC-256"
     };
-    static const char *const all_off[] = {
-        "hmac", "off", "cmac", "off", "gmac", "off", "kmac", "off", NULL
-    };
-    static const char *const only_kmac[] = {
-        "hmac", "off", "cmac", "off", "gmac", "off", NULL
-    };
-    const char *set[3] = { NULL, "off", NULL };
     OSSL_LIB_CTX *ctx;
     size_t i, m;
 
     for (i = 0; i < 3; i++) {
-        set[0] = keys[i];
-        ctx = ctx_with(set);
+        ctx = ctx_with(offs[i]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
         for (m = 0; m < 4; m++) {
             /* kmac switches both KMACs */
@@ -291,14 +285,14 @@ static void test_fam_off(void)
                                KEYCACHE_PROVIDER_NAME);
         OSSL_LIB_CTX_free(ctx);
     }
-    ctx = ctx_with(only_kmac);
+    ctx = ctx_with("hmac = off\ncmac = off\ngmac = off");
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     CU_ASSERT_STRING_EQUAL(mac_by(ctx, 0, "HMAC"), "default");
     CU_ASSERT_STRING_EQUAL(mac_by(ctx, 0, "KMAC-128"), KEYCACHE_PROVIDER_NAME);
     CU_ASSERT_STRING_EQUAL(mac_by(ctx, 1, "SSKDF"), KEYCACHE_PROVIDER_NAME);
     CU_ASSERT_STRING_EQUAL(mac_by(ctx, 2, "HMAC-DRBG"), "default");
     OSSL_LIB_CTX_free(ctx);
-    ctx = ctx_with(all_off);
+    ctx = ctx_with("hmac = off\ncmac = off\ngmac = off\nkmac = off");
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     for (m = 0; m < 4; m++)
         CU_ASSERT_STRING_EQUAL(mac_by(ctx, 0, macs[m]), "default");
@@ -311,13 +305,9 @@ static void test_fam_off(void)
 /* cmac, gmac, kmac = auto, and no line at all: offered (see README). */
 static void test_fam_auto(void)
 {
-    static const char *const set_auto[] = {
-        "cmac", "auto", "gmac", "auto", "kmac", "auto", NULL
+    static const char *const sets[2] = {
+        "cmac = auto\ngmac = auto\nkmac = auto", "-cmac\n-gmac\n-kmac"
     };
-    static const char *const unset[] = {
-        "cmac", NULL, "gmac", NULL, "kmac", NULL, NULL
-    };
-    const char *const *sets[2] = { set_auto, unset };
     int i;
 
     for (i = 0; i < 2; i++) {
