@@ -206,6 +206,8 @@ def main(argv):
         if not applies:
             print(f"{name:20} PATCH DOES NOT APPLY (update tools/mutants.py)")
             failed += 1
+            shutil.rmtree(src, ignore_errors=True)
+            shutil.rmtree(work, ignore_errors=True)
             continue
         b = run(f"cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build -j2", src)
         if b.returncode != 0:
