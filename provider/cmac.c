@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * CMAC: a template is the default's CMAC context with its cipher loaded
  * and keyed, so a hit skips the cipher fetch, the cipher context set-up and

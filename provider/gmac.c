@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * GMAC: a template is the default's GMAC context with its AES-GCM cipher
  * context set up and keyed (round keys and GHASH table), so a hit skips

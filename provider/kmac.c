@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * KMAC128 and KMAC256: a template is the default's KMAC context after a
  * keyed init, the customisation string and the key already absorbed (two

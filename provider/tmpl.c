@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The template layer: what every keyed family (CMAC, GMAC, KMAC) shares.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * CMAC, GMAC and KMAC call-pattern differential tests (the template
  * families, provider/tmpl.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Published vectors for CMAC, GMAC and KMAC (the template families).
  *
