@@ -19,9 +19,9 @@ MUTANTS = {
         "&& e->keylen == keylen && keys_equal(e->key, key, keylen);",
         "&& e->keylen == keylen;"),
         ("provider/cache.c",
-         "if (e->alg == alg && e->param == param && e->keylen == keylen\n"
+         "            && rec_matches(e, rec, reclen)\n"
          "            && keys_equal(e->key, key, keylen))",
-         "if (e->alg == alg && e->param == param && e->keylen == keylen)"),
+         "            && rec_matches(e, rec, reclen))"),
         # every key hashes alike, so the index finds other keys' entries
         ("provider/cache.c", "    return v0 ^ v1 ^ v2 ^ v3;", "    return 0;")],
     # HMAC: no keyless re-init of a given-back context (message state of
