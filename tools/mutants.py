@@ -55,7 +55,8 @@ MUTANTS = {
     # the default's KDFs and HMAC-DRBG are not served as pass-through, so
     # their inner HMAC (keyed with derived secrets) reaches the cache
     "kdf-not-passthrough": [("provider/keycache_prov.c",
-        "        return pctx->hmac_on ? pctx->kdf_algs : NULL;",
+        "        return pctx->mac_algs[0].algorithm_names != NULL ? pctx->kdf_algs\n"
+        "                                                          : NULL;",
         "        return NULL;"),
         ("provider/keycache_prov.c",
          "        return pctx->hmac_on ? pctx->rand_algs : NULL;",
