@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "kc_test.h"
 
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,6 +277,139 @@ unsigned char *kct_unhex(const char *hex, size_t *len)
     }
     *len = n / 2;
     return out;
+}
+
+void kct_rec_printf(KCT_REC *r, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    for (;;) {
+        size_t room = r->cap - r->len;
+
+        va_start(ap, fmt);
+        n = vsnprintf(r->buf == NULL ? NULL : r->buf + r->len, room, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            abort();
+        if ((size_t)n < room) {
+            r->len += (size_t)n;
+            return;
+        }
+        r->cap = 2 * r->cap + (size_t)n + 4096;
+        if ((r->buf = realloc(r->buf, r->cap)) == NULL)
+            abort();
+    }
+}
+
+void kct_rec_hex(KCT_REC *r, const unsigned char *p, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        kct_rec_printf(r, "%02x", p[i]);
+}
+
+void kct_rec_errs(KCT_REC *r)
+{
+    char err[KCT_ERR_LEN];
+
+    while (kct_err_next(err, sizeof(err)) != 0) {
+        if (r->mask_libctx)
+            kct_err_mask_libctx(err);
+        kct_rec_printf(r, " err=%s", err);
+    }
+    kct_rec_printf(r, "\n");
+}
+
+void kct_rec_free(KCT_REC *r)
+{
+    free(r->buf);
+    memset(r, 0, sizeof(*r));
+}
+
+int kct_rec_same(const char *what, const KCT_REC *want, const KCT_REC *got)
+{
+    const char *a = want->buf != NULL ? want->buf : "";
+    const char *b = got->buf != NULL ? got->buf : "";
+    const char *la = a, *lb = b;
+    int line = 1;
+
+    if (want->len == got->len && memcmp(a, b, want->len) == 0)
+        return 1;
+    while (*a != '\0' && *a == *b) {
+        if (*a == '\n') {
+            line++;
+            la = a + 1;
+            lb = b + 1;
+        }
+        a++;
+        b++;
+    }
+    fprintf(stderr, "\n%s differs from default at line %d\n"
+            "  default : %.*s\n  keycache: %.*s\n", what, line,
+            (int)strcspn(la, "\n"), la, (int)strcspn(lb, "\n"), lb);
+    return 0;
+}
+
+void kct_rec_run(kct_rec_fn fn, OSSL_LIB_CTX *libctx, KCT_REC *r)
+{
+    kct_use(libctx);
+    ERR_clear_error();
+    fn(libctx, r);
+    ERR_clear_error();
+    kct_use(NULL);
+}
+
+typedef struct {
+    kct_rec_fn fn;
+    void (*churn)(void);
+    KCT_REC kc[KCT_REC_RUNS];
+} KC_RUNS;
+
+static void *kc_runs_main(void *arg)
+{
+    KC_RUNS *k = arg;
+    int run;
+
+    for (run = 0; run < KCT_REC_RUNS; run++) {
+        if (run == 1 && k->churn != NULL)
+            k->churn();
+        kct_rec_run(k->fn, kct_keycache(), &k->kc[run]);
+    }
+    return NULL;
+}
+
+static void *kc_runs_thread(void *arg)
+{
+    kc_runs_main(arg);
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+void kct_rec_keycache_runs(const char *name, kct_rec_fn fn,
+                           void (*churn)(void), int on_thread,
+                           const KCT_REC *def)
+{
+    KC_RUNS k;
+    pthread_t t;
+    char what[256];
+    int run;
+
+    memset(&k, 0, sizeof(k));
+    k.fn = fn;
+    k.churn = churn;
+    if (on_thread) {
+        CU_ASSERT_FATAL(pthread_create(&t, NULL, kc_runs_thread, &k) == 0);
+        pthread_join(t, NULL);
+    } else {
+        kc_runs_main(&k);
+    }
+    for (run = 0; run < KCT_REC_RUNS; run++) {
+        snprintf(what, sizeof(what), "[%s] keycache run %d", name, run + 1);
+        CU_ASSERT(kct_rec_same(what, def, &k.kc[run]));
+        kct_rec_free(&k.kc[run]);
+    }
 }
 
 void kct_fill(unsigned char *buf, size_t len, uint32_t seed)

@@ -87,6 +87,61 @@ unsigned long kct_err_next(char *buf, size_t size);
  */
 void kct_err_mask_libctx(char *err);
 
+/*
+ * Transcripts for differential pattern tests.  A pattern drives an API and
+ * writes everything observable (return values, sizes, output bytes, the
+ * errors each call left) into a KCT_REC; it runs once on kct_default() and
+ * again on kct_keycache(), and the records must be byte-identical.
+ */
+typedef struct {
+    char *buf;                  /* NUL-terminated text, NULL while empty */
+    size_t len, cap;
+    int mask_libctx;            /* kct_rec_errs: kct_err_mask_libctx() */
+    int rc_only;                /* for the pattern: record no output bytes */
+} KCT_REC;
+
+/* Append formatted text; aborts if out of memory. */
+void kct_rec_printf(KCT_REC *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Append n bytes as lower-case hex. */
+void kct_rec_hex(KCT_REC *r, const unsigned char *p, size_t n);
+/*
+ * Move the calling thread's error queue into the record, " err=<desc>"
+ * per error in full (kct_err_next), then end the line, so that each call's
+ * errors are attributed to that call only.
+ */
+void kct_rec_errs(KCT_REC *r);
+void kct_rec_free(KCT_REC *r);
+
+/*
+ * 1 if got equals want; otherwise 0, and the first differing line of each
+ * is printed to stderr under the heading |what|.  Asserts nothing.
+ */
+int kct_rec_same(const char *what, const KCT_REC *want, const KCT_REC *got);
+
+/* One pattern run: record into r, fetching from libctx. */
+typedef void (*kct_rec_fn)(OSSL_LIB_CTX *libctx, KCT_REC *r);
+
+/*
+ * Run fn against libctx made the thread's default (kct_use), with the
+ * error queue cleared before and after.
+ */
+void kct_rec_run(kct_rec_fn fn, OSSL_LIB_CTX *libctx, KCT_REC *r);
+
+/*
+ * The keycache side of a pattern: KCT_REC_RUNS runs of fn on kct_keycache()
+ * into kc[], calling churn (if not NULL) before the second so that the
+ * later runs meet a cache holding other entries.  With on_thread the runs
+ * happen on a new thread, which starts with an empty per-thread cache
+ * whatever earlier patterns did to this thread's.  Then each run's record
+ * is asserted equal to def (one CU_ASSERT per run; a difference is shown
+ * under "[name] keycache run N") and freed.
+ */
+#define KCT_REC_RUNS 3
+void kct_rec_keycache_runs(const char *name, kct_rec_fn fn,
+                           void (*churn)(void), int on_thread,
+                           const KCT_REC *def);
+
 /* Deterministic pseudo-random bytes for tests. */
 void kct_fill(unsigned char *buf, size_t len, uint32_t seed);
 

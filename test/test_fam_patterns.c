@@ -14,7 +14,6 @@
  * Known answers (RFC 4493, NIST SP 800-38B/D and SP 800-185 samples) are
  * checked as well, independently of either provider.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,85 +28,13 @@
 
 #define OUTMAX 256
 
-/* ---------------------------------------------------------------------- */
-/* The record                                                             */
-
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    int mask_libctx;            /* kct_err_mask_libctx() the errors */
-    int rc_only;                /* finals may use a random IV: no bytes */
-} REC;
-
-static void rec_printf(REC *r, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    for (;;) {
-        size_t room = r->cap - r->len;
-
-        va_start(ap, fmt);
-        n = vsnprintf(r->buf == NULL ? NULL : r->buf + r->len, room, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            abort();
-        if ((size_t)n < room) {
-            r->len += (size_t)n;
-            return;
-        }
-        r->cap = 2 * r->cap + (size_t)n + 4096;
-        if ((r->buf = realloc(r->buf, r->cap)) == NULL)
-            abort();
-    }
-}
-
-static void rec_free(REC *r)
-{
-    free(r->buf);
-    memset(r, 0, sizeof(*r));
-}
-
-static void rec_errs(REC *r)
-{
-    char err[KCT_ERR_LEN];
-
-    while (kct_err_next(err, sizeof(err)) != 0) {
-        if (r->mask_libctx)
-            kct_err_mask_libctx(err);
-        rec_printf(r, " err=%s", err);
-    }
-    rec_printf(r, "\n");
-}
-
-static void rec_hex(REC *r, const unsigned char *p, size_t n)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        rec_printf(r, "%02x", p[i]);
-}
-
-static void show_diff(const char *name, int run, const REC *d, const REC *k)
-{
-    const char *a = d->buf != NULL ? d->buf : "";
-    const char *b = k->buf != NULL ? k->buf : "";
-    const char *la = a, *lb = b;
-    int line = 1;
-
-    while (*a != '\0' && *a == *b) {
-        if (*a == '\n') {
-            line++;
-            la = a + 1;
-            lb = b + 1;
-        }
-        a++;
-        b++;
-    }
-    fprintf(stderr, "\n[%s] keycache run %d differs from default at line %d\n"
-            "  default : %.*s\n  keycache: %.*s\n", name, run, line,
-            (int)strcspn(la, "\n"), la, (int)strcspn(lb, "\n"), lb);
-}
+/* Short names for the shared transcript recorder (kc_test.h) */
+typedef KCT_REC REC;
+typedef kct_rec_fn pattern_fn;
+#define rec_printf kct_rec_printf
+#define rec_errs kct_rec_errs
+#define rec_hex kct_rec_hex
+#define rec_free kct_rec_free
 
 /* ---------------------------------------------------------------------- */
 /* Recorded EVP_MAC steps                                                 */
@@ -293,17 +220,6 @@ static void rec_fam(REC *r, const FAM *f, int i)
 /* ---------------------------------------------------------------------- */
 /* Running a pattern                                                      */
 
-typedef void (*pattern_fn)(OSSL_LIB_CTX *libctx, REC *r);
-
-static void run_on(pattern_fn fn, OSSL_LIB_CTX *libctx, REC *r)
-{
-    kct_use(libctx);
-    ERR_clear_error();
-    fn(libctx, r);
-    ERR_clear_error();
-    kct_use(NULL);
-}
-
 /* Unrelated keys and shapes on keycache, so the cache holds other entries */
 static void churn(void)
 {
@@ -349,54 +265,20 @@ static int served_by_keycache(void)
 }
 
 /*
- * The keycache runs of a pattern, on a thread of their own: every pattern
- * starts with an empty per-thread cache, whatever the patterns before it
- * did to this thread's hit rate (a miss-heavy one makes new contexts skip
- * the cache for a while, see test_cold).
+ * The keycache runs go on a thread of their own: every pattern starts with
+ * an empty per-thread cache, whatever the patterns before it did to this
+ * thread's hit rate (a miss-heavy one makes new contexts skip the cache for
+ * a while, see test_cold).
  */
-typedef struct {
-    pattern_fn fn;
-    REC kc[3];
-} KC_RUNS;
-
-static void *kc_runs_main(void *arg)
-{
-    KC_RUNS *k = arg;
-    int run;
-
-    for (run = 0; run < 3; run++) {
-        if (run == 1)
-            churn();
-        run_on(k->fn, kct_keycache(), &k->kc[run]);
-    }
-    OPENSSL_thread_stop();
-    return NULL;
-}
-
 static void run_pattern_at(const char *name, pattern_fn fn, int expect_hits)
 {
     REC def = { 0 };
-    KC_RUNS k;
     uint64_t hits0, hits1;
-    pthread_t t;
-    int run;
 
-    memset(&k, 0, sizeof(k));
-    k.fn = fn;
-    run_on(fn, kct_default(), &def);
+    kct_rec_run(fn, kct_default(), &def);
     CU_ASSERT_FATAL(served_by_keycache());
     hits0 = kct_counter(KEYCACHE_PARAM_HITS);
-    CU_ASSERT_FATAL(pthread_create(&t, NULL, kc_runs_main, &k) == 0);
-    pthread_join(t, NULL);
-    for (run = 0; run < 3; run++) {
-        REC *kc = &k.kc[run];
-
-        CU_ASSERT(kc->len == def.len
-                  && memcmp(kc->buf, def.buf, def.len) == 0);
-        if (kc->len != def.len || memcmp(kc->buf, def.buf, def.len) != 0)
-            show_diff(name, run + 1, &def, kc);
-        rec_free(kc);
-    }
+    kct_rec_keycache_runs(name, fn, churn, 1, &def);
     hits1 = kct_counter(KEYCACHE_PARAM_HITS);
     if (expect_hits) {
         CU_ASSERT(hits1 != UINT64_MAX && hits1 > hits0);

@@ -15,7 +15,6 @@
  * Independent checks: the default provider's log, and published vectors
  * (McGrew & Viega GCM spec test cases, NIST CAVP) hard-coded below.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,41 +31,17 @@
 /* ---------------------------------------------------------------------- */
 /* The log                                                                */
 
-typedef struct {
-    char *buf;
-    size_t len, cap;
-} REC;
-
-static void rec_add(REC *r, const char *fmt, ...)
-{
-    for (;;) {
-        size_t room = r->cap - r->len;
-        va_list ap;
-        int n;
-
-        va_start(ap, fmt);
-        n = vsnprintf(r->buf == NULL ? NULL : r->buf + r->len, room, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            abort();
-        if ((size_t)n < room) {
-            r->len += n;
-            return;
-        }
-        r->cap = 2 * r->cap + n + 1024;
-        if ((r->buf = realloc(r->buf, r->cap)) == NULL)
-            abort();
-    }
-}
+/* Short names for the shared transcript recorder (kc_test.h) */
+typedef KCT_REC REC;
+#define rec_add kct_rec_printf
+#define rec_free kct_rec_free
+#define rec_same kct_rec_same
 
 static void rec_hex(REC *r, const char *what, const unsigned char *p,
                     size_t n)
 {
-    size_t i;
-
     rec_add(r, " %s[%zu]=", what, n);
-    for (i = 0; i < n; i++)
-        rec_add(r, "%02x", p[i]);
+    kct_rec_hex(r, p, n);
 }
 
 /* Moves the error queue into the log, each entry in full (kct_err_next). */
@@ -84,47 +59,6 @@ static int rec_ret(REC *r, const char *what, int ret)
     rec_add(r, "%s=%d", what, ret);
     rec_errs(r);
     return ret;
-}
-
-static void rec_free(REC *r)
-{
-    free(r->buf);
-    memset(r, 0, sizeof(*r));
-}
-
-static const char *line_end(const char *s)
-{
-    const char *e = strchr(s, '\n');
-
-    return e == NULL ? s + strlen(s) : e;
-}
-
-/* Equal logs, or the first differing line printed with its context. */
-static int rec_same(const char *what, const REC *want, const REC *got)
-{
-    const char *a = want->buf == NULL ? "" : want->buf;
-    const char *b = got->buf == NULL ? "" : got->buf;
-    int line = 1;
-
-    if (strcmp(a, b) == 0)
-        return 1;
-    for (;;) {
-        const char *ea = line_end(a), *eb = line_end(b);
-
-        if (ea - a != eb - b || memcmp(a, b, ea - a) != 0) {
-            fprintf(stderr, "\n%s: log line %d differs\n  default:  %.*s\n"
-                    "  keycache: %.*s\n", what, line,
-                    (int)(ea - a), a, (int)(eb - b), b);
-            return 0;
-        }
-        if (*ea == '\0' || *eb == '\0')
-            break;
-        a = ea + 1;
-        b = eb + 1;
-        line++;
-    }
-    fprintf(stderr, "\n%s: logs differ in length at line %d\n", what, line);
-    return 0;
 }
 
 /* ---------------------------------------------------------------------- */

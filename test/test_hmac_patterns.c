@@ -12,7 +12,6 @@
  * are also checked against an HMAC built by hand from the default provider's
  * digests (and RFC 4231), never against anything keycache produced.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,98 +24,18 @@
 #include "kc_test.h"
 #include "keycache.h"
 
-/* Record of one pattern run */
-
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    int mask_libctx;            /* kct_err_mask_libctx() the errors */
-} REC;
-
-static void rec_printf(REC *r, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (r->buf == NULL) {
-        r->cap = 4096;
-        if ((r->buf = malloc(r->cap)) == NULL)
-            abort();
-        r->buf[0] = '\0';
-    }
-    for (;;) {
-        va_start(ap, fmt);
-        n = vsnprintf(r->buf + r->len, r->cap - r->len, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            abort();
-        if ((size_t)n < r->cap - r->len)
-            break;
-        r->cap = r->cap * 2 + (size_t)n;
-        r->buf = realloc(r->buf, r->cap);
-        if (r->buf == NULL)
-            abort();
-    }
-    r->len += (size_t)n;
-}
-
-static void rec_free(REC *r)
-{
-    free(r->buf);
-    memset(r, 0, sizeof(*r));
-}
-
-/*
- * Append every error on the queue, in full (kct_err_next), and clear it, so
- * that each call's errors are attributed to that call only.
- */
-static void rec_errs(REC *r)
-{
-    char err[KCT_ERR_LEN];
-
-    while (kct_err_next(err, sizeof(err)) != 0) {
-        if (r->mask_libctx)
-            kct_err_mask_libctx(err);
-        rec_printf(r, " err=%s", err);
-    }
-    rec_printf(r, "\n");
-}
+/* Short names for the shared transcript recorder (kc_test.h) */
+typedef KCT_REC REC;
+typedef kct_rec_fn pattern_fn;
+#define rec_printf kct_rec_printf
+#define rec_errs kct_rec_errs
+#define rec_hex kct_rec_hex
+#define rec_free kct_rec_free
 
 static void rec_rc(REC *r, const char *what, int rc)
 {
     rec_printf(r, "%s rc=%d", what, rc);
     rec_errs(r);
-}
-
-static void rec_hex(REC *r, const unsigned char *p, size_t n)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        rec_printf(r, "%02x", p[i]);
-}
-
-/* Print the first line where two records differ. */
-static void show_diff(const char *name, int run, const REC *d, const REC *k)
-{
-    const char *a = d->buf != NULL ? d->buf : "";
-    const char *b = k->buf != NULL ? k->buf : "";
-    const char *line_a = a, *line_b = b;
-    int line = 1;
-
-    while (*a != '\0' && *a == *b) {
-        if (*a == '\n') {
-            line++;
-            line_a = a + 1;
-            line_b = b + 1;
-        }
-        a++;
-        b++;
-    }
-    fprintf(stderr, "\n[%s] keycache run %d differs from default at line %d\n"
-            "  default : %.*s\n  keycache: %.*s\n", name, run, line,
-            (int)strcspn(line_a, "\n"), line_a,
-            (int)strcspn(line_b, "\n"), line_b);
 }
 
 /* Independent reference: HMAC built from the default provider's digests */
@@ -294,17 +213,6 @@ static void init_data(void)
 
 /* Running a pattern */
 
-typedef void (*pattern_fn)(OSSL_LIB_CTX *libctx, REC *r);
-
-static void run_on(pattern_fn fn, OSSL_LIB_CTX *libctx, REC *r)
-{
-    kct_use(libctx);
-    ERR_clear_error();
-    fn(libctx, r);
-    ERR_clear_error();
-    kct_use(NULL);
-}
-
 /* MAC with unrelated keys on keycache so the cache holds more than one key */
 static void churn(void)
 {
@@ -335,24 +243,14 @@ static int served_by_keycache(void)
 
 static void run_pattern_at(const char *name, pattern_fn fn, int expect_hits)
 {
-    REC def = { 0 }, kc = { 0 };
+    REC def = { 0 };
     uint64_t hits0;
-    int run;
 
-    run_on(fn, kct_default(), &def);
+    kct_rec_run(fn, kct_default(), &def);
     CU_ASSERT_FATAL(served_by_keycache());
     hits0 = kct_counter(KEYCACHE_PARAM_HITS);
     CU_ASSERT_NOT_EQUAL(hits0, UINT64_MAX);
-    for (run = 1; run <= 3; run++) {
-        if (run == 2)
-            churn();
-        run_on(fn, kct_keycache(), &kc);
-        CU_ASSERT(kc.len == def.len
-                  && memcmp(kc.buf, def.buf, def.len) == 0);
-        if (kc.len != def.len || memcmp(kc.buf, def.buf, def.len) != 0)
-            show_diff(name, run, &def, &kc);
-        rec_free(&kc);
-    }
+    kct_rec_keycache_runs(name, fn, churn, 0, &def);
     if (expect_hits) {
         uint64_t hits1 = kct_counter(KEYCACHE_PARAM_HITS);
 
