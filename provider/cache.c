@@ -714,8 +714,8 @@ static uint64_t fingerprint(uint64_t h, const KC_ALG *alg, const void *param)
  * not allocate either.  They hold no key material (a GCM wrapper's IV and
  * expected tag are public), and are cleared when reused.
  */
-void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind, size_t size,
-                          size_t head)
+static ossl_inline __attribute__((always_inline))
+void *wrapper_new(KC_PROVCTX *pctx, int kind, size_t size, size_t head)
 {
     KC_CACHE *c = kc_cache_get(pctx);
     void *p;
@@ -727,16 +727,15 @@ void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind, size_t size,
     return p;
 }
 
+void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind, size_t size,
+                          size_t head)
+{
+    return wrapper_new(pctx, kind, size, head);
+}
+
 void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size)
 {
-    KC_CACHE *c = kc_cache_get(pctx);
-    void *p;
-
-    if (c == NULL || c->npool[kind] == 0)
-        return OPENSSL_zalloc(size);
-    p = c->pool[kind][--c->npool[kind]];
-    memset(p, 0, size);
-    return p;
+    return wrapper_new(pctx, kind, size, size);
 }
 
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
