@@ -1009,6 +1009,21 @@ static void pick_key(STATE *st, RD *rd, OP *op, int gcm)
     (void)gcm;
 }
 
+/* A "key" parameter: a key as pick_key() draws it, never a NULL one. */
+static void pick_key_param(STATE *st, RD *rd, PSPEC *p)
+{
+    OP tmp;
+
+    p->id = P_KEY;
+    pick_key(st, rd, &tmp, 0);
+    if (tmp.key == NULL) {
+        tmp.key = st->keys[0];
+        tmp.keylen = 0;
+    }
+    p->buf = tmp.key;
+    p->len = tmp.keylen;
+}
+
 static void describe_key(const STATE *st, const OP *op, char *buf,
                          size_t n)
 {
@@ -1066,19 +1081,9 @@ static void decode_hmac_params(STATE *st, RD *rd, OP *op, int max)
             p->id = P_PROPS;
             p->str = props[3 + rd8(rd) % (NPROPS - 3)];
             break;
-        case 4: case 5: {
-            OP tmp;
-
-            p->id = P_KEY;
-            pick_key(st, rd, &tmp, 0);
-            if (tmp.key == NULL) {
-                tmp.key = st->keys[0];
-                tmp.keylen = 0;
-            }
-            p->buf = tmp.key;
-            p->len = tmp.keylen;
+        case 4: case 5:
+            pick_key_param(st, rd, p);
             break;
-        }
         case 6:
             /*
              * OpenSSL 3.0 bugs: digest-noinit = 1 on a keyed HMAC context is
@@ -1226,19 +1231,9 @@ static void decode_fam_params(STATE *st, RD *rd, OP *op, int max)
             p->id = P_PROPS;
             p->str = props[3 + rd8(rd) % (NPROPS - 3)];
             break;
-        case 4: {
-            OP tmp;
-
-            p->id = P_KEY;
-            pick_key(st, rd, &tmp, 0);
-            if (tmp.key == NULL) {
-                tmp.key = st->keys[0];
-                tmp.keylen = 0;
-            }
-            p->buf = tmp.key;
-            p->len = tmp.keylen;
+        case 4:
+            pick_key_param(st, rd, p);
             break;
-        }
         case 5: case 6:
             /* mostly 12 bytes, else any length from the pool */
             p->id = P_MACIV;
