@@ -32,6 +32,8 @@
 #define KEYCACHE_CONF_CMAC       "cmac"
 #define KEYCACHE_CONF_GMAC       "gmac"
 #define KEYCACHE_CONF_KMAC       "kmac"
+#define KEYCACHE_CONF_AES_OCB    "aes_ocb"
+#define KEYCACHE_CONF_AES_SIV    "aes_siv"
 #define KEYCACHE_CONF_IDLE_TTL   "idle_ttl"
 #define KEYCACHE_CONF_ADMIT_AFTER "admit_after"
 

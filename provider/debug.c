@@ -63,7 +63,8 @@ static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
 
 static const char *const slot_names[KC_STAT_SLOTS] = {
     "other", "HMAC", "AES-128-GCM", "AES-192-GCM", "AES-256-GCM",
-    "CMAC", "GMAC", "KMAC-128", "KMAC-256"
+    "CMAC", "GMAC", "KMAC-128", "KMAC-256", "AES-128-OCB", "AES-192-OCB",
+    "AES-256-OCB", "AES-128-SIV", "AES-192-SIV", "AES-256-SIV"
 };
 
 /* ---------------------------------------------------------------------- */

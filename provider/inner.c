@@ -287,6 +287,34 @@ int kc_inner_start(KC_PROVCTX *pctx)
         ncipher++;
     }
 
+    /* the cipher template families that are switched on */
+    for (i = 0; i < KC_CFAM_COUNT; i++) {
+        KC_CFAM *f = &pctx->cfam[i];
+
+        f->d = i < KC_CFAM_SIV128 ? &kc_ocb_desc[i]
+                                  : &kc_siv_desc[i - KC_CFAM_SIV128];
+        if (!f->on)
+            continue;
+        a = find_alg(ciphers, f->d->name);
+        if (a == NULL) {
+            kc_raise(pctx, KC_R_INNER_MISSING, "default provider has no %s",
+                     f->d->name);
+            return 0;
+        }
+        load_cipher_fns(&f->fns, a->implementation);
+        if (!kc_ctmpl_bind(pctx, f, a)) {
+            kc_raise(pctx, KC_R_INNER_MISSING, "default %s lacks functions",
+                     f->d->name);
+            return 0;
+        }
+        pctx->cipher_algs[ncipher].algorithm_names = a->algorithm_names;
+        pctx->cipher_algs[ncipher].property_definition =
+            "provider=" KEYCACHE_PROVIDER_NAME;
+        pctx->cipher_algs[ncipher].implementation = f->d->functions;
+        pctx->cipher_algs[ncipher].algorithm_description = f->d->description;
+        ncipher++;
+    }
+
     EVP_MD_do_all_provided(pctx->libctx, add_digest, pctx);
     if (pctx->ndigests == 0) {
         kc_raise(pctx, KC_R_INNER_MISSING, "default provider has no digests");
@@ -297,7 +325,7 @@ int kc_inner_start(KC_PROVCTX *pctx)
         return 0;
     }
     for (a = pctx->cipher_pt_algs; a->algorithm_names != NULL
-         && ncipher < KC_GCM_COUNT + KC_PT_CIPHERS; a++)
+         && ncipher < KC_GCM_COUNT + KC_CFAM_COUNT + KC_PT_CIPHERS; a++)
         pctx->cipher_algs[ncipher++] = *a;
     return 1;
 }

@@ -13,6 +13,9 @@
  * provider/cmac.c           CMAC with AES-{128,192,256}-CBC
  * provider/gmac.c           GMAC with AES-{128,192,256}-GCM
  * provider/kmac.c           KMAC128 and KMAC256
+ * provider/ctmpl.c          the template layer of the cipher families
+ * provider/ocb.c            AES-{128,192,256}-OCB
+ * provider/siv.c            AES-{128,192,256}-SIV
  * provider/passthrough.c    the default's KDFs and HMAC-DRBG, kept where
  *                           their inner MACs cannot reach keycache
  * provider/debug.c          KEYCACHE_DEBUG: reports for operators
@@ -136,6 +139,52 @@ typedef struct {
  */
 #define KC_TREC_MAX 384
 
+/*
+ * An item of a record: a marker that starts a call, or a parameter of that
+ * call followed by its name and data (see tmpl.c).  Shared by the MAC
+ * (tmpl.c) and cipher (ctmpl.c) template layers.
+ */
+typedef struct {
+    uint16_t tag;             /* KC_T_* */
+    uint16_t namelen;         /* with the NUL */
+    uint32_t type;            /* OSSL_PARAM data_type, | KC_T_NULL */
+    uint64_t size;            /* data_size */
+} KC_TITEM;
+
+#define KC_T_CALL 1           /* marker: set_ctx_params */
+#define KC_T_PARAM 2          /* a parameter with its data */
+#define KC_T_SIG 3            /* a parameter without its data */
+#define KC_T_EINIT 4          /* marker: a keyless encrypt init */
+#define KC_T_DINIT 5          /* marker: a keyless decrypt init */
+#define KC_T_NULL 0x80000000u /* a parameter's data (a marker's params) NULL */
+
+/* Can p be recorded?  Its name's length, or 0. */
+size_t kc_trec_recordable(const OSSL_PARAM *p);
+/*
+ * Append a marker (p NULL) or p, whose name is namelen long, to buf (cap
+ * bytes) at *len; 0 if it does not fit.
+ */
+int kc_trec_put(unsigned char *buf, size_t cap, size_t *len, int tag,
+                const OSSL_PARAM *p, size_t namelen);
+/* Decode the item at off into it (and p for a parameter); the next offset. */
+size_t kc_trec_get(const unsigned char *buf, size_t off, KC_TITEM *it,
+                   OSSL_PARAM *p);
+/* A fast hash over whole words, for records (which are not secrets). */
+uint64_t kc_trec_hash(uint64_t h, const uint64_t *p, size_t nbytes);
+
+/*
+ * The newest error on the queue, to tell whether a call raised any: a call
+ * that raised one leaves another newest error (OpenSSL 3.0 cannot count
+ * errors since a mark).
+ */
+typedef struct {
+    unsigned long code;
+    const char *file, *func, *data;
+    int line;
+} KC_ERRTOP;
+void kc_err_top(KC_ERRTOP *t);
+int kc_err_same(const KC_ERRTOP *a, const KC_ERRTOP *b);
+
 typedef struct kc_tdesc_st KC_TDESC;
 typedef struct kc_tfam_st KC_TFAM;
 
@@ -201,6 +250,45 @@ struct kc_tfam_st {
 extern const KC_TDESC kc_cmac_desc, kc_gmac_desc, kc_kmac128_desc,
     kc_kmac256_desc;
 
+/* ---- cipher template families, see ctmpl.c ---- */
+
+#define KC_CFAM_OCB128 0
+#define KC_CFAM_OCB192 1
+#define KC_CFAM_OCB256 2
+#define KC_CFAM_SIV128 3
+#define KC_CFAM_SIV192 4
+#define KC_CFAM_SIV256 5
+#define KC_CFAM_COUNT 6
+
+/* What a cipher family's file tells the shared layer. */
+typedef struct {
+    const char *name;               /* the default's first name for it */
+    const char *description;
+    const OSSL_DISPATCH *functions; /* ours */
+    /*
+     * Parameter names a call before the key may hold to be recorded as
+     * part of the shape (OCB: the IV and tag lengths); others, and those
+     * per_message() says carry a message's data, are passed through.
+     */
+    const char *const *shape_names;
+    int (*per_message)(const OSSL_PARAM *p);
+    /* Does the default's key set-up depend on the direction (OCB)? */
+    int key_by_direction;
+} KC_CDESC;
+
+/* A cipher family as bound to the running default provider. */
+typedef struct {
+    const KC_CDESC *d;
+    /* what entries are: [1] keyed to encrypt (or either way), [0] decrypt */
+    KC_ALG alg[2];
+    KC_CIPHER_FNS fns;
+    int on;                         /* offered: the config says so */
+    size_t keylen;                  /* the one the default accepts */
+    int empty_value;                /* what a fresh context is (ctmpl.c) */
+} KC_CFAM;
+
+extern const KC_CDESC kc_ocb_desc[3], kc_siv_desc[3];
+
 /* ciphers passed through (AES-SIV, which keys a CMAC inside) */
 #define KC_PT_CIPHERS 3
 
@@ -217,7 +305,8 @@ typedef struct {
 #define KC_STAT_HMAC 1
 #define KC_STAT_GCM 2         /* + KC_GCM_128, _192, _256 */
 #define KC_STAT_FAM (KC_STAT_GCM + KC_GCM_COUNT)  /* + KC_FAM_* */
-#define KC_STAT_SLOTS (KC_STAT_FAM + KC_FAM_COUNT)
+#define KC_STAT_CFAM (KC_STAT_FAM + KC_FAM_COUNT)  /* + KC_CFAM_* */
+#define KC_STAT_SLOTS (KC_STAT_CFAM + KC_CFAM_COUNT)
 
 typedef struct kc_debug_st KC_DEBUG;
 
@@ -249,11 +338,13 @@ struct kc_provctx_st {
     const char *hmac_names;
     KC_GCM_INNER gcm[KC_GCM_COUNT];
     KC_TFAM fam[KC_FAM_COUNT];
+    KC_CFAM cfam[KC_CFAM_COUNT];
     KC_DIGEST *digests;
     size_t ndigests;
     OSSL_ALGORITHM mac_algs[KC_FAM_COUNT + 2];
-    /* AES-GCM if on, then pass-through ciphers (cipher_pt_algs) */
-    OSSL_ALGORITHM cipher_algs[KC_GCM_COUNT + KC_PT_CIPHERS + 1];
+    /* AES-GCM, OCB, SIV if on, then pass-through ciphers (cipher_pt_algs) */
+    OSSL_ALGORITHM cipher_algs[KC_GCM_COUNT + KC_CFAM_COUNT + KC_PT_CIPHERS
+                               + 1];
     /* pass-through KDFs and DRBGs, see passthrough.c */
     struct kc_pt_st *pt;
     size_t npt;
@@ -317,7 +408,8 @@ typedef struct {
 #define KC_POOL_HMAC 0
 #define KC_POOL_GCM 1
 #define KC_POOL_TMPL 2
-#define KC_POOL_KINDS 3
+#define KC_POOL_CTMPL 3
+#define KC_POOL_KINDS 4
 #define KC_POOL_MAX 8
 void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size);
 /* The same, clearing only the first head bytes of a reused struct. */
@@ -459,6 +551,76 @@ int kc_tmac_get_params(int which, OSSL_PARAM params[]);
 int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
                       const char *with, const char **value,
                       const char **with_value);
+/* ctmpl.c: the shared layer of the cipher families */
+int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg);
+void *kc_tciph_newctx(KC_PROVCTX *pctx, int which);
+OSSL_FUNC_cipher_dupctx_fn kc_tciph_dupctx;
+OSSL_FUNC_cipher_freectx_fn kc_tciph_freectx;
+OSSL_FUNC_cipher_encrypt_init_fn kc_tciph_einit;
+OSSL_FUNC_cipher_decrypt_init_fn kc_tciph_dinit;
+OSSL_FUNC_cipher_update_fn kc_tciph_update;
+OSSL_FUNC_cipher_final_fn kc_tciph_final;
+OSSL_FUNC_cipher_cipher_fn kc_tciph_cipher;
+OSSL_FUNC_cipher_get_ctx_params_fn kc_tciph_get_ctx_params;
+OSSL_FUNC_cipher_set_ctx_params_fn kc_tciph_set_ctx_params;
+const OSSL_PARAM *kc_tciph_gettable_ctx_params(KC_PROVCTX *pctx, int which);
+const OSSL_PARAM *kc_tciph_settable_ctx_params(KC_PROVCTX *pctx, int which);
+const OSSL_PARAM *kc_tciph_gettable_params(KC_PROVCTX *pctx, int which);
+int kc_tciph_get_params(int which, OSSL_PARAM params[]);
+
+/*
+ * A cipher family's per-key-size entry points and dispatch table: the
+ * shared layer's functions with the family's index bound in.
+ */
+#define KC_TCIPH_IMPL(prefix, which)                                          \
+    static OSSL_FUNC_cipher_newctx_fn prefix##_newctx;                        \
+    static OSSL_FUNC_cipher_get_params_fn prefix##_get_params;                \
+    static OSSL_FUNC_cipher_gettable_params_fn prefix##_gettable_params;      \
+    static OSSL_FUNC_cipher_gettable_ctx_params_fn prefix##_gettable_ctx;     \
+    static OSSL_FUNC_cipher_settable_ctx_params_fn prefix##_settable_ctx;     \
+    static void *prefix##_newctx(void *provctx)                               \
+    {                                                                         \
+        return kc_tciph_newctx(provctx, which);                               \
+    }                                                                         \
+    static int prefix##_get_params(OSSL_PARAM params[])                       \
+    {                                                                         \
+        return kc_tciph_get_params(which, params);                            \
+    }                                                                         \
+    static const OSSL_PARAM *prefix##_gettable_params(void *provctx)          \
+    {                                                                         \
+        return kc_tciph_gettable_params(provctx, which);                      \
+    }                                                                         \
+    static const OSSL_PARAM *prefix##_gettable_ctx(void *cctx, void *provctx) \
+    {                                                                         \
+        return kc_tciph_gettable_ctx_params(provctx, which);                  \
+    }                                                                         \
+    static const OSSL_PARAM *prefix##_settable_ctx(void *cctx, void *provctx) \
+    {                                                                         \
+        return kc_tciph_settable_ctx_params(provctx, which);                  \
+    }                                                                         \
+    static const OSSL_DISPATCH prefix##_functions[] = {                       \
+        { OSSL_FUNC_CIPHER_NEWCTX, (void (*)(void))prefix##_newctx },         \
+        { OSSL_FUNC_CIPHER_FREECTX, (void (*)(void))kc_tciph_freectx },       \
+        { OSSL_FUNC_CIPHER_DUPCTX, (void (*)(void))kc_tciph_dupctx },         \
+        { OSSL_FUNC_CIPHER_ENCRYPT_INIT, (void (*)(void))kc_tciph_einit },    \
+        { OSSL_FUNC_CIPHER_DECRYPT_INIT, (void (*)(void))kc_tciph_dinit },    \
+        { OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))kc_tciph_update },         \
+        { OSSL_FUNC_CIPHER_FINAL, (void (*)(void))kc_tciph_final },           \
+        { OSSL_FUNC_CIPHER_CIPHER, (void (*)(void))kc_tciph_cipher },         \
+        { OSSL_FUNC_CIPHER_GET_PARAMS, (void (*)(void))prefix##_get_params }, \
+        { OSSL_FUNC_CIPHER_GETTABLE_PARAMS,                                   \
+          (void (*)(void))prefix##_gettable_params },                         \
+        { OSSL_FUNC_CIPHER_GET_CTX_PARAMS,                                    \
+          (void (*)(void))kc_tciph_get_ctx_params },                          \
+        { OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS,                               \
+          (void (*)(void))prefix##_gettable_ctx },                            \
+        { OSSL_FUNC_CIPHER_SET_CTX_PARAMS,                                    \
+          (void (*)(void))kc_tciph_set_ctx_params },                          \
+        { OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS,                               \
+          (void (*)(void))prefix##_settable_ctx },                            \
+        { 0, NULL }                                                           \
+    };
+
 /* does the cipher |name| (with properties) resolve to one of |names|? */
 int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name,
                         const char *props, const char *const *names);

@@ -96,9 +96,9 @@ static int gcm_auto(void)
 }
 
 /*
- * cmac, gmac, kmac = auto (the default): on where caching was measured to
- * pay, which is every version measured - 3.0, 3.5 and 3.6 (and 3.1-3.4
- * lie between): a hit saves the cipher or digest fetch and the key set-up
+ * cmac, gmac, kmac, aes_ocb, aes_siv = auto (the default): on where
+ * caching was measured to pay, which is every version measured - 3.0, 3.5
+ * and 3.6 (and 3.1-3.4 lie between): a hit saves the cipher or digest fetch and the key set-up
  * a fresh context pays, and a miss costs at most 4% (docs/measurements.md).
  */
 static int fam_auto(void)
@@ -137,14 +137,15 @@ static int parse_uint(const char *v, uint64_t max, uint64_t *out)
 static const char *const our_keys[] = {
     KEYCACHE_CONF_CACHE_SIZE, KEYCACHE_CONF_HMAC, KEYCACHE_CONF_AES_GCM,
     KEYCACHE_CONF_IDLE_TTL, KEYCACHE_CONF_ADMIT_AFTER, KEYCACHE_CONF_CMAC,
-    KEYCACHE_CONF_GMAC, KEYCACHE_CONF_KMAC, NULL
+    KEYCACHE_CONF_GMAC, KEYCACHE_CONF_KMAC, KEYCACHE_CONF_AES_OCB,
+    KEYCACHE_CONF_AES_SIV, NULL
 };
 static const char *const core_keys[] = {
     "module", "activate", "identity", "soft_load", NULL
 };
 #define KC_KEYS_TEXT "cache_size, hmac, aes_gcm, idle_ttl, admit_after, " \
-    "cmac, gmac, kmac (and OpenSSL's module, activate, identity, " \
-    "soft_load)"
+    "cmac, gmac, kmac, aes_ocb, aes_siv (and OpenSSL's module, activate, " \
+    "identity, soft_load)"
 /* how far nested sections are followed; names asked about per call */
 #define KC_CONF_DEPTH 3
 #define KC_CONF_BATCH 32
@@ -408,11 +409,19 @@ static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
         { KEYCACHE_CONF_GMAC, { KC_FAM_GMAC, -1 } },
         { KEYCACHE_CONF_KMAC, { KC_FAM_KMAC128, KC_FAM_KMAC256 } },
     };
+    static const struct {
+        const char *key;
+        int first;              /* the cipher families it switches, 3 */
+    } cfams[] = {
+        { KEYCACHE_CONF_AES_OCB, KC_CFAM_OCB128 },
+        { KEYCACHE_CONF_AES_SIV, KC_CFAM_SIV128 },
+    };
+#define KC_NCFAMKEYS (sizeof(cfams) / sizeof(cfams[0]))
 #define KC_NFAMKEYS (sizeof(fams) / sizeof(fams[0]))
     char *size = NULL, *hmac = NULL, *gcm = NULL, *ttl = NULL, *admit = NULL;
-    char *fam[KC_NFAMKEYS] = { NULL };
+    char *fam[KC_NFAMKEYS] = { NULL }, *cfam[KC_NCFAMKEYS] = { NULL };
     char *name = NULL;
-    OSSL_PARAM p[7 + KC_NFAMKEYS];
+    OSSL_PARAM p[7 + KC_NFAMKEYS + KC_NCFAMKEYS];
     uint64_t n;
     size_t i;
     int ok = 1, on, j;
@@ -424,6 +433,8 @@ static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
     pctx->admit_after = KEYCACHE_DEFAULT_ADMIT_AFTER;
     for (j = 0; j < KC_FAM_COUNT; j++)
         pctx->fam[j].on = fam_auto();
+    for (j = 0; j < KC_CFAM_COUNT; j++)
+        pctx->cfam[j].on = fam_auto();
     pctx->name = KEYCACHE_PROVIDER_NAME;
     if (get == NULL)
         return 1;
@@ -436,6 +447,8 @@ static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
                                          &name, 0);
     for (i = 0; i < KC_NFAMKEYS; i++)
         p[6 + i] = OSSL_PARAM_construct_utf8_ptr(fams[i].key, &fam[i], 0);
+    for (j = 0; j < (int)KC_NCFAMKEYS; j++)
+        p[6 + i++] = OSSL_PARAM_construct_utf8_ptr(cfams[j].key, &cfam[j], 0);
     p[6 + i] = OSSL_PARAM_construct_end();
     if (!get(pctx->handle, p))
         return 1;
@@ -473,6 +486,18 @@ static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
         }
         for (j = 0; j < 2 && fams[i].fam[j] >= 0; j++)
             pctx->fam[fams[i].fam[j]].on = on;
+    }
+    for (i = 0; i < KC_NCFAMKEYS; i++) {
+        if (cfam[i] == NULL)
+            continue;
+        if (!parse_onoffauto(cfam[i], fam_auto, &on)) {
+            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want auto, "
+                     KC_BOOL_WORDS, cfams[i].key, cfam[i]);
+            ok = 0;
+            continue;
+        }
+        for (j = 0; j < 3; j++)
+            pctx->cfam[cfams[i].first + j].on = on;
     }
     if (ttl != NULL) {
         if (parse_uint(ttl, UINT32_MAX, &n)) {

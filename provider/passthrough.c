@@ -266,7 +266,8 @@ int kc_passthrough_start(KC_PROVCTX *pctx)
     return offer(pctx, OSSL_OP_KDF, NULL, &pctx->kdf_algs) >= 0
            && offer(pctx, OSSL_OP_RAND, drbgs, &pctx->rand_algs) >= 0
            && offer(pctx, OSSL_OP_CIPHER,
-                    pctx->fam[KC_FAM_CMAC].on ? sivs : none,
+                    pctx->fam[KC_FAM_CMAC].on
+                    && !pctx->cfam[KC_CFAM_SIV128].on ? sivs : none,
                     &pctx->cipher_pt_algs) >= 0;
 }
 

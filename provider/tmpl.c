@@ -55,18 +55,6 @@
  * UTF-8 string is terminated), each padded to 8 bytes so that replayed
  * integers are aligned.  A signature item is a parameter without its data.
  */
-typedef struct {
-    uint16_t tag;
-    uint16_t namelen;           /* with the NUL */
-    uint32_t type;              /* OSSL_PARAM data_type, | T_NULL */
-    uint64_t size;              /* data_size */
-} ITEM;
-
-#define T_CALL 1
-#define T_PARAM 2
-#define T_SIG 3
-#define T_NULL 0x80000000u      /* the data pointer was NULL */
-
 #define PAD8(n) (((n) + 7) & ~(size_t)7)
 
 typedef struct {
@@ -121,7 +109,7 @@ static void restore(KC_TMAC_CTX *w, const SAVED *s)
  * with the same key (the key itself is hashed with SipHash by the cache).
  * Records are the application's parameters, not secrets.
  */
-static uint64_t hash_words(uint64_t h, const uint64_t *p, size_t nbytes)
+uint64_t kc_trec_hash(uint64_t h, const uint64_t *p, size_t nbytes)
 {
     size_t i;
 
@@ -133,7 +121,7 @@ static uint64_t hash_words(uint64_t h, const uint64_t *p, size_t nbytes)
 }
 
 /* Can the parameter be recorded?  Returns its name's length, or 0. */
-static size_t recordable(const OSSL_PARAM *p)
+size_t kc_trec_recordable(const OSSL_PARAM *p)
 {
     size_t n = strlen(p->key);
 
@@ -157,20 +145,20 @@ static size_t recordable(const OSSL_PARAM *p)
  * Append an item (a call marker if p is NULL, else p with namelen = the
  * length of its name) to buf (of cap bytes) at *len; 0 if it does not fit.
  */
-static int put_item(unsigned char *buf, size_t cap, size_t *len,
+int kc_trec_put(unsigned char *buf, size_t cap, size_t *len,
                     int tag, const OSSL_PARAM *p, size_t namelen)
 {
     size_t datalen = 0, need, npad;
-    ITEM it;
+    KC_TITEM it;
 
     memset(&it, 0, sizeof(it));
     it.tag = (uint16_t)tag;
     if (p != NULL) {
         namelen++;
         it.namelen = (uint16_t)namelen;
-        it.type = p->data_type | (p->data == NULL ? T_NULL : 0);
+        it.type = p->data_type | (p->data == NULL ? KC_T_NULL : 0);
         it.size = p->data_size;
-        if (tag == T_PARAM && p->data != NULL)
+        if (tag == KC_T_PARAM && p->data != NULL)
             datalen = p->data_size + 1;
     }
     npad = PAD8(namelen);
@@ -209,24 +197,24 @@ static int append_call(KC_TMAC_CTX *w, const OSSL_PARAM *const *ps, size_t n,
     unsigned char *sig = (unsigned char *)w->sig;
     size_t start = w->len, sstart = w->sig_len, i, nl;
 
-    if (!put_item(rec, KC_TREC_MAX, &w->len, T_CALL, NULL, 0)
+    if (!kc_trec_put(rec, KC_TREC_MAX, &w->len, KC_T_CALL, NULL, 0)
         || (vol == AS_VOLATILE
-            && !put_item(sig, KC_TSIG_MAX, &w->sig_len, T_CALL, NULL, 0)))
+            && !kc_trec_put(sig, KC_TSIG_MAX, &w->sig_len, KC_T_CALL, NULL, 0)))
         return 0;
     for (i = 0; i < n; i++)
-        if ((nl = recordable(ps[i])) == 0
-            || !put_item(rec, KC_TREC_MAX, &w->len, T_PARAM, ps[i], nl)
+        if ((nl = kc_trec_recordable(ps[i])) == 0
+            || !kc_trec_put(rec, KC_TREC_MAX, &w->len, KC_T_PARAM, ps[i], nl)
             || (vol == AS_VOLATILE
-                && !put_item(sig, KC_TSIG_MAX, &w->sig_len, T_SIG, ps[i],
+                && !kc_trec_put(sig, KC_TSIG_MAX, &w->sig_len, KC_T_SIG, ps[i],
                              nl)))
             return 0;
     if (vol == AS_VOLATILE_ONLY)
         return 1;
     if (vol) {
-        w->sig_hash = hash_words(w->sig_hash, (uint64_t *)(sig + sstart),
+        w->sig_hash = kc_trec_hash(w->sig_hash, (uint64_t *)(sig + sstart),
                                  w->sig_len - sstart);
     } else {
-        w->shape_hash = hash_words(w->shape_hash, (uint64_t *)(rec + start),
+        w->shape_hash = kc_trec_hash(w->shape_hash, (uint64_t *)(rec + start),
                                    w->len - start);
         w->shape_len = w->len;
     }
@@ -234,22 +222,22 @@ static int append_call(KC_TMAC_CTX *w, const OSSL_PARAM *const *ps, size_t n,
 }
 
 /* Decode the item at off; returns the offset of the next one. */
-static size_t get_item(const unsigned char *buf, size_t off, ITEM *it,
+size_t kc_trec_get(const unsigned char *buf, size_t off, KC_TITEM *it,
                        OSSL_PARAM *p)
 {
     const unsigned char *name, *data;
 
     memcpy(it, buf + off, sizeof(*it));
-    if (it->tag == T_CALL)
+    if (it->tag != KC_T_PARAM && it->tag != KC_T_SIG)
         return off + sizeof(*it);
     name = buf + off + sizeof(*it);
     data = name + PAD8(it->namelen);
     p->key = (const char *)name;
-    p->data_type = it->type & ~T_NULL;
-    p->data = (it->type & T_NULL) != 0 ? NULL : (void *)data;
+    p->data_type = it->type & ~KC_T_NULL;
+    p->data = (it->type & KC_T_NULL) != 0 ? NULL : (void *)data;
     p->data_size = (size_t)it->size;
     p->return_size = OSSL_PARAM_UNMODIFIED;
-    if (it->tag == T_SIG || (it->type & T_NULL) != 0)
+    if (it->tag == KC_T_SIG || (it->type & KC_T_NULL) != 0)
         return (size_t)(data - buf);
     return (size_t)(data - buf) + PAD8((size_t)it->size + 1);
 }
@@ -261,11 +249,11 @@ static int replay(const KC_TMAC_CTX *w, void *ctx, size_t from, size_t to)
     OSSL_PARAM p[KC_TCALL_MAX + 1];
     size_t off = from, n = 0;
     int open = 0;
-    ITEM it;
+    KC_TITEM it;
 
     while (off < to) {
-        off = get_item(rec, off, &it, &p[n]);
-        if (it.tag != T_CALL) {
+        off = kc_trec_get(rec, off, &it, &p[n]);
+        if (it.tag != KC_T_CALL) {
             n++;
             continue;
         }
@@ -291,12 +279,12 @@ int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
     size_t off = 0;
     int found = 0, in_call = 0;
     OSSL_PARAM p;
-    ITEM it;
+    KC_TITEM it;
 
     *value = *with_value = NULL;
     while (off < len) {
-        off = get_item(rec, off, &it, &p);
-        if (it.tag == T_CALL) {
+        off = kc_trec_get(rec, off, &it, &p);
+        if (it.tag == KC_T_CALL) {
             in_call = 0;
             cur_with = NULL;
             continue;
@@ -347,18 +335,7 @@ int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name, const char *props,
 /* ---------------------------------------------------------------------- */
 /* What the default says                                                  */
 
-/*
- * The newest error on the queue, to tell whether a call raised any: a call
- * that raised one leaves another newest error (OpenSSL 3.0 cannot count
- * errors since a mark).
- */
-typedef struct {
-    unsigned long code;
-    const char *file, *func, *data;
-    int line;
-} ERRTOP;
-
-static void err_top(ERRTOP *t)
+void kc_err_top(KC_ERRTOP *t)
 {
     /* an empty queue leaves the pointers alone */
     memset(t, 0, sizeof(*t));
@@ -366,7 +343,7 @@ static void err_top(ERRTOP *t)
                                       &t->data, NULL);
 }
 
-static int err_same(const ERRTOP *a, const ERRTOP *b)
+int kc_err_same(const KC_ERRTOP *a, const KC_ERRTOP *b)
 {
     return a->code == b->code && a->file == b->file && a->line == b->line
            && a->func == b->func && a->data == b->data;
@@ -380,17 +357,17 @@ static int err_same(const ERRTOP *a, const ERRTOP *b)
 static int probe(const KC_TMAC_CTX *w, int vol)
 {
     const KC_MAC_FNS *f = &w->f->mac;
-    ERRTOP before, after;
+    KC_ERRTOP before, after;
     void *t;
     int ok;
 
     ERR_set_mark();
-    err_top(&before);
+    kc_err_top(&before);
     ok = (t = f->newctx(w->pctx->inner_provctx)) != NULL
          && replay(w, t, 0, w->shape_len)
          && (!vol || replay(w, t, w->shape_len, w->len));
-    err_top(&after);
-    ok = ok && err_same(&before, &after);
+    kc_err_top(&after);
+    ok = ok && kc_err_same(&before, &after);
     if (t != NULL)
         f->freectx(t);
     ERR_pop_to_mark();
@@ -404,11 +381,11 @@ static int shape_cacheable(const KC_TMAC_CTX *w)
     const KC_TDESC *d = w->f->d;
     size_t off = 0;
     OSSL_PARAM p;
-    ITEM it;
+    KC_TITEM it;
 
     while (off < w->shape_len) {
-        off = get_item(rec, off, &it, &p);
-        if (it.tag != T_CALL && !in_list(d->shape_names, p.key))
+        off = kc_trec_get(rec, off, &it, &p);
+        if (it.tag != KC_T_CALL && !in_list(d->shape_names, p.key))
             return 0;
     }
     return d->cacheable == NULL
@@ -502,22 +479,22 @@ static int same_as_last(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
     uint64_t hash;
     int value;
     OSSL_PARAM p;
-    ITEM it;
+    KC_TITEM it;
 
     last = kc_cache_rec_last(c, w->f, 0, &alen, &len, &hash, &value);
     if (last == NULL || alen != len || len <= w->len
         || (w->len > 0 && memcmp(last, w->rec, w->len) != 0))
         return 0;
-    off = get_item(last, w->len, &it, &p);
-    if (it.tag != T_CALL)
+    off = kc_trec_get(last, w->len, &it, &p);
+    if (it.tag != KC_T_CALL)
         return 0;
     for (i = 0; i < s->ns; i++) {
         const OSSL_PARAM *q = s->shape[i];
 
         if (off >= len)
             return 0;
-        off = get_item(last, off, &it, &p);
-        if (it.tag != T_PARAM || p.data_type != q->data_type
+        off = kc_trec_get(last, off, &it, &p);
+        if (it.tag != KC_T_PARAM || p.data_type != q->data_type
             || p.data_size != q->data_size
             || (p.data == NULL) != (q->data == NULL)
             || strcmp(p.key, q->key) != 0
@@ -548,26 +525,26 @@ static int volatile_known(const KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
     uint64_t hash;
     int value;
     OSSL_PARAM p;
-    ITEM it;
+    KC_TITEM it;
 
     last = kc_cache_rec_last(c, w->f, 1, &alen, &len, &hash, &value);
     if (last == NULL || alen != w->shape_len || (value & KC_REC_VALID) == 0
         || memcmp(last, w->rec, alen) != 0)
         return 0;
-    off = get_item(last, alen, &it, &p);
-    if (it.tag != T_CALL)
+    off = kc_trec_get(last, alen, &it, &p);
+    if (it.tag != KC_T_CALL)
         return 0;
     for (i = 0; i < s->nv; i++) {
         const OSSL_PARAM *q = s->vol[i];
 
         if (off >= len)
             return 0;
-        off = get_item(last, off, &it, &p);
-        if (it.tag != T_SIG || p.data_type != q->data_type
+        off = kc_trec_get(last, off, &it, &p);
+        if (it.tag != KC_T_SIG || p.data_type != q->data_type
             || p.data_size != q->data_size
             || (p.data == NULL) != (q->data == NULL)
             || strcmp(p.key, q->key) != 0
-            || !recordable(q))
+            || !kc_trec_recordable(q))
             return 0;
     }
     return off == len;
@@ -661,17 +638,17 @@ static void *make_template(const KC_TMAC_CTX *w, const unsigned char *key,
                            size_t keylen)
 {
     const KC_MAC_FNS *f = &w->f->mac;
-    ERRTOP before, after;
+    KC_ERRTOP before, after;
     void *t;
     int ok;
 
     ERR_set_mark();
-    err_top(&before);
+    kc_err_top(&before);
     ok = (t = f->newctx(w->pctx->inner_provctx)) != NULL
          && replay(w, t, 0, w->shape_len)
          && f->init(t, key, keylen, NULL);
-    err_top(&after);
-    if (!ok || !err_same(&before, &after)) {
+    kc_err_top(&after);
+    if (!ok || !kc_err_same(&before, &after)) {
         if (t != NULL)
             f->freectx(t);
         t = NULL;
@@ -1096,7 +1073,7 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
 {
     static const OSSL_PARAM empty[] = { OSSL_PARAM_END };
     const KC_MAC_FNS *m = &f->mac;
-    ERRTOP before, after;
+    KC_ERRTOP before, after;
     void *t;
 
     if (m->newctx == NULL || m->dupctx == NULL || m->freectx == NULL
@@ -1114,7 +1091,7 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
      * calls.)  Then they need no record.
      */
     ERR_set_mark();
-    err_top(&before);
+    kc_err_top(&before);
     if ((t = m->newctx(pctx->inner_provctx)) != NULL) {
         f->null_set_ok = m->set_ctx_params(t, NULL) == 1;
         f->empty_set_ok = m->set_ctx_params(t, empty) == 1;
@@ -1130,8 +1107,8 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
         if (m->get_params(q) == 1 && OSSL_PARAM_modified(&q[0]))
             f->fixed_size = sz;
     }
-    err_top(&after);
-    if (!err_same(&before, &after))
+    kc_err_top(&after);
+    if (!kc_err_same(&before, &after))
         f->null_set_ok = f->empty_set_ok = f->fixed_size = 0;
     ERR_pop_to_mark();
     fixed_size[f - pctx->fam] = f->fixed_size;

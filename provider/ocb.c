@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * AES-OCB: a template is the default's OCB context keyed (the encrypt and
+ * decrypt key schedules and OCB's L table), so a hit skips both schedules
+ * and the table.
+ *
+ * A shape may set the IV length, the tag length (a tag parameter without
+ * data) and the key length; a tag with data is a message's and is passed
+ * through.  The default picks the bulk (stream) function by the direction
+ * the key is set in, so templates are kept per direction.
+ */
+#include <openssl/core_names.h>
+
+#include "kc_local.h"
+
+static const char *const ocb_shape[] = {
+    OSSL_CIPHER_PARAM_AEAD_IVLEN, OSSL_CIPHER_PARAM_AEAD_TAG,
+    OSSL_CIPHER_PARAM_KEYLEN, NULL
+};
+
+/* a tag with bytes is the expected tag of one message */
+static int ocb_per_message(const OSSL_PARAM *p)
+{
+    return p->key[0] == 't' && p->data != NULL;
+}
+
+KC_TCIPH_IMPL(kc_aes128ocb, KC_CFAM_OCB128)
+KC_TCIPH_IMPL(kc_aes192ocb, KC_CFAM_OCB192)
+KC_TCIPH_IMPL(kc_aes256ocb, KC_CFAM_OCB256)
+
+#define KC_OCB_DESC(bits)                                                     \
+    { "AES-" #bits "-OCB", "AES-OCB with a per-thread key cache",             \
+      kc_aes##bits##ocb_functions, ocb_shape, ocb_per_message, 1 }
+
+const KC_CDESC kc_ocb_desc[3] = {
+    KC_OCB_DESC(128), KC_OCB_DESC(192), KC_OCB_DESC(256)
+};
