@@ -99,7 +99,10 @@ typedef enum {
     OP_FAM_QMAC,    /* EVP_Q_mac(NULL, mac, NULL, subalg, iv, ...) */
     OP_FAM_FRESH,   /* fetch + CTX_new + init(key, params) + ... + free */
     OP_FAM_NEW,     /* the same with the MAC fetched once per thread */
-    OP_FAM_REUSED   /* one keyed context per thread, init(NULL key) */
+    OP_FAM_REUSED,  /* one keyed context per thread, init(NULL key) */
+    /* AES-OCB, AES-SIV (the cipher of aead_rows[]), cipher fetched once */
+    OP_AEAD_NEW,    /* CTX_new + EncryptInit(key, iv) + seal + free */
+    OP_AEAD_REUSED  /* one keyed EVP_CIPHER_CTX per thread, new IV each op */
 } OPKIND;
 
 typedef enum {
@@ -233,6 +236,25 @@ static const SCENARIO scenarios[] = {
       0, KEYS_FIXED, 0, 0 },
     { "steady-gmac-aes256", SEC_STEADY, OP_FAM_REUSED, OP_FAM_REUSED, NULL,
       32, 0, KEYS_FIXED, 0, 0 },
+    /*
+     * Cipher families (provider/ctmpl.c): the cipher is in aead_rows[];
+     * OCB takes a new 12-byte IV per message, SIV none (keys are twice
+     * the AES key; a keyed SIV context encrypts once, so no steady row).
+     */
+    { "aeadnew-ocb-aes128", SEC_APP, OP_AEAD_NEW, OP_AEAD_NEW, NULL, 16, 0,
+      KEYS_FIXED, 0, 0 },
+    { "aeadnew-ocb-aes256", SEC_APP, OP_AEAD_NEW, OP_AEAD_NEW, NULL, 32, 0,
+      KEYS_FIXED, 0, 0 },
+    { "aeadnew-siv-aes128", SEC_APP, OP_AEAD_NEW, OP_AEAD_NEW, NULL, 32, 0,
+      KEYS_FIXED, 0, 0 },
+    { "aeadnew-siv-aes256", SEC_APP, OP_AEAD_NEW, OP_AEAD_NEW, NULL, 64, 0,
+      KEYS_FIXED, 0, 0 },
+    { "newkey-ocb-aes128", SEC_MISS, OP_AEAD_NEW, OP_AEAD_NEW, NULL, 16, 0,
+      KEYS_NEW, 0, 0 },
+    { "newkey-siv-aes128", SEC_MISS, OP_AEAD_NEW, OP_AEAD_NEW, NULL, 32, 0,
+      KEYS_NEW, 0, 0 },
+    { "steady-ocb-aes128", SEC_STEADY, OP_AEAD_REUSED, OP_AEAD_REUSED, NULL,
+      16, 0, KEYS_FIXED, 0, 0 },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -328,7 +350,7 @@ struct worker_st {
 
     unsigned char *in, *out, *ct;
     size_t outlen;                      /* bytes of out that are the result */
-    unsigned char key[32];
+    unsigned char key[64];             /* AES-256-SIV's is 64 bytes */
     size_t keylen;
     unsigned char *keys;                /* KEYS_RR: rr_keys * keylen */
     size_t next_key;
@@ -345,6 +367,7 @@ struct worker_st {
     EVP_CIPHER_CTX *cctx;
     SSL_CTX *tls_server, *tls_client;   /* OP_TLS*: made once per worker */
     const char *macname, *subalg;       /* OP_FAM_*: from fam_rows[] */
+    EVP_CIPHER *aead;                   /* OP_AEAD_*: fetched once */
 
     uint64_t ops;
     double ns, cpu_ns;                  /* wall and thread CPU time */
@@ -651,6 +674,62 @@ done:
     return ok;
 }
 
+/* ---- cipher families: AES-OCB, AES-SIV ---- */
+
+static const struct {
+    const char *row, *cipher;
+} aead_rows[] = {
+    { "aeadnew-ocb-aes128", "AES-128-OCB" },
+    { "aeadnew-ocb-aes256", "AES-256-OCB" },
+    { "aeadnew-siv-aes128", "AES-128-SIV" },
+    { "aeadnew-siv-aes256", "AES-256-SIV" },
+    { "newkey-ocb-aes128", "AES-128-OCB" },
+    { "newkey-siv-aes128", "AES-128-SIV" },
+    { "steady-ocb-aes128", "AES-128-OCB" },
+};
+
+/* OCB takes this message's IV; SIV has none. */
+static const unsigned char *aead_iv(WORKER *w)
+{
+    if (EVP_CIPHER_get_mode(w->aead) != EVP_CIPH_OCB_MODE)
+        return NULL;
+    bump_iv(w->iv);
+    return w->iv;
+}
+
+static int op_aead_new(WORKER *w)
+{
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int ok;
+
+    ok = ctx != NULL
+         && EVP_EncryptInit_ex(ctx, w->aead, NULL, op_key(w), aead_iv(w))
+         && gcm_seal(ctx, w->in, w->len, w->out, &w->outlen);
+    EVP_CIPHER_CTX_free(ctx);
+    return ok;
+}
+
+static int op_aead_reused(WORKER *w)
+{
+    return EVP_EncryptInit_ex(w->cctx, NULL, NULL, NULL, aead_iv(w))
+           && gcm_seal(w->cctx, w->in, w->len, w->out, &w->outlen);
+}
+
+static int setup_aead(WORKER *w)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(aead_rows) / sizeof(aead_rows[0]); i++)
+        if (strcmp(aead_rows[i].row, w->sc->name) == 0)
+            w->aead = EVP_CIPHER_fetch(NULL, aead_rows[i].cipher, NULL);
+    if (w->aead == NULL)
+        return 0;
+    if (w->op != OP_AEAD_REUSED)
+        return 1;
+    return (w->cctx = EVP_CIPHER_CTX_new()) != NULL
+           && EVP_EncryptInit_ex(w->cctx, w->aead, NULL, w->key, NULL);
+}
+
 /* ---- template families: CMAC, GMAC, KMAC ---- */
 
 /* The MAC and cipher of each OP_FAM_* row, by the row's name. */
@@ -773,6 +852,10 @@ static OP_FN op_fn(OPKIND op)
         return op_mac_fresh;
     case OP_MAC_REUSED:
         return op_mac_reused;
+    case OP_AEAD_NEW:
+        return op_aead_new;
+    case OP_AEAD_REUSED:
+        return op_aead_reused;
     case OP_ENC_FRESH:
         return op_enc_fresh;
     case OP_DEC_FRESH:
@@ -1006,6 +1089,8 @@ static int worker_setup(WORKER *w)
     if (w->op == OP_FAM_QMAC || w->op == OP_FAM_FRESH
         || w->op == OP_FAM_NEW || w->op == OP_FAM_REUSED)
         return setup_fam(w);
+    if (w->op == OP_AEAD_NEW || w->op == OP_AEAD_REUSED)
+        return setup_aead(w);
     if (w->op == OP_MAC_REUSED || w->op == OP_ENC_REUSED
         || w->op == OP_DEC_REUSED)
         return setup_reused(w);
@@ -1023,6 +1108,8 @@ static void worker_cleanup(WORKER *w)
     w->live_next = 0;
     EVP_MAC_free(w->mac);
     w->mac = NULL;
+    EVP_CIPHER_free(w->aead);
+    w->aead = NULL;
     EVP_MAC_CTX_free(w->mctx);
     EVP_CIPHER_CTX_free(w->cctx);
     SSL_CTX_free(w->tls_server);

@@ -657,14 +657,17 @@ static int bypass_allows(KC_CACHE *c)
  */
 #define KC_COLD_ONE_IN 32
 
-int kc_cache_cold(KC_PROVCTX *pctx, const KC_ALG *alg)
+static int cold_in(KC_CACHE *c, const KC_ALG *alg)
 {
-    KC_CACHE *c = CRYPTO_THREAD_get_local(&pctx->tls);
-
     if (c == NULL || !c->bypass || ++c->cold_skips % KC_COLD_ONE_IN == 0)
         return 0;
     KC_BUMP(c, alg->stat, passthrough);
     return 1;
+}
+
+int kc_cache_cold(KC_PROVCTX *pctx, const KC_ALG *alg)
+{
+    return cold_in(CRYPTO_THREAD_get_local(&pctx->tls), alg);
 }
 
 static void window_note(KC_CACHE *c, int hit)
@@ -736,6 +739,20 @@ void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind, size_t size,
 void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size)
 {
     return wrapper_new(pctx, kind, size, size);
+}
+
+void *kc_wrapper_new_cold(KC_PROVCTX *pctx, int kind, size_t size,
+                          size_t head, const KC_ALG *alg, int *cold)
+{
+    KC_CACHE *c = kc_cache_get(pctx);
+    void *p;
+
+    *cold = cold_in(c, alg);
+    if (c == NULL || c->npool[kind] == 0)
+        return OPENSSL_zalloc(size);
+    p = c->pool[kind][--c->npool[kind]];
+    memset(p, 0, head);
+    return p;
 }
 
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)

@@ -358,17 +358,19 @@ static OSSL_FUNC_cipher_get_params_fn *inner_get_params[KC_CFAM_COUNT];
 
 void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
 {
-    KC_TCIPH_CTX *w = kc_wrapper_new_head(pctx, KC_POOL_CTMPL, sizeof(*w),
-                                          KC_TCIPH_HEAD);
+    const KC_CFAM *f = &pctx->cfam[which];
+    KC_TCIPH_CTX *w;
+    int cold;
 
+    w = kc_wrapper_new_cold(pctx, KC_POOL_CTMPL, sizeof(*w), KC_TCIPH_HEAD,
+                            &f->alg[1], &cold);
     if (w == NULL)
         return NULL;
     w->pctx = pctx;
-    w->f = &pctx->cfam[which];
-    w->value = w->f->empty_value;
+    w->f = f;
+    w->value = f->empty_value;
     /* almost every key misses on this thread: the default's from the start */
-    if (kc_cache_cold(pctx, &w->f->alg[1])
-        && (w->inner = fns(w)->newctx(pctx->inner_provctx)) == NULL) {
+    if (cold && (w->inner = f->fns.newctx(pctx->inner_provctx)) == NULL) {
         kc_wrapper_free(pctx, KC_POOL_CTMPL, w, sizeof(*w));
         return NULL;
     }

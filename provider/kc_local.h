@@ -415,6 +415,12 @@ void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size);
 /* The same, clearing only the first head bytes of a reused struct. */
 void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind, size_t size,
                           size_t head);
+/*
+ * The same, also telling in *cold what kc_cache_cold(pctx, alg) would
+ * (one look-up of the thread's cache for both).
+ */
+void *kc_wrapper_new_cold(KC_PROVCTX *pctx, int kind, size_t size,
+                          size_t head, const KC_ALG *alg, int *cold);
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size);
 
 int kc_cache_start(KC_PROVCTX *pctx);

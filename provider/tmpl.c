@@ -749,21 +749,23 @@ static size_t fixed_size[KC_FAM_COUNT];
 
 void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
 {
-    KC_TMAC_CTX *w = kc_wrapper_new_head(pctx, KC_POOL_TMPL, sizeof(*w),
-                                         KC_TMAC_HEAD);
+    const KC_TFAM *f = &pctx->fam[which];
+    KC_TMAC_CTX *w;
+    int cold;
 
+    w = kc_wrapper_new_cold(pctx, KC_POOL_TMPL, sizeof(*w), KC_TMAC_HEAD,
+                            &f->alg, &cold);
     if (w == NULL)
         return NULL;
     w->pctx = pctx;
-    w->f = &pctx->fam[which];
+    w->f = f;
     w->shape_value = -1;
     /*
      * Almost every key misses on this thread (a new key per message):
      * recording and looking up would only add to each message, so this
      * context is the default's from the start.
      */
-    if (kc_cache_cold(pctx, &w->f->alg)
-        && (w->inner = w->f->mac.newctx(pctx->inner_provctx)) == NULL) {
+    if (cold && (w->inner = f->mac.newctx(pctx->inner_provctx)) == NULL) {
         kc_wrapper_free(pctx, KC_POOL_TMPL, w, sizeof(*w));
         return NULL;
     }

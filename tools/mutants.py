@@ -160,10 +160,47 @@ MUTANTS = {
     "cmac-any-cipher": ("provider/cmac.c",
         "           && kc_cipher_is_one_of(pctx, cipher, props, aes_cbc);",
         "           ;"),
-    # AES-SIV is not passed through: its inner CMAC reaches the cache
+    # AES-SIV switched off is not passed through: its inner CMAC reaches
+    # the cache
     "siv-not-passthrough": ("provider/passthrough.c",
-        "                    pctx->fam[KC_FAM_CMAC].on ? sivs : none,",
+        "                    pctx->fam[KC_FAM_CMAC].on\n"
+        "                    && !pctx->cfam[KC_CFAM_SIV128].on ? sivs : none,",
         "                    none,"),
+    # OCB: one template for both directions (the bulk function follows the
+    # direction the key was set in)
+    "ocb-one-direction": ("provider/ocb.c",
+        "ocb_shape, ocb_per_message, 1 }", "ocb_shape, ocb_per_message, 0 }"),
+    # cipher families: the rest of the keying init failing on the copy is
+    # not handed to the default
+    "ctmpl-rest-unchecked": ("provider/ctmpl.c",
+        "    if (!inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, params)) {",
+        "    if (!inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, params)\n        && 0) {"),
+    # cipher families: templates keyed without the recorded shape
+    "ctmpl-template-no-replay": ("provider/ctmpl.c",
+        "    ok = (t = f->newctx(w->pctx->inner_provctx)) != NULL && replay(w, t)\n"
+        "         && inner_init(f, t, enc, key, keylen, NULL, 0, NULL);",
+        "    ok = (t = f->newctx(w->pctx->inner_provctx)) != NULL\n"
+        "         && inner_init(f, t, enc, key, keylen, NULL, 0, NULL);"),
+    # cipher families: the shape is not part of the cache key
+    "ctmpl-shape-not-key": [("provider/ctmpl.c",
+        "    tmpl = kc_cache_find_rec(c, alg, rec, w->len, w->hash, key, keylen, &lk);",
+        "    tmpl = kc_cache_find_rec(c, alg, rec, 0, 0, key, keylen, &lk);"),
+        ("provider/ctmpl.c",
+         "        if (!kc_cache_add_rec(c, alg, rec, w->len, key, keylen, tmpl, &lk)) {",
+         "        if (!kc_cache_add_rec(c, alg, rec, 0, key, keylen, tmpl, &lk)) {")],
+    # cipher families: a hit hands out the template itself
+    "ctmpl-share-template": ("provider/ctmpl.c",
+        "    if ((inner = f->fns.dupctx(tmpl)) == NULL)\n        return 0;",
+        "    if ((inner = tmpl) == NULL)\n        return 0;"),
+    # cipher families: EVP's length queries before the key answered with a
+    # fresh context's lengths whatever the record set
+    "ctmpl-lengths-stale": ("provider/ctmpl.c",
+        "        field = CV_IVLEN(w->value);", "        field = CV_IVLEN(w->f->empty_value);"),
+    # cipher families: a call before the key recorded whatever the default
+    # says of it
+    "ctmpl-record-unchecked": ("provider/ctmpl.c",
+        "        && ((v = learn(w, c)) & CV_VALID) != 0) {",
+        "        && ((v = learn(w, c)) | CV_VALID) != 0) {"),
     # (Not mutants, on OpenSSL 3.0: a template whose keying raised an
     # error while succeeding, and set_ctx_params(NULL) refused - the 3.0
     # default does neither; a shape call after a volatile one, which then
