@@ -3,7 +3,7 @@
  * Differential libFuzzer target for keycache.
  *
  * The input is decoded into a sequence of operations on a few live HMAC,
- * AES-GCM, CMAC, GMAC and KMAC contexts (new, free, dup, init with or
+ * cipher (AES-GCM, AES-OCB, AES-SIV), CMAC, GMAC and KMAC contexts (new, free, dup, init with or
  * without key/IV, set and get params, ctrls, updates in pieces, final,
  * one-shot EVP_Q_mac, in-place mutation of a pooled key).  Every operation runs, through the public EVP
  * API, against three library contexts:
@@ -72,10 +72,21 @@ static const char *const fam_names[NFAMS] = {
 };
 enum { F_CMAC, F_GMAC, F_KMAC128, F_KMAC256 };
 
+/* The cipher families (provider/ctmpl.c), chosen by a cipher slot's init */
+#define NAEADS 6
+static const char *const aead_names[NAEADS] = {
+    "AES-128-OCB", "AES-192-OCB", "AES-256-OCB",
+    "AES-128-SIV", "AES-192-SIV", "AES-256-SIV"
+};
+/* what a cipher slot holds now: GCM, OCB or SIV (by op->cipher) */
+enum { C_GCM, C_OCB, C_SIV };
+#define CIPHER_FAMILY(c) ((c) < 7 ? C_GCM : (c) < 10 ? C_OCB : C_SIV)
+
 typedef struct {
     OSSL_LIB_CTX *libctx;
     EVP_MAC *hmac;
     EVP_CIPHER *gcm[3];
+    EVP_CIPHER *aead[NAEADS];
     EVP_MAC *fam[NFAMS];
 } SIDE;
 
@@ -211,7 +222,11 @@ typedef struct {
 
 typedef struct {
     int code, slot, slot2, kind, fam;
-    int enc, cipher;            /* GCM init: enc 1/0/-1; cipher 0 keep */
+    /*
+     * cipher init: enc 1/0/-1; cipher 0 keep, 1-3 GCM fetched, 4-6 GCM
+     * legacy, 7-12 aead_names[cipher - 7]
+     */
+    int enc, cipher;
     const unsigned char *key;
     size_t keylen;
     const unsigned char *iv;
@@ -249,6 +264,8 @@ typedef struct {
     int small_iv;
     /* template families: which; GMAC: an IV set explicitly, or drawn */
     int fam, gmac_iv, gmac_rand;
+    /* cipher: C_GCM, C_OCB or C_SIV; SIV: keyed by an init that worked */
+    int cur, siv_keyed;
     void *ctx[NSIDES];
 } SLOT;
 
@@ -264,6 +281,9 @@ typedef struct {
 
 static void trace_add(STATE *st, const char *s)
 {
+    /* KC_FUZZ_OPS: every op as it starts, for crashes (no trace then) */
+    if (getenv("KC_FUZZ_OPS") != NULL)
+        fprintf(stderr, "op: %s\n", s);
     if (st->ntrace < (int)(sizeof(st->trace) / sizeof(st->trace[0])))
         snprintf(st->trace[st->ntrace++], sizeof(st->trace[0]), "%s", s);
 }
@@ -618,7 +638,7 @@ static void exec_gcm(STATE *st, const OP *op, int side, RESULT *r)
     switch (op->code) {
     case OP_INIT:
         kc_build_set(op->p, op->np, params, nums, ints);
-        if (op->cipher >= 4) {
+        if (op->cipher >= 4 && op->cipher < 7) {
             /* unchanged legacy code: EVP_aes_*_gcm() fetches implicitly */
             OSSL_LIB_CTX *prev = use_libctx(side);
 
@@ -628,6 +648,8 @@ static void exec_gcm(STATE *st, const OP *op, int side, RESULT *r)
             OSSL_LIB_CTX_set0_default(prev);
         } else {
             const EVP_CIPHER *ciph = op->cipher == 0 ? NULL
+                                     : op->cipher >= 7
+                                     ? sides[side].aead[op->cipher - 7]
                                      : sides[side].gcm[op->cipher - 1];
 
             r->rv = EVP_CipherInit_ex2(c, ciph, op->key, op->iv, op->enc,
@@ -859,6 +881,18 @@ static void run_op(STATE *st, const OP *op)
                              || (op->code == OP_GET && op->api != 0))
         && !has_cipher(st, op, s))
         return;
+    /*
+     * OpenSSL: AES-SIV dereferences NULL on data, a final or a copy before
+     * a key init that worked; AES-OCB's EVP_Cipher() takes no AAD, and
+     * writes buffered data to a NULL output at its final call.
+     */
+    if (s->kind == K_GCM && s->cur == C_SIV && !s->siv_keyed
+        && (op->code == OP_UPDATE || op->code == OP_FINAL
+            || op->code == OP_CIPHER || op->code == OP_DUP))
+        return;
+    if (s->kind == K_GCM && s->cur == C_OCB && op->code == OP_CIPHER
+        && (op->aad || op->out_null))
+        return;
 
     /* GMAC without an IV set draws one at random at its first data op */
     if (s->kind == K_FAM && s->fam == F_GMAC) {
@@ -866,7 +900,7 @@ static void run_op(STATE *st, const OP *op)
             s->gmac_rand = 1;
         random = s->gmac_rand;
     }
-    if (s->kind == K_GCM && op->code != OP_QMAC) {
+    if (s->kind == K_GCM && s->cur == C_GCM && op->code != OP_QMAC) {
         if ((gcm_data_op(op) && !s->iv_explicit) || iv_fixed(op) == 1)
             s->stream_rand = s->buf_rand = 1;
         random = s->stream_rand
@@ -959,6 +993,16 @@ static void run_op(STATE *st, const OP *op)
                    || has_param(op, P_CIPHER_OCT)) {
             s->gmac_iv = 0;
         }
+    }
+    if (s->kind == K_GCM && op->code == OP_INIT) {
+        if (op->cipher != 0) {
+            s->cur = CIPHER_FAMILY(op->cipher);
+            s->siv_keyed = 0;
+        }
+        if (res[0].rv != 1)
+            s->siv_keyed = 0;
+        else if (op->key != NULL)
+            s->siv_keyed = 1;
     }
     if (s->kind == K_GCM) {
         if (op->code == OP_INIT && op->cipher != 0)
@@ -1476,6 +1520,9 @@ static int decode(STATE *st, OP *op)
 
             op->enc = (int)(c % 3) - 1;
             op->cipher = (int)((c >> 2) % 7);
+            /* the eighth value: AES-OCB or AES-SIV, by one more byte */
+            if (((c >> 2) & 7) == 7)
+                op->cipher = 7 + (int)(rd8(rd) % NAEADS);
             pick_key(st, rd, op, 1);
             op->iv = (c & 0x80) ? NULL : iv_init[(c >> 5) % NIVS];
             decode_gcm_set(st, rd, op, 2);
@@ -1484,7 +1531,8 @@ static int decode(STATE *st, OP *op)
             snprintf(op->desc, sizeof(op->desc),
                      "EVP_CipherInit_ex2(slot%d, %s, %s, iv=%s, enc=%d, "
                      "params:%s)", op->slot,
-                     op->cipher == 0 ? "NULL" : op->cipher < 4
+                     op->cipher == 0 ? "NULL" : op->cipher >= 7
+                     ? aead_names[op->cipher - 7] : op->cipher < 4
                      ? gcm_names[op->cipher - 1] : op->cipher == 4
                      ? "EVP_aes_128_gcm()" : op->cipher == 5
                      ? "EVP_aes_192_gcm()" : "EVP_aes_256_gcm()",
@@ -1789,6 +1837,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
             if (sides[i].gcm[j] == NULL)
                 abort();
             check_provider(i, EVP_CIPHER_get0_provider(sides[i].gcm[j]));
+        }
+        for (j = 0; j < NAEADS; j++) {
+            sides[i].aead[j] = EVP_CIPHER_fetch(sides[i].libctx,
+                                                aead_names[j], NULL);
+            if (sides[i].aead[j] == NULL)
+                abort();
+            check_provider(i, EVP_CIPHER_get0_provider(sides[i].aead[j]));
         }
     }
     unlink(small);

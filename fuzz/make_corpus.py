@@ -127,15 +127,20 @@ def gparams(*ps):
 
 
 def gcm_init(slot, enc, cipher, k, iv=0, params=b"\x00"):
-    """enc 1/0/-1; cipher 0 keep, 1..3 AES-128/192/256, 4..6 legacy."""
+    """enc 1/0/-1; cipher 0 keep, 1..3 AES-128/192/256-GCM, 4..6 legacy
+    GCM, 7..12 AES-128/192/256-OCB, AES-128/192/256-SIV (one more byte)."""
     for cand in range(256):
         civ = (cand & 0x80 == 0x80) == (iv is None) and \
             (iv is None or (cand >> 5) % 4 == iv)
-        if cand % 3 - 1 == enc and (cand >> 2) % 7 == cipher and civ:
+        aead = (cand >> 2) & 7 == 7
+        if cand % 3 - 1 == enc and civ and (
+                (cipher >= 7 and aead)
+                or (cipher < 7 and not aead and (cand >> 2) % 7 == cipher)):
             break
     else:
         raise ValueError("no byte for enc=%d cipher=%d iv=%r" % (enc, cipher, iv))
-    return op(INIT, slot, True) + bytes([cand]) + key(k) + params
+    extra = bytes([cipher - 7]) if cipher >= 7 else b""
+    return op(INIT, slot, True) + bytes([cand]) + extra + key(k) + params
 
 
 def gcm_set(slot, *ps):
@@ -299,6 +304,28 @@ def seeds():
             0, 0, c, K32, 1, gparams(gp_tag(bytes(range(16))))) \
             + update(0, 13, gcm=True, aad=True) + update(0, 64, gcm=True) \
             + final(0, gcm=True)
+    # AES-OCB: one key both ways (a template per direction), twice so the
+    # second round hits; an IV length set before the key
+    ocb = b""
+    for _ in range(2):
+        ocb += gcm_init(0, 1, 7, K16, 0) + update(0, 13, gcm=True, aad=True) \
+            + update(0, 48, gcm=True) + final(0, gcm=True) + get_tag(0) \
+            + gcm_init(1, 0, 7, K16, 0) + update(1, 13, gcm=True, aad=True) \
+            + update(1, 48, gcm=True) + final(1, gcm=True)
+    s["ocb_directions"] = b"\x00" + ocb
+    s["ocb_ivlen_then_key"] = b"\x00" + (gcm_init(0, 1, 9, NOKEY, None) \
+        + gcm_set(0, gp_ivlen(15)) + gcm_init(0, -1, 0, K32, 1) \
+        + update(0, 40, gcm=True) + final(0, gcm=True) + get_tag(0)) * 2
+    # AES-SIV: several AAD components, encrypt then decrypt, twice
+    siv = b""
+    for _ in range(2):
+        siv += gcm_init(2, 1, 10, K32, None) \
+            + update(2, 5, gcm=True, aad=True) \
+            + update(2, 17, gcm=True, aad=True) + update(2, 40, gcm=True) \
+            + final(2, gcm=True) + get_tag(2) \
+            + gcm_init(3, 0, 12, K64, None) + update(3, 40, gcm=True) \
+            + final(3, gcm=True)
+    s["siv_aad_components"] = b"\x00" + siv
     s["gcm_legacy"] = b"\x00" + gcm_init(0, 1, 6, K32, 2) \
         + update(0, 50, gcm=True) + final(0, gcm=True) + get_tag(0, 12) \
         + gcm_init(1, 1, 4, K16, 2) + update(1, 50, gcm=True) \
