@@ -33,15 +33,24 @@
 #include <openssl/err.h>
 #include <openssl/params.h>
 
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/params.h>
+
 #include "kc_local.h"
 
 /* the most parameters one recorded call may have */
 #define KC_CCALL_MAX 8
+/* room for the volatile calls' signature */
+#define KC_CSIG_MAX 64
 
 /*
- * What the record memo learns about a record: accepted (every call
- * returned 1 and raised nothing), and the IV and key lengths a context in
- * that state reports (0: not learned, ask a transient context).
+ * What the record memo learns about a shape: accepted (every call returned
+ * 1 and raised nothing), and the IV and key lengths a context in that state
+ * reports, as fields: 0 not learned (ask a transient context), 1 returns 1
+ * and leaves the value alone, else the value + 2.  Of a shape with
+ * volatile calls it learns CV_VALID only.
  */
 #define CV_VALID 1
 #define CV_IVLEN_SHIFT 1
@@ -50,17 +59,34 @@
 #define CV_IVLEN(v) ((size_t)(((v) >> CV_IVLEN_SHIFT) & CV_LEN_MAX))
 #define CV_KEYLEN(v) ((size_t)(((v) >> CV_KEYLEN_SHIFT) & CV_LEN_MAX))
 
+/* an init marker's type bits besides KC_T_NULL: an IV item follows */
+#define KC_TF_IV 1
+
+/* mixes a record's hash; a volatile signature's memo key */
+#define KC_CALL_SALT 0x2545f4914f6cdd1dULL
+#define KC_VOL_MIX 0xc2b2ae3d27d4eb4fULL
+
 typedef struct {
     KC_PROVCTX *pctx;
     const KC_CFAM *f;
     void *inner;                /* the default's context, once there is one */
-    int value;                  /* memo value of rec, -1: not learned yet */
-    size_t len;
-    uint64_t hash;
+    int value;                  /* memo value of the shape, -1: not learned */
+    int dir;                    /* the last recorded init's direction, -1 */
+    int vdir;                   /* dir when the volatile calls began */
+    /*
+     * The thread's hit rate is low: no recording, no look-up; the first
+     * call that needs a context makes a plain one (EVP's length queries
+     * before it are still answered from the fresh context's).
+     */
+    int cold;
+    /* rec: the shape's calls [0, shape_len), then the volatile ones */
+    size_t shape_len, len, sig_len;
+    uint64_t hash, sig_hash;
     uint64_t rec[KC_TREC_MAX / 8];
+    uint64_t sig[KC_CSIG_MAX / 8];  /* the volatile calls without data */
 } KC_TCIPH_CTX;
 
-/* a new wrapper clears only this much: the record is written before read */
+/* a new wrapper clears only this much: the records are written before read */
 #define KC_TCIPH_HEAD offsetof(KC_TCIPH_CTX, rec)
 
 static const KC_CIPHER_FNS *fns(const KC_TCIPH_CTX *w)
@@ -80,29 +106,38 @@ static int inner_init(const KC_CIPHER_FNS *f, void *inner, int enc,
 /* ---------------------------------------------------------------------- */
 /* Records                                                                */
 
-/* One recorded call onto an inner context: its params are p[0, n). */
+/* One recorded call onto an inner context: its items are p[0, n). */
 static int replay_call(const KC_TCIPH_CTX *w, void *ctx, const KC_TITEM *call,
                        OSSL_PARAM *p, size_t n)
 {
-    const OSSL_PARAM *ps = (call->type & KC_T_NULL) != 0 ? NULL : p;
+    const unsigned char *iv = NULL;
+    size_t ivlen = 0;
 
     p[n] = OSSL_PARAM_construct_end();
+    /* a keyless init's IV is recorded as its first item */
+    if (call->tag != KC_T_CALL && (call->type & KC_TF_IV) != 0) {
+        iv = p[0].data;
+        ivlen = p[0].data_size;
+        p++;
+    }
+    if ((call->type & KC_T_NULL) != 0)
+        p = NULL;
     if (call->tag == KC_T_CALL)
-        return fns(w)->set_ctx_params(ctx, ps);
-    return inner_init(fns(w), ctx, call->tag == KC_T_EINIT, NULL, 0, NULL, 0,
-                      ps);
+        return fns(w)->set_ctx_params(ctx, p);
+    return inner_init(fns(w), ctx, call->tag == KC_T_EINIT, NULL, 0, iv,
+                      ivlen, p);
 }
 
-/* Replay the record's calls onto an inner context, stopping at a failure. */
-static int replay(const KC_TCIPH_CTX *w, void *ctx)
+/* Replay the record's calls in [from, to) onto an inner context. */
+static int replay(const KC_TCIPH_CTX *w, void *ctx, size_t from, size_t to)
 {
     const unsigned char *rec = (const unsigned char *)w->rec;
-    OSSL_PARAM p[KC_CCALL_MAX + 1];
+    OSSL_PARAM p[KC_CCALL_MAX + 2];
     KC_TITEM it, call;
-    size_t off = 0, n = 0;
+    size_t off = from, n = 0;
     int open = 0;
 
-    while (off < w->len) {
+    while (off < to) {
         off = kc_trec_get(rec, off, &it, &p[n]);
         if (it.tag == KC_T_PARAM) {
             n++;
@@ -117,7 +152,7 @@ static int replay(const KC_TCIPH_CTX *w, void *ctx)
     return !open || replay_call(w, ctx, &call, p, n);
 }
 
-/* May p be part of a shape (a name the family lists, not per message)? */
+/* Is p one of the family's shape names (and not a message's)? */
 static int in_shape(const KC_CDESC *d, const OSSL_PARAM *p)
 {
     const char *const *n;
@@ -128,38 +163,81 @@ static int in_shape(const KC_CDESC *d, const OSSL_PARAM *p)
     return 0;
 }
 
-/*
- * Append one call (a marker, then its params) to the record; 0 if a
- * parameter may not be part of a shape, is there twice (which of them
- * counts differs between OpenSSL versions: the default decides) or does
- * not fit.  The caller rolls back.
- */
-static int append(KC_TCIPH_CTX *w, int tag, const OSSL_PARAM params[])
+/* Is p a message's that the family replays after the key (GCM's tag)? */
+static int in_volatile(const KC_CDESC *d, const OSSL_PARAM *p)
 {
-    unsigned char *rec = (unsigned char *)w->rec;
-    const OSSL_PARAM *p, *q;
-    size_t start = w->len, n = 0, nl;
+    return d->volatile_ok && d->per_message != NULL && d->per_message(p);
+}
+
+/* Put a marker whose type is type (kc_trec_put writes 0 there). */
+static int put_marker(unsigned char *buf, size_t cap, size_t *len, int tag,
+                      uint32_t type)
+{
+    size_t at = *len;
     KC_TITEM it;
 
-    if (!kc_trec_put(rec, KC_TREC_MAX, &w->len, tag, NULL, 0))
+    if (!kc_trec_put(buf, cap, len, tag, NULL, 0))
         return 0;
-    if (params == NULL) {
-        memcpy(&it, rec + start, sizeof(it));
-        it.type = KC_T_NULL;
-        memcpy(rec + start, &it, sizeof(it));
+    memcpy(&it, buf + at, sizeof(it));
+    it.type = type;
+    memcpy(buf + at, &it, sizeof(it));
+    return 1;
+}
+
+/*
+ * Append one call to the record: a marker, the IV of a keyless init (as an
+ * item named "iv"), then its params, which must all be shape parameters
+ * (vol 0) or all volatile ones (vol 1) and none there twice (which of
+ * them counts differs between OpenSSL versions: the default decides).  A
+ * volatile call also goes to the signature, without its data.  0 if it
+ * cannot be recorded or does not fit; the caller rolls back.
+ */
+static int append(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
+                  size_t ivlen, const OSSL_PARAM params[], int vol)
+{
+    unsigned char *rec = (unsigned char *)w->rec;
+    unsigned char *sig = (unsigned char *)w->sig;
+    uint32_t type = (params == NULL ? KC_T_NULL : 0)
+                    | (iv != NULL ? KC_TF_IV : 0);
+    size_t start = w->len, sstart = w->sig_len, n = 0, nl;
+    const OSSL_PARAM *p, *q;
+    OSSL_PARAM ivp;
+
+    if (!put_marker(rec, KC_TREC_MAX, &w->len, tag, type)
+        || (vol && !put_marker(sig, KC_CSIG_MAX, &w->sig_len, tag, type)))
+        return 0;
+    if (iv != NULL) {
+        ivp = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_IV,
+                                                (void *)iv, ivlen);
+        if ((nl = kc_trec_recordable(&ivp)) == 0
+            || !kc_trec_put(rec, KC_TREC_MAX, &w->len, KC_T_PARAM, &ivp, nl)
+            || !kc_trec_put(sig, KC_CSIG_MAX, &w->sig_len, KC_T_SIG, &ivp,
+                            nl))
+            return 0;
     }
     for (p = params; p != NULL && p->key != NULL; p++, n++) {
-        if (n == KC_CCALL_MAX || !in_shape(w->f->d, p)
+        if (n == KC_CCALL_MAX
+            || !(vol ? in_volatile(w->f->d, p) : in_shape(w->f->d, p))
             || (nl = kc_trec_recordable(p)) == 0)
             return 0;
         for (q = params; q < p; q++)
             if (strcmp(q->key, p->key) == 0)
                 return 0;
-        if (!kc_trec_put(rec, KC_TREC_MAX, &w->len, KC_T_PARAM, p, nl))
+        if (!kc_trec_put(rec, KC_TREC_MAX, &w->len, KC_T_PARAM, p, nl)
+            || (vol && !kc_trec_put(sig, KC_CSIG_MAX, &w->sig_len, KC_T_SIG,
+                                    p, nl)))
             return 0;
     }
-    w->hash = kc_trec_hash(w->hash ^ 0x2545f4914f6cdd1dULL,
-                           (const uint64_t *)(rec + start), w->len - start);
+    if (vol) {
+        w->sig_hash = kc_trec_hash(w->sig_hash ^ KC_CALL_SALT,
+                                   (const uint64_t *)(sig + sstart),
+                                   w->sig_len - sstart);
+    } else {
+        w->hash = kc_trec_hash(w->hash ^ KC_CALL_SALT,
+                               (const uint64_t *)(rec + start),
+                               w->len - start);
+        w->shape_len = w->len;
+    }
     return 1;
 }
 
@@ -185,10 +263,11 @@ static size_t ask_len(const KC_CIPHER_FNS *f, void *ctx, const char *name)
 }
 
 /*
- * Replay the record onto a transient default context: the memo value (see
- * CV_*).  Leaves the error queue as it was.
+ * Replay the record (the shape, or all of it with lengths 0) onto a
+ * transient default context: the memo value (see CV_*).  Leaves the error
+ * queue as it was.
  */
-static int probe(const KC_TCIPH_CTX *w)
+static int probe(const KC_TCIPH_CTX *w, size_t to)
 {
     const KC_CIPHER_FNS *f = fns(w);
     KC_ERRTOP before, after;
@@ -199,11 +278,11 @@ static int probe(const KC_TCIPH_CTX *w)
     ERR_set_mark();
     kc_err_top(&before);
     if ((t = f->newctx(w->pctx->inner_provctx)) != NULL) {
-        if (replay(w, t)) {
+        if (replay(w, t, 0, to)) {
             kc_err_top(&after);
             v = kc_err_same(&before, &after) ? CV_VALID : 0;
         }
-        if (v != 0 && f->get_ctx_params != NULL) {
+        if (v != 0 && to == w->shape_len && f->get_ctx_params != NULL) {
             ivlen = ask_len(f, t, OSSL_CIPHER_PARAM_IVLEN);
             keylen = ask_len(f, t, OSSL_CIPHER_PARAM_KEYLEN);
             kc_err_top(&after);
@@ -218,39 +297,99 @@ static int probe(const KC_TCIPH_CTX *w)
     return v;
 }
 
-static KC_NOINLINE int learn(const KC_TCIPH_CTX *w, KC_CACHE *c)
+/* The shape's memo value, learned once per thread. */
+static KC_NOINLINE int learn_shape(const KC_TCIPH_CTX *w, KC_CACHE *c)
 {
     const unsigned char *rec = (const unsigned char *)w->rec;
     int v;
 
-    if (w->len == 0)
+    if (w->shape_len == 0)
         return w->f->empty_value;
-    if ((v = kc_cache_rec_get(c, w->f, w->hash, rec, w->len, NULL, 0)) >= 0)
+    v = kc_cache_rec_get(c, w->f, w->hash, rec, w->shape_len, NULL, 0);
+    if (v >= 0)
         return v;
-    v = probe(w);
-    kc_cache_rec_put(c, w->f, w->hash, rec, w->len, NULL, 0, v);
+    v = probe(w, w->shape_len);
+    kc_cache_rec_put(c, w->f, w->hash, rec, w->shape_len, NULL, 0, v);
     return v;
 }
 
 /*
- * Record a call made before the key, if it can be part of a shape and the
- * default accepts it.  1 recorded (the call returns 1), 0 rolled back (the
- * caller passes it through).
+ * The volatile calls' validity, by the shape and their signature (sizes,
+ * not bytes: a tag's or an IV's bytes do not make a call fail).
  */
-static int record(KC_TCIPH_CTX *w, int tag, const OSSL_PARAM params[])
+static KC_NOINLINE int learn_volatile(const KC_TCIPH_CTX *w, KC_CACHE *c)
 {
-    size_t len = w->len;
-    uint64_t hash = w->hash;
-    KC_CACHE *c;
-    int v;
+    const unsigned char *rec = (const unsigned char *)w->rec;
+    const unsigned char *sig = (const unsigned char *)w->sig;
+    uint64_t h = w->hash ^ (w->sig_hash * KC_VOL_MIX);
+    int v = kc_cache_rec_get(c, w->f, h, rec, w->shape_len, sig, w->sig_len);
 
-    if ((c = kc_cache_get(w->pctx)) != NULL && append(w, tag, params)
-        && ((v = learn(w, c)) & CV_VALID) != 0) {
-        w->value = v;
-        return 1;
+    if (v >= 0)
+        return v;
+    v = probe(w, w->len) & CV_VALID;
+    kc_cache_rec_put(c, w->f, h, rec, w->shape_len, sig, w->sig_len, v);
+    return v;
+}
+
+/*
+ * Record a call made before the key, if it can be recorded and the default
+ * accepts it.  A call of shape parameters (or a keyless init without an
+ * IV) extends the shape, unless volatile calls were recorded already; a
+ * call of volatile parameters, or a keyless init with an IV (or after
+ * volatile calls, with no params), is volatile, in families that replay
+ * those after the key.  1 recorded (the call returns 1), 0 rolled back
+ * (the caller passes it through).
+ */
+static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
+                  size_t ivlen, const OSSL_PARAM params[])
+{
+    size_t shape_len = w->shape_len, len = w->len, sig_len = w->sig_len;
+    uint64_t hash = w->hash, sig_hash = w->sig_hash;
+    int dir = w->dir, vdir = w->vdir, vol, v;
+    KC_CACHE *c;
+
+    if (w->cold || (c = kc_cache_get(w->pctx)) == NULL)
+        return 0;
+    if (tag == KC_T_CALL)
+        vol = params != NULL && params[0].key != NULL
+              && in_volatile(w->f->d, &params[0]);
+    else
+        vol = iv != NULL || w->len > w->shape_len;
+    if (vol) {
+        /*
+         * The direction a volatile set was made in is set again before
+         * the replay (an init sets its own); a volatile init has no params.
+         */
+        if (!w->f->d->volatile_ok
+            || (tag == KC_T_CALL && w->len == w->shape_len && w->dir < 0)
+            || (tag != KC_T_CALL && params != NULL && params[0].key != NULL))
+            goto fail;
+        if (w->len == w->shape_len)
+            w->vdir = tag == KC_T_CALL ? w->dir : tag == KC_T_EINIT;
+    } else if (w->len > w->shape_len) {
+        /* the shape is replayed before the volatile calls: no going back */
+        goto fail;
     }
+    if (!append(w, tag, iv, ivlen, params, vol))
+        goto fail;
+    if (!vol) {
+        if (((v = learn_shape(w, c)) & CV_VALID) == 0)
+            goto fail;
+        w->value = v;
+    } else if ((learn_volatile(w, c) & CV_VALID) == 0) {
+        goto fail;
+    }
+    if (tag != KC_T_CALL)
+        w->dir = tag == KC_T_EINIT;
+    return 1;
+ fail:
+    w->shape_len = shape_len;
     w->len = len;
+    w->sig_len = sig_len;
     w->hash = hash;
+    w->sig_hash = sig_hash;
+    w->dir = dir;
+    w->vdir = vdir;
     return 0;
 }
 
@@ -263,12 +402,14 @@ static KC_NOINLINE int materialize(KC_TCIPH_CTX *w)
         return 1;
     if ((inner = fns(w)->newctx(w->pctx->inner_provctx)) == NULL)
         return 0;
-    if (!replay(w, inner)) {
+    if (!replay(w, inner, 0, w->len)) {
         fns(w)->freectx(inner);
         return 0;
     }
     w->inner = inner;
-    kc_count_passthrough(w->pctx, &w->f->alg[1]);
+    /* a cold wrapper was counted when it was made */
+    if (!w->cold)
+        kc_count_passthrough(w->pctx, &w->f->alg[1]);
     return 1;
 }
 
@@ -276,7 +417,7 @@ static KC_NOINLINE int materialize(KC_TCIPH_CTX *w)
 /* Keying                                                                 */
 
 /*
- * A new template: a fresh inner context with the record replayed and keyed
+ * A new template: a fresh inner context with the shape replayed and keyed
  * with init(key) alone.  NULL if any of it fails or raises an error (the
  * caller passes through and the default says why); the error queue is
  * left as it was.
@@ -291,7 +432,8 @@ static void *make_template(const KC_TCIPH_CTX *w, int enc,
 
     ERR_set_mark();
     kc_err_top(&before);
-    ok = (t = f->newctx(w->pctx->inner_provctx)) != NULL && replay(w, t)
+    ok = (t = f->newctx(w->pctx->inner_provctx)) != NULL
+         && replay(w, t, 0, w->shape_len)
          && inner_init(f, t, enc, key, keylen, NULL, 0, NULL);
     kc_err_top(&after);
     if (!ok || !kc_err_same(&before, &after)) {
@@ -304,10 +446,20 @@ static void *make_template(const KC_TCIPH_CTX *w, int enc,
 }
 
 /*
- * The key arrives: a copy of the template for (record, key), made and
- * cached on a miss once the key is admitted, then the rest of the init.
- * 1 done, 0 when this cannot be served from the cache (the caller passes
- * the whole init through).
+ * The volatile calls onto a keyed copy, in the direction they were made in
+ * (keying touches neither an IV nor a tag in the families that have them).
+ */
+static int replay_volatile(const KC_TCIPH_CTX *w, void *inner)
+{
+    return inner_init(fns(w), inner, w->vdir, NULL, 0, NULL, 0, NULL)
+           && replay(w, inner, w->shape_len, w->len);
+}
+
+/*
+ * The key arrives: a copy of the template for (shape, key), made and
+ * cached on a miss once the key is admitted, the volatile calls, then the
+ * rest of the init.  1 done, 0 when this cannot be served from the cache
+ * (the caller passes the whole init through).
  */
 static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
                       size_t keylen, const unsigned char *iv, size_t ivlen,
@@ -320,24 +472,42 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
     KC_CACHE *c;
     void *tmpl, *inner;
 
-    if (keylen != f->keylen || keylen > KEYCACHE_MAX_KEY_LEN
+    if (w->cold || keylen != f->keylen || keylen > KEYCACHE_MAX_KEY_LEN
         || (w->value & CV_VALID) == 0 || (c = kc_cache_get(w->pctx)) == NULL)
         return 0;
-    tmpl = kc_cache_find_rec(c, alg, rec, w->len, w->hash, key, keylen, &lk);
+    tmpl = kc_cache_find_rec(c, alg, rec, w->shape_len, w->hash, key, keylen,
+                             &lk);
     if (tmpl == NULL) {
         /* not (yet) seen often enough: the default's own calls, uncached */
         if (!lk.admit || (tmpl = make_template(w, enc, key, keylen)) == NULL)
             return 0;
-        if (!kc_cache_add_rec(c, alg, rec, w->len, key, keylen, tmpl, &lk)) {
+        if (!kc_cache_add_rec(c, alg, rec, w->shape_len, key, keylen, tmpl,
+                              &lk)) {
             f->fns.freectx(tmpl);
             return 0;
         }
     }
     if ((inner = f->fns.dupctx(tmpl)) == NULL)
         return 0;
-    /* the IV and params: if the default refuses them, it says so itself */
+    /*
+     * The usual init: nothing volatile, no params, and an IV (if any) of
+     * the length the context reports, which EVP passes.  The default's
+     * init checks nothing else about an IV, so the rest cannot fail: no
+     * error mark.
+     */
+    if (w->len == w->shape_len && params == NULL
+        && (iv == NULL || ivlen + 2 == CV_IVLEN(w->value))) {
+        if (!inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, NULL)) {
+            f->fns.freectx(inner);
+            return 0;
+        }
+        w->inner = inner;
+        return 1;
+    }
+    /* otherwise, if the default refuses any of it, it says so itself */
     ERR_set_mark();
-    if (!inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, params)) {
+    if ((w->len > w->shape_len && !replay_volatile(w, inner))
+        || !inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, params)) {
         ERR_pop_to_mark();
         f->fns.freectx(inner);
         return 0;
@@ -347,7 +517,6 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
     return 1;
 }
 
-/* ---------------------------------------------------------------------- */
 /* The dispatch functions                                                 */
 
 /*
@@ -369,11 +538,8 @@ void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
     w->pctx = pctx;
     w->f = f;
     w->value = f->empty_value;
-    /* almost every key misses on this thread: the default's from the start */
-    if (cold && (w->inner = f->fns.newctx(pctx->inner_provctx)) == NULL) {
-        kc_wrapper_free(pctx, KC_POOL_CTMPL, w, sizeof(*w));
-        return NULL;
-    }
+    w->dir = -1;
+    w->cold = cold;
     return w;
 }
 
@@ -395,7 +561,7 @@ static KC_NOINLINE int unkeyed_dup_ok(const KC_TCIPH_CTX *w)
 
     if ((t = fns(w)->newctx(w->pctx->inner_provctx)) == NULL)
         return 0;
-    if (replay(w, t) && (d = fns(w)->dupctx(t)) != NULL)
+    if (replay(w, t, 0, w->len) && (d = fns(w)->dupctx(t)) != NULL)
         fns(w)->freectx(d);
     fns(w)->freectx(t);
     return d != NULL;
@@ -413,6 +579,7 @@ void *kc_tciph_dupctx(void *vctx)
         return NULL;
     memcpy(dst, src, KC_TCIPH_HEAD);
     memcpy(dst->rec, src->rec, src->len);
+    memcpy(dst->sig, src->sig, src->sig_len);
     if (src->inner != NULL
         && (dst->inner = fns(src)->dupctx(src->inner)) == NULL) {
         kc_wrapper_free(src->pctx, KC_POOL_CTMPL, dst, sizeof(*dst));
@@ -429,8 +596,7 @@ static KC_NOINLINE int unkeyed_init(KC_TCIPH_CTX *w, int enc,
     if (key != NULL) {
         if (keyed_init(w, enc, key, keylen, iv, ivlen, params))
             return 1;
-    } else if (iv == NULL
-               && record(w, enc ? KC_T_EINIT : KC_T_DINIT, params)) {
+    } else if (record(w, enc ? KC_T_EINIT : KC_T_DINIT, iv, ivlen, params)) {
         return 1;
     }
     return materialize(w)
@@ -515,7 +681,7 @@ int kc_tciph_cipher(void *vctx, unsigned char *out, size_t *outl,
 static KC_NOINLINE int unkeyed_set_params(KC_TCIPH_CTX *w,
                                           const OSSL_PARAM params[])
 {
-    return record(w, KC_T_CALL, params)
+    return record(w, KC_T_CALL, NULL, 0, params)
            || (materialize(w) && fns(w)->set_ctx_params(w->inner, params));
 }
 
@@ -542,9 +708,13 @@ static int answer_len(const KC_TCIPH_CTX *w, OSSL_PARAM *p)
         || p->data_type != OSSL_PARAM_UNSIGNED_INTEGER
         || p->data_size != sizeof(size_t))
         return 0;
-    if (strcmp(k, OSSL_CIPHER_PARAM_IVLEN) == 0)
-        field = CV_IVLEN(w->value);
-    else if (strcmp(k, OSSL_CIPHER_PARAM_KEYLEN) == 0)
+    /* EVP asks before every init: "ivlen", "keylen" compared by hand */
+    if (k[0] == 'i' && k[1] == 'v' && k[2] == 'l' && k[3] == 'e'
+        && k[4] == 'n' && k[5] == '\0')
+        /* a volatile init's IV sets the IV length: a real context says */
+        field = w->len == w->shape_len ? CV_IVLEN(w->value) : 0;
+    else if (k[0] == 'k' && k[1] == 'e' && k[2] == 'y' && k[3] == 'l'
+             && k[4] == 'e' && k[5] == 'n' && k[6] == '\0')
         field = CV_KEYLEN(w->value);
     else
         return 0;
@@ -572,7 +742,7 @@ static KC_NOINLINE int unkeyed_get_params(KC_TCIPH_CTX *w,
         return 1;
     if ((t = fns(w)->newctx(w->pctx->inner_provctx)) == NULL)
         return 0;
-    ok = replay(w, t) && fns(w)->get_ctx_params(t, params);
+    ok = replay(w, t, 0, w->len) && fns(w)->get_ctx_params(t, params);
     fns(w)->freectx(t);
     return ok;
 }
@@ -650,6 +820,6 @@ int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg)
     memset(&probe_w, 0, KC_TCIPH_HEAD);
     probe_w.pctx = pctx;
     probe_w.f = f;
-    f->empty_value = probe(&probe_w);
+    f->empty_value = probe(&probe_w, 0);
     return keylen != 0;
 }

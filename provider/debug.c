@@ -62,9 +62,9 @@ static unsigned int serials;
 static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
 
 static const char *const slot_names[KC_STAT_SLOTS] = {
-    "other", "HMAC", "AES-128-GCM", "AES-192-GCM", "AES-256-GCM",
-    "CMAC", "GMAC", "KMAC-128", "KMAC-256", "AES-128-OCB", "AES-192-OCB",
-    "AES-256-OCB", "AES-128-SIV", "AES-192-SIV", "AES-256-SIV"
+    "other", "HMAC", "CMAC", "GMAC", "KMAC-128", "KMAC-256", "AES-128-OCB",
+    "AES-192-OCB", "AES-256-OCB", "AES-128-SIV", "AES-192-SIV", "AES-256-SIV",
+    "AES-128-GCM", "AES-192-GCM", "AES-256-GCM"
 };
 
 /* ---------------------------------------------------------------------- */
@@ -280,7 +280,7 @@ static void check_routing(KC_DEBUG *d)
                     prov != NULL ? OSSL_PROVIDER_get0_name(prov) : "nothing");
         EVP_MAC_free(mac);
     }
-    if (pctx->gcm_on) {
+    if (pctx->cfam[KC_CFAM_GCM256].on) {
         cipher = EVP_CIPHER_fetch(pctx->app_libctx, "AES-256-GCM", NULL);
         prov = cipher != NULL ? EVP_CIPHER_get0_provider(cipher) : NULL;
         check_route(d, "AES-256-GCM",
@@ -484,7 +484,7 @@ void kc_debug_start(KC_PROVCTX *pctx)
                  pctx->name, KC_VERSION_STR,
                  OpenSSL_version(OPENSSL_VERSION),
                  (unsigned long long)pctx->cache_size,
-                 pctx->hmac_on ? "on" : "off", pctx->gcm_on ? "on" : "off",
+                 pctx->hmac_on ? "on" : "off", pctx->cfam[KC_CFAM_GCM256].on ? "on" : "off",
                  (unsigned long long)pctx->idle_ttl, pctx->admit_after,
                  when);
 }

@@ -12,9 +12,6 @@
 
 #include "kc_local.h"
 
-static const char *const gcm_names[KC_GCM_COUNT] = {
-    "AES-128-GCM", "AES-192-GCM", "AES-256-GCM"
-};
 
 /* Does the colon separated name list |names| start with |first|? */
 int kc_names_start_with(const char *names, const char *first)
@@ -135,14 +132,6 @@ static int mac_complete(const KC_MAC_FNS *f)
            && f->get_ctx_params != NULL && f->set_ctx_params != NULL;
 }
 
-static int cipher_complete(const KC_CIPHER_FNS *f)
-{
-    return f->newctx != NULL && f->dupctx != NULL && f->freectx != NULL
-           && f->einit != NULL && f->dinit != NULL && f->update != NULL
-           && f->final != NULL && f->get_params != NULL
-           && f->get_ctx_params != NULL && f->set_ctx_params != NULL;
-}
-
 static void add_digest(EVP_MD *md, void *arg)
 {
     KC_PROVCTX *pctx = arg;
@@ -253,46 +242,13 @@ int kc_inner_start(KC_PROVCTX *pctx)
 
     ciphers = OSSL_PROVIDER_query_operation(pctx->deflt, OSSL_OP_CIPHER,
                                             &no_cache);
-    for (i = 0; i < KC_GCM_COUNT; i++) {
-        static const OSSL_DISPATCH *const ours[KC_GCM_COUNT] = {
-            kc_aes128gcm_functions, kc_aes192gcm_functions,
-            kc_aes256gcm_functions
-        };
-        KC_GCM_INNER *g = &pctx->gcm[i];
-
-        a = find_alg(ciphers, gcm_names[i]);
-        if (a == NULL) {
-            kc_raise(pctx, KC_R_INNER_MISSING, "default provider has no %s",
-                     gcm_names[i]);
-            return 0;
-        }
-        load_cipher_fns(&g->fns, a->implementation);
-        if (!cipher_complete(&g->fns)) {
-            kc_raise(pctx, KC_R_INNER_MISSING, "default %s lacks functions",
-                     gcm_names[i]);
-            return 0;
-        }
-        g->keylen = 16 + 8 * (size_t)i;
-        g->names = a->algorithm_names;
-        g->alg.names = a->algorithm_names;
-        g->alg.freectx = g->fns.freectx;
-        if (!pctx->gcm_on)
-            continue;
-        pctx->cipher_algs[ncipher].algorithm_names = a->algorithm_names;
-        pctx->cipher_algs[ncipher].property_definition =
-            "provider=" KEYCACHE_PROVIDER_NAME;
-        pctx->cipher_algs[ncipher].implementation = ours[i];
-        pctx->cipher_algs[ncipher].algorithm_description =
-            "AES-GCM with a per-thread key cache";
-        ncipher++;
-    }
-
     /* the cipher template families that are switched on */
     for (i = 0; i < KC_CFAM_COUNT; i++) {
         KC_CFAM *f = &pctx->cfam[i];
 
         f->d = i < KC_CFAM_SIV128 ? &kc_ocb_desc[i]
-                                  : &kc_siv_desc[i - KC_CFAM_SIV128];
+               : i < KC_CFAM_GCM128 ? &kc_siv_desc[i - KC_CFAM_SIV128]
+               : &kc_gcm_desc[i - KC_CFAM_GCM128];
         if (!f->on)
             continue;
         a = find_alg(ciphers, f->d->name);
@@ -325,7 +281,7 @@ int kc_inner_start(KC_PROVCTX *pctx)
         return 0;
     }
     for (a = pctx->cipher_pt_algs; a->algorithm_names != NULL
-         && ncipher < KC_GCM_COUNT + KC_CFAM_COUNT + KC_PT_CIPHERS; a++)
+         && ncipher < KC_CFAM_COUNT + KC_PT_CIPHERS; a++)
         pctx->cipher_algs[ncipher++] = *a;
     return 1;
 }

@@ -8,12 +8,12 @@
  * provider/rand.c           that context's RAND: the application's
  * provider/cache.c          per-thread key -> keyed inner context cache
  * provider/hmac.c           the HMAC wrapper
- * provider/aes_gcm.c        the AES-{128,192,256}-GCM wrappers
  * provider/tmpl.c           the template layer shared by the families below
  * provider/cmac.c           CMAC with AES-{128,192,256}-CBC
  * provider/gmac.c           GMAC with AES-{128,192,256}-GCM
  * provider/kmac.c           KMAC128 and KMAC256
  * provider/ctmpl.c          the template layer of the cipher families
+ * provider/gcm.c            AES-{128,192,256}-GCM
  * provider/ocb.c            AES-{128,192,256}-OCB
  * provider/siv.c            AES-{128,192,256}-SIV
  * provider/passthrough.c    the default's KDFs and HMAC-DRBG, kept where
@@ -109,20 +109,6 @@ typedef struct {
 #else
 # define KC_NOINLINE
 #endif
-
-#define KC_GCM_128 0
-#define KC_GCM_192 1
-#define KC_GCM_256 2
-#define KC_GCM_COUNT 3
-
-typedef struct {
-    KC_ALG alg;
-    KC_CIPHER_FNS fns;
-    size_t keylen;
-    const char *names;
-    /* a fresh context's tag length, asked at start (0: unknown) */
-    size_t fresh_taglen;
-} KC_GCM_INNER;
 
 /* ---- template families, see tmpl.c ---- */
 
@@ -258,7 +244,10 @@ extern const KC_TDESC kc_cmac_desc, kc_gmac_desc, kc_kmac128_desc,
 #define KC_CFAM_SIV128 3
 #define KC_CFAM_SIV192 4
 #define KC_CFAM_SIV256 5
-#define KC_CFAM_COUNT 6
+#define KC_CFAM_GCM128 6
+#define KC_CFAM_GCM192 7
+#define KC_CFAM_GCM256 8
+#define KC_CFAM_COUNT 9
 
 /* What a cipher family's file tells the shared layer. */
 typedef struct {
@@ -274,6 +263,13 @@ typedef struct {
     int (*per_message)(const OSSL_PARAM *p);
     /* Does the default's key set-up depend on the direction (OCB)? */
     int key_by_direction;
+    /*
+     * Are per-message params (an expected tag) and an IV given before the
+     * key recorded as volatile calls, replayed onto each keyed copy
+     * instead of being part of the cache key (GCM)?  Keying must then
+     * leave what they set alone.  Otherwise such calls pass through.
+     */
+    int volatile_ok;
 } KC_CDESC;
 
 /* A cipher family as bound to the running default provider. */
@@ -287,7 +283,7 @@ typedef struct {
     int empty_value;                /* what a fresh context is (ctmpl.c) */
 } KC_CFAM;
 
-extern const KC_CDESC kc_ocb_desc[3], kc_siv_desc[3];
+extern const KC_CDESC kc_ocb_desc[3], kc_siv_desc[3], kc_gcm_desc[3];
 
 /* ciphers passed through (AES-SIV, which keys a CMAC inside) */
 #define KC_PT_CIPHERS 3
@@ -303,8 +299,7 @@ typedef struct {
  */
 #define KC_STAT_OTHER 0       /* not attributed to an algorithm */
 #define KC_STAT_HMAC 1
-#define KC_STAT_GCM 2         /* + KC_GCM_128, _192, _256 */
-#define KC_STAT_FAM (KC_STAT_GCM + KC_GCM_COUNT)  /* + KC_FAM_* */
+#define KC_STAT_FAM 2         /* + KC_FAM_* */
 #define KC_STAT_CFAM (KC_STAT_FAM + KC_FAM_COUNT)  /* + KC_CFAM_* */
 #define KC_STAT_SLOTS (KC_STAT_CFAM + KC_CFAM_COUNT)
 
@@ -323,7 +318,7 @@ struct kc_provctx_st {
 
     /* configuration */
     size_t cache_size;
-    int hmac_on, gcm_on;
+    int hmac_on;
     uint64_t idle_ttl;        /* seconds, 0 = never expire */
     int timed;                /* idle_ttl or periodic reports: check time */
     unsigned int admit_after; /* keyed inits before a key is cached */
@@ -336,15 +331,13 @@ struct kc_provctx_st {
     KC_ALG hmac_alg;
     KC_MAC_FNS hmac;
     const char *hmac_names;
-    KC_GCM_INNER gcm[KC_GCM_COUNT];
     KC_TFAM fam[KC_FAM_COUNT];
     KC_CFAM cfam[KC_CFAM_COUNT];
     KC_DIGEST *digests;
     size_t ndigests;
     OSSL_ALGORITHM mac_algs[KC_FAM_COUNT + 2];
-    /* AES-GCM, OCB, SIV if on, then pass-through ciphers (cipher_pt_algs) */
-    OSSL_ALGORITHM cipher_algs[KC_GCM_COUNT + KC_CFAM_COUNT + KC_PT_CIPHERS
-                               + 1];
+    /* AES-OCB, SIV, GCM if on, then pass-through ciphers (cipher_pt_algs) */
+    OSSL_ALGORITHM cipher_algs[KC_CFAM_COUNT + KC_PT_CIPHERS + 1];
     /* pass-through KDFs and DRBGs, see passthrough.c */
     struct kc_pt_st *pt;
     size_t npt;
@@ -406,10 +399,9 @@ typedef struct {
 
 /* per-thread pools of freed wrapper structs, one per kind */
 #define KC_POOL_HMAC 0
-#define KC_POOL_GCM 1
-#define KC_POOL_TMPL 2
-#define KC_POOL_CTMPL 3
-#define KC_POOL_KINDS 4
+#define KC_POOL_TMPL 1
+#define KC_POOL_CTMPL 2
+#define KC_POOL_KINDS 3
 #define KC_POOL_MAX 8
 void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size);
 /* The same, clearing only the first head bytes of a reused struct. */
@@ -526,10 +518,6 @@ void kc_passthrough_stop(KC_PROVCTX *pctx);
 
 /* the algorithm wrappers */
 extern const OSSL_DISPATCH kc_hmac_functions[];
-extern const OSSL_DISPATCH kc_aes128gcm_functions[];
-extern const OSSL_DISPATCH kc_aes192gcm_functions[];
-extern const OSSL_DISPATCH kc_aes256gcm_functions[];
-void kc_gcm_bind(KC_PROVCTX *pctx);
 
 /* tmpl.c: the shared layer of the template families */
 int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg);

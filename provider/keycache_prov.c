@@ -412,44 +412,45 @@ static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
     static const struct {
         const char *key;
         int first;              /* the cipher families it switches, 3 */
+        int (*autofn)(void);
     } cfams[] = {
-        { KEYCACHE_CONF_AES_OCB, KC_CFAM_OCB128 },
-        { KEYCACHE_CONF_AES_SIV, KC_CFAM_SIV128 },
+        { KEYCACHE_CONF_AES_GCM, KC_CFAM_GCM128, gcm_auto },
+        { KEYCACHE_CONF_AES_OCB, KC_CFAM_OCB128, fam_auto },
+        { KEYCACHE_CONF_AES_SIV, KC_CFAM_SIV128, fam_auto },
     };
 #define KC_NCFAMKEYS (sizeof(cfams) / sizeof(cfams[0]))
 #define KC_NFAMKEYS (sizeof(fams) / sizeof(fams[0]))
-    char *size = NULL, *hmac = NULL, *gcm = NULL, *ttl = NULL, *admit = NULL;
+    char *size = NULL, *hmac = NULL, *ttl = NULL, *admit = NULL;
     char *fam[KC_NFAMKEYS] = { NULL }, *cfam[KC_NCFAMKEYS] = { NULL };
     char *name = NULL;
-    OSSL_PARAM p[7 + KC_NFAMKEYS + KC_NCFAMKEYS];
+    OSSL_PARAM p[6 + KC_NFAMKEYS + KC_NCFAMKEYS];
     uint64_t n;
     size_t i;
     int ok = 1, on, j;
 
     pctx->cache_size = KEYCACHE_DEFAULT_CACHE_SIZE;
     pctx->hmac_on = 1;
-    pctx->gcm_on = gcm_auto();
     pctx->idle_ttl = 0;
     pctx->admit_after = KEYCACHE_DEFAULT_ADMIT_AFTER;
     for (j = 0; j < KC_FAM_COUNT; j++)
         pctx->fam[j].on = fam_auto();
-    for (j = 0; j < KC_CFAM_COUNT; j++)
-        pctx->cfam[j].on = fam_auto();
+    for (i = 0; i < KC_NCFAMKEYS; i++)
+        for (j = 0; j < 3; j++)
+            pctx->cfam[cfams[i].first + j].on = cfams[i].autofn();
     pctx->name = KEYCACHE_PROVIDER_NAME;
     if (get == NULL)
         return 1;
     p[0] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_CACHE_SIZE, &size, 0);
     p[1] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_HMAC, &hmac, 0);
-    p[2] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_AES_GCM, &gcm, 0);
-    p[3] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_IDLE_TTL, &ttl, 0);
-    p[4] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_ADMIT_AFTER, &admit, 0);
-    p[5] = OSSL_PARAM_construct_utf8_ptr(OSSL_PROV_PARAM_CORE_PROV_NAME,
+    p[2] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_IDLE_TTL, &ttl, 0);
+    p[3] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_ADMIT_AFTER, &admit, 0);
+    p[4] = OSSL_PARAM_construct_utf8_ptr(OSSL_PROV_PARAM_CORE_PROV_NAME,
                                          &name, 0);
     for (i = 0; i < KC_NFAMKEYS; i++)
-        p[6 + i] = OSSL_PARAM_construct_utf8_ptr(fams[i].key, &fam[i], 0);
+        p[5 + i] = OSSL_PARAM_construct_utf8_ptr(fams[i].key, &fam[i], 0);
     for (j = 0; j < (int)KC_NCFAMKEYS; j++)
-        p[6 + i++] = OSSL_PARAM_construct_utf8_ptr(cfams[j].key, &cfam[j], 0);
-    p[6 + i] = OSSL_PARAM_construct_end();
+        p[5 + i++] = OSSL_PARAM_construct_utf8_ptr(cfams[j].key, &cfam[j], 0);
+    p[5 + i] = OSSL_PARAM_construct_end();
     if (!get(pctx->handle, p))
         return 1;
     if (name != NULL)
@@ -470,11 +471,6 @@ static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
                  KEYCACHE_CONF_HMAC, hmac);
         ok = 0;
     }
-    if (gcm != NULL && !parse_onoffauto(gcm, gcm_auto, &pctx->gcm_on)) {
-        kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want auto, "
-                 KC_BOOL_WORDS, KEYCACHE_CONF_AES_GCM, gcm);
-        ok = 0;
-    }
     for (i = 0; i < KC_NFAMKEYS; i++) {
         if (fam[i] == NULL)
             continue;
@@ -490,7 +486,7 @@ static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
     for (i = 0; i < KC_NCFAMKEYS; i++) {
         if (cfam[i] == NULL)
             continue;
-        if (!parse_onoffauto(cfam[i], fam_auto, &on)) {
+        if (!parse_onoffauto(cfam[i], cfams[i].autofn, &on)) {
             kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want auto, "
                      KC_BOOL_WORDS, cfams[i].key, cfam[i]);
             ok = 0;
@@ -637,7 +633,6 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     OSSL_FUNC_core_get_params_fn *core_get_params = NULL;
     OSSL_FUNC_core_get_libctx_fn *core_get_libctx = NULL;
     KC_PROVCTX *pctx = OPENSSL_zalloc(sizeof(*pctx));
-    int i;
 
     if (pctx == NULL)
         return 0;
@@ -682,10 +677,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         || !kc_inner_start(pctx))
         goto err;
     pctx->hmac_alg.stat = KC_STAT_HMAC;
-    for (i = 0; i < KC_GCM_COUNT; i++)
-        pctx->gcm[i].alg.stat = KC_STAT_GCM + i;
     pctx->timed = pctx->idle_ttl != 0 || kc_debug_interval(pctx) != 0;
-    kc_gcm_bind(pctx);
     pctx->started = 1;
     kc_debug_start(pctx);
     *out = kc_dispatch;

@@ -61,34 +61,24 @@ MUTANTS = {
         ("provider/keycache_prov.c",
          "        return pctx->hmac_on ? pctx->rand_algs : NULL;",
          "        return NULL;")],
-    # GCM: the IV length set before the key is not replayed
-    "gcm-drop-ivlen": ("provider/aes_gcm.c",
-        "} else if (w->ivlen != KC_GCM_IV_DEFAULT) {", "} else if (0) {"),
-    # GCM: the expected tag set before the key is not replayed
-    "gcm-drop-tag": ("provider/aes_gcm.c",
-        "    if (w->taglen != 0) {\n        /* the tag", "    if (0) {\n        /* the tag"),
-    # GCM: the direction chosen before the key is not replayed
-    "gcm-drop-direction": ("provider/aes_gcm.c",
-        "if (w->inited && !inner_init(w, inner, w->enc, NULL, 0, NULL, 0, NULL))",
-        "if (0)"),
-    # GCM: replay's nothing-recorded shortcut misses a recorded direction
-    # (Not a mutant: the same shortcut missing a recorded IV length, since
-    # through EVP every context gets an init, so a direction, before any
-    # params; the check stays for callers of the dispatch table itself.)
-    "gcm-replay-shortcut-direction": ("provider/aes_gcm.c",
-        "if (!w->inited && w->taglen == 0", "if (w->taglen == 0"),
-    # GCM: the one-length answer before the key ignores a recorded IV length
-    "gcm-one-length-stale": ("provider/aes_gcm.c",
-        "kind == G_IVLEN ? w->ivlen : w->g->keylen",
-        "kind == G_IVLEN ? KC_GCM_IV_DEFAULT : w->g->keylen"),
-    # GCM: a keyed init hands out the entry's template itself, not a copy
-    # (the first user's state - IV, tag - reaches every later one)
-    # (and a freed wrapper leaves it to the cache)
-    "gcm-share-template": [("provider/aes_gcm.c",
-        "    if ((inner = fns(w)->dupctx(tmpl)) == NULL)\n        return 0;",
-        "    inner = tmpl;"),
-        ("provider/aes_gcm.c", "    if (w->inner != NULL)\n        fns(w)->freectx(w->inner);\n    kc_wrapper_free",
-         "    kc_wrapper_free")],
+    # Cipher families with volatile calls (GCM): an expected tag or IV
+    # given before the key is not replayed onto the copy
+    "ctmpl-volatile-dropped": ("provider/ctmpl.c",
+        "           && replay(w, inner, w->shape_len, w->len);",
+        "           && 1;"),
+    # ... is replayed in the keying init's direction, not the one it was
+    # made in (a tag set while decrypting meets an encrypt-keyed copy)
+    "ctmpl-volatile-direction": ("provider/ctmpl.c",
+        "    return inner_init(fns(w), inner, w->vdir, NULL, 0, NULL, 0, NULL)\n",
+        "    return inner_init(fns(w), inner, 1, NULL, 0, NULL, 0, NULL)\n"),
+    # ... is recorded whatever the default says of it
+    "ctmpl-volatile-unchecked": ("provider/ctmpl.c",
+        "    } else if ((learn_volatile(w, c) & CV_VALID) == 0) {",
+        "    } else if (0) {"),
+    # (Not a mutant: answering the IV length before the key from the shape
+    # after a volatile IV init - through EVP such an init always passes the
+    # context's own IV length, so it never changes it; the check stays for
+    # callers of the dispatch table itself.)
     # Template families (tmpl.c): GMAC's IV set before the key is not
     # replayed onto the copy of the template
     "tmpl-drop-volatile": ("provider/tmpl.c",
@@ -169,25 +159,24 @@ MUTANTS = {
     # OCB: one template for both directions (the bulk function follows the
     # direction the key was set in)
     "ocb-one-direction": ("provider/ocb.c",
-        "ocb_shape, ocb_per_message, 1 }", "ocb_shape, ocb_per_message, 0 }"),
+        "ocb_shape, ocb_per_message, 1, 0 }", "ocb_shape, ocb_per_message, 0, 0 }"),
     # cipher families: the rest of the keying init failing on the copy is
     # not handed to the default
     "ctmpl-rest-unchecked": ("provider/ctmpl.c",
-        "    if (!inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, params)) {",
-        "    if (!inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, params)\n        && 0) {"),
+        "        || !inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, params)) {",
+        "        || (inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, params)\n            && 0)) {"),
     # cipher families: templates keyed without the recorded shape
     "ctmpl-template-no-replay": ("provider/ctmpl.c",
-        "    ok = (t = f->newctx(w->pctx->inner_provctx)) != NULL && replay(w, t)\n"
+        "         && replay(w, t, 0, w->shape_len)\n"
         "         && inner_init(f, t, enc, key, keylen, NULL, 0, NULL);",
-        "    ok = (t = f->newctx(w->pctx->inner_provctx)) != NULL\n"
         "         && inner_init(f, t, enc, key, keylen, NULL, 0, NULL);"),
     # cipher families: the shape is not part of the cache key
     "ctmpl-shape-not-key": [("provider/ctmpl.c",
-        "    tmpl = kc_cache_find_rec(c, alg, rec, w->len, w->hash, key, keylen, &lk);",
-        "    tmpl = kc_cache_find_rec(c, alg, rec, 0, 0, key, keylen, &lk);"),
+        "    tmpl = kc_cache_find_rec(c, alg, rec, w->shape_len, w->hash, key, keylen,",
+        "    tmpl = kc_cache_find_rec(c, alg, rec, 0, 0, key, keylen,"),
         ("provider/ctmpl.c",
-         "        if (!kc_cache_add_rec(c, alg, rec, w->len, key, keylen, tmpl, &lk)) {",
-         "        if (!kc_cache_add_rec(c, alg, rec, 0, key, keylen, tmpl, &lk)) {")],
+         "        if (!kc_cache_add_rec(c, alg, rec, w->shape_len, key, keylen, tmpl,",
+         "        if (!kc_cache_add_rec(c, alg, rec, 0, key, keylen, tmpl,")],
     # cipher families: a hit hands out the template itself
     "ctmpl-share-template": ("provider/ctmpl.c",
         "    if ((inner = f->fns.dupctx(tmpl)) == NULL)\n        return 0;",
@@ -195,12 +184,13 @@ MUTANTS = {
     # cipher families: EVP's length queries before the key answered with a
     # fresh context's lengths whatever the record set
     "ctmpl-lengths-stale": ("provider/ctmpl.c",
-        "        field = CV_IVLEN(w->value);", "        field = CV_IVLEN(w->f->empty_value);"),
+        "        field = w->len == w->shape_len ? CV_IVLEN(w->value) : 0;",
+        "        field = w->len == w->shape_len ? CV_IVLEN(w->f->empty_value) : 0;"),
     # cipher families: a call before the key recorded whatever the default
     # says of it
     "ctmpl-record-unchecked": ("provider/ctmpl.c",
-        "        && ((v = learn(w, c)) & CV_VALID) != 0) {",
-        "        && ((v = learn(w, c)) | CV_VALID) != 0) {"),
+        "        if (((v = learn_shape(w, c)) & CV_VALID) == 0)",
+        "        if (((v = learn_shape(w, c)) | CV_VALID) == 0)"),
     # (Not mutants, on OpenSSL 3.0: a template whose keying raised an
     # error while succeeding, and set_ctx_params(NULL) refused - the 3.0
     # default does neither; a shape call after a volatile one, which then

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * AES-GCM: a template is the default's GCM context keyed (the AES round
+ * keys and the GHASH table), so a hit skips both.
+ *
+ * A shape may set the IV length and the key length.  The default handles
+ * an init's IV apart from its key and keys without looking at the IV or
+ * the direction, so one template serves both directions.  A tag with data
+ * is a message's and is passed through before the key.
+ */
+#include <openssl/core_names.h>
+
+#include "kc_local.h"
+
+static const char *const gcm_shape[] = {
+    OSSL_CIPHER_PARAM_AEAD_IVLEN, OSSL_CIPHER_PARAM_KEYLEN, NULL
+};
+
+/* the expected tag of a message (the default refuses one without data) */
+static int gcm_per_message(const OSSL_PARAM *p)
+{
+    return p->key[0] == 't' && p->key[1] == 'a' && p->key[2] == 'g'
+           && p->key[3] == '\0' && p->data != NULL;
+}
+
+KC_TCIPH_IMPL(kc_gcm128, KC_CFAM_GCM128)
+KC_TCIPH_IMPL(kc_gcm192, KC_CFAM_GCM192)
+KC_TCIPH_IMPL(kc_gcm256, KC_CFAM_GCM256)
+
+#define KC_GCM_DESC(bits)                                                     \
+    { "AES-" #bits "-GCM", "AES-GCM with a per-thread key cache",             \
+      kc_gcm##bits##_functions, gcm_shape, gcm_per_message, 0, 1 }
+
+const KC_CDESC kc_gcm_desc[3] = {
+    KC_GCM_DESC(128), KC_GCM_DESC(192), KC_GCM_DESC(256)
+};
