@@ -100,8 +100,9 @@ def main(argv):
         total = per.get("PROGRAM", 0)
         # the dispatch functions libcrypto calls (helpers run inside them)
         entry = {k: v for k, v in per.items() if v >= 1
-                 and k.startswith(("kc_hmac_", "kc_gcm_", "kc_aes", "kc_tmac_",
-                                           "kc_cmac_", "kc_gmac_", "kc_kmac"))}
+                 and k.startswith(("kc_hmac_", "kc_gcm", "kc_aes", "kc_tmac_",
+                                           "kc_cmac_", "kc_gmac_", "kc_kmac",
+                                           "kc_tciph_"))}
         inside = sum(entry.values())
         print(f"{scen}: {total:.0f} instructions/op, {inside:.0f} inside "
               f"keycache's entry points, {total - inside:.0f} outside")
