@@ -751,7 +751,15 @@ static void pat_dup(OSSL_LIB_CTX *libctx, REC *r)
         step(r, "init", EVP_CipherInit_ex2(a, ci, NULL, NULL, 1, NULL));
         if (is_ocb(c))
             set_len(r, a, OSSL_CIPHER_PARAM_AEAD_TAG, 12);
-        step(r, "copy unkeyed", EVP_CIPHER_CTX_copy(b, a));
+        /*
+         * OpenSSL 3.0's AES-SIV cannot copy an unkeyed context and leaks
+         * the EVP_CIPHER_CTX it allocated for the copy (LeakSanitizer,
+         * default provider alone): SIV is copied only once keyed.
+         */
+        if (is_ocb(c))
+            step(r, "copy unkeyed", EVP_CIPHER_CTX_copy(b, a));
+        else
+            step(r, "init b", EVP_CipherInit_ex2(b, ci, NULL, NULL, 1, NULL));
         for (k = 0; k < 2; k++) {
             rc = EVP_CipherInit_ex2(x[k], NULL, keys[k], ivs[k], 1, NULL);
             step(r, "key", rc);
