@@ -297,6 +297,47 @@ static int probe(const KC_TCIPH_CTX *w, size_t to)
     return v;
 }
 
+/*
+ * The usual case, cheaply: the call continues the shape this thread learned
+ * last (the same keyless init and lengths as the previous message).  It is
+ * compared with that record in place and copied, instead of encoded,
+ * looked up and checked.  A prefix of a record the default accepted is
+ * accepted too (each call's outcome depends only on the calls before it);
+ * its lengths are learned when asked for (value -1).
+ */
+static int same_as_last(KC_TCIPH_CTX *w, KC_CACHE *c, int tag,
+                        const OSSL_PARAM params[])
+{
+    const OSSL_PARAM *ps[KC_CCALL_MAX];
+    const unsigned char *last;
+    size_t alen, len, off, n = 0;
+    uint64_t hash;
+    int value;
+
+    last = kc_cache_rec_last(c, w->f, 0, &alen, &len, &hash, &value);
+    if (last == NULL || alen != len || len <= w->len
+        || (value & CV_VALID) == 0
+        || (w->len > 0 && memcmp(last, w->rec, w->len) != 0))
+        return 0;
+    for (; params != NULL && params[n].key != NULL; n++)
+        if (n == KC_CCALL_MAX)
+            return 0;
+        else
+            ps[n] = &params[n];
+    off = kc_trec_match_call(last, w->len, len, tag,
+                             params == NULL ? KC_T_NULL : 0, ps, n);
+    if (off == 0)
+        return 0;
+    memcpy((unsigned char *)w->rec + w->len, last + w->len, off - w->len);
+    /* the whole record: its hash is the one learned with it */
+    w->hash = off == len ? hash
+              : kc_trec_hash(w->hash ^ KC_CALL_SALT,
+                             (const uint64_t *)(last + w->len), off - w->len);
+    w->len = w->shape_len = off;
+    w->value = off == len ? value : -1;
+    return 1;
+}
+
 /* The shape's memo value, learned once per thread. */
 static KC_NOINLINE int learn_shape(const KC_TCIPH_CTX *w, KC_CACHE *c)
 {
@@ -370,6 +411,8 @@ static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
         /* the shape is replayed before the volatile calls: no going back */
         goto fail;
     }
+    if (!vol && iv == NULL && same_as_last(w, c, tag, params))
+        goto done;
     if (!append(w, tag, iv, ivlen, params, vol))
         goto fail;
     if (!vol) {
@@ -379,6 +422,7 @@ static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
     } else if ((learn_volatile(w, c) & CV_VALID) == 0) {
         goto fail;
     }
+ done:
     if (tag != KC_T_CALL)
         w->dir = tag == KC_T_EINIT;
     return 1;
@@ -473,7 +517,11 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
     void *tmpl, *inner;
 
     if (w->cold || keylen != f->keylen || keylen > KEYCACHE_MAX_KEY_LEN
-        || (w->value & CV_VALID) == 0 || (c = kc_cache_get(w->pctx)) == NULL)
+        || (c = kc_cache_get(w->pctx)) == NULL)
+        return 0;
+    if (w->value < 0)
+        w->value = learn_shape(w, c);
+    if ((w->value & CV_VALID) == 0)
         return 0;
     tmpl = kc_cache_find_rec(c, alg, rec, w->shape_len, w->hash, key, keylen,
                              &lk);
@@ -699,7 +747,7 @@ int kc_tciph_set_ctx_params(void *vctx, const OSSL_PARAM params[])
  * every init: the default's answer for this record, as learned.  1 if
  * answered, 0 if a real context must say.
  */
-static int answer_len(const KC_TCIPH_CTX *w, OSSL_PARAM *p)
+static ossl_inline int answer_len(const KC_TCIPH_CTX *w, OSSL_PARAM *p)
 {
     const char *k = p[0].key;
     size_t field;
@@ -735,9 +783,13 @@ static int answer_len(const KC_TCIPH_CTX *w, OSSL_PARAM *p)
 static KC_NOINLINE int unkeyed_get_params(KC_TCIPH_CTX *w,
                                           OSSL_PARAM params[])
 {
+    KC_CACHE *c;
     void *t;
     int ok;
 
+    /* a shape taken as a prefix of the last one: its lengths, learned */
+    if (w->value < 0 && (c = kc_cache_get(w->pctx)) != NULL)
+        w->value = learn_shape(w, c);
     if (params != NULL && answer_len(w, params))
         return 1;
     if ((t = fns(w)->newctx(w->pctx->inner_provctx)) == NULL)
@@ -753,6 +805,9 @@ int kc_tciph_get_ctx_params(void *vctx, OSSL_PARAM params[])
 
     if (w->inner != NULL)
         return fns(w)->get_ctx_params(w->inner, params);
+    /* EVP's length queries before every init, without a further call */
+    if (params != NULL && w->value >= 0 && answer_len(w, params))
+        return 1;
     return unkeyed_get_params(w, params);
 }
 

@@ -155,6 +155,14 @@ int kc_trec_put(unsigned char *buf, size_t cap, size_t *len, int tag,
 /* Decode the item at off into it (and p for a parameter); the next offset. */
 size_t kc_trec_get(const unsigned char *buf, size_t off, KC_TITEM *it,
                    OSSL_PARAM *p);
+/*
+ * Does the item at off of rec (len bytes) record exactly this call: a
+ * marker tag of type, then the params ps[0, n) with their data, and no
+ * more?  The offset after it, or 0.
+ */
+size_t kc_trec_match_call(const unsigned char *rec, size_t off, size_t len,
+                          int tag, uint32_t type,
+                          const OSSL_PARAM *const *ps, size_t n);
 /* A fast hash over whole words, for records (which are not secrets). */
 uint64_t kc_trec_hash(uint64_t h, const uint64_t *p, size_t nbytes);
 

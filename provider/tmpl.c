@@ -242,6 +242,49 @@ size_t kc_trec_get(const unsigned char *buf, size_t off, KC_TITEM *it,
     return (size_t)(data - buf) + PAD8((size_t)it->size + 1);
 }
 
+size_t kc_trec_match_call(const unsigned char *rec, size_t off, size_t len,
+                          int tag, uint32_t type,
+                          const OSSL_PARAM *const *ps, size_t n)
+{
+    const unsigned char *name, *data;
+    size_t i, nl;
+    KC_TITEM it;
+
+    /* items are decoded in place: this runs on every recorded call */
+    if (len - off < sizeof(it))
+        return 0;
+    memcpy(&it, rec + off, sizeof(it));
+    if (it.tag != tag || it.type != type)
+        return 0;
+    off += sizeof(it);
+    for (i = 0; i < n; i++) {
+        const OSSL_PARAM *q = ps[i];
+
+        if (len - off < sizeof(it))
+            return 0;
+        memcpy(&it, rec + off, sizeof(it));
+        name = rec + off + sizeof(it);
+        data = name + PAD8(it.namelen);
+        if (it.tag != KC_T_PARAM || it.size != q->data_size
+            || it.type != (q->data_type | (q->data == NULL ? KC_T_NULL : 0))
+            || strcmp((const char *)name, q->key) != 0
+            || (q->data != NULL && q->data_size > 0
+                && memcmp(data, q->data, q->data_size) != 0)
+            || (q->data_type == OSSL_PARAM_UTF8_STRING && q->data != NULL
+                && ((const char *)q->data)[q->data_size] != '\0'))
+            return 0;
+        nl = q->data == NULL ? 0 : PAD8(q->data_size + 1);
+        off = (size_t)(data - rec) + nl;
+    }
+    /* and the call ends there */
+    if (len - off >= sizeof(it)) {
+        memcpy(&it, rec + off, sizeof(it));
+        if (it.tag == KC_T_PARAM)
+            return 0;
+    }
+    return off;
+}
+
 /* Replay the recorded calls in rec[from, to) onto an inner context. */
 static int replay(const KC_TMAC_CTX *w, void *ctx, size_t from, size_t to)
 {
