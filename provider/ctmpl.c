@@ -61,6 +61,8 @@
 
 /* an init marker's type bits besides KC_T_NULL: an IV item follows */
 #define KC_TF_IV 1
+/* a signature's first marker: the direction the volatile calls began in */
+#define KC_TF_VDIR 2
 
 /* mixes a record's hash; a volatile signature's memo key */
 #define KC_CALL_SALT 0x2545f4914f6cdd1dULL
@@ -152,6 +154,32 @@ static int replay(const KC_TCIPH_CTX *w, void *ctx, size_t from, size_t to)
     return !open || replay_call(w, ctx, &call, p, n);
 }
 
+/*
+ * The volatile calls onto a keyed copy, in the direction they were made in
+ * (keying touches neither an IV nor a tag in the families that have them).
+ */
+static int replay_volatile(const KC_TCIPH_CTX *w, void *inner)
+{
+    return inner_init(fns(w), inner, w->vdir, NULL, 0, NULL, 0, NULL)
+           && replay(w, inner, w->shape_len, w->len);
+}
+
+/*
+ * The whole state the calls before the key left, onto a plain context: the
+ * shape, then the volatile calls in their direction, or else the direction
+ * of the last keyless init (not recorded, see record(); the order does not
+ * matter in these families, since nothing in a shape depends on it).
+ */
+static int replay_state(const KC_TCIPH_CTX *w, void *ctx)
+{
+    if (!replay(w, ctx, 0, w->shape_len))
+        return 0;
+    if (w->len > w->shape_len)
+        return replay_volatile(w, ctx);
+    return w->dir < 0
+           || inner_init(fns(w), ctx, w->dir, NULL, 0, NULL, 0, NULL);
+}
+
 /* Is p one of the family's shape names (and not a message's)? */
 static int in_shape(const KC_CDESC *d, const OSSL_PARAM *p)
 {
@@ -203,6 +231,11 @@ static int append(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
     const OSSL_PARAM *p, *q;
     OSSL_PARAM ivp;
 
+    /* the volatile calls' signature starts with the direction they began in */
+    if (vol && w->len == w->shape_len
+        && !put_marker(sig, KC_CSIG_MAX, &w->sig_len,
+                       w->vdir ? KC_T_EINIT : KC_T_DINIT, KC_TF_VDIR))
+        return 0;
     if (!put_marker(rec, KC_TREC_MAX, &w->len, tag, type)
         || (vol && !put_marker(sig, KC_CSIG_MAX, &w->sig_len, tag, type)))
         return 0;
@@ -278,7 +311,8 @@ static int probe(const KC_TCIPH_CTX *w, size_t to)
     ERR_set_mark();
     kc_err_top(&before);
     if ((t = f->newctx(w->pctx->inner_provctx)) != NULL) {
-        if (replay(w, t, 0, to)) {
+        if (replay(w, t, 0, w->shape_len)
+            && (to == w->shape_len || replay_volatile(w, t))) {
             kc_err_top(&after);
             v = kc_err_same(&before, &after) ? CV_VALID : 0;
         }
@@ -389,7 +423,20 @@ static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
     int dir = w->dir, vdir = w->vdir, vol, v;
     KC_CACHE *c;
 
-    if (w->cold || (c = kc_cache_get(w->pctx)) == NULL)
+    if (w->cold)
+        return 0;
+    /*
+     * A keyless init without an IV or params only sets the direction in
+     * these families (OCB also empties its buffers, which hold nothing
+     * before a key), and nothing recorded depends on the direction but the
+     * volatile calls: kept in dir, not recorded.
+     */
+    if (tag != KC_T_CALL && iv == NULL && w->len == w->shape_len
+        && (params == NULL || params[0].key == NULL)) {
+        w->dir = tag == KC_T_EINIT;
+        return 1;
+    }
+    if ((c = kc_cache_get(w->pctx)) == NULL)
         return 0;
     if (tag == KC_T_CALL)
         vol = params != NULL && params[0].key != NULL
@@ -446,7 +493,7 @@ static KC_NOINLINE int materialize(KC_TCIPH_CTX *w)
         return 1;
     if ((inner = fns(w)->newctx(w->pctx->inner_provctx)) == NULL)
         return 0;
-    if (!replay(w, inner, 0, w->len)) {
+    if (!replay_state(w, inner)) {
         fns(w)->freectx(inner);
         return 0;
     }
@@ -487,16 +534,6 @@ static void *make_template(const KC_TCIPH_CTX *w, int enc,
     }
     ERR_pop_to_mark();
     return t;
-}
-
-/*
- * The volatile calls onto a keyed copy, in the direction they were made in
- * (keying touches neither an IV nor a tag in the families that have them).
- */
-static int replay_volatile(const KC_TCIPH_CTX *w, void *inner)
-{
-    return inner_init(fns(w), inner, w->vdir, NULL, 0, NULL, 0, NULL)
-           && replay(w, inner, w->shape_len, w->len);
 }
 
 /*
@@ -609,7 +646,7 @@ static KC_NOINLINE int unkeyed_dup_ok(const KC_TCIPH_CTX *w)
 
     if ((t = fns(w)->newctx(w->pctx->inner_provctx)) == NULL)
         return 0;
-    if (replay(w, t, 0, w->len) && (d = fns(w)->dupctx(t)) != NULL)
+    if (replay_state(w, t) && (d = fns(w)->dupctx(t)) != NULL)
         fns(w)->freectx(d);
     fns(w)->freectx(t);
     return d != NULL;
@@ -794,7 +831,7 @@ static KC_NOINLINE int unkeyed_get_params(KC_TCIPH_CTX *w,
         return 1;
     if ((t = fns(w)->newctx(w->pctx->inner_provctx)) == NULL)
         return 0;
-    ok = replay(w, t, 0, w->len) && fns(w)->get_ctx_params(t, params);
+    ok = replay_state(w, t) && fns(w)->get_ctx_params(t, params);
     fns(w)->freectx(t);
     return ok;
 }

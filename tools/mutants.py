@@ -75,6 +75,11 @@ MUTANTS = {
     "ctmpl-volatile-unchecked": ("provider/ctmpl.c",
         "    } else if ((learn_volatile(w, c) & CV_VALID) == 0) {",
         "    } else if (0) {"),
+    # a keyless init's direction (kept, not recorded) is not replayed onto
+    # the plain or transient contexts that stand for the unkeyed state
+    "ctmpl-direction-dropped": ("provider/ctmpl.c",
+        "    return w->dir < 0\n           || inner_init(fns(w), ctx, w->dir, NULL, 0, NULL, 0, NULL);",
+        "    return 1;"),
     # (Not a mutant: answering the IV length before the key from the shape
     # after a volatile IV init - through EVP such an init always passes the
     # context's own IV length, so it never changes it; the check stays for
