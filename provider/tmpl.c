@@ -518,35 +518,17 @@ static int split(const KC_TFAM *f, const OSSL_PARAM params[], SPLIT *s)
 static int same_as_last(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
 {
     const unsigned char *last;
-    size_t alen, len, off, i;
+    size_t alen, len, off;
     uint64_t hash;
     int value;
-    OSSL_PARAM p;
-    KC_TITEM it;
 
     last = kc_cache_rec_last(c, w->f, 0, &alen, &len, &hash, &value);
     if (last == NULL || alen != len || len <= w->len
         || (w->len > 0 && memcmp(last, w->rec, w->len) != 0))
         return 0;
-    off = kc_trec_get(last, w->len, &it, &p);
-    if (it.tag != KC_T_CALL)
-        return 0;
-    for (i = 0; i < s->ns; i++) {
-        const OSSL_PARAM *q = s->shape[i];
-
-        if (off >= len)
-            return 0;
-        off = kc_trec_get(last, off, &it, &p);
-        if (it.tag != KC_T_PARAM || p.data_type != q->data_type
-            || p.data_size != q->data_size
-            || (p.data == NULL) != (q->data == NULL)
-            || strcmp(p.key, q->key) != 0
-            || (q->data != NULL && q->data_size > 0
-                && memcmp(p.data, q->data, q->data_size) != 0)
-            || (q->data_type == OSSL_PARAM_UTF8_STRING && q->data != NULL
-                && ((const char *)q->data)[q->data_size] != '\0'))
-            return 0;
-    }
+    /* this call, and it completes that record */
+    off = kc_trec_match_call(last, w->len, len, KC_T_CALL, 0, s->shape,
+                             s->ns);
     if (off != len)
         return 0;
     memcpy((unsigned char *)w->rec + w->len, last + w->len, len - w->len);
