@@ -718,9 +718,8 @@ static uint64_t fingerprint(uint64_t h, const KC_ALG *alg, const void *param)
  * expected tag are public), and are cleared when reused.
  */
 static ossl_inline __attribute__((always_inline))
-void *wrapper_new(KC_PROVCTX *pctx, int kind, size_t size, size_t head)
+void *pool_pop(KC_CACHE *c, int kind, size_t size, size_t head)
 {
-    KC_CACHE *c = kc_cache_get(pctx);
     void *p;
 
     if (c == NULL || c->npool[kind] == 0)
@@ -733,26 +732,21 @@ void *wrapper_new(KC_PROVCTX *pctx, int kind, size_t size, size_t head)
 void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind, size_t size,
                           size_t head)
 {
-    return wrapper_new(pctx, kind, size, head);
+    return pool_pop(kc_cache_get(pctx), kind, size, head);
 }
 
 void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size)
 {
-    return wrapper_new(pctx, kind, size, size);
+    return pool_pop(kc_cache_get(pctx), kind, size, size);
 }
 
 void *kc_wrapper_new_cold(KC_PROVCTX *pctx, int kind, size_t size,
                           size_t head, const KC_ALG *alg, int *cold)
 {
     KC_CACHE *c = kc_cache_get(pctx);
-    void *p;
 
     *cold = cold_in(c, alg);
-    if (c == NULL || c->npool[kind] == 0)
-        return OPENSSL_zalloc(size);
-    p = c->pool[kind][--c->npool[kind]];
-    memset(p, 0, head);
-    return p;
+    return pool_pop(c, kind, size, head);
 }
 
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
