@@ -412,6 +412,32 @@ void kct_rec_keycache_runs(const char *name, kct_rec_fn fn,
     }
 }
 
+void kct_rec_pattern(const char *name, kct_rec_fn fn, void (*churn)(void),
+                     int on_thread, int (*served)(void), int expect_hits)
+{
+    KCT_REC def = { 0 };
+    uint64_t hits0, hits1;
+
+    kct_rec_run(fn, kct_default(), &def);
+    CU_ASSERT_FATAL(served());
+    hits0 = kct_counter(KEYCACHE_PARAM_HITS);
+    CU_ASSERT_NOT_EQUAL(hits0, UINT64_MAX);
+    kct_rec_keycache_runs(name, fn, churn, on_thread, &def);
+    hits1 = kct_counter(KEYCACHE_PARAM_HITS);
+    if (expect_hits) {
+        CU_ASSERT(hits1 != UINT64_MAX && hits1 > hits0);
+        if (hits1 == UINT64_MAX || hits1 <= hits0)
+            fprintf(stderr,
+                    "\n[%s] keycache hits did not grow (%llu -> %llu)\n",
+                    name, (unsigned long long)hits0,
+                    (unsigned long long)hits1);
+    }
+    if (getenv("KC_SHOW_RECORDS") != NULL)
+        fprintf(stderr, "\n--- %s (%llu hits) ---\n%s", name,
+                (unsigned long long)(hits1 - hits0), def.buf);
+    kct_rec_free(&def);
+}
+
 void kct_fill(unsigned char *buf, size_t len, uint32_t seed)
 {
     uint32_t x = seed * 2654435761u + 1;

@@ -142,6 +142,15 @@ void kct_rec_keycache_runs(const char *name, kct_rec_fn fn,
                            void (*churn)(void), int on_thread,
                            const KCT_REC *def);
 
+/*
+ * A whole differential pattern: fn once on kct_default() into a reference
+ * record, served() asserted (fatal: keycache serves the algorithms), then
+ * kct_rec_keycache_runs(); with expect_hits the keycache hit counter must
+ * grow.  KC_SHOW_RECORDS=1 prints the reference record and the hits.
+ */
+void kct_rec_pattern(const char *name, kct_rec_fn fn, void (*churn)(void),
+                     int on_thread, int (*served)(void), int expect_hits);
+
 /* Deterministic pseudo-random bytes for tests. */
 void kct_fill(unsigned char *buf, size_t len, uint32_t seed);
 

@@ -270,28 +270,8 @@ static int served_by_keycache(void)
  * thread's hit rate (a miss-heavy one makes new contexts skip the cache for
  * a while, see test_cold).
  */
-static void run_pattern_at(const char *name, pattern_fn fn, int expect_hits)
-{
-    REC def = { 0 };
-    uint64_t hits0, hits1;
-
-    kct_rec_run(fn, kct_default(), &def);
-    CU_ASSERT_FATAL(served_by_keycache());
-    hits0 = kct_counter(KEYCACHE_PARAM_HITS);
-    kct_rec_keycache_runs(name, fn, churn, 1, &def);
-    hits1 = kct_counter(KEYCACHE_PARAM_HITS);
-    if (expect_hits) {
-        CU_ASSERT(hits1 != UINT64_MAX && hits1 > hits0);
-        if (hits1 == UINT64_MAX || hits1 <= hits0)
-            fprintf(stderr, "\n[%s] keycache hits did not grow\n", name);
-    }
-    if (getenv("KC_SHOW_RECORDS") != NULL)
-        fprintf(stderr, "\n--- %s (%llu hits) ---\n%s", name,
-                (unsigned long long)(hits1 - hits0), def.buf);
-    rec_free(&def);
-}
-
-#define run_pattern(fn, hits) run_pattern_at(#fn, fn, hits)
+#define run_pattern(fn, hits) \
+    kct_rec_pattern(#fn, fn, churn, 1, served_by_keycache, hits)
 
 /* ---------------------------------------------------------------------- */
 /* Patterns                                                               */

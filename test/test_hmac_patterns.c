@@ -241,32 +241,8 @@ static int served_by_keycache(void)
     return ok;
 }
 
-static void run_pattern_at(const char *name, pattern_fn fn, int expect_hits)
-{
-    REC def = { 0 };
-    uint64_t hits0;
-
-    kct_rec_run(fn, kct_default(), &def);
-    CU_ASSERT_FATAL(served_by_keycache());
-    hits0 = kct_counter(KEYCACHE_PARAM_HITS);
-    CU_ASSERT_NOT_EQUAL(hits0, UINT64_MAX);
-    kct_rec_keycache_runs(name, fn, churn, 0, &def);
-    if (expect_hits) {
-        uint64_t hits1 = kct_counter(KEYCACHE_PARAM_HITS);
-
-        CU_ASSERT(hits1 != UINT64_MAX && hits1 > hits0);
-        if (hits1 == UINT64_MAX || hits1 <= hits0)
-            fprintf(stderr,
-                    "\n[%s] keycache hits did not grow (%llu -> %llu)\n",
-                    name, (unsigned long long)hits0,
-                    (unsigned long long)hits1);
-    }
-    if (getenv("KC_SHOW_RECORDS") != NULL)
-        fprintf(stderr, "\n--- %s ---\n%s", name, def.buf);
-    rec_free(&def);
-}
-
-#define run_pattern(fn, hits) run_pattern_at(#fn, fn, hits)
+#define run_pattern(fn, hits) \
+    kct_rec_pattern(#fn, fn, churn, 0, served_by_keycache, hits)
 
 /* Patterns */
 
