@@ -83,6 +83,39 @@ static int set_len(REC *r, EVP_CIPHER_CTX *ctx, const char *name, size_t v)
     return rc;
 }
 
+/*
+ * Data through EVP_CipherUpdate into out, recorded with what came out
+ * (*outl starts at 0: EVP leaves it alone when the update fails).
+ */
+static int rec_update(REC *r, EVP_CIPHER_CTX *ctx, unsigned char *out,
+                      int *outl, const unsigned char *in, int inl)
+{
+    int rc;
+
+    *outl = 0;
+    rc = EVP_CipherUpdate(ctx, out, outl, in, inl);
+    rec_printf(r, "update %d ", *outl);
+    rec_hex(r, out, rc && *outl > 0 ? (size_t)*outl : 0);
+    step(r, "", rc);
+    return rc;
+}
+
+/* The tag, n bytes as get_params hands it out, recorded under what. */
+static int rec_tag(REC *r, EVP_CIPHER_CTX *ctx, unsigned char *tag,
+                   size_t n, const char *what)
+{
+    OSSL_PARAM p[2];
+    int rc;
+
+    p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag,
+                                             n);
+    p[1] = OSSL_PARAM_construct_end();
+    rc = EVP_CIPHER_CTX_get_params(ctx, p);
+    rec_hex(r, tag, rc ? n : 0);
+    step(r, what, rc);
+    return rc;
+}
+
 /* Run a (through ctx if given, else a new context); record all of it. */
 static void aead_on(REC *r, EVP_CIPHER_CTX *ctx, EVP_CIPHER *c,
                     const AEAD *a, OUT *o)
@@ -633,28 +666,8 @@ static int served_by_keycache(void)
     return ok;
 }
 
-static void run_pattern_at(const char *name, kct_rec_fn fn, int expect_hits)
-{
-    REC def = { 0 };
-    uint64_t hits0, hits1;
-
-    kct_rec_run(fn, kct_default(), &def);
-    CU_ASSERT_FATAL(served_by_keycache());
-    hits0 = kct_counter(KEYCACHE_PARAM_HITS);
-    kct_rec_keycache_runs(name, fn, churn, 1, &def);
-    hits1 = kct_counter(KEYCACHE_PARAM_HITS);
-    if (expect_hits) {
-        CU_ASSERT(hits1 > hits0);
-        if (hits1 <= hits0)
-            fprintf(stderr, "\n[%s] keycache hits did not grow\n", name);
-    }
-    if (getenv("KC_SHOW_RECORDS") != NULL)
-        fprintf(stderr, "\n--- %s (%llu hits) ---\n%s", name,
-                (unsigned long long)(hits1 - hits0), def.buf);
-    rec_free(&def);
-}
-
-#define run_pattern(fn, hits) run_pattern_at(#fn, fn, hits)
+#define run_pattern(fn, hits) \
+    kct_rec_pattern(#fn, fn, churn, 1, served_by_keycache, hits)
 
 /* A new context per message, keys alternating, both ways of calling. */
 static void pat_fresh(OSSL_LIB_CTX *libctx, REC *r)
@@ -697,7 +710,6 @@ static void pat_reinit(OSSL_LIB_CTX *libctx, REC *r)
 {
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
     unsigned char out[BUFMAX], tag[16];
-    OSSL_PARAM p[2];
     int c, i, outl, rc;
 
     for (c = 0; c < NCIPHERS; c++) {
@@ -713,18 +725,10 @@ static void pat_reinit(OSSL_LIB_CTX *libctx, REC *r)
             step(r, "aad", rc);
             rc = EVP_CipherUpdate(ctx, NULL, &outl, aadbuf + 5, 17);
             step(r, "aad", rc);
-            rc = EVP_CipherUpdate(ctx, out, &outl, msg, 40 + i);
-            rec_printf(r, "update %d ", outl);
-            rec_hex(r, out, rc && outl > 0 ? (size_t)outl : 0);
-            step(r, "", rc);
+            rec_update(r, ctx, out, &outl, msg, 40 + i);
             rc = EVP_CipherFinal_ex(ctx, out, &outl);
             step(r, "final", rc);
-            p[0] = OSSL_PARAM_construct_octet_string(
-                       OSSL_CIPHER_PARAM_AEAD_TAG, tag, 16);
-            p[1] = OSSL_PARAM_construct_end();
-            rc = EVP_CIPHER_CTX_get_params(ctx, p);
-            rec_hex(r, tag, rc ? 16 : 0);
-            step(r, " tag", rc);
+            rec_tag(r, ctx, tag, 16, " tag");
             /* a second update after final */
             rc = EVP_CipherUpdate(ctx, out, &outl, msg, 16);
             step(r, "update after final", rc);
@@ -738,7 +742,6 @@ static void pat_reinit(OSSL_LIB_CTX *libctx, REC *r)
 static void pat_dup(OSSL_LIB_CTX *libctx, REC *r)
 {
     unsigned char out[BUFMAX], tag[16];
-    OSSL_PARAM p[2];
     int c, outl, rc, k;
 
     for (c = 0; c < NCIPHERS; c++) {
@@ -768,18 +771,9 @@ static void pat_dup(OSSL_LIB_CTX *libctx, REC *r)
         }
         step(r, "copy mid-message", EVP_CIPHER_CTX_copy(b, a));
         for (k = 0; k < 2; k++) {
-            rc = EVP_CipherUpdate(x[k], out, &outl, msg, 33 + k);
-            rec_printf(r, "update %d ", outl);
-            rec_hex(r, out, rc && outl > 0 ? (size_t)outl : 0);
-            step(r, "", rc);
+            rec_update(r, x[k], out, &outl, msg, 33 + k);
             step(r, "final", EVP_CipherFinal_ex(x[k], out, &outl));
-            p[0] = OSSL_PARAM_construct_octet_string(
-                       OSSL_CIPHER_PARAM_AEAD_TAG, tag,
-                       is_ocb(c) ? 12 : 16);
-            p[1] = OSSL_PARAM_construct_end();
-            rc = EVP_CIPHER_CTX_get_params(x[k], p);
-            rec_hex(r, tag, rc ? p[0].data_size : 0);
-            step(r, " tag", rc);
+            rec_tag(r, x[k], tag, is_ocb(c) ? 12 : 16, " tag");
         }
         EVP_CIPHER_CTX_free(a);
         EVP_CIPHER_CTX_free(b);
@@ -819,24 +813,15 @@ static void pat_directions(OSSL_LIB_CTX *libctx, REC *r)
                 p[1] = OSSL_PARAM_construct_end();
                 step(r, "set tag", EVP_CIPHER_CTX_set_params(ctx, p));
             }
-            rc = EVP_CipherUpdate(ctx, out, &outl, enc ? msg : ct,
-                                  enc ? 100 : ctl);
-            rec_printf(r, "update %d ", outl);
-            rec_hex(r, out, rc && outl > 0 ? (size_t)outl : 0);
-            step(r, "", rc);
+            rc = rec_update(r, ctx, out, &outl, enc ? msg : ct,
+                            enc ? 100 : ctl);
             if (enc && rc) {
                 memcpy(ct, out, (size_t)outl);
                 ctl = outl;
             }
             step(r, "final", EVP_CipherFinal_ex(ctx, out, &outl));
-            if (enc) {
-                p[0] = OSSL_PARAM_construct_octet_string(
-                           OSSL_CIPHER_PARAM_AEAD_TAG, tag, 16);
-                p[1] = OSSL_PARAM_construct_end();
-                rc = EVP_CIPHER_CTX_get_params(ctx, p);
-                rec_hex(r, tag, rc ? 16 : 0);
-                step(r, " tag", rc);
-            }
+            if (enc)
+                rec_tag(r, ctx, tag, 16, " tag");
             EVP_CIPHER_CTX_free(ctx);
         }
         EVP_CIPHER_free(ci);
@@ -991,18 +976,10 @@ static void pat_bad(OSSL_LIB_CTX *libctx, REC *r)
             }
             rc = EVP_CipherUpdate(ctx, NULL, &outl, aadbuf, 7);
             step(r, "aad", rc);
-            rc = EVP_CipherUpdate(ctx, out, &outl, msg, 29);
-            rec_printf(r, "update %d ", outl);
-            rec_hex(r, out, rc && outl > 0 ? (size_t)outl : 0);
-            step(r, "", rc);
+            rec_update(r, ctx, out, &outl, msg, 29);
             rc = EVP_CipherFinal_ex(ctx, out, &outl);
             step(r, "final", rc);
-            p[0] = OSSL_PARAM_construct_octet_string(
-                       OSSL_CIPHER_PARAM_AEAD_TAG, tag, 16);
-            p[1] = OSSL_PARAM_construct_end();
-            rc = EVP_CIPHER_CTX_get_params(ctx, p);
-            rec_hex(r, tag, rc ? 16 : 0);
-            step(r, " get tag", rc);
+            rec_tag(r, ctx, tag, 16, " get tag");
             EVP_CIPHER_CTX_free(ctx);
         }
         EVP_CIPHER_free(ci);
@@ -1045,12 +1022,8 @@ static void pat_rest_fails(OSSL_LIB_CTX *libctx, REC *r)
                                     is_ocb(c) ? ivs[i] : NULL, 1, p);
             step(r, "init key, refused params", rc);
             /* the default's AES-SIV crashes on data after that failure */
-            if (is_ocb(c)) {
-                rc = EVP_CipherUpdate(ctx, out, &outl, msg, 32);
-                rec_printf(r, "update %d ", outl);
-                rec_hex(r, out, rc && outl > 0 ? (size_t)outl : 0);
-                step(r, "", rc);
-            }
+            if (is_ocb(c))
+                rec_update(r, ctx, out, &outl, msg, 32);
             EVP_CIPHER_CTX_free(ctx);
         }
         EVP_CIPHER_free(ci);
