@@ -665,11 +665,6 @@ static int cold_in(KC_CACHE *c, const KC_ALG *alg)
     return 1;
 }
 
-int kc_cache_cold(KC_PROVCTX *pctx, const KC_ALG *alg)
-{
-    return cold_in(CRYPTO_THREAD_get_local(&pctx->tls), alg);
-}
-
 static void window_note(KC_CACHE *c, int hit)
 {
     c->win_hits += hit;

@@ -416,8 +416,11 @@ void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size);
 void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind, size_t size,
                           size_t head);
 /*
- * The same, also telling in *cold what kc_cache_cold(pctx, alg) would
- * (one look-up of the thread's cache for both).
+ * The same, also telling in *cold whether this thread's hit rate is low
+ * (see the bypass in cache.c), so that a new context of alg had better not
+ * look up at all.  Says no for one context in 32, which keeps the hit rate
+ * measured; a yes is counted as a pass-through.  One look-up of the
+ * thread's cache for both.
  */
 void *kc_wrapper_new_cold(KC_PROVCTX *pctx, int kind, size_t size,
                           size_t head, const KC_ALG *alg, int *cold);
@@ -430,13 +433,6 @@ void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries);
 /* the same per algorithm, by[KC_STAT_SLOTS] */
 void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
                               uint64_t *entries);
-/*
- * Is this thread's hit rate low (see the bypass in cache.c), so that a
- * new context of alg had better not look up at all?  Says no for one
- * context in 32, which keeps the hit rate measured; a yes is counted as a
- * pass-through.
- */
-int kc_cache_cold(KC_PROVCTX *pctx, const KC_ALG *alg);
 /* Count a pass-through of alg in this thread's cache if any (never
  * creates one). */
 void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg);
