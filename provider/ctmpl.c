@@ -183,12 +183,8 @@ static int replay_state(const KC_TCIPH_CTX *w, void *ctx)
 /* Is p one of the family's shape names (and not a message's)? */
 static int in_shape(const KC_CDESC *d, const OSSL_PARAM *p)
 {
-    const char *const *n;
-
-    for (n = d->shape_names; *n != NULL; n++)
-        if ((*n)[0] == p->key[0] && strcmp(*n, p->key) == 0)
-            return d->per_message == NULL || !d->per_message(p);
-    return 0;
+    return kc_name_in_list(d->shape_names, p->key)
+           && (d->per_message == NULL || !d->per_message(p));
 }
 
 /* Is p a message's that the family replays after the key (GCM's tag)? */

@@ -484,7 +484,8 @@ void kc_debug_start(KC_PROVCTX *pctx)
                  pctx->name, KC_VERSION_STR,
                  OpenSSL_version(OPENSSL_VERSION),
                  (unsigned long long)pctx->cache_size,
-                 pctx->hmac_on ? "on" : "off", pctx->cfam[KC_CFAM_GCM256].on ? "on" : "off",
+                 pctx->hmac_on ? "on" : "off",
+                 pctx->cfam[KC_CFAM_GCM256].on ? "on" : "off",
                  (unsigned long long)pctx->idle_ttl, pctx->admit_after,
                  when);
 }

@@ -163,6 +163,8 @@ size_t kc_trec_get(const unsigned char *buf, size_t off, KC_TITEM *it,
 size_t kc_trec_match_call(const unsigned char *rec, size_t off, size_t len,
                           int tag, uint32_t type,
                           const OSSL_PARAM *const *ps, size_t n);
+/* Is name one of the NULL-terminated list (which may be NULL)? */
+int kc_name_in_list(const char *const *list, const char *name);
 /* A fast hash over whole words, for records (which are not secrets). */
 uint64_t kc_trec_hash(uint64_t h, const uint64_t *p, size_t nbytes);
 

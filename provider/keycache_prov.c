@@ -98,8 +98,9 @@ static int gcm_auto(void)
 /*
  * cmac, gmac, kmac, aes_ocb, aes_siv = auto (the default): on where
  * caching was measured to pay, which is every version measured - 3.0, 3.5
- * and 3.6 (and 3.1-3.4 lie between): a hit saves the cipher or digest fetch and the key set-up
- * a fresh context pays, and a miss costs at most 4% (docs/measurements.md).
+ * and 3.6 (and 3.1-3.4 lie between): a hit saves the cipher or digest
+ * fetch and the key set-up a fresh context pays, and a miss costs at most
+ * 4% (docs/measurements.md).
  */
 static int fam_auto(void)
 {

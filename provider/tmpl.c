@@ -351,7 +351,7 @@ int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
     return found;
 }
 
-static int in_list(const char *const *list, const char *name)
+int kc_name_in_list(const char *const *list, const char *name)
 {
     for (; list != NULL && *list != NULL; list++)
         if ((*list)[0] == name[0] && strcmp(*list, name) == 0)
@@ -428,7 +428,7 @@ static int shape_cacheable(const KC_TMAC_CTX *w)
 
     while (off < w->shape_len) {
         off = kc_trec_get(rec, off, &it, &p);
-        if (it.tag != KC_T_CALL && !in_list(d->shape_names, p.key))
+        if (it.tag != KC_T_CALL && !kc_name_in_list(d->shape_names, p.key))
             return 0;
     }
     return d->cacheable == NULL
@@ -496,7 +496,7 @@ static int split(const KC_TFAM *f, const OSSL_PARAM params[], SPLIT *s)
                 return 0;
         if (p->key[0] == 'k' && strcmp(p->key, OSSL_MAC_PARAM_KEY) == 0)
             s->key = p;
-        else if (in_list(f->d->volatile_names, p->key))
+        else if (kc_name_in_list(f->d->volatile_names, p->key))
             s->vol[s->nv++] = p;
         else
             s->shape[s->ns++] = p;

@@ -294,8 +294,9 @@ static void check(TALLY *t, const char *id, AEAD *a, int valid,
             if (!o.ok && ptlen == 0 && strstr(a->cipher, "SIV") != NULL) {
                 t->cannot++;
                 valid = -1;
-            } else if (!o.ok || o.outlen != ctlen || memcmp(o.out, ct, ctlen) != 0
-                || memcmp(o.tag, a->tag, a->taglen) != 0)
+            } else if (!o.ok || o.outlen != ctlen
+                       || memcmp(o.out, ct, ctlen) != 0
+                       || memcmp(o.tag, a->tag, a->taglen) != 0)
                 fail(t, sid, "encryption is not the published answer");
         }
         a->enc = 0;
