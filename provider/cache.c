@@ -58,6 +58,7 @@ typedef struct {
 #define KC_MEMO_NAME 64
 typedef struct {
     const void *value;
+    size_t namelen;
     char name[KC_MEMO_NAME];
     char props[KC_MEMO_NAME];
 } KC_MEMO;
@@ -79,7 +80,7 @@ struct kc_cache_st {
     KC_SEEN *seen;            /* admission filter */
     KC_COUNTERS n[KC_STAT_SLOTS]; /* per algorithm, KC_ALG.stat */
     KC_MEMO memo[KC_MEMO_SLOTS];
-    unsigned int memo_next;
+    unsigned int memo_next, memo_last;
     /* side templates holding no key material, see kc_cache_aux_get() */
     struct {
         const void *tag;
@@ -500,8 +501,10 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
 
         if (m->value != NULL && strcmp(m->name, name) == 0
             && (m->props[0] == props[0]
-                && (props[0] == '\0' || strcmp(m->props, props) == 0)))
+                && (props[0] == '\0' || strcmp(m->props, props) == 0))) {
+            c->memo_last = i;
             return m->value;
+        }
     }
     return NULL;
 }
@@ -515,10 +518,24 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
         props = "";
     if (strlen(name) >= KC_MEMO_NAME || strlen(props) >= KC_MEMO_NAME)
         return;
-    m = &c->memo[c->memo_next++ % KC_MEMO_SLOTS];
+    c->memo_last = c->memo_next++ % KC_MEMO_SLOTS;
+    m = &c->memo[c->memo_last];
+    m->namelen = strlen(name);
     strcpy(m->name, name);
     strcpy(m->props, props);
     m->value = value;
+}
+
+const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME])
+{
+    const KC_MEMO *m = &c->memo[c->memo_last];
+
+    /* a whole name with room for its NUL, no properties */
+    if (m->value == NULL || m->props[0] != '\0'
+        || m->namelen >= KC_HINT_NAME)
+        return NULL;
+    memcpy(name, m->name, KC_HINT_NAME);
+    return m->value;
 }
 
 void *kc_cache_aux_get(KC_CACHE *c, const void *tag)
@@ -730,6 +747,12 @@ void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind, size_t size,
     return pool_pop(kc_cache_get(pctx), kind, size, head);
 }
 
+void *kc_wrapper_new_in(KC_PROVCTX *pctx, int kind, size_t size,
+                        KC_CACHE **cp)
+{
+    return pool_pop(*cp = kc_cache_get(pctx), kind, size, size);
+}
+
 void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size)
 {
     return pool_pop(kc_cache_get(pctx), kind, size, size);
@@ -744,10 +767,13 @@ void *kc_wrapper_new_cold(KC_PROVCTX *pctx, int kind, size_t size,
     return pool_pop(c, kind, size, head);
 }
 
-void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
+KC_CACHE *kc_cache_here(KC_PROVCTX *pctx)
 {
-    KC_CACHE *c = CRYPTO_THREAD_get_local(&pctx->tls);
+    return CRYPTO_THREAD_get_local(&pctx->tls);
+}
 
+void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size)
+{
     if (p == NULL)
         return;
     if (c == NULL || c->npool[kind] == KC_POOL_MAX) {
@@ -756,6 +782,11 @@ void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
     }
     c->pool_size[kind] = size;
     c->pool[kind][c->npool[kind]++] = p;
+}
+
+void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
+{
+    kc_wrapper_free_in(CRYPTO_THREAD_get_local(&pctx->tls), kind, p, size);
 }
 
 void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg)
@@ -773,15 +804,35 @@ void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg)
  * first difference.  (libcrypto's CRYPTO_memcmp costs about seven
  * instructions a byte for lengths other than 16, and a call each.)
  */
+static ossl_inline uint64_t word_diff(const unsigned char *a,
+                                      const unsigned char *b)
+{
+    uint64_t x, y;
+
+    memcpy(&x, a, 8);
+    memcpy(&y, b, 8);
+    return x ^ y;
+}
+
 static int keys_equal(const unsigned char *a, const unsigned char *b,
                       size_t n)
 {
-    uint64_t d = 0, x, y;
+    uint64_t d = 0;
 
+    /* straight-line for the usual AES and HMAC key sizes */
+    if (n == 32) {
+        d = word_diff(a, b) | word_diff(a + 8, b + 8)
+            | word_diff(a + 16, b + 16) | word_diff(a + 24, b + 24);
+        __asm__ ("" : "+r" (d));
+        return d == 0;
+    }
+    if (n == 16) {
+        d = word_diff(a, b) | word_diff(a + 8, b + 8);
+        __asm__ ("" : "+r" (d));
+        return d == 0;
+    }
     for (; n >= 8; a += 8, b += 8, n -= 8) {
-        memcpy(&x, a, 8);
-        memcpy(&y, b, 8);
-        d |= x ^ y;
+        d |= word_diff(a, b);
         __asm__ ("" : "+r" (d));
     }
     for (; n > 0; a++, b++, n--) {
@@ -954,36 +1005,25 @@ int kc_cache_add_rec(KC_CACHE *c, const KC_ALG *alg, const unsigned char *rec,
  * threads' caches fill their slots in the same order, so slot and
  * generation alone could name another thread's entry for another key).
  */
-static KC_ENTRY *leased_entry(KC_PROVCTX *pctx, const KC_LEASE *lease,
-                              KC_CACHE **cp)
+int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx)
 {
-    KC_CACHE *c;
     KC_ENTRY *e;
 
-    if (lease->cache_id == 0)
-        return NULL;
-    c = CRYPTO_THREAD_get_local(&pctx->tls);
-    if (c == NULL || c->id != lease->cache_id || lease->idx >= c->size)
-        return NULL;
+    if (c == NULL || lease->cache_id != c->id || lease->idx >= c->size)
+        return 0;
     e = &c->entries[lease->idx];
-    if (e->gen != lease->gen || e->alg == NULL)
-        return NULL;
-    *cp = c;
-    return e;
-}
-
-int kc_cache_park(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx)
-{
-    KC_CACHE *c = NULL;
-    KC_ENTRY *e = leased_entry(pctx, lease, &c);
-
     /* per entry, and no more spares in all than entries */
-    if (e == NULL || e->nspare >= e->alg->spare_max
-        || c->nspares >= c->size)
+    if (e->gen != lease->gen || e->alg == NULL
+        || e->nspare >= e->alg->spare_max || c->nspares >= c->size)
         return 0;
     e->spare[e->nspare++] = ctx;
     c->nspares++;
     return 1;
+}
+
+int kc_cache_park(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx)
+{
+    return kc_cache_park_in(CRYPTO_THREAD_get_local(&pctx->tls), lease, ctx);
 }
 
 void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,

@@ -35,6 +35,13 @@ typedef struct {
     void *inner;               /* inner HMAC ctx, NULL until keyed */
     KC_LEASE lease;            /* where inner goes back to, if anywhere */
     int passthrough;           /* inner is the reference copy: forward all */
+    /*
+     * The thread's last resolved digest name (no properties) and digest,
+     * taken at newctx: the usual name is matched without the memo look-up,
+     * which EVP_Q_mac() would make twice (in set_params and in init).
+     */
+    const KC_DIGEST *hint_dg;
+    char hint[KC_HINT_NAME];
 } KC_HMAC_CTX;
 
 /* returned by resolve_digest() for a digest the table does not know */
@@ -117,12 +124,18 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
                                        const char *props)
 {
     KC_PROVCTX *pctx = w->pctx;
-    KC_CACHE *c = kc_cache_get(pctx);
+    KC_CACHE *c;
     const KC_DIGEST *d = NULL;
     EVP_MD *md;
 
-    if (c != NULL && (d = kc_cache_memo_get(c, name, props)) != NULL)
+    if (w->hint_dg != NULL && (props == NULL || props[0] == '\0')
+        && strcmp(name, w->hint) == 0)
+        return w->hint_dg;
+    c = kc_cache_get(pctx);
+    if (c != NULL && (d = kc_cache_memo_get(c, name, props)) != NULL) {
+        w->hint_dg = kc_cache_memo_last(c, w->hint);
         return d;
+    }
     /* a fetch that succeeds may still have queued errors: drop them */
     ERR_set_mark();
     md = EVP_MD_fetch(pctx->app_libctx != NULL ? pctx->app_libctx
@@ -136,8 +149,10 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
     EVP_MD_free(md);
     if (d == NULL)
         return &unknown_digest;
-    if (c != NULL)
+    if (c != NULL) {
         kc_cache_memo_put(c, name, props, d);
+        w->hint_dg = kc_cache_memo_last(c, w->hint);
+    }
     return d;
 }
 
@@ -248,22 +263,29 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
 static void *kc_hmac_newctx(void *provctx)
 {
     KC_PROVCTX *pctx = provctx;
-    KC_HMAC_CTX *w = kc_wrapper_new(pctx, KC_POOL_HMAC, sizeof(*w));
+    KC_CACHE *c;
+    KC_HMAC_CTX *w = kc_wrapper_new_in(pctx, KC_POOL_HMAC, sizeof(*w), &c);
 
     if (w == NULL)
         return NULL;
     w->pctx = pctx;
+    if (c != NULL)
+        w->hint_dg = kc_cache_memo_last(c, w->hint);
     return w;
 }
 
 static void kc_hmac_freectx(void *vctx)
 {
     KC_HMAC_CTX *w = vctx;
+    KC_CACHE *c;
 
     if (w == NULL)
         return;
-    release_inner(w);
-    kc_wrapper_free(w->pctx, KC_POOL_HMAC, w, sizeof(*w));
+    c = kc_cache_here(w->pctx);
+    if (w->inner != NULL
+        && (w->passthrough || !kc_cache_park_in(c, &w->lease, w->inner)))
+        fns(w)->freectx(w->inner);
+    kc_wrapper_free_in(c, KC_POOL_HMAC, w, sizeof(*w));
 }
 
 static void *kc_hmac_dupctx(void *vctx)

@@ -414,6 +414,9 @@ typedef struct {
 #define KC_POOL_KINDS 3
 #define KC_POOL_MAX 8
 void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size);
+/* The same, also giving the thread's cache (NULL if none) in *cp. */
+void *kc_wrapper_new_in(KC_PROVCTX *pctx, int kind, size_t size,
+                        KC_CACHE **cp);
 /* The same, clearing only the first head bytes of a reused struct. */
 void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind, size_t size,
                           size_t head);
@@ -427,6 +430,12 @@ void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind, size_t size,
 void *kc_wrapper_new_cold(KC_PROVCTX *pctx, int kind, size_t size,
                           size_t head, const KC_ALG *alg, int *cold);
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size);
+/*
+ * The thread's cache if it has one (never creates one), for freectx: one
+ * look-up serves kc_cache_park_in() and kc_wrapper_free_in() both.
+ */
+KC_CACHE *kc_cache_here(KC_PROVCTX *pctx);
+void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size);
 
 int kc_cache_start(KC_PROVCTX *pctx);
 void kc_cache_stop(KC_PROVCTX *pctx);
@@ -443,6 +452,12 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props);
 void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
                        const void *value);
+/*
+ * The value last found or put, if its properties are empty and its name
+ * fits in KC_HINT_NAME bytes with its NUL; the name is copied to name.
+ */
+#define KC_HINT_NAME 16
+const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME]);
 
 /*
  * Per-thread side templates that hold no key material (say, an HMAC context
@@ -517,6 +532,8 @@ const unsigned char *kc_cache_rec_last(KC_CACHE *c, const void *owner,
  * another thread, spares full): the caller frees it.
  */
 int kc_cache_park(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx);
+/* the same in the cache kc_cache_here() gave (may be NULL) */
+int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx);
 
 /* passthrough.c */
 int kc_passthrough_start(KC_PROVCTX *pctx);

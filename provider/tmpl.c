@@ -800,13 +800,15 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
 void kc_tmac_freectx(void *vctx)
 {
     KC_TMAC_CTX *w = vctx;
+    KC_CACHE *c;
 
     if (w == NULL)
         return;
+    c = kc_cache_here(w->pctx);
     if (w->inner != NULL
-        && (!w->clean || !kc_cache_park(w->pctx, &w->lease, w->inner)))
+        && (!w->clean || !kc_cache_park_in(c, &w->lease, w->inner)))
         w->f->mac.freectx(w->inner);
-    kc_wrapper_free(w->pctx, KC_POOL_TMPL, w, sizeof(*w));
+    kc_wrapper_free_in(c, KC_POOL_TMPL, w, sizeof(*w));
 }
 
 /*

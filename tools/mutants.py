@@ -28,6 +28,19 @@ MUTANTS = {
     # the last use leaks into the next)
     "hmac-no-reinit": ("provider/hmac.c",
         "if (!f->init(lk.spare, NULL, 0, NULL)) {", "if (0) {"),
+    # HMAC: the digest carried from the thread's memo is taken whatever
+    # name is given (HMAC-SHA512 after HMAC-SHA256 computes SHA-256)
+    "hmac-hint-any-name": ("provider/hmac.c",
+        "        && strcmp(name, w->hint) == 0)\n        return w->hint_dg;",
+        "        )\n        return w->hint_dg;"),
+    # the straight-line compare of 32- and 16-byte keys skips their last
+    # word (a key differing there hits the other key's entry)
+    "keys-equal-32-short": ("provider/cache.c",
+        "            | word_diff(a + 16, b + 16) | word_diff(a + 24, b + 24);",
+        "            | word_diff(a + 16, b + 16);"),
+    "keys-equal-16-short": ("provider/cache.c",
+        "        d = word_diff(a, b) | word_diff(a + 8, b + 8);",
+        "        d = word_diff(a, b);"),
     # HMAC: a hit hands out the entry's template instead of a copy
     "hmac-share-template": ("provider/hmac.c",
         "} else if ((inner = f->dupctx(tmpl)) == NULL) {",
@@ -45,7 +58,7 @@ MUTANTS = {
     # a context given back on another thread is parked in that thread's
     # entry with the same slot and generation (under another key)
     "park-any-thread": ("provider/cache.c",
-        "if (c == NULL || c->id != lease->cache_id || lease->idx >= c->size)",
+        "if (c == NULL || lease->cache_id != c->id || lease->idx >= c->size)",
         "if (c == NULL || lease->idx >= c->size)"),
     # every missed key is cached at once, whatever admit_after says
     # (per-connection TLS secrets end up in the cache)
