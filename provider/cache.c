@@ -729,42 +729,18 @@ static uint64_t fingerprint(uint64_t h, const KC_ALG *alg, const void *param)
  * not allocate either.  They hold no key material (a GCM wrapper's IV and
  * expected tag are public), and are cleared when reused.
  */
-static ossl_inline __attribute__((always_inline))
-void *pool_pop(KC_CACHE *c, int kind, size_t size, size_t head)
-{
-    void *p;
-
-    if (c == NULL || c->npool[kind] == 0)
-        return OPENSSL_zalloc(size);
-    p = c->pool[kind][--c->npool[kind]];
-    memset(p, 0, head);
-    return p;
-}
-
-void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind, size_t size,
-                          size_t head)
-{
-    return pool_pop(kc_cache_get(pctx), kind, size, head);
-}
-
-void *kc_wrapper_new_in(KC_PROVCTX *pctx, int kind, size_t size,
-                        KC_CACHE **cp)
-{
-    return pool_pop(*cp = kc_cache_get(pctx), kind, size, size);
-}
-
-void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size)
-{
-    return pool_pop(kc_cache_get(pctx), kind, size, size);
-}
-
-void *kc_wrapper_new_cold(KC_PROVCTX *pctx, int kind, size_t size,
-                          size_t head, const KC_ALG *alg, int *cold)
+void *kc_wrapper_take(KC_PROVCTX *pctx, int kind, size_t size,
+                      const KC_ALG *alg, int *cold, KC_CACHE **cp)
 {
     KC_CACHE *c = kc_cache_get(pctx);
 
-    *cold = cold_in(c, alg);
-    return pool_pop(c, kind, size, head);
+    if (cold != NULL)
+        *cold = cold_in(c, alg);
+    if (cp != NULL)
+        *cp = c;
+    if (c == NULL || c->npool[kind] == 0)
+        return OPENSSL_zalloc(size);
+    return c->pool[kind][--c->npool[kind]];
 }
 
 KC_CACHE *kc_cache_here(KC_PROVCTX *pctx)

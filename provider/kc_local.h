@@ -25,6 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 #include <openssl/core.h>
 #include <openssl/core_dispatch.h>
@@ -163,6 +164,10 @@ size_t kc_trec_get(const unsigned char *buf, size_t off, KC_TITEM *it,
 size_t kc_trec_match_call(const unsigned char *rec, size_t off, size_t len,
                           int tag, uint32_t type,
                           const OSSL_PARAM *const *ps, size_t n);
+/* The same with items of kind item: KC_T_PARAM, or KC_T_SIG (no data). */
+size_t kc_trec_match_sig(const unsigned char *rec, size_t off, size_t len,
+                         int tag, uint32_t type, int item,
+                         const OSSL_PARAM *const *ps, size_t n);
 /* Is name one of the NULL-terminated list (which may be NULL)? */
 int kc_name_in_list(const char *const *list, const char *name);
 /* A fast hash over whole words, for records (which are not secrets). */
@@ -239,6 +244,8 @@ struct kc_tfam_st {
     int on;                         /* offered: the config says so */
     /* learned at start: set_ctx_params(NULL) and (empty) return 1 quietly */
     int null_set_ok, empty_set_ok;
+    /* learned at start: the record memo's value of the empty shape */
+    int empty_value;
     /* learned at start: what get_params (no context) says "size" is, or 0 */
     size_t fixed_size;
 };
@@ -413,22 +420,56 @@ typedef struct {
 #define KC_POOL_CTMPL 2
 #define KC_POOL_KINDS 3
 #define KC_POOL_MAX 8
-void *kc_wrapper_new(KC_PROVCTX *pctx, int kind, size_t size);
-/* The same, also giving the thread's cache (NULL if none) in *cp. */
-void *kc_wrapper_new_in(KC_PROVCTX *pctx, int kind, size_t size,
-                        KC_CACHE **cp);
-/* The same, clearing only the first head bytes of a reused struct. */
-void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind, size_t size,
-                          size_t head);
 /*
- * The same, also telling in *cold whether this thread's hit rate is low
- * (see the bypass in cache.c), so that a new context of alg had better not
- * look up at all.  Says no for one context in 32, which keeps the hit rate
- * measured; a yes is counted as a pass-through.  One look-up of the
- * thread's cache for both.
+ * A wrapper struct of size bytes from the thread's pool (or allocated), not
+ * cleared; *cp (if cp) is the thread's cache or NULL, and *cold (if cold)
+ * says whether this thread's hit rate is low (see the bypass in cache.c),
+ * so that a new context of alg had better not look up at all - no for one
+ * context in 32, which keeps the hit rate measured; a yes is counted as a
+ * pass-through.  One look-up of the thread's cache for all of it.  Callers
+ * use the kc_wrapper_new*() below, which clear the struct (or its first
+ * head bytes) where the size is known at compile time.
  */
-void *kc_wrapper_new_cold(KC_PROVCTX *pctx, int kind, size_t size,
-                          size_t head, const KC_ALG *alg, int *cold);
+void *kc_wrapper_take(KC_PROVCTX *pctx, int kind, size_t size,
+                      const KC_ALG *alg, int *cold, KC_CACHE **cp);
+
+static ossl_inline void *kc_wrapper_new_cold(KC_PROVCTX *pctx, int kind,
+                                             size_t size, size_t head,
+                                             const KC_ALG *alg, int *cold)
+{
+    void *p = kc_wrapper_take(pctx, kind, size, alg, cold, NULL);
+
+    if (p != NULL)
+        memset(p, 0, head);
+    return p;
+}
+
+static ossl_inline void *kc_wrapper_new_in(KC_PROVCTX *pctx, int kind,
+                                           size_t size, KC_CACHE **cp)
+{
+    void *p = kc_wrapper_take(pctx, kind, size, NULL, NULL, cp);
+
+    if (p != NULL)
+        memset(p, 0, size);
+    return p;
+}
+
+static ossl_inline void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind,
+                                             size_t size, size_t head)
+{
+    void *p = kc_wrapper_take(pctx, kind, size, NULL, NULL, NULL);
+
+    if (p != NULL)
+        memset(p, 0, head);
+    return p;
+}
+
+static ossl_inline void *kc_wrapper_new(KC_PROVCTX *pctx, int kind,
+                                        size_t size)
+{
+    return kc_wrapper_new_head(pctx, kind, size, size);
+}
+
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size);
 /*
  * The thread's cache if it has one (never creates one), for freectx: one

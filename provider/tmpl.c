@@ -242,47 +242,77 @@ size_t kc_trec_get(const unsigned char *buf, size_t off, KC_TITEM *it,
     return (size_t)(data - buf) + PAD8((size_t)it->size + 1);
 }
 
-size_t kc_trec_match_call(const unsigned char *rec, size_t off, size_t len,
-                          int tag, uint32_t type,
-                          const OSSL_PARAM *const *ps, size_t n)
+/*
+ * Does the item at off of rec (len bytes) record q, as an item of kind item
+ * (KC_T_PARAM: with its data, KC_T_SIG: name, type and size)?  The offset
+ * after it, or 0.  Items are decoded in place: this runs on every recorded
+ * call.
+ */
+static ossl_inline size_t item_at(const unsigned char *rec, size_t off,
+                                  size_t len, int item, const OSSL_PARAM *q)
 {
     const unsigned char *name, *data;
-    size_t i, nl;
     KC_TITEM it;
 
-    /* items are decoded in place: this runs on every recorded call */
+    if (len - off < sizeof(it))
+        return 0;
+    memcpy(&it, rec + off, sizeof(it));
+    name = rec + off + sizeof(it);
+    data = name + PAD8(it.namelen);
+    if (it.tag != item || it.size != q->data_size
+        || it.type != (q->data_type | (q->data == NULL ? KC_T_NULL : 0))
+        || strcmp((const char *)name, q->key) != 0
+        || (item == KC_T_PARAM && q->data != NULL && q->data_size > 0
+            && memcmp(data, q->data, q->data_size) != 0)
+        || (q->data_type == OSSL_PARAM_UTF8_STRING && q->data != NULL
+            && ((const char *)q->data)[q->data_size] != '\0'))
+        return 0;
+    /* a signature item has no data */
+    if (item != KC_T_PARAM || q->data == NULL)
+        return (size_t)(data - rec);
+    return (size_t)(data - rec) + PAD8(q->data_size + 1);
+}
+
+/* A call marker tag of type at off, and the offset after it, or 0. */
+static ossl_inline size_t marker_at(const unsigned char *rec, size_t off,
+                                    size_t len, int tag, uint32_t type)
+{
+    KC_TITEM it;
+
     if (len - off < sizeof(it))
         return 0;
     memcpy(&it, rec + off, sizeof(it));
     if (it.tag != tag || it.type != type)
         return 0;
-    off += sizeof(it);
-    for (i = 0; i < n; i++) {
-        const OSSL_PARAM *q = ps[i];
+    return off + sizeof(it);
+}
 
-        if (len - off < sizeof(it))
+size_t kc_trec_match_sig(const unsigned char *rec, size_t off, size_t len,
+                         int tag, uint32_t type, int item,
+                         const OSSL_PARAM *const *ps, size_t n)
+{
+    size_t i;
+    KC_TITEM it;
+
+    if ((off = marker_at(rec, off, len, tag, type)) == 0)
+        return 0;
+    for (i = 0; i < n; i++)
+        if ((off = item_at(rec, off, len, item, ps[i])) == 0)
             return 0;
-        memcpy(&it, rec + off, sizeof(it));
-        name = rec + off + sizeof(it);
-        data = name + PAD8(it.namelen);
-        if (it.tag != KC_T_PARAM || it.size != q->data_size
-            || it.type != (q->data_type | (q->data == NULL ? KC_T_NULL : 0))
-            || strcmp((const char *)name, q->key) != 0
-            || (q->data != NULL && q->data_size > 0
-                && memcmp(data, q->data, q->data_size) != 0)
-            || (q->data_type == OSSL_PARAM_UTF8_STRING && q->data != NULL
-                && ((const char *)q->data)[q->data_size] != '\0'))
-            return 0;
-        nl = q->data == NULL ? 0 : PAD8(q->data_size + 1);
-        off = (size_t)(data - rec) + nl;
-    }
     /* and the call ends there */
     if (len - off >= sizeof(it)) {
         memcpy(&it, rec + off, sizeof(it));
-        if (it.tag == KC_T_PARAM)
+        if (it.tag == item)
             return 0;
     }
     return off;
+}
+
+size_t kc_trec_match_call(const unsigned char *rec, size_t off, size_t len,
+                          int tag, uint32_t type,
+                          const OSSL_PARAM *const *ps, size_t n)
+{
+    return kc_trec_match_sig(rec, off, len, tag, type, KC_T_PARAM, ps, n);
 }
 
 /* Replay the recorded calls in rec[from, to) onto an inner context. */
@@ -539,6 +569,64 @@ static int same_as_last(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
 }
 
 /*
+ * The usual keying init of a fresh context, in one pass: init(key, params)
+ * whose shape parameters are exactly the thread's last learned shape, a
+ * single call, and (for a volatile_last_wins family) whose volatile ones
+ * have the signature last learned valid with that shape.  What split(),
+ * record() and volatile_valid() would conclude, without splitting,
+ * encoding or looking anything up: the shape is copied as same_as_last()
+ * does and s lists the parameters.  0 (and w untouched) for anything else.
+ */
+static int same_init_as_last(KC_TMAC_CTX *w, KC_CACHE *c,
+                             const OSSL_PARAM params[], SPLIT *s)
+{
+    const KC_TFAM *f = w->f;
+    const unsigned char *shape, *pair = NULL;
+    size_t alen, slen, palen, plen = 0, so, po = 0;
+    uint64_t hash, phash;
+    int value, pvalue;
+    const OSSL_PARAM *p;
+
+    shape = kc_cache_rec_last(c, f, 0, &alen, &slen, &hash, &value);
+    if (shape == NULL || alen != slen || (value & KC_REC_VALID) == 0
+        || (so = marker_at(shape, 0, slen, KC_T_CALL, 0)) == 0)
+        return 0;
+    s->key = NULL;
+    s->ns = s->nv = 0;
+    for (p = params; p->key != NULL; p++) {
+        if (s->ns + s->nv == KC_TCALL_MAX)
+            return 0;
+        if (!kc_name_in_list(f->d->volatile_names, p->key)) {
+            /* (a "key" never matches: a shape never records one) */
+            if ((so = item_at(shape, so, slen, KC_T_PARAM, p)) == 0)
+                return 0;
+            s->shape[s->ns++] = p;
+            continue;
+        }
+        if (pair == NULL) {
+            if (!f->d->volatile_last_wins
+                || (pair = kc_cache_rec_last(c, f, 1, &palen, &plen, &phash,
+                                             &pvalue)) == NULL
+                || palen != slen || (pvalue & KC_REC_VALID) == 0
+                || memcmp(pair, shape, slen) != 0
+                || (po = marker_at(pair, slen, plen, KC_T_CALL, 0)) == 0)
+                return 0;
+        }
+        if ((po = item_at(pair, po, plen, KC_T_SIG, p)) == 0)
+            return 0;
+        s->vol[s->nv++] = p;
+    }
+    /* every recorded item matched, once: no name twice, nothing left */
+    if (s->ns == 0 || so != slen || po != plen)
+        return 0;
+    memcpy(w->rec, shape, slen);
+    w->len = w->shape_len = slen;
+    w->shape_hash = hash ^ KC_SHAPE_SALT;
+    w->shape_value = value;
+    return 1;
+}
+
+/*
  * For a volatile_last_wins family, the only volatile call it keeps: does
  * the thread's last learned (shape, signature) pair say that this shape
  * takes a call of these names, types and sizes?  Compares in place.
@@ -546,33 +634,16 @@ static int same_as_last(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
 static int volatile_known(const KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
 {
     const unsigned char *last;
-    size_t alen, len, off, i;
+    size_t alen, len;
     uint64_t hash;
     int value;
-    OSSL_PARAM p;
-    KC_TITEM it;
 
     last = kc_cache_rec_last(c, w->f, 1, &alen, &len, &hash, &value);
-    if (last == NULL || alen != w->shape_len || (value & KC_REC_VALID) == 0
-        || memcmp(last, w->rec, alen) != 0)
-        return 0;
-    off = kc_trec_get(last, alen, &it, &p);
-    if (it.tag != KC_T_CALL)
-        return 0;
-    for (i = 0; i < s->nv; i++) {
-        const OSSL_PARAM *q = s->vol[i];
-
-        if (off >= len)
-            return 0;
-        off = kc_trec_get(last, off, &it, &p);
-        if (it.tag != KC_T_SIG || p.data_type != q->data_type
-            || p.data_size != q->data_size
-            || (p.data == NULL) != (q->data == NULL)
-            || strcmp(p.key, q->key) != 0
-            || !kc_trec_recordable(q))
-            return 0;
-    }
-    return off == len;
+    /* (a parameter whose signature matches a recorded one is recordable) */
+    return last != NULL && alen == w->shape_len && (value & KC_REC_VALID) != 0
+           && memcmp(last, w->rec, alen) == 0
+           && kc_trec_match_sig(last, alen, len, KC_T_CALL, 0, KC_T_SIG,
+                                s->vol, s->nv) == len;
 }
 
 /* The same, learned if not known, leaving the record as it was. */
@@ -593,12 +664,18 @@ static int volatile_valid(const KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
 /* Set volatile parameters of this call on the keyed copy, after the key. */
 static int apply_volatile(const KC_TMAC_CTX *w, const SPLIT *s)
 {
+    static const OSSL_PARAM end = OSSL_PARAM_END;
     OSSL_PARAM post[KC_TCALL_MAX + 1];
     size_t i;
 
+    /* the caller's own array when they end it (GMAC's usual cipher, iv) */
+    for (i = 1; i < s->nv && s->vol[i] == s->vol[0] + i; i++)
+        continue;
+    if (i == s->nv && s->vol[0][i].key == NULL)
+        return w->f->mac.set_ctx_params(w->inner, s->vol[0]);
     for (i = 0; i < s->nv; i++)
         post[i] = *s->vol[i];
-    post[i] = OSSL_PARAM_construct_end();
+    post[i] = end;
     return w->f->mac.set_ctx_params(w->inner, post);
 }
 
@@ -784,7 +861,7 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
         return NULL;
     w->pctx = pctx;
     w->f = f;
-    w->shape_value = -1;
+    w->shape_value = f->empty_value;
     /*
      * Almost every key misses on this thread (a new key per message):
      * recording and looking up would only add to each message, so this
@@ -925,7 +1002,10 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
     if (key == NULL || (c = kc_cache_get(w->pctx)) == NULL)
         goto pass;
     save(w, &sv);
-    if (params != NULL) {
+    if (params != NULL && params[0].key != NULL && w->len == 0
+        && same_init_as_last(w, c, params, &s)) {
+        direct = s.nv > 0;
+    } else if (params != NULL) {
         if (!split(w->f, params, &s) || s.key != NULL)
             goto pass;
         /*
@@ -1102,6 +1182,7 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
 {
     static const OSSL_PARAM empty[] = { OSSL_PARAM_END };
     const KC_MAC_FNS *m = &f->mac;
+    KC_TMAC_CTX *probe_w;
     KC_ERRTOP before, after;
     void *t;
 
@@ -1141,5 +1222,17 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
         f->null_set_ok = f->empty_set_ok = f->fixed_size = 0;
     ERR_pop_to_mark();
     fixed_size[f - pctx->fam] = f->fixed_size;
+    /* what a fresh context's (empty) shape is, for every new wrapper */
+    f->empty_value = -1;
+    if ((probe_w = OPENSSL_zalloc(sizeof(*probe_w))) == NULL)
+        return 0;
+    probe_w->pctx = pctx;
+    probe_w->f = f;
+    if (probe(probe_w, 0))
+        f->empty_value = KC_REC_VALID
+                         | (shape_cacheable(probe_w) ? KC_REC_CACHEABLE : 0);
+    else
+        f->empty_value = 0;
+    OPENSSL_free(probe_w);
     return 1;
 }

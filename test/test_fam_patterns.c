@@ -1239,6 +1239,146 @@ static void test_cold(void)
     CU_ASSERT(kct_counter(KEYCACHE_PARAM_PASSTHROUGH) >= p0 + 300);
 }
 
+/*
+ * A fresh context per message keyed with init(key, params), the params
+ * varying the way the one-pass match of the thread's last init must tell
+ * apart: the IV before the cipher (the volatile part does not end the
+ * caller's array), and a KMAC shape that is a prefix of the last one.
+ */
+static void pat_init_variants(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const unsigned char custom[] = "abc";
+    unsigned char out[OUTMAX];
+    size_t f, outl, size = 48;
+    OSSL_PARAM p[4];
+    int i, j;
+
+    for (f = 0; f < NFAMS; f++) {
+        EVP_MAC *mac = fetch(libctx, r, fams[f].mac);
+
+        for (i = 0; i < 3; i++) {
+            rec_fam(r, &fams[f], i);
+            for (j = 0; j < 10; j++) {
+                EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+                if (fams[f].kind == F_GMAC) {
+                    /* IV first for the first half, then cipher first */
+                    p[j < 5 ? 0 : 1] = p_oct(OSSL_MAC_PARAM_IV, ivs[j % 4],
+                                             12);
+                    p[j < 5 ? 1 : 0] = p_utf8(OSSL_MAC_PARAM_CIPHER,
+                                              fams[f].sub[i]);
+                    p[2] = OSSL_PARAM_construct_end();
+                } else if (fams[f].kind == F_KMAC) {
+                    /* custom and size, then custom alone, by turns */
+                    p[0] = p_oct(OSSL_MAC_PARAM_CUSTOM, custom, 3);
+                    p[1] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE,
+                                                       &size);
+                    if (j % 2 == 1)
+                        p[1] = OSSL_PARAM_construct_end();
+                    p[2] = OSSL_PARAM_construct_end();
+                } else {
+                    base_params(&fams[f], i, 0, p);
+                }
+                do_mac(r, ctx, keys[0], fams[f].keylen[i], p, msgs[j % 4],
+                       msglens[j % 4], out, &outl);
+                EVP_MAC_CTX_free(ctx);
+            }
+        }
+        EVP_MAC_free(mac);
+    }
+}
+
+/* KMAC keyed with no parameters at all: the empty shape is cached too */
+static void pat_kmac_bare(OSSL_LIB_CTX *libctx, REC *r)
+{
+    unsigned char out[OUTMAX];
+    size_t f, outl;
+    int j;
+
+    for (f = 0; f < NFAMS; f++) {
+        EVP_MAC *mac;
+
+        if (fams[f].kind != F_KMAC)
+            continue;
+        mac = fetch(libctx, r, fams[f].mac);
+        rec_fam(r, &fams[f], 0);
+        for (j = 0; j < 6; j++) {
+            EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+            do_mac(r, ctx, keys[1], fams[f].keylen[0], NULL, msgs[j % 4],
+                   msglens[j % 4], out, &outl);
+            EVP_MAC_CTX_free(ctx);
+        }
+        EVP_MAC_free(mac);
+    }
+}
+
+/*
+ * A GMAC IV the default refuses (empty), after the same key was cached
+ * with a good one: refused alike, and never served from the cache - the
+ * thread has learned that signature invalid.
+ */
+/* init(key, params) on a fresh context, update, final; 1 if all succeed */
+static int fresh_mac(OSSL_LIB_CTX *libctx, const char *name,
+                     const unsigned char *key, size_t keylen,
+                     const OSSL_PARAM *p, unsigned char *out, size_t *outl)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(libctx, name, NULL);
+    EVP_MAC_CTX *ctx = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    int ok = ctx != NULL && EVP_MAC_init(ctx, key, keylen, p)
+             && EVP_MAC_update(ctx, msgs[2], 40)
+             && EVP_MAC_final(ctx, out, outl, OUTMAX);
+
+    EVP_MAC_CTX_free(ctx);
+    EVP_MAC_free(mac);
+    ERR_clear_error();
+    return ok;
+}
+
+static void *bad_iv_main(void *arg)
+{
+    unsigned char want[OUTMAX], got[OUTMAX];
+    const FAM *f = &fams[1];
+    OSSL_PARAM p[3];
+    size_t wl, gl;
+    int i, *bad = arg;
+    uint64_t h0;
+
+    for (i = 0; i < 6; i++) {
+        base_params(f, 2, i % 4, p);
+        if (!fresh_mac(kct_default(), f->mac, keys[2], 32, p, want, &wl)
+            || !fresh_mac(kct_keycache(), f->mac, keys[2], 32, p, got, &gl)
+            || wl != gl || memcmp(want, got, wl) != 0)
+            (*bad)++;
+    }
+    h0 = kct_counter(KEYCACHE_PARAM_HITS);
+    if (h0 == UINT64_MAX)
+        (*bad)++;
+    for (i = 0; i < 6; i++) {
+        base_params(f, 2, 0, p);
+        p[1] = p_oct(OSSL_MAC_PARAM_IV, ivs[0], 0);
+        if (fresh_mac(kct_default(), f->mac, keys[2], 32, p, want, &wl)
+            != fresh_mac(kct_keycache(), f->mac, keys[2], 32, p, got, &gl))
+            (*bad)++;
+    }
+    if (kct_counter(KEYCACHE_PARAM_HITS) != h0) {
+        fprintf(stderr, "\nrefused GMAC IVs were served from the cache\n");
+        (*bad)++;
+    }
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+static void test_bad_iv_uncached(void)
+{
+    pthread_t t;
+    int bad = 0;
+
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, bad_iv_main, &bad) == 0);
+    pthread_join(t, NULL);
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 static void test_q_mac(void) { run_pattern(pat_q_mac, 1); }
 static void test_fresh(void) { run_pattern(pat_fresh, 1); }
 static void test_key_in_set(void) { run_pattern(pat_key_in_set, 1); }
@@ -1251,6 +1391,8 @@ static void test_bad(void) { run_pattern(pat_bad, 0); }
 static void test_sizes(void) { run_pattern(pat_sizes, 1); }
 static void test_interleave(void) { run_pattern(pat_interleave, 1); }
 static void test_inplace_key(void) { run_pattern(pat_inplace_key, 1); }
+static void test_init_variants(void) { run_pattern(pat_init_variants, 1); }
+static void test_kmac_bare(void) { run_pattern(pat_kmac_bare, 1); }
 
 static void add_suites(void)
 {
@@ -1273,6 +1415,11 @@ static void add_suites(void)
     CU_add_test(s, "size queries", test_sizes);
     CU_add_test(s, "two live contexts", test_interleave);
     CU_add_test(s, "key changed in place", test_inplace_key);
+    CU_add_test(s, "init params: IV first, a shape's prefix",
+                test_init_variants);
+    CU_add_test(s, "KMAC keyed without params", test_kmac_bare);
+    CU_add_test(s, "a refused GMAC IV is never served",
+                test_bad_iv_uncached);
     CU_add_test(s, "a new key per message, then one key", test_cold);
 }
 
