@@ -355,15 +355,9 @@ static int classify(const char *k)
     return P_OTHER;
 }
 
-static int kc_hmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
 {
-    KC_HMAC_CTX *w = vctx;
     const OSSL_PARAM *p, *dig = NULL, *props = NULL, *key = NULL;
-
-    if (params == NULL)
-        return 1;
-    if (w->passthrough)
-        return fns(w)->set_ctx_params(w->inner, params);
 
     for (p = params; p->key != NULL; p++) {
         switch (classify(p->key)) {
@@ -428,6 +422,18 @@ static int kc_hmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     if (!go_passthrough(w))
         return 0;
     return fns(w)->set_ctx_params(w->inner, params);
+}
+
+/* EVP_Q_mac() and EVP_MAC_init() pass NULL or empty lists too: cheaply */
+static int kc_hmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+{
+    KC_HMAC_CTX *w = vctx;
+
+    if (params == NULL)
+        return 1;
+    if (w->passthrough)
+        return fns(w)->set_ctx_params(w->inner, params);
+    return params[0].key == NULL || set_params(w, params);
 }
 
 static int kc_hmac_init(void *vctx, const unsigned char *key, size_t keylen,
