@@ -118,6 +118,41 @@ static KC_PROVCTX *live_instances;
 static uint64_t next_cache_id = 1;
 
 /*
+ * The calling thread's cache of the instance it used last, as a native
+ * thread-local: CRYPTO_THREAD_get_local() costs about 20 instructions a
+ * call, and a message makes three to five; this costs a few (with TLS
+ * descriptors, see CMakeLists.txt).  It always says what the OpenSSL
+ * thread-local of that instance says: both are set together, on this
+ * thread, when its cache is made and when it is dropped (kc_thread_stop()
+ * runs on the thread that stops; kc_cache_stop() clears the caller's).
+ * Another thread's copy may outlive its instance's caches, but it names
+ * the instance by a serial number no later instance reuses.
+ */
+static __thread struct {
+    uint64_t serial;
+    KC_CACHE *c;
+} kc_here;
+static uint64_t next_serial;
+
+static KC_NOINLINE KC_CACHE *tls_load(KC_PROVCTX *pctx)
+{
+    kc_here.c = CRYPTO_THREAD_get_local(&pctx->tls);
+    kc_here.serial = pctx->serial;
+    return kc_here.c;
+}
+
+static ossl_inline KC_CACHE *tls_get(KC_PROVCTX *pctx)
+{
+    return kc_here.serial == pctx->serial ? kc_here.c : tls_load(pctx);
+}
+
+static void tls_set(KC_PROVCTX *pctx, KC_CACHE *c)
+{
+    kc_here.serial = pctx->serial;
+    kc_here.c = c;
+}
+
+/*
  * fork(): a thread that held registry_lock (say, one reading counters) does
  * not exist in the child, so the child would wait for it forever at its
  * first cache creation or at exit.  Hold the lock across fork() so that it
@@ -369,6 +404,7 @@ static void kc_thread_stop(void *arg)
     if (instance_live(pctx)
         && (c = CRYPTO_THREAD_get_local(&pctx->tls)) != NULL) {
         CRYPTO_THREAD_set_local(&pctx->tls, NULL);
+        tls_set(pctx, NULL);
         cache_retire(pctx, c);
         cache_free(c);
     }
@@ -437,6 +473,8 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx)
         cache_retire(pctx, c);
         cache_free(c);
         c = NULL;
+    } else {
+        tls_set(pctx, c);
     }
     pthread_mutex_unlock(&registry_lock);
     return c;
@@ -478,14 +516,21 @@ static KC_NOINLINE void cache_timed(KC_CACHE *c)
     kc_debug_tick(c->pctx, now);
 }
 
-KC_CACHE *kc_cache_get(KC_PROVCTX *pctx)
+static KC_NOINLINE KC_CACHE *cache_get_slow(KC_PROVCTX *pctx, KC_CACHE *c)
 {
-    KC_CACHE *c = CRYPTO_THREAD_get_local(&pctx->tls);
-
     if (c == NULL)
         return cache_create(pctx);
-    if (pctx->timed)
-        cache_timed(c);
+    cache_timed(c);
+    return c;
+}
+
+KC_CACHE *kc_cache_get(KC_PROVCTX *pctx)
+{
+    KC_CACHE *c = tls_get(pctx);
+
+    /* the usual case without a stack frame: the rest is out of line */
+    if (c == NULL || pctx->timed)
+        return cache_get_slow(pctx, c);
     return c;
 }
 
@@ -745,7 +790,7 @@ void *kc_wrapper_take(KC_PROVCTX *pctx, int kind, size_t size,
 
 KC_CACHE *kc_cache_here(KC_PROVCTX *pctx)
 {
-    return CRYPTO_THREAD_get_local(&pctx->tls);
+    return tls_get(pctx);
 }
 
 void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size)
@@ -762,12 +807,12 @@ void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size)
 
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
 {
-    kc_wrapper_free_in(CRYPTO_THREAD_get_local(&pctx->tls), kind, p, size);
+    kc_wrapper_free_in(tls_get(pctx), kind, p, size);
 }
 
 void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg)
 {
-    KC_CACHE *c = CRYPTO_THREAD_get_local(&pctx->tls);
+    KC_CACHE *c = tls_get(pctx);
 
     if (c != NULL)
         KC_BUMP(c, alg->stat, passthrough);
@@ -999,7 +1044,7 @@ int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx)
 
 int kc_cache_park(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx)
 {
-    return kc_cache_park_in(CRYPTO_THREAD_get_local(&pctx->tls), lease, ctx);
+    return kc_cache_park_in(tls_get(pctx), lease, ctx);
 }
 
 void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
@@ -1036,6 +1081,7 @@ int kc_cache_start(KC_PROVCTX *pctx)
 {
     if (!CRYPTO_THREAD_init_local(&pctx->tls, NULL))
         return 0;
+    pctx->serial = __atomic_add_fetch(&next_serial, 1, __ATOMIC_RELAXED);
     pthread_once(&atfork_once, atfork_register);
     pctx->tls_ok = 1;
     pthread_mutex_lock(&registry_lock);
@@ -1066,6 +1112,7 @@ void kc_cache_stop(KC_PROVCTX *pctx)
     pctx->caches = NULL;
     /* the calling thread may still point at a cache freed above */
     CRYPTO_THREAD_set_local(&pctx->tls, NULL);
+    tls_set(pctx, NULL);
     pthread_mutex_unlock(&registry_lock);
     CRYPTO_THREAD_cleanup_local(&pctx->tls);
     pctx->tls_ok = 0;

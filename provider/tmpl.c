@@ -594,12 +594,17 @@ static int same_init_as_last(KC_TMAC_CTX *w, KC_CACHE *c,
     s->key = NULL;
     s->ns = s->nv = 0;
     for (p = params; p->key != NULL; p++) {
+        size_t next;
+
         if (s->ns + s->nv == KC_TCALL_MAX)
             return 0;
-        if (!kc_name_in_list(f->d->volatile_names, p->key)) {
-            /* (a "key" never matches: a shape never records one) */
-            if ((so = item_at(shape, so, slen, KC_T_PARAM, p)) == 0)
-                return 0;
+        /*
+         * A recorded shape item's name is not a volatile one and a
+         * signature item's is, so matching one tells which p is, without
+         * the family's list.  (A "key" matches neither: never recorded.)
+         */
+        if ((next = item_at(shape, so, slen, KC_T_PARAM, p)) != 0) {
+            so = next;
             s->shape[s->ns++] = p;
             continue;
         }

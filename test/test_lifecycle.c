@@ -174,6 +174,49 @@ static void test_libctx_free_with_warm_cache(void)
     }
 }
 
+/*
+ * Two library contexts with keycache each, used in turns on one thread:
+ * each instance counts its own hits in its own cache.  Then one is freed
+ * and the other goes on (a freed instance's caches are never reached).
+ */
+static void test_two_instances_one_thread(void)
+{
+    OSSL_LIB_CTX *ctx[2] = { OSSL_LIB_CTX_new(), OSSL_LIB_CTX_new() };
+    unsigned char out[32], want[32];
+    size_t outlen;
+    int i, round, k;
+
+    CU_ASSERT_TRUE_FATAL(ctx[0] != NULL && ctx[1] != NULL);
+    CU_ASSERT_TRUE_FATAL(OSSL_LIB_CTX_load_config(ctx[0], kct_conf_path()));
+    CU_ASSERT_TRUE_FATAL(OSSL_LIB_CTX_load_config(ctx[1], kct_conf_path()));
+    reference((const unsigned char *)"two", 3, want);
+    for (round = 0; round < 3; round++) {
+        for (k = 0; k < 2; k++) {
+            uint64_t mine = kct_counter_in(ctx[k], KEYCACHE_PARAM_HITS);
+            uint64_t other = kct_counter_in(ctx[1 - k], KEYCACHE_PARAM_HITS);
+
+            for (i = 0; i < 5; i++) {
+                CU_ASSERT_PTR_NOT_NULL(EVP_Q_mac(ctx[k], "HMAC", NULL,
+                                                 "SHA256", NULL, "two", 3,
+                                                 msg, sizeof(msg), out,
+                                                 sizeof(out), &outlen));
+                CU_ASSERT_EQUAL(memcmp(out, want, 32), 0);
+            }
+            CU_ASSERT(kct_counter_in(ctx[k], KEYCACHE_PARAM_HITS) > mine);
+            CU_ASSERT_EQUAL(kct_counter_in(ctx[1 - k], KEYCACHE_PARAM_HITS),
+                            other);
+        }
+    }
+    OSSL_LIB_CTX_free(ctx[0]);
+    for (i = 0; i < 5; i++) {
+        CU_ASSERT_PTR_NOT_NULL(EVP_Q_mac(ctx[1], "HMAC", NULL, "SHA256",
+                                         NULL, "two", 3, msg, sizeof(msg),
+                                         out, sizeof(out), &outlen));
+        CU_ASSERT_EQUAL(memcmp(out, want, 32), 0);
+    }
+    OSSL_LIB_CTX_free(ctx[1]);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("lifecycle", NULL, NULL);
@@ -184,6 +227,8 @@ static void add_suites(void)
     CU_add_test(s, "cache stays at its bound", test_cache_is_bounded);
     CU_add_test(s, "lib ctx freed with warm caches",
                 test_libctx_free_with_warm_cache);
+    CU_add_test(s, "two instances in turns on one thread",
+                test_two_instances_one_thread);
 }
 
 int main(int argc, char **argv)
