@@ -438,6 +438,17 @@ void kct_rec_pattern(const char *name, kct_rec_fn fn, void (*churn)(void),
     kct_rec_free(&def);
 }
 
+int kct_thread_problems(void *(*fn)(void *))
+{
+    pthread_t t;
+    int bad = 0;
+
+    if (pthread_create(&t, NULL, fn, &bad) != 0)
+        return -1;
+    pthread_join(t, NULL);
+    return bad;
+}
+
 void kct_fill(unsigned char *buf, size_t len, uint32_t seed)
 {
     uint32_t x = seed * 2654435761u + 1;

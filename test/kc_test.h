@@ -153,6 +153,12 @@ void kct_rec_pattern(const char *name, kct_rec_fn fn, void (*churn)(void),
 
 /* Deterministic pseudo-random bytes for tests. */
 void kct_fill(unsigned char *buf, size_t len, uint32_t seed);
+/*
+ * Run fn on a thread of its own, with a pointer to an int problem count
+ * (starting at 0) as its argument, and wait for it: the count, or -1 if
+ * no thread could be started.
+ */
+int kct_thread_problems(void *(*fn)(void *));
 
 /*
  * Run the given suites with CUnit's basic interface, free everything and
