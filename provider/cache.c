@@ -117,39 +117,10 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static KC_PROVCTX *live_instances;
 static uint64_t next_cache_id = 1;
 
-/*
- * The calling thread's cache of the instance it used last, as a native
- * thread-local: CRYPTO_THREAD_get_local() costs about 20 instructions a
- * call, and a message makes three to five; this costs a few (with TLS
- * descriptors, see CMakeLists.txt).  It always says what the OpenSSL
- * thread-local of that instance says: both are set together, on this
- * thread, when its cache is made and when it is dropped (kc_thread_stop()
- * runs on the thread that stops; kc_cache_stop() clears the caller's).
- * Another thread's copy may outlive its instance's caches, but it names
- * the instance by a serial number no later instance reuses.
- */
-static __thread struct {
-    uint64_t serial;
-    KC_CACHE *c;
-} kc_here;
-static uint64_t next_serial;
-
-static KC_NOINLINE KC_CACHE *tls_load(KC_PROVCTX *pctx)
-{
-    kc_here.c = CRYPTO_THREAD_get_local(&pctx->tls);
-    kc_here.serial = pctx->serial;
-    return kc_here.c;
-}
-
+/* the calling thread's cache of an instance, or NULL */
 static ossl_inline KC_CACHE *tls_get(KC_PROVCTX *pctx)
 {
-    return kc_here.serial == pctx->serial ? kc_here.c : tls_load(pctx);
-}
-
-static void tls_set(KC_PROVCTX *pctx, KC_CACHE *c)
-{
-    kc_here.serial = pctx->serial;
-    kc_here.c = c;
+    return CRYPTO_THREAD_get_local(&pctx->tls);
 }
 
 /*
@@ -404,7 +375,6 @@ static void kc_thread_stop(void *arg)
     if (instance_live(pctx)
         && (c = CRYPTO_THREAD_get_local(&pctx->tls)) != NULL) {
         CRYPTO_THREAD_set_local(&pctx->tls, NULL);
-        tls_set(pctx, NULL);
         cache_retire(pctx, c);
         cache_free(c);
     }
@@ -473,8 +443,6 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx)
         cache_retire(pctx, c);
         cache_free(c);
         c = NULL;
-    } else {
-        tls_set(pctx, c);
     }
     pthread_mutex_unlock(&registry_lock);
     return c;
@@ -1081,7 +1049,6 @@ int kc_cache_start(KC_PROVCTX *pctx)
 {
     if (!CRYPTO_THREAD_init_local(&pctx->tls, NULL))
         return 0;
-    pctx->serial = __atomic_add_fetch(&next_serial, 1, __ATOMIC_RELAXED);
     pthread_once(&atfork_once, atfork_register);
     pctx->tls_ok = 1;
     pthread_mutex_lock(&registry_lock);
@@ -1112,7 +1079,6 @@ void kc_cache_stop(KC_PROVCTX *pctx)
     pctx->caches = NULL;
     /* the calling thread may still point at a cache freed above */
     CRYPTO_THREAD_set_local(&pctx->tls, NULL);
-    tls_set(pctx, NULL);
     pthread_mutex_unlock(&registry_lock);
     CRYPTO_THREAD_cleanup_local(&pctx->tls);
     pctx->tls_ok = 0;

@@ -364,7 +364,6 @@ struct kc_provctx_st {
     KC_PROVCTX *next_live;
     CRYPTO_THREAD_LOCAL tls;
     int tls_ok;
-    uint64_t serial;            /* unique for the process's lifetime, not 0 */
     KC_CACHE *caches;
     KC_COUNTERS retired[KC_STAT_SLOTS]; /* of caches already freed */
 };

@@ -60,18 +60,6 @@ MUTANTS = {
     "park-any-thread": ("provider/cache.c",
         "if (c == NULL || lease->cache_id != c->id || lease->idx >= c->size)",
         "if (c == NULL || lease->idx >= c->size)"),
-    # the native thread-local copy of a thread's cache pointer: not
-    # dropped when OPENSSL_thread_stop() frees the cache, not set when a
-    # cache is made, or shared between provider instances
-    "tls-stop-kept": ("provider/cache.c",
-        "        CRYPTO_THREAD_set_local(&pctx->tls, NULL);\n        tls_set(pctx, NULL);",
-        "        CRYPTO_THREAD_set_local(&pctx->tls, NULL);"),
-    "tls-create-unset": ("provider/cache.c",
-        "    } else {\n        tls_set(pctx, c);\n    }",
-        "    }"),
-    "tls-any-instance": ("provider/cache.c",
-        "    return kc_here.serial == pctx->serial ? kc_here.c : tls_load(pctx);",
-        "    return kc_here.serial != 0 ? kc_here.c : tls_load(pctx);"),
     # every missed key is cached at once, whatever admit_after says
     # (per-connection TLS secrets end up in the cache)
     "admit-at-once": ("provider/cache.c",
