@@ -357,7 +357,7 @@ int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
     *value = *with_value = NULL;
     while (off < len) {
         off = kc_trec_get(rec, off, &it, &p);
-        if (it.tag == KC_T_CALL) {
+        if (it.tag != KC_T_PARAM && it.tag != KC_T_SIG) {
             in_call = 0;
             cur_with = NULL;
             continue;
@@ -458,7 +458,8 @@ static int shape_cacheable(const KC_TMAC_CTX *w)
 
     while (off < w->shape_len) {
         off = kc_trec_get(rec, off, &it, &p);
-        if (it.tag != KC_T_CALL && !kc_name_in_list(d->shape_names, p.key))
+        if ((it.tag == KC_T_PARAM || it.tag == KC_T_SIG)
+            && !kc_name_in_list(d->shape_names, p.key))
             return 0;
     }
     return d->cacheable == NULL

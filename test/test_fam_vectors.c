@@ -157,7 +157,7 @@ static void fail(TALLY *t, const char *id, const char *fmt, const char *a,
 
     if (++t->failures > 20)
         return;
-    snprintf(msg, sizeof(msg), "%s %s: ", t->file, id);
+    snprintf(msg, sizeof(msg), "%.300s %.200s: ", t->file, id);
     snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), fmt, a, b);
     fprintf(stderr, "\n%s\n", msg);
     CU_assertImplementation(CU_FALSE, __LINE__, msg, __FILE__, "", CU_FALSE);
