@@ -120,6 +120,15 @@ MUTANTS = {
         "    if (0)\n        f->empty_value = KC_REC_VALID"),
     # a keyless init's direction (kept, not recorded) is not replayed onto
     # the plain or transient contexts that stand for the unkeyed state
+    # cipher layer: a copy of an unkeyed context sends its calls to the
+    # original's wrapper (its record and state, not its own)
+    "ctmpl-dup-calls-original": ("provider/ctmpl.c",
+        "    dst->arg = dst;\n", ""),
+    # cipher layer: once a default context serves a wrapper, its calls
+    # still go to the before-key functions (params recorded, not set;
+    # a second key replaces the context)
+    "ctmpl-calls-stay-unkeyed": ("provider/ctmpl.c",
+        "    w->to = fns(w);\n    w->arg = inner;\n", ""),
     "ctmpl-direction-dropped": ("provider/ctmpl.c",
         "    return w->dir < 0\n           || inner_init(fns(w), ctx, w->dir, NULL, 0, NULL, 0, NULL);",
         "    return 1;"),
