@@ -20,6 +20,10 @@
  * exactly the calls the default provider would have received, and that
  * context is freed, never cached.  The default provider's behaviour,
  * including its errors, therefore stays the reference in every odd case.
+ * A digest only another provider of the application's has (the legacy
+ * provider's MD4, say) is not in the inner default's library context: such
+ * a context is passed through to the default's HMAC in the application's
+ * context, through EVP, where the default would have found the digest.
  */
 #include <string.h>
 #include <openssl/core_names.h>
@@ -31,6 +35,7 @@
 
 typedef struct {
     KC_PROVCTX *pctx;
+    const KC_MAC_FNS *fn;      /* inner's functions: the default's, or EVP's */
     const KC_DIGEST *dg;       /* the digest the default ctx would hold */
     void *inner;               /* inner HMAC ctx, NULL until keyed */
     KC_LEASE lease;            /* where inner goes back to, if anywhere */
@@ -60,18 +65,78 @@ static OSSL_FUNC_mac_set_ctx_params_fn kc_hmac_set_ctx_params;
 
 static const KC_MAC_FNS *fns(const KC_HMAC_CTX *w)
 {
-    return &w->pctx->hmac;
+    return w->fn;
 }
 
-static int inner_set_digest(const KC_HMAC_CTX *w, void *inner,
-                            const KC_DIGEST *dg)
+/*
+ * An inner that is an EVP_MAC_CTX of the default's HMAC in the application's
+ * library context.  EVP_MAC_init, _update, _CTX_get_params and
+ * _CTX_set_params call the provider's function and nothing else;
+ * EVP_MAC_final first checks the output size the application's EVP call
+ * has already checked against the same answer.
+ */
+static void *app_dupctx(void *ctx)
+{
+    return EVP_MAC_CTX_dup(ctx);
+}
+
+static void app_freectx(void *ctx)
+{
+    EVP_MAC_CTX_free(ctx);
+}
+
+static int app_init(void *ctx, const unsigned char *key, size_t keylen,
+                    const OSSL_PARAM params[])
+{
+    return EVP_MAC_init(ctx, key, keylen, params);
+}
+
+static int app_update(void *ctx, const unsigned char *data, size_t datalen)
+{
+    return EVP_MAC_update(ctx, data, datalen);
+}
+
+static int app_final(void *ctx, unsigned char *out, size_t *outl,
+                     size_t outsize)
+{
+    return EVP_MAC_final(ctx, out, outl, outsize);
+}
+
+static int app_get_ctx_params(void *ctx, OSSL_PARAM params[])
+{
+    return EVP_MAC_CTX_get_params(ctx, params);
+}
+
+static int app_set_ctx_params(void *ctx, const OSSL_PARAM params[])
+{
+    return EVP_MAC_CTX_set_params(ctx, params);
+}
+
+static const KC_MAC_FNS app_fns = {
+    .dupctx = app_dupctx,
+    .freectx = app_freectx,
+    .init = app_init,
+    .update = app_update,
+    .final = app_final,
+    .get_ctx_params = app_get_ctx_params,
+    .set_ctx_params = app_set_ctx_params,
+};
+
+static int set_digest_with(const KC_MAC_FNS *f, void *inner,
+                           const KC_DIGEST *dg)
 {
     OSSL_PARAM p[2];
 
     p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
                                             (char *)dg->name, 0);
     p[1] = OSSL_PARAM_construct_end();
-    return fns(w)->set_ctx_params(inner, p);
+    return f->set_ctx_params(inner, p);
+}
+
+static int inner_set_digest(const KC_HMAC_CTX *w, void *inner,
+                            const KC_DIGEST *dg)
+{
+    return set_digest_with(fns(w), inner, dg);
 }
 
 /* Hand the inner context back to its cache entry, or free it. */
@@ -104,6 +169,40 @@ static int go_passthrough(KC_HMAC_CTX *w)
         }
     }
     /* an inner context we already had was clean: its state is exact */
+    w->passthrough = 1;
+    memset(&w->lease, 0, sizeof(w->lease));
+    kc_count_passthrough(w->pctx, &w->pctx->hmac_alg);
+    return 1;
+}
+
+/*
+ * The same for a digest the inner default does not have, before the key:
+ * the default's HMAC in the application's library context, with the digest
+ * the wrapper holds.  If that cannot be had, the inner default says no.
+ */
+static int go_passthrough_app(KC_HMAC_CTX *w)
+{
+    EVP_MAC *mac;
+    EVP_MAC_CTX *ctx = NULL;
+
+    if (w->passthrough || w->inner != NULL || w->pctx->app_libctx == NULL)
+        return go_passthrough(w);
+    ERR_set_mark();
+    mac = EVP_MAC_fetch(w->pctx->app_libctx, OSSL_MAC_NAME_HMAC,
+                        "provider=default");
+    if (mac != NULL)
+        ctx = EVP_MAC_CTX_new(mac);
+    EVP_MAC_free(mac);
+    if (ctx != NULL && w->dg != NULL
+        && !set_digest_with(&app_fns, ctx, w->dg)) {
+        EVP_MAC_CTX_free(ctx);
+        ctx = NULL;
+    }
+    ERR_pop_to_mark();
+    if (ctx == NULL)
+        return go_passthrough(w);
+    w->inner = ctx;
+    w->fn = &app_fns;
     w->passthrough = 1;
     memset(&w->lease, 0, sizeof(w->lease));
     kc_count_passthrough(w->pctx, &w->pctx->hmac_alg);
@@ -269,6 +368,7 @@ static void *kc_hmac_newctx(void *provctx)
     if (w == NULL)
         return NULL;
     w->pctx = pctx;
+    w->fn = &pctx->hmac;
     if (c != NULL)
         w->hint_dg = kc_cache_memo_last(c, w->hint);
     return w;
@@ -409,8 +509,11 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
                 w->dg = NULL;
                 return 0;
             }
-            if (d == &unknown_digest)
-                goto passthrough;
+            if (d == &unknown_digest) {
+                if (!go_passthrough_app(w))
+                    return 0;
+                return fns(w)->set_ctx_params(w->inner, params);
+            }
             w->dg = d;
         }
     }

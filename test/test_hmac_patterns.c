@@ -40,11 +40,12 @@ static void rec_rc(REC *r, const char *what, int rc)
 
 /* Independent reference: HMAC built from the default provider's digests */
 
-static int ref_hmac(const char *mdname, const unsigned char *key, size_t keylen,
-                    const unsigned char *msg, size_t msglen,
-                    unsigned char *out, size_t *outlen)
+static int ref_hmac_in(OSSL_LIB_CTX *libctx, const char *mdname,
+                       const unsigned char *key, size_t keylen,
+                       const unsigned char *msg, size_t msglen,
+                       unsigned char *out, size_t *outlen)
 {
-    EVP_MD *md = EVP_MD_fetch(kct_default(), mdname, NULL);
+    EVP_MD *md = EVP_MD_fetch(libctx, mdname, NULL);
     EVP_MD_CTX *c = EVP_MD_CTX_new();
     unsigned char k0[256] = { 0 }, pad[256], inner[EVP_MAX_MD_SIZE];
     unsigned int n = 0, innerlen = 0;
@@ -82,6 +83,14 @@ static int ref_hmac(const char *mdname, const unsigned char *key, size_t keylen,
     EVP_MD_CTX_free(c);
     EVP_MD_free(md);
     return ok;
+}
+
+static int ref_hmac(const char *mdname, const unsigned char *key, size_t keylen,
+                    const unsigned char *msg, size_t msglen,
+                    unsigned char *out, size_t *outlen)
+{
+    return ref_hmac_in(kct_default(), mdname, key, keylen, msg, msglen, out,
+                       outlen);
 }
 
 /*
@@ -1107,6 +1116,161 @@ static void pat_flags(OSSL_LIB_CTX *libctx, REC *r)
     EVP_MAC_free(mac);
 }
 
+/*
+ * A digest only another provider of the application's offers (the legacy
+ * provider's MD4 and WHIRLPOOL): the default finds it in the application's
+ * library context, so keycache must as well.  Run against default + legacy
+ * and against keycache's config + legacy.
+ */
+static OSSL_LIB_CTX *legacy_ref;
+
+static void legacy_mac(EVP_MAC *mac, REC *r, const char *md,
+                       const OSSL_PARAM *before, const OSSL_PARAM *at_init,
+                       int msg)
+{
+    EVP_MAC_CTX *ctx = new_ctx(mac, r), *dup;
+    unsigned char out[EVP_MAX_MD_SIZE], ref[EVP_MAX_MD_SIZE];
+    size_t outl = 0, refl = 0;
+    int ok;
+
+    if (before != NULL)
+        do_set(r, ctx, before);
+    rec_printf(r, "size before key %zu\n",
+               ctx != NULL ? EVP_MAC_CTX_get_mac_size(ctx) : 0);
+    rec_errs(r);
+    ok = do_init(r, ctx, keys[msg], sizeof(keys[msg]), at_init)
+         && do_update(r, ctx, msgs[msg], msglens[msg] / 2);
+    dup = ok ? EVP_MAC_CTX_dup(ctx) : NULL;
+    rec_printf(r, "dup %d\n", dup != NULL);
+    ok = ok && do_update(r, ctx, msgs[msg] + msglens[msg] / 2,
+                         msglens[msg] - msglens[msg] / 2)
+         && do_final(r, ctx, out, &outl);
+    if (ok) {
+        int same = ref_hmac_in(legacy_ref, md, keys[msg], sizeof(keys[msg]),
+                               msgs[msg], msglens[msg], ref, &refl)
+                   && refl == outl && memcmp(ref, out, outl) == 0;
+
+        CU_ASSERT(same);
+        rec_printf(r, "ref %s\n", same ? "ok" : "MISMATCH");
+    }
+    if (dup != NULL) {
+        do_update(r, dup, msgs[msg] + msglens[msg] / 2,
+                  msglens[msg] - msglens[msg] / 2);
+        do_final(r, dup, out, &outl);
+    }
+    EVP_MAC_CTX_free(dup);
+    EVP_MAC_CTX_free(ctx);
+    ERR_clear_error();
+}
+
+static void pat_legacy_digests(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const char *const mds[] = { "MD4", "WHIRLPOOL" };
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t i, outl;
+    int rc;
+
+    for (i = 0; i < 2; i++) {
+        OSSL_PARAM md[2] = { p_digest(mds[i]), OSSL_PARAM_END };
+        OSSL_PARAM sha[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+        OSSL_PARAM both[3] = { p_digest(mds[i]), OSSL_PARAM_END,
+                               OSSL_PARAM_END };
+        EVP_PKEY *pkey;
+        EVP_MD_CTX *mctx;
+
+        rec_printf(r, "-- %s\n", mds[i]);
+        outl = 0;
+        rc = EVP_Q_mac(libctx, "HMAC", NULL, mds[i], NULL, keys[0],
+                       sizeof(keys[0]), msgs[2], msglens[2], out,
+                       sizeof(out), &outl) != NULL;
+        rec_printf(r, "q_mac rc=%d ", rc);
+        rec_hex(r, out, rc ? outl : 0);
+        rec_errs(r);
+        legacy_mac(mac, r, mds[i], md, NULL, 1);        /* digest, then key */
+        legacy_mac(mac, r, mds[i], NULL, md, 2);        /* both at init */
+        legacy_mac(mac, r, mds[i], sha, md, 3);         /* known, then this */
+        both[1] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY,
+                                                    keys[4], 16);
+        legacy_mac(mac, r, mds[i], both, NULL, 3);      /* key as a param */
+        /* this one, then a known digest before the key: the default's way */
+        {
+            EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+            do_set(r, ctx, md);
+            do_mac(r, ctx, keys[1], sizeof(keys[1]), sha, msgs[1],
+                   msglens[1], out, &outl);
+            check_ref(r, "SHA256", keys[1], sizeof(keys[1]), msgs[1],
+                      msglens[1], out, outl);
+            /* keyless re-init, a second message */
+            do_mac(r, ctx, NULL, 0, NULL, msgs[3], msglens[3], out, &outl);
+            EVP_MAC_CTX_free(ctx);
+        }
+        /* EVP_PKEY HMAC and EVP_DigestSign*, as Ruby and `openssl dgst` */
+        pkey = EVP_PKEY_new_raw_private_key_ex(libctx, "HMAC", NULL, keys[5],
+                                               sizeof(keys[5]));
+        mctx = EVP_MD_CTX_new();
+        outl = sizeof(out);
+        rc = pkey != NULL && mctx != NULL
+             && EVP_DigestSignInit_ex(mctx, NULL, mds[i], libctx, NULL, pkey,
+                                      NULL) == 1
+             && EVP_DigestSignUpdate(mctx, msgs[2], msglens[2]) == 1
+             && EVP_DigestSignFinal(mctx, out, &outl) == 1;
+        rec_printf(r, "digestsign rc=%d ", rc);
+        rec_hex(r, out, rc ? outl : 0);
+        rec_errs(r);
+        EVP_MD_CTX_free(mctx);
+        EVP_PKEY_free(pkey);
+    }
+    EVP_MAC_free(mac);
+    ERR_clear_error();
+}
+
+static void test_legacy_digests(void)
+{
+    OSSL_LIB_CTX *kc = kct_keycache_conf("");
+    OSSL_PROVIDER *l1 = NULL, *l2 = NULL;
+    uint64_t pass0, pass1;
+    KCT_REC def = { 0 }, got = { 0 };
+    EVP_MAC *mac;
+
+    CU_ASSERT_FATAL(kc != NULL);
+    legacy_ref = OSSL_LIB_CTX_new();
+    CU_ASSERT_FATAL(legacy_ref != NULL);
+    if (OSSL_PROVIDER_load(legacy_ref, "default") == NULL
+        || (l1 = OSSL_PROVIDER_load(legacy_ref, "legacy")) == NULL
+        || (l2 = OSSL_PROVIDER_load(kc, "legacy")) == NULL) {
+        fprintf(stderr, "\n[legacy digests] SKIP: no legacy provider\n");
+        ERR_clear_error();
+        OSSL_LIB_CTX_free(legacy_ref);
+        OSSL_LIB_CTX_free(kc);
+        return;
+    }
+    /* keycache serves HMAC there */
+    mac = EVP_MAC_fetch(kc, "HMAC", NULL);
+    CU_ASSERT_FATAL(mac != NULL);
+    CU_ASSERT_STRING_EQUAL(kct_provider_name(EVP_MAC_get0_provider(mac)),
+                           KEYCACHE_PROVIDER_NAME);
+    EVP_MAC_free(mac);
+    kct_rec_run(pat_legacy_digests, legacy_ref, &def);
+    pass0 = kct_counter_in(kc, KEYCACHE_PARAM_PASSTHROUGH);
+    kct_rec_run(pat_legacy_digests, kc, &got);
+    pass1 = kct_counter_in(kc, KEYCACHE_PARAM_PASSTHROUGH);
+    CU_ASSERT(kct_rec_same("legacy digests", &def, &got));
+    /* the MACs came out (not two equal failures) and keycache passed them */
+    CU_ASSERT(strstr(def.buf, "MISMATCH") == NULL
+              && strstr(def.buf, "ref ok") != NULL);
+    CU_ASSERT(strstr(def.buf, "digestsign rc=1") != NULL);
+    CU_ASSERT(pass1 != UINT64_MAX && pass1 > pass0);
+    kct_rec_free(&def);
+    kct_rec_free(&got);
+    OSSL_PROVIDER_unload(l2);
+    OSSL_PROVIDER_unload(l1);
+    OSSL_LIB_CTX_free(legacy_ref);
+    legacy_ref = NULL;
+    OSSL_LIB_CTX_free(kc);
+}
+
 /* CUnit wrappers: each pattern is its own test */
 
 static void test_q_mac(void) { run_pattern(pat_q_mac, 1); }
@@ -1401,6 +1565,8 @@ static void add_suites(void)
     CU_add_test(s, "parameter lists and odd key params", test_param_shapes);
     CU_add_test(s, "unknown digest", test_unknown_digest);
     CU_add_test(s, "XOF digest", test_xof_digest);
+    CU_add_test(s, "digests of another provider (legacy)",
+                test_legacy_digests);
     CU_add_test(s, "noinit/oneshot/tls params do not leak", test_flags);
     CU_add_test(s, "8 threads, mixed keys", test_threads);
     CU_add_test(s, "context outlives its thread", test_thread_handoff);

@@ -28,6 +28,11 @@ MUTANTS = {
     # the last use leaks into the next)
     "hmac-no-reinit": ("provider/hmac.c",
         "if (!f->init(lk.spare, NULL, 0, NULL)) {", "if (0) {"),
+    # HMAC: a digest of another provider (legacy MD4) passed through to the
+    # inner default in keycache's private context, which lacks it
+    "hmac-foreign-digest-private": ("provider/hmac.c",
+        "                if (!go_passthrough_app(w))",
+        "                if (!go_passthrough(w))"),
     # HMAC: the digest carried from the thread's memo is taken whatever
     # name is given (HMAC-SHA512 after HMAC-SHA256 computes SHA-256)
     "hmac-hint-any-name": ("provider/hmac.c",
