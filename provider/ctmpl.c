@@ -622,29 +622,6 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
  */
 static OSSL_FUNC_cipher_get_params_fn *inner_get_params[KC_CFAM_COUNT];
 
-/* what a wrapper's calls go to before the key (below) */
-static const KC_CIPHER_FNS before_key;
-
-void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
-{
-    const KC_CFAM *f = &pctx->cfam[which];
-    KC_TCIPH_CTX *w;
-    int cold;
-
-    w = kc_wrapper_new_cold(pctx, KC_POOL_CTMPL, sizeof(*w), KC_TCIPH_HEAD,
-                            &f->alg[1], &cold);
-    if (w == NULL)
-        return NULL;
-    w->to = &before_key;
-    w->arg = w;
-    w->pctx = pctx;
-    w->f = f;
-    w->value = f->empty_value;
-    w->dir = -1;
-    w->cold = cold;
-    return w;
-}
-
 void kc_tciph_freectx(void *vctx)
 {
     KC_TCIPH_CTX *w = vctx;
@@ -841,7 +818,27 @@ static const KC_CIPHER_FNS before_key = {
     .set_ctx_params = unkeyed_set_params,
 };
 
-/* The dispatch functions: wherever w->to says. */
+/* The dispatch functions: a new wrapper, then wherever w->to says. */
+
+void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
+{
+    const KC_CFAM *f = &pctx->cfam[which];
+    KC_TCIPH_CTX *w;
+    int cold;
+
+    w = kc_wrapper_new_cold(pctx, KC_POOL_CTMPL, sizeof(*w), KC_TCIPH_HEAD,
+                            &f->alg[1], &cold);
+    if (w == NULL)
+        return NULL;
+    w->to = &before_key;
+    w->arg = w;
+    w->pctx = pctx;
+    w->f = f;
+    w->value = f->empty_value;
+    w->dir = -1;
+    w->cold = cold;
+    return w;
+}
 
 int kc_tciph_einit(void *vctx, const unsigned char *key, size_t keylen,
                    const unsigned char *iv, size_t ivlen,

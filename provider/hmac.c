@@ -20,10 +20,11 @@
  * exactly the calls the default provider would have received, and that
  * context is freed, never cached.  The default provider's behaviour,
  * including its errors, therefore stays the reference in every odd case.
- * A digest only another provider of the application's has (the legacy
- * provider's MD4, say) is not in the inner default's library context: such
- * a context is passed through to the default's HMAC in the application's
- * context, through EVP, where the default would have found the digest.
+ * Before the key the pass-through context is the default's HMAC in the
+ * application's library context (the same functions, that provider's
+ * context), so that a digest only another provider of the application's
+ * has (the legacy provider's MD4, say) is found where the default finds
+ * it; once keyed, it is a private inner.
  */
 #include <string.h>
 #include <openssl/core_names.h>
@@ -35,11 +36,11 @@
 
 typedef struct {
     KC_PROVCTX *pctx;
-    const KC_MAC_FNS *fn;      /* inner's functions: the default's, or EVP's */
     const KC_DIGEST *dg;       /* the digest the default ctx would hold */
     void *inner;               /* inner HMAC ctx, NULL until keyed */
     KC_LEASE lease;            /* where inner goes back to, if anywhere */
     int passthrough;           /* inner is the reference copy: forward all */
+    EVP_MAC *app_mac;          /* inner is the application's default's */
     /*
      * The thread's last resolved digest name (no properties) and digest,
      * taken at newctx: the usual name is matched without the memo look-up,
@@ -65,78 +66,27 @@ static OSSL_FUNC_mac_set_ctx_params_fn kc_hmac_set_ctx_params;
 
 static const KC_MAC_FNS *fns(const KC_HMAC_CTX *w)
 {
-    return w->fn;
+    return &w->pctx->hmac;
 }
 
-/*
- * An inner that is an EVP_MAC_CTX of the default's HMAC in the application's
- * library context.  EVP_MAC_init, _update, _CTX_get_params and
- * _CTX_set_params call the provider's function and nothing else;
- * EVP_MAC_final first checks the output size the application's EVP call
- * has already checked against the same answer.
- */
-static void *app_dupctx(void *ctx)
-{
-    return EVP_MAC_CTX_dup(ctx);
-}
-
-static void app_freectx(void *ctx)
-{
-    EVP_MAC_CTX_free(ctx);
-}
-
-static int app_init(void *ctx, const unsigned char *key, size_t keylen,
-                    const OSSL_PARAM params[])
-{
-    return EVP_MAC_init(ctx, key, keylen, params);
-}
-
-static int app_update(void *ctx, const unsigned char *data, size_t datalen)
-{
-    return EVP_MAC_update(ctx, data, datalen);
-}
-
-static int app_final(void *ctx, unsigned char *out, size_t *outl,
-                     size_t outsize)
-{
-    return EVP_MAC_final(ctx, out, outl, outsize);
-}
-
-static int app_get_ctx_params(void *ctx, OSSL_PARAM params[])
-{
-    return EVP_MAC_CTX_get_params(ctx, params);
-}
-
-static int app_set_ctx_params(void *ctx, const OSSL_PARAM params[])
-{
-    return EVP_MAC_CTX_set_params(ctx, params);
-}
-
-static const KC_MAC_FNS app_fns = {
-    .dupctx = app_dupctx,
-    .freectx = app_freectx,
-    .init = app_init,
-    .update = app_update,
-    .final = app_final,
-    .get_ctx_params = app_get_ctx_params,
-    .set_ctx_params = app_set_ctx_params,
-};
-
-static int set_digest_with(const KC_MAC_FNS *f, void *inner,
-                           const KC_DIGEST *dg)
+static int inner_set_digest(const KC_HMAC_CTX *w, void *inner,
+                            const KC_DIGEST *dg)
 {
     OSSL_PARAM p[2];
 
     p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
                                             (char *)dg->name, 0);
     p[1] = OSSL_PARAM_construct_end();
-    return f->set_ctx_params(inner, p);
+    return fns(w)->set_ctx_params(inner, p);
 }
 
-static int inner_set_digest(const KC_HMAC_CTX *w, void *inner,
-                            const KC_DIGEST *dg)
+static void free_inner(KC_HMAC_CTX *w)
 {
-    return set_digest_with(fns(w), inner, dg);
+    fns(w)->freectx(w->inner);
+    if (w->app_mac != NULL) {
+        EVP_MAC_free(w->app_mac);
+        w->app_mac = NULL;
+    }
 }
 
 /* Hand the inner context back to its cache entry, or free it. */
@@ -145,7 +95,7 @@ static void release_inner(KC_HMAC_CTX *w)
     if (w->inner == NULL)
         return;
     if (w->passthrough || !kc_cache_park(w->pctx, &w->lease, w->inner))
-        fns(w)->freectx(w->inner);
+        free_inner(w);
     w->inner = NULL;
     memset(&w->lease, 0, sizeof(w->lease));
 }
@@ -176,33 +126,29 @@ static int go_passthrough(KC_HMAC_CTX *w)
 }
 
 /*
- * The same for a digest the inner default does not have, before the key:
- * the default's HMAC in the application's library context, with the digest
- * the wrapper holds.  If that cannot be had, the inner default says no.
+ * Before the key: the same with the default's HMAC in the application's
+ * library context, which takes every digest the default would (another
+ * provider's too) and raises the errors it would.  If there is none, the
+ * private inner.
  */
 static int go_passthrough_app(KC_HMAC_CTX *w)
 {
     EVP_MAC *mac;
-    EVP_MAC_CTX *ctx = NULL;
+    void *ctx;
 
-    if (w->passthrough || w->inner != NULL || w->pctx->app_libctx == NULL)
+    if (w->passthrough || w->inner != NULL
+        || (ctx = kc_inner_app_hmac(w->pctx, &mac)) == NULL)
         return go_passthrough(w);
     ERR_set_mark();
-    mac = EVP_MAC_fetch(w->pctx->app_libctx, OSSL_MAC_NAME_HMAC,
-                        "provider=default");
-    if (mac != NULL)
-        ctx = EVP_MAC_CTX_new(mac);
-    EVP_MAC_free(mac);
-    if (ctx != NULL && w->dg != NULL
-        && !set_digest_with(&app_fns, ctx, w->dg)) {
-        EVP_MAC_CTX_free(ctx);
-        ctx = NULL;
+    if (w->dg != NULL && !inner_set_digest(w, ctx, w->dg)) {
+        ERR_pop_to_mark();
+        fns(w)->freectx(ctx);
+        EVP_MAC_free(mac);
+        return go_passthrough(w);
     }
     ERR_pop_to_mark();
-    if (ctx == NULL)
-        return go_passthrough(w);
     w->inner = ctx;
-    w->fn = &app_fns;
+    w->app_mac = mac;
     w->passthrough = 1;
     memset(&w->lease, 0, sizeof(w->lease));
     kc_count_passthrough(w->pctx, &w->pctx->hmac_alg);
@@ -368,7 +314,6 @@ static void *kc_hmac_newctx(void *provctx)
     if (w == NULL)
         return NULL;
     w->pctx = pctx;
-    w->fn = &pctx->hmac;
     if (c != NULL)
         w->hint_dg = kc_cache_memo_last(c, w->hint);
     return w;
@@ -384,7 +329,7 @@ static void kc_hmac_freectx(void *vctx)
     c = kc_cache_here(w->pctx);
     if (w->inner != NULL
         && (w->passthrough || !kc_cache_park_in(c, &w->lease, w->inner)))
-        fns(w)->freectx(w->inner);
+        free_inner(w);
     kc_wrapper_free_in(c, KC_POOL_HMAC, w, sizeof(*w));
 }
 
@@ -399,6 +344,12 @@ static void *kc_hmac_dupctx(void *vctx)
     memset(&dst->lease, 0, sizeof(dst->lease));
     if (src->inner != NULL
         && (dst->inner = fns(src)->dupctx(src->inner)) == NULL) {
+        kc_wrapper_free(src->pctx, KC_POOL_HMAC, dst, sizeof(*dst));
+        return NULL;
+    }
+    /* an application default's context keeps that provider loaded */
+    if (dst->app_mac != NULL && !EVP_MAC_up_ref(dst->app_mac)) {
+        fns(dst)->freectx(dst->inner);
         kc_wrapper_free(src->pctx, KC_POOL_HMAC, dst, sizeof(*dst));
         return NULL;
     }
@@ -509,11 +460,8 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
                 w->dg = NULL;
                 return 0;
             }
-            if (d == &unknown_digest) {
-                if (!go_passthrough_app(w))
-                    return 0;
-                return fns(w)->set_ctx_params(w->inner, params);
-            }
+            if (d == &unknown_digest)
+                goto passthrough;
             w->dg = d;
         }
     }
@@ -522,7 +470,7 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
     return 1;
 
  passthrough:
-    if (!go_passthrough(w))
+    if (!(w->inner == NULL ? go_passthrough_app(w) : go_passthrough(w)))
         return 0;
     return fns(w)->set_ctx_params(w->inner, params);
 }

@@ -169,6 +169,38 @@ const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md)
     return NULL;
 }
 
+/*
+ * A new HMAC context of the default provider in the application's library
+ * context, for what keycache's private one cannot take (a digest only
+ * another provider of the application's has): that provider's own
+ * context, driven through the same functions as ours, which it is sure to
+ * have only if it is the same built-in default (its dispatch table is the
+ * same).  *mac keeps that provider loaded while the context lives.  NULL
+ * if there is none; the error queue is left as it was.
+ */
+void *kc_inner_app_hmac(KC_PROVCTX *pctx, EVP_MAC **mac)
+{
+    const OSSL_PROVIDER *prov;
+    void *ctx = NULL;
+
+    *mac = NULL;
+    if (pctx->app_libctx == NULL)
+        return NULL;
+    ERR_set_mark();
+    *mac = EVP_MAC_fetch(pctx->app_libctx, OSSL_MAC_NAME_HMAC,
+                         "provider=default");
+    if (*mac != NULL && (prov = EVP_MAC_get0_provider(*mac)) != NULL
+        && OSSL_PROVIDER_get0_dispatch(prov)
+           == OSSL_PROVIDER_get0_dispatch(pctx->deflt))
+        ctx = pctx->hmac.newctx(OSSL_PROVIDER_get0_provider_ctx(prov));
+    if (ctx == NULL) {
+        EVP_MAC_free(*mac);
+        *mac = NULL;
+    }
+    ERR_pop_to_mark();
+    return ctx;
+}
+
 int kc_inner_start(KC_PROVCTX *pctx)
 {
     const OSSL_ALGORITHM *macs, *ciphers, *a;

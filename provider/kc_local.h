@@ -402,6 +402,8 @@ int kc_names_start_with(const char *names, const char *first);
 int kc_inner_start(KC_PROVCTX *pctx);
 void kc_inner_stop(KC_PROVCTX *pctx);
 const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md);
+/* the application's default's HMAC, see inner.c */
+void *kc_inner_app_hmac(KC_PROVCTX *pctx, EVP_MAC **mac);
 
 /* rand.c: the private context's RAND is the application's */
 int kc_rand_start(KC_PROVCTX *pctx);

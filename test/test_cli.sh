@@ -348,5 +348,42 @@ same "mac empty hex key" \
 same "mac without key fails alike" \
     mac -digest SHA256 -in "$TMP/one" HMAC
 
+# --- another provider's digest (legacy MD4, WHIRLPOOL) -----------------------
+
+# `openssl mac` and `openssl dgst -hmac` under the test config with the
+# legacy provider added, against default + legacy alone
+sed 's/^keycache = keycache_sect$/&\nlegacy = legacy_sect/' "$CONF" \
+    > "$TMP/legacy.cnf"
+printf '[legacy_sect]\nactivate = 1\n' >> "$TMP/legacy.cnf"
+if OPENSSL_CONF=/dev/null "$OPENSSL" list -provider legacy -providers \
+       > /dev/null 2>&1 \
+   && grep -q '^legacy = legacy_sect$' "$TMP/legacy.cnf"; then
+    for d in MD4 WHIRLPOOL; do
+        out_d=$(OPENSSL_CONF=/dev/null "$OPENSSL" mac -provider default \
+                -provider legacy -digest "$d" -macopt "hexkey:$k" \
+                -in "$TMP/one" HMAC 2> /dev/null)
+        out_p=$(OPENSSL_CONF=$TMP/legacy.cnf "$OPENSSL" mac -digest "$d" \
+                -macopt "hexkey:$k" -in "$TMP/one" HMAC 2> "$TMP/err")
+        if [ -n "$out_d" ] && [ "$out_d" = "$out_p" ]; then
+            ok "mac HMAC $d beside legacy"
+        else
+            bad "mac HMAC $d beside legacy" "default: $out_d" \
+                "keycache: $out_p" "stderr: $(head -c 400 "$TMP/err")"
+        fi
+        out_d=$(OPENSSL_CONF=/dev/null "$OPENSSL" dgst -provider default \
+                -provider legacy -hmac key -"${d,,}" "$TMP/one" 2> /dev/null)
+        out_p=$(OPENSSL_CONF=$TMP/legacy.cnf "$OPENSSL" dgst -hmac key \
+                -"${d,,}" "$TMP/one" 2> "$TMP/err")
+        if [ -n "$out_d" ] && [ "$out_d" = "$out_p" ]; then
+            ok "dgst -hmac -${d,,} beside legacy"
+        else
+            bad "dgst -hmac -${d,,} beside legacy" "default: $out_d" \
+                "keycache: $out_p" "stderr: $(head -c 400 "$TMP/err")"
+        fi
+    done
+else
+    echo "skip another provider's digest: no legacy provider"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1206,6 +1206,45 @@ static void pat_legacy_digests(OSSL_LIB_CTX *libctx, REC *r)
             do_mac(r, ctx, NULL, 0, NULL, msgs[3], msglens[3], out, &outl);
             EVP_MAC_CTX_free(ctx);
         }
+        /* with a flag a keyless re-init cannot undo, same call or before */
+        {
+            int one = 1;
+            OSSL_PARAM flag[3] = {
+                OSSL_PARAM_construct_int(OSSL_MAC_PARAM_DIGEST_ONESHOT, &one),
+                OSSL_PARAM_END, OSSL_PARAM_END
+            };
+            OSSL_PARAM noinit[2] = {
+                OSSL_PARAM_construct_int(OSSL_MAC_PARAM_DIGEST_NOINIT, &one),
+                OSSL_PARAM_END
+            };
+
+            flag[1] = p_digest(mds[i]);
+            legacy_mac(mac, r, mds[i], flag, NULL, 0);
+            flag[1] = OSSL_PARAM_construct_end();
+            legacy_mac(mac, r, mds[i], flag, md, 1);
+            legacy_mac(mac, r, mds[i], noinit, md, 2);
+        }
+        /* never keyed: sizes, final, a keyless init, a copy */
+        {
+            EVP_MAC_CTX *ctx = new_ctx(mac, r), *dup;
+
+            do_set(r, ctx, md);
+            rec_printf(r, "unkeyed size %zu block %zu\n",
+                       EVP_MAC_CTX_get_mac_size(ctx),
+                       EVP_MAC_CTX_get_block_size(ctx));
+            rec_errs(r);
+            do_final(r, ctx, out, &outl);
+            do_init(r, ctx, NULL, 0, NULL);
+            dup = EVP_MAC_CTX_dup(ctx);
+            rec_printf(r, "unkeyed dup %d\n", dup != NULL);
+            rec_errs(r);
+            do_mac(r, dup, keys[2], sizeof(keys[2]), NULL, msgs[1],
+                   msglens[1], out, &outl);
+            do_mac(r, ctx, keys[3], sizeof(keys[3]), NULL, msgs[1],
+                   msglens[1], out, &outl);
+            EVP_MAC_CTX_free(dup);
+            EVP_MAC_CTX_free(ctx);
+        }
         /* EVP_PKEY HMAC and EVP_DigestSign*, as Ruby and `openssl dgst` */
         pkey = EVP_PKEY_new_raw_private_key_ex(libctx, "HMAC", NULL, keys[5],
                                                sizeof(keys[5]));

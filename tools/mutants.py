@@ -28,11 +28,11 @@ MUTANTS = {
     # the last use leaks into the next)
     "hmac-no-reinit": ("provider/hmac.c",
         "if (!f->init(lk.spare, NULL, 0, NULL)) {", "if (0) {"),
-    # HMAC: a digest of another provider (legacy MD4) passed through to the
-    # inner default in keycache's private context, which lacks it
+    # HMAC: pass-through before the key to the inner default in keycache's
+    # private context, which lacks another provider's digest (legacy MD4)
     "hmac-foreign-digest-private": ("provider/hmac.c",
-        "                if (!go_passthrough_app(w))",
-        "                if (!go_passthrough(w))"),
+        "    if (!(w->inner == NULL ? go_passthrough_app(w) : go_passthrough(w)))",
+        "    if (!go_passthrough(w))"),
     # HMAC: the digest carried from the thread's memo is taken whatever
     # name is given (HMAC-SHA512 after HMAC-SHA256 computes SHA-256)
     "hmac-hint-any-name": ("provider/hmac.c",
@@ -123,8 +123,6 @@ MUTANTS = {
     "tmpl-empty-invalid": ("provider/tmpl.c",
         "    if (probe(probe_w, 0))\n        f->empty_value = KC_REC_VALID",
         "    if (0)\n        f->empty_value = KC_REC_VALID"),
-    # a keyless init's direction (kept, not recorded) is not replayed onto
-    # the plain or transient contexts that stand for the unkeyed state
     # cipher layer: a copy of an unkeyed context sends its calls to the
     # original's wrapper (its record and state, not its own)
     "ctmpl-dup-calls-original": ("provider/ctmpl.c",
@@ -134,6 +132,8 @@ MUTANTS = {
     # a second key replaces the context)
     "ctmpl-calls-stay-unkeyed": ("provider/ctmpl.c",
         "    w->to = fns(w);\n    w->arg = inner;\n", ""),
+    # a keyless init's direction (kept, not recorded) is not replayed onto
+    # the plain or transient contexts that stand for the unkeyed state
     "ctmpl-direction-dropped": ("provider/ctmpl.c",
         "    return w->dir < 0\n           || inner_init(fns(w), ctx, w->dir, NULL, 0, NULL, 0, NULL);",
         "    return 1;"),
