@@ -1268,7 +1268,7 @@ static void pat_legacy_digests(OSSL_LIB_CTX *libctx, REC *r)
 static void test_legacy_digests(void)
 {
     OSSL_LIB_CTX *kc = kct_keycache_conf("");
-    OSSL_PROVIDER *l1 = NULL, *l2 = NULL;
+    OSSL_PROVIDER *d0 = NULL, *l1 = NULL, *l2 = NULL;
     uint64_t pass0, pass1;
     KCT_REC def = { 0 }, got = { 0 };
     EVP_MAC *mac;
@@ -1276,11 +1276,13 @@ static void test_legacy_digests(void)
     CU_ASSERT_FATAL(kc != NULL);
     legacy_ref = OSSL_LIB_CTX_new();
     CU_ASSERT_FATAL(legacy_ref != NULL);
-    if (OSSL_PROVIDER_load(legacy_ref, "default") == NULL
+    if ((d0 = OSSL_PROVIDER_load(legacy_ref, "default")) == NULL
         || (l1 = OSSL_PROVIDER_load(legacy_ref, "legacy")) == NULL
         || (l2 = OSSL_PROVIDER_load(kc, "legacy")) == NULL) {
         fprintf(stderr, "\n[legacy digests] SKIP: no legacy provider\n");
         ERR_clear_error();
+        OSSL_PROVIDER_unload(l1);
+        OSSL_PROVIDER_unload(d0);
         OSSL_LIB_CTX_free(legacy_ref);
         OSSL_LIB_CTX_free(kc);
         return;
@@ -1305,6 +1307,7 @@ static void test_legacy_digests(void)
     kct_rec_free(&got);
     OSSL_PROVIDER_unload(l2);
     OSSL_PROVIDER_unload(l1);
+    OSSL_PROVIDER_unload(d0);
     OSSL_LIB_CTX_free(legacy_ref);
     legacy_ref = NULL;
     OSSL_LIB_CTX_free(kc);
