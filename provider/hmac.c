@@ -108,8 +108,6 @@ static int go_passthrough(KC_HMAC_CTX *w)
 {
     if (w->passthrough)
         return 1;
-    /* a keyed context may yet be given a digest only legacy has */
-    kc_inner_mirror(w->pctx);
     if (w->inner == NULL) {
         w->inner = fns(w)->newctx(w->pctx->inner_provctx);
         if (w->inner == NULL)

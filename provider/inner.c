@@ -201,31 +201,6 @@ void *kc_inner_app_hmac(KC_PROVCTX *pctx, EVP_MAC **mac)
     return ctx;
 }
 
-/*
- * The default's KDFs passed through, a CMAC passed through and an HMAC
- * context passed through after its key run in keycache's private library
- * context, and take their digests and ciphers from there; the default
- * would take them from the application's.  So when the application's
- * context has the legacy provider, the private one loads it too.  Looked
- * at once, at the first such pass-through of the instance: a provider the
- * application loads later is not seen.  Two threads may both load it;
- * one keeps its handle and the other unloads its own.
- */
-void kc_inner_mirror_slow(KC_PROVCTX *pctx)
-{
-    OSSL_PROVIDER *prov = NULL, *none = NULL;
-
-    ERR_set_mark();
-    if (pctx->app_libctx != NULL
-        && OSSL_PROVIDER_available(pctx->app_libctx, "legacy")
-        && (prov = OSSL_PROVIDER_load(pctx->libctx, "legacy")) != NULL
-        && !__atomic_compare_exchange_n(&pctx->legacy, &none, prov, 0,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        OSSL_PROVIDER_unload(prov);
-    ERR_pop_to_mark();
-    __atomic_store_n(&pctx->mirror_done, 1, __ATOMIC_RELEASE);
-}
-
 int kc_inner_start(KC_PROVCTX *pctx)
 {
     const OSSL_ALGORITHM *macs, *ciphers, *a;
@@ -353,8 +328,6 @@ void kc_inner_stop(KC_PROVCTX *pctx)
     OPENSSL_free(pctx->digests);
     pctx->digests = NULL;
     pctx->ndigests = 0;
-    OSSL_PROVIDER_unload(pctx->legacy);
-    pctx->legacy = NULL;
     OSSL_PROVIDER_unload(pctx->deflt);
     pctx->deflt = NULL;
     kc_rand_stop(pctx);

@@ -343,8 +343,6 @@ struct kc_provctx_st {
     /* the wrapped default provider */
     OSSL_LIB_CTX *libctx;
     OSSL_PROVIDER *deflt;
-    OSSL_PROVIDER *legacy;     /* the application's has it too: inner.c */
-    int mirror_done;           /* looked for it (atomic) */
     OSSL_PROVIDER *rand_prov;  /* the application's RAND, see rand.c */
     void *inner_provctx;
     KC_ALG hmac_alg;
@@ -406,13 +404,6 @@ void kc_inner_stop(KC_PROVCTX *pctx);
 const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md);
 /* the application's default's HMAC, see inner.c */
 void *kc_inner_app_hmac(KC_PROVCTX *pctx, EVP_MAC **mac);
-/* the legacy provider in the private context if the application has it */
-void kc_inner_mirror_slow(KC_PROVCTX *pctx);
-static ossl_inline void kc_inner_mirror(KC_PROVCTX *pctx)
-{
-    if (!__atomic_load_n(&pctx->mirror_done, __ATOMIC_ACQUIRE))
-        kc_inner_mirror_slow(pctx);
-}
 
 /* rand.c: the private context's RAND is the application's */
 int kc_rand_start(KC_PROVCTX *pctx);

@@ -46,7 +46,6 @@ struct kc_pt_st {
     {                                                                       \
         KC_PROVCTX *p = provctx;                                            \
                                                                             \
-        kc_inner_mirror(p);                                                 \
         return p->pt[i].kdf_newctx(p->inner_provctx);                       \
     }                                                                       \
     static void *pt_rand_newctx_##i(void *provctx, void *parent,            \

@@ -830,8 +830,6 @@ static KC_NOINLINE int materialize(KC_TMAC_CTX *w)
 
     if (w->inner != NULL)
         return 1;
-    /* a cipher only the application's legacy provider has, say */
-    kc_inner_mirror(w->pctx);
     if ((inner = f->newctx(w->pctx->inner_provctx)) == NULL)
         return 0;
     if (!replay(w, inner, 0, w->len)) {

@@ -381,22 +381,6 @@ if OPENSSL_CONF=/dev/null "$OPENSSL" list -provider legacy -providers \
                 "keycache: $out_p" "stderr: $(head -c 400 "$TMP/err")"
         fi
     done
-    # the pass-through KDFs and a CMAC over legacy's algorithms
-    for args in "kdf -keylen 16 -kdfopt digest:WHIRLPOOL -kdfopt pass:x -kdfopt salt:y -kdfopt iter:2 PBKDF2" \
-                "kdf -keylen 16 -kdfopt digest:MD4 -kdfopt key:x -kdfopt salt:y -kdfopt info:z HKDF" \
-                "mac -cipher BF-CBC -macopt hexkey:$k -in $TMP/one CMAC"; do
-        # shellcheck disable=SC2086 # $args is a word list on purpose
-        out_d=$(OPENSSL_CONF=/dev/null "$OPENSSL" ${args%% *} \
-                -provider default -provider legacy ${args#* } 2> /dev/null)
-        # shellcheck disable=SC2086
-        out_p=$(OPENSSL_CONF=$TMP/legacy.cnf "$OPENSSL" $args 2> "$TMP/err")
-        if [ -n "$out_d" ] && [ "$out_d" = "$out_p" ]; then
-            ok "${args%% -*} ${args##* } beside legacy"
-        else
-            bad "${args%% -*} ${args##* } beside legacy" "default: $out_d" \
-                "keycache: $out_p" "stderr: $(head -c 400 "$TMP/err")"
-        fi
-    done
 else
     echo "skip another provider's digest: no legacy provider"
 fi

@@ -28,16 +28,6 @@ MUTANTS = {
     # the last use leaks into the next)
     "hmac-no-reinit": ("provider/hmac.c",
         "if (!f->init(lk.spare, NULL, 0, NULL)) {", "if (0) {"),
-    # the private context never takes in the application's legacy provider
-    # (pass-through KDFs, CMACs and keyed HMACs miss legacy's algorithms)
-    "mirror-never": ("provider/inner.c",
-        "        && OSSL_PROVIDER_available(pctx->app_libctx, \"legacy\")",
-        "        && 0"),
-    # ... or takes it in whether or not the application has it (keycache
-    # then derives with MD4 where the default fails)
-    "mirror-always": ("provider/inner.c",
-        "        && OSSL_PROVIDER_available(pctx->app_libctx, \"legacy\")",
-        "        && 1"),
     # HMAC: pass-through before the key to the inner default in keycache's
     # private context, which lacks another provider's digest (legacy MD4)
     "hmac-foreign-digest-private": ("provider/hmac.c",
