@@ -664,7 +664,6 @@ void *kc_tciph_dupctx(void *vctx)
         void *inner = fns(src)->dupctx(src->inner);
 
         if (inner == NULL) {
-            dst->inner = NULL;
             kc_wrapper_free(src->pctx, KC_POOL_CTMPL, dst, sizeof(*dst));
             return NULL;
         }

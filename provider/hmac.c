@@ -100,6 +100,14 @@ static void release_inner(KC_HMAC_CTX *w)
     memset(&w->lease, 0, sizeof(w->lease));
 }
 
+/* Forward every call to w->inner from now on, uncached and counted so. */
+static void forward_all(KC_HMAC_CTX *w)
+{
+    w->passthrough = 1;
+    memset(&w->lease, 0, sizeof(w->lease));
+    kc_count_passthrough(w->pctx, &w->pctx->hmac_alg);
+}
+
 /*
  * Switch to pass-through: make sure there is an inner context whose state is
  * the one the default provider's context would have, and forward from now on.
@@ -119,17 +127,15 @@ static int go_passthrough(KC_HMAC_CTX *w)
         }
     }
     /* an inner context we already had was clean: its state is exact */
-    w->passthrough = 1;
-    memset(&w->lease, 0, sizeof(w->lease));
-    kc_count_passthrough(w->pctx, &w->pctx->hmac_alg);
+    forward_all(w);
     return 1;
 }
 
 /*
- * Before the key: the same with the default's HMAC in the application's
- * library context, which takes every digest the default would (another
- * provider's too) and raises the errors it would.  If there is none, the
- * private inner.
+ * The same, but before the key with the default's HMAC in the
+ * application's library context, which takes every digest the default
+ * would (another provider's too) and raises the errors it would.  Once
+ * keyed, or if there is none, the private inner.
  */
 static int go_passthrough_app(KC_HMAC_CTX *w)
 {
@@ -149,9 +155,7 @@ static int go_passthrough_app(KC_HMAC_CTX *w)
     ERR_pop_to_mark();
     w->inner = ctx;
     w->app_mac = mac;
-    w->passthrough = 1;
-    memset(&w->lease, 0, sizeof(w->lease));
-    kc_count_passthrough(w->pctx, &w->pctx->hmac_alg);
+    forward_all(w);
     return 1;
 }
 
@@ -285,8 +289,7 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
         if (!inner_set_digest(w, inner, w->dg)
             || !f->init(inner, key, keylen, NULL)) {
             /* whatever state that left is the default's: keep it, uncached */
-            w->passthrough = 1;
-            kc_count_passthrough(pctx, &pctx->hmac_alg);
+            forward_all(w);
             return 0;
         }
     }
@@ -470,7 +473,7 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
     return 1;
 
  passthrough:
-    if (!(w->inner == NULL ? go_passthrough_app(w) : go_passthrough(w)))
+    if (!go_passthrough_app(w))
         return 0;
     return fns(w)->set_ctx_params(w->inner, params);
 }

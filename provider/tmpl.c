@@ -469,6 +469,14 @@ static int shape_cacheable(const KC_TMAC_CTX *w)
 /* a shape's memo entry is keyed by its hash and this */
 #define KC_SHAPE_SALT 0x5851f42d4c957f2dULL
 
+/* What the default says of w's shape, as a record memo value. */
+static int shape_value(const KC_TMAC_CTX *w)
+{
+    if (!probe(w, 0))
+        return 0;
+    return KC_REC_VALID | (shape_cacheable(w) ? KC_REC_CACHEABLE : 0);
+}
+
 static KC_NOINLINE int learn_shape(KC_TMAC_CTX *w, KC_CACHE *c)
 {
     uint64_t h = w->shape_hash ^ KC_SHAPE_SALT;
@@ -477,9 +485,7 @@ static KC_NOINLINE int learn_shape(KC_TMAC_CTX *w, KC_CACHE *c)
 
     if (v >= 0)
         return v;
-    v = probe(w, 0) ? KC_REC_VALID : 0;
-    if (v != 0 && shape_cacheable(w))
-        v |= KC_REC_CACHEABLE;
+    v = shape_value(w);
     kc_cache_rec_put(c, w->f, h, (unsigned char *)w->rec, w->shape_len,
                      NULL, 0, v);
     return v;
@@ -536,11 +542,6 @@ static int split(const KC_TFAM *f, const OSSL_PARAM params[], SPLIT *s)
 }
 
 /*
- * Record a call's shape and volatile parameters (either may be empty; an
- * empty call is recorded as a shape call) if the default accepts them.
- * 1 recorded, 0 not (rolled back: the caller passes the call through).
- */
-/*
  * The usual case, cheaply: the call makes the shape exactly the one the
  * thread learned last (the same cipher or custom string as the previous
  * message).  Compares the call with that record's tail in place and
@@ -576,7 +577,8 @@ static int same_as_last(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
  * have the signature last learned valid with that shape.  What split(),
  * record() and volatile_valid() would conclude, without splitting,
  * encoding or looking anything up: the shape is copied as same_as_last()
- * does and s lists the parameters.  0 (and w untouched) for anything else.
+ * does (spelt out here: a shared helper cost 3 instructions a message)
+ * and s lists the parameters.  0 (and w untouched) for anything else.
  */
 static int same_init_as_last(KC_TMAC_CTX *w, KC_CACHE *c,
                              const OSSL_PARAM params[], SPLIT *s)
@@ -685,6 +687,11 @@ static int apply_volatile(const KC_TMAC_CTX *w, const SPLIT *s)
     return w->f->mac.set_ctx_params(w->inner, post);
 }
 
+/*
+ * Record a call's shape and volatile parameters (either may be empty; an
+ * empty call is recorded as a shape call) if the default accepts them.
+ * 1 recorded, 0 not (rolled back: the caller passes the call through).
+ */
 static int record(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
 {
     uint64_t old[KC_TREC_MAX / 8];
@@ -1234,11 +1241,7 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
         return 0;
     probe_w->pctx = pctx;
     probe_w->f = f;
-    if (probe(probe_w, 0))
-        f->empty_value = KC_REC_VALID
-                         | (shape_cacheable(probe_w) ? KC_REC_CACHEABLE : 0);
-    else
-        f->empty_value = 0;
+    f->empty_value = shape_value(probe_w);
     OPENSSL_free(probe_w);
     return 1;
 }

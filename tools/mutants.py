@@ -31,8 +31,8 @@ MUTANTS = {
     # HMAC: pass-through before the key to the inner default in keycache's
     # private context, which lacks another provider's digest (legacy MD4)
     "hmac-foreign-digest-private": ("provider/hmac.c",
-        "    if (!(w->inner == NULL ? go_passthrough_app(w) : go_passthrough(w)))",
-        "    if (!go_passthrough(w))"),
+        "    if (!go_passthrough_app(w))\n        return 0;",
+        "    if (!go_passthrough(w))\n        return 0;"),
     # HMAC: the digest carried from the thread's memo is taken whatever
     # name is given (HMAC-SHA512 after HMAC-SHA256 computes SHA-256)
     "hmac-hint-any-name": ("provider/hmac.c",
@@ -121,8 +121,8 @@ MUTANTS = {
     # a fresh wrapper's empty shape taken as not valid (KMAC without
     # parameters never hits)
     "tmpl-empty-invalid": ("provider/tmpl.c",
-        "    if (probe(probe_w, 0))\n        f->empty_value = KC_REC_VALID",
-        "    if (0)\n        f->empty_value = KC_REC_VALID"),
+        "    f->empty_value = shape_value(probe_w);",
+        "    f->empty_value = 0;"),
     # cipher layer: a copy of an unkeyed context sends its calls to the
     # original's wrapper (its record and state, not its own)
     "ctmpl-dup-calls-original": ("provider/ctmpl.c",
