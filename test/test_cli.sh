@@ -351,7 +351,26 @@ same "mac without key fails alike" \
 # --- another provider's digest (legacy MD4, WHIRLPOOL) -----------------------
 
 # `openssl mac` and `openssl dgst -hmac` under the test config with the
-# legacy provider added, against default + legacy alone
+# legacy provider added, against default + legacy alone.
+
+# beside_legacy NAME SUBCOMMAND ARGS...: the same, non-empty output from
+# default + legacy alone and from the test config with legacy added
+beside_legacy()
+{
+    local name=$1 out_d out_k
+    shift
+
+    out_d=$(OPENSSL_CONF=/dev/null "$OPENSSL" "$1" -provider default \
+            -provider legacy "${@:2}" 2> /dev/null)
+    out_k=$(OPENSSL_CONF=$TMP/legacy.cnf "$OPENSSL" "$@" 2> "$TMP/err")
+    if [ -n "$out_d" ] && [ "$out_d" = "$out_k" ]; then
+        ok "$name"
+    else
+        bad "$name" "default: $out_d" "keycache: $out_k" \
+            "stderr: $(head -c 400 "$TMP/err")"
+    fi
+}
+
 sed 's/^keycache = keycache_sect$/&\nlegacy = legacy_sect/' "$CONF" \
     > "$TMP/legacy.cnf"
 printf '[legacy_sect]\nactivate = 1\n' >> "$TMP/legacy.cnf"
@@ -359,27 +378,10 @@ if OPENSSL_CONF=/dev/null "$OPENSSL" list -provider legacy -providers \
        > /dev/null 2>&1 \
    && grep -q '^legacy = legacy_sect$' "$TMP/legacy.cnf"; then
     for d in MD4 WHIRLPOOL; do
-        out_d=$(OPENSSL_CONF=/dev/null "$OPENSSL" mac -provider default \
-                -provider legacy -digest "$d" -macopt "hexkey:$k" \
-                -in "$TMP/one" HMAC 2> /dev/null)
-        out_p=$(OPENSSL_CONF=$TMP/legacy.cnf "$OPENSSL" mac -digest "$d" \
-                -macopt "hexkey:$k" -in "$TMP/one" HMAC 2> "$TMP/err")
-        if [ -n "$out_d" ] && [ "$out_d" = "$out_p" ]; then
-            ok "mac HMAC $d beside legacy"
-        else
-            bad "mac HMAC $d beside legacy" "default: $out_d" \
-                "keycache: $out_p" "stderr: $(head -c 400 "$TMP/err")"
-        fi
-        out_d=$(OPENSSL_CONF=/dev/null "$OPENSSL" dgst -provider default \
-                -provider legacy -hmac key -"${d,,}" "$TMP/one" 2> /dev/null)
-        out_p=$(OPENSSL_CONF=$TMP/legacy.cnf "$OPENSSL" dgst -hmac key \
-                -"${d,,}" "$TMP/one" 2> "$TMP/err")
-        if [ -n "$out_d" ] && [ "$out_d" = "$out_p" ]; then
-            ok "dgst -hmac -${d,,} beside legacy"
-        else
-            bad "dgst -hmac -${d,,} beside legacy" "default: $out_d" \
-                "keycache: $out_p" "stderr: $(head -c 400 "$TMP/err")"
-        fi
+        beside_legacy "mac HMAC $d beside legacy" mac -digest "$d" \
+            -macopt "hexkey:$k" -in "$TMP/one" HMAC
+        beside_legacy "dgst -hmac -${d,,} beside legacy" dgst -hmac key \
+            -"${d,,}" "$TMP/one"
     done
 else
     echo "skip another provider's digest: no legacy provider"
