@@ -75,6 +75,12 @@ static const OSSL_DISPATCH kc_cmac_functions[] = {
 };
 
 const KC_TDESC kc_cmac_desc = {
-    "CMAC", "CMAC with a per-thread key cache", kc_cmac_functions,
-    cmac_shape, NULL, 1, 0, 1, 16, cmac_cacheable
+    .name = "CMAC",
+    .description = "CMAC with a per-thread key cache",
+    .functions = kc_cmac_functions,
+    .shape_names = cmac_shape,
+    .set_key_keys = 1,
+    .reinit_restores = KC_REINIT_ALWAYS,
+    .keyed_size = 16,
+    .cacheable = cmac_cacheable
 };

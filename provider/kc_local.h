@@ -202,6 +202,10 @@ typedef struct kc_tdesc_st KC_TDESC;
 typedef struct kc_tfam_st KC_TFAM;
 
 /* What a family's file tells the shared layer: only what differs. */
+#define KC_REINIT_NO 0
+#define KC_REINIT_ALWAYS 1
+#define KC_REINIT_WITH_VOLATILE 2
+
 struct kc_tdesc_st {
     const char *name;               /* the default's first name for it */
     const char *description;
@@ -229,8 +233,11 @@ struct kc_tdesc_st {
     int volatile_last_wins;
     /*
      * Does a keyless init bring a used context back to exactly the state
-     * the key left (CMAC)?  Then freed contexts are kept as spares and a
-     * hit re-initialises one instead of copying the template.
+     * the key left?  Then freed contexts are kept as spares and a hit
+     * re-initialises one instead of copying the template: always (CMAC),
+     * or only when a volatile call the default accepted follows (GMAC: a
+     * used context's IV is spent, where a fresh keyed one would make up a
+     * random IV of its own; a new IV leaves both in the same state).
      */
     int reinit_restores;
     /*

@@ -58,8 +58,11 @@ static const char *const kmac_shape[] = {
         { 0, NULL }                                                           \
     };                                                                        \
     const KC_TDESC kc_kmac##bits##_desc = {                                   \
-        "KMAC-" #bits, "KMAC" #bits " with a per-thread key cache",           \
-        kc_kmac##bits##_functions, kmac_shape, NULL, 0, 0, 0, 0, NULL         \
+        .name = "KMAC-" #bits,                                                \
+        .description = "KMAC" #bits " with a per-thread key cache",           \
+        .functions = kc_kmac##bits##_functions,                               \
+        .shape_names = kmac_shape,                                            \
+        .reinit_restores = KC_REINIT_NO                                       \
     };
 
 KC_KMAC_IMPL(128, KC_FAM_KMAC128)

@@ -775,12 +775,13 @@ static void *make_template(const KC_TMAC_CTX *w, const unsigned char *key,
 /*
  * The key arrives on a wrapper that has none: give it a copy of the
  * template for (shape, key), made and cached on a miss once the key is
- * admitted, with the volatile calls replayed.  1 done, -1 when this cannot
- * be served from the cache (the caller passes through), -2 the same for a
- * cacheable shape whose key is not admitted yet.
+ * admitted, with the volatile calls replayed.  vol: the caller sets
+ * volatile parameters the default accepted right after.  1 done, -1 when
+ * this cannot be served from the cache (the caller passes through), -2
+ * the same for a cacheable shape whose key is not admitted yet.
  */
 static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
-                 size_t keylen)
+                 size_t keylen, int vol)
 {
     const KC_TFAM *f = w->f;
     const unsigned char *rec = (const unsigned char *)w->rec;
@@ -807,11 +808,17 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
             return -1;
         }
     } else if (lk.spare != NULL) {
-        /* a used context given back: a keyless init restarts it */
-        if (f->mac.init(lk.spare, NULL, 0, NULL))
+        if (f->d->reinit_restores == KC_REINIT_WITH_VOLATILE && !vol
+            && w->len == w->shape_len) {
+            /* nothing would undo what its last use left: the template */
+            if (!kc_cache_park_in(c, &lk.lease, lk.spare))
+                f->mac.freectx(lk.spare);
+        } else if (f->mac.init(lk.spare, NULL, 0, NULL)) {
+            /* a used context given back: a keyless init restarts it */
             inner = lk.spare;
-        else
+        } else {
             f->mac.freectx(lk.spare);
+        }
     }
     if (inner == NULL && (inner = f->mac.dupctx(tmpl)) == NULL)
         return -1;
@@ -980,7 +987,7 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
         if (!record(w, c, &pre))
             goto pass;
     }
-    if (keyed(w, c, s.key->data, s.key->data_size) < 0) {
+    if (keyed(w, c, s.key->data, s.key->data_size, 0) < 0) {
         restore(w, &sv);
         goto pass;
     }
@@ -1042,7 +1049,7 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
             goto pass;
         }
     }
-    if ((r = keyed(w, c, key, keylen)) > 0)
+    if ((r = keyed(w, c, key, keylen, direct)) > 0)
         return !direct || apply_volatile(w, &s);
     restore(w, &sv);
  pass:
@@ -1205,7 +1212,8 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
         return 0;
     f->alg.names = alg->algorithm_names;
     f->alg.freectx = m->freectx;
-    f->alg.spare_max = f->d->reinit_restores ? KC_SPARE_MAX : 0;
+    f->alg.spare_max = f->d->reinit_restores != KC_REINIT_NO ? KC_SPARE_MAX
+                                                             : 0;
     f->alg.stat = KC_STAT_FAM + (unsigned int)(f - pctx->fam);
     inner_get_params[f - pctx->fam] = m->get_params;
     /*

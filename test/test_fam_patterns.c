@@ -662,6 +662,91 @@ static void pat_kmac_out(OSSL_LIB_CTX *libctx, REC *r)
     }
 }
 
+/*
+ * Used GMAC contexts given back and handed out again.  A message brings its
+ * IV with the key, before it, or not at all (then the default draws one at
+ * random: return values only), or sets an empty one together with the key;
+ * some contexts get a keyless re-init after their message, some live
+ * together.  A used context's IV is spent: one handed out without a new
+ * valid IV would fail where a fresh context succeeds.
+ */
+static void pat_gmac_spares(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch(libctx, r, "GMAC");
+    EVP_MAC_CTX *live[3];
+    unsigned char out[OUTMAX];
+    OSSL_PARAM p[4];
+    size_t outl;
+    int i, j, k;
+
+    for (i = 0; i < 3; i++) {
+        const unsigned char *key = keys[i];
+        size_t keylen = fams[1].keylen[i];
+
+        rec_fam(r, &fams[1], i);
+        for (j = 0; j < 14; j++) {
+            EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+            rec_printf(r, "message %d\n", j);
+            p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, fams[1].sub[i]);
+            p[1] = p_oct(OSSL_MAC_PARAM_IV, ivs[j % 4], j % 3 == 0 ? 16 : 12);
+            p[2] = OSSL_PARAM_construct_end();
+            switch (j % 7) {
+            case 0: case 1: case 5:
+                do_mac(r, ctx, key, keylen, p, msgs[j % 4], msglens[j % 4],
+                       out, &outl);
+                break;
+            case 2:                     /* no IV at all */
+                p[1] = OSSL_PARAM_construct_end();
+                do_init(r, ctx, key, keylen, p);
+                do_update(r, ctx, msgs[2], msglens[2]);
+                do_final_rc(r, ctx, out);
+                break;
+            case 3:                     /* the IV before the key */
+                do_set(r, ctx, p);
+                do_mac(r, ctx, key, keylen, NULL, msgs[3], msglens[3], out,
+                       &outl);
+                break;
+            case 4:                     /* key and an empty IV in one set */
+                p[1] = p_oct(OSSL_MAC_PARAM_KEY, key, keylen);
+                p[2] = p_oct(OSSL_MAC_PARAM_IV, ivs[0], 0);
+                p[3] = OSSL_PARAM_construct_end();
+                do_set(r, ctx, p);
+                do_update(r, ctx, msgs[1], msglens[1]);
+                do_final_rc(r, ctx, out);
+                break;
+            case 6:                     /* a keyless re-init: IV spent */
+                do_mac(r, ctx, key, keylen, p, msgs[2], msglens[2], out,
+                       &outl);
+                do_init(r, ctx, NULL, 0, NULL);
+                do_update(r, ctx, msgs[2], msglens[2]);
+                do_final_rc(r, ctx, out);
+                break;
+            }
+            EVP_MAC_CTX_free(ctx);
+        }
+        /* three used at once, given back together, then without an IV */
+        for (k = 0; k < 3; k++) {
+            live[k] = new_ctx(mac, r);
+            p[1] = p_oct(OSSL_MAC_PARAM_IV, ivs[k], 12);
+            do_mac(r, live[k], key, keylen, p, msgs[k], msglens[k], out,
+                   &outl);
+        }
+        for (k = 0; k < 3; k++)
+            EVP_MAC_CTX_free(live[k]);
+        for (k = 0; k < 4; k++) {
+            EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+            p[1] = OSSL_PARAM_construct_end();
+            do_init(r, ctx, key, keylen, p);
+            do_update(r, ctx, msgs[2], msglens[2]);
+            do_final_rc(r, ctx, out);
+            EVP_MAC_CTX_free(ctx);
+        }
+    }
+    EVP_MAC_free(mac);
+}
+
 /* GMAC IV lengths, valid and not, before and after the key */
 static void pat_gmac_iv(OSSL_LIB_CTX *libctx, REC *r)
 {
@@ -1379,6 +1464,7 @@ static void test_dup(void) { run_pattern(pat_dup, 1); }
 static void test_after_key(void) { run_pattern(pat_after_key, 1); }
 static void test_kmac_out(void) { run_pattern(pat_kmac_out, 1); }
 static void test_gmac_iv(void) { run_pattern(pat_gmac_iv, 1); }
+static void test_gmac_spares(void) { run_pattern(pat_gmac_spares, 1); }
 static void test_bad(void) { run_pattern(pat_bad, 0); }
 static void test_sizes(void) { run_pattern(pat_sizes, 1); }
 static void test_interleave(void) { run_pattern(pat_interleave, 1); }
@@ -1403,6 +1489,7 @@ static void add_suites(void)
                 test_after_key);
     CU_add_test(s, "KMAC output length and XOF", test_kmac_out);
     CU_add_test(s, "GMAC IV lengths", test_gmac_iv);
+    CU_add_test(s, "GMAC contexts used again", test_gmac_spares);
     CU_add_test(s, "bad inputs", test_bad);
     CU_add_test(s, "size queries", test_sizes);
     CU_add_test(s, "two live contexts", test_interleave);

@@ -28,6 +28,16 @@ MUTANTS = {
     # the last use leaks into the next)
     "hmac-no-reinit": ("provider/hmac.c",
         "if (!f->init(lk.spare, NULL, 0, NULL)) {", "if (0) {"),
+    # GMAC: a used context handed out with no new IV to follow (its IV is
+    # spent, where a fresh keyed context draws one at random)
+    "gmac-spare-without-iv": ("provider/tmpl.c",
+        "        if (f->d->reinit_restores == KC_REINIT_WITH_VOLATILE && !vol\n",
+        "        if (0 && !vol\n"),
+    # GMAC: an IV set with the key in one set_params call taken as one the
+    # default accepts (an empty one fails, leaving a used context spent)
+    "gmac-spare-unchecked-iv": ("provider/tmpl.c",
+        "keyed(w, c, s.key->data, s.key->data_size, 0)",
+        "keyed(w, c, s.key->data, s.key->data_size, 1)"),
     # HMAC: pass-through before the key to the inner default in keycache's
     # private context, which lacks another provider's digest (legacy MD4)
     "hmac-foreign-digest-private": ("provider/hmac.c",
