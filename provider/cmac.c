@@ -10,7 +10,10 @@
  * with that key does.  A keyless init of a used context restarts it
  * (CMAC_Init: zero IV, empty buffer, the subkeys kept), so freed contexts
  * that got nothing but updates, finals and keyless inits are kept as
- * spares: a hit re-initialises one instead of copying the template.
+ * spares: a hit re-initialises one instead of copying the template.  CMAC
+ * keeps a message's last block in its context until the next init (the
+ * default wipes it when the program frees the context), so a context is
+ * given 32 zero bytes before it is kept: its last block becomes zeros.
  * Every cached cipher is AES, so such a context's size (the cipher's block
  * size, what the default reports) is 16 until something is set on it.
  */
@@ -81,6 +84,7 @@ const KC_TDESC kc_cmac_desc = {
     .shape_names = cmac_shape,
     .set_key_keys = 1,
     .reinit_restores = KC_REINIT_ALWAYS,
+    .park_scrub = 32,
     .keyed_size = 16,
     .cacheable = cmac_cacheable
 };

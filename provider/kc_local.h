@@ -205,6 +205,7 @@ typedef struct kc_tfam_st KC_TFAM;
 #define KC_REINIT_NO 0
 #define KC_REINIT_ALWAYS 1
 #define KC_REINIT_WITH_VOLATILE 2
+#define KC_SCRUB_MAX 32
 
 struct kc_tdesc_st {
     const char *name;               /* the default's first name for it */
@@ -240,6 +241,14 @@ struct kc_tdesc_st {
      * random IV of its own; a new IV leaves both in the same state).
      */
     int reinit_restores;
+    /*
+     * Zero bytes a given-back context is updated with before it is kept,
+     * so that it holds nothing of the caller's message: the default wipes
+     * a context the program frees, and CMAC keeps a message's last block
+     * (32: whole or partial, it is overwritten) until its next init.
+     * At most KC_SCRUB_MAX.
+     */
+    size_t park_scrub;
     /*
      * What the default's get_ctx_params reports as "size" for a context
      * keyed with a shape it caches and set nothing since (CMAC: the AES

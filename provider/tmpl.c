@@ -894,6 +894,17 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
     return w;
 }
 
+/* A clean used context back to its entry, scrubbed first; 0: not kept. */
+static int park(KC_CACHE *c, const KC_TMAC_CTX *w)
+{
+    static const unsigned char zeros[KC_SCRUB_MAX];
+    size_t n = w->f->d->park_scrub;
+
+    return w->clean
+           && (n == 0 || w->f->mac.update(w->inner, zeros, n))
+           && kc_cache_park_in(c, &w->lease, w->inner);
+}
+
 void kc_tmac_freectx(void *vctx)
 {
     KC_TMAC_CTX *w = vctx;
@@ -902,8 +913,7 @@ void kc_tmac_freectx(void *vctx)
     if (w == NULL)
         return;
     c = kc_cache_here(w->pctx);
-    if (w->inner != NULL
-        && (!w->clean || !kc_cache_park_in(c, &w->lease, w->inner)))
+    if (w->inner != NULL && !park(c, w))
         w->f->mac.freectx(w->inner);
     kc_wrapper_free_in(c, KC_POOL_TMPL, w, sizeof(*w));
 }
@@ -1208,7 +1218,7 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
 
     if (m->newctx == NULL || m->dupctx == NULL || m->freectx == NULL
         || m->init == NULL || m->update == NULL || m->final == NULL
-        || m->set_ctx_params == NULL)
+        || m->set_ctx_params == NULL || f->d->park_scrub > KC_SCRUB_MAX)
         return 0;
     f->alg.names = alg->algorithm_names;
     f->alg.freectx = m->freectx;

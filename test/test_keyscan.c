@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
@@ -125,12 +126,16 @@ static int use_key(OSSL_LIB_CTX *ctx, const unsigned char *key, size_t len,
 /* ---------------------------------------------------------------------- */
 /* Phases                                                                 */
 
-/* key roles: 0-3 HMAC evicted, 4-7 GCM evicted, 8-11 thread, 12-15 teardown */
+/*
+ * key roles: 0-3 HMAC evicted, 4-7 GCM evicted, 8-11 thread, 12-15
+ * teardown, 16 message tails
+ */
 #define K_HMAC_EV 0
 #define K_GCM_EV 4
 #define K_THREAD 8
 #define K_TEARDOWN 12
-#define K_USED 16
+#define K_TAILS 16
+#define K_USED 17
 
 static int suite_init(void)
 {
@@ -412,6 +417,125 @@ static void test_bounded(void)
                " ", blocks0, bytes0, b.max_blocks, b.max_bytes);
 }
 
+/*
+ * Used contexts keycache keeps for reuse hold no part of the messages they
+ * MACed once given back: the default wipes a context the program frees, so
+ * a kept one must not hold more (CMAC keeps a message's last block until
+ * its next use).  Each MAC runs over messages whose tail is bytes nothing
+ * else has, a whole last block and a partial one, on fresh contexts until
+ * the key is cached and contexts are given back; then no live block may
+ * hold a tail.  The same on the default, and once while a context is still
+ * in use (where CMAC does hold it: the scan sees it).
+ */
+static const struct {
+    const char *mac, *sub;
+    size_t keylen;
+} tails_macs[] = {
+    { "CMAC", "AES-128-CBC", 16 }, { "CMAC", "AES-256-CBC", 32 },
+    { "GMAC", "AES-256-GCM", 32 }, { "HMAC", "SHA256", 32 },
+    { "HMAC", "SHA512", 32 }, { "HMAC", "SHA3-256", 32 },
+    { "KMAC-128", NULL, 32 },
+};
+#define N_TAILS_MACS (sizeof(tails_macs) / sizeof(tails_macs[0]))
+#define TAIL_MSGS 2
+static unsigned char tails_msg[TAIL_MSGS][64];
+static const size_t tails_len[TAIL_MSGS] = { 48, 45 }, tails_tail[] = { 16, 13 };
+
+static int tails_q_mac(OSSL_LIB_CTX *ctx, size_t m, int i,
+                       unsigned char *out, size_t *outl)
+{
+    OSSL_PARAM p[2];
+    const char *sub = tails_macs[m].sub;
+
+    p[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV,
+                                             (void *)iv, sizeof(iv));
+    p[1] = OSSL_PARAM_construct_end();
+    return EVP_Q_mac(ctx, tails_macs[m].mac, NULL, sub,
+                     strcmp(tails_macs[m].mac, "GMAC") == 0 ? p : NULL,
+                     keys[K_TAILS], tails_macs[m].keylen, tails_msg[i],
+                     tails_len[i], out, 64, outl) != NULL;
+}
+
+static unsigned long tails_live(const char *say)
+{
+    unsigned long hits = 0;
+    int i;
+
+    for (i = 0; i < TAIL_MSGS; i++)
+        hits += kch_live(tails_msg[i] + tails_len[i] - tails_tail[i],
+                         tails_tail[i], 0, say);
+    return hits;
+}
+
+struct tails_arg {
+    OSSL_LIB_CTX *ctx;
+    size_t m;
+    int bad;
+    unsigned long left, in_use;
+};
+
+static void *tails_thread(void *varg)
+{
+    struct tails_arg *a = varg;
+    unsigned char want[64], got[64];
+    size_t wl, gl;
+    int r, i;
+
+    for (r = 0; r < 6; r++) {
+        for (i = 0; i < TAIL_MSGS; i++) {
+            if (!tails_q_mac(kct_default(), a->m, i, want, &wl)
+                || !tails_q_mac(a->ctx, a->m, i, got, &gl) || wl != gl
+                || memcmp(want, got, wl) != 0)
+                a->bad++;
+        }
+    }
+    a->left = tails_live("a message tail");
+    return NULL;
+}
+
+static void test_message_tails(void)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(kct_default(), "CMAC", NULL);
+    EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM p[2];
+    unsigned char out[16];
+    size_t outl, m;
+    int i;
+
+    for (i = 0; i < TAIL_MSGS; i++) {
+        memcpy(tails_msg[i], "KCMSG", 5);
+        kct_fill(tails_msg[i] + 5, sizeof(tails_msg[i]) - 5, 0x7a11 + i);
+    }
+    /* the scan sees a tail in a context still in use */
+    p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
+                                            "AES-128-CBC", 0);
+    p[1] = OSSL_PARAM_construct_end();
+    CU_ASSERT_FATAL(c != NULL && EVP_MAC_init(c, keys[K_TAILS], 16, p)
+                    && EVP_MAC_update(c, tails_msg[0], tails_len[0])
+                    && EVP_MAC_final(c, out, &outl, sizeof(out)));
+    CU_ASSERT_TRUE(tails_live(NULL) >= 1);
+    EVP_MAC_CTX_free(c);
+    EVP_MAC_free(mac);
+    CU_ASSERT_EQUAL(tails_live(NULL), 0);
+
+    for (m = 0; m < N_TAILS_MACS; m++) {
+        struct tails_arg a = { kct_keycache(), m, 0, 0, 0 };
+        uint64_t hits = kct_counter(KEYCACHE_PARAM_HITS);
+        pthread_t t;
+
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, tails_thread, &a), 0);
+        pthread_join(t, NULL);
+        CU_ASSERT_EQUAL(a.bad, 0);
+        /* served from the cache, with contexts given back */
+        CU_ASSERT_TRUE(kct_counter(KEYCACHE_PARAM_HITS) > hits);
+        if (a.left != 0)
+            fprintf(stderr, "\n  %s %s: %lu block(s) kept a message tail\n",
+                    tails_macs[m].mac, tails_macs[m].sub != NULL
+                    ? tails_macs[m].sub : "", a.left);
+        CU_ASSERT_EQUAL(a.left, 0);
+    }
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("keyscan", suite_init, NULL);
@@ -421,6 +545,8 @@ static void add_suites(void)
     CU_add_test(s, "thread exit leaves no key bytes", test_thread_exit);
     CU_add_test(s, "teardown leaves no key bytes", test_teardown);
     CU_add_test(s, "a million keys stay bounded", test_bounded);
+    CU_add_test(s, "given-back contexts keep no message bytes",
+                test_message_tails);
 }
 
 int main(int argc, char **argv)

@@ -28,6 +28,9 @@ MUTANTS = {
     # the last use leaks into the next)
     "hmac-no-reinit": ("provider/hmac.c",
         "if (!f->init(lk.spare, NULL, 0, NULL)) {", "if (0) {"),
+    # CMAC: a given-back context kept with the last block of its message
+    "cmac-park-unscrubbed": ("provider/cmac.c",
+        "    .park_scrub = 32,\n", ""),
     # GMAC: a used context handed out with no new IV to follow (its IV is
     # spent, where a fresh keyed context draws one at random)
     "gmac-spare-without-iv": ("provider/tmpl.c",
