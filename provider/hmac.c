@@ -40,6 +40,8 @@ typedef struct {
     void *inner;               /* inner HMAC ctx, NULL until keyed */
     KC_LEASE lease;            /* where inner goes back to, if anywhere */
     int passthrough;           /* inner is the reference copy: forward all */
+    /* data went in since the last final: inner may hold some, never kept */
+    int open;
     EVP_MAC *app_mac;          /* inner is the application's default's */
     /*
      * The thread's last resolved digest name (no properties) and digest,
@@ -94,9 +96,11 @@ static void release_inner(KC_HMAC_CTX *w)
 {
     if (w->inner == NULL)
         return;
-    if (w->passthrough || !kc_cache_park(w->pctx, &w->lease, w->inner))
+    if (w->passthrough || w->open
+        || !kc_cache_park(w->pctx, &w->lease, w->inner))
         free_inner(w);
     w->inner = NULL;
+    w->open = 0;
     memset(&w->lease, 0, sizeof(w->lease));
 }
 
@@ -331,7 +335,8 @@ static void kc_hmac_freectx(void *vctx)
         return;
     c = kc_cache_here(w->pctx);
     if (w->inner != NULL
-        && (w->passthrough || !kc_cache_park_in(c, &w->lease, w->inner)))
+        && (w->passthrough || w->open
+            || !kc_cache_park_in(c, &w->lease, w->inner)))
         free_inner(w);
     kc_wrapper_free_in(c, KC_POOL_HMAC, w, sizeof(*w));
 }
@@ -520,7 +525,10 @@ static int kc_hmac_update(void *vctx, const unsigned char *data,
     KC_HMAC_CTX *w = vctx;
 
     /* an unkeyed default ctx has no digest and refuses quietly */
-    return w->inner != NULL ? fns(w)->update(w->inner, data, datalen) : 0;
+    if (w->inner == NULL)
+        return 0;
+    w->open = 1;
+    return fns(w)->update(w->inner, data, datalen);
 }
 
 static int kc_hmac_final(void *vctx, unsigned char *out, size_t *outl,
@@ -528,7 +536,10 @@ static int kc_hmac_final(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_HMAC_CTX *w = vctx;
 
-    return w->inner != NULL ? fns(w)->final(w->inner, out, outl, outsize) : 0;
+    if (w->inner == NULL)
+        return 0;
+    w->open = 0;
+    return fns(w)->final(w->inner, out, outl, outsize);
 }
 
 static const OSSL_PARAM *kc_hmac_gettable_ctx_params(void *vctx,

@@ -67,6 +67,12 @@ typedef struct {
      */
     KC_LEASE lease;
     int clean;
+    /*
+     * Data went in since the last final: the default's context may hold
+     * some of it (GMAC a partial block in its GHASH state), so it is not
+     * kept.
+     */
+    int open;
     /* keyed with a cacheable shape and nothing set since: keyed_size holds */
     int sized;
     int shape_value;            /* learned value of the shape, -1: not yet */
@@ -773,10 +779,41 @@ static void *make_template(const KC_TMAC_CTX *w, const unsigned char *key,
 }
 
 /*
+ * Do the volatile calls give a used context what resets it (GMAC: an IV
+ * with its bytes; one with NULL data sets only the length)?  The caller's
+ * split call, or else the recorded ones.
+ */
+static int vol_resets(const SPLIT *s)
+{
+    size_t i;
+
+    for (i = 0; i < s->nv; i++)
+        if (s->vol[i]->data == NULL)
+            return 0;
+    return s->nv > 0;
+}
+
+static int rec_vol_resets(const KC_TMAC_CTX *w)
+{
+    const unsigned char *rec = (const unsigned char *)w->rec;
+    OSSL_PARAM p;
+    KC_TITEM it;
+    size_t off;
+
+    for (off = w->shape_len; off < w->len; ) {
+        off = kc_trec_get(rec, off, &it, &p);
+        if (it.tag == KC_T_PARAM && (it.type & KC_T_NULL) != 0)
+            return 0;
+    }
+    return w->len > w->shape_len;
+}
+
+/*
  * The key arrives on a wrapper that has none: give it a copy of the
  * template for (shape, key), made and cached on a miss once the key is
  * admitted, with the volatile calls replayed.  vol: the caller sets
- * volatile parameters the default accepted right after.  1 done, -1 when
+ * volatile parameters the default accepted right after, and they reset a
+ * used context (vol_resets()).  1 done, -1 when
  * this cannot be served from the cache (the caller passes through), -2
  * the same for a cacheable shape whose key is not admitted yet.
  */
@@ -809,7 +846,7 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
         }
     } else if (lk.spare != NULL) {
         if (f->d->reinit_restores == KC_REINIT_WITH_VOLATILE && !vol
-            && w->len == w->shape_len) {
+            && !rec_vol_resets(w)) {
             /* nothing would undo what its last use left: the template */
             if (!kc_cache_park_in(c, &lk.lease, lk.spare))
                 f->mac.freectx(lk.spare);
@@ -900,7 +937,7 @@ static int park(KC_CACHE *c, const KC_TMAC_CTX *w)
     static const unsigned char zeros[KC_SCRUB_MAX];
     size_t n = w->f->d->park_scrub;
 
-    return w->clean
+    return w->clean && !w->open
            && (n == 0 || w->f->mac.update(w->inner, zeros, n))
            && kc_cache_park_in(c, &w->lease, w->inner);
 }
@@ -1059,7 +1096,7 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
             goto pass;
         }
     }
-    if ((r = keyed(w, c, key, keylen, direct)) > 0)
+    if ((r = keyed(w, c, key, keylen, direct && vol_resets(&s))) > 0)
         return !direct || apply_volatile(w, &s);
     restore(w, &sv);
  pass:
@@ -1094,8 +1131,10 @@ int kc_tmac_update(void *vctx, const unsigned char *data, size_t datalen)
 {
     KC_TMAC_CTX *w = vctx;
 
-    if (w->inner != NULL)
+    if (w->inner != NULL) {
+        w->open = 1;
         return w->f->mac.update(w->inner, data, datalen);
+    }
     return unkeyed_update(w, data, datalen);
 }
 
@@ -1110,8 +1149,10 @@ int kc_tmac_final(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_TMAC_CTX *w = vctx;
 
-    if (w->inner != NULL)
+    if (w->inner != NULL) {
+        w->open = 0;
         return w->f->mac.final(w->inner, out, outl, outsize);
+    }
     return unkeyed_final(w, out, outl, outsize);
 }
 

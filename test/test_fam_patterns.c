@@ -665,7 +665,8 @@ static void pat_kmac_out(OSSL_LIB_CTX *libctx, REC *r)
 /*
  * Used GMAC contexts given back and handed out again.  A message brings its
  * IV with the key, before it, or not at all (then the default draws one at
- * random: return values only), or sets an empty one together with the key;
+ * random: return values only), sets an empty one together with the key, or
+ * one without data (which sets only the length);
  * some contexts get a keyless re-init after their message, some live
  * together.  A used context's IV is spent: one handed out without a new
  * valid IV would fail where a fresh context succeeds.
@@ -684,14 +685,14 @@ static void pat_gmac_spares(OSSL_LIB_CTX *libctx, REC *r)
         size_t keylen = fams[1].keylen[i];
 
         rec_fam(r, &fams[1], i);
-        for (j = 0; j < 14; j++) {
+        for (j = 0; j < 18; j++) {
             EVP_MAC_CTX *ctx = new_ctx(mac, r);
 
             rec_printf(r, "message %d\n", j);
             p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, fams[1].sub[i]);
             p[1] = p_oct(OSSL_MAC_PARAM_IV, ivs[j % 4], j % 3 == 0 ? 16 : 12);
             p[2] = OSSL_PARAM_construct_end();
-            switch (j % 7) {
+            switch (j % 9) {
             case 0: case 1: case 5:
                 do_mac(r, ctx, key, keylen, p, msgs[j % 4], msglens[j % 4],
                        out, &outl);
@@ -720,6 +721,19 @@ static void pat_gmac_spares(OSSL_LIB_CTX *libctx, REC *r)
                        &outl);
                 do_init(r, ctx, NULL, 0, NULL);
                 do_update(r, ctx, msgs[2], msglens[2]);
+                do_final_rc(r, ctx, out);
+                break;
+            case 7:                     /* an IV without data: a length */
+                p[1] = p_oct(OSSL_MAC_PARAM_IV, NULL, 12);
+                do_init(r, ctx, key, keylen, p);
+                do_update(r, ctx, msgs[2], msglens[2]);
+                do_final_rc(r, ctx, out);
+                break;
+            case 8:                     /* the same before the key */
+                p[1] = p_oct(OSSL_MAC_PARAM_IV, NULL, 16);
+                do_set(r, ctx, p);
+                do_init(r, ctx, key, keylen, NULL);
+                do_update(r, ctx, msgs[1], msglens[1]);
                 do_final_rc(r, ctx, out);
                 break;
             }

@@ -422,9 +422,10 @@ static void test_bounded(void)
  * MACed once given back: the default wipes a context the program frees, so
  * a kept one must not hold more (CMAC keeps a message's last block until
  * its next use).  Each MAC runs over messages whose tail is bytes nothing
- * else has, a whole last block and a partial one, on fresh contexts until
- * the key is cached and contexts are given back; then no live block may
- * hold a tail.  The same on the default, and once while a context is still
+ * else has, a whole last block, a partial one and a message shorter than a
+ * block, on fresh contexts until the key is cached and contexts are given
+ * back, then leaves messages open (freed after an update, or HMAC given a
+ * new key); then no live block may hold a tail.  The same on the default, and once while a context is still
  * in use (where CMAC does hold it: the scan sees it).
  */
 static const struct {
@@ -437,9 +438,10 @@ static const struct {
     { "KMAC-128", NULL, 32 },
 };
 #define N_TAILS_MACS (sizeof(tails_macs) / sizeof(tails_macs[0]))
-#define TAIL_MSGS 2
+#define TAIL_MSGS 3
 static unsigned char tails_msg[TAIL_MSGS][64];
-static const size_t tails_len[TAIL_MSGS] = { 48, 45 }, tails_tail[] = { 16, 13 };
+static const size_t tails_len[TAIL_MSGS] = { 48, 45, 13 };
+static const size_t tails_tail[TAIL_MSGS] = { 16, 13, 13 };
 
 static int tails_q_mac(OSSL_LIB_CTX *ctx, size_t m, int i,
                        unsigned char *out, size_t *outl)
@@ -454,6 +456,37 @@ static int tails_q_mac(OSSL_LIB_CTX *ctx, size_t m, int i,
                      strcmp(tails_macs[m].mac, "GMAC") == 0 ? p : NULL,
                      keys[K_TAILS], tails_macs[m].keylen, tails_msg[i],
                      tails_len[i], out, 64, outl) != NULL;
+}
+
+/*
+ * A message left open: init, update, then free (how = 0) or, on HMAC, a
+ * new key (how = 1: the old key's context goes back) and then free.
+ */
+static int tails_unfinished(OSSL_LIB_CTX *ctx, size_t m, int i, int how)
+{
+    static const unsigned char other_key[32] = "keyscan: another key";
+    EVP_MAC *mac = EVP_MAC_fetch(ctx, tails_macs[m].mac, NULL);
+    EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    const char *mname = tails_macs[m].mac;
+    OSSL_PARAM p[3];
+    int n = 0, ok;
+
+    if (tails_macs[m].sub != NULL)
+        p[n++] = OSSL_PARAM_construct_utf8_string(
+                     strcmp(mname, "HMAC") == 0 ? OSSL_MAC_PARAM_DIGEST
+                     : OSSL_MAC_PARAM_CIPHER, (char *)tails_macs[m].sub, 0);
+    if (strcmp(mname, "GMAC") == 0)
+        p[n++] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV,
+                                                   (void *)iv, sizeof(iv));
+    p[n] = OSSL_PARAM_construct_end();
+    ok = c != NULL
+         && EVP_MAC_init(c, keys[K_TAILS], tails_macs[m].keylen, p)
+         && EVP_MAC_update(c, tails_msg[i], tails_len[i]);
+    if (how == 1)
+        ok = ok && EVP_MAC_init(c, other_key, sizeof(other_key), NULL);
+    EVP_MAC_CTX_free(c);
+    EVP_MAC_free(mac);
+    return ok;
 }
 
 static unsigned long tails_live(const char *say)
@@ -479,7 +512,7 @@ static void *tails_thread(void *varg)
     struct tails_arg *a = varg;
     unsigned char want[64], got[64];
     size_t wl, gl;
-    int r, i;
+    int r, i, how;
 
     for (r = 0; r < 6; r++) {
         for (i = 0; i < TAIL_MSGS; i++) {
@@ -490,6 +523,17 @@ static void *tails_thread(void *varg)
         }
     }
     a->left = tails_live("a message tail");
+    /*
+     * Messages left open, with the key cached and contexts given back;
+     * scanned after each way, since the next hit re-initialises a context
+     * given back before.
+     */
+    for (how = strcmp(tails_macs[a->m].mac, "HMAC") == 0; how >= 0; how--) {
+        for (r = 0; r < 3; r++)
+            for (i = 0; i < TAIL_MSGS; i++)
+                a->bad += !tails_unfinished(a->ctx, a->m, i, how);
+        a->left += tails_live("a message tail");
+    }
     return NULL;
 }
 

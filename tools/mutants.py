@@ -28,6 +28,24 @@ MUTANTS = {
     # the last use leaks into the next)
     "hmac-no-reinit": ("provider/hmac.c",
         "if (!f->init(lk.spare, NULL, 0, NULL)) {", "if (0) {"),
+    # GMAC: an IV without data (it sets only the length) taken as one that
+    # resets a used context - with the key, or recorded before it
+    "gmac-spare-null-iv": ("provider/tmpl.c",
+        "keyed(w, c, key, keylen, direct && vol_resets(&s))",
+        "keyed(w, c, key, keylen, direct)"),
+    "gmac-spare-null-iv-recorded": ("provider/tmpl.c",
+        "            && !rec_vol_resets(w)) {",
+        "            && w->len == w->shape_len) {"),
+    # CMAC, GMAC, KMAC: a context freed mid-message kept (GMAC: a short
+    # message sits in its GHASH state)
+    "tmpl-park-open": ("provider/tmpl.c",
+        "    return w->clean && !w->open\n", "    return w->clean\n"),
+    # HMAC: a context freed, or given a new key, mid-message kept with the
+    # message's last block in its digest state
+    "hmac-park-open": ("provider/hmac.c",
+        "        && (w->passthrough || w->open\n", "        && (w->passthrough\n"),
+    "hmac-rekey-park-open": ("provider/hmac.c",
+        "    if (w->passthrough || w->open\n", "    if (w->passthrough\n"),
     # CMAC: a given-back context kept with the last block of its message
     "cmac-park-unscrubbed": ("provider/cmac.c",
         "    .park_scrub = 32,\n", ""),
