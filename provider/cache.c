@@ -994,7 +994,8 @@ int kc_cache_add_rec(KC_CACHE *c, const KC_ALG *alg, const unsigned char *rec,
  * threads' caches fill their slots in the same order, so slot and
  * generation alone could name another thread's entry for another key).
  */
-int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx)
+int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
+                     int (*ready)(const void *arg, void *ctx), const void *arg)
 {
     KC_ENTRY *e;
 
@@ -1003,16 +1004,12 @@ int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx)
     e = &c->entries[lease->idx];
     /* per entry, and no more spares in all than entries */
     if (e->gen != lease->gen || e->alg == NULL
-        || e->nspare >= e->alg->spare_max || c->nspares >= c->size)
+        || e->nspare >= e->alg->spare_max || c->nspares >= c->size
+        || !ready(arg, ctx))
         return 0;
     e->spare[e->nspare++] = ctx;
     c->nspares++;
     return 1;
-}
-
-int kc_cache_park(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx)
-{
-    return kc_cache_park_in(tls_get(pctx), lease, ctx);
 }
 
 void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,

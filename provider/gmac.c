@@ -10,15 +10,10 @@
  * it in one set_ctx_params call; an IV set before the key is kept by the
  * keying, so IV then key ends where key then IV does.
  *
- * A used context differs from the template only in per-message GCM state:
- * a new IV (the IV length set, then the IV) resets all of it that GMAC's
- * calls can observe (GMAC has no context getters and only encrypts, so the
- * spent tag and tag length of a used context are never read before final
- * sets them again).  So freed contexts that got nothing but updates,
- * finals and keyless inits are kept as spares, and a hit whose IV the
- * default accepted re-initialises one instead of copying the template.
- * Without a new IV they differ - a fresh keyed context draws a random IV,
- * a used one has spent its own - and the hit copies the template.
+ * Used contexts are not kept for reuse (as CMAC's are): a finished one
+ * holds its last tag and IV, from which, with the key schedule the cache
+ * holds, GHASH gives back a short message; nothing GMAC offers clears them
+ * short of another IV, update and final, dearer than the copy it saves.
  */
 #include <openssl/core_names.h>
 
@@ -94,6 +89,5 @@ const KC_TDESC kc_gmac_desc = {
     .volatile_names = gmac_volatile,
     .set_key_keys = 1,
     .volatile_last_wins = 1,
-    .reinit_restores = KC_REINIT_WITH_VOLATILE,
     .cacheable = gmac_cacheable
 };

@@ -4,12 +4,14 @@
  *
  * A cache entry holds a template: an inner (default provider) HMAC context
  * that was created, given a digest and keyed, and never used.  A keyed init
- * on a hit takes one of the entry's spare contexts and re-initialises it
- * without a key - HMAC_Init_ex() with a NULL key copies the saved inner pad
- * state, so the message state is back to "just keyed" while digest and key
- * are unchanged - or, with no spare left, duplicates the template.  So any
- * number of live contexts can share one entry.  Freeing the wrapper gives
- * its context back as a spare (up to spare_max), on the same thread only.
+ * on a hit takes one of the entry's spare contexts or, with no spare left,
+ * duplicates the template.  So any number of live contexts can share one
+ * entry.  Freeing the wrapper gives its context back as a spare (up to
+ * spare_max), on the same thread only, re-initialised without a key -
+ * HMAC_Init_ex() with a NULL key copies the saved inner pad state, so the
+ * message state is back to "just keyed" while digest and key are unchanged,
+ * and the last MAC (or an unfinished message's last block), which the
+ * digest state held, is gone.
  *
  * Until a key arrives the wrapper only remembers the digest (resolved to an
  * entry of the table built at start, so the cache key is a pointer compare).
@@ -40,8 +42,6 @@ typedef struct {
     void *inner;               /* inner HMAC ctx, NULL until keyed */
     KC_LEASE lease;            /* where inner goes back to, if anywhere */
     int passthrough;           /* inner is the reference copy: forward all */
-    /* data went in since the last final: inner may hold some, never kept */
-    int open;
     EVP_MAC *app_mac;          /* inner is the application's default's */
     /*
      * The thread's last resolved digest name (no properties) and digest,
@@ -91,16 +91,32 @@ static void free_inner(KC_HMAC_CTX *w)
     }
 }
 
+/*
+ * A context given back is re-initialised without a key: the state a hit
+ * needs, and it replaces the digest state, which holds the last MAC or,
+ * mid-message, the message's last block (the default wipes a context the
+ * program frees).
+ */
+static int restart(const void *arg, void *inner)
+{
+    return fns(arg)->init(inner, NULL, 0, NULL);
+}
+
+/* The inner context back to its cache entry (c: this thread's); 0: not. */
+static int park_inner(KC_CACHE *c, KC_HMAC_CTX *w)
+{
+    return !w->passthrough
+           && kc_cache_park_in(c, &w->lease, w->inner, restart, w);
+}
+
 /* Hand the inner context back to its cache entry, or free it. */
 static void release_inner(KC_HMAC_CTX *w)
 {
     if (w->inner == NULL)
         return;
-    if (w->passthrough || w->open
-        || !kc_cache_park(w->pctx, &w->lease, w->inner))
+    if (!park_inner(kc_cache_here(w->pctx), w))
         free_inner(w);
     w->inner = NULL;
-    w->open = 0;
     memset(&w->lease, 0, sizeof(w->lease));
 }
 
@@ -271,11 +287,7 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
     tmpl = kc_cache_find(c, &pctx->hmac_alg, w->dg, key, keylen, &lk);
     if (tmpl != NULL) {
         if (lk.spare != NULL) {
-            /* keyless re-init: a used context back to "just keyed" */
-            if (!f->init(lk.spare, NULL, 0, NULL)) {
-                f->freectx(lk.spare);
-                return -1;
-            }
+            /* re-initialised when it was given back: "just keyed" */
             inner = lk.spare;
         } else if ((inner = f->dupctx(tmpl)) == NULL) {
             return -1;
@@ -334,9 +346,7 @@ static void kc_hmac_freectx(void *vctx)
     if (w == NULL)
         return;
     c = kc_cache_here(w->pctx);
-    if (w->inner != NULL
-        && (w->passthrough || w->open
-            || !kc_cache_park_in(c, &w->lease, w->inner)))
+    if (w->inner != NULL && !park_inner(c, w))
         free_inner(w);
     kc_wrapper_free_in(c, KC_POOL_HMAC, w, sizeof(*w));
 }
@@ -525,10 +535,7 @@ static int kc_hmac_update(void *vctx, const unsigned char *data,
     KC_HMAC_CTX *w = vctx;
 
     /* an unkeyed default ctx has no digest and refuses quietly */
-    if (w->inner == NULL)
-        return 0;
-    w->open = 1;
-    return fns(w)->update(w->inner, data, datalen);
+    return w->inner != NULL ? fns(w)->update(w->inner, data, datalen) : 0;
 }
 
 static int kc_hmac_final(void *vctx, unsigned char *out, size_t *outl,
@@ -536,10 +543,7 @@ static int kc_hmac_final(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_HMAC_CTX *w = vctx;
 
-    if (w->inner == NULL)
-        return 0;
-    w->open = 0;
-    return fns(w)->final(w->inner, out, outl, outsize);
+    return w->inner != NULL ? fns(w)->final(w->inner, out, outl, outsize) : 0;
 }
 
 static const OSSL_PARAM *kc_hmac_gettable_ctx_params(void *vctx,

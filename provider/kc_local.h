@@ -202,9 +202,6 @@ typedef struct kc_tdesc_st KC_TDESC;
 typedef struct kc_tfam_st KC_TFAM;
 
 /* What a family's file tells the shared layer: only what differs. */
-#define KC_REINIT_NO 0
-#define KC_REINIT_ALWAYS 1
-#define KC_REINIT_WITH_VOLATILE 2
 #define KC_SCRUB_MAX 32
 
 struct kc_tdesc_st {
@@ -234,11 +231,10 @@ struct kc_tdesc_st {
     int volatile_last_wins;
     /*
      * Does a keyless init bring a used context back to exactly the state
-     * the key left?  Then freed contexts are kept as spares and a hit
-     * re-initialises one instead of copying the template: always (CMAC),
-     * or only when a volatile call the default accepted follows (GMAC: a
-     * used context's IV is spent, where a fresh keyed one would make up a
-     * random IV of its own; a new IV leaves both in the same state).
+     * the key left, leaving nothing of its messages (CMAC, after
+     * park_scrub)?  Then freed contexts that got nothing but updates,
+     * finals and keyless inits are kept as spares, restarted by a keyless
+     * init, and a hit takes one instead of copying the template.
      */
     int reinit_restores;
     /*
@@ -598,13 +594,16 @@ const unsigned char *kc_cache_rec_last(KC_CACHE *c, const void *owner,
                                        int pair, size_t *alen, size_t *len,
                                        uint64_t *hash, int *value);
 /*
- * Give a used context back to the entry the lease names, for a later hit
- * to reuse after a keyless re-init.  0 if it cannot be kept (entry gone,
- * another thread, spares full): the caller frees it.
+ * Give a used context back to the entry the lease names in c
+ * (kc_cache_here()'s, may be NULL) for a later hit.  Only if it can be
+ * kept, ready(arg, ctx) first makes it what a hit takes (re-initialised
+ * without a key, nothing of its messages left).  0 if it is not kept
+ * (entry gone, another thread, spares full, ready failed): the caller
+ * frees it.
  */
-int kc_cache_park(KC_PROVCTX *pctx, const KC_LEASE *lease, void *ctx);
-/* the same in the cache kc_cache_here() gave (may be NULL) */
-int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx);
+int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
+                     int (*ready)(const void *arg, void *ctx),
+                     const void *arg);
 
 /* passthrough.c */
 int kc_passthrough_start(KC_PROVCTX *pctx);

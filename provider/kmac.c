@@ -61,8 +61,7 @@ static const char *const kmac_shape[] = {
         .name = "KMAC-" #bits,                                                \
         .description = "KMAC" #bits " with a per-thread key cache",           \
         .functions = kc_kmac##bits##_functions,                               \
-        .shape_names = kmac_shape,                                            \
-        .reinit_restores = KC_REINIT_NO                                       \
+        .shape_names = kmac_shape                                             \
     };
 
 KC_KMAC_IMPL(128, KC_FAM_KMAC128)

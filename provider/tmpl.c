@@ -67,12 +67,6 @@ typedef struct {
      */
     KC_LEASE lease;
     int clean;
-    /*
-     * Data went in since the last final: the default's context may hold
-     * some of it (GMAC a partial block in its GHASH state), so it is not
-     * kept.
-     */
-    int open;
     /* keyed with a cacheable shape and nothing set since: keyed_size holds */
     int sized;
     int shape_value;            /* learned value of the shape, -1: not yet */
@@ -779,46 +773,14 @@ static void *make_template(const KC_TMAC_CTX *w, const unsigned char *key,
 }
 
 /*
- * Do the volatile calls give a used context what resets it (GMAC: an IV
- * with its bytes; one with NULL data sets only the length)?  The caller's
- * split call, or else the recorded ones.
- */
-static int vol_resets(const SPLIT *s)
-{
-    size_t i;
-
-    for (i = 0; i < s->nv; i++)
-        if (s->vol[i]->data == NULL)
-            return 0;
-    return s->nv > 0;
-}
-
-static int rec_vol_resets(const KC_TMAC_CTX *w)
-{
-    const unsigned char *rec = (const unsigned char *)w->rec;
-    OSSL_PARAM p;
-    KC_TITEM it;
-    size_t off;
-
-    for (off = w->shape_len; off < w->len; ) {
-        off = kc_trec_get(rec, off, &it, &p);
-        if (it.tag == KC_T_PARAM && (it.type & KC_T_NULL) != 0)
-            return 0;
-    }
-    return w->len > w->shape_len;
-}
-
-/*
  * The key arrives on a wrapper that has none: give it a copy of the
  * template for (shape, key), made and cached on a miss once the key is
- * admitted, with the volatile calls replayed.  vol: the caller sets
- * volatile parameters the default accepted right after, and they reset a
- * used context (vol_resets()).  1 done, -1 when
+ * admitted, with the volatile calls replayed.  1 done, -1 when
  * this cannot be served from the cache (the caller passes through), -2
  * the same for a cacheable shape whose key is not admitted yet.
  */
 static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
-                 size_t keylen, int vol)
+                 size_t keylen)
 {
     const KC_TFAM *f = w->f;
     const unsigned char *rec = (const unsigned char *)w->rec;
@@ -845,17 +807,8 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
             return -1;
         }
     } else if (lk.spare != NULL) {
-        if (f->d->reinit_restores == KC_REINIT_WITH_VOLATILE && !vol
-            && !rec_vol_resets(w)) {
-            /* nothing would undo what its last use left: the template */
-            if (!kc_cache_park_in(c, &lk.lease, lk.spare))
-                f->mac.freectx(lk.spare);
-        } else if (f->mac.init(lk.spare, NULL, 0, NULL)) {
-            /* a used context given back: a keyless init restarts it */
-            inner = lk.spare;
-        } else {
-            f->mac.freectx(lk.spare);
-        }
+        /* a used context, restarted by a keyless init when given back */
+        inner = lk.spare;
     }
     if (inner == NULL && (inner = f->mac.dupctx(tmpl)) == NULL)
         return -1;
@@ -931,15 +884,26 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
     return w;
 }
 
-/* A clean used context back to its entry, scrubbed first; 0: not kept. */
-static int park(KC_CACHE *c, const KC_TMAC_CTX *w)
+/*
+ * A context given back is scrubbed, then restarted by a keyless init: the
+ * state a hit needs, and CMAC's last block and chaining value (its last
+ * MAC) gone, mid-message too.
+ */
+static int restart(const void *arg, void *inner)
 {
     static const unsigned char zeros[KC_SCRUB_MAX];
+    const KC_TMAC_CTX *w = arg;
     size_t n = w->f->d->park_scrub;
 
-    return w->clean && !w->open
-           && (n == 0 || w->f->mac.update(w->inner, zeros, n))
-           && kc_cache_park_in(c, &w->lease, w->inner);
+    return (n == 0 || w->f->mac.update(inner, zeros, n))
+           && w->f->mac.init(inner, NULL, 0, NULL);
+}
+
+/* A clean used context back to its entry; 0: not kept. */
+static int park(KC_CACHE *c, const KC_TMAC_CTX *w)
+{
+    return w->clean
+           && kc_cache_park_in(c, &w->lease, w->inner, restart, w);
 }
 
 void kc_tmac_freectx(void *vctx)
@@ -1034,7 +998,7 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
         if (!record(w, c, &pre))
             goto pass;
     }
-    if (keyed(w, c, s.key->data, s.key->data_size, 0) < 0) {
+    if (keyed(w, c, s.key->data, s.key->data_size) < 0) {
         restore(w, &sv);
         goto pass;
     }
@@ -1096,7 +1060,7 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
             goto pass;
         }
     }
-    if ((r = keyed(w, c, key, keylen, direct && vol_resets(&s))) > 0)
+    if ((r = keyed(w, c, key, keylen)) > 0)
         return !direct || apply_volatile(w, &s);
     restore(w, &sv);
  pass:
@@ -1131,10 +1095,8 @@ int kc_tmac_update(void *vctx, const unsigned char *data, size_t datalen)
 {
     KC_TMAC_CTX *w = vctx;
 
-    if (w->inner != NULL) {
-        w->open = 1;
+    if (w->inner != NULL)
         return w->f->mac.update(w->inner, data, datalen);
-    }
     return unkeyed_update(w, data, datalen);
 }
 
@@ -1149,10 +1111,8 @@ int kc_tmac_final(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_TMAC_CTX *w = vctx;
 
-    if (w->inner != NULL) {
-        w->open = 0;
+    if (w->inner != NULL)
         return w->f->mac.final(w->inner, out, outl, outsize);
-    }
     return unkeyed_final(w, out, outl, outsize);
 }
 
@@ -1263,8 +1223,7 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
         return 0;
     f->alg.names = alg->algorithm_names;
     f->alg.freectx = m->freectx;
-    f->alg.spare_max = f->d->reinit_restores != KC_REINIT_NO ? KC_SPARE_MAX
-                                                             : 0;
+    f->alg.spare_max = f->d->reinit_restores ? KC_SPARE_MAX : 0;
     f->alg.stat = KC_STAT_FAM + (unsigned int)(f - pctx->fam);
     inner_get_params[f - pctx->fam] = m->get_params;
     /*

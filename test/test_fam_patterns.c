@@ -663,15 +663,15 @@ static void pat_kmac_out(OSSL_LIB_CTX *libctx, REC *r)
 }
 
 /*
- * Used GMAC contexts given back and handed out again.  A message brings its
- * IV with the key, before it, or not at all (then the default draws one at
- * random: return values only), sets an empty one together with the key, or
- * one without data (which sets only the length);
- * some contexts get a keyless re-init after their message, some live
- * together.  A used context's IV is spent: one handed out without a new
- * valid IV would fail where a fresh context succeeds.
+ * GMAC messages on fresh contexts with the key cached: the IV with the
+ * key, before it, or not at all (then the default draws one at random:
+ * return values only), an empty one set together with the key, one without
+ * data (which sets only the length); some contexts get a keyless re-init
+ * after their message (their IV spent), some live together.  Were used
+ * contexts handed out again, those without a new IV of their own would
+ * fail where a fresh context succeeds.
  */
-static void pat_gmac_spares(OSSL_LIB_CTX *libctx, REC *r)
+static void pat_gmac_messages(OSSL_LIB_CTX *libctx, REC *r)
 {
     EVP_MAC *mac = fetch(libctx, r, "GMAC");
     EVP_MAC_CTX *live[3];
@@ -1478,7 +1478,7 @@ static void test_dup(void) { run_pattern(pat_dup, 1); }
 static void test_after_key(void) { run_pattern(pat_after_key, 1); }
 static void test_kmac_out(void) { run_pattern(pat_kmac_out, 1); }
 static void test_gmac_iv(void) { run_pattern(pat_gmac_iv, 1); }
-static void test_gmac_spares(void) { run_pattern(pat_gmac_spares, 1); }
+static void test_gmac_messages(void) { run_pattern(pat_gmac_messages, 1); }
 static void test_bad(void) { run_pattern(pat_bad, 0); }
 static void test_sizes(void) { run_pattern(pat_sizes, 1); }
 static void test_interleave(void) { run_pattern(pat_interleave, 1); }
@@ -1503,7 +1503,8 @@ static void add_suites(void)
                 test_after_key);
     CU_add_test(s, "KMAC output length and XOF", test_kmac_out);
     CU_add_test(s, "GMAC IV lengths", test_gmac_iv);
-    CU_add_test(s, "GMAC contexts used again", test_gmac_spares);
+    CU_add_test(s, "GMAC messages with and without an IV",
+                test_gmac_messages);
     CU_add_test(s, "bad inputs", test_bad);
     CU_add_test(s, "size queries", test_sizes);
     CU_add_test(s, "two live contexts", test_interleave);

@@ -419,14 +419,15 @@ static void test_bounded(void)
 
 /*
  * Used contexts keycache keeps for reuse hold no part of the messages they
- * MACed once given back: the default wipes a context the program frees, so
- * a kept one must not hold more (CMAC keeps a message's last block until
- * its next use).  Each MAC runs over messages whose tail is bytes nothing
- * else has, a whole last block, a partial one and a message shorter than a
- * block, on fresh contexts until the key is cached and contexts are given
- * back, then leaves messages open (freed after an update, or HMAC given a
- * new key); then no live block may hold a tail.  The same on the default, and once while a context is still
- * in use (where CMAC does hold it: the scan sees it).
+ * MACed, nor their MACs, once given back: the default wipes a context the
+ * program frees, so a kept one must not hold more (CMAC keeps a message's
+ * last block until its next use, a digest context its last output).  Each
+ * MAC runs over messages whose tail is bytes nothing else has - a whole
+ * last block, a partial one, a message shorter than a block - on fresh
+ * contexts until the key is cached and contexts are given back, then
+ * leaves messages open (freed after an update, or HMAC given a new key);
+ * after each, no live block may hold a tail or a MAC.  The scan is checked
+ * once on a CMAC context still in use, which does hold a tail.
  */
 static const struct {
     const char *mac, *sub;
@@ -489,14 +490,35 @@ static int tails_unfinished(OSSL_LIB_CTX *ctx, size_t m, int i, int how)
     return ok;
 }
 
+/* the MACs of the messages, as the default computed them */
+static unsigned char tails_mac[TAIL_MSGS][64];
+static size_t tails_maclen[TAIL_MSGS];
+
+/*
+ * Live blocks holding a message's tail or its MAC: as bytes, and as the
+ * 32- and 64-bit words of a digest state in host order (the SHA-2 state a
+ * digest context keeps is its output, word by word).
+ */
 static unsigned long tails_live(const char *say)
 {
+    unsigned char sw[64];
     unsigned long hits = 0;
+    size_t w, k, n;
     int i;
 
-    for (i = 0; i < TAIL_MSGS; i++)
+    for (i = 0; i < TAIL_MSGS; i++) {
         hits += kch_live(tails_msg[i] + tails_len[i] - tails_tail[i],
                          tails_tail[i], 0, say);
+        n = tails_maclen[i];
+        if (n == 0)
+            continue;
+        hits += kch_live(tails_mac[i], n, 0, say != NULL ? "a MAC" : NULL);
+        for (w = 4; w <= 8 && n % w == 0; w += 4) {
+            for (k = 0; k < n; k++)
+                sw[k] = tails_mac[i][k - k % w + (w - 1 - k % w)];
+            hits += kch_live(sw, n, 0, say != NULL ? "a MAC as words" : NULL);
+        }
+    }
     return hits;
 }
 
@@ -520,6 +542,8 @@ static void *tails_thread(void *varg)
                 || !tails_q_mac(a->ctx, a->m, i, got, &gl) || wl != gl
                 || memcmp(want, got, wl) != 0)
                 a->bad++;
+            memcpy(tails_mac[i], want, wl);
+            tails_maclen[i] = wl;
         }
     }
     a->left = tails_live("a message tail");
@@ -550,6 +574,7 @@ static void test_message_tails(void)
         memcpy(tails_msg[i], "KCMSG", 5);
         kct_fill(tails_msg[i] + 5, sizeof(tails_msg[i]) - 5, 0x7a11 + i);
     }
+    memset(tails_maclen, 0, sizeof(tails_maclen));
     /* the scan sees a tail in a context still in use */
     p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
                                             "AES-128-CBC", 0);
@@ -573,7 +598,7 @@ static void test_message_tails(void)
         /* served from the cache, with contexts given back */
         CU_ASSERT_TRUE(kct_counter(KEYCACHE_PARAM_HITS) > hits);
         if (a.left != 0)
-            fprintf(stderr, "\n  %s %s: %lu block(s) kept a message tail\n",
+            fprintf(stderr, "\n  %s %s: %lu block(s) kept a message tail or MAC\n",
                     tails_macs[m].mac, tails_macs[m].sub != NULL
                     ? tails_macs[m].sub : "", a.left);
         CU_ASSERT_EQUAL(a.left, 0);

@@ -25,40 +25,12 @@ MUTANTS = {
         # every key hashes alike, so the index finds other keys' entries
         ("provider/cache.c", "    return v0 ^ v1 ^ v2 ^ v3;", "    return 0;")],
     # HMAC: no keyless re-init of a given-back context (message state of
-    # the last use leaks into the next)
+    # the last use leaks into the next, and the last MAC stays in it)
     "hmac-no-reinit": ("provider/hmac.c",
-        "if (!f->init(lk.spare, NULL, 0, NULL)) {", "if (0) {"),
-    # GMAC: an IV without data (it sets only the length) taken as one that
-    # resets a used context - with the key, or recorded before it
-    "gmac-spare-null-iv": ("provider/tmpl.c",
-        "keyed(w, c, key, keylen, direct && vol_resets(&s))",
-        "keyed(w, c, key, keylen, direct)"),
-    "gmac-spare-null-iv-recorded": ("provider/tmpl.c",
-        "            && !rec_vol_resets(w)) {",
-        "            && w->len == w->shape_len) {"),
-    # CMAC, GMAC, KMAC: a context freed mid-message kept (GMAC: a short
-    # message sits in its GHASH state)
-    "tmpl-park-open": ("provider/tmpl.c",
-        "    return w->clean && !w->open\n", "    return w->clean\n"),
-    # HMAC: a context freed, or given a new key, mid-message kept with the
-    # message's last block in its digest state
-    "hmac-park-open": ("provider/hmac.c",
-        "        && (w->passthrough || w->open\n", "        && (w->passthrough\n"),
-    "hmac-rekey-park-open": ("provider/hmac.c",
-        "    if (w->passthrough || w->open\n", "    if (w->passthrough\n"),
+        "    return fns(arg)->init(inner, NULL, 0, NULL);", "    return 1;"),
     # CMAC: a given-back context kept with the last block of its message
     "cmac-park-unscrubbed": ("provider/cmac.c",
         "    .park_scrub = 32,\n", ""),
-    # GMAC: a used context handed out with no new IV to follow (its IV is
-    # spent, where a fresh keyed context draws one at random)
-    "gmac-spare-without-iv": ("provider/tmpl.c",
-        "        if (f->d->reinit_restores == KC_REINIT_WITH_VOLATILE && !vol\n",
-        "        if (0 && !vol\n"),
-    # GMAC: an IV set with the key in one set_params call taken as one the
-    # default accepts (an empty one fails, leaving a used context spent)
-    "gmac-spare-unchecked-iv": ("provider/tmpl.c",
-        "keyed(w, c, s.key->data, s.key->data_size, 0)",
-        "keyed(w, c, s.key->data, s.key->data_size, 1)"),
     # HMAC: pass-through before the key to the inner default in keycache's
     # private context, which lacks another provider's digest (legacy MD4)
     "hmac-foreign-digest-private": ("provider/hmac.c",
@@ -211,11 +183,12 @@ MUTANTS = {
         "            if (0)\n                return 0;"),
     # KMAC's set_ctx_params key taken as keying (the default only stores
     # it: no update before an init)
-    "kmac-set-key-keys": ("provider/kmac.c", "kmac_shape, NULL, 0, 0, 0, 0, NULL",
-        "kmac_shape, NULL, 1, 0, 0, 0, NULL"),
-    # CMAC: a spare is handed out without the keyless init that restarts it
+    "kmac-set-key-keys": ("provider/kmac.c",
+        "        .shape_names = kmac_shape  ",
+        "        .shape_names = kmac_shape, .set_key_keys = 1"),
+    # CMAC: a spare is kept without the keyless init that restarts it
     "cmac-spare-no-reinit": ("provider/tmpl.c",
-        "        if (f->mac.init(lk.spare, NULL, 0, NULL))", "        if (1)"),
+        "           && w->f->mac.init(inner, NULL, 0, NULL);", ";"),
     # CMAC: a context given parameters after its key is still parked (a
     # cipher set after the key reaches the next user of the spare)
     "cmac-park-after-set": ("provider/tmpl.c",
