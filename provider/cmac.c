@@ -10,10 +10,11 @@
  * with that key does.  A keyless init of a used context restarts it
  * (CMAC_Init: zero IV, empty buffer, the subkeys kept), so freed contexts
  * that got nothing but updates, finals and keyless inits are kept as
- * spares: a hit re-initialises one instead of copying the template.  CMAC
- * keeps a message's last block in its context until the next init (the
- * default wipes it when the program frees the context), so a context is
- * given 32 zero bytes before it is kept: its last block becomes zeros.
+ * spares, restarted when given back, and a hit takes one instead of
+ * copying the template.  CMAC keeps a message's last block in its context
+ * (a keyless init leaves it; the default wipes it when the program frees
+ * the context), so a context first gets 32 zero bytes: its last block
+ * becomes zeros, and the restart then clears the chaining value.
  * Every cached cipher is AES, so such a context's size (the cipher's block
  * size, what the default reports) is 16 until something is set on it.
  */

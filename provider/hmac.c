@@ -281,7 +281,7 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
         || (c = kc_cache_get(pctx)) == NULL)
         return -1;
 
-    /* the old inner is clean: keyed with (dg, old key) and nothing else */
+    /* the old inner goes back to its entry, restarted, or is freed */
     release_inner(w);
 
     tmpl = kc_cache_find(c, &pctx->hmac_alg, w->dg, key, keylen, &lk);

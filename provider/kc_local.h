@@ -201,9 +201,10 @@ int kc_err_same(const KC_ERRTOP *a, const KC_ERRTOP *b);
 typedef struct kc_tdesc_st KC_TDESC;
 typedef struct kc_tfam_st KC_TFAM;
 
-/* What a family's file tells the shared layer: only what differs. */
+/* the most zero bytes a family's park_scrub may ask for */
 #define KC_SCRUB_MAX 32
 
+/* What a family's file tells the shared layer: only what differs. */
 struct kc_tdesc_st {
     const char *name;               /* the default's first name for it */
     const char *description;
@@ -241,7 +242,8 @@ struct kc_tdesc_st {
      * Zero bytes a given-back context is updated with before it is kept,
      * so that it holds nothing of the caller's message: the default wipes
      * a context the program frees, and CMAC keeps a message's last block
-     * (32: whole or partial, it is overwritten) until its next init.
+     * (32: whole or partial, it is overwritten) even through a keyless
+     * init.
      * At most KC_SCRUB_MAX.
      */
     size_t park_scrub;

@@ -549,8 +549,8 @@ static void *tails_thread(void *varg)
     a->left = tails_live("a message tail");
     /*
      * Messages left open, with the key cached and contexts given back;
-     * scanned after each way, since the next hit re-initialises a context
-     * given back before.
+     * scanned after each way, since the next hit takes (and so hides) the
+     * context given back last.
      */
     for (how = strcmp(tails_macs[a->m].mac, "HMAC") == 0; how >= 0; how--) {
         for (r = 0; r < 3; r++)

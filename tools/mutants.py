@@ -28,6 +28,13 @@ MUTANTS = {
     # the last use leaks into the next, and the last MAC stays in it)
     "hmac-no-reinit": ("provider/hmac.c",
         "    return fns(arg)->init(inner, NULL, 0, NULL);", "    return 1;"),
+    # HMAC: a given-back context restarted when a hit takes it, not when
+    # it is kept (as before stop 17): it holds its last MAC meanwhile
+    "hmac-restart-on-hit": [("provider/hmac.c",
+        "    return fns(arg)->init(inner, NULL, 0, NULL);", "    return 1;"),
+        ("provider/hmac.c",
+         "            inner = lk.spare;\n        } else if ((inner = f->dupctx(tmpl)) == NULL) {",
+         "            inner = lk.spare;\n            if (!f->init(inner, NULL, 0, NULL))\n                return -1;\n        } else if ((inner = f->dupctx(tmpl)) == NULL) {")],
     # CMAC: a given-back context kept with the last block of its message
     "cmac-park-unscrubbed": ("provider/cmac.c",
         "    .park_scrub = 32,\n", ""),
