@@ -35,6 +35,11 @@ MUTANTS = {
         ("provider/hmac.c",
          "            inner = lk.spare;\n        } else if ((inner = f->dupctx(tmpl)) == NULL) {",
          "            inner = lk.spare;\n            if (!f->init(inner, NULL, 0, NULL))\n                return -1;\n        } else if ((inner = f->dupctx(tmpl)) == NULL) {")],
+    # GMAC: used contexts kept and handed out again (they hold their last
+    # tag, and without a new IV differ from a fresh copy)
+    "gmac-spares": ("provider/gmac.c",
+        "    .volatile_last_wins = 1,\n",
+        "    .volatile_last_wins = 1,\n    .reinit_restores = 1,\n"),
     # CMAC: a given-back context kept with the last block of its message
     "cmac-park-unscrubbed": ("provider/cmac.c",
         "    .park_scrub = 32,\n", ""),
