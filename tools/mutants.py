@@ -174,12 +174,12 @@ MUTANTS = {
     "tmpl-share-template": [("provider/tmpl.c",
         "    if (inner == NULL && (inner = f->mac.dupctx(tmpl)) == NULL)",
         "    if (inner == NULL && (inner = tmpl) == NULL)"),
-        ("provider/tmpl.c", "    if (w->inner != NULL\n        && (!w->clean",
-         "    if (0 && w->inner != NULL\n        && (!w->clean")],
+        ("provider/tmpl.c", "    if (w->inner != NULL && !park(c, w))",
+         "    if (0 && w->inner != NULL && !park(c, w))")],
     # a record is taken as valid without asking the default (bad cipher
     # names, IV lengths, sizes answered 1)
     "tmpl-shape-unchecked": ("provider/tmpl.c",
-        "    v = probe(w, 0) ? KC_REC_VALID : 0;", "    v = KC_REC_VALID;"),
+        "    if (!probe(w, 0))\n        return 0;", "    if (0)\n        return 0;"),
     "tmpl-volatile-unchecked": ("provider/tmpl.c",
         "    v = probe(w, 1) ? KC_REC_VALID : 0;", "    v = KC_REC_VALID;"),
     # a call that fails to record leaves its half-recorded parameters
