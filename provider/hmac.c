@@ -109,12 +109,12 @@ static int park_inner(KC_CACHE *c, KC_HMAC_CTX *w)
            && kc_cache_park_in(c, &w->lease, w->inner, restart, w);
 }
 
-/* Hand the inner context back to its cache entry, or free it. */
-static void release_inner(KC_HMAC_CTX *w)
+/* The inner context back to its entry in c (this thread's), or freed. */
+static void release_inner(KC_CACHE *c, KC_HMAC_CTX *w)
 {
     if (w->inner == NULL)
         return;
-    if (!park_inner(kc_cache_here(w->pctx), w))
+    if (!park_inner(c, w))
         free_inner(w);
     w->inner = NULL;
     memset(&w->lease, 0, sizeof(w->lease));
@@ -282,7 +282,7 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
         return -1;
 
     /* the old inner goes back to its entry, restarted, or is freed */
-    release_inner(w);
+    release_inner(c, w);
 
     tmpl = kc_cache_find(c, &pctx->hmac_alg, w->dg, key, keylen, &lk);
     if (tmpl != NULL) {

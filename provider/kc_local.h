@@ -243,8 +243,7 @@ struct kc_tdesc_st {
      * so that it holds nothing of the caller's message: the default wipes
      * a context the program frees, and CMAC keeps a message's last block
      * (32: whole or partial, it is overwritten) even through a keyless
-     * init.
-     * At most KC_SCRUB_MAX.
+     * init.  At most KC_SCRUB_MAX.
      */
     size_t park_scrub;
     /*

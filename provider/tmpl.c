@@ -775,9 +775,9 @@ static void *make_template(const KC_TMAC_CTX *w, const unsigned char *key,
 /*
  * The key arrives on a wrapper that has none: give it a copy of the
  * template for (shape, key), made and cached on a miss once the key is
- * admitted, with the volatile calls replayed.  1 done, -1 when
- * this cannot be served from the cache (the caller passes through), -2
- * the same for a cacheable shape whose key is not admitted yet.
+ * admitted, with the volatile calls replayed.  1 done, -1 when this cannot
+ * be served from the cache (the caller passes through), -2 the same for a
+ * cacheable shape whose key is not admitted yet.
  */
 static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
                  size_t keylen)
