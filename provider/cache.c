@@ -50,8 +50,9 @@ typedef struct {
  */
 typedef struct {
     uint64_t fp;              /* 0: empty */
-    uint32_t seen;
+    uint32_t seen;            /* or KC_SEEN_REFUSED */
 } KC_SEEN;
+#define KC_SEEN_REFUSED UINT32_MAX
 
 /* Remembers resolved digest names, so a repeated name costs a strcmp. */
 #define KC_MEMO_SLOTS 8
@@ -712,18 +713,27 @@ static void window_note(KC_CACHE *c, int hit)
  */
 static int admit(KC_CACHE *c, uint64_t fp)
 {
-    KC_SEEN *s;
+    KC_SEEN *s = &c->seen[(fp >> 32) & (c->nseen - 1)];
 
-    if (c->pctx->admit_after <= 1)
-        return bypass_allows(c);
-    s = &c->seen[(fp >> 32) & (c->nseen - 1)];
-    if (s->fp != fp) {
+    if (s->fp == fp && s->seen == KC_SEEN_REFUSED)
+        return 0;
+    if (c->pctx->admit_after > 1) {
+        if (s->fp != fp) {
+            s->fp = fp;
+            s->seen = 1;
+            return 0;
+        }
+        if (++s->seen < c->pctx->admit_after)
+            return 0;
+    }
+    if (!bypass_allows(c))
+        return 0;
+    /* a key OpenSSL keyed inside its own code stays refused (origin.c) */
+    if (!kc_origin_admits()) {
         s->fp = fp;
-        s->seen = 1;
+        s->seen = KC_SEEN_REFUSED;
         return 0;
     }
-    if (++s->seen < c->pctx->admit_after || !bypass_allows(c))
-        return 0;
     s->fp = 0;
     s->seen = 0;
     return 1;
@@ -883,8 +893,13 @@ void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
     m = c->nidx - 1;
     for (i = lk->hash & m; ; i = (i + 1) & m) {
         if (c->idx[i] == 0) {
+            uint64_t fp = fingerprint(lk->hash, alg, param);
+
             window_note(c, 0);
-            lk->admit = admit(c, fingerprint(lk->hash, alg, param));
+            if (*lk->counted != fp) {
+                *lk->counted = fp;
+                lk->admit = admit(c, fp);
+            }
             return NULL;
         }
         e = &c->entries[c->idx[i] - 1];

@@ -84,6 +84,7 @@ typedef struct {
      * before it are still answered from the fresh context's).
      */
     int cold;
+    uint64_t counted;           /* see KC_LOOKUP */
     /* rec: the shape's calls [0, shape_len), then the volatile ones */
     size_t shape_len, len, sig_len;
     uint64_t hash, sig_hash;
@@ -567,6 +568,7 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
         w->value = learn_shape(w, c);
     if ((w->value & CV_VALID) == 0)
         return 0;
+    lk.counted = &w->counted;
     tmpl = kc_cache_find_rec(c, alg, rec, w->shape_len, w->hash, key, keylen,
                              &lk);
     if (tmpl == NULL) {

@@ -50,6 +50,7 @@ typedef struct {
      */
     const KC_DIGEST *hint_dg;
     char hint[KC_HINT_NAME];
+    uint64_t counted;          /* see KC_LOOKUP */
 } KC_HMAC_CTX;
 
 /* returned by resolve_digest() for a digest the table does not know */
@@ -284,6 +285,7 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
     /* the old inner goes back to its entry, restarted, or is freed */
     release_inner(c, w);
 
+    lk.counted = &w->counted;
     tmpl = kc_cache_find(c, &pctx->hmac_alg, w->dg, key, keylen, &lk);
     if (tmpl != NULL) {
         if (lk.spare != NULL) {

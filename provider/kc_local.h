@@ -19,6 +19,8 @@
  * provider/passthrough.c    the default's KDFs and HMAC-DRBG, kept where
  *                           their inner MACs cannot reach keycache
  * provider/debug.c          KEYCACHE_DEBUG: reports for operators
+ * provider/origin.c         who keyed a context: admissions only for the
+ *                           application's own keys
  */
 #ifndef KC_LOCAL_H
 #define KC_LOCAL_H
@@ -539,6 +541,12 @@ void kc_cache_aux_put(KC_CACHE *c, const void *tag, void *ctx,
 
 /* What a lookup found, and what kc_cache_add() and a later park need. */
 typedef struct {
+    /*
+     * In: the context's record of the key it last counted towards
+     * admission (0 for none), so that a key keyed again and again in one
+     * context (a DRBG's, a program's single long-lived one) counts once.
+     */
+    uint64_t *counted;
     KC_LEASE lease;           /* names the entry (hit or add) */
     uint64_t hash;            /* of the key, for kc_cache_add() */
     void *spare;              /* hit: a used context handed over, or NULL */
@@ -605,6 +613,14 @@ const unsigned char *kc_cache_rec_last(KC_CACHE *c, const void *owner,
 int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
                      int (*ready)(const void *arg, void *ctx),
                      const void *arg);
+
+/*
+ * origin.c: was the context being keyed keyed by the application through
+ * one of libcrypto's MAC or cipher entry points (1), or by OpenSSL's own
+ * code - libssl, a KDF, a DRBG, a signature - or by a path it cannot read
+ * (0)?  Asked before a key is admitted, never on a hit.
+ */
+int kc_origin_admits(void);
 
 /* passthrough.c */
 int kc_passthrough_start(KC_PROVCTX *pctx);

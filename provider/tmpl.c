@@ -70,6 +70,7 @@ typedef struct {
     /* keyed with a cacheable shape and nothing set since: keyed_size holds */
     int sized;
     int shape_value;            /* learned value of the shape, -1: not yet */
+    uint64_t counted;           /* see KC_LOOKUP */
     /* rec: the shape's calls, then the volatile calls (never interleaved) */
     size_t shape_len, len, sig_len;
     uint64_t shape_hash, sig_hash;
@@ -793,6 +794,7 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
         w->shape_value = learn_shape(w, c);
     if ((w->shape_value & KC_REC_CACHEABLE) == 0)
         return -1;
+    lk.counted = &w->counted;
     tmpl = kc_cache_find_rec(c, &f->alg, rec, w->shape_len, w->shape_hash,
                              key, keylen, &lk);
     if (tmpl == NULL) {

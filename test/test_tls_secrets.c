@@ -403,7 +403,9 @@ typedef struct {
     int version;                /* TLS1_2_VERSION or TLS1_3_VERSION */
     const char *cipher;         /* TLS 1.2 cipher list, or NULL */
     size_t mac_len, key_len, iv_len;    /* TLS 1.2 key block layout */
-    int resume;                 /* second connection resumes the first */
+    int resume;                 /* later connections resume the first */
+    const char *propq;          /* the SSL_CTXs' property query */
+    int conns;                  /* connections (0: 1, or 2 with resume) */
 } CASE;
 
 typedef struct {
@@ -435,7 +437,7 @@ static int make_cert(OSSL_LIB_CTX *libctx, PEERS *p)
 
 static SSL_CTX *new_ctx(OSSL_LIB_CTX *libctx, const CASE *tc, int server)
 {
-    SSL_CTX *c = SSL_CTX_new_ex(libctx, NULL, TLS_method());
+    SSL_CTX *c = SSL_CTX_new_ex(libctx, tc->propq, TLS_method());
 
     if (c == NULL
         || !SSL_CTX_set_min_proto_version(c, tc->version)
@@ -628,21 +630,55 @@ static void positive_control(OSSL_LIB_CTX *ctx)
 
 static const CASE tls12_gcm = {
     "TLS 1.2 ECDHE-ECDSA-AES128-GCM-SHA256", TLS1_2_VERSION,
-    "ECDHE-ECDSA-AES128-GCM-SHA256", 0, 16, 4, 0
+    "ECDHE-ECDSA-AES128-GCM-SHA256", 0, 16, 4, 0, NULL, 0
 };
 static const CASE tls12_cbc = {
     "TLS 1.2 ECDHE-ECDSA-AES128-SHA256", TLS1_2_VERSION,
-    "ECDHE-ECDSA-AES128-SHA256", 32, 16, 16, 0
+    "ECDHE-ECDSA-AES128-SHA256", 32, 16, 16, 0, NULL, 0
 };
 static const CASE tls12_resume = {
     "TLS 1.2 ticket resumption", TLS1_2_VERSION,
-    "ECDHE-ECDSA-AES128-GCM-SHA256", 0, 16, 4, 1
+    "ECDHE-ECDSA-AES128-GCM-SHA256", 0, 16, 4, 1, NULL, 0
 };
 static const CASE tls13_full = {
-    "TLS 1.3 full handshake", TLS1_3_VERSION, NULL, 0, 0, 0, 0
+    "TLS 1.3 full handshake", TLS1_3_VERSION, NULL, 0, 0, 0, 0, NULL, 0
 };
 static const CASE tls13_resume = {
-    "TLS 1.3 resumption", TLS1_3_VERSION, NULL, 0, 0, 0, 1
+    "TLS 1.3 resumption", TLS1_3_VERSION, NULL, 0, 0, 0, 1, NULL, 0
+};
+
+/*
+ * SSL_CTXs fetched with a property query that names the default provider:
+ * libssl then fetches the default's TLS1-PRF and TLS13-KDF, which key HMAC
+ * in the application's library context without a query - and
+ * default_properties sends that HMAC to keycache.  Four connections or
+ * resumptions each: the TLS 1.2 master secret is keyed six times a
+ * connection on this thread (three at each end), and a resumed one again
+ * on every resumption.
+ */
+static const CASE tls12_pq_default = {
+    "TLS 1.2, provider=default", TLS1_2_VERSION,
+    "ECDHE-ECDSA-AES128-GCM-SHA256", 0, 16, 4, 0, "provider=default", 4
+};
+static const CASE tls12_pq_prefer = {
+    "TLS 1.2 CBC, ?provider=default", TLS1_2_VERSION,
+    "ECDHE-ECDSA-AES128-SHA256", 32, 16, 16, 0, "?provider=default", 4
+};
+static const CASE tls12_pq_not_kc = {
+    "TLS 1.2, provider!=keycache", TLS1_2_VERSION,
+    "ECDHE-ECDSA-AES128-GCM-SHA256", 0, 16, 4, 0, "provider!=keycache", 4
+};
+static const CASE tls12_pq_resume = {
+    "TLS 1.2 resumed 4 times, provider=default", TLS1_2_VERSION,
+    "ECDHE-ECDSA-AES128-GCM-SHA256", 0, 16, 4, 1, "provider=default", 5
+};
+static const CASE tls13_pq_full = {
+    "TLS 1.3, provider=default", TLS1_3_VERSION, NULL, 0, 0, 0, 0,
+    "provider=default", 4
+};
+static const CASE tls13_pq_resume = {
+    "TLS 1.3 resumed 4 times, ?provider=default", TLS1_3_VERSION,
+    NULL, 0, 0, 0, 1, "?provider=default", 5
 };
 
 /*
@@ -662,7 +698,8 @@ static void run_case(const CASE *tc, int with_keycache)
     unsigned char tick[80];
     COUNTS before, after;
     PEERS p;
-    int conns = tc->resume ? 2 : 1, min_secrets;
+    int conns = tc->conns > 0 ? tc->conns : tc->resume ? 2 : 1;
+    int i, min_secrets;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     memset(&before, 0, sizeof(before));
@@ -674,13 +711,27 @@ static void run_case(const CASE *tc, int with_keycache)
 
     CU_ASSERT_TRUE_FATAL(make_peers(ctx, tc, &p));
     CU_ASSERT_TRUE(one_connection(tc, &p, NULL));
+    for (i = 1; i < conns && !tc->resume; i++)
+        CU_ASSERT_TRUE(one_connection(tc, &p, NULL));
     if (tc->resume) {
-        /* the new-session callback may drop last_session meanwhile */
+        /*
+         * Every resumption offers the first session: one TLS 1.2 master
+         * secret, or one TLS 1.3 ticket's PSK, keyed again and again.  (The
+         * new-session callback may drop last_session meanwhile.)
+         */
         SSL_SESSION *resume = last_session;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(resume);
         SSL_SESSION_up_ref(resume);
-        CU_ASSERT_TRUE(one_connection(tc, &p, resume));
+        for (i = 1; i < conns; i++) {
+            CU_ASSERT_TRUE(one_connection(tc, &p, resume));
+            /* a TLS 1.3 ticket is used once: resume with the newest */
+            if (tc->version == TLS1_3_VERSION && last_session != NULL) {
+                SSL_SESSION_free(resume);
+                resume = last_session;
+                SSL_SESSION_up_ref(resume);
+            }
+        }
         SSL_SESSION_free(resume);
         if (SSL_CTX_get_tlsext_ticket_keys(p.sctx, tick, sizeof(tick))
             == 1) {
@@ -718,6 +769,8 @@ static void run_case(const CASE *tc, int with_keycache)
            hits, in_kc, tick_hits);
     CU_ASSERT_EQUAL(hits, 0);
     if (with_keycache) {
+        /* libssl keyed everything: nothing of it is the application's */
+        CU_ASSERT_EQUAL(after.entries, 0);
         positive_control(ctx);
         OSSL_LIB_CTX_free(ctx);
     }
@@ -733,6 +786,241 @@ static void t13_full_def(void) { run_case(&tls13_full, 0); }
 static void t13_full_kc(void) { run_case(&tls13_full, 1); }
 static void t13_res_def(void) { run_case(&tls13_resume, 0); }
 static void t13_res_kc(void) { run_case(&tls13_resume, 1); }
+static void t12_pqd_def(void) { run_case(&tls12_pq_default, 0); }
+static void t12_pqd_kc(void) { run_case(&tls12_pq_default, 1); }
+static void t12_pqp_kc(void) { run_case(&tls12_pq_prefer, 1); }
+static void t12_pqn_kc(void) { run_case(&tls12_pq_not_kc, 1); }
+static void t12_pqr_def(void) { run_case(&tls12_pq_resume, 0); }
+static void t12_pqr_kc(void) { run_case(&tls12_pq_resume, 1); }
+static void t13_pqd_kc(void) { run_case(&tls13_pq_full, 1); }
+static void t13_pqr_def(void) { run_case(&tls13_pq_resume, 0); }
+static void t13_pqr_kc(void) { run_case(&tls13_pq_resume, 1); }
+
+/* ---------------------------------------------------------------------- */
+/* KDFs and DRBGs asked for by property query                             */
+
+/*
+ * The property queries under which an application gets the default's KDF
+ * or DRBG itself, whose inner HMAC (or CMAC, KMAC) fetch has no query and so
+ * resolves to keycache; NULL gets keycache's pass-through.
+ */
+static const char *const inner_queries[] = {
+    "provider=default", "?provider=default", "provider!=keycache", NULL
+};
+#define N_INNER_QUERIES (sizeof(inner_queries) / sizeof(inner_queries[0]))
+
+/* One derivation with |secret| where the KDF keys its MAC with it. */
+static int derive_with(OSSL_LIB_CTX *ctx, const char *name, const char *pq,
+                       const unsigned char *secret, size_t len)
+{
+    static unsigned char label[] = "label", info[] = "context", salt[] = "s";
+    OSSL_PARAM params[8], *q = params;
+    unsigned char out[64];
+    EVP_KDF *k = EVP_KDF_fetch(ctx, name, pq);
+    EVP_KDF_CTX *kc = k != NULL ? EVP_KDF_CTX_new(k) : NULL;
+    unsigned int iter = 2;
+    int ok;
+
+    *q++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, "SHA256",
+                                            0);
+    if (strcmp(name, "TLS1-PRF") == 0) {
+        *q++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SECRET,
+                                                 (void *)secret, len);
+        *q++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SEED, label,
+                                                 sizeof(label));
+    } else if (strcmp(name, "KBKDF") == 0) {
+        *q++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_MAC, "HMAC", 0);
+        *q++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
+                                                 (void *)secret, len);
+        *q++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, label,
+                                                 sizeof(label));
+        *q++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info,
+                                                 sizeof(info));
+    } else if (strcmp(name, "HKDF") == 0 || strcmp(name, "SSKDF") == 0) {
+        /* HKDF-Extract and SSKDF's HMAC variant key HMAC with the salt */
+        if (strcmp(name, "SSKDF") == 0)
+            *q++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_MAC,
+                                                    "HMAC", 0);
+        *q++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
+                                                 (void *)secret, len);
+        *q++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, label,
+                                                 sizeof(label));
+        *q++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info,
+                                                 sizeof(info));
+    } else {                    /* PBKDF2 keys HMAC with the password */
+        *q++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_PASSWORD,
+                                                 (void *)secret, len);
+        *q++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, salt,
+                                                 sizeof(salt));
+        *q++ = OSSL_PARAM_construct_uint(OSSL_KDF_PARAM_ITER, &iter);
+    }
+    *q = OSSL_PARAM_construct_end();
+    ok = kc != NULL && EVP_KDF_derive(kc, out, sizeof(out), params) > 0;
+    OPENSSL_cleanse(out, sizeof(out));
+    EVP_KDF_CTX_free(kc);
+    EVP_KDF_free(k);
+    return ok;
+}
+
+/* An HMAC-DRBG instantiated, drawn from four times and freed. */
+static int drbg_draws(OSSL_LIB_CTX *ctx, const char *pq)
+{
+    OSSL_PARAM params[3];
+    unsigned char out[256];
+    EVP_RAND *r = EVP_RAND_fetch(ctx, "HMAC-DRBG", pq);
+    EVP_RAND_CTX *rc = r != NULL ? EVP_RAND_CTX_new(r, NULL) : NULL;
+    int i, ok;
+
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_DRBG_PARAM_MAC, "HMAC",
+                                                 0);
+    params[1] = OSSL_PARAM_construct_utf8_string(OSSL_DRBG_PARAM_DIGEST,
+                                                 "SHA256", 0);
+    params[2] = OSSL_PARAM_construct_end();
+    ok = rc != NULL && EVP_RAND_instantiate(rc, 128, 0, NULL, 0, params);
+    for (i = 0; ok && i < 4; i++)
+        ok = EVP_RAND_generate(rc, out, sizeof(out), 128, 0, NULL, 0);
+    OPENSSL_cleanse(out, sizeof(out));
+    EVP_RAND_CTX_free(rc);
+    EVP_RAND_free(r);
+    return ok;
+}
+
+/*
+ * Each KDF derives four times with one secret, and an HMAC-DRBG draws, under
+ * every query, in a fresh keycache context.  Everything freed, the secret
+ * is in no live block and keycache holds no entry.  The derivations must
+ * work (a KDF that failed keyed nothing and would prove nothing).
+ */
+static void test_inner_kdfs(void)
+{
+    static const char *const kdfs[] = {
+        "TLS1-PRF", "KBKDF", "HKDF", "SSKDF", "PBKDF2"
+    };
+    SECRETS *set = malloc(sizeof(*set));
+    size_t k, q;
+    int i;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(set);
+    for (q = 0; q < N_INNER_QUERIES; q++) {
+        const char *pq = inner_queries[q];
+        OSSL_LIB_CTX *ctx = fresh_keycache();
+        unsigned long hits, in_kc = 0;
+        COUNTS before, after;
+        int bad = 0;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+        before = counts(ctx);
+        set->n = 0;
+        for (k = 0; k < sizeof(kdfs) / sizeof(kdfs[0]); k++) {
+            SECRET *sc = &set->s[set->n++];
+
+            kct_fill(sc->v, 32, 0x1DF00 + (uint32_t)(q * 16 + k));
+            sc->len = 32;
+            snprintf(sc->label, sizeof(sc->label), "%s secret, %s", kdfs[k],
+                     pq != NULL ? pq : "no query");
+            for (i = 0; i < 4; i++)
+                bad += !derive_with(ctx, kdfs[k], pq, sc->v, sc->len);
+        }
+        bad += !drbg_draws(ctx, pq);
+        after = counts(ctx);
+        hits = scan_live(set, "SECRET LEFT", &in_kc);
+        printf("\n  %s: %d failed, entries %llu, misses %llu, secrets in %lu"
+               " live blocks ", pq != NULL ? pq : "no query", bad,
+               (unsigned long long)after.entries,
+               (unsigned long long)(after.misses - before.misses), hits);
+        CU_ASSERT_EQUAL(bad, 0);
+        CU_ASSERT_EQUAL(hits, 0);
+        CU_ASSERT_EQUAL(after.entries, 0);
+        CU_ASSERT_EQUAL(after.misses - before.misses, 0);
+        positive_control(ctx);
+        OSSL_LIB_CTX_free(ctx);
+    }
+    free(set);
+}
+
+/*
+ * A key that lives in one context is not reused: an application that keys
+ * one HMAC, CMAC or AES-256-GCM context again and again with one key (as a
+ * DRBG does with its K) gets no entry, and the key is in none of
+ * keycache's blocks.  Re-keying must still work as the default's.
+ */
+static void test_one_context(void)
+{
+    static const unsigned char msg[] = "message";
+    OSSL_LIB_CTX *ctx = fresh_keycache();
+    SECRETS *set = malloc(sizeof(*set));
+    OSSL_PARAM hp[2], cp[2];
+    unsigned char want[32], got[32], iv[12] = { 0 };
+    EVP_MAC *hmac, *cmac;
+    EVP_MAC_CTX *h, *m;
+    EVP_CIPHER *gcm;
+    EVP_CIPHER_CTX *g;
+    unsigned long in_kc = 0;
+    COUNTS before, after;
+    size_t l;
+    int i, n, bad = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(set);
+    for (i = 0; i < 3; i++) {
+        kct_fill(set->s[i].v, 32, 0x0C7E0 + i);
+        set->s[i].len = 32;
+    }
+    strcpy(set->s[0].label, "HMAC key of one context");
+    strcpy(set->s[1].label, "CMAC key of one context");
+    strcpy(set->s[2].label, "AES-256-GCM key of one context");
+    set->n = 3;
+    hp[0] = OSSL_PARAM_construct_utf8_string("digest", "SHA256", 0);
+    cp[0] = OSSL_PARAM_construct_utf8_string("cipher", "AES-256-CBC", 0);
+    hp[1] = cp[1] = OSSL_PARAM_construct_end();
+    if (EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256", NULL, set->s[0].v,
+                  32, msg, sizeof(msg), want, sizeof(want), &l) == NULL)
+        bad++;
+    before = counts(ctx);
+    hmac = EVP_MAC_fetch(ctx, "HMAC", NULL);
+    cmac = EVP_MAC_fetch(ctx, "CMAC", NULL);
+    gcm = EVP_CIPHER_fetch(ctx, "AES-256-GCM", NULL);
+    h = hmac != NULL ? EVP_MAC_CTX_new(hmac) : NULL;
+    m = cmac != NULL ? EVP_MAC_CTX_new(cmac) : NULL;
+    g = EVP_CIPHER_CTX_new();
+    CU_ASSERT_FATAL(h != NULL && m != NULL && gcm != NULL && g != NULL);
+    for (i = 0; i < 12; i++) {
+        if (!EVP_MAC_init(h, set->s[0].v, 32, hp)
+            || !EVP_MAC_update(h, msg, sizeof(msg))
+            || !EVP_MAC_final(h, got, &l, sizeof(got))
+            || memcmp(got, want, sizeof(want)) != 0)
+            bad++;
+        if (!EVP_MAC_init(m, set->s[1].v, 32, cp)
+            || !EVP_MAC_update(m, msg, sizeof(msg))
+            || !EVP_MAC_final(m, got, &l, sizeof(got)))
+            bad++;
+        /* the cipher once: EVP makes a new provider context for each */
+        if (!EVP_EncryptInit_ex(g, i == 0 ? gcm : NULL, NULL, set->s[2].v,
+                                iv)
+            || !EVP_EncryptUpdate(g, got, &n, msg, sizeof(msg))
+            || !EVP_EncryptFinal_ex(g, got, &n))
+            bad++;
+    }
+    EVP_MAC_CTX_free(h);
+    EVP_MAC_CTX_free(m);
+    EVP_CIPHER_CTX_free(g);
+    EVP_MAC_free(hmac);
+    EVP_MAC_free(cmac);
+    EVP_CIPHER_free(gcm);
+    after = counts(ctx);
+    printf("\n  one context keyed 12 times each: entries %llu, misses %llu,"
+           " keys in %lu of keycache's blocks ",
+           (unsigned long long)after.entries,
+           (unsigned long long)(after.misses - before.misses),
+           (scan_live(set, "KEY LEFT", &in_kc), in_kc));
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(after.entries, 0);
+    CU_ASSERT_EQUAL(after.misses - before.misses, 0);
+    CU_ASSERT_EQUAL(in_kc, 0);
+    positive_control(ctx);
+    OSSL_LIB_CTX_free(ctx);
+    free(set);
+}
 
 /* The scanner finds a secret, whole or in part, in a live block. */
 static void test_scanner(void)
@@ -782,6 +1070,23 @@ static void add_suites(void)
     CU_add_test(s, "TLS 1.3 full, keycache", t13_full_kc);
     CU_add_test(s, "TLS 1.3 resumption, default (control)", t13_res_def);
     CU_add_test(s, "TLS 1.3 resumption, keycache", t13_res_kc);
+    CU_add_test(s, "a key of one context, keycache", test_one_context);
+    CU_add_test(s, "KDFs and HMAC-DRBG under property queries, keycache",
+                test_inner_kdfs);
+    CU_add_test(s, "TLS 1.2 provider=default, default (control)",
+                t12_pqd_def);
+    CU_add_test(s, "TLS 1.2 provider=default, keycache", t12_pqd_kc);
+    CU_add_test(s, "TLS 1.2 CBC ?provider=default, keycache", t12_pqp_kc);
+    CU_add_test(s, "TLS 1.2 provider!=keycache, keycache", t12_pqn_kc);
+    CU_add_test(s, "TLS 1.2 resumed, provider=default, default (control)",
+                t12_pqr_def);
+    CU_add_test(s, "TLS 1.2 resumed, provider=default, keycache",
+                t12_pqr_kc);
+    CU_add_test(s, "TLS 1.3 provider=default, keycache", t13_pqd_kc);
+    CU_add_test(s, "TLS 1.3 resumed, ?provider=default, default (control)",
+                t13_pqr_def);
+    CU_add_test(s, "TLS 1.3 resumed, ?provider=default, keycache",
+                t13_pqr_kc);
 }
 
 int main(int argc, char **argv)

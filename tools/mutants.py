@@ -13,6 +13,20 @@ usage: tools/mutants.py [--keep] [--tests REGEX] [NAME ...]   (from the root)
 import os, shutil, subprocess, sys, tempfile
 
 MUTANTS = {
+    # every key admitted whoever keyed it: the default's KDFs, DRBGs and
+    # libssl, fetched with provider=default, get their secrets cached
+    "origin-admits-all": ("provider/origin.c",
+        "    pthread_once(&origin_once, origin_init);\n    if (!origin.ok)\n        return 0;",
+        "    return 1;\n    pthread_once(&origin_once, origin_init);\n    if (!origin.ok)\n        return 0;"),
+    # libssl's frames taken for the application's (TLS 1.3's EVP_Q_mac of
+    # its finished keys and the PRF's calls come from there)
+    "origin-libssl-is-app": ("provider/origin.c",
+        "    return strncmp(base, \"libssl\", 6) == 0;",
+        "    return 0;"),
+    # a key keyed again and again in one context counts each time
+    "admit-per-keying": ("provider/cache.c",
+        "            if (*lk->counted != fp) {",
+        "            if (1) {"),
     # keys compared by length only, not by content (a key changed in place
     # in the same buffer would hit the old entry)
     "key-by-length": [("provider/cache.c",

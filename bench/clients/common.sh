@@ -34,7 +34,7 @@ py-fernet       cryptography  0 Python `cryptography` `Fernet.decrypt` (AES-128-
 php-gcm         php           1 PHP `openssl_encrypt` aes-256-gcm
 php-hash-hmac   php           0 PHP `hash_hmac("sha256", ...)`
 node-hmac       node          0 Node `crypto.createHmac("sha256", key)`, `--openssl-shared-config`
-node-gcm        node          1 Node `createCipheriv("aes-256-gcm")`, `--openssl-shared-config`
+node-gcm        node          0 Node `createCipheriv("aes-256-gcm")`, `--openssl-shared-config`
 node-gcm-noflag node          0 Node `createCipheriv("aes-256-gcm")`, without the flag
 dn-hmac-sha256  dotnet        1 .NET `HMACSHA256.HashData(key, msg)`
 dn-hmac-sha1    dotnet        1 .NET `HMACSHA1.HashData(key, msg)`
