@@ -683,6 +683,40 @@ static void pat_fresh(OSSL_LIB_CTX *libctx, REC *r)
         }
 }
 
+/*
+ * Keys that differ in exactly one byte, at every position (OCB 16/24/32
+ * bytes, SIV 32/48/64), back to back: A, A', A, A' (the most recently used
+ * entry holds the other key each time), then with another key in between
+ * (the index); the last one decrypted again.
+ */
+static void pat_near_keys(OSSL_LIB_CTX *libctx, REC *r)
+{
+    unsigned char b[64];
+    const unsigned char *seq[8];
+    AEAD a;
+    OUT o;
+    size_t pos;
+    int c, i;
+
+    for (c = 0; c < NCIPHERS; c++)
+        for (pos = 0; pos < keylen_of(c); pos++) {
+            memcpy(b, keys[0], sizeof(b));
+            b[pos] ^= (unsigned char)(0x80u >> (pos % 8));
+            seq[0] = seq[2] = seq[7] = keys[0];
+            seq[1] = seq[3] = seq[5] = b;
+            seq[4] = seq[6] = keys[1];
+            rec_printf(r, "-- %s pos %zu\n", ciphers[c], pos);
+            for (i = 0; i < 8; i++) {
+                base(&a, c, 0, 0, 1, 0);
+                a.key = seq[i];
+                if (i < 7)
+                    aead_run(libctx, r, &a, &o);
+                else
+                    roundtrip(libctx, r, &a);
+            }
+        }
+}
+
 /* Shapes: OCB IV and tag lengths, SIV's speed flag, before the key. */
 static void pat_shapes(OSSL_LIB_CTX *libctx, REC *r)
 {
@@ -1143,6 +1177,7 @@ static void test_volatile_hits(void)
 }
 
 static void test_fresh(void) { run_pattern(pat_fresh, 1); }
+static void test_near_keys(void) { run_pattern(pat_near_keys, 1); }
 static void test_shapes(void) { run_pattern(pat_shapes, 1); }
 static void test_reinit(void) { run_pattern(pat_reinit, 1); }
 static void test_dup(void) { run_pattern(pat_dup, 1); }
@@ -1164,6 +1199,7 @@ static void add_suites(void)
     CU_add_test(v, "OpenSSL evpciph_aes_siv.txt", test_evp_siv);
     CU_add_test(v, "OpenSSL evpciph_aes_ocb.txt", test_evp_ocb);
     CU_add_test(s, "a new context per message", test_fresh);
+    CU_add_test(s, "keys one byte apart, every position", test_near_keys);
     CU_add_test(s, "IV and tag lengths, speed, before the key", test_shapes);
     CU_add_test(s, "several messages on one context", test_reinit);
     CU_add_test(s, "copy before the key and mid-message", test_dup);

@@ -1149,6 +1149,140 @@ static void pat_inplace_key(OSSL_LIB_CTX *libctx, REC *r)
     }
 }
 
+/*
+ * Keys that differ in exactly one byte, at every position, back to back on
+ * one thread: A, A', A, A' (the most recently used entry holds the other
+ * key each time), then with another key in between (the index), and one
+ * context re-keyed A then A'.  CMAC and GMAC take the AES key sizes; KMAC
+ * any length from 4 bytes, cached up to 128: lengths that are and are not
+ * multiples of 8, and a 1-byte key the default refuses.
+ */
+static void near_one(EVP_MAC *mac, EVP_MAC_CTX *reused, REC *r,
+                     const FAM *f, int s, const unsigned char *a,
+                     const unsigned char *b, size_t len)
+{
+    const unsigned char *other = keys[3];
+    const unsigned char *seq[8] = { a, b, a, b, other, b, other, a };
+    unsigned char out[OUTMAX];
+    OSSL_PARAM p[4];
+    size_t outl;
+    int i;
+
+    for (i = 0; i < 8; i++) {
+        EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+        base_params(f, s, 0, p);
+        do_mac(r, ctx, seq[i], len, p, msgs[1], msglens[1], out, &outl);
+        EVP_MAC_CTX_free(ctx);
+    }
+    for (i = 0; i < 2; i++) {
+        base_params(f, s, 1, p);
+        do_mac(r, reused, seq[i], len, p, msgs[2], msglens[2], out, &outl);
+    }
+}
+
+static void pat_near_keys(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const size_t kmac_lens[] = { 1, 4, 7, 13, 20, 31, 32, 33, 64, 65,
+                                        127, 128 };
+    unsigned char a[128], b[128];
+    size_t f, n, pos, len;
+    int s;
+
+    for (f = 0; f < NFAMS; f++) {
+        EVP_MAC *mac = fetch(libctx, r, fams[f].mac);
+        EVP_MAC_CTX *reused = new_ctx(mac, r);
+        int kmac = fams[f].kind == F_KMAC;
+        size_t nlens = kmac ? sizeof(kmac_lens) / sizeof(kmac_lens[0]) : 3;
+
+        for (n = 0; n < nlens; n++) {
+            s = kmac ? 0 : (int)n;
+            len = kmac ? kmac_lens[n] : fams[f].keylen[n];
+            kct_fill(a, sizeof(a), 6200 + (uint32_t)(f * 200 + len));
+            for (pos = 0; pos < len; pos++) {
+                memcpy(b, a, sizeof(b));
+                b[pos] ^= (unsigned char)(0x80u >> (pos % 8));
+                rec_printf(r, "-- %s len %zu pos %zu\n", fams[f].mac, len,
+                           pos);
+                near_one(mac, reused, r, &fams[f], s, a, b, len);
+            }
+        }
+        EVP_MAC_CTX_free(reused);
+        EVP_MAC_free(mac);
+    }
+}
+
+/*
+ * String parameters that are a prefix of the previous one, or differ from
+ * it in the last byte only, back to back: a KMAC customisation "ab" right
+ * after "abc" (and back), a CMAC cipher "AES-128-CB" right after
+ * "AES-128-CBC" and a GMAC one "AES-128-GC" after "AES-128-GCM" (the
+ * default refuses those: so must keycache, with the same errors), and
+ * "AES-128-CBX" / "AES-128-GCX".  In the keying init, and set before the
+ * key.
+ */
+static void prefix_one(EVP_MAC *mac, REC *r, const FAM *f, const char *name,
+                       const void *v, size_t vlen, int in_init)
+{
+    unsigned char out[OUTMAX];
+    OSSL_PARAM p[3];
+    EVP_MAC_CTX *ctx = new_ctx(mac, r);
+    size_t outl;
+    int n = 0;
+
+    if (f->kind == F_KMAC) {
+        p[n++] = p_oct(OSSL_MAC_PARAM_CUSTOM, v, vlen);
+    } else {
+        p[n++] = p_utf8(OSSL_MAC_PARAM_CIPHER, v);
+        if (f->kind == F_GMAC)
+            p[n++] = p_oct(OSSL_MAC_PARAM_IV, ivs[0], 12);
+    }
+    p[n] = OSSL_PARAM_construct_end();
+    rec_printf(r, "-- %s %s=%s %s\n", f->mac, name, (const char *)v,
+               in_init ? "in init" : "set first");
+    /*
+     * A refused cipher is fetched in keycache's library context, which
+     * its error names (README, Limitations); a GMAC whose cipher was
+     * refused draws a random IV: return values only.
+     */
+    r->mask_libctx = f->kind != F_KMAC;
+    r->rc_only = f->kind == F_GMAC && strcmp(v, f->sub[0]) != 0;
+    if (!in_init)
+        do_set(r, ctx, p);
+    do_init(r, ctx, keys[0], f->keylen[0], in_init ? p : NULL);
+    do_update(r, ctx, msgs[2], msglens[2]);
+    do_final(r, ctx, out, &outl, OUTMAX);
+    EVP_MAC_CTX_free(ctx);
+    r->mask_libctx = r->rc_only = 0;
+}
+
+static void pat_param_prefix(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const char *const cmac[] = { "AES-128-CBC", "AES-128-CB",
+                                        "AES-128-CBC", "AES-128-CBX" };
+    static const char *const gmac[] = { "AES-128-GCM", "AES-128-GC",
+                                        "AES-128-GCM", "AES-128-GCX" };
+    static const char *const kmac[] = { "abc", "ab", "abc", "abd", "abc",
+                                        "a", "" };
+    size_t f, i, n;
+    int rep, in_init;
+
+    for (f = 0; f < NFAMS; f++) {
+        EVP_MAC *mac = fetch(libctx, r, fams[f].mac);
+        const char *const *vals = fams[f].kind == F_CMAC ? cmac
+                                  : fams[f].kind == F_GMAC ? gmac : kmac;
+
+        n = fams[f].kind == F_KMAC ? 7 : 4;
+        for (in_init = 1; in_init >= 0; in_init--)
+            for (rep = 0; rep < 3; rep++)
+                for (i = 0; i < n; i++)
+                    prefix_one(mac, r, &fams[f],
+                               fams[f].kind == F_KMAC ? "custom" : "cipher",
+                               vals[i], strlen(vals[i]), in_init);
+        EVP_MAC_free(mac);
+    }
+}
+
 /* ---------------------------------------------------------------------- */
 /* Known answers                                                          */
 
@@ -1485,6 +1619,8 @@ static void test_interleave(void) { run_pattern(pat_interleave, 1); }
 static void test_inplace_key(void) { run_pattern(pat_inplace_key, 1); }
 static void test_init_variants(void) { run_pattern(pat_init_variants, 1); }
 static void test_kmac_bare(void) { run_pattern(pat_kmac_bare, 1); }
+static void test_near_keys(void) { run_pattern(pat_near_keys, 1); }
+static void test_param_prefix(void) { run_pattern(pat_param_prefix, 1); }
 
 static void add_suites(void)
 {
@@ -1509,6 +1645,8 @@ static void add_suites(void)
     CU_add_test(s, "size queries", test_sizes);
     CU_add_test(s, "two live contexts", test_interleave);
     CU_add_test(s, "key changed in place", test_inplace_key);
+    CU_add_test(s, "keys one byte apart, every position", test_near_keys);
+    CU_add_test(s, "string params a prefix of the last", test_param_prefix);
     CU_add_test(s, "init params: IV first, a shape's prefix",
                 test_init_variants);
     CU_add_test(s, "KMAC keyed without params", test_kmac_bare);

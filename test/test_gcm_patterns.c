@@ -1129,6 +1129,34 @@ static void pat_key_in_place(REC *r, ENV *e)
     r_open(r, e, &m, 0);
 }
 
+/*
+ * Keys that differ from k1 in exactly one byte, at every position of the
+ * key, back to back: A, A', A, A' (the most recently used entry holds the
+ * other key each time), then with k3 in between (the index), each sealed
+ * on a fresh context and the last one opened.
+ */
+static void pat_near_keys(REC *r, ENV *e)
+{
+    unsigned char b[32];
+    const unsigned char *seq[8];
+    MSG m;
+    int pos, i;
+
+    for (pos = 0; pos < e->keylen; pos++) {
+        memcpy(b, e->k1, sizeof(b));
+        b[pos] ^= (unsigned char)(1u << (pos % 8));
+        seq[0] = seq[2] = seq[7] = e->k1;
+        seq[1] = seq[3] = seq[5] = b;
+        seq[4] = seq[6] = e->k3;
+        rec_add(r, "pos %d\n", pos);
+        for (i = 0; i < 8; i++) {
+            msg_set(&m, seq[i], 12, 5, 20, 150);
+            r_seal(r, e, &m);
+        }
+        r_open(r, e, &m, 0);
+    }
+}
+
 /* Key length changes refused (or not) exactly like default. */
 static void pat_wrong_keylen(REC *r, ENV *e)
 {
@@ -1483,6 +1511,7 @@ PATTERN_TEST(copy)
 PATTERN_TEST(reinit)
 PATTERN_TEST(interleave)
 PATTERN_TEST(key_in_place)
+PATTERN_TEST(near_keys)
 PATTERN_TEST(wrong_keylen)
 PATTERN_TEST(missing)
 PATTERN_TEST(after_final)
@@ -1985,6 +2014,7 @@ static void add_suites(void)
     CU_add_test(s, "re-init same context", test_reinit);
     CU_add_test(s, "encrypt/decrypt interleaved", test_interleave);
     CU_add_test(s, "key changed in place", test_key_in_place);
+    CU_add_test(s, "keys one byte apart, every position", test_near_keys);
     CU_add_test(s, "wrong key length", test_wrong_keylen);
     CU_add_test(s, "missing IV or key", test_missing);
     CU_add_test(s, "update/final after final", test_after_final);

@@ -713,6 +713,116 @@ static void pat_key_lengths(OSSL_LIB_CTX *libctx, REC *r)
     EVP_MAC_free(mac);
 }
 
+/*
+ * Keys that differ in exactly one byte, at every position (the first, the
+ * last and all between), for lengths that are and are not multiples of 8,
+ * back to back on one thread: A, A', A, A' (the most recently used entry
+ * holds the other key each time), then with another key in between, so
+ * the index has to tell them apart too.  "Jefe" then "Jeff" as well.  A
+ * compare that skips any byte of some length serves A' the context of A.
+ */
+static void near_one(EVP_MAC *mac, EVP_MAC_CTX *reused, REC *r,
+                     const char *md, const unsigned char *a,
+                     const unsigned char *b, size_t len)
+{
+    static const unsigned char other[8] = "other-k";
+    const unsigned char *seq[8] = { a, b, a, b, other, b, other, a };
+    OSSL_PARAM params[2] = { p_digest(md), OSSL_PARAM_END };
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t outl, i, l;
+
+    for (i = 0; i < 8; i++) {
+        EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+        l = seq[i] == other ? sizeof(other) : len;
+        if (do_mac(r, ctx, seq[i], l, params, msgs[1], msglens[1], out,
+                   &outl))
+            check_ref(r, md, seq[i], l, msgs[1], msglens[1], out, outl);
+        EVP_MAC_CTX_free(ctx);
+    }
+    /* one context re-keyed: A, then A' */
+    for (i = 0; i < 2; i++)
+        if (do_mac(r, reused, seq[i], len, params, msgs[2], msglens[2], out,
+                   &outl))
+            check_ref(r, md, seq[i], len, msgs[2], msglens[2], out, outl);
+}
+
+static void pat_near_keys(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const size_t lens[] = { 1, 7, 13, 16, 20, 31, 32, 33, 64, 65,
+                                   127, 128 };
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    EVP_MAC_CTX *reused = new_ctx(mac, r);
+    unsigned char a[128], b[128];
+    size_t i, pos;
+
+    near_one(mac, reused, r, "SHA256", (const unsigned char *)"Jefe",
+             (const unsigned char *)"Jeff", 4);
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        /* within the block: the key is used as it is */
+        const char *md = lens[i] <= 64 ? "SHA256" : "SHA512";
+
+        kct_fill(a, sizeof(a), 6100 + (uint32_t)lens[i]);
+        for (pos = 0; pos < lens[i]; pos++) {
+            memcpy(b, a, sizeof(b));
+            b[pos] ^= (unsigned char)(1u << (pos % 8));
+            rec_printf(r, "-- len %zu pos %zu\n", lens[i], pos);
+            near_one(mac, reused, r, md, a, b, lens[i]);
+        }
+    }
+    EVP_MAC_CTX_free(reused);
+    EVP_MAC_free(mac);
+}
+
+/*
+ * Digest names that are a prefix of the one before, back to back: the
+ * default refuses "SHA2-25" and "SHA25" after "SHA2-256" and "SHA256", on
+ * a new context, on the same context before the key and in the keying
+ * init, and so must keycache (whatever it remembers of the last name).
+ */
+static void pat_digest_prefix(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const char *const names[][2] = {
+        { "SHA2-256", "SHA2-25" }, { "SHA256", "SHA25" },
+        { "SHA2-512", "SHA2-51" }, { "SHA1", "SHA" },
+    };
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t outl, i;
+    int rep;
+
+    for (rep = 0; rep < 3; rep++)
+        for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+            OSSL_PARAM good[2] = { p_digest(names[i][0]), OSSL_PARAM_END };
+            OSSL_PARAM bad[2] = { p_digest(names[i][1]), OSSL_PARAM_END };
+            EVP_MAC_CTX *ctx;
+
+            rec_printf(r, "-- %s then %s\n", names[i][0], names[i][1]);
+            /* a new context each */
+            ctx = new_ctx(mac, r);
+            do_mac(r, ctx, keys[0], sizeof(keys[0]), good, msgs[1],
+                   msglens[1], out, &outl);
+            EVP_MAC_CTX_free(ctx);
+            ctx = new_ctx(mac, r);
+            do_set(r, ctx, bad);
+            do_mac(r, ctx, keys[0], sizeof(keys[0]), NULL, msgs[1],
+                   msglens[1], out, &outl);
+            EVP_MAC_CTX_free(ctx);
+            ctx = new_ctx(mac, r);
+            do_mac(r, ctx, keys[0], sizeof(keys[0]), bad, msgs[1],
+                   msglens[1], out, &outl);
+            EVP_MAC_CTX_free(ctx);
+            /* one context: the good name set, then the prefix */
+            ctx = new_ctx(mac, r);
+            do_set(r, ctx, good);
+            do_set(r, ctx, bad);
+            do_mac(r, ctx, keys[1], sizeof(keys[1]), NULL, msgs[1],
+                   msglens[1], out, &outl);
+            EVP_MAC_CTX_free(ctx);
+        }
+    EVP_MAC_free(mac);
+}
+
 /* Every digest the task lists; all must work with HMAC on default */
 static const char *listed_mds[] = {
     "SHA1", "SHA2-224", "SHA2-256", "SHA2-384", "SHA2-512", "SHA2-512/224",
@@ -1398,6 +1508,17 @@ static void test_param_shapes(void) { run_pattern(pat_param_shapes, 0); }
 static void test_unknown_digest(void) { run_pattern(pat_unknown_digest, 0); }
 static void test_xof_digest(void) { run_pattern(pat_xof_digest, 0); }
 static void test_flags(void) { run_pattern(pat_flags, 0); }
+/* on a thread of their own: this thread's hit rate does not matter */
+static void test_near_keys(void)
+{
+    kct_rec_pattern("pat_near_keys", pat_near_keys, churn, 1,
+                    served_by_keycache, 1);
+}
+static void test_digest_prefix(void)
+{
+    kct_rec_pattern("pat_digest_prefix", pat_digest_prefix, churn, 1,
+                    served_by_keycache, 1);
+}
 
 /* RFC 4231 test case 2 on both contexts through the EVP_MAC_CTX API too */
 static void test_rfc4231_case2(void)
@@ -1666,6 +1787,8 @@ static void add_suites(void)
     CU_add_test(s, "key rewritten in place", test_inplace_key);
     CU_add_test(s, "more keys than the cache holds", test_many_keys);
     CU_add_test(s, "key lengths", test_key_lengths);
+    CU_add_test(s, "keys one byte apart, every position", test_near_keys);
+    CU_add_test(s, "digest names a prefix of the last", test_digest_prefix);
     CU_add_test(s, "listed digests", test_listed_digests);
     CU_add_test(s, "every digest default offers", test_offered_digests);
     CU_add_test(s, "mac and block size", test_sizes);

@@ -75,6 +75,39 @@ MUTANTS = {
     "keys-equal-16-short": ("provider/cache.c",
         "        d = word_diff(a, b) | word_diff(a + 8, b + 8);",
         "        d = word_diff(a, b);"),
+    # the byte-wise tail of a key whose length is not a multiple of 8 is
+    # compared without its last byte (a 1-byte key equals any other)
+    "keys-equal-tail-short": ("provider/cache.c",
+        "    for (; n > 0; a++, b++, n--) {\n        d |= (uint64_t)(*a ^ *b);",
+        "    for (; n > 1; a++, b++, n--) {\n        d |= (uint64_t)(*a ^ *b);"),
+    # the compare starts at the second byte, whatever the length (the
+    # index still checks the hash: the most recently used entry does not)
+    "keys-equal-skip-first": ("provider/cache.c",
+        "    uint64_t d = 0;\n\n    /* straight-line for the usual AES and HMAC key sizes */",
+        "    uint64_t d = 0;\n\n    if (n > 0) {\n        a++;\n        b++;\n        n--;\n    }\n"
+        "    /* straight-line for the usual AES and HMAC key sizes */"),
+    # the most recently used entry taken on its algorithm, parameter, key
+    # length and record, without comparing the key
+    "mru-length-only": ("provider/cache.c",
+        "            && rec_matches(e, rec, reclen)\n"
+        "            && keys_equal(e->key, key, keylen))\n            goto hit;",
+        "            && rec_matches(e, rec, reclen))\n            goto hit;"),
+    # ... on the hash alone.  The hash covers the key and the record, not
+    # the algorithm, HMAC's digest or OCB's direction: the same key under
+    # SHA-512 right after SHA-256 gets the SHA-256 context.  (Two keys are
+    # confused only on a collision of SipHash under the thread's secret
+    # key, which no test can produce: for keys, mru-length-only.)
+    "mru-hash-only": [("provider/cache.c",
+        "    if (c->lru_head != KC_NIL) {\n        e = &c->entries[c->lru_head];\n"
+        "        if (e->alg == alg && e->param == param && e->keylen == keylen\n"
+        "            && rec_matches(e, rec, reclen)\n"
+        "            && keys_equal(e->key, key, keylen))\n            goto hit;\n    }\n"
+        "    lk->hash = kc_hash(c->sipkey, key, keylen);\n"
+        "    if (rec != NULL)\n        lk->hash ^= rechash * 0x9fb21c651e98df25ULL;\n",
+        "    lk->hash = kc_hash(c->sipkey, key, keylen);\n"
+        "    if (rec != NULL)\n        lk->hash ^= rechash * 0x9fb21c651e98df25ULL;\n"
+        "    if (c->lru_head != KC_NIL) {\n        e = &c->entries[c->lru_head];\n"
+        "        if (e->hash == lk->hash)\n            goto hit;\n    }\n")],
     # HMAC: a hit hands out the entry's template instead of a copy
     "hmac-share-template": ("provider/hmac.c",
         "} else if ((inner = f->dupctx(tmpl)) == NULL) {",
@@ -127,6 +160,28 @@ MUTANTS = {
     "trec-match-no-data": ("provider/tmpl.c",
         "            && memcmp(data, q->data, q->data_size) != 0)\n        || (q->data_type == OSSL_PARAM_UTF8_STRING",
         "            && 0)\n        || (q->data_type == OSSL_PARAM_UTF8_STRING"),
+    # ... compares a string parameter without its last byte (a GMAC cipher
+    # "AES-128-GCX" right after "AES-128-GCM" continues the latter's shape)
+    "trec-match-string-short": ("provider/tmpl.c",
+        "            && memcmp(data, q->data, q->data_size) != 0)\n        || (q->data_type == OSSL_PARAM_UTF8_STRING",
+        "            && memcmp(data, q->data, q->data_size\n"
+        "                      - (q->data_type == OSSL_PARAM_UTF8_STRING)) != 0)\n"
+        "        || (q->data_type == OSSL_PARAM_UTF8_STRING"),
+    # ... takes a value that is a prefix of the recorded one (KMAC custom
+    # "ab" right after "abc", CMAC cipher "AES-128-CB" after "AES-128-CBC")
+    "trec-match-prefix": ("provider/tmpl.c",
+        "    if (it.tag != item || it.size != q->data_size\n",
+        "    if (it.tag != item\n"
+        "        || (it.size != q->data_size\n"
+        "            && (item != KC_T_PARAM || it.size < q->data_size))\n"),
+    # HMAC: a digest name that is a prefix of the context's last one, or of
+    # one the thread resolved, taken as that digest ("SHA2-25")
+    "hmac-hint-prefix": ("provider/hmac.c",
+        "        && strcmp(name, w->hint) == 0)\n        return w->hint_dg;",
+        "        && strncmp(name, w->hint, strlen(name)) == 0)\n        return w->hint_dg;"),
+    "memo-name-prefix": ("provider/cache.c",
+        "        if (m->value != NULL && strcmp(m->name, name) == 0",
+        "        if (m->value != NULL && strncmp(m->name, name, strlen(name)) == 0"),
     # the one-pass keying init (same_init_as_last) takes a volatile
     # signature the thread learned invalid
     "tmpl-fast-sig-invalid": ("provider/tmpl.c",
