@@ -212,8 +212,17 @@ enum {
     P_CIPHER, P_CIPHER_OCT, P_MACIV, P_CUSTOM, P_SIZE, P_XOF
 };
 
+/*
+ * How a UTF-8 parameter's string is passed: the table's string with
+ * data_size = strlen (U_PTR), or a copy in a heap buffer of exactly its
+ * size, data_size not counting the NUL (U_HEAP) or counting it (U_HEAP_NUL,
+ * which OpenSSL allows), so that ASan sees a read past the string's end.
+ */
+enum { U_PTR, U_HEAP, U_HEAP_NUL, U_FORMS };
+
 typedef struct {
     int id;
+    int form;                   /* UTF-8 parameters: U_* */
     size_t num;                 /* numeric value or buffer size */
     const unsigned char *buf;   /* octet data (set) */
     size_t len;
@@ -315,8 +324,34 @@ static void print_result(const char *who, const RESULT *r)
 /* ---------------------------------------------------------------------- */
 /* Parameter arrays                                                       */
 
+/* A UTF-8 parameter in form p->form; a heap copy goes to *heap. */
+static OSSL_PARAM utf8_param(const char *name, const PSPEC *p, const char *str,
+                             char **heap)
+{
+    size_t len = strlen(str);
+
+    if (p->form == U_PTR || (*heap = malloc(len + 1)) == NULL)
+        return OSSL_PARAM_construct_utf8_string(name, (char *)str, 0);
+    memcpy(*heap, str, len + 1);
+    return OSSL_PARAM_construct_utf8_string(name, *heap,
+                                            p->form == U_HEAP_NUL ? len + 1
+                                                                  : len);
+}
+
+/* The heap copies of one array, once the call that took it returned. */
+static void heap_free(char **heap)
+{
+    int i;
+
+    for (i = 0; i < MAXPARAMS; i++) {
+        free(heap[i]);
+        heap[i] = NULL;
+    }
+}
+
+/* heap: MAXPARAMS NULLs, for heap_free() after the call */
 static int kc_build_set(const PSPEC *ps, int np, OSSL_PARAM *out,
-                        size_t *nums, int *ints)
+                        size_t *nums, int *ints, char **heap)
 {
     int i, n = 0;
 
@@ -327,12 +362,11 @@ static int kc_build_set(const PSPEC *ps, int np, OSSL_PARAM *out,
         ints[i] = (int)p->num;
         switch (p->id) {
         case P_DIGEST:
-            out[n++] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
-                                                        (char *)p->str, 0);
+            out[n++] = utf8_param(OSSL_MAC_PARAM_DIGEST, p, p->str, &heap[i]);
             break;
         case P_PROPS:
-            out[n++] = OSSL_PARAM_construct_utf8_string(
-                OSSL_MAC_PARAM_PROPERTIES, (char *)p->str, 0);
+            out[n++] = utf8_param(OSSL_MAC_PARAM_PROPERTIES, p, p->str,
+                                  &heap[i]);
             break;
         case P_DIGEST_OCT:
             out[n++] = OSSL_PARAM_construct_octet_string(
@@ -343,8 +377,7 @@ static int kc_build_set(const PSPEC *ps, int np, OSSL_PARAM *out,
                 OSSL_MAC_PARAM_KEY, (void *)p->buf, p->len);
             break;
         case P_KEY_UTF8:
-            out[n++] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_KEY,
-                                                        "secret", 0);
+            out[n++] = utf8_param(OSSL_MAC_PARAM_KEY, p, "secret", &heap[i]);
             break;
         case P_NOINIT:
             out[n++] = OSSL_PARAM_construct_int(OSSL_MAC_PARAM_DIGEST_NOINIT,
@@ -395,8 +428,7 @@ static int kc_build_set(const PSPEC *ps, int np, OSSL_PARAM *out,
                 OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV, (void *)p->buf, p->len);
             break;
         case P_CIPHER:
-            out[n++] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
-                                                        (char *)p->str, 0);
+            out[n++] = utf8_param(OSSL_MAC_PARAM_CIPHER, p, p->str, &heap[i]);
             break;
         case P_CIPHER_OCT:
             out[n++] = OSSL_PARAM_construct_octet_string(
@@ -541,6 +573,7 @@ static const EVP_CIPHER *legacy_gcm(int i)
 static void exec_hmac(STATE *st, const OP *op, int side, RESULT *r)
 {
     EVP_MAC_CTX *m = st->slot[op->slot].ctx[side];
+    char *heap[MAXPARAMS] = { NULL };
     OSSL_PARAM params[MAXPARAMS + 1];
     size_t nums[MAXPARAMS], outl = 0;
     int ints[MAXPARAMS], i;
@@ -548,13 +581,15 @@ static void exec_hmac(STATE *st, const OP *op, int side, RESULT *r)
 
     switch (op->code) {
     case OP_INIT:
-        kc_build_set(op->p, op->np, params, nums, ints);
+        kc_build_set(op->p, op->np, params, nums, ints, heap);
         r->rv = EVP_MAC_init(m, op->key, op->keylen,
                              op->np > 0 ? params : NULL);
+        heap_free(heap);
         break;
     case OP_SET:
-        kc_build_set(op->p, op->np, params, nums, ints);
+        kc_build_set(op->p, op->np, params, nums, ints, heap);
         r->rv = EVP_MAC_CTX_set_params(m, params);
+        heap_free(heap);
         break;
     case OP_GET:
         if (op->api == 1) {
@@ -630,6 +665,7 @@ static void exec_gcm(STATE *st, const OP *op, int side, RESULT *r)
 {
     SLOT *s = &st->slot[op->slot];
     EVP_CIPHER_CTX *c = s->ctx[side];
+    char *heap[MAXPARAMS] = { NULL };
     OSSL_PARAM params[MAXPARAMS + 1];
     size_t nums[MAXPARAMS];
     int ints[MAXPARAMS], outl = 0, i;
@@ -637,7 +673,7 @@ static void exec_gcm(STATE *st, const OP *op, int side, RESULT *r)
 
     switch (op->code) {
     case OP_INIT:
-        kc_build_set(op->p, op->np, params, nums, ints);
+        kc_build_set(op->p, op->np, params, nums, ints, heap);
         if (op->cipher >= 4 && op->cipher < 7) {
             /* unchanged legacy code: EVP_aes_*_gcm() fetches implicitly */
             OSSL_LIB_CTX *prev = use_libctx(side);
@@ -655,10 +691,12 @@ static void exec_gcm(STATE *st, const OP *op, int side, RESULT *r)
             r->rv = EVP_CipherInit_ex2(c, ciph, op->key, op->iv, op->enc,
                                        op->np > 0 ? params : NULL);
         }
+        heap_free(heap);
         break;
     case OP_SET:
-        kc_build_set(op->p, op->np, params, nums, ints);
+        kc_build_set(op->p, op->np, params, nums, ints, heap);
         r->rv = EVP_CIPHER_CTX_set_params(c, params);
+        heap_free(heap);
         break;
     case OP_GET:
         if (op->api == 1) {
@@ -951,9 +989,10 @@ static void run_op(STATE *st, const OP *op)
             OSSL_PARAM params[MAXPARAMS + 1];
             size_t nums[MAXPARAMS], outl = 0;
             int ints[MAXPARAMS];
+            char *heap[MAXPARAMS] = { NULL };
             unsigned char *ret;
 
-            kc_build_set(op->p, op->np, params, nums, ints);
+            kc_build_set(op->p, op->np, params, nums, ints, heap);
             if (op->kind == K_FAM)
                 ret = EVP_Q_mac(sides[side].libctx, fam_names[op->fam], NULL,
                                 op->digest, op->np > 0 ? params : NULL,
@@ -966,6 +1005,7 @@ static void run_op(STATE *st, const OP *op)
             r->rv = ret != NULL;
             if (ret != NULL)
                 r->outlen = outl;
+            heap_free(heap);
         } else if (s->kind == K_HMAC) {
             exec_hmac(st, op, side, r);
         } else if (s->kind == K_FAM) {
@@ -1134,6 +1174,8 @@ static void decode_hmac_params(STATE *st, RD *rd, OP *op, int max)
         unsigned b = rd8(rd);
 
         memset(p, 0, sizeof(*p));
+        /* the bits b % 12 leaves: how a UTF-8 string is passed */
+        p->form = (int)((b / 12) % U_FORMS);
         switch (b % 12) {
         case 0: case 1: case 2:
             p->id = P_DIGEST;
@@ -1284,6 +1326,7 @@ static void decode_fam_params(STATE *st, RD *rd, OP *op, int max)
         size_t len;
 
         memset(p, 0, sizeof(*p));
+        p->form = (int)((b / 12) % U_FORMS);
         switch (b % 12) {
         case 0: case 1: case 2:
             p->id = P_CIPHER;
@@ -1423,6 +1466,12 @@ static void decode_gcm_ctrl(STATE *st, RD *rd, OP *op)
     }
 }
 
+static int is_utf8(int id)
+{
+    return id == P_DIGEST || id == P_PROPS || id == P_KEY_UTF8
+           || id == P_CIPHER;
+}
+
 static void describe_params(const OP *op, char *buf, size_t n)
 {
     static const char *const pn[] = {
@@ -1443,8 +1492,11 @@ static void describe_params(const OP *op, char *buf, size_t n)
         const PSPEC *p = &op->p[i];
 
         if (p->str != NULL)
-            used += snprintf(buf + used, n - used, " %s=\"%s\"", pn[p->id],
-                             p->str);
+            used += snprintf(buf + used, n - used, " %s=\"%s\"%s", pn[p->id],
+                             p->str, !is_utf8(p->id) ? ""
+                             : p->form == U_HEAP ? "(heap)"
+                             : p->form == U_HEAP_NUL ? "(heap, NUL counted)"
+                             : "");
         else if (p->buf != NULL || p->id == P_TAG)
             used += snprintf(buf + used, n - used, " %s=<%zu bytes>",
                              pn[p->id], p->len);

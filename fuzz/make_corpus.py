@@ -55,12 +55,14 @@ def input_key(raw):
 
 
 # ---- HMAC params (decode_hmac_params) ----
-def hp_digest(name):
-    return bytes([0, d(name)])
+# UTF-8 forms (the kind byte's bits above % 12): 0 the string as it is,
+# 1 an exactly sized heap copy, 2 the same with the NUL counted
+def hp_digest(name, form=0):
+    return bytes([0 + 12 * form, d(name)])
 
 
-def hp_props(i):
-    return bytes([3, i])
+def hp_props(i, form=0):
+    return bytes([3 + 12 * form, i])
 
 
 def hp_key(k):
@@ -182,8 +184,12 @@ def fop(code, slot, fam):
     return bytes([code, slot | 0x40 | (fam << 4)])
 
 
-def fp_cipher(name):
-    return bytes([0, FAM_CIPHERS.index(name)])
+def fp_cipher(name, form=0):
+    return bytes([0 + 12 * form, FAM_CIPHERS.index(name)])
+
+
+def fp_props(i, form=0):
+    return bytes([3 + 12 * form, i])
 
 
 def fp_iv(n=12):
@@ -385,6 +391,23 @@ def seeds():
         + fam_set(1, CMAC, fp_cipher("AES-192-CBC"), fp_key(K24)) \
         + fam_final(1) + fam_set(1, CMAC, fp_cipher("AES-128-CBC")) \
         + fam_init(1, CMAC, K16) + fam_final(1)
+    # UTF-8 params from exactly sized heap buffers, the NUL counted or not
+    body = b""
+    for form in (1, 2):
+        for _ in range(3):
+            body += fop(NEW, 0, CMAC) \
+                + fam_set(0, CMAC, fp_cipher("AES-128-CBC", form),
+                          fp_props(0, form)) \
+                + fam_init(0, CMAC, K16) + update(0, 40) + fam_final(0) \
+                + op(FREE, 0)
+            body += fop(NEW, 1, GMAC) \
+                + fam_init(1, GMAC, K32, fp_cipher("AES-256-GCM", form),
+                           fp_iv()) + update(1, 40) + fam_final(1) \
+                + op(FREE, 1)
+            body += op(NEW, 2) + hmac_init(2, K16, hp_digest("SHA256", form),
+                                           hp_props(0, form)) \
+                + update(2, 40) + final(2) + op(FREE, 2)
+    s["utf8_heap_forms"] = b"\x00" + body
     s["cmac_odd_ciphers"] = b"\x00" + b"".join(
         fam_init(i % 4, CMAC, K24, fp_cipher(c)) + update(i % 4, 9)
         + fam_final(i % 4) for i, c in enumerate(

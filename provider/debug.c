@@ -5,8 +5,9 @@
  *   KEYCACHE_DEBUG=[file:PATH][,level:N][,interval:S]
  *
  * is read when the provider starts.  Lines go to PATH (appended, opened
- * for each write, so log rotation and fork() need no care) or to stderr,
- * each with the time and the process id.  Level 1, the default: the start,
+ * for each write, so log rotation and fork() need no care; see open_log()
+ * for what it must be) or to stderr, each with the time and the process
+ * id.  Level 1, the default: the start,
  * load and configuration problems, routing warnings, and the counters per
  * algorithm when the process exits or the provider is unloaded.  Level 2
  * adds where the configuration came from and the checks that passed.
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <openssl/crypto.h>
@@ -48,6 +50,7 @@ struct kc_debug_st {
     unsigned int serial;         /* which instance in this process */
     time_t next_report;          /* whoever advances it writes the report */
     int linked, reported;
+    int file_failed;             /* PATH refused once: no more lines */
     KC_COUNTERS base[KC_STAT_SLOTS]; /* counters inherited over fork() */
 };
 
@@ -85,23 +88,55 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
+/*
+ * PATH, opened for one message.  A root service must not be made to append
+ * to whatever a symbolic link planted in its log directory points at, so
+ * the last component is never followed, and only a regular file is written
+ * (O_NONBLOCK: a FIFO without a reader must not hang the program), created
+ * 0600 since the lines describe the program's use of keys.  Refused once,
+ * PATH is not tried again: the reason goes to stderr once and later lines
+ * are dropped, in a forked child too (it inherits the flag), rather than
+ * mixed into the program's own stderr.  -1 if nothing is to be written.
+ */
+static int open_log(KC_DEBUG *d)
+{
+    struct stat st;
+    const char *why;
+    char note[512];
+    int fd, err;
+
+    if (__atomic_load_n(&d->file_failed, __ATOMIC_RELAXED))
+        return -1;
+    fd = open(d->path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK
+                       | O_CLOEXEC | O_NOCTTY, 0600);
+    if (fd >= 0) {
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+            return fd;
+        close(fd);
+        why = "not a regular file";
+    } else if ((err = errno) == ELOOP) {
+        why = "a symbolic link, which keycache does not follow";
+    } else if (err == ENXIO) {  /* a FIFO without a reader, a socket */
+        why = "not a regular file";
+    } else {
+        why = strerror(err);
+    }
+    if (!__atomic_exchange_n(&d->file_failed, 1, __ATOMIC_RELAXED)) {
+        snprintf(note, sizeof(note), "keycache[%ld]: " KC_DEBUG_ENV
+                 ": cannot write to %s: %s; its lines are dropped\n",
+                 d->pid, d->path, why);
+        write_all(STDERR_FILENO, note, strlen(note));
+    }
+    return -1;
+}
+
 /* One write per message, so lines of several processes do not mix. */
-static void emit(const KC_DEBUG *d, const char *text, size_t len)
+static void emit(KC_DEBUG *d, const char *text, size_t len)
 {
     int fd = STDERR_FILENO;
-    char note[256];
 
-    if (d->path != NULL) {
-        fd = open(d->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC
-                           | O_NOCTTY, 0644);
-        if (fd < 0) {
-            snprintf(note, sizeof(note), "keycache[%ld]: " KC_DEBUG_ENV
-                     ": cannot open %s: %s\n", d->pid, d->path,
-                     strerror(errno));
-            write_all(STDERR_FILENO, note, strlen(note));
-            fd = STDERR_FILENO;
-        }
-    }
+    if (d->path != NULL && (fd = open_log(d)) < 0)
+        return;
     write_all(fd, text, len);
     if (fd != STDERR_FILENO)
         close(fd);

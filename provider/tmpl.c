@@ -121,6 +121,21 @@ uint64_t kc_trec_hash(uint64_t h, const uint64_t *p, size_t nbytes)
     return h;
 }
 
+/*
+ * Does a UTF-8 parameter's string end where a record can keep all of it?
+ * The default reads the string up to its NUL, whatever data_size says, and
+ * OpenSSL lets data_size count that NUL or not: a NUL inside the data_size
+ * bytes, or else the one just after them.  Only a string that counts no
+ * NUL is read one past data_size, where its own NUL is.
+ */
+static ossl_inline int utf8_ends(const OSSL_PARAM *p)
+{
+    const char *s = p->data;
+
+    return s == NULL || memchr(s, '\0', p->data_size) != NULL
+           || s[p->data_size] == '\0';
+}
+
 /* Can the parameter be recorded?  Returns its name's length, or 0. */
 size_t kc_trec_recordable(const OSSL_PARAM *p)
 {
@@ -135,8 +150,7 @@ size_t kc_trec_recordable(const OSSL_PARAM *p)
     case OSSL_PARAM_OCTET_STRING:
         return n;
     case OSSL_PARAM_UTF8_STRING:
-        /* the default reads up to the NUL: there must be one at the end */
-        if (p->data == NULL || ((const char *)p->data)[p->data_size] == '\0')
+        if (utf8_ends(p))
             return n;
     }
     return 0;
@@ -265,8 +279,7 @@ static ossl_inline size_t item_at(const unsigned char *rec, size_t off,
         || strcmp((const char *)name, q->key) != 0
         || (item == KC_T_PARAM && q->data != NULL && q->data_size > 0
             && memcmp(data, q->data, q->data_size) != 0)
-        || (q->data_type == OSSL_PARAM_UTF8_STRING && q->data != NULL
-            && ((const char *)q->data)[q->data_size] != '\0'))
+        || (q->data_type == OSSL_PARAM_UTF8_STRING && !utf8_ends(q)))
         return 0;
     /* a signature item has no data */
     if (item != KC_T_PARAM || q->data == NULL)

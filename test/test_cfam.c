@@ -928,8 +928,9 @@ static void pat_bad(OSSL_LIB_CTX *libctx, REC *r)
     for (c = 0; c < NCIPHERS; c++) {
         EVP_CIPHER *ci = EVP_CIPHER_fetch(libctx, ciphers[c], NULL);
 
-        for (i = 0; i < 14; i++) {
+        for (i = 0; i < 16; i++) {
             EVP_CIPHER_CTX *ctx;
+            char *heap = NULL;
             int enc = i != 2 && i != 11;
 
             /* the default's AES-SIV dereferences NULL on data before a key */
@@ -986,6 +987,17 @@ static void pat_bad(OSSL_LIB_CTX *libctx, REC *r)
                 rc = EVP_CIPHER_CTX_set_key_length(ctx, 20);
                 step(r, "set_key_length", rc);
                 break;
+            case 14:            /* a shape's name as UTF-8, from a buffer */
+            case 15:            /* of exactly "12" and its NUL: counted */
+                heap = malloc(3);
+                if (heap != NULL)
+                    memcpy(heap, "12", 3);
+                p[0] = OSSL_PARAM_construct_utf8_string(
+                           OSSL_CIPHER_PARAM_AEAD_IVLEN, heap,
+                           i == 14 ? 2 : 3);
+                p[1] = OSSL_PARAM_construct_end();
+                step(r, "utf8 ivlen", EVP_CIPHER_CTX_set_params(ctx, p));
+                break;
             }
             /* the key, with a bad IV length for some */
             rc = EVP_CipherInit_ex2(ctx, NULL, i == 10 ? NULL : keys[i & 1],
@@ -1016,6 +1028,7 @@ static void pat_bad(OSSL_LIB_CTX *libctx, REC *r)
             step(r, "final", rc);
             rec_tag(r, ctx, tag, 16, " get tag");
             EVP_CIPHER_CTX_free(ctx);
+            free(heap);
         }
         EVP_CIPHER_free(ci);
     }

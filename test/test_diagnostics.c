@@ -11,6 +11,8 @@
  * key: the first keyed init misses, every later one hits); its outputs are
  * compared with the default provider's.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -376,6 +378,143 @@ static void test_failed_start_logged(void)
     CU_ASSERT_TRUE(log_has("error: keycache did not start", getpid()));
 }
 
+/* ---------------------------------------------------------------------- */
+/* file: what PATH may be                                                 */
+
+static char errpath[64], target[64];
+
+/* Run a workload with stderr in errpath; returns the keycache lines. */
+static int run_to_log(const char *more, int sleep_between)
+{
+    char conf[64], *text = NULL, *p;
+    OSSL_LIB_CTX *ctx;
+    int saved, fd, n = 0;
+    FILE *f;
+
+    CU_ASSERT_FATAL(write_conf(conf, NULL, NULL, NULL));
+    fflush(stderr);
+    saved = dup(STDERR_FILENO);
+    fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CU_ASSERT_FATAL(saved >= 0 && fd >= 0);
+    dup2(fd, STDERR_FILENO);
+    close(fd);
+    /* a FIFO that blocked the open would hang here: fail in seconds */
+    alarm(30);
+    ctx = load(conf, more, 0);
+    if (ctx != NULL)
+        hmac_ops(ctx, 2, 6);
+    if (ctx != NULL && sleep_between) {
+        sleep(2);               /* interval:1 - a report is due */
+        hmac_ops(ctx, 2, 6);
+    }
+    OSSL_LIB_CTX_free(ctx);
+    alarm(0);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    unlink(conf);
+    CU_ASSERT_PTR_NOT_NULL(ctx);
+
+    if ((f = fopen(errpath, "r")) != NULL) {
+        text = calloc(1, 4096);
+        if (text != NULL)
+            fread(text, 1, 4095, f);
+        fclose(f);
+    }
+    for (p = text; p != NULL && (p = strstr(p, "keycache[")) != NULL; p++)
+        n++;
+    if (n != 1)
+        fprintf(stderr, "\n  stderr had %d keycache lines:\n%s", n,
+                text != NULL ? text : "(none)");
+    free(text);
+    unlink(errpath);
+    return n;
+}
+
+/* Does the file at path hold exactly text? */
+static int file_has(const char *path, const char *text)
+{
+    char buf[256] = "";
+    FILE *f = fopen(path, "r");
+
+    if (f != NULL) {
+        fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+    }
+    return strcmp(buf, text) == 0;
+}
+
+/*
+ * A symbolic link as PATH, as one planted in a service's log directory:
+ * what it points at is left alone, and stderr says why once, though the
+ * start line and three reports (every 1s, twice, and at unload) were due.
+ */
+static void test_file_symlink(void)
+{
+    static const char before[] = "not keycache's file\n";
+    char debug[256];
+    FILE *f;
+
+    unlink(logpath);
+    f = fopen(target, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(before, f);
+    fclose(f);
+    CU_ASSERT_EQUAL_FATAL(symlink(target, logpath), 0);
+    snprintf(debug, sizeof(debug), "file:%s,interval:1,level:2", logpath);
+    CU_ASSERT_EQUAL(run_to_log(debug, 1), 1);
+    CU_ASSERT_TRUE(file_has(target, before));
+
+    /* a dangling link: nothing is created where it points */
+    unlink(target);
+    CU_ASSERT_EQUAL(run_to_log(debug, 0), 1);
+    CU_ASSERT_NOT_EQUAL(access(target, F_OK), 0);
+    unlink(logpath);
+}
+
+/* A FIFO (read or not) and a directory are refused, once, without a hang. */
+static void test_file_not_regular(void)
+{
+    char debug[256], buf[64];
+    int rd;
+
+    snprintf(debug, sizeof(debug), "file:%s", logpath);
+    unlink(logpath);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(logpath, 0600), 0);
+    CU_ASSERT_EQUAL(run_to_log(debug, 0), 1);       /* no reader */
+    rd = open(logpath, O_RDONLY | O_NONBLOCK);
+    CU_ASSERT_FATAL(rd >= 0);
+    CU_ASSERT_EQUAL(run_to_log(debug, 0), 1);       /* a reader waiting */
+    CU_ASSERT_EQUAL(read(rd, buf, sizeof(buf)), 0); /* nothing came */
+    close(rd);
+    unlink(logpath);
+
+    CU_ASSERT_EQUAL_FATAL(mkdir(logpath, 0700), 0);
+    CU_ASSERT_EQUAL(run_to_log(debug, 0), 1);
+    CU_ASSERT_EQUAL(rmdir(logpath), 0);             /* and it is empty */
+}
+
+/* A new file is the owner's alone, whatever the umask lets through. */
+static void test_file_mode(void)
+{
+    char conf[64];
+    struct stat st;
+    OSSL_LIB_CTX *ctx;
+    mode_t old = umask(0);
+
+    CU_ASSERT_FATAL(write_conf(conf, NULL, NULL, NULL));
+    ctx = load(conf, debug_to_log(NULL), 0);
+    umask(old);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    hmac_ops(ctx, 1, 7);
+    OSSL_LIB_CTX_free(ctx);
+    unlink(conf);
+    CU_ASSERT_EQUAL_FATAL(lstat(logpath, &st), 0);
+    CU_ASSERT_TRUE(S_ISREG(st.st_mode));
+    CU_ASSERT_EQUAL(st.st_mode & 07777, 0600);
+    CU_ASSERT_TRUE(log_has("report (unload): HMAC", getpid()));
+}
+
 /*
  * Routing: a config without default_properties is flagged when keycache
  * starts, and at exit a query-less fetch shows who answers (in a forked
@@ -610,6 +749,11 @@ static void add_suites(void)
     CU_add_test(s, "interval with two threads", test_interval_threads);
     CU_add_test(s, "levels and unknown words", test_levels_and_words);
     CU_add_test(s, "failed start logged", test_failed_start_logged);
+    CU_add_test(s, "file: a symbolic link is not followed",
+                test_file_symlink);
+    CU_add_test(s, "file: a FIFO or a directory is refused",
+                test_file_not_regular);
+    CU_add_test(s, "file: created 0600", test_file_mode);
     CU_add_test(s, "routing warnings", test_routing_warnings);
     s = CU_add_suite("config errors", NULL, NULL);
     CU_add_test(s, "invalid values say why", test_invalid_value_errors);
@@ -626,7 +770,13 @@ int main(int argc, char **argv)
     unsetenv("KEYCACHE_DEBUG");
     snprintf(logpath, sizeof(logpath), "/tmp/kc-diag-%ld.log",
              (long)getpid());
+    snprintf(errpath, sizeof(errpath), "/tmp/kc-diag-%ld.err",
+             (long)getpid());
+    snprintf(target, sizeof(target), "/tmp/kc-diag-%ld.target",
+             (long)getpid());
     rc = kct_main(argc, argv, add_suites);
     unlink(logpath);
+    unlink(errpath);
+    unlink(target);
     return rc;
 }

@@ -1548,6 +1548,121 @@ static void pat_kmac_bare(OSSL_LIB_CTX *libctx, REC *r)
  * with a good one: refused alike, and never served from the cache - the
  * thread has learned that signature invalid.
  */
+/*
+ * UTF-8 parameters as an application builds them from a string on the
+ * heap, in a buffer of exactly its size: data_size not counting the NUL
+ * (OSSL_PARAM_construct_utf8_string(.., 0)), counting it (which OpenSSL
+ * allows), and counting a NUL inside the string (the default reads up to
+ * it).  Under ASan a read past either buffer fails the test.
+ */
+enum { U_NO_NUL, U_COUNTED_NUL, U_INNER_NUL, U_FORMS };
+
+typedef struct {
+    char *buf[8];
+    int n;
+} HEAPSTR;
+
+static OSSL_PARAM p_utf8_heap(HEAPSTR *h, const char *name, const char *v,
+                              int form)
+{
+    size_t len = strlen(v), extra = form == U_INNER_NUL ? 4 : 0;
+    /* the string, "xyz" after its NUL for U_INNER_NUL, and a last NUL */
+    size_t size = form == U_NO_NUL ? len : form == U_COUNTED_NUL ? len + 1
+                  : len + 4;
+    char *b = malloc(len + extra + 1);
+
+    if (b == NULL || h->n == (int)(sizeof(h->buf) / sizeof(h->buf[0]))) {
+        free(b);
+        return OSSL_PARAM_construct_utf8_string(name, (char *)v, 0);
+    }
+    memcpy(b, v, len + 1);
+    if (extra > 0)
+        memcpy(b + len + 1, "xyz", extra);
+    h->buf[h->n++] = b;
+    return OSSL_PARAM_construct_utf8_string(name, b, size);
+}
+
+static void heapstr_free(HEAPSTR *h)
+{
+    while (h->n > 0)
+        free(h->buf[--h->n]);
+}
+
+static void pat_utf8_forms(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const char *const gmac_bad[] = { "AES-128-CBC", "no-such-cipher" };
+    unsigned char out[OUTMAX];
+    size_t f, outl;
+    OSSL_PARAM p[5];
+    HEAPSTR h = { { NULL }, 0 };
+    int i, j, form, n;
+
+    for (f = 0; f < NFAMS; f++) {
+        EVP_MAC *mac = fetch(libctx, r, fams[f].mac);
+
+        for (form = 0; form < U_FORMS; form++) {
+            rec_printf(r, "-- %s utf8 form %d\n", fams[f].mac, form);
+            for (i = 0; i < 3; i++) {
+                /* cipher (and properties) set, then init(key); repeated */
+                for (j = 0; j < 3; j++) {
+                    EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+                    n = 0;
+                    if (fams[f].sub[i] != NULL) {
+                        p[n++] = p_utf8_heap(&h, OSSL_MAC_PARAM_CIPHER,
+                                             fams[f].sub[i], form);
+                        if (j > 0)
+                            p[n++] = p_utf8_heap(&h,
+                                                 OSSL_MAC_PARAM_PROPERTIES,
+                                                 j == 1 ? "provider=default"
+                                                        : "", form);
+                    }
+                    /* the only UTF-8 one KMAC gets: a name it ignores */
+                    if (fams[f].kind == F_KMAC || j == 2)
+                        p[n++] = p_utf8_heap(&h, "kc-no-such-utf8", "abc",
+                                             form);
+                    if (fams[f].kind == F_GMAC)
+                        p[n++] = p_oct(OSSL_MAC_PARAM_IV, ivs[j], 12);
+                    p[n] = OSSL_PARAM_construct_end();
+                    do_set(r, ctx, p);
+                    do_mac(r, ctx, keys[2], fams[f].keylen[i], NULL,
+                           msgs[j], msglens[j], out, &outl);
+                    /* and the same in the keying init, on a fresh context */
+                    EVP_MAC_CTX_free(ctx);
+                    ctx = new_ctx(mac, r);
+                    do_mac(r, ctx, keys[2], fams[f].keylen[i], p, msgs[j],
+                           msglens[j], out, &outl);
+                    EVP_MAC_CTX_free(ctx);
+                    heapstr_free(&h);
+                }
+            }
+            if (fams[f].kind != F_GMAC && fams[f].kind != F_CMAC)
+                continue;
+            /*
+             * Ciphers the default refuses for the family: a failed fetch
+             * names keycache's library context (README, Limitations).
+             */
+            r->mask_libctx = 1;
+            for (i = 0; i < 2; i++) {
+                EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+                p[0] = p_utf8_heap(&h, OSSL_MAC_PARAM_CIPHER,
+                                   fams[f].kind == F_GMAC ? gmac_bad[i]
+                                   : i == 0 ? "AES-128-GCM" : "AES-128-CB",
+                                   form);
+                p[1] = OSSL_PARAM_construct_end();
+                do_set(r, ctx, p);
+                do_mac(r, ctx, keys[2], 16, NULL, msgs[1], msglens[1], out,
+                       &outl);
+                EVP_MAC_CTX_free(ctx);
+                heapstr_free(&h);
+            }
+            r->mask_libctx = 0;
+        }
+        EVP_MAC_free(mac);
+    }
+}
+
 /* init(key, params) on a fresh context, update, final; 1 if all succeed */
 static int fresh_mac(OSSL_LIB_CTX *libctx, const char *name,
                      const unsigned char *key, size_t keylen,
@@ -1621,6 +1736,7 @@ static void test_init_variants(void) { run_pattern(pat_init_variants, 1); }
 static void test_kmac_bare(void) { run_pattern(pat_kmac_bare, 1); }
 static void test_near_keys(void) { run_pattern(pat_near_keys, 1); }
 static void test_param_prefix(void) { run_pattern(pat_param_prefix, 1); }
+static void test_utf8_forms(void) { run_pattern(pat_utf8_forms, 1); }
 
 static void add_suites(void)
 {
@@ -1650,6 +1766,8 @@ static void add_suites(void)
     CU_add_test(s, "init params: IV first, a shape's prefix",
                 test_init_variants);
     CU_add_test(s, "KMAC keyed without params", test_kmac_bare);
+    CU_add_test(s, "UTF-8 params with and without a counted NUL",
+                test_utf8_forms);
     CU_add_test(s, "a refused GMAC IV is never served",
                 test_bad_iv_uncached);
     CU_add_test(s, "a new key per message, then one key", test_cold);

@@ -490,6 +490,51 @@ static void pat_digest_order(OSSL_LIB_CTX *libctx, REC *r)
     EVP_MAC_free(mac);
 }
 
+/*
+ * The digest and properties from heap buffers of exactly the string's
+ * size, data_size counting the NUL (which OpenSSL allows) or not, set
+ * before the key and in the keying init, each form several times.
+ */
+static void pat_digest_heap(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const char *const strs[2] = { "SHA256", "provider=default" };
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    unsigned char out[EVP_MAX_MD_SIZE];
+    OSSL_PARAM params[3];
+    char *buf[2];
+    size_t outl, len;
+    int counted, i, j;
+
+    for (counted = 0; counted < 2; counted++) {
+        for (i = 0; i < 4; i++) {
+            EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+            for (j = 0; j < 2; j++) {
+                len = strlen(strs[j]);
+                buf[j] = malloc(len + 1);
+                if (buf[j] != NULL)
+                    memcpy(buf[j], strs[j], len + 1);
+                params[j] = OSSL_PARAM_construct_utf8_string(
+                                j == 0 ? OSSL_MAC_PARAM_DIGEST
+                                       : OSSL_MAC_PARAM_PROPERTIES,
+                                buf[j], counted ? len + 1 : len);
+            }
+            /* the properties on every other message only */
+            params[i % 2 + 1] = OSSL_PARAM_construct_end();
+            if (i < 2)
+                do_set(r, ctx, params);
+            if (do_mac(r, ctx, keys[0], sizeof(keys[0]), i < 2 ? NULL : params,
+                       msgs[2], msglens[2], out, &outl))
+                check_ref(r, "SHA256", keys[0], sizeof(keys[0]), msgs[2],
+                          msglens[2], out, outl);
+            EVP_MAC_CTX_free(ctx);
+            free(buf[0]);
+            free(buf[1]);
+        }
+    }
+    EVP_MAC_free(mac);
+}
+
 /* EVP_MAC_CTX_dup in the middle of a message; both halves finish */
 static void pat_dup_mid(OSSL_LIB_CTX *libctx, REC *r)
 {
@@ -1495,6 +1540,7 @@ static void test_ctx_per_msg(void) { run_pattern(pat_ctx_per_msg, 1); }
 static void test_key_in_params(void) { run_pattern(pat_key_in_params, 1); }
 static void test_reinit_null_key(void) { run_pattern(pat_reinit_null_key, 1); }
 static void test_digest_order(void) { run_pattern(pat_digest_order, 0); }
+static void test_digest_heap(void) { run_pattern(pat_digest_heap, 1); }
 static void test_dup_mid(void) { run_pattern(pat_dup_mid, 1); }
 static void test_alternating(void) { run_pattern(pat_alternating, 1); }
 static void test_two_live(void) { run_pattern(pat_two_live, 1); }
@@ -1781,6 +1827,8 @@ static void add_suites(void)
     CU_add_test(s, "key as set_params key param", test_key_in_params);
     CU_add_test(s, "re-init with NULL key", test_reinit_null_key);
     CU_add_test(s, "digest set before key / at init", test_digest_order);
+    CU_add_test(s, "digest from exact heap buffers, NUL counted or not",
+                test_digest_heap);
     CU_add_test(s, "EVP_MAC_CTX_dup mid-message", test_dup_mid);
     CU_add_test(s, "alternating keys", test_alternating);
     CU_add_test(s, "two live contexts, same key", test_two_live);
