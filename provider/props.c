@@ -109,6 +109,32 @@ int kc_props_get(KC_PROVCTX *pctx, char *buf, size_t len)
 }
 
 /*
+ * Does a property string (as the core writes it) ask for this provider
+ * (?provider=NAME or provider=NAME)?
+ */
+static int props_prefer(const char *props, const char *name)
+{
+    char clause[128];
+    const char *p = props;
+    size_t i, n;
+
+    while (*p != '\0') {
+        n = strcspn(p, ",");
+        for (i = 0; n > 0 && i < sizeof(clause) - 1; p++, n--)
+            if (*p != ' ' && *p != '\t' && *p != '"' && *p != '?')
+                clause[i++] = *p;
+        clause[i] = '\0';
+        p += n;
+        if (*p == ',')
+            p++;
+        if (strncmp(clause, "provider=", 9) == 0
+            && strcmp(clause + 9, name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/*
  * prefer = if_unset, once keycache has started: are no default properties
  * in force?  Then make query-less fetches prefer keycache.  Returns 0 only
  * when setting them failed.
@@ -129,11 +155,22 @@ int kc_props_prefer(KC_PROVCTX *pctx)
     unset = pctx->props == NULL || pctx->props[0] == '\0';
     pthread_mutex_unlock(&pctx->props_lock);
     if (!unset) {
-        kc_debug_log(pctx, 1, "warning: prefer = if_unset: default_properties "
-                     "= %s are in force (FIPS mode %s); %s leaves them as they "
-                     "are, so query-less fetches will not use it",
-                     now, EVP_default_properties_is_fips_enabled(
-                         pctx->app_libctx) ? "on" : "off", pctx->name);
+        if (EVP_default_properties_is_fips_enabled(pctx->app_libctx))
+            kc_debug_log(pctx, 1, "warning: prefer = if_unset: "
+                         "default_properties = %s are in force (FIPS mode "
+                         "on); %s leaves them as they are and, having no "
+                         "FIPS implementations, will not be used",
+                         now, pctx->name);
+        else if (props_prefer(now, pctx->name))
+            kc_debug_log(pctx, 2, "config: prefer = if_unset: "
+                         "default_properties = %s are in force and already "
+                         "prefer %s; left as they are", now, pctx->name);
+        else
+            kc_debug_log(pctx, 1, "warning: prefer = if_unset: "
+                         "default_properties = %s are in force; %s leaves "
+                         "them as they are, so query-less fetches will not "
+                         "use it (add ?provider=%s to them to use it)",
+                         now, pctx->name, pctx->name);
         return 1;
     }
     snprintf(want, sizeof(want), "?provider=%s", pctx->name);

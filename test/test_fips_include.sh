@@ -58,13 +58,18 @@ loaded() {
     OPENSSL_CONF=$1 openssl list -providers 2>&1 | grep -c '^  keycache$'
 }
 
+case "$(openssl version)" in
+"OpenSSL 3.0."*) gcm=keycache ;;     # aes_gcm = auto
+*) gcm=default ;;
+esac
+
 # ---- a FIPS host: default_properties = fips=yes ---------------------------
 f=$(host fips "default_properties = fips=yes")
 check "fips=yes + include: FIPS mode stays on, query-less fetches refused" \
     "$(run "$f" 1)" "fips=1 hmac=refused gcm=refused"
 check "fips=yes + include: keycache is loaded (and unused)" "$(loaded "$f")" 1
 has "fips=yes + include: KEYCACHE_DEBUG says what is in force at start" \
-    'prefer = if_unset: default_properties = "fips=yes" are in force (FIPS mode on); keycache leaves them as they are' "$tmp/err"
+    'prefer = if_unset: default_properties = "fips=yes" are in force (FIPS mode on); keycache leaves them as they are and, having no FIPS implementations, will not be used' "$tmp/err"
 has "fips=yes + include: KEYCACHE_DEBUG says HMAC is refused, at exit" \
     'a query-less HMAC fetch reaches nothing, not keycache: default_properties in force are "fips=yes", FIPS mode is on' "$tmp/err"
 has "fips=yes + include: the same for AES-256-GCM" \
@@ -101,15 +106,22 @@ check "?provider=default + include: fetches still prefer default" \
     "$(run "$f" 2)" "fips=0 hmac=default gcm=default"
 has "?provider=default + include: KEYCACHE_DEBUG says what is in force" \
     'default_properties in force are "?provider=default"' "$tmp/err"
+has "?provider=default + include: and that keycache left them alone" \
+    'prefer = if_unset: default_properties = "?provider=default" are in force; keycache leaves them as they are' "$tmp/err"
 f=$(host mandatory "default_properties = provider=default")
 check "provider=default + include: fetches still go to default" \
     "$(run "$f" 1)" "fips=0 hmac=default gcm=default"
 
+# the host's own properties preferring keycache, as docs/deployment.md
+# says to do by hand: kept, and keycache serves
+f=$(host byhand "default_properties = ?provider=keycache,-fips")
+check "?provider=keycache,-fips + include: keycache serves, FIPS off as set" \
+    "$(run "$f" 2)" "fips=0 hmac=keycache gcm=$gcm"
+has "?provider=keycache,-fips + include: left as they are" \
+    'already prefer keycache; left as they are' "$tmp/err"
+hasnt "?provider=keycache,-fips + include: no warning" 'warning' "$tmp/err"
+
 # ---- no default_properties: keycache serves query-less fetches ------------
-case "$(openssl version)" in
-"OpenSSL 3.0."*) gcm=keycache ;;     # aes_gcm = auto
-*) gcm=default ;;
-esac
 f=$(host plain "")
 check "no alg_section + include: keycache serves query-less fetches" \
     "$(run "$f" 2)" "fips=0 hmac=keycache gcm=$gcm"
