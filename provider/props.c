@@ -47,7 +47,6 @@ static int props_cb(const char *props, void *cbdata)
     OPENSSL_free(pctx->props);
     pctx->props = copy;
     pctx->props_lost = copy == NULL;
-    pctx->props_seen = 1;
     pthread_mutex_unlock(&pctx->props_lock);
     return 1;
 }
