@@ -25,6 +25,8 @@
  *   kmac       = auto   # KMAC128 and KMAC256: on, off or auto
  *   idle_ttl   = 0      # seconds an unused entry may live; 0 = no limit
  *   admit_after = 3     # a key is cached from its Nth keyed init on
+ *   prefer     = off    # if_unset: set default_properties =
+ *                       # ?provider=keycache at start if none are in force
  */
 #define KEYCACHE_CONF_CACHE_SIZE "cache_size"
 #define KEYCACHE_CONF_HMAC       "hmac"
@@ -36,6 +38,7 @@
 #define KEYCACHE_CONF_AES_SIV    "aes_siv"
 #define KEYCACHE_CONF_IDLE_TTL   "idle_ttl"
 #define KEYCACHE_CONF_ADMIT_AFTER "admit_after"
+#define KEYCACHE_CONF_PREFER     "prefer"
 
 #define KEYCACHE_DEFAULT_CACHE_SIZE 64
 #define KEYCACHE_MAX_CACHE_SIZE     4096

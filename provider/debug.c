@@ -278,20 +278,31 @@ static void report(KC_DEBUG *d, const char *when)
     emit(d, buf, used);
 }
 
-/* Which provider a query-less fetch of |alg| reaches. */
-static void check_route(KC_DEBUG *d, const char *alg, const char *got)
+/*
+ * Which provider a query-less fetch of |alg| reaches, and with which
+ * default_properties in force (|props|, quoted, from props.c; |fips|:
+ * EVP_default_properties_is_fips_enabled()).
+ */
+static void check_route(KC_DEBUG *d, const char *alg, const char *got,
+                        const char *props, int fips)
 {
     KC_PROVCTX *pctx = d->pctx;
 
     if (strcmp(got, pctx->name) == 0)
-        kc_debug_log(pctx, 2, "routing: a query-less %s fetch reaches %s",
-                     alg, got);
+        kc_debug_log(pctx, 2, "routing: a query-less %s fetch reaches %s "
+                     "(default_properties in force: %s)", alg, got, props);
+    else if (fips)
+        kc_debug_log(pctx, 1, "warning: a query-less %s fetch reaches %s, "
+                     "not %s: default_properties in force are %s, FIPS "
+                     "mode is on, and %s offers no FIPS implementation: %s "
+                     "is loaded but unused for %s", alg, got, pctx->name,
+                     props, pctx->name, pctx->name, alg);
     else
         kc_debug_log(pctx, 1, "warning: a query-less %s fetch reaches %s, "
-                     "not %s: %s is loaded but unused for %s; the "
-                     "configuration needs alg_section with "
-                     "default_properties = ?provider=%s", alg, got,
-                     pctx->name, pctx->name, alg, pctx->name);
+                     "not %s: %s is loaded but unused for %s; "
+                     "default_properties in force are %s, and need "
+                     "?provider=%s", alg, got, pctx->name, pctx->name, alg,
+                     props, pctx->name);
 }
 
 /*
@@ -305,21 +316,26 @@ static void check_routing(KC_DEBUG *d)
     const OSSL_PROVIDER *prov;
     EVP_MAC *mac;
     EVP_CIPHER *cipher;
-    int i;
+    char props[512];
+    int i, fips;
 
+    kc_props_get(pctx, props, sizeof(props));
+    fips = EVP_default_properties_is_fips_enabled(pctx->app_libctx);
     ERR_set_mark();
     if (pctx->hmac_on) {
         mac = EVP_MAC_fetch(pctx->app_libctx, "HMAC", NULL);
         prov = mac != NULL ? EVP_MAC_get0_provider(mac) : NULL;
         check_route(d, "HMAC",
-                    prov != NULL ? OSSL_PROVIDER_get0_name(prov) : "nothing");
+                    prov != NULL ? OSSL_PROVIDER_get0_name(prov) : "nothing",
+                    props, fips);
         EVP_MAC_free(mac);
     }
     if (pctx->cfam[KC_CFAM_GCM256].on) {
         cipher = EVP_CIPHER_fetch(pctx->app_libctx, "AES-256-GCM", NULL);
         prov = cipher != NULL ? EVP_CIPHER_get0_provider(cipher) : NULL;
         check_route(d, "AES-256-GCM",
-                    prov != NULL ? OSSL_PROVIDER_get0_name(prov) : "nothing");
+                    prov != NULL ? OSSL_PROVIDER_get0_name(prov) : "nothing",
+                    props, fips);
         EVP_CIPHER_free(cipher);
     }
     for (i = 0; i < KC_FAM_COUNT; i++) {
@@ -328,7 +344,8 @@ static void check_routing(KC_DEBUG *d)
         mac = EVP_MAC_fetch(pctx->app_libctx, pctx->fam[i].d->name, NULL);
         prov = mac != NULL ? EVP_MAC_get0_provider(mac) : NULL;
         check_route(d, pctx->fam[i].d->name,
-                    prov != NULL ? OSSL_PROVIDER_get0_name(prov) : "nothing");
+                    prov != NULL ? OSSL_PROVIDER_get0_name(prov) : "nothing",
+                    props, fips);
         EVP_MAC_free(mac);
     }
     ERR_pop_to_mark();

@@ -25,6 +25,7 @@
 #ifndef KC_LOCAL_H
 #define KC_LOCAL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -366,6 +367,13 @@ struct kc_provctx_st {
     uint64_t idle_ttl;        /* seconds, 0 = never expire */
     int timed;                /* idle_ttl or periodic reports: check time */
     unsigned int admit_after; /* keyed inits before a key is cached */
+    int prefer;               /* prefer = if_unset, see props.c */
+
+    /* the default properties in force in app_libctx, see props.c */
+    pthread_mutex_t props_lock;
+    int props_lock_ok, props_registered, props_lost;
+    char *props;              /* a copy, under props_lock */
+    OSSL_FUNC_provider_deregister_child_cb_fn *props_dereg;
 
     /* the wrapped default provider */
     OSSL_LIB_CTX *libctx;
@@ -423,6 +431,12 @@ uint64_t kc_debug_interval(const KC_PROVCTX *pctx);
 void kc_debug_log(KC_PROVCTX *pctx, int level, const char *fmt, ...);
 /* from kc_cache_get() when pctx->timed: a periodic report if one is due */
 void kc_debug_tick(KC_PROVCTX *pctx, time_t now);
+
+/* props.c: the application's default properties */
+int kc_props_start(KC_PROVCTX *pctx, const OSSL_DISPATCH *in);
+void kc_props_stop(KC_PROVCTX *pctx);
+int kc_props_get(KC_PROVCTX *pctx, char *buf, size_t len);
+int kc_props_prefer(KC_PROVCTX *pctx);
 
 /* inner.c */
 int kc_names_start_with(const char *names, const char *first);

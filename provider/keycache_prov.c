@@ -139,14 +139,14 @@ static const char *const our_keys[] = {
     KEYCACHE_CONF_CACHE_SIZE, KEYCACHE_CONF_HMAC, KEYCACHE_CONF_AES_GCM,
     KEYCACHE_CONF_IDLE_TTL, KEYCACHE_CONF_ADMIT_AFTER, KEYCACHE_CONF_CMAC,
     KEYCACHE_CONF_GMAC, KEYCACHE_CONF_KMAC, KEYCACHE_CONF_AES_OCB,
-    KEYCACHE_CONF_AES_SIV, NULL
+    KEYCACHE_CONF_AES_SIV, KEYCACHE_CONF_PREFER, NULL
 };
 static const char *const core_keys[] = {
     "module", "activate", "identity", "soft_load", NULL
 };
 #define KC_KEYS_TEXT "cache_size, hmac, aes_gcm, idle_ttl, admit_after, " \
-    "cmac, gmac, kmac, aes_ocb, aes_siv (and OpenSSL's module, activate, " \
-    "identity, soft_load)"
+    "cmac, gmac, kmac, aes_ocb, aes_siv, prefer (and OpenSSL's module, " \
+    "activate, identity, soft_load)"
 /* how far nested sections are followed; names asked about per call */
 #define KC_CONF_DEPTH 3
 #define KC_CONF_BATCH 32
@@ -247,29 +247,6 @@ static void section_names(const CONF *conf, STACK_OF(CONF_VALUE) *sect,
     }
 }
 
-/* Does a property query ask for this provider (?provider=NAME or not)? */
-static int props_prefer(const char *props, const char *name)
-{
-    char clause[128];
-    const char *p = props;
-    size_t i, n;
-
-    while (*p != '\0') {
-        n = strcspn(p, ",");
-        for (i = 0; n > 0 && i < sizeof(clause) - 1; p++, n--)
-            if (*p != ' ' && *p != '\t' && *p != '"' && *p != '?')
-                clause[i++] = *p;
-        clause[i] = '\0';
-        p += n;
-        if (*p == ',')
-            p++;
-        if (strncmp(clause, "provider=", 9) == 0
-            && strcmp(clause + 9, name) == 0)
-            return 1;
-    }
-    return 0;
-}
-
 /* The values of a section's keys that name config module |module|. */
 static const char *module_value(const CONF *conf, const char *sect,
                                 const char *module, int nth)
@@ -297,7 +274,7 @@ static const char *module_value(const CONF *conf, const char *sect,
 static void check_routing(KC_PROVCTX *pctx, const CONF *conf,
                           const char *file)
 {
-    const char *init, *sect, *props = NULL, *name;
+    const char *init, *sect, *name;
     STACK_OF(CONF_VALUE) *provs;
     int i, j, found = 0;
 
@@ -323,24 +300,14 @@ static void check_routing(KC_PROVCTX *pctx, const CONF *conf,
                      "configured from elsewhere", file, pctx->name);
         return;
     }
-    for (i = 0; props == NULL
-                && (sect = module_value(conf, init, "alg_section", i)) != NULL;
-         i++)
-        props = NCONF_get_string(conf, sect, "default_properties");
-    if (props == NULL)
-        kc_debug_log(pctx, 1, "warning: %s loads %s but sets no "
-                     "default_properties (alg_section in [%s]): query-less "
-                     "fetches will not use keycache; add alg_section with "
-                     "default_properties = ?provider=%s",
-                     file, pctx->name, init, pctx->name);
-    else if (!props_prefer(props, pctx->name))
-        kc_debug_log(pctx, 1, "warning: %s sets default_properties = %s, "
-                     "which does not prefer %s: query-less fetches will not "
-                     "use keycache; add ?provider=%s",
-                     file, props, pctx->name, pctx->name);
-    else
-        kc_debug_log(pctx, 2, "config: %s: default_properties = %s",
-                     file, props);
+    /*
+     * Which default_properties win is not for this file to say: every
+     * alg_section module in [openssl_init] runs, in the section's order,
+     * each replacing the string of the one before (and a program may set
+     * its own).  The string in force is reported from the library (props.c)
+     * when keycache starts and at exit, with the fetch check (debug.c).
+     */
+    kc_debug_log(pctx, 2, "config: %s loads %s", file, pctx->name);
 }
 
 /*
@@ -423,8 +390,8 @@ static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
 #define KC_NFAMKEYS (sizeof(fams) / sizeof(fams[0]))
     char *size = NULL, *hmac = NULL, *ttl = NULL, *admit = NULL;
     char *fam[KC_NFAMKEYS] = { NULL }, *cfam[KC_NCFAMKEYS] = { NULL };
-    char *name = NULL;
-    OSSL_PARAM p[6 + KC_NFAMKEYS + KC_NCFAMKEYS];
+    char *name = NULL, *prefer = NULL;
+    OSSL_PARAM p[7 + KC_NFAMKEYS + KC_NCFAMKEYS];
     uint64_t n;
     size_t i;
     int ok = 1, on, j;
@@ -447,11 +414,12 @@ static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
     p[3] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_ADMIT_AFTER, &admit, 0);
     p[4] = OSSL_PARAM_construct_utf8_ptr(OSSL_PROV_PARAM_CORE_PROV_NAME,
                                          &name, 0);
+    p[5] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_PREFER, &prefer, 0);
     for (i = 0; i < KC_NFAMKEYS; i++)
-        p[5 + i] = OSSL_PARAM_construct_utf8_ptr(fams[i].key, &fam[i], 0);
+        p[6 + i] = OSSL_PARAM_construct_utf8_ptr(fams[i].key, &fam[i], 0);
     for (j = 0; j < (int)KC_NCFAMKEYS; j++)
-        p[5 + i++] = OSSL_PARAM_construct_utf8_ptr(cfams[j].key, &cfam[j], 0);
-    p[5 + i] = OSSL_PARAM_construct_end();
+        p[6 + i++] = OSSL_PARAM_construct_utf8_ptr(cfams[j].key, &cfam[j], 0);
+    p[6 + i] = OSSL_PARAM_construct_end();
     if (!get(pctx->handle, p))
         return 1;
     if (name != NULL)
@@ -514,6 +482,19 @@ static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
                      "number from 1 to %d (default %d)",
                      KEYCACHE_CONF_ADMIT_AFTER, admit,
                      KEYCACHE_MAX_ADMIT_AFTER, KEYCACHE_DEFAULT_ADMIT_AFTER);
+            ok = 0;
+        }
+    }
+    /*
+     * Never "on": whatever default_properties are in force when keycache
+     * starts (a FIPS host's fips=yes) are never replaced.
+     */
+    if (prefer != NULL) {
+        if (strcasecmp(prefer, "if_unset") == 0) {
+            pctx->prefer = 1;
+        } else if (!parse_bool(prefer, &on) || on) {
+            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want if_unset or "
+                     "off (also no, false, 0)", KEYCACHE_CONF_PREFER, prefer);
             ok = 0;
         }
     }
@@ -615,6 +596,7 @@ static void kc_teardown(void *provctx)
     /* the final report, with every cache's counters retired */
     kc_debug_stop(pctx);
     kc_inner_stop(pctx);
+    kc_props_stop(pctx);
     OPENSSL_clear_free(pctx, sizeof(*pctx));
 }
 
@@ -634,6 +616,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     OSSL_FUNC_core_get_params_fn *core_get_params = NULL;
     OSSL_FUNC_core_get_libctx_fn *core_get_libctx = NULL;
     KC_PROVCTX *pctx = OPENSSL_zalloc(sizeof(*pctx));
+    const OSSL_DISPATCH *dispatch_in = in;
 
     if (pctx == NULL)
         return 0;
@@ -673,12 +656,30 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     }
     /* the application's library context, as the default provider takes it */
     pctx->app_libctx = (OSSL_LIB_CTX *)core_get_libctx(handle);
-    if (!read_config(pctx, core_get_params)
-        || !kc_cache_start(pctx)
+    if (!read_config(pctx, core_get_params))
+        goto err;
+    /* follow the application's default properties when they matter */
+    if ((pctx->prefer || kc_debug_level(pctx) > 0)
+        && !kc_props_start(pctx, dispatch_in) && pctx->prefer) {
+        kc_raise(pctx, KC_R_INIT_FAILED, "prefer = if_unset: the core "
+                 "offers no way to see the default properties in force");
+        goto err;
+    }
+    if (!kc_cache_start(pctx)
         || !kc_inner_start(pctx))
         goto err;
     pctx->hmac_alg.stat = KC_STAT_HMAC;
     pctx->timed = pctx->idle_ttl != 0 || kc_debug_interval(pctx) != 0;
+    if (pctx->props_registered && kc_debug_level(pctx) > 1) {
+        char now[512];
+
+        kc_props_get(pctx, now, sizeof(now));
+        kc_debug_log(pctx, 2, "routing: default_properties in force when "
+                     "%s starts: %s", pctx->name, now);
+    }
+    /* last: nothing may fail once the application's properties are set */
+    if (pctx->prefer && !kc_props_prefer(pctx))
+        goto err;
     pctx->started = 1;
     kc_debug_start(pctx);
     *out = kc_dispatch;

@@ -88,14 +88,15 @@ for v in on off yes no true false 1 0 ON Off; do
     [ "$(active "$tmp/out")" = 1 ] && ok "hmac = $v loads" || bad "hmac = $v loads" "$(cat "$tmp/out")"
 done
 
-# Keycache active but unused: flagged at start and at exit.
+# Keycache active but unused: flagged at exit, with the properties in force.
 f=$(conf noalg '/^alg_section/d; /^default_properties/d')
 printf 'what do ya want for nothing?' > "$tmp/msg"
 OPENSSL_CONF=$f KEYCACHE_DEBUG=1 openssl mac -digest SHA256 -macopt key:Jefe \
     -in "$tmp/msg" HMAC > "$tmp/out" 2> "$tmp/err"
 expect "no alg_section: HMAC still right (RFC 4231 case 2)" \
     5BDCC146BF60754E6A042426089575C75A003F089D2739839DEC58B964EC3843 "$tmp/out"
-expect "no alg_section: flagged at start" "loads keycache but sets no default_properties" "$tmp/err"
+expect "no alg_section: the properties in force are named" \
+    'default_properties in force are "", and need ?provider=keycache' "$tmp/err"
 expect "no alg_section: flagged at exit" \
     "warning: a query-less HMAC fetch reaches default, not keycache" "$tmp/err"
 expect "no alg_section: the report shows nothing served" \

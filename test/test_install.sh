@@ -127,7 +127,7 @@ if command -v groff > /dev/null; then
         | sed 's/.\x08//g' > "$tmp/man.txt"
     for key in cache_size hmac aes_gcm idle_ttl admit_after KEYCACHE_DEBUG \
                OPENSSL_CONF keycache-hits keycache-misses keycache-evictions \
-               keycache-passthrough VERIFYING LIMITS; do
+               keycache-passthrough prefer VERIFYING LIMITS; do
         grep -q "^ *$key\b" "$tmp/man.txt" && ok "man page: $key" \
             || bad "man page: $key"
     done

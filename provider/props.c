@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The default properties in force in the application's library context.
+ *
+ * OpenSSL 3.0 has no public getter for the default property string
+ * (EVP_get1_default_properties() came with 3.2), and reading it from the
+ * configuration file is wrong: an [openssl_init] section may name several
+ * alg_section modules (alg_section, alg_section.keycache, ...), which
+ * CONF_modules_load() runs in the section's order, each default_properties
+ * replacing the string before it.  The core's child-provider upcall
+ * (OSSL_FUNC_PROVIDER_REGISTER_CHILD_CB) answers instead: it hands the
+ * registrant the string in force when it registers and every string set
+ * afterwards, which is how OpenSSL's own child library contexts mirror
+ * their parent.  keycache registers only for that (its create and remove
+ * callbacks do nothing) and keeps a copy.
+ *
+ * prefer = if_unset uses the copy: when keycache starts and no default
+ * properties are in force, it sets ?provider=NAME; anything in force is
+ * left exactly as it is.  This replaces an alg_section in the machine-wide
+ * include, which, run after the system's, would replace its
+ * default_properties (fips=yes) with keycache's.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <openssl/core_dispatch.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+
+#include "kc_local.h"
+
+static int child_nop(const OSSL_CORE_HANDLE *prov, void *cbdata)
+{
+    (void)prov;
+    (void)cbdata;
+    return 1;
+}
+
+/* Called by the core with its provider store locked: copy and return. */
+static int props_cb(const char *props, void *cbdata)
+{
+    KC_PROVCTX *pctx = cbdata;
+    char *copy = OPENSSL_strdup(props != NULL ? props : "");
+
+    pthread_mutex_lock(&pctx->props_lock);
+    OPENSSL_free(pctx->props);
+    pctx->props = copy;
+    pctx->props_lost = copy == NULL;
+    pthread_mutex_unlock(&pctx->props_lock);
+    return 1;
+}
+
+int kc_props_start(KC_PROVCTX *pctx, const OSSL_DISPATCH *in)
+{
+    OSSL_FUNC_provider_register_child_cb_fn *reg = NULL;
+
+    pthread_mutex_init(&pctx->props_lock, NULL);
+    pctx->props_lock_ok = 1;
+    for (; in->function_id != 0; in++) {
+        if (in->function_id == OSSL_FUNC_PROVIDER_REGISTER_CHILD_CB)
+            reg = OSSL_FUNC_provider_register_child_cb(in);
+        else if (in->function_id == OSSL_FUNC_PROVIDER_DEREGISTER_CHILD_CB)
+            pctx->props_dereg = OSSL_FUNC_provider_deregister_child_cb(in);
+    }
+    if (reg == NULL || pctx->props_dereg == NULL)
+        return 0;
+    if (!reg(pctx->handle, child_nop, child_nop, props_cb, pctx))
+        return 0;
+    pctx->props_registered = 1;
+    return 1;
+}
+
+void kc_props_stop(KC_PROVCTX *pctx)
+{
+    if (pctx->props_registered)
+        pctx->props_dereg(pctx->handle);
+    pctx->props_registered = 0;
+    if (pctx->props_lock_ok) {
+        OPENSSL_free(pctx->props);
+        pctx->props = NULL;
+        pthread_mutex_destroy(&pctx->props_lock);
+        pctx->props_lock_ok = 0;
+    }
+}
+
+/*
+ * The string in force, quoted, into buf: "" when none was ever set, and
+ * "(unknown)" when keycache could not follow them.
+ */
+int kc_props_get(KC_PROVCTX *pctx, char *buf, size_t len)
+{
+    int known = 0;
+
+    if (!pctx->props_registered) {
+        snprintf(buf, len, "(unknown)");
+        return 0;
+    }
+    pthread_mutex_lock(&pctx->props_lock);
+    if (pctx->props_lost) {
+        snprintf(buf, len, "(unknown)");
+    } else {
+        snprintf(buf, len, "\"%s\"", pctx->props != NULL ? pctx->props : "");
+        known = 1;
+    }
+    pthread_mutex_unlock(&pctx->props_lock);
+    return known;
+}
+
+/*
+ * Does a property string (as the core writes it) ask for this provider
+ * (?provider=NAME or provider=NAME)?
+ */
+static int props_prefer(const char *props, const char *name)
+{
+    char clause[128];
+    const char *p = props;
+    size_t i, n;
+
+    while (*p != '\0') {
+        n = strcspn(p, ",");
+        for (i = 0; n > 0 && i < sizeof(clause) - 1; p++, n--)
+            if (*p != ' ' && *p != '\t' && *p != '"' && *p != '?')
+                clause[i++] = *p;
+        clause[i] = '\0';
+        p += n;
+        if (*p == ',')
+            p++;
+        if (strncmp(clause, "provider=", 9) == 0
+            && strcmp(clause + 9, name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * prefer = if_unset, once keycache has started: are no default properties
+ * in force?  Then make query-less fetches prefer keycache.  Returns 0 only
+ * when setting them failed.
+ */
+int kc_props_prefer(KC_PROVCTX *pctx)
+{
+    char now[512], want[128];
+    int unset;
+
+    if (!kc_props_get(pctx, now, sizeof(now))) {
+        kc_debug_log(pctx, 1, "warning: prefer = if_unset: cannot tell "
+                     "which default_properties are in force, so %s leaves "
+                     "them alone: query-less fetches will not use it",
+                     pctx->name);
+        return 1;
+    }
+    pthread_mutex_lock(&pctx->props_lock);
+    unset = pctx->props == NULL || pctx->props[0] == '\0';
+    pthread_mutex_unlock(&pctx->props_lock);
+    if (!unset) {
+        if (EVP_default_properties_is_fips_enabled(pctx->app_libctx))
+            kc_debug_log(pctx, 1, "warning: prefer = if_unset: "
+                         "default_properties = %s are in force (FIPS mode "
+                         "on); %s leaves them as they are and, having no "
+                         "FIPS implementations, will not be used",
+                         now, pctx->name);
+        else if (props_prefer(now, pctx->name))
+            kc_debug_log(pctx, 2, "config: prefer = if_unset: "
+                         "default_properties = %s are in force and already "
+                         "prefer %s; left as they are", now, pctx->name);
+        else
+            kc_debug_log(pctx, 1, "warning: prefer = if_unset: "
+                         "default_properties = %s are in force; %s leaves "
+                         "them as they are, so query-less fetches will not "
+                         "use it (add ?provider=%s to them to use it)",
+                         now, pctx->name, pctx->name);
+        return 1;
+    }
+    snprintf(want, sizeof(want), "?provider=%s", pctx->name);
+    if (!EVP_set_default_properties(pctx->app_libctx, want)) {
+        kc_raise(pctx, KC_R_INIT_FAILED, "prefer = if_unset: cannot set "
+                 "default_properties = %s", want);
+        return 0;
+    }
+    kc_debug_log(pctx, 2, "config: prefer = if_unset: no default_properties "
+                 "were in force; set default_properties = %s", want);
+    return 1;
+}
