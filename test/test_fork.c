@@ -3,10 +3,12 @@
  * fork() with warm caches.
  *
  * The parent warms its thread's cache with several HMAC and AES-GCM keys and
- * forks.  The child inherits a copy of that cache: it must compute correct
- * results (checked against the default provider) for the warm keys and for
- * new ones, on its main thread and on a new thread, and exit cleanly; the
- * parent checks the child's exit status and keeps computing correctly.
+ * forks.  The child starts with none of them cached (issue 18: fork drops
+ * everything the child inherited): it must compute correct results
+ * (checked against the default provider) for the parent's keys, which miss
+ * and are admitted again, and for new ones, on its main thread and on a
+ * new thread, and exit cleanly; the parent checks the child's exit status
+ * and keeps computing correctly, its cache untouched.
  *
  * Then a fork storm (issue 9): one thread reads keycache's counters in a
  * tight loop, as a monitoring thread would, while the main thread forks a
@@ -164,8 +166,11 @@ static int child_main(int spawn)
     int bad = 0, tbad = -1;
     pthread_t t;
 
+    /* the parent's entries were dropped when fork() returned */
+    if (kct_counter(KEYCACHE_PARAM_ENTRIES) != 0)
+        bad++;
     kct_use(kct_keycache());
-    /* warm keys (inherited cache), new keys, then the warm keys again */
+    /* the parent's keys (admitted again), new keys, the parent's again */
     bad += run_keys(100, 3);
     bad += run_keys(200, 4);
     bad += run_keys(100, 5);
@@ -299,8 +304,8 @@ static void *poll_counters(void *arg)
 }
 
 /*
- * A storm child: the parent's warm keys (hits in the cache inherited from
- * the parent) and keys of its own.  The kinds of children alternate: odd
+ * A storm child: the parent's warm keys twice (dropped at fork, so they
+ * are admitted again, then hit) and keys of its own.  The kinds of children alternate: odd
  * ones leave through exit(), so that OpenSSL's atexit cleanup runs
  * keycache's thread stop on the child's main thread (which takes the lock
  * the poller may have held at fork time), even ones through _exit(); every
@@ -312,12 +317,16 @@ static void *poll_counters(void *arg)
 static void storm_child(int i)
 {
     uint64_t hits = 0;
-    int bad;
+    int bad = 0;
 
-    if (STORM_READS(i))
+    if (STORM_READS(i)) {
         hits = kct_counter(KEYCACHE_PARAM_HITS);
-    bad = run_keys(STORM_WARM, (uint32_t)i)
-          + run_keys(10000 + 8 * (uint32_t)i, (uint32_t)i);
+        if (kct_counter(KEYCACHE_PARAM_ENTRIES) != 0)
+            bad++;
+    }
+    bad += run_keys(STORM_WARM, (uint32_t)i)
+           + run_keys(STORM_WARM, (uint32_t)i + 1)
+           + run_keys(10000 + 8 * (uint32_t)i, (uint32_t)i);
     if (STORM_READS(i)
         && (hits == UINT64_MAX
             || kct_counter(KEYCACHE_PARAM_HITS) < hits + 3 * NKEYS))
