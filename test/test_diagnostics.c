@@ -252,6 +252,7 @@ static void test_report_after_fork(void)
     child = fork();
     CU_ASSERT_FATAL(child >= 0);
     if (child == 0) {
+        alarm(KCT_CHILD_ALARM);
         hmac_ops(ctx, 7, 2);
         exit(0);                /* keycache's exit report runs here */
     }
@@ -394,8 +395,10 @@ static void check_exit_routing(const char *conf, const char *debug,
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     CU_ASSERT_TRUE(OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME));
     fflush(NULL);
-    if ((child = fork()) == 0)
+    if ((child = fork()) == 0) {
+        alarm(KCT_CHILD_ALARM);
         exit(0);
+    }
     CU_ASSERT_EQUAL(waitpid(child, &status, 0), child);
     OSSL_LIB_CTX_free(ctx);
     CU_ASSERT_TRUE(log_has(want, child));

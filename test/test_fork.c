@@ -196,7 +196,10 @@ static int fork_and_wait(int use_exit, int spawn)
     fflush(NULL);
     pid = fork();
     if (pid == 0) {
-        int rc = child_main(spawn);
+        int rc;
+
+        alarm(KCT_CHILD_ALARM);
+        rc = child_main(spawn);
 
         /* exit() runs OpenSSL's atexit cleanup in the child too */
         if (use_exit)
@@ -319,6 +322,8 @@ static void storm_child(int i)
     uint64_t hits = 0;
     int bad = 0;
 
+    /* a backstop: the parent kills a child past STORM_DEADLINE first */
+    alarm(KCT_CHILD_ALARM);
     if (STORM_READS(i)) {
         hits = kct_counter(KEYCACHE_PARAM_HITS);
         if (kct_counter(KEYCACHE_PARAM_ENTRIES) != 0)
