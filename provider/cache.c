@@ -127,7 +127,10 @@ static ossl_inline KC_CACHE *tls_get(KC_PROVCTX *pctx)
  * fork(): a thread that held registry_lock (say, one reading counters) does
  * not exist in the child, so the child would wait for it forever at its
  * first cache creation or at exit.  Hold the lock across fork() so that it
- * is in a known state, and give the child a fresh one.
+ * is in a known state; the child, whose one thread is the one that took
+ * it, drops what it inherited under it and releases it.  (Unlocking, not
+ * re-initialising a held mutex: ThreadSanitizer otherwise still sees it
+ * held and reports the child's next lock of it as a double lock.)
  */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -145,8 +148,8 @@ static void caches_forked(void);
 
 static void registry_postfork_child(void)
 {
-    pthread_mutex_init(&registry_lock, NULL);
     caches_forked();
+    pthread_mutex_unlock(&registry_lock);
 }
 
 static void atfork_register(void)
@@ -455,8 +458,8 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
  * freed, so that teardown in the child never meets them.
  *
  * Why this cannot hang: only the forking thread runs, and this takes no
- * lock.  registry_lock was held across fork() (so the registry is whole)
- * and has just been re-initialised.  It calls the default provider's
+ * lock.  registry_lock is held across fork() by this very thread, so the
+ * registry is whole, and released once this is done.  It calls the default provider's
  * freectx of MAC and cipher contexts, OPENSSL_cleanse, OPENSSL_clear_free
  * and getrandom(): those take no OpenSSL lock (the freectx functions
  * cleanse and free memory and drop references to fetched digests and
