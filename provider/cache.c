@@ -128,7 +128,10 @@ static ossl_inline KC_CACHE *tls_get(KC_PROVCTX *pctx)
  * fork(): a thread that held registry_lock (say, one reading counters) does
  * not exist in the child, so the child would wait for it forever at its
  * first cache creation or at exit.  Hold the lock across fork() so that it
- * is in a known state, and give the child a fresh one.
+ * is in a known state; the child, whose one thread is the one that took
+ * it, drops what it inherited under it and releases it.  (Unlocking, not
+ * re-initialising a held mutex: ThreadSanitizer otherwise still sees it
+ * held and reports the child's next lock of it as a double lock.)
  */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -142,9 +145,12 @@ static void registry_postfork_parent(void)
     pthread_mutex_unlock(&registry_lock);
 }
 
+static void caches_forked(void);
+
 static void registry_postfork_child(void)
 {
-    pthread_mutex_init(&registry_lock, NULL);
+    caches_forked();
+    pthread_mutex_unlock(&registry_lock);
 }
 
 static void atfork_register(void)
@@ -280,6 +286,8 @@ static void idx_remove(KC_CACHE *c, uint32_t slot)
 static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
 {
     uint32_t i = (uint32_t)(e - c->entries);
+    unsigned char *rec;
+    void *tmpl;
 
     if (e->alg == NULL)
         return;
@@ -287,19 +295,28 @@ static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
     lru_unlink(c, i);
     e->next = c->free_head;
     c->free_head = i;
+    /*
+     * Each context leaves the entry before it is freed, so that a child
+     * forked while this thread is in here frees none twice (see
+     * cache_drop()).
+     */
     while (e->nspare > 0) {
-        e->alg->freectx(e->spare[--e->nspare]);
+        void *spare = e->spare[--e->nspare];
+
         e->spare[e->nspare] = NULL;
         c->nspares--;
+        e->alg->freectx(spare);
     }
-    e->alg->freectx(e->tmpl);
+    tmpl = e->tmpl;
+    e->tmpl = NULL;
+    e->alg->freectx(tmpl);
     OPENSSL_cleanse(e->key, e->keylen);
-    OPENSSL_clear_free(e->rec, e->reclen);
+    rec = e->rec;
     e->rec = NULL;
+    OPENSSL_clear_free(rec, e->reclen);
     e->reclen = 0;
     e->alg = NULL;
     e->param = NULL;
-    e->tmpl = NULL;
     e->keylen = 0;
     e->hash = 0;
     e->gen = ++c->gen;
@@ -382,6 +399,23 @@ static void kc_thread_stop(void *arg)
     pthread_mutex_unlock(&registry_lock);
 }
 
+/*
+ * Straight from the kernel, not RAND_bytes_ex(): a DRBG in the private
+ * library context would leave per-thread state there, and OpenSSL 3.0
+ * crashes when a library context is freed while threads that used its
+ * RAND exit (seen with the default provider alone).  A hash key is not
+ * the application's randomness: nothing it produces leaves keycache.
+ * (A system call and no lock, so a forked child can call it too.)
+ */
+static void sipkey_new(KC_CACHE *c)
+{
+    if (getrandom(c->sipkey, sizeof(c->sipkey), GRND_NONBLOCK)
+        != (ssize_t)sizeof(c->sipkey)) {
+        c->sipkey[0] = (uint64_t)(uintptr_t)c ^ (uint64_t)time(NULL);
+        c->sipkey[1] = (uint64_t)(uintptr_t)&c ^ (uint64_t)clock();
+    }
+}
+
 static KC_CACHE *cache_new(KC_PROVCTX *pctx)
 {
     KC_CACHE *c;
@@ -401,18 +435,7 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
     /* KC_SEEN (8-byte aligned) before the uint32_t index */
     c->seen = (KC_SEEN *)(c->entries + c->size);
     c->idx = (uint32_t *)(c->seen + nseen);
-    /*
-     * Straight from the kernel, not RAND_bytes_ex(): a DRBG in the private
-     * library context would leave per-thread state there, and OpenSSL 3.0
-     * crashes when a library context is freed while threads that used its
-     * RAND exit (seen with the default provider alone).  A hash key is not
-     * the application's randomness: nothing it produces leaves keycache.
-     */
-    if (getrandom(c->sipkey, sizeof(c->sipkey), GRND_NONBLOCK)
-        != (ssize_t)sizeof(c->sipkey)) {
-        c->sipkey[0] = (uint64_t)(uintptr_t)c ^ (uint64_t)time(NULL);
-        c->sipkey[1] = (uint64_t)(uintptr_t)&c ^ (uint64_t)clock();
-    }
+    sipkey_new(c);
     c->lru_head = c->lru_tail = c->free_head = KC_NIL;
     for (i = c->size; i-- > 0;) {
         c->entries[i].gen = ++c->gen;
@@ -421,6 +444,145 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
     }
     c->last_sweep = time(NULL);
     return c;
+}
+
+/*
+ * fork(), the child: it starts with nothing the parent cached.  A child
+ * often drops privileges to handle untrusted input, and what it inherited
+ * of keys the parent has long freed and wiped would be there for it to
+ * leak; the other threads' caches cannot even be dropped later, since
+ * their threads do not exist in the child and no thread stop will come.
+ * So every thread's entries, spares, side templates, records and pooled
+ * wrapper structs are cleansed and freed here, in the pthread_atfork child
+ * handler, before fork() returns; the forking thread keeps its cache,
+ * emptied and under a new hash key, and the others' are unlinked and
+ * freed, so that teardown in the child never meets them.
+ *
+ * Why this cannot hang: only the forking thread runs, and this takes no
+ * lock.  registry_lock is held across fork() by this very thread, so the
+ * registry is whole, and released once this is done.  It calls the default provider's
+ * freectx of MAC and cipher contexts, OPENSSL_cleanse, OPENSSL_clear_free
+ * and getrandom(): those take no OpenSSL lock (the freectx functions
+ * cleanse and free memory and drop references to fetched digests and
+ * ciphers with atomic decrements, which do not reach zero here: keycache's
+ * private library context holds its own), so an OpenSSL lock that another
+ * thread held at fork time is never waited for.  free() is usable: glibc
+ * resets malloc's locks in the child before the child handlers run (and
+ * the sanitizers' fork handling does the same for theirs); an allocator
+ * installed with CRYPTO_set_mem_functions must be as usable after fork(),
+ * or the child could not call OpenSSL at all.
+ *
+ * Another thread may have been anywhere in its cache when fork() came,
+ * lock-free on its hot path: cache_drop() therefore walks slots, not the
+ * LRU list or the index, bounds every count, and skips NULL; the writers
+ * unlink an object before freeing it and publish one (release store) only
+ * once it is in place, so nothing is freed twice.  What that thread was
+ * holding between the two, it alone knew of: left alone, as the default
+ * provider's contexts on such a thread are.
+ */
+static void cache_drop(KC_CACHE *c)
+{
+    size_t i;
+    unsigned int k, n;
+
+    for (i = 0; i < c->size; i++) {
+        KC_ENTRY *e = &c->entries[i];
+        const KC_ALG *alg = e->alg;
+
+        if (alg != NULL) {
+            n = e->nspare < KC_SPARE_MAX ? e->nspare : KC_SPARE_MAX;
+            for (k = 0; k < n; k++)
+                if (e->spare[k] != NULL)
+                    alg->freectx(e->spare[k]);
+            if (e->tmpl != NULL)
+                alg->freectx(e->tmpl);
+        }
+        /* every slot's, whatever it said its length was */
+        OPENSSL_cleanse(e->key, sizeof(e->key));
+        OPENSSL_clear_free(e->rec, e->reclen);
+        memset(e->spare, 0, sizeof(e->spare));
+        e->alg = NULL;
+        e->param = NULL;
+        e->rec = NULL;
+        e->reclen = 0;
+        e->tmpl = NULL;
+        e->nspare = 0;
+        e->keylen = 0;
+        e->hash = 0;
+    }
+    c->nspares = 0;
+    for (k = 0; k < KC_AUX_SLOTS; k++)
+        if (c->aux[k].ctx != NULL && c->aux[k].freectx != NULL)
+            c->aux[k].freectx(c->aux[k].ctx);
+    memset(c->aux, 0, sizeof(c->aux));
+    c->aux_next = 0;
+    /* records are no secrets, and their length may be a newer one's */
+    for (k = 0; k < KC_REC_SLOTS; k++)
+        OPENSSL_free(c->recs[k].bytes);
+    memset(c->recs, 0, sizeof(c->recs));
+    memset(c->rec_last, 0, sizeof(c->rec_last));
+    c->rec_next = 0;
+    for (k = 0; k < KC_POOL_KINDS; k++) {
+        n = c->npool[k] < KC_POOL_MAX ? c->npool[k] : KC_POOL_MAX;
+        while (n > 0)
+            OPENSSL_clear_free(c->pool[k][--n], c->pool_size[k]);
+        c->npool[k] = 0;
+    }
+    memset(c->pool, 0, sizeof(c->pool));
+}
+
+/*
+ * The forking thread's cache, dropped and made as new: a new hash key (the
+ * parent's keeps hashing the parent's keys), no admission fingerprints, no
+ * memos, no bypass.  Its counters stay (the child's parameters go on from
+ * the parent's, and KEYCACHE_DEBUG reports from the fork on); each slot
+ * gets a generation never used before, so no context made in the parent
+ * is given back to a slot.
+ */
+static void cache_renew(KC_CACHE *c)
+{
+    size_t i;
+
+    for (i = 0; i < c->size; i++)
+        if (c->entries[i].alg != NULL)
+            c->n[c->entries[i].alg->stat].evictions++;
+    cache_drop(c);
+    sipkey_new(c);
+    memset(c->idx, 0, c->nidx * sizeof(*c->idx));
+    memset(c->seen, 0, c->nseen * sizeof(*c->seen));
+    memset(c->memo, 0, sizeof(c->memo));
+    c->memo_next = c->memo_last = 0;
+    c->lru_head = c->lru_tail = c->free_head = KC_NIL;
+    for (i = c->size; i-- > 0;) {
+        c->entries[i].gen = ++c->gen;
+        c->entries[i].prev = KC_NIL;
+        c->entries[i].next = c->free_head;
+        c->free_head = (uint32_t)i;
+    }
+    __atomic_store_n(&c->used, 0, __ATOMIC_RELAXED);
+    c->win_lookups = c->win_hits = c->bypass = 0;
+    c->bypass_misses = c->cold_skips = 0;
+    c->last_sweep = time(NULL);
+}
+
+static void caches_forked(void)
+{
+    KC_PROVCTX *pctx;
+    KC_CACHE *c, *next, *mine;
+
+    for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live) {
+        mine = tls_get(pctx);
+        for (c = pctx->caches; c != NULL; c = next) {
+            next = c->next;
+            if (c == mine) {
+                cache_renew(c);
+                continue;
+            }
+            cache_retire(pctx, c);
+            cache_drop(c);
+            OPENSSL_clear_free(c, cache_bytes(c->size, c->nidx, c->nseen));
+        }
+    }
 }
 
 static KC_CACHE *cache_create(KC_PROVCTX *pctx)
@@ -566,12 +728,15 @@ void kc_cache_aux_put(KC_CACHE *c, const void *tag, void *ctx,
                       void (*freectx)(void *))
 {
     unsigned int i = c->aux_next++ % KC_AUX_SLOTS;
+    void *old = c->aux[i].ctx;
 
-    if (c->aux[i].ctx != NULL)
-        c->aux[i].freectx(c->aux[i].ctx);
+    /* in this order for a child forked meanwhile, see cache_drop() */
+    c->aux[i].ctx = NULL;
+    if (old != NULL)
+        c->aux[i].freectx(old);
     c->aux[i].tag = tag;
-    c->aux[i].ctx = ctx;
     c->aux[i].freectx = freectx;
+    __atomic_store_n(&c->aux[i].ctx, ctx, __ATOMIC_RELEASE);
 }
 
 /*
@@ -634,7 +799,7 @@ void kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
                       const unsigned char *a, size_t alen,
                       const unsigned char *b, size_t blen, int value)
 {
-    unsigned char *bytes;
+    unsigned char *bytes, *old;
     unsigned int i, n;
 
     if ((bytes = OPENSSL_malloc(alen + blen + 1)) == NULL)
@@ -650,12 +815,15 @@ void kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
     if (n == KC_REC_PROBE)
         i = (unsigned int)((hash + c->rec_next++ % KC_REC_PROBE)
                            % KC_REC_SLOTS);
-    OPENSSL_clear_free(c->recs[i].bytes, c->recs[i].len);
+    old = c->recs[i].bytes;
+    /* in this order for a child forked meanwhile, see cache_drop() */
+    c->recs[i].bytes = NULL;
+    OPENSSL_clear_free(old, c->recs[i].len);
     c->recs[i].owner = owner;
     c->recs[i].hash = hash;
-    c->recs[i].bytes = bytes;
     c->recs[i].alen = alen;
     c->recs[i].len = alen + blen;
+    __atomic_store_n(&c->recs[i].bytes, bytes, __ATOMIC_RELEASE);
     c->recs[i].value = value;
     c->rec_last[blen != 0] = i;
 }
@@ -780,7 +948,9 @@ void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size)
         return;
     }
     c->pool_size[kind] = size;
-    c->pool[kind][c->npool[kind]++] = p;
+    c->pool[kind][c->npool[kind]] = p;
+    /* counted once in place, for a child forked meanwhile (cache_drop()) */
+    __atomic_store_n(&c->npool[kind], c->npool[kind] + 1, __ATOMIC_RELEASE);
 }
 
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
@@ -967,15 +1137,19 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     i = c->free_head;
     e = &c->entries[i];
     c->free_head = e->next;
-    e->alg = alg;
     e->param = param;
     e->rec = copy;
     e->reclen = reclen;
-    e->tmpl = tmpl;
     e->nspare = 0;
     e->hash = lk->hash;
     e->keylen = keylen;
     memcpy(e->key, key, keylen);
+    /*
+     * The entry is there once it has an alg, and its template once stored:
+     * a child forked meanwhile (cache_drop()) frees what it sees of them.
+     */
+    __atomic_store_n(&e->alg, alg, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->tmpl, tmpl, __ATOMIC_RELEASE);
     idx_insert(c, i);
     lru_push_front(c, i);
     e->gen = ++c->gen;
@@ -1022,7 +1196,9 @@ int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
         || e->nspare >= e->alg->spare_max || c->nspares >= c->size
         || !ready(arg, ctx))
         return 0;
-    e->spare[e->nspare++] = ctx;
+    e->spare[e->nspare] = ctx;
+    /* counted once in place, for a child forked meanwhile (cache_drop()) */
+    __atomic_store_n(&e->nspare, e->nspare + 1, __ATOMIC_RELEASE);
     c->nspares++;
     return 1;
 }

@@ -3,6 +3,8 @@
 #include "kc_heap.h"
 
 #include <pthread.h>
+#include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@ typedef struct blk_st {
 #define BLK_OF(p) ((BLK *)((unsigned char *)(p) - HDR))
 
 #define PIECE 16
+#define KCH_MAX_PIECES 16       /* kch_mapped(): strings to 256 bytes */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static BLK *live;                       /* live blocks, newest first */
@@ -215,4 +218,78 @@ void kch_counts(size_t *blocks, size_t *bytes)
     if (bytes != NULL)
         *bytes = live_bytes;
     pthread_mutex_unlock(&lock);
+}
+
+/*
+ * Occurrences in p[0..n) of the piece masked[0..piece) (each byte ^ mask).
+ * Plain loads, uninstrumented: the mappings include sanitizers' shadow and
+ * redzones, which an instrumented load or an intercepted memchr() would
+ * report or trip over.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+# define KCH_RAW_LOADS __attribute__((no_sanitize("address", "thread")))
+#else
+# define KCH_RAW_LOADS
+#endif
+KCH_RAW_LOADS
+static unsigned long count_masked(const unsigned char *p, size_t n,
+                                  const unsigned char *masked, size_t piece,
+                                  unsigned char mask)
+{
+    const unsigned char first = masked[0] ^ mask;
+    unsigned long hits = 0;
+    size_t i, j;
+
+    if (piece == 0 || n < piece)
+        return 0;
+    for (i = 0; i <= n - piece; i++) {
+        if (p[i] != first)
+            continue;
+        for (j = 1; j < piece; j++)
+            if (p[i + j] != (unsigned char)(masked[j] ^ mask))
+                break;
+        hits += j == piece;
+    }
+    return hits;
+}
+
+unsigned long kch_mapped(const unsigned char *masked, size_t len,
+                         unsigned char mask, const char *say)
+{
+    size_t piece = len < PIECE ? len : PIECE, off, i, npieces = 0;
+    size_t offs[KCH_MAX_PIECES];
+    unsigned long counts[KCH_MAX_PIECES] = { 0 }, best = 0, here;
+    char line[512], perms[8];
+    uintptr_t lo, hi;
+    FILE *f;
+
+    if (len == 0 || (f = fopen("/proc/self/maps", "r")) == NULL)
+        return 0;
+    for (off = 0; off + piece <= len && npieces < KCH_MAX_PIECES;
+         off += piece)
+        offs[npieces++] = off;
+    if (len % piece != 0 && npieces < KCH_MAX_PIECES)
+        offs[npieces++] = len - piece;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s", &lo, &hi, perms)
+                != 3
+            || perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p'
+            || hi <= lo || hi - lo > KCH_MAP_MAX)
+            continue;
+        for (i = 0, here = 0; i < npieces; i++) {
+            unsigned long c = count_masked((const unsigned char *)lo,
+                                           hi - lo, masked + offs[i], piece,
+                                           mask);
+
+            counts[i] += c;
+            here += c;
+        }
+        if (say != NULL && here != 0)
+            fprintf(stderr, "\n  %s in %s", say, line);
+    }
+    fclose(f);
+    for (i = 0; i < npieces; i++)
+        if (counts[i] > best)
+            best = counts[i];
+    return best;
 }

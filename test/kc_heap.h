@@ -57,4 +57,19 @@ unsigned long kch_live(const unsigned char *s, size_t len, int kc_only,
 /* Number of live blocks and their bytes (either pointer may be NULL). */
 void kch_counts(size_t *blocks, size_t *bytes);
 
+/*
+ * The whole process rather than OpenSSL's heap: every private writable
+ * mapping of /proc/self/maps (heap, stacks of threads dead or alive, data
+ * segments; none larger than KCH_MAP_MAX, which only sanitizers' shadow
+ * memory is) is searched for the pieces of a |len|-byte string kept only
+ * masked: |masked| holds each byte XOR |mask|, and the string's bytes are
+ * computed one at a time while comparing, so the scan itself puts no copy
+ * in memory.  Needs no allocator hooks.  Returns how often the piece seen
+ * most often occurs (a whole copy counts once); with |say|, each mapping
+ * that holds a piece is printed as "<say> in <its maps line>".
+ */
+#define KCH_MAP_MAX ((size_t)1 << 30)
+unsigned long kch_mapped(const unsigned char *masked, size_t len,
+                         unsigned char mask, const char *say);
+
 #endif

@@ -151,6 +151,14 @@ void kct_rec_keycache_runs(const char *name, kct_rec_fn fn,
 void kct_rec_pattern(const char *name, kct_rec_fn fn, void (*churn)(void),
                      int on_thread, int (*served)(void), int expect_hits);
 
+/*
+ * Seconds a forked test child may run before SIGALRM kills it: each child
+ * calls alarm(KCT_CHILD_ALARM) first, so a child that hangs (a lock held
+ * at fork time) fails its test in seconds instead of blocking the parent's
+ * waitpid() until ctest's timeout.
+ */
+#define KCT_CHILD_ALARM 30
+
 /* Deterministic pseudo-random bytes for tests. */
 void kct_fill(unsigned char *buf, size_t len, uint32_t seed);
 /*

@@ -3,10 +3,12 @@
  * fork() with warm caches.
  *
  * The parent warms its thread's cache with several HMAC and AES-GCM keys and
- * forks.  The child inherits a copy of that cache: it must compute correct
- * results (checked against the default provider) for the warm keys and for
- * new ones, on its main thread and on a new thread, and exit cleanly; the
- * parent checks the child's exit status and keeps computing correctly.
+ * forks.  The child starts with none of them cached (issue 18: fork drops
+ * everything the child inherited): it must compute correct results
+ * (checked against the default provider) for the parent's keys, which miss
+ * and are admitted again, and for new ones, on its main thread and on a
+ * new thread, and exit cleanly; the parent checks the child's exit status
+ * and keeps computing correctly, its cache untouched.
  *
  * Then a fork storm (issue 9): one thread reads keycache's counters in a
  * tight loop, as a monitoring thread would, while the main thread forks a
@@ -14,6 +16,14 @@
  * held at fork time stays held in the child, where no thread will ever
  * release it; such a child hangs.  The parent never waits for a child
  * without a deadline: a child past it is killed and counted as hung.
+ *
+ * Then what a child inherits (issue 18): a parent that used a key, freed
+ * everything and wiped its own copy forks, and the child (which might drop
+ * privileges to handle untrusted input) must hold no copy of the key
+ * anywhere in its memory, neither of a key the forking thread used nor of
+ * one a worker thread used, which does not exist in the child.  The scan
+ * covers every writable mapping (kch_mapped), and the same scenario run
+ * with the default provider alone must come out the same: no copy.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -27,6 +37,7 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include "kc_heap.h"
 #include "kc_test.h"
 #include "keycache.h"
 
@@ -164,8 +175,11 @@ static int child_main(int spawn)
     int bad = 0, tbad = -1;
     pthread_t t;
 
+    /* the parent's entries were dropped when fork() returned */
+    if (kct_counter(KEYCACHE_PARAM_ENTRIES) != 0)
+        bad++;
     kct_use(kct_keycache());
-    /* warm keys (inherited cache), new keys, then the warm keys again */
+    /* the parent's keys (admitted again), new keys, the parent's again */
     bad += run_keys(100, 3);
     bad += run_keys(200, 4);
     bad += run_keys(100, 5);
@@ -191,7 +205,10 @@ static int fork_and_wait(int use_exit, int spawn)
     fflush(NULL);
     pid = fork();
     if (pid == 0) {
-        int rc = child_main(spawn);
+        int rc;
+
+        alarm(KCT_CHILD_ALARM);
+        rc = child_main(spawn);
 
         /* exit() runs OpenSSL's atexit cleanup in the child too */
         if (use_exit)
@@ -299,8 +316,8 @@ static void *poll_counters(void *arg)
 }
 
 /*
- * A storm child: the parent's warm keys (hits in the cache inherited from
- * the parent) and keys of its own.  The kinds of children alternate: odd
+ * A storm child: the parent's warm keys twice (dropped at fork, so they
+ * are admitted again, then hit) and keys of its own.  The kinds of children alternate: odd
  * ones leave through exit(), so that OpenSSL's atexit cleanup runs
  * keycache's thread stop on the child's main thread (which takes the lock
  * the poller may have held at fork time), even ones through _exit(); every
@@ -312,12 +329,18 @@ static void *poll_counters(void *arg)
 static void storm_child(int i)
 {
     uint64_t hits = 0;
-    int bad;
+    int bad = 0;
 
-    if (STORM_READS(i))
+    /* a backstop: the parent kills a child past STORM_DEADLINE first */
+    alarm(KCT_CHILD_ALARM);
+    if (STORM_READS(i)) {
         hits = kct_counter(KEYCACHE_PARAM_HITS);
-    bad = run_keys(STORM_WARM, (uint32_t)i)
-          + run_keys(10000 + 8 * (uint32_t)i, (uint32_t)i);
+        if (kct_counter(KEYCACHE_PARAM_ENTRIES) != 0)
+            bad++;
+    }
+    bad += run_keys(STORM_WARM, (uint32_t)i)
+           + run_keys(STORM_WARM, (uint32_t)i + 1)
+           + run_keys(10000 + 8 * (uint32_t)i, (uint32_t)i);
     if (STORM_READS(i)
         && (hits == UINT64_MAX
             || kct_counter(KEYCACHE_PARAM_HITS) < hits + 3 * NKEYS))
@@ -458,6 +481,292 @@ static void test_fork_storm(void)
     kct_use(NULL);
 }
 
+/* ---------------------------------------------------------------------- */
+/* What a forked child inherits of keys (issue 18)                         */
+
+#define SCAN_KEYLEN 32
+#define SCAN_MASK 0xa5
+
+/*
+ * The test keys, kept only masked (each byte ^ SCAN_MASK): the memory scan
+ * must not find the test's own copy.  A key is unmasked into a heap copy
+ * for each use and that copy wiped and freed at once, as a careful
+ * program does.
+ */
+static unsigned char masked_keys[2][SCAN_KEYLEN];
+static const unsigned char scan_msg[] = "fork scan message";
+
+static void scan_keys_init(void)
+{
+    unsigned char key[SCAN_KEYLEN];
+    size_t i;
+    int k;
+
+    for (k = 0; k < 2; k++) {
+        kct_fill(key, sizeof(key), 0xf0f0f000u + (uint32_t)k);
+        memcpy(key, "FORKK", 5);
+        key[5] = (unsigned char)k;
+        for (i = 0; i < sizeof(key); i++)
+            masked_keys[k][i] = key[i] ^ SCAN_MASK;
+    }
+    OPENSSL_cleanse(key, sizeof(key));
+}
+
+/* EVP_Q_mac HMAC-SHA256 of scan_msg under key |k| on |ctx|; 1 on success */
+static int scan_mac(OSSL_LIB_CTX *ctx, int k, unsigned char out[32])
+{
+    unsigned char *key = OPENSSL_malloc(SCAN_KEYLEN);
+    size_t i, outlen = 0;
+    int ok;
+
+    if (key == NULL)
+        return 0;
+    for (i = 0; i < SCAN_KEYLEN; i++)
+        key[i] = masked_keys[k][i] ^ SCAN_MASK;
+    ok = EVP_Q_mac(ctx, "HMAC", NULL, "SHA256", NULL, key, SCAN_KEYLEN,
+                   scan_msg, sizeof(scan_msg), out, 32, &outlen) != NULL
+         && outlen == 32;
+    OPENSSL_clear_free(key, SCAN_KEYLEN);
+    return ok;
+}
+
+/* Copies of key |k| anywhere in this process's writable memory. */
+static unsigned long scan_copies(int k, const char *say)
+{
+    return kch_mapped(masked_keys[k], SCAN_KEYLEN, SCAN_MASK, say);
+}
+
+/* What a child found wrong: bits of its exit status. */
+#define CF_COPIES   0x01        /* the key is still in its memory */
+#define CF_ENTRIES  0x02        /* keycache-entries not 0 after fork */
+#define CF_OUTPUT   0x04        /* a MAC differs from the default's */
+#define CF_FIRST    0x08        /* first use hit (or was admitted) */
+#define CF_READMIT  0x10        /* not admitted again, or no hit after */
+
+static uint64_t counter(OSSL_LIB_CTX *ctx, const char *name)
+{
+    return kct_counter_in(ctx, name);
+}
+
+/*
+ * In the child, with keycache: key |k| must behave as never seen.  The
+ * first use gives the default's MAC and neither hits nor is admitted; with
+ * admit_after = 3 the third is (a miss, an entry), the fourth hits.
+ */
+static int child_reuse(OSSL_LIB_CTX *ctx, int k)
+{
+    unsigned char got[32], want[32];
+    uint64_t hits = counter(ctx, KEYCACHE_PARAM_HITS);
+    uint64_t misses = counter(ctx, KEYCACHE_PARAM_MISSES);
+    int bad = 0, i;
+
+    if (!scan_mac(kct_default(), k, want))
+        return CF_OUTPUT;
+    for (i = 0; i < 4; i++) {
+        if (!scan_mac(ctx, k, got) || memcmp(got, want, 32) != 0)
+            bad |= CF_OUTPUT;
+        if (i == 0 && (counter(ctx, KEYCACHE_PARAM_HITS) != hits
+                       || counter(ctx, KEYCACHE_PARAM_MISSES) != misses))
+            bad |= CF_FIRST;
+        if (i == 2 && (counter(ctx, KEYCACHE_PARAM_MISSES) != misses + 1
+                       || counter(ctx, KEYCACHE_PARAM_ENTRIES) != 1))
+            bad |= CF_READMIT;
+        if (i == 3 && counter(ctx, KEYCACHE_PARAM_HITS) != hits + 1)
+            bad |= CF_READMIT;
+    }
+    return bad;
+}
+
+/*
+ * The child of either scenario: scan for key |k| first (after
+ * OPENSSL_thread_stop() if |stop|, which can only drop the forking
+ * thread's cache), then, with keycache, the counters and reuse; then tear
+ * the library context down (nothing fork dropped may be freed again) and
+ * leave through _exit() with what went wrong.
+ */
+static void scan_child(OSSL_LIB_CTX *ctx, int kc, int k, int stop)
+{
+    unsigned long copies;
+    int bad = 0;
+
+    alarm(KCT_CHILD_ALARM);
+    if (stop)
+        OPENSSL_thread_stop();
+    if ((copies = scan_copies(k, "child: key copy")) != 0) {
+        fprintf(stderr, "\n  fork child: %lu copies of key %d\n", copies, k);
+        bad |= CF_COPIES;
+    }
+    if (kc && counter(ctx, KEYCACHE_PARAM_ENTRIES) != 0)
+        bad |= CF_ENTRIES;
+    if (kc)
+        bad |= child_reuse(ctx, k);
+    OSSL_LIB_CTX_free(ctx);
+    if (bad != 0)
+        fprintf(stderr, "\n  fork child (%s, key %d): failures %#x\n",
+                kc ? "keycache" : "default alone", k, bad);
+    fflush(stderr);
+    _exit(bad);
+}
+
+/* Wait for a scan child: its failure bits, or 0xff if it did not exit. */
+static int scan_wait(pid_t pid)
+{
+    int status = -1;
+
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+        fprintf(stderr, "\n  fork child status %#x\n", status);
+        return 0xff;
+    }
+    return WEXITSTATUS(status);
+}
+
+/* The scenario's library context: keycache (admit_after = 3) or not. */
+static OSSL_LIB_CTX *scan_ctx(int kc)
+{
+    if (!kc)
+        return OSSL_LIB_CTX_new();      /* the default provider, implicitly */
+    return kct_keycache_conf("admit_after = 3\n");
+}
+
+/*
+ * One thread: three EVP_Q_mac calls with key 0 (with keycache: an entry,
+ * its template and a spare, each holding the key), every copy of the
+ * program's freed and wiped, then fork.
+ */
+static void fork_one_thread(int kc)
+{
+    unsigned char got[32], want[32];
+    OSSL_LIB_CTX *ctx = scan_ctx(kc);
+    uint64_t hits;
+    pid_t pid;
+    int i;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_FATAL(scan_mac(kct_default(), 0, want));
+    for (i = 0; i < 3; i++)
+        CU_ASSERT_TRUE(scan_mac(ctx, 0, got) && memcmp(got, want, 32) == 0);
+    if (kc) {
+        /* the parent does hold copies, and the scan sees them */
+        CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 1);
+        CU_ASSERT_TRUE(scan_copies(0, NULL) >= 1);
+    } else {
+        CU_ASSERT_EQUAL(scan_copies(0, "default alone, parent: key copy"),
+                        0);
+    }
+    fflush(NULL);
+    if ((pid = fork()) == 0)
+        scan_child(ctx, kc, 0, 0);
+    CU_ASSERT_EQUAL(scan_wait(pid), 0);
+
+    /* the parent is unaffected: its entry hits */
+    if (kc) {
+        hits = counter(ctx, KEYCACHE_PARAM_HITS);
+        CU_ASSERT_TRUE(scan_mac(ctx, 0, got) && memcmp(got, want, 32) == 0);
+        CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), hits + 1);
+    }
+    OSSL_LIB_CTX_free(ctx);
+}
+
+static void test_fork_drops_own(void)
+{
+    fork_one_thread(1);
+}
+
+static void test_fork_default_own(void)
+{
+    fork_one_thread(0);
+}
+
+/* A worker of a pool: uses key 1, then idles until told to go on. */
+typedef struct {
+    OSSL_LIB_CTX *ctx;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int state;                  /* 1: used the key, idles; 2: go on */
+    int bad;
+    uint64_t hits, hits_after;  /* the counter around its last use */
+} WORKER;
+
+static void *worker_main(void *arg)
+{
+    WORKER *w = arg;
+    unsigned char got[32], want[32];
+    int i;
+
+    if (!scan_mac(kct_default(), 1, want))
+        w->bad++;
+    for (i = 0; i < 3; i++)
+        if (!scan_mac(w->ctx, 1, got) || memcmp(got, want, 32) != 0)
+            w->bad++;
+    pthread_mutex_lock(&w->mu);
+    w->state = 1;
+    pthread_cond_broadcast(&w->cv);
+    while (w->state != 2)
+        pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    /* in the parent the worker keeps its entry */
+    w->hits = counter(w->ctx, KEYCACHE_PARAM_HITS);
+    if (!scan_mac(w->ctx, 1, got) || memcmp(got, want, 32) != 0)
+        w->bad++;
+    w->hits_after = counter(w->ctx, KEYCACHE_PARAM_HITS);
+    return NULL;
+}
+
+/*
+ * Another thread: a worker uses key 1 and idles; the main thread, which
+ * never used it, forks.  In the child the worker does not exist; the
+ * child calls OPENSSL_thread_stop() (which cannot reach the worker's
+ * cache) and scans.
+ */
+static void fork_worker(int kc)
+{
+    WORKER w;
+    pthread_t t;
+    pid_t pid;
+
+    memset(&w, 0, sizeof(w));
+    w.ctx = scan_ctx(kc);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(w.ctx);
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, worker_main, &w), 0);
+    pthread_mutex_lock(&w.mu);
+    while (w.state != 1)
+        pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    if (kc) {
+        CU_ASSERT_EQUAL(counter(w.ctx, KEYCACHE_PARAM_ENTRIES), 1);
+        CU_ASSERT_TRUE(scan_copies(1, NULL) >= 1);
+    }
+
+    fflush(NULL);
+    if ((pid = fork()) == 0)
+        scan_child(w.ctx, kc, 1, 1);
+    CU_ASSERT_EQUAL(scan_wait(pid), 0);
+
+    pthread_mutex_lock(&w.mu);
+    w.state = 2;
+    pthread_cond_broadcast(&w.cv);
+    pthread_mutex_unlock(&w.mu);
+    pthread_join(t, NULL);
+    CU_ASSERT_EQUAL(w.bad, 0);
+    if (kc)
+        CU_ASSERT_EQUAL(w.hits_after, w.hits + 1);
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
+    OSSL_LIB_CTX_free(w.ctx);
+}
+
+static void test_fork_drops_worker(void)
+{
+    fork_worker(1);
+}
+
+static void test_fork_default_worker(void)
+{
+    fork_worker(0);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("fork", NULL, NULL);
@@ -466,6 +775,17 @@ static void add_suites(void)
     CU_add_test(s, "repeated forks, from a thread", test_fork_repeated);
     CU_add_test(s, "fork storm while a thread reads counters",
                 test_fork_storm);
+
+    s = CU_add_suite("fork drops key material", NULL, NULL);
+    scan_keys_init();
+    CU_add_test(s, "default alone: no copy in the child (one thread)",
+                test_fork_default_own);
+    CU_add_test(s, "no copy of the forking thread's key in the child",
+                test_fork_drops_own);
+    CU_add_test(s, "default alone: no copy in the child (worker thread)",
+                test_fork_default_worker);
+    CU_add_test(s, "no copy of another thread's key in the child",
+                test_fork_drops_worker);
 }
 
 int main(int argc, char **argv)

@@ -289,6 +289,24 @@ MUTANTS = {
     # GMAC: an IV given with the key in init is not set on the copy
     "gmac-drop-direct-iv": ("provider/tmpl.c",
         "        return !direct || apply_volatile(w, &s);", "        return 1;"),
+    # fork: the child keeps everything it inherited (every thread's keys)
+    "fork-keeps-caches": ("provider/cache.c",
+        "    KC_CACHE *c, *next, *mine;\n\n    for (pctx = live_instances;",
+        "    KC_CACHE *c, *next, *mine;\n\n    return;\n    for (pctx = live_instances;"),
+    # fork: the forking thread's own cache is not emptied
+    "fork-keeps-own": ("provider/cache.c",
+        "                cache_renew(c);\n                continue;",
+        "                continue;"),
+    # fork: the other (vanished) threads' caches are kept
+    "fork-keeps-others": ("provider/cache.c",
+        "            cache_retire(pctx, c);\n            cache_drop(c);\n"
+        "            OPENSSL_clear_free(c, cache_bytes(c->size, c->nidx, c->nseen));",
+        "            (void)0;"),
+    # fork: the other threads' caches are freed but left linked, so the
+    # child's teardown frees them again
+    "fork-others-linked": ("provider/cache.c",
+        "            cache_retire(pctx, c);\n            cache_drop(c);",
+        "            cache_drop(c);"),
     # a miss-heavy thread never goes back to the cache
     "cold-forever": ("provider/cache.c",
         "    if (c == NULL || !c->bypass || ++c->cold_skips % KC_COLD_ONE_IN == 0)",
