@@ -389,14 +389,17 @@ static void fork_parent(void)
 
 /*
  * The child reports as itself, counting from the fork.  Registered after
- * cache.c's handlers, so its registry lock is fresh when this runs.
+ * cache.c's handlers, so its registry lock is free when this runs.  The
+ * forking thread took dbg_lock in fork_prepare and is the child's thread:
+ * release it (re-initialising a locked mutex is undefined, and
+ * ThreadSanitizer says so).
  */
 static void fork_child(void)
 {
     KC_DEBUG *d;
     uint64_t entries;
 
-    pthread_mutex_init(&dbg_lock, NULL);
+    pthread_mutex_unlock(&dbg_lock);
     for (d = live; d != NULL; d = d->next) {
         d->pid = (long)getpid();
         d->reported = 0;
