@@ -195,7 +195,9 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
     KC_PROVCTX *pctx = w->pctx;
     KC_CACHE *c;
     const KC_DIGEST *d = NULL;
+    KC_ERRTOP before, after;
     EVP_MD *md;
+    int noisy;
 
     if (w->hint_dg != NULL && (props == NULL || props[0] == '\0')
         && strcmp(name, w->hint) == 0)
@@ -205,20 +207,31 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
         w->hint_dg = kc_cache_memo_last(c, w->hint);
         return d;
     }
-    /* a fetch that succeeds may still have queued errors: drop them */
+    /*
+     * A fetch that succeeds may still have queued errors (a property query
+     * with trailing characters): OpenSSL 3's default drops them, 4's keeps
+     * them, for every such fetch, so a name resolved that way is not
+     * remembered there.
+     */
     ERR_set_mark();
+    kc_err_top(&before);
     md = EVP_MD_fetch(pctx->app_libctx != NULL ? pctx->app_libctx
                       : pctx->libctx, name, props);
     if (md == NULL) {
         ERR_clear_last_mark();
         return NULL;
     }
-    ERR_pop_to_mark();
+    kc_err_top(&after);
+    noisy = kc_compat_digest_load_keeps_errors && !kc_err_same(&before, &after);
+    if (noisy)
+        ERR_clear_last_mark();
+    else
+        ERR_pop_to_mark();
     d = kc_inner_digest(pctx, md);
     EVP_MD_free(md);
     if (d == NULL)
         return &unknown_digest;
-    if (c != NULL) {
+    if (c != NULL && !noisy) {
         kc_cache_memo_put(c, name, props, d);
         w->hint_dg = kc_cache_memo_last(c, w->hint);
     }
@@ -417,7 +430,7 @@ static int classify(const char *k)
             return P_UNRESETTABLE;
         break;
     case 'e':
-        if (strcmp(k, OSSL_ALG_PARAM_ENGINE) == 0)
+        if (kc_compat_is_engine_param(k))
             return P_UNRESETTABLE;
         break;
     }

@@ -19,6 +19,7 @@
  * provider/passthrough.c    the default's KDFs and HMAC-DRBG, kept where
  *                           their inner MACs cannot reach keycache
  * provider/debug.c          KEYCACHE_DEBUG: reports for operators
+ * provider/compat.c         what differs between OpenSSL versions
  */
 #ifndef KC_LOCAL_H
 #define KC_LOCAL_H
@@ -33,6 +34,7 @@
 #include <openssl/evp.h>
 
 #include "keycache.h"
+#include "kc_compat.h"
 
 /* the build passes the project version */
 #ifndef KC_VERSION_STR

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * keycache - what differs between the OpenSSL versions it builds against.
+ *
+ * Every difference between OpenSSL 3.x and 4.x that the sources have to
+ * know about is behind these declarations; provider/compat.c is the only
+ * file that tests OpenSSL's version or feature macros.
+ */
+#ifndef KC_COMPAT_H
+#define KC_COMPAT_H
+
+/* the major version of the OpenSSL headers this build was made with */
+extern const int kc_compat_major;
+
+/*
+ * Whether k is the name of the "engine" parameter that OpenSSL 3's
+ * algorithms take beside a digest or cipher name.  OpenSSL 4.0 removed the
+ * ENGINE API and with it the parameter: no key is one there.
+ */
+int kc_compat_is_engine_param(const char *k);
+
+/*
+ * Whether the default provider, loading a digest for HMAC, keeps the errors
+ * that a successful fetch queued (OpenSSL 4: 1), or drops them (3: 0).
+ */
+extern const int kc_compat_digest_load_keeps_errors;
+
+/*
+ * Have fn run once, when libcrypto is about to clean up at exit, while it
+ * still works.  OpenSSL 3 runs it from OPENSSL_cleanup() (OPENSSL_atexit);
+ * OpenSSL 4.0 has no such hook and cleans up from its own destructor, which
+ * the dynamic linker runs after this module's, so fn runs from keycache's
+ * destructor, unless libcrypto was stopped already.
+ */
+int kc_compat_at_cleanup(void (*fn)(void));
+
+#endif
