@@ -768,6 +768,15 @@ static ossl_inline int answer_len(const KC_TCIPH_CTX *w, OSSL_PARAM *p)
     return 1;
 }
 
+static int asks_iv(const OSSL_PARAM *p)
+{
+    for (; p->key != NULL; p++)
+        if (strcmp(p->key, OSSL_CIPHER_PARAM_IV) == 0
+            || strcmp(p->key, OSSL_CIPHER_PARAM_UPDATED_IV) == 0)
+            return 1;
+    return 0;
+}
+
 /*
  * Anything else before the key: ask a transient default context with the
  * record replayed, so the answer and any error are the default's and this
@@ -785,6 +794,14 @@ static KC_NOINLINE int unkeyed_get_params(KC_TCIPH_CTX *w,
         w->value = learn_shape(w, c);
     if (params != NULL && answer_len(w, params))
         return 1;
+    /*
+     * The IV of a family that draws one at an encrypting init without one
+     * and keeps it through the keying init (OpenSSL 4's GCM): a transient
+     * context would show another each time, so this context becomes the
+     * default's own, the IV it reports the one it will use.
+     */
+    if (w->f->draws_iv && params != NULL && asks_iv(params))
+        return materialize(w) && fns(w)->get_ctx_params(w->inner, params);
     if ((t = fns(w)->newctx(w->pctx->inner_provctx)) == NULL)
         return 0;
     ok = replay_state(w, t) && fns(w)->get_ctx_params(t, params);
@@ -936,6 +953,43 @@ int kc_tciph_get_params(int which, OSSL_PARAM params[])
 /* ---------------------------------------------------------------------- */
 /* Start                                                                  */
 
+/* The IV a fresh context reports after a keyless encrypting init, if any. */
+static int drawn_iv(const KC_CIPHER_FNS *m, KC_PROVCTX *pctx,
+                    unsigned char iv[16])
+{
+    OSSL_PARAM q[2];
+    void *t;
+    int ok;
+
+    if ((t = m->newctx(pctx->inner_provctx)) == NULL)
+        return 0;
+    q[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV,
+                                             iv, 16);
+    q[1] = OSSL_PARAM_construct_end();
+    ok = m->einit(t, NULL, 0, NULL, 0, NULL) == 1
+         && m->get_ctx_params(t, q) == 1 && OSSL_PARAM_modified(&q[0]);
+    m->freectx(t);
+    return ok;
+}
+
+/*
+ * Does the default draw an IV at an init without one?  Two fresh contexts
+ * that report different IVs do (OpenSSL 4's GCM; 3.x has none to report).
+ */
+static int draws_iv(const KC_CIPHER_FNS *m, KC_PROVCTX *pctx)
+{
+    unsigned char a[16], b[16];
+    int ok;
+
+    memset(a, 0, sizeof(a));
+    memset(b, 0, sizeof(b));
+    ERR_set_mark();
+    ok = drawn_iv(m, pctx, a) && drawn_iv(m, pctx, b)
+         && memcmp(a, b, sizeof(a)) != 0;
+    ERR_pop_to_mark();
+    return ok;
+}
+
 int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg)
 {
     const KC_CIPHER_FNS *m = &f->fns;
@@ -969,5 +1023,6 @@ int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg)
     probe_w.pctx = pctx;
     probe_w.f = f;
     f->empty_value = probe(&probe_w, 0);
+    f->draws_iv = draws_iv(m, pctx);
     return keylen != 0;
 }
