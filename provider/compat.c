@@ -11,6 +11,16 @@
 #include "kc_compat.h"
 
 const int kc_compat_major = OPENSSL_VERSION_MAJOR;
+const char kc_compat_version[] = OPENSSL_VERSION_STR;
+
+int kc_compat_same_major(const char *host_version)
+{
+    int major = 0;
+
+    for (; *host_version >= '0' && *host_version <= '9'; host_version++)
+        major = major * 10 + (*host_version - '0');
+    return major == OPENSSL_VERSION_MAJOR;
+}
 
 /*
  * OpenSSL 3's ossl_prov_digest_load() fetches under an error mark, for a

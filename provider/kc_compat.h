@@ -11,6 +11,17 @@
 
 /* the major version of the OpenSSL headers this build was made with */
 extern const int kc_compat_major;
+/* and their version, "4.0.3" */
+extern const char kc_compat_version[];
+
+/*
+ * Whether the core's "openssl-version" ("3.6.5") is of the major version
+ * this build was made for.  Another major version's libcrypto has another
+ * ABI: this module's calls would go to its own libcrypto (pulled into the
+ * process beside the core's, symbol versions keep them apart) with the
+ * core's objects.  Calls nothing of libcrypto.
+ */
+int kc_compat_same_major(const char *host_version);
 
 /*
  * Whether k is the name of the "engine" parameter that OpenSSL 3's

@@ -417,6 +417,8 @@ void kc_raise_at(KC_PROVCTX *pctx, int reason, const char *file, int line,
 
 /* debug.c: KEYCACHE_DEBUG=file:PATH,level:N,interval:S */
 void kc_debug_init(KC_PROVCTX *pctx);
+/* calls nothing of libcrypto */
+void kc_debug_refusal(const char *fmt, ...);
 void kc_debug_start(KC_PROVCTX *pctx);
 void kc_debug_stop(KC_PROVCTX *pctx);
 int kc_debug_level(const KC_PROVCTX *pctx);
