@@ -29,6 +29,9 @@ int kc_compat_same_major(const char *host_version)
  */
 const int kc_compat_digest_load_keeps_errors = OPENSSL_VERSION_MAJOR >= 4;
 
+/* seen with 4.0.3: get_updated_iv right after EVP_CipherInit_ex(c, NULL...) */
+const int kc_compat_gcm_draws_iv = OPENSSL_VERSION_MAJOR >= 4;
+
 int kc_compat_is_engine_param(const char *k)
 {
 #ifdef OSSL_ALG_PARAM_ENGINE

@@ -37,6 +37,13 @@ int kc_compat_is_engine_param(const char *k);
 extern const int kc_compat_digest_load_keeps_errors;
 
 /*
+ * Whether the default's AES-GCM draws a random IV at an encrypting init
+ * that brings none, and reports and keeps it (OpenSSL 4: 1; 3.x draws at
+ * the first update and fails an IV query before).
+ */
+extern const int kc_compat_gcm_draws_iv;
+
+/*
  * Have fn run once, when libcrypto is about to clean up at exit, while it
  * still works.  OpenSSL 3 runs it from OPENSSL_cleanup() (OPENSSL_atexit);
  * OpenSSL 4.0 has no such hook and cleans up from its own destructor, which

@@ -325,7 +325,7 @@ typedef struct {
     int on;                         /* offered: the config says so */
     size_t keylen;                  /* the one the default accepts */
     int empty_value;                /* what a fresh context is (ctmpl.c) */
-    int draws_iv;                   /* an IV drawn at a keyless init (4.x GCM) */
+    int draws_iv;                   /* an IV drawn at an IV-less init (4.x GCM) */
 } KC_CFAM;
 
 extern const KC_CDESC kc_ocb_desc[3], kc_siv_desc[3], kc_gcm_desc[3];
