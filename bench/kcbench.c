@@ -953,22 +953,27 @@ static int setup_cookie(WORKER *w)
 /* A throwaway self-signed ECDSA P-256 certificate and its key. */
 static int tls_cert(EVP_PKEY **pkey, X509 **cert)
 {
-    X509_NAME *name;
+    /* built apart: OpenSSL 4 hands out a certificate's names const */
+    X509_NAME *name = NULL;
+    int ok;
 
     *pkey = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
     *cert = X509_new();
-    return *pkey != NULL && *cert != NULL
-           && X509_set_version(*cert, X509_VERSION_3)
-           && ASN1_INTEGER_set(X509_get_serialNumber(*cert), 1)
-           && X509_gmtime_adj(X509_getm_notBefore(*cert), 0) != NULL
-           && X509_gmtime_adj(X509_getm_notAfter(*cert), 86400) != NULL
-           && X509_set_pubkey(*cert, *pkey)
-           && (name = X509_get_subject_name(*cert)) != NULL
-           && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                                         (const unsigned char *)"kcbench",
-                                         -1, -1, 0)
-           && X509_set_issuer_name(*cert, name)
-           && X509_sign(*cert, *pkey, EVP_sha256()) > 0;
+    ok = *pkey != NULL && *cert != NULL
+         && X509_set_version(*cert, X509_VERSION_3)
+         && ASN1_INTEGER_set(X509_get_serialNumber(*cert), 1)
+         && X509_gmtime_adj(X509_getm_notBefore(*cert), 0) != NULL
+         && X509_gmtime_adj(X509_getm_notAfter(*cert), 86400) != NULL
+         && X509_set_pubkey(*cert, *pkey)
+         && (name = X509_NAME_new()) != NULL
+         && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                                       (const unsigned char *)"kcbench",
+                                       -1, -1, 0)
+         && X509_set_subject_name(*cert, name)
+         && X509_set_issuer_name(*cert, name)
+         && X509_sign(*cert, *pkey, EVP_sha256()) > 0;
+    X509_NAME_free(name);
+    return ok;
 }
 
 static SSL_CTX *tls_ctx(int version)
@@ -998,13 +1003,13 @@ static int setup_tls(WORKER *w)
     int ok;
 
     ok = tls_cert(&pkey, &cert)
-         && (w->tls_server = tls_ctx(version)) != NULL
-         && (w->tls_client = tls_ctx(version)) != NULL
-         && SSL_CTX_use_certificate(w->tls_server, cert)
-         && SSL_CTX_use_PrivateKey(w->tls_server, pkey);
-    X509_free(cert);
-    EVP_PKEY_free(pkey);
-    return ok;
+       && (w->tls_server = tls_ctx(version)) != NULL
+       && (w->tls_client = tls_ctx(version)) != NULL
+       && SSL_CTX_use_certificate(w->tls_server, cert)
+       && SSL_CTX_use_PrivateKey(w->tls_server, pkey);
+  X509_free(cert);
+  EVP_PKEY_free(pkey);
+  return ok;
 }
 
 /*
@@ -1014,295 +1019,295 @@ static int setup_tls(WORKER *w)
  */
 static int setup_hot(WORKER *w)
 {
-    unsigned char key[32], out[EVP_MAX_MD_SIZE];
-    uint64_t word, flip;
-    size_t i, l;
+  unsigned char key[32], out[EVP_MAX_MD_SIZE];
+  uint64_t word, flip;
+  size_t i, l;
 
-    w->keys = malloc(ADV_HOT * w->keylen);
-    if (w->keys == NULL || w->keylen != sizeof(key))
-        return 0;
-    prng_fill(w, w->keys, ADV_HOT * w->keylen);
-    prng_fill(w, key, sizeof(key));
-    memcpy(&word, key + 24, 8);
-    for (i = 0; i < ADV_FILL; i++) {
-        if (w->op == OP_HOT_ADV) {
-            flip = (uint64_t)(i + 1) << 48;
-            word ^= flip;
-            memcpy(key + 24, &word, 8);
-            word ^= flip;
-        } else {
-            prng_fill(w, key, sizeof(key));
-        }
-        if (EVP_Q_mac(NULL, "HMAC", NULL, w->sc->digest, NULL, key,
-                      sizeof(key), w->in, w->len, out, sizeof(out),
-                      &l) == NULL)
-            return 0;
-    }
-    for (i = 0; i < ADV_HOT; i++)
-        if (!op_qmac_hot(w))
-            return 0;
-    return 1;
+  w->keys = malloc(ADV_HOT * w->keylen);
+  if (w->keys == NULL || w->keylen != sizeof(key))
+      return 0;
+  prng_fill(w, w->keys, ADV_HOT * w->keylen);
+  prng_fill(w, key, sizeof(key));
+  memcpy(&word, key + 24, 8);
+  for (i = 0; i < ADV_FILL; i++) {
+      if (w->op == OP_HOT_ADV) {
+          flip = (uint64_t)(i + 1) << 48;
+          word ^= flip;
+          memcpy(key + 24, &word, 8);
+          word ^= flip;
+      } else {
+          prng_fill(w, key, sizeof(key));
+      }
+      if (EVP_Q_mac(NULL, "HMAC", NULL, w->sc->digest, NULL, key,
+                    sizeof(key), w->in, w->len, out, sizeof(out),
+                    &l) == NULL)
+          return 0;
+  }
+  for (i = 0; i < ADV_HOT; i++)
+      if (!op_qmac_hot(w))
+          return 0;
+  return 1;
 }
 
 static int worker_setup(WORKER *w)
 {
-    size_t i;
+  size_t i;
 
-    w->prng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)w->seed << 20) ^ w->seed;
-    w->keylen = w->sc->keylen != 0 ? (size_t)w->sc->keylen : 32;
-    w->in = malloc(w->len + 1);
-    w->ct = malloc(w->len + 1);
-    w->out = malloc(w->len + TAG_LEN + EVP_MAX_MD_SIZE + COOKIE_LEN);
-    if (w->in == NULL || w->ct == NULL || w->out == NULL)
-        return 0;
-    prng_fill(w, w->in, w->len);
-    prng_fill(w, w->key, sizeof(w->key));
-    prng_fill(w, w->iv, IV_LEN);
-    prng_fill(w, w->div, IV_LEN);
-    if (w->sc->keys == KEYS_RR) {
-        w->keys = malloc(rr_keys * w->keylen);
-        if (w->keys == NULL)
-            return 0;
-        for (i = 0; i < rr_keys; i++)
-            prng_fill(w, w->keys + i * w->keylen, w->keylen);
-    }
-    if (w->op == OP_COOKIE)
-        return setup_cookie(w);
-    if (w->op == OP_TLS12 || w->op == OP_TLS13)
-        return setup_tls(w);
-    if (w->op == OP_HOT_RANDOM || w->op == OP_HOT_ADV)
-        return setup_hot(w);
-    if (w->op == OP_MAC_LIVE) {
-        w->live = calloc((size_t)w->sc->live, sizeof(*w->live));
-        w->mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-        return w->live != NULL && w->mac != NULL;
-    }
-    if (is_cipher_op(w->op)) {
-        w->cipher = w->sc->legacy ? legacy_gcm(w->sc->keylen)
-                                  : fetched_gcm(w->side, w->sc->keylen);
-        if (w->cipher == NULL)
-            return 0;
-        if ((w->op == OP_DEC_FRESH || w->op == OP_DEC_REUSED)
-            && !make_ciphertext(w))
-            return 0;
-    }
-    if (w->op == OP_FAM_QMAC || w->op == OP_FAM_FRESH
-        || w->op == OP_FAM_NEW || w->op == OP_FAM_REUSED)
-        return setup_fam(w);
-    if (w->op == OP_AEAD_NEW || w->op == OP_AEAD_REUSED)
-        return setup_aead(w);
-    if (w->op == OP_MAC_REUSED || w->op == OP_ENC_REUSED
-        || w->op == OP_DEC_REUSED)
-        return setup_reused(w);
-    return 1;
+  w->prng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)w->seed << 20) ^ w->seed;
+  w->keylen = w->sc->keylen != 0 ? (size_t)w->sc->keylen : 32;
+  w->in = malloc(w->len + 1);
+  w->ct = malloc(w->len + 1);
+  w->out = malloc(w->len + TAG_LEN + EVP_MAX_MD_SIZE + COOKIE_LEN);
+  if (w->in == NULL || w->ct == NULL || w->out == NULL)
+      return 0;
+  prng_fill(w, w->in, w->len);
+  prng_fill(w, w->key, sizeof(w->key));
+  prng_fill(w, w->iv, IV_LEN);
+  prng_fill(w, w->div, IV_LEN);
+  if (w->sc->keys == KEYS_RR) {
+      w->keys = malloc(rr_keys * w->keylen);
+      if (w->keys == NULL)
+          return 0;
+      for (i = 0; i < rr_keys; i++)
+          prng_fill(w, w->keys + i * w->keylen, w->keylen);
+  }
+  if (w->op == OP_COOKIE)
+      return setup_cookie(w);
+  if (w->op == OP_TLS12 || w->op == OP_TLS13)
+      return setup_tls(w);
+  if (w->op == OP_HOT_RANDOM || w->op == OP_HOT_ADV)
+      return setup_hot(w);
+  if (w->op == OP_MAC_LIVE) {
+      w->live = calloc((size_t)w->sc->live, sizeof(*w->live));
+      w->mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+      return w->live != NULL && w->mac != NULL;
+  }
+  if (is_cipher_op(w->op)) {
+      w->cipher = w->sc->legacy ? legacy_gcm(w->sc->keylen)
+                                : fetched_gcm(w->side, w->sc->keylen);
+      if (w->cipher == NULL)
+          return 0;
+      if ((w->op == OP_DEC_FRESH || w->op == OP_DEC_REUSED)
+          && !make_ciphertext(w))
+          return 0;
+  }
+  if (w->op == OP_FAM_QMAC || w->op == OP_FAM_FRESH
+      || w->op == OP_FAM_NEW || w->op == OP_FAM_REUSED)
+      return setup_fam(w);
+  if (w->op == OP_AEAD_NEW || w->op == OP_AEAD_REUSED)
+      return setup_aead(w);
+  if (w->op == OP_MAC_REUSED || w->op == OP_ENC_REUSED
+      || w->op == OP_DEC_REUSED)
+      return setup_reused(w);
+  return 1;
 }
 
 static void worker_cleanup(WORKER *w)
 {
-    int i;
+  int i;
 
-    for (i = 0; w->live != NULL && i < w->sc->live; i++)
-        EVP_MAC_CTX_free(w->live[i]);
-    free(w->live);
-    w->live = NULL;
-    w->live_next = 0;
-    EVP_MAC_free(w->mac);
-    w->mac = NULL;
-    EVP_CIPHER_free(w->aead);
-    w->aead = NULL;
-    EVP_MAC_CTX_free(w->mctx);
-    EVP_CIPHER_CTX_free(w->cctx);
-    SSL_CTX_free(w->tls_server);
-    SSL_CTX_free(w->tls_client);
-    w->tls_server = w->tls_client = NULL;
-    free(w->in);
-    free(w->ct);
-    free(w->out);
-    free(w->keys);
-    w->mctx = NULL;
-    w->cctx = NULL;
-    w->in = w->ct = w->out = w->keys = NULL;
+  for (i = 0; w->live != NULL && i < w->sc->live; i++)
+      EVP_MAC_CTX_free(w->live[i]);
+  free(w->live);
+  w->live = NULL;
+  w->live_next = 0;
+  EVP_MAC_free(w->mac);
+  w->mac = NULL;
+  EVP_CIPHER_free(w->aead);
+  w->aead = NULL;
+  EVP_MAC_CTX_free(w->mctx);
+  EVP_CIPHER_CTX_free(w->cctx);
+  SSL_CTX_free(w->tls_server);
+  SSL_CTX_free(w->tls_client);
+  w->tls_server = w->tls_client = NULL;
+  free(w->in);
+  free(w->ct);
+  free(w->out);
+  free(w->keys);
+  w->mctx = NULL;
+  w->cctx = NULL;
+  w->in = w->ct = w->out = w->keys = NULL;
 }
 
 static void worker_init(WORKER *w, const SCENARIO *sc, OPKIND op, int side,
-                        size_t len, uint32_t seed)
+                      size_t len, uint32_t seed)
 {
-    memset(w, 0, sizeof(*w));
-    w->sc = sc;
-    w->op = op;
-    w->side = side;
-    w->len = len;
-    w->seed = seed;
+  memset(w, 0, sizeof(*w));
+  w->sc = sc;
+  w->op = op;
+  w->side = side;
+  w->len = len;
+  w->seed = seed;
 }
 
 static void report_failure(const WORKER *w, const char *what)
 {
-    fprintf(stderr, "kcbench: %s: %s failed on the %s library context\n",
-            w->sc->name, what, w->side == SIDE_KC ? "keycache" : "default");
-    ERR_print_errors_fp(stderr);
+  fprintf(stderr, "kcbench: %s: %s failed on the %s library context\n",
+          w->sc->name, what, w->side == SIDE_KC ? "keycache" : "default");
+  ERR_print_errors_fp(stderr);
 }
 
 static double clock_ns(clockid_t id)
 {
-    struct timespec ts;
+  struct timespec ts;
 
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+  clock_gettime(id, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
 static void *worker_main(void *arg)
 {
-    WORKER *w = arg;
-    OSSL_LIB_CTX *prev = OSSL_LIB_CTX_set0_default(libctx[w->side]);
-    OP_FN fn = op_fn(w->op);
-    double t0, c0;
-    int ready = worker_setup(w);
+  WORKER *w = arg;
+  OSSL_LIB_CTX *prev = OSSL_LIB_CTX_set0_default(libctx[w->side]);
+  OP_FN fn = op_fn(w->op);
+  double t0, c0;
+  int ready = worker_setup(w);
 
-    if (!ready)
-        report_failure(w, "setup");
-    /*
-     * Wait even after a failed setup, or the others would block forever.
-     * Between the two barriers the main thread reads the counters, so that
-     * the keyed inits of setup do not count toward the hit rate.
-     */
-    pthread_barrier_wait(w->barrier);
-    pthread_barrier_wait(w->barrier);
-    t0 = clock_ns(CLOCK_MONOTONIC);
-    c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-    while (ready && !atomic_load_explicit(&stop_flag, memory_order_relaxed)) {
-        if (!fn(w)) {
-            report_failure(w, "an op");
-            ready = 0;
-            break;
-        }
-        w->ops++;
-    }
-    w->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
-    w->ns = clock_ns(CLOCK_MONOTONIC) - t0;
-    w->err = !ready;
-    worker_cleanup(w);
-    OSSL_LIB_CTX_set0_default(prev);
-    return NULL;
+  if (!ready)
+      report_failure(w, "setup");
+  /*
+   * Wait even after a failed setup, or the others would block forever.
+   * Between the two barriers the main thread reads the counters, so that
+   * the keyed inits of setup do not count toward the hit rate.
+   */
+  pthread_barrier_wait(w->barrier);
+  pthread_barrier_wait(w->barrier);
+  t0 = clock_ns(CLOCK_MONOTONIC);
+  c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  while (ready && !atomic_load_explicit(&stop_flag, memory_order_relaxed)) {
+      if (!fn(w)) {
+          report_failure(w, "an op");
+          ready = 0;
+          break;
+      }
+      w->ops++;
+  }
+  w->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+  w->ns = clock_ns(CLOCK_MONOTONIC) - t0;
+  w->err = !ready;
+  worker_cleanup(w);
+  OSSL_LIB_CTX_set0_default(prev);
+  return NULL;
 }
 
 /* ---- keycache counters ---- */
 
 typedef struct {
-    uint64_t hits, misses, passthrough, evictions;
-    int ok;
+  uint64_t hits, misses, passthrough, evictions;
+  int ok;
 } COUNTERS;
 
 /* The keycache provider whose counters an arm's side moves. */
 static OSSL_PROVIDER *side_prov(int side)
 {
-    return side == SIDE_BIG ? big_prov : kc_prov;
+  return side == SIDE_BIG ? big_prov : kc_prov;
 }
 
 static COUNTERS read_counters(OSSL_PROVIDER *prov)
 {
-    COUNTERS c = { 0, 0, 0, 0, 0 };
-    OSSL_PARAM p[5];
+  COUNTERS c = { 0, 0, 0, 0, 0 };
+  OSSL_PARAM p[5];
 
-    if (prov == NULL)
-        return c;
-    p[0] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_HITS, &c.hits);
-    p[1] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_MISSES, &c.misses);
-    p[2] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_PASSTHROUGH,
-                                       &c.passthrough);
-    p[3] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_EVICTIONS,
-                                       &c.evictions);
-    p[4] = OSSL_PARAM_construct_end();
-    c.ok = OSSL_PROVIDER_get_params(prov, p)
-           && OSSL_PARAM_modified(&p[0]) && OSSL_PARAM_modified(&p[1])
-           && OSSL_PARAM_modified(&p[2]) && OSSL_PARAM_modified(&p[3]);
-    return c;
+  if (prov == NULL)
+      return c;
+  p[0] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_HITS, &c.hits);
+  p[1] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_MISSES, &c.misses);
+  p[2] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_PASSTHROUGH,
+                                     &c.passthrough);
+  p[3] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_EVICTIONS,
+                                     &c.evictions);
+  p[4] = OSSL_PARAM_construct_end();
+  c.ok = OSSL_PROVIDER_get_params(prov, p)
+         && OSSL_PARAM_modified(&p[0]) && OSSL_PARAM_modified(&p[1])
+         && OSSL_PARAM_modified(&p[2]) && OSSL_PARAM_modified(&p[3]);
+  return c;
 }
 
 /* ---- one timed round ---- */
 
 typedef struct {
-    const SCENARIO *sc;
-    const ARM *arm;
-    OPKIND op;
-    size_t len;
-    int threads;
+  const SCENARIO *sc;
+  const ARM *arm;
+  OPKIND op;
+  size_t len;
+  int threads;
 } RUNSPEC;
 
 /* What one round of one arm measured. */
 typedef struct {
-    double ns_op;           /* per-thread wall ns/op, < 0 on failure */
-    double cpu_ns_op;       /* per-thread CPU ns/op */
-    uint64_t ops;
-    COUNTERS before, after; /* around the timed part */
+  double ns_op;           /* per-thread wall ns/op, < 0 on failure */
+  double cpu_ns_op;       /* per-thread CPU ns/op */
+  uint64_t ops;
+  COUNTERS before, after; /* around the timed part */
 } ROUND;
 
 static ROUND run_round(const RUNSPEC *rs, double secs)
 {
-    WORKER w[MAX_THREADS];
-    pthread_barrier_t barrier;
-    struct timespec ts;
-    ROUND res;
-    double ns = 0, cpu_ns = 0;
-    uint64_t ops = 0;
-    int i, failed = 0;
+  WORKER w[MAX_THREADS];
+  pthread_barrier_t barrier;
+  struct timespec ts;
+  ROUND res;
+  double ns = 0, cpu_ns = 0;
+  uint64_t ops = 0;
+  int i, failed = 0;
 
-    pthread_barrier_init(&barrier, NULL, (unsigned)rs->threads + 1);
-    atomic_store(&stop_flag, 0);
-    for (i = 0; i < rs->threads; i++) {
-        worker_init(&w[i], rs->sc, rs->op, rs->arm->side, rs->len,
-                    (uint32_t)i + 1);
-        w[i].barrier = &barrier;
-        if (pthread_create(&w[i].tid, NULL, worker_main, &w[i]) != 0) {
-            fprintf(stderr, "kcbench: pthread_create failed\n");
-            exit(2);
-        }
-    }
-    pthread_barrier_wait(&barrier);
-    res.before = read_counters(side_prov(rs->arm->side));
-    pthread_barrier_wait(&barrier);
-    ts.tv_sec = (time_t)secs;
-    ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        continue;
-    atomic_store(&stop_flag, 1);
-    for (i = 0; i < rs->threads; i++) {
-        pthread_join(w[i].tid, NULL);
-        failed |= w[i].err;
-        ns += w[i].ns;
-        cpu_ns += w[i].cpu_ns;
-        ops += w[i].ops;
-    }
-    pthread_barrier_destroy(&barrier);
-    res.after = read_counters(side_prov(rs->arm->side));
-    res.ops = ops;
-    res.ns_op = failed || ops == 0 ? -1 : ns / (double)ops;
-    res.cpu_ns_op = ops == 0 ? -1 : cpu_ns / (double)ops;
-    return res;
+  pthread_barrier_init(&barrier, NULL, (unsigned)rs->threads + 1);
+  atomic_store(&stop_flag, 0);
+  for (i = 0; i < rs->threads; i++) {
+      worker_init(&w[i], rs->sc, rs->op, rs->arm->side, rs->len,
+                  (uint32_t)i + 1);
+      w[i].barrier = &barrier;
+      if (pthread_create(&w[i].tid, NULL, worker_main, &w[i]) != 0) {
+          fprintf(stderr, "kcbench: pthread_create failed\n");
+          exit(2);
+      }
+  }
+  pthread_barrier_wait(&barrier);
+  res.before = read_counters(side_prov(rs->arm->side));
+  pthread_barrier_wait(&barrier);
+  ts.tv_sec = (time_t)secs;
+  ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+      continue;
+  atomic_store(&stop_flag, 1);
+  for (i = 0; i < rs->threads; i++) {
+      pthread_join(w[i].tid, NULL);
+      failed |= w[i].err;
+      ns += w[i].ns;
+      cpu_ns += w[i].cpu_ns;
+      ops += w[i].ops;
+  }
+  pthread_barrier_destroy(&barrier);
+  res.after = read_counters(side_prov(rs->arm->side));
+  res.ops = ops;
+  res.ns_op = failed || ops == 0 ? -1 : ns / (double)ops;
+  res.cpu_ns_op = ops == 0 ? -1 : cpu_ns / (double)ops;
+  return res;
 }
 
 /* ---- correctness gate: both arms must produce identical bytes ---- */
 
 static int run_ops_inline(WORKER *w, long n, unsigned char *dst, size_t *dlen)
 {
-    OSSL_LIB_CTX *prev = OSSL_LIB_CTX_set0_default(libctx[w->side]);
-    OP_FN fn = op_fn(w->op);
-    int ok = worker_setup(w);
-    long i;
+  OSSL_LIB_CTX *prev = OSSL_LIB_CTX_set0_default(libctx[w->side]);
+  OP_FN fn = op_fn(w->op);
+  int ok = worker_setup(w);
+  long i;
 
-    if (!ok)
-        report_failure(w, "setup");
-    for (i = 0; ok && i < n; i++) {
-        if (!fn(w)) {
-            report_failure(w, "an op");
-            ok = 0;
-        } else if (dst != NULL) {
-            memcpy(dst + *dlen, w->out, w->outlen);
-            *dlen += w->outlen;
-        }
-    }
-    worker_cleanup(w);
-    OSSL_LIB_CTX_set0_default(prev);
-    return ok;
+  if (!ok)
+      report_failure(w, "setup");
+  for (i = 0; ok && i < n; i++) {
+      if (!fn(w)) {
+          report_failure(w, "an op");
+          ok = 0;
+      } else if (dst != NULL) {
+          memcpy(dst + *dlen, w->out, w->outlen);
+          *dlen += w->outlen;
+      }
+  }
+  worker_cleanup(w);
+  OSSL_LIB_CTX_set0_default(prev);
+  return ok;
 }
 
 /*
@@ -1312,109 +1317,109 @@ static int run_ops_inline(WORKER *w, long n, unsigned char *dst, size_t *dlen)
  */
 static int run_ops_counted(WORKER *w, long warm, long n, COUNTERS *delta)
 {
-    OSSL_LIB_CTX *prev = OSSL_LIB_CTX_set0_default(libctx[w->side]);
-    OSSL_PROVIDER *prov = side_prov(w->side);
-    OP_FN fn = op_fn(w->op);
-    COUNTERS before = { 0, 0, 0, 0, 0 }, after;
-    int ok = worker_setup(w);
-    long i;
+  OSSL_LIB_CTX *prev = OSSL_LIB_CTX_set0_default(libctx[w->side]);
+  OSSL_PROVIDER *prov = side_prov(w->side);
+  OP_FN fn = op_fn(w->op);
+  COUNTERS before = { 0, 0, 0, 0, 0 }, after;
+  int ok = worker_setup(w);
+  long i;
 
-    if (!ok)
-        report_failure(w, "setup");
-    for (i = 0; ok && i < warm + n; i++) {
-        if (i == warm)
-            before = read_counters(prov);
-        if (!fn(w)) {
-            report_failure(w, "an op");
-            ok = 0;
-        }
-    }
-    after = read_counters(prov);
-    worker_cleanup(w);
-    OSSL_LIB_CTX_set0_default(prev);
-    delta->hits = after.hits - before.hits;
-    delta->misses = after.misses - before.misses;
-    delta->evictions = after.evictions - before.evictions;
-    delta->passthrough = after.passthrough - before.passthrough;
-    delta->ok = ok && before.ok && after.ok;
-    return ok;
+  if (!ok)
+      report_failure(w, "setup");
+  for (i = 0; ok && i < warm + n; i++) {
+      if (i == warm)
+          before = read_counters(prov);
+      if (!fn(w)) {
+          report_failure(w, "an op");
+          ok = 0;
+      }
+  }
+  after = read_counters(prov);
+  worker_cleanup(w);
+  OSSL_LIB_CTX_set0_default(prev);
+  delta->hits = after.hits - before.hits;
+  delta->misses = after.misses - before.misses;
+  delta->evictions = after.evictions - before.evictions;
+  delta->passthrough = after.passthrough - before.passthrough;
+  delta->ok = ok && before.ok && after.ok;
+  return ok;
 }
 
 static int outputs_match(const RUNSPEC *a, const RUNSPEC *b)
 {
-    size_t cap = CHECK_OPS * (a->len + TAG_LEN + EVP_MAX_MD_SIZE + COOKIE_LEN);
-    unsigned char *oa = malloc(cap), *ob = malloc(cap);
-    size_t la = 0, lb = 0;
-    WORKER w;
-    int ok;
+  size_t cap = CHECK_OPS * (a->len + TAG_LEN + EVP_MAX_MD_SIZE + COOKIE_LEN);
+  unsigned char *oa = malloc(cap), *ob = malloc(cap);
+  size_t la = 0, lb = 0;
+  WORKER w;
+  int ok;
 
-    worker_init(&w, a->sc, a->op, a->arm->side, a->len, 1);
-    ok = oa != NULL && ob != NULL && run_ops_inline(&w, CHECK_OPS, oa, &la);
-    worker_init(&w, b->sc, b->op, b->arm->side, b->len, 1);
-    ok = ok && run_ops_inline(&w, CHECK_OPS, ob, &lb);
-    if (ok && (la != lb || memcmp(oa, ob, la) != 0)) {
-        fprintf(stderr, "kcbench: %s size %zu: %s output differs from %s\n",
-                a->sc->name, a->len, b->arm->name, a->arm->name);
-        ok = 0;
-    }
-    free(oa);
-    free(ob);
-    return ok;
+  worker_init(&w, a->sc, a->op, a->arm->side, a->len, 1);
+  ok = oa != NULL && ob != NULL && run_ops_inline(&w, CHECK_OPS, oa, &la);
+  worker_init(&w, b->sc, b->op, b->arm->side, b->len, 1);
+  ok = ok && run_ops_inline(&w, CHECK_OPS, ob, &lb);
+  if (ok && (la != lb || memcmp(oa, ob, la) != 0)) {
+      fprintf(stderr, "kcbench: %s size %zu: %s output differs from %s\n",
+              a->sc->name, a->len, b->arm->name, a->arm->name);
+      ok = 0;
+  }
+  free(oa);
+  free(ob);
+  return ok;
 }
 
 /* ---- rows ---- */
 
 typedef struct {
-    int rounds;
-    double round_secs;
-    int cpu_clock;          /* 1: thread CPU time, 0: wall time */
-    FILE *csv;
+  int rounds;
+  double round_secs;
+  int cpu_clock;          /* 1: thread CPU time, 0: wall time */
+  FILE *csv;
 } OPTIONS;
 
 typedef struct {
-    double med, min, max;
+  double med, min, max;
 } STATS;
 
 static int cmp_double(const void *x, const void *y)
 {
-    double a = *(const double *)x, b = *(const double *)y;
+  double a = *(const double *)x, b = *(const double *)y;
 
-    return (a > b) - (a < b);
+  return (a > b) - (a < b);
 }
 
 static STATS stats_of(double *v, int n)
 {
-    STATS s;
+  STATS s;
 
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    s.min = v[0];
-    s.max = v[n - 1];
-    s.med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    return s;
+  qsort(v, (size_t)n, sizeof(*v), cmp_double);
+  s.min = v[0];
+  s.max = v[n - 1];
+  s.med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return s;
 }
 
 static const char *sec_names[SEC_COUNT] = {
-    "app", "miss", "floor", "steady", "tls", "adversarial"
+  "app", "miss", "floor", "steady", "tls", "adversarial"
 };
 
 static void print_section_header(SECTION sec)
 {
-    const SECTION_INFO *si = &sections[sec];
+  const SECTION_INFO *si = &sections[sec];
 
-    printf("\n%s\n", si->title);
-    if (sec == SEC_MISS)
-        printf("(round-robin set: %zu keys per thread; cache_size %s)\n",
-               rr_keys, cache_size_str);
-    if (sec == SEC_TLS)
-        printf("(per handshake: %d bytes each way; keycache events per "
-               "handshake counted\nover %d handshakes on one thread after "
-               "%d to fill its cache)\n", TLS_APP_BYTES, TLS_COUNTED,
-               TLS_WARM);
-    printf("%-20s %6s %3s %15s %15s %8s %8s", "scenario", "size", "thr",
-           si->a.column, si->b.column, si->ratio, "hit rate");
-    if (sec == SEC_TLS)
-        printf(" %8s %8s %8s", "miss/hs", "evict/hs", "pass/hs");
-    printf("\n");
+  printf("\n%s\n", si->title);
+  if (sec == SEC_MISS)
+      printf("(round-robin set: %zu keys per thread; cache_size %s)\n",
+             rr_keys, cache_size_str);
+  if (sec == SEC_TLS)
+      printf("(per handshake: %d bytes each way; keycache events per "
+             "handshake counted\nover %d handshakes on one thread after "
+             "%d to fill its cache)\n", TLS_APP_BYTES, TLS_COUNTED,
+             TLS_WARM);
+  printf("%-20s %6s %3s %15s %15s %8s %8s", "scenario", "size", "thr",
+         si->a.column, si->b.column, si->ratio, "hit rate");
+  if (sec == SEC_TLS)
+      printf(" %8s %8s %8s", "miss/hs", "evict/hs", "pass/hs");
+  printf("\n");
 }
 
 /* A keycache context like SIDE_KC's but with cache_size = ADV_CACHE. */
@@ -1422,192 +1427,192 @@ static int make_big_side(void);
 
 static int need_side(int side)
 {
-    if (side != SIDE_BIG || libctx[SIDE_BIG] != NULL)
-        return 1;
-    return make_big_side();
+  if (side != SIDE_BIG || libctx[SIDE_BIG] != NULL)
+      return 1;
+  return make_big_side();
 }
 
 static void print_fail(const SCENARIO *sc, size_t size, int threads,
-                       const char *why)
+                     const char *why)
 {
-    printf("%-20s %6zu %3d   %s\n", sc->name, size, threads, why);
-    fflush(stdout);
+  printf("%-20s %6zu %3d   %s\n", sc->name, size, threads, why);
+  fflush(stdout);
 }
 
 /* Every row's ratio, for the summary line and the SVG chart. */
 #define MAX_RESULTS 512
 typedef struct {
-    const SCENARIO *sc;
-    size_t size;
-    int threads;
-    double ratio;           /* right column / left column, medians */
+  const SCENARIO *sc;
+  size_t size;
+  int threads;
+  double ratio;           /* right column / left column, medians */
 } RESULT;
 static RESULT results[MAX_RESULTS];
 static int nresults;
 
 static void run_row(const SCENARIO *sc, size_t size, int threads,
-                    const OPTIONS *opt, int *status)
+                  const OPTIONS *opt, int *status)
 {
-    const SECTION_INFO *si = &sections[sc->sec];
-    RUNSPEC ra = { sc, &si->a, sc->op_a, size, threads };
-    RUNSPEC rb = { sc, &si->b, sc->op_b, size, threads };
-    double wa[64], wb[64], ca[64], cb[64];
-    uint64_t kc_ops = 0, hits = 0, misses = 0, pass = 0, events;
-    int r, counted = si->b.side != SIDE_DEF;
-    char hr[16] = "-";
-    STATS sa, sb, swa, swb, sca, scb;
-    ROUND ro_a, ro_b;
-    COUNTERS hs = { 0, 0, 0, 0, 0 };
-    WORKER w;
+  const SECTION_INFO *si = &sections[sc->sec];
+  RUNSPEC ra = { sc, &si->a, sc->op_a, size, threads };
+  RUNSPEC rb = { sc, &si->b, sc->op_b, size, threads };
+  double wa[64], wb[64], ca[64], cb[64];
+  uint64_t kc_ops = 0, hits = 0, misses = 0, pass = 0, events;
+  int r, counted = si->b.side != SIDE_DEF;
+  char hr[16] = "-";
+  STATS sa, sb, swa, swb, sca, scb;
+  ROUND ro_a, ro_b;
+  COUNTERS hs = { 0, 0, 0, 0, 0 };
+  WORKER w;
 
-    if (!need_side(si->a.side) || !need_side(si->b.side)) {
-        print_fail(sc, size, threads, "SETUP FAILED (see stderr)");
-        *status = 1;
-        return;
-    }
-    counted = counted && side_prov(si->b.side) != NULL;
-    if (!outputs_match(&ra, &rb)) {
-        print_fail(sc, size, threads, "OUTPUT MISMATCH OR ERROR: not timed");
-        *status = 1;
-        return;
-    }
-    for (r = 0; r < opt->rounds; r++) {
-        ro_a = run_round(&ra, opt->round_secs);
-        ro_b = run_round(&rb, opt->round_secs);
-        if (ro_a.ns_op < 0 || ro_b.ns_op < 0) {
-            print_fail(sc, size, threads, "FAILED (see stderr)");
-            *status = 1;
-            return;
-        }
-        wa[r] = ro_a.ns_op;
-        wb[r] = ro_b.ns_op;
-        ca[r] = ro_a.cpu_ns_op;
-        cb[r] = ro_b.cpu_ns_op;
-        counted = counted && ro_b.before.ok && ro_b.after.ok;
-        hits += ro_b.after.hits - ro_b.before.hits;
-        misses += ro_b.after.misses - ro_b.before.misses;
-        pass += ro_b.after.passthrough - ro_b.before.passthrough;
-        kc_ops += ro_b.ops;
-    }
-    swa = stats_of(wa, opt->rounds);
-    swb = stats_of(wb, opt->rounds);
-    sca = stats_of(ca, opt->rounds);
-    scb = stats_of(cb, opt->rounds);
-    sa = opt->cpu_clock ? sca : swa;
-    sb = opt->cpu_clock ? scb : swb;
-    events = hits + misses + pass;
-    /* Round down, so that a single miss never shows as 100.0% */
-    if (counted && events > 0)
-        snprintf(hr, sizeof(hr), "%.1f%%",
-                 (double)(hits * 1000 / events) / 10);
-    printf("%-20s %6zu %3d %15.1f %15.1f %7.2fx %8s", sc->name, size,
-           threads, sa.med, sb.med, sb.med / sa.med, hr);
-    if (nresults < MAX_RESULTS) {
-        RESULT *res = &results[nresults++];
+  if (!need_side(si->a.side) || !need_side(si->b.side)) {
+      print_fail(sc, size, threads, "SETUP FAILED (see stderr)");
+      *status = 1;
+      return;
+  }
+  counted = counted && side_prov(si->b.side) != NULL;
+  if (!outputs_match(&ra, &rb)) {
+      print_fail(sc, size, threads, "OUTPUT MISMATCH OR ERROR: not timed");
+      *status = 1;
+      return;
+  }
+  for (r = 0; r < opt->rounds; r++) {
+      ro_a = run_round(&ra, opt->round_secs);
+      ro_b = run_round(&rb, opt->round_secs);
+      if (ro_a.ns_op < 0 || ro_b.ns_op < 0) {
+          print_fail(sc, size, threads, "FAILED (see stderr)");
+          *status = 1;
+          return;
+      }
+      wa[r] = ro_a.ns_op;
+      wb[r] = ro_b.ns_op;
+      ca[r] = ro_a.cpu_ns_op;
+      cb[r] = ro_b.cpu_ns_op;
+      counted = counted && ro_b.before.ok && ro_b.after.ok;
+      hits += ro_b.after.hits - ro_b.before.hits;
+      misses += ro_b.after.misses - ro_b.before.misses;
+      pass += ro_b.after.passthrough - ro_b.before.passthrough;
+      kc_ops += ro_b.ops;
+  }
+  swa = stats_of(wa, opt->rounds);
+  swb = stats_of(wb, opt->rounds);
+  sca = stats_of(ca, opt->rounds);
+  scb = stats_of(cb, opt->rounds);
+  sa = opt->cpu_clock ? sca : swa;
+  sb = opt->cpu_clock ? scb : swb;
+  events = hits + misses + pass;
+  /* Round down, so that a single miss never shows as 100.0% */
+  if (counted && events > 0)
+      snprintf(hr, sizeof(hr), "%.1f%%",
+               (double)(hits * 1000 / events) / 10);
+  printf("%-20s %6zu %3d %15.1f %15.1f %7.2fx %8s", sc->name, size,
+         threads, sa.med, sb.med, sb.med / sa.med, hr);
+  if (nresults < MAX_RESULTS) {
+      RESULT *res = &results[nresults++];
 
-        res->sc = sc;
-        res->size = size;
-        res->threads = threads;
-        res->ratio = sb.med / sa.med;
-    }
-    if (sc->sec == SEC_TLS) {
-        worker_init(&w, sc, sc->op_b, si->b.side, size, 1);
-        if (!run_ops_counted(&w, TLS_WARM, TLS_COUNTED, &hs) || !hs.ok)
-            *status = 1;
-        printf(" %8.1f %8.1f %8.1f", (double)hs.misses / TLS_COUNTED,
-               (double)hs.evictions / TLS_COUNTED,
-               (double)hs.passthrough / TLS_COUNTED);
-    }
-    printf("\n");
-    fflush(stdout);
-    if (opt->csv == NULL)
-        return;
-    fprintf(opt->csv, "%s,%s,%zu,%d,%s,%s,%.1f,%.1f,%.1f,%s,%.1f,%.1f,%.1f,"
-            "%.4f,%.1f,%.1f,%.1f,%.1f,", sec_names[sc->sec], sc->name, size,
-            threads, opt->cpu_clock ? "cpu" : "wall", si->a.name, sa.med,
-            sa.min, sa.max, si->b.name, sb.med, sb.min, sb.max,
-            sb.med / sa.med, swa.med, swb.med, sca.med, scb.med);
-    if (counted) {
-        fprintf(opt->csv, "%llu,%llu,%llu,", (unsigned long long)hits,
-                (unsigned long long)misses, (unsigned long long)pass);
-        if (events > 0)
-            fprintf(opt->csv, "%.4f,", (double)hits / (double)events);
-        else
-            fprintf(opt->csv, ",");
-        fprintf(opt->csv, "%.3f,", (double)events / (double)kc_ops);
-    } else {
-        fprintf(opt->csv, ",,,,,");
-    }
-    fprintf(opt->csv, "%d,%.0f,", opt->rounds, opt->round_secs * 1000);
-    if (hs.ok)
-        fprintf(opt->csv, "%.2f,%.2f,%.2f\n",
-                (double)hs.misses / TLS_COUNTED,
-                (double)hs.evictions / TLS_COUNTED,
-                (double)hs.passthrough / TLS_COUNTED);
-    else
-        fprintf(opt->csv, ",,\n");
-    fflush(opt->csv);
+      res->sc = sc;
+      res->size = size;
+      res->threads = threads;
+      res->ratio = sb.med / sa.med;
+  }
+  if (sc->sec == SEC_TLS) {
+      worker_init(&w, sc, sc->op_b, si->b.side, size, 1);
+      if (!run_ops_counted(&w, TLS_WARM, TLS_COUNTED, &hs) || !hs.ok)
+          *status = 1;
+      printf(" %8.1f %8.1f %8.1f", (double)hs.misses / TLS_COUNTED,
+             (double)hs.evictions / TLS_COUNTED,
+             (double)hs.passthrough / TLS_COUNTED);
+  }
+  printf("\n");
+  fflush(stdout);
+  if (opt->csv == NULL)
+      return;
+  fprintf(opt->csv, "%s,%s,%zu,%d,%s,%s,%.1f,%.1f,%.1f,%s,%.1f,%.1f,%.1f,"
+          "%.4f,%.1f,%.1f,%.1f,%.1f,", sec_names[sc->sec], sc->name, size,
+          threads, opt->cpu_clock ? "cpu" : "wall", si->a.name, sa.med,
+          sa.min, sa.max, si->b.name, sb.med, sb.min, sb.max,
+          sb.med / sa.med, swa.med, swb.med, sca.med, scb.med);
+  if (counted) {
+      fprintf(opt->csv, "%llu,%llu,%llu,", (unsigned long long)hits,
+              (unsigned long long)misses, (unsigned long long)pass);
+      if (events > 0)
+          fprintf(opt->csv, "%.4f,", (double)hits / (double)events);
+      else
+          fprintf(opt->csv, ",");
+      fprintf(opt->csv, "%.3f,", (double)events / (double)kc_ops);
+  } else {
+      fprintf(opt->csv, ",,,,,");
+  }
+  fprintf(opt->csv, "%d,%.0f,", opt->rounds, opt->round_secs * 1000);
+  if (hs.ok)
+      fprintf(opt->csv, "%.2f,%.2f,%.2f\n",
+              (double)hs.misses / TLS_COUNTED,
+              (double)hs.evictions / TLS_COUNTED,
+              (double)hs.passthrough / TLS_COUNTED);
+  else
+      fprintf(opt->csv, ",,\n");
+  fflush(opt->csv);
 }
 
 /* ---- setup of the two library contexts ---- */
 
 static const char *conf_path(void)
 {
-    const char *p = getenv("KC_CONF");
+  const char *p = getenv("KC_CONF");
 
-    return p != NULL && *p != '\0' ? p : KC_CONF;
+  return p != NULL && *p != '\0' ? p : KC_CONF;
 }
 
 static int find_kc(OSSL_PROVIDER *prov, void *arg)
 {
-    if (strcmp(OSSL_PROVIDER_get0_name(prov), KEYCACHE_PROVIDER_NAME) == 0) {
-        *(OSSL_PROVIDER **)arg = prov;
-        return 0;
-    }
-    return 1;
+  if (strcmp(OSSL_PROVIDER_get0_name(prov), KEYCACHE_PROVIDER_NAME) == 0) {
+      *(OSSL_PROVIDER **)arg = prov;
+      return 0;
+  }
+  return 1;
 }
 
 static int read_cache_size(OSSL_PROVIDER *prov, size_t *out)
 {
-    unsigned int v = 0;
-    OSSL_PARAM p[2];
+  unsigned int v = 0;
+  OSSL_PARAM p[2];
 
-    p[0] = OSSL_PARAM_construct_uint(KEYCACHE_PARAM_CACHE_SIZE, &v);
-    p[1] = OSSL_PARAM_construct_end();
-    if (!OSSL_PROVIDER_get_params(prov, p) || !OSSL_PARAM_modified(p))
-        return 0;
-    *out = v;
-    return 1;
+  p[0] = OSSL_PARAM_construct_uint(KEYCACHE_PARAM_CACHE_SIZE, &v);
+  p[1] = OSSL_PARAM_construct_end();
+  if (!OSSL_PROVIDER_get_params(prov, p) || !OSSL_PARAM_modified(p))
+      return 0;
+  *out = v;
+  return 1;
 }
 
 static int setup_libctx(void)
 {
-    static const char *gcm[2] = { "AES-128-GCM", "AES-256-GCM" };
-    int s, k;
+  static const char *gcm[2] = { "AES-128-GCM", "AES-256-GCM" };
+  int s, k;
 
-    libctx[SIDE_DEF] = OSSL_LIB_CTX_new();
-    libctx[SIDE_KC] = OSSL_LIB_CTX_new();
-    if (libctx[SIDE_DEF] == NULL || libctx[SIDE_KC] == NULL)
-        return 0;
-    def_prov = OSSL_PROVIDER_load(libctx[SIDE_DEF], "default");
-    if (def_prov == NULL)
-        return 0;
-    if (!OSSL_LIB_CTX_load_config(libctx[SIDE_KC], conf_path())) {
-        fprintf(stderr, "kcbench: cannot load %s\n", conf_path());
-        return 0;
-    }
-    OSSL_PROVIDER_do_all(libctx[SIDE_KC], find_kc, &kc_prov);
-    if (kc_prov == NULL) {
-        fprintf(stderr, "kcbench: %s did not load the keycache provider\n",
-                conf_path());
-        return 0;
-    }
-    for (s = 0; s < SIDE_COUNT; s++)
-        for (k = 0; k < 2; k++)
-            if ((prefetched[s][k] = EVP_CIPHER_fetch(libctx[s], gcm[k],
-                                                     NULL)) == NULL)
-                return 0;
-    return 1;
+  libctx[SIDE_DEF] = OSSL_LIB_CTX_new();
+  libctx[SIDE_KC] = OSSL_LIB_CTX_new();
+  if (libctx[SIDE_DEF] == NULL || libctx[SIDE_KC] == NULL)
+      return 0;
+  def_prov = OSSL_PROVIDER_load(libctx[SIDE_DEF], "default");
+  if (def_prov == NULL)
+      return 0;
+  if (!OSSL_LIB_CTX_load_config(libctx[SIDE_KC], conf_path())) {
+      fprintf(stderr, "kcbench: cannot load %s\n", conf_path());
+      return 0;
+  }
+  OSSL_PROVIDER_do_all(libctx[SIDE_KC], find_kc, &kc_prov);
+  if (kc_prov == NULL) {
+      fprintf(stderr, "kcbench: %s did not load the keycache provider\n",
+              conf_path());
+      return 0;
+  }
+  for (s = 0; s < SIDE_COUNT; s++)
+      for (k = 0; k < 2; k++)
+          if ((prefetched[s][k] = EVP_CIPHER_fetch(libctx[s], gcm[k],
+                                                   NULL)) == NULL)
+              return 0;
+  return 1;
 }
 
 /*
@@ -1616,235 +1621,235 @@ static int setup_libctx(void)
  */
 static int make_big_side(void)
 {
-    char path[] = "/tmp/kcbench-XXXXXX", line[1024];
-    FILE *in = fopen(conf_path(), "r"), *out = NULL;
-    int fd, replaced = 0, ok;
-    size_t size = 0;
+  char path[] = "/tmp/kcbench-XXXXXX", line[1024];
+  FILE *in = fopen(conf_path(), "r"), *out = NULL;
+  int fd, replaced = 0, ok;
+  size_t size = 0;
 
-    if (in == NULL || (fd = mkstemp(path)) < 0) {
-        if (in != NULL)
-            fclose(in);
-        fprintf(stderr, "kcbench: cannot copy %s\n", conf_path());
-        return 0;
-    }
-    if ((out = fdopen(fd, "w")) == NULL) {
-        close(fd);
-        unlink(path);
-        fclose(in);
-        return 0;
-    }
-    while (fgets(line, sizeof(line), in) != NULL) {
-        if (strncmp(line, KEYCACHE_CONF_CACHE_SIZE,
-                    strlen(KEYCACHE_CONF_CACHE_SIZE)) == 0) {
-            fprintf(out, "%s = %d\n", KEYCACHE_CONF_CACHE_SIZE, ADV_CACHE);
-            replaced = 1;
-        } else {
-            fputs(line, out);
-        }
-    }
-    fclose(in);
-    ok = fclose(out) == 0 && replaced
-         && (libctx[SIDE_BIG] = OSSL_LIB_CTX_new()) != NULL
-         && OSSL_LIB_CTX_load_config(libctx[SIDE_BIG], path);
-    unlink(path);
-    if (ok)
-        OSSL_PROVIDER_do_all(libctx[SIDE_BIG], find_kc, &big_prov);
-    if (!ok || big_prov == NULL || !read_cache_size(big_prov, &size)
-        || size != ADV_CACHE) {
-        fprintf(stderr, "kcbench: no keycache with cache_size %d from %s%s\n",
-                ADV_CACHE, conf_path(),
-                replaced ? "" : " (it has no cache_size line)");
-        ERR_print_errors_fp(stderr);
-        return 0;
-    }
-    return 1;
+  if (in == NULL || (fd = mkstemp(path)) < 0) {
+      if (in != NULL)
+          fclose(in);
+      fprintf(stderr, "kcbench: cannot copy %s\n", conf_path());
+      return 0;
+  }
+  if ((out = fdopen(fd, "w")) == NULL) {
+      close(fd);
+      unlink(path);
+      fclose(in);
+      return 0;
+  }
+  while (fgets(line, sizeof(line), in) != NULL) {
+      if (strncmp(line, KEYCACHE_CONF_CACHE_SIZE,
+                  strlen(KEYCACHE_CONF_CACHE_SIZE)) == 0) {
+          fprintf(out, "%s = %d\n", KEYCACHE_CONF_CACHE_SIZE, ADV_CACHE);
+          replaced = 1;
+      } else {
+          fputs(line, out);
+      }
+  }
+  fclose(in);
+  ok = fclose(out) == 0 && replaced
+       && (libctx[SIDE_BIG] = OSSL_LIB_CTX_new()) != NULL
+       && OSSL_LIB_CTX_load_config(libctx[SIDE_BIG], path);
+  unlink(path);
+  if (ok)
+      OSSL_PROVIDER_do_all(libctx[SIDE_BIG], find_kc, &big_prov);
+  if (!ok || big_prov == NULL || !read_cache_size(big_prov, &size)
+      || size != ADV_CACHE) {
+      fprintf(stderr, "kcbench: no keycache with cache_size %d from %s%s\n",
+              ADV_CACHE, conf_path(),
+              replaced ? "" : " (it has no cache_size line)");
+      ERR_print_errors_fp(stderr);
+      return 0;
+  }
+  return 1;
 }
 
 static void free_libctx(void)
 {
-    int s, k;
+  int s, k;
 
-    OSSL_LIB_CTX_free(libctx[SIDE_BIG]);
-    for (s = 0; s < SIDE_COUNT; s++)
-        for (k = 0; k < 2; k++)
-            EVP_CIPHER_free(prefetched[s][k]);
-    OSSL_PROVIDER_unload(def_prov);
-    OSSL_LIB_CTX_free(libctx[SIDE_KC]);
-    OSSL_LIB_CTX_free(libctx[SIDE_DEF]);
+  OSSL_LIB_CTX_free(libctx[SIDE_BIG]);
+  for (s = 0; s < SIDE_COUNT; s++)
+      for (k = 0; k < 2; k++)
+          EVP_CIPHER_free(prefetched[s][k]);
+  OSSL_PROVIDER_unload(def_prov);
+  OSSL_LIB_CTX_free(libctx[SIDE_KC]);
+  OSSL_LIB_CTX_free(libctx[SIDE_DEF]);
 }
 
 /* Which provider a query-less fetch in the keycache context resolves to. */
 static const char *resolved_mac(void)
 {
-    EVP_MAC *m = EVP_MAC_fetch(libctx[SIDE_KC], "HMAC", NULL);
-    const char *n = m != NULL ? OSSL_PROVIDER_get0_name(EVP_MAC_get0_provider(m))
-                              : "(none)";
+  EVP_MAC *m = EVP_MAC_fetch(libctx[SIDE_KC], "HMAC", NULL);
+  const char *n = m != NULL ? OSSL_PROVIDER_get0_name(EVP_MAC_get0_provider(m))
+                            : "(none)";
 
-    EVP_MAC_free(m);
-    return n;
+  EVP_MAC_free(m);
+  return n;
 }
 
 /* Other load on the machine makes wall-clock numbers noisy: say so. */
 static void print_load(const OPTIONS *opt)
 {
-    FILE *f = fopen("/proc/loadavg", "r");
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    double load;
+  FILE *f = fopen("/proc/loadavg", "r");
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  double load;
 
-    if (f == NULL)
-        return;
-    if (fscanf(f, "%lf", &load) == 1) {
-        printf("load average at start: %.2f on %ld online CPUs\n", load,
-               ncpu);
-        if (!opt->cpu_clock && load > 0.5 * (double)ncpu)
-            printf("NOTE: the machine is busy; wall-clock ns/op include time "
-                   "other processes ran\n(--clock cpu counts only this "
-                   "process's thread CPU time)\n");
-    }
-    fclose(f);
+  if (f == NULL)
+      return;
+  if (fscanf(f, "%lf", &load) == 1) {
+      printf("load average at start: %.2f on %ld online CPUs\n", load,
+             ncpu);
+      if (!opt->cpu_clock && load > 0.5 * (double)ncpu)
+          printf("NOTE: the machine is busy; wall-clock ns/op include time "
+                 "other processes ran\n(--clock cpu counts only this "
+                 "process's thread CPU time)\n");
+  }
+  fclose(f);
 }
 
 static void print_banner(const OPTIONS *opt)
 {
-    const char *mac = resolved_mac();
-    const char *ciph =
-        OSSL_PROVIDER_get0_name(EVP_CIPHER_get0_provider(prefetched[SIDE_KC][1]));
+  const char *mac = resolved_mac();
+  const char *ciph =
+      OSSL_PROVIDER_get0_name(EVP_CIPHER_get0_provider(prefetched[SIDE_KC][1]));
 
-    printf("kcbench: %s, config %s\n", OpenSSL_version(OPENSSL_VERSION),
-           conf_path());
-    printf("keycache context: HMAC from '%s', AES-256-GCM from '%s'\n", mac,
-           ciph);
-    if (strcmp(mac, KEYCACHE_PROVIDER_NAME) != 0
-        || strcmp(ciph, KEYCACHE_PROVIDER_NAME) != 0)
-        printf("WARNING: the keycache column is not (only) keycache\n");
-    print_load(opt);
-    printf("%d rounds x %.0f ms per arm, alternating; ns/op = median over "
-           "rounds of per-thread %s time / ops;\nratio = right column / "
-           "left column; hit rate = keycache hits / (hits + misses + "
-           "passthrough)\nover the keycache rounds ('-' = no keycache arm "
-           "or nothing counted)\n", opt->rounds, opt->round_secs * 1000,
-           opt->cpu_clock ? "CPU" : "wall");
+  printf("kcbench: %s, config %s\n", OpenSSL_version(OPENSSL_VERSION),
+         conf_path());
+  printf("keycache context: HMAC from '%s', AES-256-GCM from '%s'\n", mac,
+         ciph);
+  if (strcmp(mac, KEYCACHE_PROVIDER_NAME) != 0
+      || strcmp(ciph, KEYCACHE_PROVIDER_NAME) != 0)
+      printf("WARNING: the keycache column is not (only) keycache\n");
+  print_load(opt);
+  printf("%d rounds x %.0f ms per arm, alternating; ns/op = median over "
+         "rounds of per-thread %s time / ops;\nratio = right column / "
+         "left column; hit rate = keycache hits / (hits + misses + "
+         "passthrough)\nover the keycache rounds ('-' = no keycache arm "
+         "or nothing counted)\n", opt->rounds, opt->round_secs * 1000,
+         opt->cpu_clock ? "CPU" : "wall");
 }
 
 /* ---- command line ---- */
 
 typedef struct {
-    size_t sizes[MAX_SIZES];
-    int nsizes;
-    int threads[MAX_THREADS];
-    int nthreads;
-    const char *filter;
-    const char *csv;
-    const char *svg;
-    const char *callgrind;
-    int quick, list;
-    size_t rr_keys;                 /* --keys, 0 = 4 x cache_size */
-    int round_set;                  /* so --quick keeps --round-ms */
-    int clock_set;
+  size_t sizes[MAX_SIZES];
+  int nsizes;
+  int threads[MAX_THREADS];
+  int nthreads;
+  const char *filter;
+  const char *csv;
+  const char *svg;
+  const char *callgrind;
+  int quick, list;
+  size_t rr_keys;                 /* --keys, 0 = 4 x cache_size */
+  int round_set;                  /* so --quick keeps --round-ms */
+  int clock_set;
 } CLI;
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: kcbench [--quick] [--filter SUBSTR] [--sizes 32,256]\n"
-            "               [--threads 1,2] [--csv FILE] [--svg FILE]\n"
-            "               [--rounds N]\n"
-            "               [--round-ms MS] [--clock wall|cpu] [--keys N]\n"
-            "               [--list]\n"
-            "               [--callgrind SCENARIO:SIZE:ARM:ITERS]\n"
-            "The keycache config is %s (override with KC_CONF=...).\n",
-            KC_CONF);
-    exit(2);
+  fprintf(stderr,
+          "usage: kcbench [--quick] [--filter SUBSTR] [--sizes 32,256]\n"
+          "               [--threads 1,2] [--csv FILE] [--svg FILE]\n"
+          "               [--rounds N]\n"
+          "               [--round-ms MS] [--clock wall|cpu] [--keys N]\n"
+          "               [--list]\n"
+          "               [--callgrind SCENARIO:SIZE:ARM:ITERS]\n"
+          "The keycache config is %s (override with KC_CONF=...).\n",
+          KC_CONF);
+  exit(2);
 }
 
 static int parse_list(const char *s, long *v, int max)
 {
-    int n = 0;
-    char *end;
+  int n = 0;
+  char *end;
 
-    while (*s != '\0' && n < max) {
-        v[n] = strtol(s, &end, 10);
-        if (end == s || v[n] <= 0 || (*end != ',' && *end != '\0'))
-            return -1;
-        n++;
-        s = *end == ',' ? end + 1 : end;
-    }
-    return *s == '\0' ? n : -1;
+  while (*s != '\0' && n < max) {
+      v[n] = strtol(s, &end, 10);
+      if (end == s || v[n] <= 0 || (*end != ',' && *end != '\0'))
+          return -1;
+      n++;
+      s = *end == ',' ? end + 1 : end;
+  }
+  return *s == '\0' ? n : -1;
 }
 
 static void parse_cli(int argc, char **argv, CLI *cli, OPTIONS *opt)
 {
-    long v[MAX_SIZES];
-    int i, j, n;
+  long v[MAX_SIZES];
+  int i, j, n;
 
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+  for (i = 1; i < argc; i++) {
+      const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 
-        if (strcmp(a, "--quick") == 0) {
-            cli->quick = 1;
-        } else if (strcmp(a, "--list") == 0) {
-            cli->list = 1;
-        } else if (val == NULL) {
-            usage();
-        } else if (strcmp(a, "--filter") == 0) {
-            cli->filter = val, i++;
-        } else if (strcmp(a, "--csv") == 0) {
-            cli->csv = val, i++;
-        } else if (strcmp(a, "--svg") == 0) {
-            cli->svg = val, i++;
-        } else if (strcmp(a, "--callgrind") == 0) {
-            cli->callgrind = val, i++;
-        } else if (strcmp(a, "--clock") == 0) {
-            if (strcmp(val, "cpu") != 0 && strcmp(val, "wall") != 0)
-                usage();
-            opt->cpu_clock = strcmp(val, "cpu") == 0, i++;
-            cli->clock_set = 1;
-        } else if (strcmp(a, "--keys") == 0) {
-            if (parse_list(val, v, 1) != 1 || v[0] > MAX_SIZE)
-                usage();
-            cli->rr_keys = (size_t)v[0], i++;
-        } else if (strcmp(a, "--rounds") == 0) {
-            opt->rounds = atoi(val), i++;
-            if (opt->rounds < 1 || opt->rounds > 64)
-                usage();
-        } else if (strcmp(a, "--round-ms") == 0) {
-            opt->round_secs = atof(val) / 1000, i++;
-            cli->round_set = 1;
-            if (opt->round_secs <= 0)
-                usage();
-        } else if (strcmp(a, "--sizes") == 0) {
-            if ((n = parse_list(val, v, MAX_SIZES)) <= 0)
-                usage();
-            for (j = 0; j < n; j++) {
-                if (v[j] > MAX_SIZE)
-                    usage();
-                cli->sizes[j] = (size_t)v[j];
-            }
-            cli->nsizes = n, i++;
-        } else if (strcmp(a, "--threads") == 0) {
-            if ((n = parse_list(val, v, MAX_THREADS)) <= 0)
-                usage();
-            for (j = 0; j < n; j++) {
-                if (v[j] > MAX_THREADS)
-                    usage();
-                cli->threads[j] = (int)v[j];
-            }
-            cli->nthreads = n, i++;
-        } else {
-            usage();
-        }
-    }
+      if (strcmp(a, "--quick") == 0) {
+          cli->quick = 1;
+      } else if (strcmp(a, "--list") == 0) {
+          cli->list = 1;
+      } else if (val == NULL) {
+          usage();
+      } else if (strcmp(a, "--filter") == 0) {
+          cli->filter = val, i++;
+      } else if (strcmp(a, "--csv") == 0) {
+          cli->csv = val, i++;
+      } else if (strcmp(a, "--svg") == 0) {
+          cli->svg = val, i++;
+      } else if (strcmp(a, "--callgrind") == 0) {
+          cli->callgrind = val, i++;
+      } else if (strcmp(a, "--clock") == 0) {
+          if (strcmp(val, "cpu") != 0 && strcmp(val, "wall") != 0)
+              usage();
+          opt->cpu_clock = strcmp(val, "cpu") == 0, i++;
+          cli->clock_set = 1;
+      } else if (strcmp(a, "--keys") == 0) {
+          if (parse_list(val, v, 1) != 1 || v[0] > MAX_SIZE)
+              usage();
+          cli->rr_keys = (size_t)v[0], i++;
+      } else if (strcmp(a, "--rounds") == 0) {
+          opt->rounds = atoi(val), i++;
+          if (opt->rounds < 1 || opt->rounds > 64)
+              usage();
+      } else if (strcmp(a, "--round-ms") == 0) {
+          opt->round_secs = atof(val) / 1000, i++;
+          cli->round_set = 1;
+          if (opt->round_secs <= 0)
+              usage();
+      } else if (strcmp(a, "--sizes") == 0) {
+          if ((n = parse_list(val, v, MAX_SIZES)) <= 0)
+              usage();
+          for (j = 0; j < n; j++) {
+              if (v[j] > MAX_SIZE)
+                  usage();
+              cli->sizes[j] = (size_t)v[j];
+          }
+          cli->nsizes = n, i++;
+      } else if (strcmp(a, "--threads") == 0) {
+          if ((n = parse_list(val, v, MAX_THREADS)) <= 0)
+              usage();
+          for (j = 0; j < n; j++) {
+              if (v[j] > MAX_THREADS)
+                  usage();
+              cli->threads[j] = (int)v[j];
+          }
+          cli->nthreads = n, i++;
+      } else {
+          usage();
+      }
+  }
 }
 
 static const SCENARIO *find_scenario(const char *name, size_t len)
 {
-    size_t i;
+  size_t i;
 
-    for (i = 0; i < N_SCENARIOS; i++)
-        if (strlen(scenarios[i].name) == len
-            && strncmp(scenarios[i].name, name, len) == 0)
-            return &scenarios[i];
-    return NULL;
+  for (i = 0; i < N_SCENARIOS; i++)
+      if (strlen(scenarios[i].name) == len
+          && strncmp(scenarios[i].name, name, len) == 0)
+          return &scenarios[i];
+  return NULL;
 }
 
 /*
@@ -1854,120 +1859,120 @@ static const SCENARIO *find_scenario(const char *name, size_t len)
  */
 static KC_NOINLINE int callgrind_counted(WORKER *w, long iters)
 {
-    COUNTERS d;
+  COUNTERS d;
 
-    if (!run_ops_counted(w, 0, iters, &d))
-        return 1;
-    printf("kc-counters: hits %llu misses %llu evictions %llu "
-           "passthrough %llu\n", (unsigned long long)d.hits,
-           (unsigned long long)d.misses, (unsigned long long)d.evictions,
-           (unsigned long long)d.passthrough);
-    return 0;
+  if (!run_ops_counted(w, 0, iters, &d))
+      return 1;
+  printf("kc-counters: hits %llu misses %llu evictions %llu "
+         "passthrough %llu\n", (unsigned long long)d.hits,
+         (unsigned long long)d.misses, (unsigned long long)d.evictions,
+         (unsigned long long)d.passthrough);
+  return 0;
 }
 
 /* --callgrind SCENARIO:SIZE:ARM:ITERS - exactly ITERS ops, no timing. */
 static int run_callgrind(const char *spec)
 {
-    const char *c1 = strchr(spec, ':'), *c2, *c3;
-    const SCENARIO *sc;
-    const SECTION_INFO *si;
-    const ARM *arm;
-    char armname[32];
-    size_t size;
-    long iters;
-    WORKER w;
+  const char *c1 = strchr(spec, ':'), *c2, *c3;
+  const SCENARIO *sc;
+  const SECTION_INFO *si;
+  const ARM *arm;
+  char armname[32];
+  size_t size;
+  long iters;
+  WORKER w;
 
-    if (c1 == NULL || (c2 = strchr(c1 + 1, ':')) == NULL
-        || (c3 = strchr(c2 + 1, ':')) == NULL
-        || (size_t)(c3 - c2 - 1) >= sizeof(armname)
-        || (sc = find_scenario(spec, (size_t)(c1 - spec))) == NULL) {
-        fprintf(stderr, "kcbench: bad --callgrind spec '%s'\n", spec);
-        return 2;
-    }
-    size = (size_t)strtoul(c1 + 1, NULL, 10);
-    memcpy(armname, c2 + 1, (size_t)(c3 - c2 - 1));
-    armname[c3 - c2 - 1] = '\0';
-    iters = strtol(c3 + 1, NULL, 10);
-    si = &sections[sc->sec];
-    if (strcmp(armname, si->a.name) == 0 || strcmp(armname, "a") == 0)
-        arm = &si->a;
-    else if (strcmp(armname, si->b.name) == 0 || strcmp(armname, "b") == 0)
-        arm = &si->b;
-    else
-        arm = NULL;
-    if (fixed_size(sc) != 0)
-        size = fixed_size(sc);
-    if (arm == NULL || size == 0 || size > MAX_SIZE || iters < 0) {
-        fprintf(stderr, "kcbench: bad --callgrind spec '%s' (arms of %s: "
-                "%s, %s)\n", spec, sc->name, si->a.name, si->b.name);
-        return 2;
-    }
-    if (!need_side(arm->side))
-        return 2;
-    worker_init(&w, sc, arm == &si->a ? sc->op_a : sc->op_b, arm->side, size,
-                1);
-    if (sc->sec == SEC_TLS && arm->side != SIDE_DEF)
-        return callgrind_counted(&w, iters);
-    return run_ops_inline(&w, iters, NULL, NULL) ? 0 : 1;
+  if (c1 == NULL || (c2 = strchr(c1 + 1, ':')) == NULL
+      || (c3 = strchr(c2 + 1, ':')) == NULL
+      || (size_t)(c3 - c2 - 1) >= sizeof(armname)
+      || (sc = find_scenario(spec, (size_t)(c1 - spec))) == NULL) {
+      fprintf(stderr, "kcbench: bad --callgrind spec '%s'\n", spec);
+      return 2;
+  }
+  size = (size_t)strtoul(c1 + 1, NULL, 10);
+  memcpy(armname, c2 + 1, (size_t)(c3 - c2 - 1));
+  armname[c3 - c2 - 1] = '\0';
+  iters = strtol(c3 + 1, NULL, 10);
+  si = &sections[sc->sec];
+  if (strcmp(armname, si->a.name) == 0 || strcmp(armname, "a") == 0)
+      arm = &si->a;
+  else if (strcmp(armname, si->b.name) == 0 || strcmp(armname, "b") == 0)
+      arm = &si->b;
+  else
+      arm = NULL;
+  if (fixed_size(sc) != 0)
+      size = fixed_size(sc);
+  if (arm == NULL || size == 0 || size > MAX_SIZE || iters < 0) {
+      fprintf(stderr, "kcbench: bad --callgrind spec '%s' (arms of %s: "
+              "%s, %s)\n", spec, sc->name, si->a.name, si->b.name);
+      return 2;
+  }
+  if (!need_side(arm->side))
+      return 2;
+  worker_init(&w, sc, arm == &si->a ? sc->op_a : sc->op_b, arm->side, size,
+              1);
+  if (sc->sec == SEC_TLS && arm->side != SIDE_DEF)
+      return callgrind_counted(&w, iters);
+  return run_ops_inline(&w, iters, NULL, NULL) ? 0 : 1;
 }
 
 static void list_scenarios(void)
 {
-    size_t i;
+  size_t i;
 
-    for (i = 0; i < N_SCENARIOS; i++) {
-        const SCENARIO *sc = &scenarios[i];
+  for (i = 0; i < N_SCENARIOS; i++) {
+      const SCENARIO *sc = &scenarios[i];
 
-        printf("%s %s %s %zu %d\n", sc->name, sections[sc->sec].a.name,
-               sections[sc->sec].b.name, fixed_size(sc),
-               callgrind_divisor(sc));
-    }
+      printf("%s %s %s %zu %d\n", sc->name, sections[sc->sec].a.name,
+             sections[sc->sec].b.name, fixed_size(sc),
+             callgrind_divisor(sc));
+  }
 }
 
 /* Default sizes and threads, and which rows --quick keeps. */
 static void apply_defaults(CLI *cli, OPTIONS *opt)
 {
-    static const size_t all_sizes[] = { 32, 256, 1024, 16384 };
-    static const size_t quick_sizes[] = { 32, 256 };
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int i;
+  static const size_t all_sizes[] = { 32, 256, 1024, 16384 };
+  static const size_t quick_sizes[] = { 32, 256 };
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  int i;
 
-    if (cli->nsizes == 0) {
-        const size_t *s = cli->quick ? quick_sizes : all_sizes;
-        int n = cli->quick ? 2 : 4;
+  if (cli->nsizes == 0) {
+      const size_t *s = cli->quick ? quick_sizes : all_sizes;
+      int n = cli->quick ? 2 : 4;
 
-        for (i = 0; i < n; i++)
-            cli->sizes[i] = s[i];
-        cli->nsizes = n;
-    }
-    if (cli->nthreads == 0) {
-        cli->threads[cli->nthreads++] = 1;
-        if (ncpu > MAX_THREADS)
-            ncpu = MAX_THREADS;
-        if (!cli->quick && ncpu > 1)
-            cli->threads[cli->nthreads++] = (int)ncpu;
-    }
-    if (cli->quick && !cli->round_set)
-        opt->round_secs = 0.03;
-    /*
-     * Single-threaded rows have no lock waits for CPU time to hide, and
-     * CPU time is immune to other processes' load; with several threads
-     * wall time is the honest measure.
-     */
-    if (!cli->clock_set) {
-        opt->cpu_clock = 1;
-        for (i = 0; i < cli->nthreads; i++)
-            if (cli->threads[i] > 1)
-                opt->cpu_clock = 0;
-    }
+      for (i = 0; i < n; i++)
+          cli->sizes[i] = s[i];
+      cli->nsizes = n;
+  }
+  if (cli->nthreads == 0) {
+      cli->threads[cli->nthreads++] = 1;
+      if (ncpu > MAX_THREADS)
+          ncpu = MAX_THREADS;
+      if (!cli->quick && ncpu > 1)
+          cli->threads[cli->nthreads++] = (int)ncpu;
+  }
+  if (cli->quick && !cli->round_set)
+      opt->round_secs = 0.03;
+  /*
+   * Single-threaded rows have no lock waits for CPU time to hide, and
+   * CPU time is immune to other processes' load; with several threads
+   * wall time is the honest measure.
+   */
+  if (!cli->clock_set) {
+      opt->cpu_clock = 1;
+      for (i = 0; i < cli->nthreads; i++)
+          if (cli->threads[i] > 1)
+              opt->cpu_clock = 0;
+  }
 }
 
 static int size_wanted(const CLI *cli, const SCENARIO *sc, size_t size)
 {
-    /* --quick measures floor and steady at one size only */
-    if (cli->quick && (sc->sec == SEC_FLOOR || sc->sec == SEC_STEADY))
-        return size == cli->sizes[cli->nsizes - 1];
-    return 1;
+  /* --quick measures floor and steady at one size only */
+  if (cli->quick && (sc->sec == SEC_FLOOR || sc->sec == SEC_STEADY))
+      return size == cli->sizes[cli->nsizes - 1];
+  return 1;
 }
 
 /*
@@ -1976,32 +1981,32 @@ static int size_wanted(const CLI *cli, const SCENARIO *sc, size_t size)
  */
 static void print_summary(void)
 {
-    static const SECTION order[] = { SEC_APP, SEC_MISS, SEC_STEADY, SEC_TLS };
-    size_t i;
-    int k, n, best, worst;
-    const char *sep = "";
+  static const SECTION order[] = { SEC_APP, SEC_MISS, SEC_STEADY, SEC_TLS };
+  size_t i;
+  int k, n, best, worst;
+  const char *sep = "";
 
-    printf("\nsummary (keycache / default time, lower is better):");
-    for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-        for (k = 0, n = 0, best = worst = -1; k < nresults; k++) {
-            if (results[k].sc->sec != order[i])
-                continue;
-            n++;
-            if (best < 0 || results[k].ratio < results[best].ratio)
-                best = k;
-            if (worst < 0 || results[k].ratio > results[worst].ratio)
-                worst = k;
-        }
-        if (n == 0)
-            continue;
-        printf("%s %s %.2fx (%s/%zu) to %.2fx (%s/%zu)", sep,
-               sec_names[order[i]], results[best].ratio,
-               results[best].sc->name, results[best].size,
-               results[worst].ratio, results[worst].sc->name,
-               results[worst].size);
-        sep = ";";
-    }
-    printf("\n");
+  printf("\nsummary (keycache / default time, lower is better):");
+  for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+      for (k = 0, n = 0, best = worst = -1; k < nresults; k++) {
+          if (results[k].sc->sec != order[i])
+              continue;
+          n++;
+          if (best < 0 || results[k].ratio < results[best].ratio)
+              best = k;
+          if (worst < 0 || results[k].ratio > results[worst].ratio)
+              worst = k;
+      }
+      if (n == 0)
+          continue;
+      printf("%s %s %.2fx (%s/%zu) to %.2fx (%s/%zu)", sep,
+             sec_names[order[i]], results[best].ratio,
+             results[best].sc->name, results[best].size,
+             results[worst].ratio, results[worst].sc->name,
+             results[worst].size);
+      sep = ";";
+  }
+  printf("\n");
 }
 
 /*
@@ -2011,123 +2016,123 @@ static void print_summary(void)
  */
 static int write_svg(const char *path)
 {
-    const int left = 260, width = 420, bar = 16, gap = 6, top = 40;
-    double max = 1.25;
-    FILE *f;
-    int k, y, h;
+  const int left = 260, width = 420, bar = 16, gap = 6, top = 40;
+  double max = 1.25;
+  FILE *f;
+  int k, y, h;
 
-    for (k = 0; k < nresults; k++)
-        if (results[k].ratio > max)
-            max = results[k].ratio;
-    if ((f = fopen(path, "w")) == NULL)
-        return 0;
-    h = top + nresults * (bar + gap) + 30;
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-            "height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n",
-            left + width + 80, h);
-    fprintf(f, "<text x=\"10\" y=\"20\" font-size=\"14\">kcbench: keycache "
-            "time / default time per row (lower is better)</text>\n");
-    for (k = 0; k < nresults; k++) {
-        const RESULT *r = &results[k];
-        double w = r->ratio / max * width;
+  for (k = 0; k < nresults; k++)
+      if (results[k].ratio > max)
+          max = results[k].ratio;
+  if ((f = fopen(path, "w")) == NULL)
+      return 0;
+  h = top + nresults * (bar + gap) + 30;
+  fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+          "height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n",
+          left + width + 80, h);
+  fprintf(f, "<text x=\"10\" y=\"20\" font-size=\"14\">kcbench: keycache "
+          "time / default time per row (lower is better)</text>\n");
+  for (k = 0; k < nresults; k++) {
+      const RESULT *r = &results[k];
+      double w = r->ratio / max * width;
 
-        y = top + k * (bar + gap);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s %zu B"
-                " %dt</text>\n", left - 8, y + bar - 4, r->sc->name, r->size,
-                r->threads);
-        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
-                "fill=\"%s\"/>\n", left, y, w, bar,
-                r->ratio < 0.98 ? "#2e8b57" : r->ratio > 1.02 ? "#c0392b"
-                                                              : "#999999");
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\">%.2fx</text>\n",
-                left + w + 4, y + bar - 4, r->ratio);
-    }
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
-            "stroke=\"black\" stroke-dasharray=\"4 3\"/>\n",
-            left + width / max, top - 6, left + width / max, h - 24);
-    fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">1.00x"
-            "</text>\n</svg>\n", left + width / max, h - 8);
-    return fclose(f) == 0;
+      y = top + k * (bar + gap);
+      fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s %zu B"
+              " %dt</text>\n", left - 8, y + bar - 4, r->sc->name, r->size,
+              r->threads);
+      fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
+              "fill=\"%s\"/>\n", left, y, w, bar,
+              r->ratio < 0.98 ? "#2e8b57" : r->ratio > 1.02 ? "#c0392b"
+                                                            : "#999999");
+      fprintf(f, "<text x=\"%.1f\" y=\"%d\">%.2fx</text>\n",
+              left + w + 4, y + bar - 4, r->ratio);
+  }
+  fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
+          "stroke=\"black\" stroke-dasharray=\"4 3\"/>\n",
+          left + width / max, top - 6, left + width / max, h - 24);
+  fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">1.00x"
+          "</text>\n</svg>\n", left + width / max, h - 8);
+  return fclose(f) == 0;
 }
 
 int main(int argc, char **argv)
 {
-    CLI cli;
-    OPTIONS opt = { 5, 0.2, 0, NULL };
-    int status = 0, last_sec = -1, rows = 0, t;
-    size_t k;
+  CLI cli;
+  OPTIONS opt = { 5, 0.2, 0, NULL };
+  int status = 0, last_sec = -1, rows = 0, t;
+  size_t k;
 
-    memset(&cli, 0, sizeof(cli));
-    parse_cli(argc, argv, &cli, &opt);
-    if (cli.list) {
-        list_scenarios();
-        return 0;
-    }
-    if (!setup_libctx()) {
-        ERR_print_errors_fp(stderr);
-        return 2;
-    }
-    if (read_cache_size(kc_prov, &k)) {
-        rr_keys = 4 * (k > 0 ? k : 1);
-        snprintf(cache_size_str, sizeof(cache_size_str), "%zu", k);
-    }
-    if (cli.rr_keys != 0)
-        rr_keys = cli.rr_keys;
-    if (cli.callgrind != NULL) {
-        status = run_callgrind(cli.callgrind);
-        free_libctx();
-        return status;
-    }
-    apply_defaults(&cli, &opt);
-    if (cli.csv != NULL && (opt.csv = fopen(cli.csv, "w")) == NULL) {
-        perror(cli.csv);
-        return 2;
-    }
-    if (opt.csv != NULL)
-        fprintf(opt.csv, "section,scenario,size,threads,clock,arm_a,a_ns_median,"
-                "a_ns_min,a_ns_max,arm_b,b_ns_median,b_ns_min,b_ns_max,"
-                "ratio_b_over_a,a_wall_ns_median,b_wall_ns_median,"
-                "a_cpu_ns_median,b_cpu_ns_median,kc_hits,kc_misses,kc_passthrough,kc_hit_rate,"
-                "kc_events_per_op,rounds,round_ms,kc_misses_per_hs,"
-                "kc_evictions_per_hs,kc_passthrough_per_hs\n");
-    print_banner(&opt);
-    for (k = 0; k < N_SCENARIOS; k++) {
-        const SCENARIO *sc = &scenarios[k];
-        int s;
+  memset(&cli, 0, sizeof(cli));
+  parse_cli(argc, argv, &cli, &opt);
+  if (cli.list) {
+      list_scenarios();
+      return 0;
+  }
+  if (!setup_libctx()) {
+      ERR_print_errors_fp(stderr);
+      return 2;
+  }
+  if (read_cache_size(kc_prov, &k)) {
+      rr_keys = 4 * (k > 0 ? k : 1);
+      snprintf(cache_size_str, sizeof(cache_size_str), "%zu", k);
+  }
+  if (cli.rr_keys != 0)
+      rr_keys = cli.rr_keys;
+  if (cli.callgrind != NULL) {
+      status = run_callgrind(cli.callgrind);
+      free_libctx();
+      return status;
+  }
+  apply_defaults(&cli, &opt);
+  if (cli.csv != NULL && (opt.csv = fopen(cli.csv, "w")) == NULL) {
+      perror(cli.csv);
+      return 2;
+  }
+  if (opt.csv != NULL)
+      fprintf(opt.csv, "section,scenario,size,threads,clock,arm_a,a_ns_median,"
+              "a_ns_min,a_ns_max,arm_b,b_ns_median,b_ns_min,b_ns_max,"
+              "ratio_b_over_a,a_wall_ns_median,b_wall_ns_median,"
+              "a_cpu_ns_median,b_cpu_ns_median,kc_hits,kc_misses,kc_passthrough,kc_hit_rate,"
+              "kc_events_per_op,rounds,round_ms,kc_misses_per_hs,"
+              "kc_evictions_per_hs,kc_passthrough_per_hs\n");
+  print_banner(&opt);
+  for (k = 0; k < N_SCENARIOS; k++) {
+      const SCENARIO *sc = &scenarios[k];
+      int s;
 
-        /* --filter picks the scenarios; --quick only shortens them */
-        if ((cli.quick && !sc->quick && cli.filter == NULL)
-            || (cli.filter != NULL && strstr(sc->name, cli.filter) == NULL))
-            continue;
-        if ((int)sc->sec != last_sec)
-            print_section_header(sc->sec);
-        last_sec = (int)sc->sec;
-        for (s = 0; s < cli.nsizes; s++) {
-            size_t size = fixed_size(sc) != 0 ? fixed_size(sc)
-                                              : cli.sizes[s];
+      /* --filter picks the scenarios; --quick only shortens them */
+      if ((cli.quick && !sc->quick && cli.filter == NULL)
+          || (cli.filter != NULL && strstr(sc->name, cli.filter) == NULL))
+          continue;
+      if ((int)sc->sec != last_sec)
+          print_section_header(sc->sec);
+      last_sec = (int)sc->sec;
+      for (s = 0; s < cli.nsizes; s++) {
+          size_t size = fixed_size(sc) != 0 ? fixed_size(sc)
+                                            : cli.sizes[s];
 
-            if (!size_wanted(&cli, sc, cli.sizes[s]))
-                continue;
-            for (t = 0; t < cli.nthreads; t++, rows++)
-                run_row(sc, size, cli.threads[t], &opt, &status);
-            if (fixed_size(sc) != 0)
-                break;
-        }
-    }
-    if (rows == 0) {
-        fprintf(stderr, "kcbench: no scenario selected (see --list)\n");
-        status = 2;
-    } else {
-        print_summary();
-    }
-    if (cli.svg != NULL && nresults > 0) {
-        if (write_svg(cli.svg))
-            printf("chart: %s\n", cli.svg);
-        else
-            perror(cli.svg), status = 2;
-    }
-    if (opt.csv != NULL)
-        fclose(opt.csv);
-    free_libctx();
-    return status;
+          if (!size_wanted(&cli, sc, cli.sizes[s]))
+              continue;
+          for (t = 0; t < cli.nthreads; t++, rows++)
+              run_row(sc, size, cli.threads[t], &opt, &status);
+          if (fixed_size(sc) != 0)
+              break;
+      }
+  }
+  if (rows == 0) {
+      fprintf(stderr, "kcbench: no scenario selected (see --list)\n");
+      status = 2;
+  } else {
+      print_summary();
+  }
+  if (cli.svg != NULL && nresults > 0) {
+      if (write_svg(cli.svg))
+          printf("chart: %s\n", cli.svg);
+      else
+          perror(cli.svg), status = 2;
+  }
+  if (opt.csv != NULL)
+      fclose(opt.csv);
+  free_libctx();
+  return status;
 }

@@ -770,6 +770,15 @@ static ossl_inline int answer_len(const KC_TCIPH_CTX *w, OSSL_PARAM *p)
     return 1;
 }
 
+static int asks_iv(const OSSL_PARAM *p)
+{
+    for (; p->key != NULL; p++)
+        if (strcmp(p->key, OSSL_CIPHER_PARAM_IV) == 0
+            || strcmp(p->key, OSSL_CIPHER_PARAM_UPDATED_IV) == 0)
+            return 1;
+    return 0;
+}
+
 /*
  * Anything else before the key: ask a transient default context with the
  * record replayed, so the answer and any error are the default's and this
@@ -787,6 +796,14 @@ static KC_NOINLINE int unkeyed_get_params(KC_TCIPH_CTX *w,
         w->value = learn_shape(w, c);
     if (params != NULL && answer_len(w, params))
         return 1;
+    /*
+     * The IV of a family that draws one at an encrypting init without one
+     * and keeps it through the keying init (OpenSSL 4's GCM): a transient
+     * context would show another each time, so this context becomes the
+     * default's own, the IV it reports the one it will use.
+     */
+    if (w->f->draws_iv && params != NULL && asks_iv(params))
+        return materialize(w) && fns(w)->get_ctx_params(w->inner, params);
     if ((t = fns(w)->newctx(w->pctx->inner_provctx)) == NULL)
         return 0;
     ok = replay_state(w, t) && fns(w)->get_ctx_params(t, params);
@@ -971,5 +988,13 @@ int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg)
     probe_w.pctx = pctx;
     probe_w.f = f;
     f->empty_value = probe(&probe_w, 0);
+    /*
+     * Not learned from the default here: a context drawing an IV now
+     * would make a DRBG in the private library context before rand.c
+     * gives it the application's.
+     */
+    f->draws_iv = kc_compat_gcm_draws_iv
+                  && (f->d == &kc_gcm_desc[0] || f->d == &kc_gcm_desc[1]
+                      || f->d == &kc_gcm_desc[2]);
     return keylen != 0;
 }

@@ -495,6 +495,54 @@ static void parse(KC_DEBUG *d, const char *s)
                      KC_DEBUG_MAX_INTERVAL);
 }
 
+/*
+ * A line for a start refused before anything of libcrypto may be called
+ * (the process runs another major version of it): KEYCACHE_DEBUG read here
+ * without allocating, file: and the level only.
+ */
+void kc_debug_refusal(const char *fmt, ...)
+{
+    const char *env = secure_getenv(KC_DEBUG_ENV), *s, *val;
+    char path[512], buf[768];
+    KC_DEBUG d;
+    size_t len, used;
+    va_list ap;
+    int n;
+
+    if (env == NULL || *env == '\0')
+        return;
+    memset(&d, 0, sizeof(d));
+    d.level = 1;
+    d.pid = (long)getpid();
+    for (s = env; *s != '\0'; s += *s == ',') {
+        len = strcspn(s, ",");
+        val = memchr(s, ':', len);
+        if (val != NULL && val - s == 4 && strncmp(s, "file", 4) == 0
+            && (size_t)(s + len - val - 1) < sizeof(path)) {
+            memcpy(path, val + 1, (size_t)(s + len - val - 1));
+            path[s + len - val - 1] = '\0';
+            d.path = path;
+        } else if ((val == NULL && len == 1 && s[0] == '0')
+                   || (len == 7 && strncmp(s, "level:0", 7) == 0)) {
+            d.level = 0;
+        } else if (val == NULL || (val - s == 5 && strncmp(s, "level", 5) == 0)) {
+            d.level = 1;
+        }
+        s += len;
+    }
+    if (d.level == 0)
+        return;
+    used = prefix(&d, buf, sizeof(buf));
+    va_start(ap, fmt);
+    n = vsnprintf(buf + used, sizeof(buf) - used - 1, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        used += (size_t)n < sizeof(buf) - used - 1 ? (size_t)n
+                                                   : sizeof(buf) - used - 2;
+    buf[used++] = '\n';
+    emit(&d, buf, used);
+}
+
 void kc_debug_init(KC_PROVCTX *pctx)
 {
     /* not for set-uid programs: the variable could name any file */

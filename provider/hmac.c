@@ -196,7 +196,9 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
     KC_PROVCTX *pctx = w->pctx;
     KC_CACHE *c;
     const KC_DIGEST *d = NULL;
+    KC_ERRTOP before, after;
     EVP_MD *md;
+    int noisy;
 
     if (w->hint_dg != NULL && (props == NULL || props[0] == '\0')
         && strcmp(name, w->hint) == 0)
@@ -206,20 +208,31 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
         w->hint_dg = kc_cache_memo_last(c, w->hint);
         return d;
     }
-    /* a fetch that succeeds may still have queued errors: drop them */
+    /*
+     * A fetch that succeeds may still have queued errors (a property query
+     * with trailing characters): OpenSSL 3's default drops them, 4's keeps
+     * them, for every such fetch, so a name resolved that way is not
+     * remembered there.
+     */
     ERR_set_mark();
+    kc_err_top(&before);
     md = EVP_MD_fetch(pctx->app_libctx != NULL ? pctx->app_libctx
                       : pctx->libctx, name, props);
     if (md == NULL) {
         ERR_clear_last_mark();
         return NULL;
     }
-    ERR_pop_to_mark();
+    kc_err_top(&after);
+    noisy = kc_compat_digest_load_keeps_errors && !kc_err_same(&before, &after);
+    if (noisy)
+        ERR_clear_last_mark();
+    else
+        ERR_pop_to_mark();
     d = kc_inner_digest(pctx, md);
     EVP_MD_free(md);
     if (d == NULL)
         return &unknown_digest;
-    if (c != NULL) {
+    if (c != NULL && !noisy) {
         kc_cache_memo_put(c, name, props, d);
         w->hint_dg = kc_cache_memo_last(c, w->hint);
     }
@@ -419,12 +432,14 @@ static int classify(const char *k)
             return P_UNRESETTABLE;
         break;
     case 'e':
-        if (strcmp(k, OSSL_ALG_PARAM_ENGINE) == 0)
+        if (kc_compat_is_engine_param(k))
             return P_UNRESETTABLE;
         break;
     }
     return P_OTHER;
 }
+
+static int pt_set_ctx_params(KC_HMAC_CTX *w, const OSSL_PARAM params[]);
 
 static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
 {
@@ -466,13 +481,24 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
         if (dig->data_type != OSSL_PARAM_UTF8_STRING)
             return 0;
         if (w->inner != NULL) {
-            /* re-stating the keyed digest changes nothing; anything else
-             * changes the inner's state in ways we let it handle itself */
+            /*
+             * Re-stating the keyed digest changes nothing; anything else
+             * changes the inner's state in ways we let it handle itself.
+             * A failure is the inner's to report; a success leaves what
+             * the fetch in the application's library context left, as the
+             * default's would (OpenSSL 4: the first time a query is
+             * fetched there), and not what the private inner's own fetch
+             * raises (its library context has another method cache).
+             */
             ERR_set_mark();
             d = resolve_digest(w, dig->data, props != NULL ? props->data : NULL);
-            ERR_pop_to_mark();
-            if (d != w->dg)
+            if (d == NULL) {
+                ERR_pop_to_mark();
                 goto passthrough;
+            }
+            ERR_clear_last_mark();
+            if (d != w->dg)
+                goto passthrough_quiet;
         } else {
             d = resolve_digest(w, dig->data, props != NULL ? props->data : NULL);
             if (d == NULL) {
@@ -492,6 +518,66 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
  passthrough:
     if (!go_passthrough_app(w))
         return 0;
+    return pt_set_ctx_params(w, params);
+
+ passthrough_quiet:
+    if (!go_passthrough_app(w))
+        return 0;
+    ERR_set_mark();
+    if (fns(w)->set_ctx_params(w->inner, params) != 1) {
+        ERR_clear_last_mark();
+        return 0;
+    }
+    ERR_pop_to_mark();
+    return 1;
+}
+
+/*
+ * Parameters for a private inner, once passed through.  A digest it
+ * fetches in keycache's library context, whose method cache is not the
+ * application's: where OpenSSL 4's default leaves the errors of a
+ * successful fetch (the first time a query is fetched in a library
+ * context), what they are is the application's context's to say.  So a
+ * success drops the inner's and fetches again there, keeping what that
+ * leaves.  A failure is the inner's own.
+ */
+static KC_NOINLINE int pt_set_digest(KC_HMAC_CTX *w, const OSSL_PARAM params[],
+                                     const OSSL_PARAM *dig)
+{
+    const OSSL_PARAM *props = OSSL_PARAM_locate_const(params,
+                                                      OSSL_MAC_PARAM_PROPERTIES);
+    EVP_MD *md;
+
+    ERR_set_mark();
+    if (fns(w)->set_ctx_params(w->inner, params) != 1) {
+        ERR_clear_last_mark();
+        return 0;
+    }
+    ERR_pop_to_mark();
+    if (dig->data_type != OSSL_PARAM_UTF8_STRING
+        || (props != NULL && props->data_type != OSSL_PARAM_UTF8_STRING))
+        return 1;
+    ERR_set_mark();
+    md = EVP_MD_fetch(w->pctx->app_libctx != NULL ? w->pctx->app_libctx
+                      : w->pctx->libctx, dig->data,
+                      props != NULL ? props->data : NULL);
+    if (md != NULL)
+        ERR_clear_last_mark();
+    else
+        ERR_pop_to_mark();
+    EVP_MD_free(md);
+    return 1;
+}
+
+static int pt_set_ctx_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
+{
+    const OSSL_PARAM *dig;
+
+    if (kc_compat_digest_load_keeps_errors && w->app_mac == NULL
+        && params != NULL
+        && (dig = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_DIGEST))
+           != NULL)
+        return pt_set_digest(w, params, dig);
     return fns(w)->set_ctx_params(w->inner, params);
 }
 
@@ -503,7 +589,7 @@ static int kc_hmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     if (params == NULL)
         return 1;
     if (w->passthrough)
-        return fns(w)->set_ctx_params(w->inner, params);
+        return pt_set_ctx_params(w, params);
     return params[0].key == NULL || set_params(w, params);
 }
 
@@ -513,8 +599,15 @@ static int kc_hmac_init(void *vctx, const unsigned char *key, size_t keylen,
     KC_HMAC_CTX *w = vctx;
     int r;
 
-    if (w->passthrough)
-        return fns(w)->init(w->inner, key, keylen, params);
+    if (w->passthrough) {
+        /* the default's init sets the params, then the key */
+        if (kc_compat_digest_load_keeps_errors && params != NULL
+            && params[0].key != NULL && !pt_set_ctx_params(w, params))
+            return 0;
+        return fns(w)->init(w->inner, key, keylen,
+                            kc_compat_digest_load_keeps_errors ? NULL
+                                                               : params);
+    }
     if (!kc_hmac_set_ctx_params(w, params))
         return 0;
     if (w->passthrough) /* the params just switched us over */

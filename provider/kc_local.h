@@ -21,6 +21,7 @@
  * provider/debug.c          KEYCACHE_DEBUG: reports for operators
  * provider/origin.c         who keyed a context: admissions only for the
  *                           application's own keys
+ * provider/compat.c         what differs between OpenSSL versions
  */
 #ifndef KC_LOCAL_H
 #define KC_LOCAL_H
@@ -36,6 +37,7 @@
 #include <openssl/evp.h>
 
 #include "keycache.h"
+#include "kc_compat.h"
 
 /* the build passes the project version */
 #ifndef KC_VERSION_STR
@@ -326,6 +328,7 @@ typedef struct {
     int on;                         /* offered: the config says so */
     size_t keylen;                  /* the one the default accepts */
     int empty_value;                /* what a fresh context is (ctmpl.c) */
+    int draws_iv;                   /* an IV drawn at an IV-less init (4.x GCM) */
 } KC_CFAM;
 
 extern const KC_CDESC kc_ocb_desc[3], kc_siv_desc[3], kc_gcm_desc[3];
@@ -424,6 +427,8 @@ void kc_raise_at(KC_PROVCTX *pctx, int reason, const char *file, int line,
 
 /* debug.c: KEYCACHE_DEBUG=file:PATH,level:N,interval:S */
 void kc_debug_init(KC_PROVCTX *pctx);
+/* calls nothing of libcrypto */
+void kc_debug_refusal(const char *fmt, ...);
 void kc_debug_start(KC_PROVCTX *pctx);
 void kc_debug_stop(KC_PROVCTX *pctx);
 int kc_debug_level(const KC_PROVCTX *pctx);

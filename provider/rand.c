@@ -31,7 +31,7 @@
  * So at teardown a private context in which other threads still hold
  * DRBGs is parked instead of freed: the module is pinned (the DRBGs' code
  * is ours), and parked contexts whose threads have all stopped are freed at
- * the next keycache teardown or at OPENSSL_cleanup().
+ * the next keycache teardown or when libcrypto cleans up at exit.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -319,7 +319,7 @@ static int pin_module(void)
         || info.dli_fname == NULL
         || dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE)
            == NULL
-        || !OPENSSL_atexit(kc_rand_atexit))
+        || !kc_compat_at_cleanup(kc_rand_atexit))
         return 0;
     pinned = 1;
     return 1;

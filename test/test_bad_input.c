@@ -1331,17 +1331,26 @@ static void good_matches(const char *row, const char *alg, GOOD_FN good)
 static void run_table(const ROW *rows, size_t n, const char *alg,
                       GOOD_FN good)
 {
-    static RECORD d, k1, k2, warm;
+    static RECORD d, d2, k1, k2, warm;
     size_t i;
 
+    /*
+     * The second runs meet library contexts that did it all once already,
+     * default's as well as keycache's: OpenSSL 4's default leaves the
+     * error of a fetch that succeeds only the first time its query is
+     * fetched in a library context (later ones come from the method cache).
+     */
     for (i = 0; i < n; i++) {
         run_row(&rows[i], kct_default(), alg, &d);
         run_row(&rows[i], kct_keycache(), alg, &k1);
         memset(&warm, 0, sizeof(warm));
+        good(kct_default(), alg, &warm);
+        run_row(&rows[i], kct_default(), alg, &d2);
+        memset(&warm, 0, sizeof(warm));
         good(kct_keycache(), alg, &warm);
         run_row(&rows[i], kct_keycache(), alg, &k2);
         compare(rows[i].name, alg, "keycache", &d, &k1);
-        compare(rows[i].name, alg, "keycache, warm cache", &d, &k2);
+        compare(rows[i].name, alg, "keycache, warm cache", &d2, &k2);
         good_matches(rows[i].name, alg, good);
     }
     ERR_clear_error();

@@ -1336,32 +1336,69 @@ static void pat_evp_cipher(REC *r, ENV *e)
     r_open(r, e, &m, 0);
 }
 
-static void r_ivs(REC *r, EVP_CIPHER_CTX *ctx)
+/*
+ * Which IV a context reports, through get_updated_iv / get_original_iv.
+ * Before the caller gives an IV (known 0), OpenSSL 4's GCM already has one
+ * it drew at random for encryption (3.x has none and fails): then only the
+ * results and how many bytes were written are logged (two reads into
+ * differently filled buffers agree on exactly those), and that the IV
+ * stays put between reads.
+ */
+static void r_ivs(REC *r, EVP_CIPHER_CTX *ctx, int known)
 {
     static const size_t sizes[] = { 16, 12, 8, 128 };
-    unsigned char buf[160];
-    size_t i;
+    unsigned char buf[160], again[160];
+    size_t i, n;
+    int k, ret;
 
     for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-        memset(buf, 0x5a, sizeof(buf));
-        rec_add(r, "updated_iv(%zu)", sizes[i]);
-        rec_ret(r, "", EVP_CIPHER_CTX_get_updated_iv(ctx, buf, sizes[i]));
-        rec_hex(r, "buf", buf, sizes[i] + 4);
-        rec_add(r, "\n");
-        memset(buf, 0x5a, sizeof(buf));
-        rec_add(r, "original_iv(%zu)", sizes[i]);
-        rec_ret(r, "", EVP_CIPHER_CTX_get_original_iv(ctx, buf, sizes[i]));
-        rec_hex(r, "buf", buf, sizes[i] + 4);
-        rec_add(r, "\n");
+        for (k = 0; k < 2; k++) {
+            memset(buf, 0x5a, sizeof(buf));
+            rec_add(r, "%s_iv(%zu)", k == 0 ? "updated" : "original",
+                    sizes[i]);
+            ret = k == 0 ? EVP_CIPHER_CTX_get_updated_iv(ctx, buf, sizes[i])
+                         : EVP_CIPHER_CTX_get_original_iv(ctx, buf, sizes[i]);
+            rec_ret(r, "", ret);
+            if (known) {
+                rec_hex(r, "buf", buf, sizes[i] + 4);
+            } else {
+                memset(again, 0xa5, sizeof(again));
+                (void)(k == 0
+                       ? EVP_CIPHER_CTX_get_updated_iv(ctx, again, sizes[i])
+                       : EVP_CIPHER_CTX_get_original_iv(ctx, again,
+                                                        sizes[i]));
+                for (n = 0; n < sizes[i] + 4 && buf[n] == again[n]; n++)
+                    ;
+                rec_add(r, " written=%zu", n);
+            }
+            rec_add(r, "\n");
+        }
     }
+}
+
+/* An IV drawn for a fresh keyed context: two such contexts differ. */
+static int drawn_iv(const EVP_CIPHER *c, const unsigned char *key,
+                    unsigned char iv[12])
+{
+    EVP_CIPHER_CTX *ctx = new_ctx();
+    int ok;
+
+    memset(iv, 0, 12);
+    ok = EVP_CipherInit_ex(ctx, c, NULL, key, NULL, 1) == 1
+         && EVP_CIPHER_CTX_get_updated_iv(ctx, iv, 12) == 1;
+    EVP_CIPHER_CTX_free(ctx);
+    ERR_clear_error();
+    return ok;
 }
 
 /* EVP_CIPHER_CTX_get_updated_iv / get_original_iv through a context's life. */
 static void pat_get_iv(REC *r, ENV *e)
 {
     static const int ivlens[] = { 12, 16, 8, 60 };
+    unsigned char iv1[12], iv2[12];
     MSG m;
     size_t i;
+    int got;
 
     for (i = 0; i < sizeof(ivlens) / sizeof(ivlens[0]); i++) {
         EVP_CIPHER_CTX *ctx = new_ctx();
@@ -1369,22 +1406,28 @@ static void pat_get_iv(REC *r, ENV *e)
         msg_set(&m, e->k1, ivlens[i], 8, 24, 190 + (uint32_t)i);
         rec_add(r, "ivs ivlen=%d\n", ivlens[i]);
         r_init(r, ctx, e->cipher, NULL, NULL, 1);
-        r_ivs(r, ctx);
+        r_ivs(r, ctx, 0);
         if (ivlens[i] != 12)
             r_set_ivlen(r, ctx, ivlens[i]);
         r_init(r, ctx, NULL, m.key, NULL, 1);
-        r_ivs(r, ctx);
+        r_ivs(r, ctx, 0);
         r_init(r, ctx, NULL, NULL, m.iv, 1);
-        r_ivs(r, ctx);
+        r_ivs(r, ctx, 1);
         r_message(r, ctx, &m);
-        r_ivs(r, ctx);
+        r_ivs(r, ctx, 1);
         EVP_CIPHER_CTX_free(ctx);
 
-        /* A fresh keyed context has no IV, whatever came before. */
+        /* A fresh keyed context has none of the caller's IVs. */
         ctx = new_ctx();
         r_init(r, ctx, e->cipher, m.key, NULL, 1);
-        r_ivs(r, ctx);
+        r_ivs(r, ctx, 0);
         EVP_CIPHER_CTX_free(ctx);
+
+        /* and one it drew (4.x) is its own, never a cached context's */
+        got = drawn_iv(e->cipher, m.key, iv1);
+        got += drawn_iv(e->cipher, m.key, iv2);
+        rec_add(r, "drawn ivs=%d distinct=%d\n", got,
+                got == 2 && memcmp(iv1, iv2, sizeof(iv1)) != 0);
     }
 }
 

@@ -44,7 +44,8 @@ static int snap_equal(const SNAP *a, const SNAP *b)
 
 static const unsigned char secret[32] = "an internally derived secret!!!";
 static const unsigned char salt[16] = "salt for a test";
-static const unsigned char info[12] = "context info";
+static const unsigned char info[12] = { 'c', 'o', 'n', 't', 'e', 'x', 't',
+                                         ' ', 'i', 'n', 'f', 'o' };
 
 /* One EVP_KDF derivation in ctx; returns 1 and fills out on success. */
 static int derive(OSSL_LIB_CTX *ctx, const char *name,

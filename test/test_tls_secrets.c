@@ -417,22 +417,27 @@ typedef struct {
 /* A throwaway self-signed ECDSA P-256 certificate. */
 static int make_cert(OSSL_LIB_CTX *libctx, PEERS *p)
 {
-    X509_NAME *name;
+    /* built apart: OpenSSL 4 hands out a certificate's names const */
+    X509_NAME *name = NULL;
+    int ok;
 
     p->pkey = EVP_PKEY_Q_keygen(libctx, NULL, "EC", "P-256");
     p->cert = X509_new_ex(libctx, NULL);
-    return p->pkey != NULL && p->cert != NULL
-           && X509_set_version(p->cert, X509_VERSION_3)
-           && ASN1_INTEGER_set(X509_get_serialNumber(p->cert), 1)
-           && X509_gmtime_adj(X509_getm_notBefore(p->cert), 0) != NULL
-           && X509_gmtime_adj(X509_getm_notAfter(p->cert), 3600) != NULL
-           && X509_set_pubkey(p->cert, p->pkey)
-           && (name = X509_get_subject_name(p->cert)) != NULL
-           && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                                         (const unsigned char *)"kc-test",
-                                         -1, -1, 0)
-           && X509_set_issuer_name(p->cert, name)
-           && X509_sign(p->cert, p->pkey, EVP_sha256()) > 0;
+    ok = p->pkey != NULL && p->cert != NULL
+         && X509_set_version(p->cert, X509_VERSION_3)
+         && ASN1_INTEGER_set(X509_get_serialNumber(p->cert), 1)
+         && X509_gmtime_adj(X509_getm_notBefore(p->cert), 0) != NULL
+         && X509_gmtime_adj(X509_getm_notAfter(p->cert), 3600) != NULL
+         && X509_set_pubkey(p->cert, p->pkey)
+         && (name = X509_NAME_new()) != NULL
+         && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                                       (const unsigned char *)"kc-test",
+                                       -1, -1, 0)
+         && X509_set_subject_name(p->cert, name)
+         && X509_set_issuer_name(p->cert, name)
+         && X509_sign(p->cert, p->pkey, EVP_sha256()) > 0;
+    X509_NAME_free(name);
+    return ok;
 }
 
 static SSL_CTX *new_ctx(OSSL_LIB_CTX *libctx, const CASE *tc, int server)

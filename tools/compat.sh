@@ -6,6 +6,9 @@
 # Build and test keycache against a newer OpenSSL in a Debian chroot:
 #   trixie  OpenSSL 3.5
 #   sid     OpenSSL 3.6 (a moving target)
+#   sid-ossl4  OpenSSL 4.0: sid plus experimental's libssl-dev, openssl and
+#              the libssl they need (sid's libssl3t64 3.6 stays installed
+#              beside it, as on a host moving from 3 to 4)
 #
 # The chroot is made once with debootstrap and cached under
 # /var/cache/keycache-compat/<suite> (KC_COMPAT_CACHE overrides), so only the
@@ -39,7 +42,7 @@ PKGS=$PKGS,openssl,xxd
 
 usage()
 {
-    echo "usage: $0 <trixie|sid|suite> [--keep] [--refresh] [--bench]" >&2
+    echo "usage: $0 <trixie|sid|sid-ossl4|suite> [--keep] [--refresh] [--bench]" >&2
     exit 2
 }
 
@@ -61,6 +64,16 @@ case $SUITE in
 [a-z]*) ;;
 *) usage ;;
 esac
+# <dist>-ossl4: debootstrap <dist>, then take OpenSSL from experimental
+DIST=$SUITE
+EXP_PKGS=
+case $SUITE in
+*-ossl4)
+    DIST=${SUITE%-ossl4}
+    EXP_PKGS="libssl-dev openssl"
+    ;;
+esac
+CACHE_KEY=$PKGS${EXP_PKGS:+ experimental:$EXP_PKGS}
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 VECTORS=${KC_VECTORS:-$SRC/../shared/vectors}
@@ -121,22 +134,58 @@ make_chroot()
         echo "compat.sh: stale mounts under $CH, unmount them first" >&2
         exit 2
     fi
-    say "debootstrap $SUITE into $CH (one-off)"
+    say "debootstrap $DIST into $CH (one-off)"
     rm -rf --one-file-system "$CH.tmp"
-    debootstrap --variant=minbase --include="$PKGS" "$SUITE" "$CH.tmp" "$MIRROR" \
+    debootstrap --variant=minbase --include="$PKGS" "$DIST" "$CH.tmp" "$MIRROR" \
         > "$CACHE/$SUITE.debootstrap.log" 2>&1 || {
         tail -n 30 "$CACHE/$SUITE.debootstrap.log" >&2
         echo "compat.sh: debootstrap failed, log in $CACHE/$SUITE.debootstrap.log" >&2
         exit 2
     }
-    # the package list is the cache key: changing it rebuilds the chroot
-    echo "$PKGS" > "$CH.tmp/.keycache-compat"
+    if [ -n "$EXP_PKGS" ]; then
+        add_experimental "$CH.tmp" >> "$CACHE/$SUITE.debootstrap.log" 2>&1 || {
+            tail -n 30 "$CACHE/$SUITE.debootstrap.log" >&2
+            echo "compat.sh: installing from experimental failed, log in $CACHE/$SUITE.debootstrap.log" >&2
+            exit 2
+        }
+    fi
+    # the package lists are the cache key: changing them rebuilds the chroot
+    echo "$CACHE_KEY" > "$CH.tmp/.keycache-compat"
     rm -rf --one-file-system "$CH"
     mv "$CH.tmp" "$CH"
 }
 
+APT_OPTS="-o Acquire::Check-Valid-Until=false"
+in_root()
+{
+    local root=$1
+    shift
+    chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+        DEBIAN_FRONTEND=noninteractive "$@"
+}
+
+# experimental's packages over a fresh chroot $1.  A cached or mirrored
+# archive's Release file may be past its Valid-Until date: accept it (the
+# signatures are still checked).
+add_experimental()
+{
+    local root=$1
+
+    echo "deb $MIRROR experimental main" > "$root/etc/apt/sources.list.d/experimental.list"
+    mount -t proc proc "$root/proc"
+    local rc=0
+    # && rather than set -e, which a caller's || switches off
+    in_root "$root" apt-get $APT_OPTS update \
+        && in_root "$root" apt-get $APT_OPTS install -y -t experimental $EXP_PKGS \
+        && in_root "$root" apt-cache policy $EXP_PKGS \
+        && in_root "$root" apt-get clean \
+        || rc=$?
+    umount "$root/proc" || umount -l "$root/proc"
+    return $rc
+}
+
 T_CHROOT=$(date +%s)
-if [ "$(cat "$CH/.keycache-compat" 2>/dev/null)" != "$PKGS" ]; then
+if [ "$(cat "$CH/.keycache-compat" 2>/dev/null)" != "$CACHE_KEY" ]; then
     make_chroot
 else
     say "reusing cached chroot $CH"
@@ -183,7 +232,7 @@ in_chroot()
 
 if [ "$REFRESH" = 1 ]; then
     say "refreshing packages"
-    in_chroot sh -c 'apt-get update -qq && apt-get dist-upgrade -y -qq' > /dev/null
+    in_chroot sh -c "apt-get $APT_OPTS update -qq && apt-get $APT_OPTS dist-upgrade -y -qq" > /dev/null
 fi
 
 # Same relative layout as the checkout: <run>/<name> and <run>/shared/vectors.

@@ -6,7 +6,9 @@
 #   2. ASan + UBSan build, every CUnit test
 #   3. TSan build, the threaded tests
 #   4. the differential fuzzer for a bounded time (FUZZ_SECONDS, default 120)
-#   5. the same suite against OpenSSL 3.5 in a Debian trixie chroot
+#   5. the same suite against OpenSSL 3.5 in a Debian trixie chroot, and
+#      against OpenSSL 4.0 in a sid chroot with experimental's OpenSSL
+#      (beside sid's 3.6, which python3 links: the mixed-host clients)
 #   6. the Debian package: built, installed, used and removed in trixie and
 #      bookworm chroots (tools/deb-check.sh)
 # Set KC_SKIP="asan tsan fuzz compat deb" (any subset) to leave steps out.
@@ -52,6 +54,8 @@ fi
 if want compat && [ -f tools/compat.sh ]; then
     step "OpenSSL 3.5 (Debian trixie chroot)"
     bash tools/compat.sh trixie
+    step "OpenSSL 4.0 (Debian sid chroot, OpenSSL from experimental)"
+    bash tools/compat.sh sid-ossl4
 fi
 
 if want deb && [ -f tools/deb-check.sh ]; then

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * keycache - the one place that knows OpenSSL versions apart, see
+ * kc_compat.h.
+ */
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/opensslv.h>
+
+#include "kc_compat.h"
+
+const int kc_compat_major = OPENSSL_VERSION_MAJOR;
+const char kc_compat_version[] = OPENSSL_VERSION_STR;
+
+int kc_compat_same_major(const char *host_version)
+{
+    int major = 0;
+
+    for (; *host_version >= '0' && *host_version <= '9'; host_version++)
+        major = major * 10 + (*host_version - '0');
+    return major == OPENSSL_VERSION_MAJOR;
+}
+
+/*
+ * OpenSSL 3's ossl_prov_digest_load() fetches under an error mark, for a
+ * fallback to the legacy digest table, and pops it when a digest is found;
+ * OpenSSL 4 fetches without one.
+ */
+const int kc_compat_digest_load_keeps_errors = OPENSSL_VERSION_MAJOR >= 4;
+
+/* seen with 4.0.3: get_updated_iv right after EVP_CipherInit_ex(c, NULL...) */
+const int kc_compat_gcm_draws_iv = OPENSSL_VERSION_MAJOR >= 4;
+
+int kc_compat_is_engine_param(const char *k)
+{
+#ifdef OSSL_ALG_PARAM_ENGINE
+    return strcmp(k, OSSL_ALG_PARAM_ENGINE) == 0;
+#else
+    (void)k;
+    return 0;
+#endif
+}
+
+#if OPENSSL_VERSION_MAJOR < 4
+
+int kc_compat_at_cleanup(void (*fn)(void))
+{
+    return OPENSSL_atexit(fn);
+}
+
+#else
+
+static void (*at_cleanup)(void);
+
+int kc_compat_at_cleanup(void (*fn)(void))
+{
+    __atomic_store_n(&at_cleanup, fn, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/*
+ * Runs at exit (the module is pinned whenever there is something to do),
+ * before libcrypto's destructor, which this module depends on: that
+ * destructor is where OpenSSL 4 cleans up (an OPENSSL_cleanup() call from
+ * the program only marks it done), so libcrypto still works here.
+ */
+__attribute__((destructor))
+static void kc_compat_unload(void)
+{
+    void (*fn)(void) = __atomic_load_n(&at_cleanup, __ATOMIC_ACQUIRE);
+
+    if (fn != NULL)
+        fn();
+}
+
+#endif

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * keycache - what differs between the OpenSSL versions it builds against.
+ *
+ * Every difference between OpenSSL 3.x and 4.x that the sources have to
+ * know about is behind these declarations; provider/compat.c is the only
+ * file that tests OpenSSL's version or feature macros.
+ */
+#ifndef KC_COMPAT_H
+#define KC_COMPAT_H
+
+/* the major version of the OpenSSL headers this build was made with */
+extern const int kc_compat_major;
+/* and their version, "4.0.3" */
+extern const char kc_compat_version[];
+
+/*
+ * Whether the core's "openssl-version" ("3.6.5") is of the major version
+ * this build was made for.  Another major version's libcrypto has another
+ * ABI: this module's calls would go to its own libcrypto (pulled into the
+ * process beside the core's, symbol versions keep them apart) with the
+ * core's objects.  Calls nothing of libcrypto.
+ */
+int kc_compat_same_major(const char *host_version);
+
+/*
+ * Whether k is the name of the "engine" parameter that OpenSSL 3's
+ * algorithms take beside a digest or cipher name.  OpenSSL 4.0 removed the
+ * ENGINE API and with it the parameter: no key is one there.
+ */
+int kc_compat_is_engine_param(const char *k);
+
+/*
+ * Whether the default provider, loading a digest for HMAC, keeps the errors
+ * that a successful fetch queued (OpenSSL 4: 1), or drops them (3: 0).
+ */
+extern const int kc_compat_digest_load_keeps_errors;
+
+/*
+ * Whether the default's AES-GCM draws a random IV at an encrypting init
+ * that brings none, and reports and keeps it (OpenSSL 4: 1; 3.x draws at
+ * the first update and fails an IV query before).
+ */
+extern const int kc_compat_gcm_draws_iv;
+
+/*
+ * Have fn run once, when libcrypto is about to clean up at exit, while it
+ * still works.  OpenSSL 3 runs it from OPENSSL_cleanup() (OPENSSL_atexit);
+ * OpenSSL 4.0 has no such hook and cleans up from its own destructor, which
+ * the dynamic linker runs after this module's, so fn runs from keycache's
+ * destructor, unless libcrypto was stopped already.
+ */
+int kc_compat_at_cleanup(void (*fn)(void));
+
+#endif
