@@ -2,7 +2,10 @@
 #define _GNU_SOURCE             /* memmem */
 #include "kc_heap.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -253,6 +256,49 @@ static unsigned long count_masked(const unsigned char *p, size_t n,
     return hits;
 }
 
+/*
+ * Count over [lo, hi) through /proc/self/mem, a chunk at a time: a page
+ * that cannot be read (glibc 2.42's MADV_GUARD_INSTALL stack guards sit
+ * inside rw-p mappings and fault on a plain load) fails its pread and is
+ * skipped instead of killing the test.  Chunks overlap by piece - 1 bytes,
+ * so no match is missed or counted twice; the bounce buffer is a mapping
+ * of its own, skipped and wiped.  The caller opens /proc/self/mem for
+ * each scan: a descriptor kept across fork() would read the parent.
+ */
+#define KCH_CHUNK (64 * 1024)
+static unsigned long count_region(int fd, uintptr_t lo, uintptr_t hi,
+                                  const unsigned char *masked, size_t piece,
+                                  unsigned char mask)
+{
+    static unsigned char *buf;
+    unsigned long hits = 0;
+    uintptr_t at;
+    ssize_t got;
+
+    if (buf == NULL) {
+        void *m = mmap(NULL, KCH_CHUNK, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+        if (m == MAP_FAILED)
+            return 0;
+        buf = m;
+    }
+    for (at = lo; at < hi && hi - at >= piece;
+         at += KCH_CHUNK - (piece - 1)) {
+        size_t n = hi - at < KCH_CHUNK ? hi - at : KCH_CHUNK;
+
+        if (at < (uintptr_t)buf + KCH_CHUNK && at + n > (uintptr_t)buf)
+            continue;
+        got = pread(fd, buf, n, (off_t)at);
+        if (got > 0)
+            hits += count_masked(buf, (size_t)got, masked, piece, mask);
+        memset(buf, 0, KCH_CHUNK);
+        if (n < KCH_CHUNK)
+            break;
+    }
+    return hits;
+}
+
 unsigned long kch_mapped(const unsigned char *masked, size_t len,
                          unsigned char mask, const char *say)
 {
@@ -262,9 +308,14 @@ unsigned long kch_mapped(const unsigned char *masked, size_t len,
     char line[512], perms[8];
     uintptr_t lo, hi;
     FILE *f;
+    int fd;
 
     if (len == 0 || (f = fopen("/proc/self/maps", "r")) == NULL)
         return 0;
+    if ((fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC)) < 0) {
+        fclose(f);
+        return 0;
+    }
     for (off = 0; off + piece <= len && npieces < KCH_MAX_PIECES;
          off += piece)
         offs[npieces++] = off;
@@ -277,9 +328,8 @@ unsigned long kch_mapped(const unsigned char *masked, size_t len,
             || hi <= lo || hi - lo > KCH_MAP_MAX)
             continue;
         for (i = 0, here = 0; i < npieces; i++) {
-            unsigned long c = count_masked((const unsigned char *)lo,
-                                           hi - lo, masked + offs[i], piece,
-                                           mask);
+            unsigned long c = count_region(fd, lo, hi, masked + offs[i],
+                                           piece, mask);
 
             counts[i] += c;
             here += c;
@@ -288,6 +338,7 @@ unsigned long kch_mapped(const unsigned char *masked, size_t len,
             fprintf(stderr, "\n  %s in %s", say, line);
     }
     fclose(f);
+    close(fd);
     for (i = 0; i < npieces; i++)
         if (counts[i] > best)
             best = counts[i];
