@@ -8,7 +8,9 @@
 #   4. the differential fuzzer for a bounded time (FUZZ_SECONDS, default 120)
 #   5. the same suite against OpenSSL 3.5 in a Debian trixie chroot, and
 #      against OpenSSL 4.0 in a sid chroot with experimental's OpenSSL
-#      (beside sid's 3.6, which python3 links: the mixed-host clients)
+#      (beside sid's 3.6, which python3 links: the mixed-host clients), and
+#      tools/mixed-host.sh: a module built for 3.6 (sid chroot) and one built
+#      for 4.0, each under 4.0's openssl and 3.6's python3
 #   6. the Debian package: built, installed, used and removed in trixie and
 #      bookworm chroots (tools/deb-check.sh)
 # Set KC_SKIP="asan tsan fuzz compat deb" (any subset) to leave steps out.
@@ -56,6 +58,8 @@ if want compat && [ -f tools/compat.sh ]; then
     bash tools/compat.sh trixie
     step "OpenSSL 4.0 (Debian sid chroot, OpenSSL from experimental)"
     bash tools/compat.sh sid-ossl4
+    step "mixed host: modules built for 3.6 and 4.0, in a 4.0 and a 3.6 program"
+    bash tools/mixed-host.sh --make-chroots
 fi
 
 if want deb && [ -f tools/deb-check.sh ]; then
