@@ -879,7 +879,7 @@ static void window_note(KC_CACHE *c, int hit)
  * once per connection end) are therefore never stored, while a key an
  * application uses again and again gets in on its third call (by default).
  */
-static int admit(KC_CACHE *c, uint64_t fp)
+static int admit(KC_CACHE *c, const KC_ALG *alg, uint64_t fp)
 {
     KC_SEEN *s = &c->seen[(fp >> 32) & (c->nseen - 1)];
 
@@ -897,7 +897,7 @@ static int admit(KC_CACHE *c, uint64_t fp)
     if (!bypass_allows(c))
         return 0;
     /* a key OpenSSL keyed inside its own code stays refused (origin.c) */
-    if (!kc_origin_admits()) {
+    if (!kc_origin_admits(c->pctx, alg->stat >= KC_STAT_CFAM)) {
         s->fp = fp;
         s->seen = KC_SEEN_REFUSED;
         return 0;
@@ -1068,7 +1068,7 @@ void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
             window_note(c, 0);
             if (*lk->counted != fp) {
                 *lk->counted = fp;
-                lk->admit = admit(c, fp);
+                lk->admit = admit(c, alg, fp);
             }
             return NULL;
         }

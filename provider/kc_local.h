@@ -361,6 +361,7 @@ struct kc_provctx_st {
     OSSL_FUNC_core_set_error_debug_fn *core_set_error_debug;
     OSSL_FUNC_core_vset_error_fn *core_vset_error;
     const char *name;         /* the provider's name, as the core knows it */
+    const void *core_fn;      /* a core function: which libcrypto runs us */
     KC_DEBUG *dbg;            /* KEYCACHE_DEBUG, NULL when unset */
     int started;              /* OSSL_provider_init() succeeded */
 
@@ -637,9 +638,10 @@ int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
  * origin.c: was the context being keyed keyed by the application through
  * one of libcrypto's MAC or cipher entry points (1), or by OpenSSL's own
  * code - libssl, a KDF, a DRBG, a signature - or by a path it cannot read
- * (0)?  Asked before a key is admitted, never on a hit.
+ * (0)?  A cipher's key counts only from a cipher entry point, a MAC's from
+ * a MAC one.  Asked before a key is admitted, never on a hit.
  */
-int kc_origin_admits(void);
+int kc_origin_admits(const KC_PROVCTX *pctx, int cipher);
 
 /* passthrough.c */
 int kc_passthrough_start(KC_PROVCTX *pctx);

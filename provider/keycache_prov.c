@@ -686,6 +686,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         switch (in->function_id) {
         case OSSL_FUNC_CORE_GET_PARAMS:
             core_get_params = OSSL_FUNC_core_get_params(in);
+            pctx->core_fn = (const void *)core_get_params;
             break;
         case OSSL_FUNC_CORE_GET_LIBCTX:
             core_get_libctx = OSSL_FUNC_core_get_libctx(in);

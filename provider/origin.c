@@ -43,17 +43,22 @@
  * _SKEY ones before 3.5) are skipped.  Not EVP_DigestSign/Final nor
  * EVP_PKEY_sign: a signature keys HMAC there with secrets of its own
  * (deterministic ECDSA nonces, SLH-DSA's PRF); a MAC key is keyed at
- * EVP_DigestSignInit.
+ * EVP_DigestSignInit.  A MAC keyed under a cipher entry point is the
+ * cipher's doing (the default's AES-SIV keys CMAC with half its key), and
+ * a cipher under a MAC one the MAC's: each kind counts only its own.
  */
 static const char *const entry_names[] = {
+    /* MAC entry points first, KC_NMAC of them */
     "EVP_Q_mac", "HMAC", "EVP_MAC_init", "EVP_MAC_init_SKEY",
     "EVP_MAC_CTX_set_params",
     "EVP_DigestSignInit", "EVP_DigestSignInit_ex",
+    /* then the cipher ones */
     "EVP_CipherInit", "EVP_CipherInit_ex", "EVP_CipherInit_ex2",
     "EVP_CipherInit_SKEY",
     "EVP_EncryptInit", "EVP_EncryptInit_ex", "EVP_EncryptInit_ex2",
     "EVP_DecryptInit", "EVP_DecryptInit_ex", "EVP_DecryptInit_ex2",
 };
+#define KC_NMAC 7
 #define KC_NENTRY (sizeof(entry_names) / sizeof(entry_names[0]))
 
 /* deeper than any keying path through libcrypto; beyond it, refuse */
@@ -67,6 +72,7 @@ static struct {
     int ok;                   /* the ranges below were found */
     KC_RANGE self, crypto;    /* keycache's and libcrypto's mappings */
     uintptr_t entry[KC_NENTRY];
+    int entry_cipher[KC_NENTRY];
     size_t nentry;
 } origin;
 
@@ -115,7 +121,7 @@ static void origin_init(void)
     size_t i;
 
     /* libcrypto is the object that holds the EVP_MAC_init we are linked to */
-    if (!range_of((uintptr_t)&kc_origin_admits, &origin.self)
+    if (!range_of((uintptr_t)&origin_init, &origin.self)
         || !range_of((uintptr_t)&EVP_MAC_init, &origin.crypto)
         || dladdr((void *)&EVP_MAC_init, &di) == 0 || di.dli_fname == NULL
         || (h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD)) == NULL)
@@ -123,8 +129,10 @@ static void origin_init(void)
     for (i = 0; i < KC_NENTRY; i++) {
         void *f = dlsym(h, entry_names[i]);
 
-        if (f != NULL)
+        if (f != NULL) {
+            origin.entry_cipher[origin.nentry] = i >= KC_NMAC;
             origin.entry[origin.nentry++] = (uintptr_t)f;
+        }
     }
     dlclose(h);
     origin.ok = origin.nentry > 0;
@@ -135,13 +143,13 @@ static ossl_inline int in_range(const KC_RANGE *r, uintptr_t a)
     return a >= r->start && a < r->end;
 }
 
-static int is_entry(uintptr_t start)
+static int is_entry(uintptr_t start, int cipher)
 {
     size_t i;
 
     for (i = 0; i < origin.nentry; i++)
         if (origin.entry[i] == start)
-            return 1;
+            return origin.entry_cipher[i] == cipher;
     return 0;
 }
 
@@ -161,6 +169,7 @@ static int in_libssl(uintptr_t a)
 
 typedef struct {
     int depth;
+    int cipher;               /* a cipher's key, not a MAC's */
     int in_crypto;            /* passed a libcrypto frame */
     uintptr_t outer;          /* start of the outermost libcrypto function */
     int verdict;              /* 1: the application keyed it */
@@ -187,18 +196,27 @@ static _Unwind_Reason_Code step(struct _Unwind_Context *uc, void *arg)
         return _URC_NO_REASON;
     }
     /* the first frame outside: the code that called into OpenSSL */
-    w->verdict = !in_libssl(ip) && (!w->in_crypto || is_entry(w->outer));
+    w->verdict = !in_libssl(ip)
+                 && (!w->in_crypto || is_entry(w->outer, w->cipher));
     return _URC_END_OF_STACK;
 }
 
 
-int kc_origin_admits(void)
+/*
+ * pctx->core_fn must lie in the libcrypto keycache is bound to: a process
+ * whose OpenSSL is another copy (linked into the executable without
+ * exporting it, a private copy loaded beside the system's, a preloaded
+ * wrapper of EVP_MAC_init) would have all of its frames taken for the
+ * application's.
+ */
+int kc_origin_admits(const KC_PROVCTX *pctx, int cipher)
 {
-    KC_WALK w = { 0, 0, 0, 0 };
+    KC_WALK w = { 0, 0, 0, 0, 0 };
 
     pthread_once(&origin_once, origin_init);
-    if (!origin.ok)
+    if (!origin.ok || !in_range(&origin.crypto, (uintptr_t)pctx->core_fn))
         return 0;
+    w.cipher = cipher;
     _Unwind_Backtrace(step, &w);
     return w.verdict;
 }

@@ -1027,6 +1027,86 @@ static void test_one_context(void)
     free(set);
 }
 
+/* Hits in ctx from five keyings by fn with a key of its own. */
+static uint64_t hits_of(OSSL_LIB_CTX *ctx, int (*fn)(OSSL_LIB_CTX *, int))
+{
+    uint64_t before = counts(ctx).hits;
+    int i, bad = 0;
+
+    for (i = 0; i < 5; i++)
+        bad += !fn(ctx, i);
+    CU_ASSERT_EQUAL(bad, 0);
+    return counts(ctx).hits - before;
+}
+
+static const unsigned char entry_key[32] = "application entry point key....";
+
+static int by_digestsign(OSSL_LIB_CTX *ctx, int i)
+{
+    EVP_PKEY *k = EVP_PKEY_new_raw_private_key_ex(ctx, "HMAC", NULL,
+                                                  entry_key, 32);
+    EVP_MD_CTX *m = EVP_MD_CTX_new();
+    unsigned char out[32];
+    size_t l = sizeof(out);
+    int ok = k != NULL && m != NULL
+             && (i % 2 == 0
+                 ? EVP_DigestSignInit_ex(m, NULL, "SHA256", ctx, NULL, k,
+                                         NULL)
+                 : EVP_DigestSignInit(m, NULL, EVP_sha256(), NULL, k))
+             && EVP_DigestSign(m, out, &l, entry_key, 7);
+
+    EVP_MD_CTX_free(m);
+    EVP_PKEY_free(k);
+    return ok;
+}
+
+static int by_cipherinit(OSSL_LIB_CTX *ctx, int i)
+{
+    static const unsigned char iv[12];
+    EVP_CIPHER *g = EVP_CIPHER_fetch(ctx, "AES-256-GCM", NULL);
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    int ok = g != NULL && c != NULL
+             && (i % 2 == 0 ? EVP_CipherInit(c, g, entry_key, iv, 1)
+                            : EVP_EncryptInit(c, g, entry_key, iv));
+
+    EVP_CIPHER_CTX_free(c);
+    EVP_CIPHER_free(g);
+    return ok;
+}
+
+/* The default's own AES-SIV keys CMAC with half of its key. */
+static int by_default_siv(OSSL_LIB_CTX *ctx, int i)
+{
+    EVP_CIPHER *v = EVP_CIPHER_fetch(ctx, "AES-128-SIV", "provider=default");
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    int ok = v != NULL && c != NULL
+             && EVP_EncryptInit_ex(c, v, NULL, entry_key, NULL);
+
+    EVP_CIPHER_CTX_free(c);
+    EVP_CIPHER_free(v);
+    return ok;
+}
+
+/*
+ * Each of the application's entry points that the admission check lists
+ * is admitted (a dropped one would cost the program its hits), and a key
+ * a default cipher keys a keycache MAC with under the application's
+ * EVP_EncryptInit_ex is not.
+ */
+static void test_entry_points(void)
+{
+    OSSL_LIB_CTX *ctx = kct_keycache_conf("aes_gcm = on\n");
+    uint64_t before;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_TRUE(hits_of(ctx, by_digestsign) >= 2);
+    CU_ASSERT_TRUE(hits_of(ctx, by_cipherinit) >= 2);
+    before = counts(ctx).entries;
+    CU_ASSERT_EQUAL(hits_of(ctx, by_default_siv), 0);
+    CU_ASSERT_EQUAL(counts(ctx).entries, before);
+    OSSL_LIB_CTX_free(ctx);
+}
+
 /* The scanner finds a secret, whole or in part, in a live block. */
 static void test_scanner(void)
 {
@@ -1076,6 +1156,8 @@ static void add_suites(void)
     CU_add_test(s, "TLS 1.3 resumption, default (control)", t13_res_def);
     CU_add_test(s, "TLS 1.3 resumption, keycache", t13_res_kc);
     CU_add_test(s, "a key of one context, keycache", test_one_context);
+    CU_add_test(s, "the application's entry points, keycache",
+                test_entry_points);
     CU_add_test(s, "KDFs and HMAC-DRBG under property queries, keycache",
                 test_inner_kdfs);
     CU_add_test(s, "TLS 1.2 provider=default, default (control)",

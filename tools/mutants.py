@@ -16,8 +16,13 @@ MUTANTS = {
     # every key admitted whoever keyed it: the default's KDFs, DRBGs and
     # libssl, fetched with provider=default, get their secrets cached
     "origin-admits-all": ("provider/origin.c",
-        "    pthread_once(&origin_once, origin_init);\n    if (!origin.ok)\n        return 0;",
-        "    return 1;\n    pthread_once(&origin_once, origin_init);\n    if (!origin.ok)\n        return 0;"),
+        "    pthread_once(&origin_once, origin_init);\n",
+        "    return 1;\n    pthread_once(&origin_once, origin_init);\n"),
+    # a MAC keyed under a cipher entry point admitted (the default's
+    # AES-SIV, fetched with provider=default, keys CMAC with half its key)
+    "origin-any-kind": ("provider/origin.c",
+        "            return origin.entry_cipher[i] == cipher;",
+        "            return 1;"),
     # libssl's frames taken for the application's (TLS 1.3's EVP_Q_mac of
     # its finished keys and the PRF's calls come from there)
     "origin-libssl-is-app": ("provider/origin.c",
