@@ -39,6 +39,7 @@
 typedef struct {
     KC_PROVCTX *pctx;
     const KC_DIGEST *dg;       /* the digest the default ctx would hold */
+    char *dg_props;            /* the query dg was resolved with, or NULL */
     void *inner;               /* inner HMAC ctx, NULL until keyed */
     KC_LEASE lease;            /* where inner goes back to, if anywhere */
     int passthrough;           /* inner is the reference copy: forward all */
@@ -72,15 +73,45 @@ static const KC_MAC_FNS *fns(const KC_HMAC_CTX *w)
     return &w->pctx->hmac;
 }
 
+/*
+ * Give |inner| the digest |dg|.  A private inner's library context has only
+ * the default, whose digest dg is, so the name alone finds it; a context in
+ * the application's is given the query the digest was resolved with, or
+ * that context's default properties could pick another provider's.
+ */
+static int inner_set_digest_q(const KC_HMAC_CTX *w, void *inner,
+                              const KC_DIGEST *dg, const char *props)
+{
+    OSSL_PARAM p[3], *q = p;
+
+    *q++ = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                            (char *)dg->name, 0);
+    if (props != NULL)
+        *q++ = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
+                                                (char *)props, 0);
+    *q = OSSL_PARAM_construct_end();
+    return fns(w)->set_ctx_params(inner, p);
+}
+
 static int inner_set_digest(const KC_HMAC_CTX *w, void *inner,
                             const KC_DIGEST *dg)
 {
-    OSSL_PARAM p[2];
+    return inner_set_digest_q(w, inner, dg, NULL);
+}
 
-    p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
-                                            (char *)dg->name, 0);
-    p[1] = OSSL_PARAM_construct_end();
-    return fns(w)->set_ctx_params(inner, p);
+/* w->dg = dg, resolved with |props| (NULL or "" for none); 0: no memory */
+static int set_digest(KC_HMAC_CTX *w, const KC_DIGEST *dg, const char *props)
+{
+    OPENSSL_free(w->dg_props);
+    w->dg_props = NULL;
+    w->dg = dg;
+    if (dg == NULL || props == NULL || props[0] == '\0')
+        return 1;
+    if ((w->dg_props = OPENSSL_strdup(props)) == NULL) {
+        w->dg = NULL;
+        return 0;
+    }
+    return 1;
 }
 
 static void free_inner(KC_HMAC_CTX *w)
@@ -167,7 +198,8 @@ static int go_passthrough_app(KC_HMAC_CTX *w)
         || (ctx = kc_inner_app_hmac(w->pctx, &mac)) == NULL)
         return go_passthrough(w);
     ERR_set_mark();
-    if (w->dg != NULL && !inner_set_digest(w, ctx, w->dg)) {
+    if (w->dg != NULL
+        && !inner_set_digest_q(w, ctx, w->dg, w->dg_props)) {
         ERR_pop_to_mark();
         fns(w)->freectx(ctx);
         EVP_MAC_free(mac);
@@ -184,8 +216,9 @@ static int go_passthrough_app(KC_HMAC_CTX *w)
  * Resolve a digest name the way the default provider does: a fetch in the
  * library context it runs in, the application's, so that a failure leaves
  * the very error the default would (its data names that context).  The
- * digest found is mapped to the inner default's table by name; one that is
- * not there (another provider's) passes through.  Remembered per thread:
+ * digest found is mapped to the inner default's table by name if the
+ * default provider made it; another provider's (even under a name the
+ * table knows) passes through, so the default's HMAC uses that one.  Remembered per thread:
  * a provider loaded into the application's context later is not seen for a
  * name this thread has resolved.  NULL: the fetch failed and left the
  * default's errors on the queue (as it does, only those of a failure).
@@ -228,7 +261,8 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
         ERR_clear_last_mark();
     else
         ERR_pop_to_mark();
-    d = kc_inner_digest(pctx, md);
+    d = kc_inner_is_default(pctx, EVP_MD_get0_provider(md))
+        ? kc_inner_digest(pctx, md) : NULL;
     EVP_MD_free(md);
     if (d == NULL)
         return &unknown_digest;
@@ -363,6 +397,7 @@ static void kc_hmac_freectx(void *vctx)
     c = kc_cache_here(w->pctx);
     if (w->inner != NULL && !park_inner(c, w))
         free_inner(w);
+    OPENSSL_free(w->dg_props);
     kc_wrapper_free_in(c, KC_POOL_HMAC, w, sizeof(*w));
 }
 
@@ -375,14 +410,21 @@ static void *kc_hmac_dupctx(void *vctx)
     *dst = *src;
     /* the copy owns its inner outright; only the original holds the lease */
     memset(&dst->lease, 0, sizeof(dst->lease));
+    if (src->dg_props != NULL
+        && (dst->dg_props = OPENSSL_strdup(src->dg_props)) == NULL) {
+        kc_wrapper_free(src->pctx, KC_POOL_HMAC, dst, sizeof(*dst));
+        return NULL;
+    }
     if (src->inner != NULL
         && (dst->inner = fns(src)->dupctx(src->inner)) == NULL) {
+        OPENSSL_free(dst->dg_props);
         kc_wrapper_free(src->pctx, KC_POOL_HMAC, dst, sizeof(*dst));
         return NULL;
     }
     /* an application default's context keeps that provider loaded */
     if (dst->app_mac != NULL && !EVP_MAC_up_ref(dst->app_mac)) {
         fns(dst)->freectx(dst->inner);
+        OPENSSL_free(dst->dg_props);
         kc_wrapper_free(src->pctx, KC_POOL_HMAC, dst, sizeof(*dst));
         return NULL;
     }
@@ -503,12 +545,13 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
             d = resolve_digest(w, dig->data, props != NULL ? props->data : NULL);
             if (d == NULL) {
                 /* the default forgets its digest when a fetch fails */
-                w->dg = NULL;
+                set_digest(w, NULL, NULL);
                 return 0;
             }
             if (d == &unknown_digest)
                 goto passthrough;
-            w->dg = d;
+            if (!set_digest(w, d, props != NULL ? props->data : NULL))
+                return 0;
         }
     }
     if (key != NULL)

@@ -169,6 +169,14 @@ const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md)
     return NULL;
 }
 
+/* Whether |prov| is the built-in default (in any library context). */
+int kc_inner_is_default(const KC_PROVCTX *pctx, const OSSL_PROVIDER *prov)
+{
+    return prov != NULL
+           && OSSL_PROVIDER_get0_dispatch(prov)
+              == OSSL_PROVIDER_get0_dispatch(pctx->deflt);
+}
+
 /*
  * A new HMAC context of the default provider in the application's library
  * context, for what keycache's private one cannot take (a digest only
@@ -189,9 +197,8 @@ void *kc_inner_app_hmac(KC_PROVCTX *pctx, EVP_MAC **mac)
     ERR_set_mark();
     *mac = EVP_MAC_fetch(pctx->app_libctx, OSSL_MAC_NAME_HMAC,
                          "provider=default");
-    if (*mac != NULL && (prov = EVP_MAC_get0_provider(*mac)) != NULL
-        && OSSL_PROVIDER_get0_dispatch(prov)
-           == OSSL_PROVIDER_get0_dispatch(pctx->deflt))
+    if (*mac != NULL
+        && kc_inner_is_default(pctx, prov = EVP_MAC_get0_provider(*mac)))
         ctx = pctx->hmac.newctx(OSSL_PROVIDER_get0_provider_ctx(prov));
     if (ctx == NULL) {
         EVP_MAC_free(*mac);

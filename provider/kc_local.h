@@ -450,6 +450,7 @@ int kc_inner_start(KC_PROVCTX *pctx);
 void kc_inner_stop(KC_PROVCTX *pctx);
 const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md);
 /* the application's default's HMAC, see inner.c */
+int kc_inner_is_default(const KC_PROVCTX *pctx, const OSSL_PROVIDER *prov);
 void *kc_inner_app_hmac(KC_PROVCTX *pctx, EVP_MAC **mac);
 
 /* rand.c: the private context's RAND is the application's */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -1533,6 +1534,244 @@ static void test_legacy_digests(void)
     OSSL_LIB_CTX_free(kc);
 }
 
+/*
+ * A provider of the application's that offers SHA2-256 under the default's
+ * names ("kctestmd", built in by the test): its digest delegates to the
+ * default's and counts its updates, so a record shows whose SHA-256 an HMAC
+ * ran on.  The default's HMAC uses whichever digest the application's
+ * library context resolves; keycache must too, and must not swap in its
+ * own default's digest because the name matches.
+ */
+static EVP_MD *md_delegate;
+static int md_updates;
+
+static void *md_newctx(void *provctx)
+{
+    return EVP_MD_CTX_new();
+}
+
+static void md_freectx(void *ctx)
+{
+    EVP_MD_CTX_free(ctx);
+}
+
+static void *md_dupctx(void *ctx)
+{
+    EVP_MD_CTX *dup = EVP_MD_CTX_new();
+
+    if (dup != NULL && !EVP_MD_CTX_copy_ex(dup, ctx)) {
+        EVP_MD_CTX_free(dup);
+        dup = NULL;
+    }
+    return dup;
+}
+
+static int md_init(void *ctx, const OSSL_PARAM params[])
+{
+    return EVP_DigestInit_ex2(ctx, md_delegate, NULL);
+}
+
+static int md_update(void *ctx, const unsigned char *in, size_t inl)
+{
+    md_updates++;
+    return EVP_DigestUpdate(ctx, in, inl);
+}
+
+static int md_final(void *ctx, unsigned char *out, size_t *outl,
+                    size_t outsz)
+{
+    unsigned int n = 0;
+
+    if (outsz < 32 || !EVP_DigestFinal_ex(ctx, out, &n))
+        return 0;
+    *outl = n;
+    return 1;
+}
+
+static int md_get_params(OSSL_PARAM params[])
+{
+    OSSL_PARAM *p;
+
+    if ((p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_BLOCK_SIZE)) != NULL
+        && !OSSL_PARAM_set_size_t(p, 64))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_SIZE)) != NULL
+        && !OSSL_PARAM_set_size_t(p, 32))
+        return 0;
+    return 1;
+}
+
+static const OSSL_PARAM *md_gettable_params(void *provctx)
+{
+    static const OSSL_PARAM p[] = {
+        OSSL_PARAM_size_t(OSSL_DIGEST_PARAM_BLOCK_SIZE, NULL),
+        OSSL_PARAM_size_t(OSSL_DIGEST_PARAM_SIZE, NULL),
+        OSSL_PARAM_END
+    };
+
+    return p;
+}
+
+static const OSSL_DISPATCH md_sha256_fns[] = {
+    { OSSL_FUNC_DIGEST_NEWCTX, (void (*)(void))md_newctx },
+    { OSSL_FUNC_DIGEST_FREECTX, (void (*)(void))md_freectx },
+    { OSSL_FUNC_DIGEST_DUPCTX, (void (*)(void))md_dupctx },
+    { OSSL_FUNC_DIGEST_INIT, (void (*)(void))md_init },
+    { OSSL_FUNC_DIGEST_UPDATE, (void (*)(void))md_update },
+    { OSSL_FUNC_DIGEST_FINAL, (void (*)(void))md_final },
+    { OSSL_FUNC_DIGEST_GET_PARAMS, (void (*)(void))md_get_params },
+    { OSSL_FUNC_DIGEST_GETTABLE_PARAMS, (void (*)(void))md_gettable_params },
+    { 0, NULL }
+};
+
+static const OSSL_ALGORITHM md_algs[] = {
+    { "SHA2-256:SHA-256:SHA256", "provider=kctestmd",
+      md_sha256_fns, NULL },
+    { NULL, NULL, NULL, NULL }
+};
+
+static const OSSL_ALGORITHM *md_query(void *provctx, int op, int *no_cache)
+{
+    *no_cache = 0;
+    return op == OSSL_OP_DIGEST ? md_algs : NULL;
+}
+
+static const OSSL_DISPATCH md_prov_fns[] = {
+    { OSSL_FUNC_PROVIDER_QUERY_OPERATION, (void (*)(void))md_query },
+    { 0, NULL }
+};
+
+static int md_prov_init(const OSSL_CORE_HANDLE *handle,
+                        const OSSL_DISPATCH *in, const OSSL_DISPATCH **out,
+                        void **provctx)
+{
+    *out = md_prov_fns;
+    *provctx = (void *)handle;
+    return 1;
+}
+
+/* the HMAC's query: keycache's, where the default properties prefer kctestmd */
+static const char *other_md_hmac_q;
+
+/* One MAC through a new context; the record says how often kctestmd ran. */
+static void other_md_mac(REC *r, EVP_MAC *mac, const OSSL_PARAM *first,
+                         const OSSL_PARAM *second, int k)
+{
+    EVP_MAC_CTX *ctx = new_ctx(mac, r);
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t outl;
+    int before = md_updates;
+
+    do_set(r, ctx, first);
+    if (second != NULL)
+        do_set(r, ctx, second);
+    do_mac(r, ctx, keys[k], sizeof(keys[k]), NULL, msgs[2], msglens[2], out,
+           &outl);
+    rec_printf(r, "kctestmd updates %d\n", md_updates - before);
+    EVP_MAC_CTX_free(ctx);
+}
+
+static void pat_other_provider_md(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(libctx, "HMAC", other_md_hmac_q);
+    OSSL_PARAM none[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    OSSL_PARAM dflt[3] = {
+        p_digest("SHA256"),
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
+                                         "provider=default", 0),
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM theirs[3] = {
+        p_digest("SHA256"),
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
+                                         "provider=kctestmd", 0),
+        OSSL_PARAM_END
+    };
+    int one = 1, i;
+    OSSL_PARAM oneshot[2] = {
+        OSSL_PARAM_construct_int(OSSL_MAC_PARAM_DIGEST_ONESHOT, &one),
+        OSSL_PARAM_END
+    };
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t outl = 0;
+    int before, rc;
+
+    for (i = 0; i < 6; i++) {
+        rec_printf(r, "-- round %d\n", i);
+        other_md_mac(r, mac, none, NULL, 0);        /* the preferred: theirs */
+        other_md_mac(r, mac, theirs, NULL, 1);
+        other_md_mac(r, mac, dflt, NULL, 2);        /* the default's */
+        /* resolved as the default's, then passed through before the key */
+        other_md_mac(r, mac, dflt, oneshot, 3);
+        before = md_updates;
+        rc = EVP_Q_mac(libctx, "HMAC", other_md_hmac_q, "SHA256", NULL, keys[4],
+                       sizeof(keys[4]), msgs[1], msglens[1], out,
+                       sizeof(out), &outl) != NULL;
+        rec_printf(r, "q_mac rc=%d ", rc);
+        rec_hex(r, out, rc ? outl : 0);
+        rec_printf(r, " kctestmd updates %d\n", md_updates - before);
+        rec_errs(r);
+    }
+    EVP_MAC_free(mac);
+    ERR_clear_error();
+}
+
+static void test_other_provider_md(void)
+{
+    OSSL_LIB_CTX *kc = OSSL_LIB_CTX_new(), *ref = OSSL_LIB_CTX_new();
+    OSSL_PROVIDER *d = NULL, *t1 = NULL, *t2 = NULL;
+    KCT_REC def = { 0 }, got = { 0 };
+    uint64_t hits0, hits1;
+    char path[KCT_PATH_LEN];
+
+    CU_ASSERT_FATAL(kc != NULL && ref != NULL);
+    md_delegate = EVP_MD_fetch(kct_default(), "SHA256", NULL);
+    CU_ASSERT_FATAL(md_delegate != NULL);
+    /*
+     * kctestmd is loaded before anything fetches a digest in the context:
+     * OpenSSL 3.0 does not see a provider's digests loaded after that.
+     */
+    CU_ASSERT_FATAL(OSSL_PROVIDER_add_builtin(ref, "kctestmd", md_prov_init)
+                    && OSSL_PROVIDER_add_builtin(kc, "kctestmd", md_prov_init));
+    t1 = OSSL_PROVIDER_load(ref, "kctestmd");
+    d = OSSL_PROVIDER_load(ref, "default");
+    t2 = OSSL_PROVIDER_load(kc, "kctestmd");
+    CU_ASSERT_FATAL(d != NULL && t1 != NULL && t2 != NULL);
+    CU_ASSERT_FATAL(kct_write_conf(path, ""));
+    CU_ASSERT(OSSL_LIB_CTX_load_config(kc, path));
+    unlink(path);
+    CU_ASSERT_FATAL(OSSL_PROVIDER_available(kc, KEYCACHE_PROVIDER_NAME));
+    /*
+     * Theirs is the preferred SHA-256 where the default's is not asked for;
+     * keycache's HMAC is then asked for by name (a query can state only one
+     * preferred provider).
+     */
+    CU_ASSERT_FATAL(EVP_set_default_properties(ref, "?provider=kctestmd")
+                    && EVP_set_default_properties(kc, "?provider=kctestmd"));
+    other_md_hmac_q = NULL;
+    kct_rec_run(pat_other_provider_md, ref, &def);
+    hits0 = kct_counter_in(kc, KEYCACHE_PARAM_HITS);
+    other_md_hmac_q = "provider=" KEYCACHE_PROVIDER_NAME;
+    kct_rec_run(pat_other_provider_md, kc, &got);
+    hits1 = kct_counter_in(kc, KEYCACHE_PARAM_HITS);
+    CU_ASSERT(kct_rec_same("another provider's SHA-256", &def, &got));
+    /* the reference ran on theirs where it should, and on the default's */
+    CU_ASSERT(strstr(def.buf, "kctestmd updates 0") != NULL
+              && strstr(def.buf, "kctestmd updates 4") != NULL
+              && strstr(def.buf, "MISMATCH") == NULL);
+    /* the default's digest under provider=default is still cached */
+    CU_ASSERT(hits1 != UINT64_MAX && hits1 > hits0);
+    kct_rec_free(&def);
+    kct_rec_free(&got);
+    OSSL_PROVIDER_unload(t2);
+    OSSL_PROVIDER_unload(t1);
+    OSSL_PROVIDER_unload(d);
+    OSSL_LIB_CTX_free(ref);
+    OSSL_LIB_CTX_free(kc);
+    EVP_MD_free(md_delegate);
+    md_delegate = NULL;
+}
+
 /* CUnit wrappers: each pattern is its own test */
 
 static void test_q_mac(void) { run_pattern(pat_q_mac, 1); }
@@ -1846,6 +2085,8 @@ static void add_suites(void)
     CU_add_test(s, "KDF digests, unknown ones too", test_kdf_digests);
     CU_add_test(s, "digests of another provider (legacy)",
                 test_legacy_digests);
+    CU_add_test(s, "a digest of another provider, under the default's name",
+                test_other_provider_md);
     CU_add_test(s, "noinit/oneshot/tls params do not leak", test_flags);
     CU_add_test(s, "8 threads, mixed keys", test_threads);
     CU_add_test(s, "context outlives its thread", test_thread_handoff);

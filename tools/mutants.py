@@ -28,6 +28,16 @@ MUTANTS = {
     "origin-libssl-is-app": ("provider/origin.c",
         "    return strncmp(base, \"libssl\", 6) == 0;",
         "    return 0;"),
+    # another provider's digest under a name the table knows taken for the
+    # default's (HMAC then runs on keycache's own SHA-256)
+    "digest-any-provider": ("provider/hmac.c",
+        "    d = kc_inner_is_default(pctx, EVP_MD_get0_provider(md))",
+        "    d = 1 || kc_inner_is_default(pctx, EVP_MD_get0_provider(md))"),
+    # the pass-through to the application's default told the digest's name
+    # but not the query it was resolved with
+    "passthrough-app-no-props": ("provider/hmac.c",
+        "        && !inner_set_digest_q(w, ctx, w->dg, w->dg_props)) {",
+        "        && !inner_set_digest_q(w, ctx, w->dg, NULL)) {"),
     # a key keyed again and again in one context counts each time
     "admit-per-keying": ("provider/cache.c",
         "            if (*lk->counted != fp) {",
