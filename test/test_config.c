@@ -215,7 +215,7 @@ static void test_gcm_off(void)
 /*
  * aes_gcm = auto, and no aes_gcm line at all (the default): AES-GCM is
  * offered where caching it was measured to pay, OpenSSL 3.0, and left to
- * default elsewhere (see README, Performance).  HMAC is always offered.
+ * default elsewhere (see docs/measurements.md).  HMAC is always offered.
  */
 static void test_gcm_auto(void)
 {
@@ -302,7 +302,7 @@ static void test_fam_off(void)
     ERR_clear_error();
 }
 
-/* cmac, gmac, kmac = auto, and no line at all: offered (see README). */
+/* cmac, gmac, kmac = auto, and no line at all: offered (see docs/measurements.md). */
 static void test_fam_auto(void)
 {
     static const char *const sets[2] = {

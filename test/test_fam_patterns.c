@@ -1030,7 +1030,7 @@ static void pat_bad(OSSL_LIB_CTX *libctx, REC *r)
             rec_printf(r, "-- %s ciphers and properties\n", fams[f].mac);
             /*
              * Served uncached, a cipher is fetched in keycache's library
-             * context: a failed fetch names that (README, Limitations).
+             * context: a failed fetch names that (docs/limits.md).
              */
             r->mask_libctx = 1;
             for (l = 0; l < nc + sizeof(props) / sizeof(props[0]); l++) {
@@ -1242,7 +1242,7 @@ static void prefix_one(EVP_MAC *mac, REC *r, const FAM *f, const char *name,
                in_init ? "in init" : "set first");
     /*
      * A refused cipher is fetched in keycache's library context, which
-     * its error names (README, Limitations); a GMAC whose cipher was
+     * its error names (docs/limits.md); a GMAC whose cipher was
      * refused draws a random IV: return values only.
      */
     r->mask_libctx = f->kind != F_KMAC;
@@ -1640,7 +1640,7 @@ static void pat_utf8_forms(OSSL_LIB_CTX *libctx, REC *r)
                 continue;
             /*
              * Ciphers the default refuses for the family: a failed fetch
-             * names keycache's library context (README, Limitations).
+             * names keycache's library context (docs/limits.md).
              */
             r->mask_libctx = 1;
             for (i = 0; i < 2; i++) {
