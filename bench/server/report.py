@@ -1,0 +1,192 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""bench/server's numbers (stdlib only).
+
+    report.py wrk FILE TICKS              one wrk --latency output and the
+                                          server's CPU ticks over it:
+                                          "requests seconds rps p99_us
+                                          errors cpu_us_per_request"
+    report.py table DIR [SVG [CAPTION]]   the table of DIR/results.csv and
+                                          DIR/counters.csv; SVG: the plot
+
+results.csv: server,arm,round,requests,seconds,rps,p99_us,errors,cpu_us_req
+counters.csv: server,arm,hits,misses,passthrough,served
+"""
+import csv
+import os
+import re
+import statistics
+import sys
+from xml.sax.saxutils import escape
+
+ARM_NAMES = {"def": "default", "kc": "keycache", "fix": "per-thread fix"}
+ARM_COLOURS = {"def": "#888888", "kc": "#2a7ab0", "fix": "#d9822b"}
+UNITS = {"us": 1, "ms": 1e3, "s": 1e6, "m": 6e7}
+
+
+def wrk(path, ticks):
+    text = open(path).read()
+    req = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m),", text)
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", text)
+    p99 = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s|m)\s*$", text, re.M)
+    if not (req and rps and p99):
+        sys.exit(f"cannot read wrk's output {path}")
+    socket = re.search(r"Socket errors: connect (\d+), read (\d+), "
+                       r"write (\d+), timeout (\d+)", text)
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    errors = (sum(int(x) for x in socket.groups()) if socket else 0) \
+        + (int(non2xx.group(1)) if non2xx else 0)
+    n = int(req.group(1))
+    secs = float(req.group(2)) * UNITS[req.group(3)] / 1e6
+    clk = os.sysconf("SC_CLK_TCK")
+    cpu = int(ticks) / clk * 1e6 / n if n else 0.0
+    print(n, f"{secs:.3f}", rps.group(1),
+          f"{float(p99.group(1)) * UNITS[p99.group(2)]:.0f}", errors,
+          f"{cpu:.2f}")
+
+
+def spread(xs, fmt):
+    """median [min-max]"""
+    return (fmt.format(statistics.median(xs)) + " [" + fmt.format(min(xs))
+            + "–" + fmt.format(max(xs)) + "]")
+
+
+def load(d):
+    rows = list(csv.DictReader(open(os.path.join(d, "results.csv"))))
+    counters = {}
+    cpath = os.path.join(d, "counters.csv")
+    if os.path.exists(cpath):
+        for r in csv.DictReader(open(cpath)):
+            counters[(r["server"], r["arm"])] = r
+    data = {}
+    for r in rows:
+        data.setdefault(r["server"], {}).setdefault(r["arm"], []).append(r)
+    return data, counters
+
+
+def per_round(arms, f):
+    """f(values of one round by arm) for every round all arms ran"""
+    by = {}
+    for arm, rs in arms.items():
+        for r in rs:
+            by.setdefault(r["round"], {})[arm] = float(r["cpu_us_req"])
+    return [f(v) for v in by.values() if len(v) == len(arms)]
+
+
+def table(d):
+    data, counters = load(d)
+    out = ["| server | arm | CPU µs/request | requests/s | p99 ms "
+           "| CPU vs default | keycache hits/request, hit rate |",
+           "|---|---|---:|---:|---:|---:|---|"]
+    notes = []
+    for server, arms in data.items():
+        for arm in ("def", "kc", "fix"):
+            if arm not in arms:
+                continue
+            rs = arms[arm]
+            cpu = [float(r["cpu_us_req"]) for r in rs]
+            rps = [float(r["rps"]) for r in rs]
+            p99 = [float(r["p99_us"]) / 1000 for r in rs]
+            if arm == "def":
+                rel = ""
+            else:
+                rel = spread(per_round({"def": arms["def"], arm: rs},
+                                       lambda v: v[arm] / v["def"]),
+                             "{:.3f}") + "x"
+            c = counters.get((server, arm))
+            if c is None or c["hits"] == "not-loaded":
+                hits = "not loaded"
+            else:
+                h, m, p = (int(c[k]) for k in ("hits", "misses",
+                                               "passthrough"))
+                served = int(c["served"])
+                hits = (f"{h / served:.2f}/req, "
+                        f"{100 * h / max(1, h + m + p):.1f}% "
+                        f"({h} hits, {m} misses, {p} pass-through)")
+            out.append(f"| {server} | {ARM_NAMES[arm]} | "
+                       f"{spread(cpu, '{:.1f}')} | {spread(rps, '{:.0f}')} | "
+                       f"{spread(p99, '{:.2f}')} | {rel} | {hits} |")
+        if "fix" in arms:
+            share = per_round(arms, lambda v: (v["def"] - v["kc"])
+                              / (v["def"] - v["fix"]))
+            if share:
+                notes.append(f"{server}: keycache delivers "
+                             f"{spread([100 * s for s in share], '{:.0f}')}%"
+                             " of the per-thread fix's CPU saving, "
+                             "(default - keycache) / (default - fix) per "
+                             "round")
+    print("\n".join(out))
+    print()
+    print("median [min–max] over rounds; CPU µs/request = server "
+          "utime+stime over the wrk run / requests wrk completed")
+    for n in notes:
+        print(n)
+    return data
+
+
+def svg(data, path, caption):
+    """One row of bars per server and arm: CPU µs/request (median, whisker
+    min-max) on the left, requests/s on the right."""
+    rows = [(s, a) for s, arms in data.items()
+            for a in ("def", "kc", "fix") if a in arms]
+    bar, gap, top, left, pw = 16, 14, 46, 250, 300
+    servers = list(data)
+    h = top + len(rows) * (bar + 4) + len(servers) * gap + 60
+    w = left + 2 * pw + 80
+    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
+         f'viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">',
+         f'<rect width="{w}" height="{h}" fill="white"/>']
+    panels = [("CPU µs per request (lower is better)", "cpu_us_req", left),
+              ("requests/s (higher is better)", "rps", left + pw + 40)]
+    for title, key, x0 in panels:
+        vmax = max(float(r[key]) for s, a in rows for r in data[s][a])
+        scale = (pw - 50) / vmax
+        o.append(f'<text x="{x0}" y="{top - 24}" font-weight="bold">'
+                 f'{escape(title)}</text>')
+        y = top
+        prev = None
+        for s, a in rows:
+            if s != prev:
+                if prev is not None:
+                    y += gap
+                if key == "cpu_us_req":
+                    o.append(f'<text x="8" y="{y + 12}" font-weight="bold">'
+                             f'{escape(s)}</text>')
+                prev = s
+            vs = [float(r[key]) for r in data[s][a]]
+            med, lo, hi = statistics.median(vs), min(vs), max(vs)
+            if key == "cpu_us_req":
+                o.append(f'<text x="{x0 - 8}" y="{y + 12}" '
+                         f'text-anchor="end">{ARM_NAMES[a]}</text>')
+            o.append(f'<rect x="{x0}" y="{y}" width="{med * scale:.1f}" '
+                     f'height="{bar}" fill="{ARM_COLOURS[a]}"/>')
+            yc = y + bar / 2
+            o.append(f'<path d="M{x0 + lo * scale:.1f} {yc}H{x0 + hi * scale:.1f}'
+                     f'M{x0 + lo * scale:.1f} {yc - 4}v8M{x0 + hi * scale:.1f} '
+                     f'{yc - 4}v8" stroke="black" fill="none"/>')
+            label = f"{med:.1f}" if key == "cpu_us_req" else f"{med:.0f}"
+            o.append(f'<text x="{x0 + hi * scale + 4:.1f}" y="{y + 12}">'
+                     f'{label}</text>')
+            y += bar + 4
+        o.append(f'<path d="M{x0} {top - 6}V{y}" stroke="black"/>')
+    for i, line in enumerate(caption.split("\n")[:3]):
+        o.append(f'<text x="8" y="{h - 40 + 14 * i}" font-size="10" '
+                 f'fill="#444">{escape(line)}</text>')
+    o.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(o) + "\n")
+
+
+def main():
+    if len(sys.argv) >= 4 and sys.argv[1] == "wrk":
+        wrk(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "table":
+        data = table(sys.argv[2])
+        if len(sys.argv) >= 4 and data:
+            svg(data, sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else "")
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
