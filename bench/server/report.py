@@ -20,6 +20,11 @@ import sys
 from xml.sax.saxutils import escape
 
 ARM_NAMES = {"def": "default", "kc": "keycache", "fix": "per-thread fix"}
+SERVER_NAMES = {"dn-cookie": "dn-cookie: ASP.NET Core, HMACSHA1.HashData, new "
+                "AesGcm",
+                "dn-auth": "dn-auth: ASP.NET Core cookie authentication",
+                "rb-puma": "rb-puma: puma, ActiveSupport MessageVerifier + "
+                "MessageEncryptor"}
 ARM_COLOURS = {"def": "#888888", "kc": "#2a7ab0", "fix": "#d9822b"}
 UNITS = {"us": 1, "ms": 1e3, "s": 1e6, "m": 6e7}
 
@@ -64,13 +69,23 @@ def load(d):
     return data, counters
 
 
-def per_round(arms, f):
+def per_round(arms, f, key="cpu_us_req"):
     """f(values of one round by arm) for every round all arms ran"""
     by = {}
     for arm, rs in arms.items():
         for r in rs:
-            by.setdefault(r["round"], {})[arm] = float(r["cpu_us_req"])
+            by.setdefault(r["round"], {})[arm] = float(r[key])
     return [f(v) for v in by.values() if len(v) == len(arms)]
+
+
+def ratios(arms, arm, key):
+    """arm / default per round (for default itself: each round / median)"""
+    if arm == "def":
+        vs = [float(r[key]) for r in arms["def"]]
+        med = statistics.median(vs)
+        return [v / med for v in vs]
+    return per_round({"def": arms["def"], arm: arms[arm]},
+                     lambda v: v[arm] / v["def"], key)
 
 
 def table(d):
@@ -90,9 +105,7 @@ def table(d):
             if arm == "def":
                 rel = ""
             else:
-                rel = spread(per_round({"def": arms["def"], arm: rs},
-                                       lambda v: v[arm] / v["def"]),
-                             "{:.3f}") + "x"
+                rel = spread(ratios(arms, arm, "cpu_us_req"), "{:.3f}") + "x"
             c = counters.get((server, arm))
             if c is None or c["hits"] == "not-loaded":
                 hits = "not loaded"
@@ -125,23 +138,26 @@ def table(d):
 
 
 def svg(data, path, caption):
-    """One row of bars per server and arm: CPU µs/request (median, whisker
-    min-max) on the left, requests/s on the right."""
+    """A bar per server and arm, relative to the default arm: CPU per
+    request on the left, requests/s on the right.  Bars: the median over
+    rounds of the arm / default ratio of the same round (the table's "CPU
+    vs default"); whiskers: its min-max; labels: the absolute median."""
     rows = [(s, a) for s, arms in data.items()
             for a in ("def", "kc", "fix") if a in arms]
-    bar, gap, top, left, pw = 16, 14, 46, 250, 300
+    bar, gap, top, left, pw, vmax = 16, 10, 50, 110, 350, 1.4
     servers = list(data)
-    h = top + len(rows) * (bar + 4) + len(servers) * gap + 60
-    w = left + 2 * pw + 80
+    h = top + len(rows) * (bar + 4) + len(servers) * (gap + 18) + 50
+    w = left + 2 * pw + 60
+    scale = (pw - 70) / vmax
     o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
          f'viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">',
          f'<rect width="{w}" height="{h}" fill="white"/>']
-    panels = [("CPU µs per request (lower is better)", "cpu_us_req", left),
-              ("requests/s (higher is better)", "rps", left + pw + 40)]
-    for title, key, x0 in panels:
-        vmax = max(float(r[key]) for s, a in rows for r in data[s][a])
-        scale = (pw - 50) / vmax
-        o.append(f'<text x="{x0}" y="{top - 24}" font-weight="bold">'
+    panels = [("server CPU per request, vs default (lower is better)",
+               "cpu_us_req", left, "{:.1f} µs"),
+              ("requests/s, vs default (higher is better)", "rps",
+               left + pw + 30, "{:.0f}/s")]
+    for title, key, x0, fmt in panels:
+        o.append(f'<text x="{x0}" y="{top - 30}" font-weight="bold">'
                  f'{escape(title)}</text>')
         y = top
         prev = None
@@ -149,28 +165,39 @@ def svg(data, path, caption):
             if s != prev:
                 if prev is not None:
                     y += gap
-                if key == "cpu_us_req":
+                if x0 == left:
                     o.append(f'<text x="8" y="{y + 12}" font-weight="bold">'
-                             f'{escape(s)}</text>')
+                             f'{escape(SERVER_NAMES.get(s, s))}</text>')
+                y += 18
                 prev = s
-            vs = [float(r[key]) for r in data[s][a]]
-            med, lo, hi = statistics.median(vs), min(vs), max(vs)
-            if key == "cpu_us_req":
+            rs = ratios(data[s], a, key)
+            if not rs:
+                continue
+            med, lo, hi = (statistics.median(rs), min(rs), max(rs))
+            absolute = statistics.median(float(r[key]) for r in data[s][a])
+            if x0 == left:
                 o.append(f'<text x="{x0 - 8}" y="{y + 12}" '
                          f'text-anchor="end">{ARM_NAMES[a]}</text>')
-            o.append(f'<rect x="{x0}" y="{y}" width="{med * scale:.1f}" '
-                     f'height="{bar}" fill="{ARM_COLOURS[a]}"/>')
+            o.append(f'<rect x="{x0}" y="{y}" '
+                     f'width="{min(med, vmax) * scale:.1f}" height="{bar}" '
+                     f'fill="{ARM_COLOURS[a]}"/>')
             yc = y + bar / 2
-            o.append(f'<path d="M{x0 + lo * scale:.1f} {yc}H{x0 + hi * scale:.1f}'
-                     f'M{x0 + lo * scale:.1f} {yc - 4}v8M{x0 + hi * scale:.1f} '
-                     f'{yc - 4}v8" stroke="black" fill="none"/>')
-            label = f"{med:.1f}" if key == "cpu_us_req" else f"{med:.0f}"
-            o.append(f'<text x="{x0 + hi * scale + 4:.1f}" y="{y + 12}">'
-                     f'{label}</text>')
+            xl, xh = (x0 + min(v, vmax) * scale for v in (lo, hi))
+            o.append(f'<path d="M{xl:.1f} {yc}H{xh:.1f}M{xl:.1f} {yc - 4}v8'
+                     f'M{xh:.1f} {yc - 4}v8" stroke="black" fill="none"/>')
+            xt = max(xh, x0 + scale) + 4
+            o.append(f'<text x="{xt:.1f}" y="{y + 12}" font-size="11">'
+                     f'{med:.2f}x, {escape(fmt.format(absolute))}</text>')
             y += bar + 4
-        o.append(f'<path d="M{x0} {top - 6}V{y}" stroke="black"/>')
+        for t in (0, 0.5, 1.0):
+            x = x0 + t * scale
+            style = {0: 'stroke="black"', 0.5: 'stroke="#ccc"',
+                     1.0: 'stroke="black" stroke-dasharray="3 3"'}[t]
+            o.append(f'<path d="M{x:.1f} {top - 6}V{y}" {style}/>')
+            o.append(f'<text x="{x:.1f}" y="{top - 10}" font-size="10" '
+                     f'text-anchor="middle">{t:g}</text>')
     for i, line in enumerate(caption.split("\n")[:3]):
-        o.append(f'<text x="8" y="{h - 40 + 14 * i}" font-size="10" '
+        o.append(f'<text x="8" y="{h - 40 + 13 * i}" font-size="10" '
                  f'fill="#444">{escape(line)}</text>')
     o.append("</svg>")
     with open(path, "w") as f:
