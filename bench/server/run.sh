@@ -27,6 +27,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+cmdline="bash bench/server/run.sh${*:+ $*}"
 build=build rounds=5 duration=10 warmup=5 conns=4 threads=2 out= svg=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -77,6 +78,7 @@ cleanup()
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+echo "$cmdline"
 echo "server bench: wrk -t$threads -c$conns, $rounds rounds of ${duration}s" \
      "per arm after ${warmup}s warm-up; default: OPENSSL_CONF=/dev/null," \
      "keycache: OPENSSL_CONF=$conf"
@@ -202,11 +204,12 @@ for server in "${servers[@]}"; do
 done
 
 echo
-caption="bash bench/server/run.sh --rounds $rounds --duration $duration ${servers[*]}
+caption="$cmdline
 $(openssl version | cut -d' ' -f1-2), $(nproc) CPUs, wrk -t$threads -c$conns; $(uptime | sed 's/.*load/load/')
 bars: median over rounds; whiskers: min-max"
 if [ "$(wc -l <"$out/results.csv")" -gt 1 ]; then
-    "$KC_PYTHON" "$here/report.py" table "$out" "$svg" "$caption" \
+    { printf '%s\n\n' "$cmdline; $(uptime | sed 's/.*load/load/')"
+      "$KC_PYTHON" "$here/report.py" table "$out" "$svg" "$caption"; } \
         | tee "$out/table.md"
     echo
     echo "results: $out/results.csv, $out/counters.csv, $out/table.md; plot: $svg"
