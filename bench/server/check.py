@@ -23,7 +23,8 @@ A transcript line is the status and the body; the bodies carry only
 deterministic content (verification results, counters, the re-signed
 cookie, the claims), so the transcripts must be byte-equal across arms.
 Writes OUTDIR/SERVER.cookie, the Cookie header wrk sends (the reference's
-valid cookies), and prints the number of requests each arm served.
+valid cookies; for dn-auth one line per user, KC_CHECK_USERS users logged
+in at the reference), and prints the number of requests each arm served.
 Exit status 1 when transcripts differ or a request failed.
 """
 import http.client
@@ -31,6 +32,7 @@ import os
 import sys
 
 CHAIN = int(os.environ.get("KC_CHECK_CHAIN", "40"))
+USERS = int(os.environ.get("KC_CHECK_USERS", "1"))
 
 
 class Arm:
@@ -105,7 +107,7 @@ def cookie_server(arms):
     for a in arms:
         st, body, _ = a.get(a.path, header(ref))
         a.log(f"reference's cookies", st, body)
-    return header(ref)
+    return [header(ref)]
 
 
 def auth_server(arms):
@@ -133,7 +135,15 @@ def auth_server(arms):
                   st, body)
     # the reference's own login line is not part of the comparison
     ref.lines.pop(0)
-    return wrk_cookie
+    # USERS cookies for wrk to rotate through, each user's own (Data
+    # Protection derives a key per cookie from its key modifier)
+    cookies = [wrk_cookie]
+    for i in range(1, USERS):
+        st, _, lck = ref.get(f"/login?user=user{i}")
+        if st != 200:
+            raise OSError(f"login user{i}: status {st}")
+        cookies.append(header(lck))
+    return cookies
 
 
 def main():
@@ -148,7 +158,7 @@ def main():
         print(f"FAIL {server}: request failed: {e!r}", file=sys.stderr)
         return 1
     with open(os.path.join(outdir, f"{server}.cookie"), "w") as f:
-        f.write(wrk_cookie + "\n")
+        f.write("\n".join(wrk_cookie) + "\n")
     status = 0
     ref = arms[0]
     for a in arms:

@@ -5,7 +5,7 @@
 #
 #   bench/server/run.sh [--build DIR] [--rounds N] [--duration S]
 #                       [--warmup S] [--connections C] [--threads T]
-#                       [--out DIR] [--svg FILE] [server ...]
+#                       [--users N] [--out DIR] [--svg FILE] [server ...]
 #
 # Servers (all without arguments; see common.sh): dn-cookie, dn-auth
 # (ASP.NET Core on Kestrel, built offline into DIR/server) and rb-puma
@@ -21,14 +21,18 @@
 # and keycache's exit report (KEYCACHE_DEBUG=file:) gives its hits per
 # request served.  The table (medians [min-max] over rounds) is printed and
 # written to OUT/table.md with OUT/results.csv, OUT/counters.csv and the
-# plot OUT/servers.svg (--svg FILE: elsewhere).  Defaults: DIR build, 5
-# rounds of 10 s, 5 s warm-up, wrk -t2 -c4, OUT DIR/server-bench.
+# plot OUT/servers.svg (--svg FILE: elsewhere).  dn-auth's requests carry
+# the cookies of --users users in turn (each cookie has its own derived
+# keys; one cookie for all would make them look cacheable).  Defaults: DIR
+# build, 5 rounds of 10 s, 5 s warm-up, wrk -t2 -c4, 1000 users, OUT
+# DIR/server-bench.
 # Nothing is pinned: on 2 cores the server's threads and wrk's share both.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 cmdline="bash bench/server/run.sh${*:+ $*}"
 build=build rounds=5 duration=10 warmup=5 conns=4 threads=2 out= svg=
+users=1000
 while [ $# -gt 0 ]; do
     case $1 in
     --build)       build=$2; shift 2 ;;
@@ -39,7 +43,8 @@ while [ $# -gt 0 ]; do
     --threads)     threads=$2; shift 2 ;;
     --out)         out=$2; shift 2 ;;
     --svg)         svg=$2; shift 2 ;;
-    -h|--help)     sed -n '3,26p' "$0"; exit 0 ;;
+    --users)       users=$2; shift 2 ;;
+    -h|--help)     sed -n '3,29p' "$0"; exit 0 ;;
     -*)            echo "unknown option $1" >&2; exit 2 ;;
     *)             break ;;
     esac
@@ -103,8 +108,8 @@ measure()
     pid=$(cat "$run/$server.$arm.pid")
     url=http://127.0.0.1:${port[$arm]}$(kc_server_path "$server" "$arm")
     t0=$(kc_server_cpu "$pid")
-    wrk -t"$threads" -c"$conns" -d"${secs}s" --latency \
-        -H "Cookie: $cookie" "$url" >"$run/$server.$arm.$tag.wrk" 2>&1
+    wrk -t"$threads" -c"$conns" -d"${secs}s" --latency "${wrkargs[@]}" \
+        "$url" >"$run/$server.$arm.$tag.wrk" 2>&1
     t1=$(kc_server_cpu "$pid")
     "$KC_PYTHON" "$here/report.py" wrk "$run/$server.$arm.$tag.wrk" \
         $((t1 - t0))
@@ -140,8 +145,8 @@ for server in "${servers[@]}"; do
         fi
     done
     if [ -z "$failed" ]; then
-        if counts=$("$KC_PYTHON" "$here/check.py" "$server" "$run" \
-                    "${specs[@]}"); then
+        if counts=$(KC_CHECK_USERS=$users "$KC_PYTHON" "$here/check.py" \
+                    "$server" "$run" "${specs[@]}"); then
             echo "responses: identical in all arms ($counts requests;" \
                  "transcripts in $run/$server.*.txt)"
             for kv in $counts; do
@@ -152,7 +157,19 @@ for server in "${servers[@]}"; do
         fi
     fi
     if [ -z "$failed" ]; then
-        cookie=$(cat "$run/$server.cookie")
+        if [ "$(wc -l <"$run/$server.cookie")" -gt 1 ]; then
+            # every request the next user's cookie, in turn
+            printf '%s\n' "local c = {}" \
+                "for l in io.lines(\"$run/$server.cookie\") do c[#c + 1] = l end" \
+                "local i = 0" \
+                "request = function()" \
+                "  i = i % #c + 1" \
+                "  return wrk.format(nil, nil, { Cookie = c[i] })" \
+                "end" >"$run/$server.lua"
+            wrkargs=(-s "$run/$server.lua")
+        else
+            wrkargs=(-H "Cookie: $(cat "$run/$server.cookie")")
+        fi
         for a in "${arms[@]}"; do
             read -r n _ _ _ e _ <<<"$(measure "$server" "$a" "$warmup" warm)"
             served[$a]=$((served[$a] + ${n:-0}))
