@@ -116,6 +116,15 @@ def table(d):
                 hits = (f"{h / served:.2f}/req, "
                         f"{100 * h / max(1, h + m + p):.1f}% "
                         f"({h} hits, {m} misses, {p} pass-through)")
+            if arm != "def":
+                rs_ = ratios(arms, arm, "cpu_us_req")
+                q = statistics.quantiles(rs_, n=4) if len(rs_) > 1 else rs_
+                if q and q[0] < 1 < q[-1]:
+                    notes.append(f"{server} {ARM_NAMES[arm]}: the middle "
+                                 "half of its per-round CPU ratios "
+                                 f"({q[0]:.3f}–{q[-1]:.3f}) spans 1.0: this "
+                                 "run does not resolve the difference "
+                                 "(noise: more rounds or a quieter machine)")
             out.append(f"| {server} | {ARM_NAMES[arm]} | "
                        f"{spread(cpu, '{:.1f}')} | {spread(rps, '{:.0f}')} | "
                        f"{spread(p99, '{:.2f}')} | {rel} | {hits} |")
@@ -127,7 +136,10 @@ def table(d):
             share = sorted(per_round(arms, lambda v: (v["def"] - v["kc"])
                                      / (v["def"] - v["fix"])
                                      if v["def"] != v["fix"] else 0.0))
-            if med["def"] != med["fix"]:
+            if med["def"] <= med["fix"]:
+                notes.append(f"{server}: the per-thread fix saved no CPU in "
+                             "this run's medians: no share to give")
+            else:
                 q = (statistics.quantiles(share, n=4) if len(share) > 1
                      else share * 3)
                 notes.append(

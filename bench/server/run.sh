@@ -223,7 +223,7 @@ done
 echo
 caption="$cmdline
 $(openssl version | cut -d' ' -f1-2), $(nproc) CPUs, wrk -t$threads -c$conns; $(uptime | sed 's/.*load/load/')
-bars: median over rounds; whiskers: min-max"
+bars: median of the per-round ratio to the default arm, whiskers: its min-max; labels: that ratio, the arm's own median"
 if [ "$(wc -l <"$out/results.csv")" -gt 1 ]; then
     { printf '%s\n\n' "$cmdline; $(uptime | sed 's/.*load/load/')"
       "$KC_PYTHON" "$here/report.py" table "$out" "$svg" "$caption"; } \
