@@ -40,16 +40,13 @@ static int build_path(int major, char *buf, size_t len)
     return n > 0 && (size_t)n < len;
 }
 
-typedef int (KC_INIT_FN)(const OSSL_CORE_HANDLE *, const OSSL_DISPATCH *,
-                         const OSSL_DISPATCH **, void **);
-
 __attribute__((visibility("default")))
 int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                        const OSSL_DISPATCH **out, void **provctx)
 {
     const char *version = kc_early_core_version(handle, in), *err;
     char path[1024], why[2048];
-    KC_INIT_FN *init;
+    OSSL_provider_init_fn *init;
     void *h;
     int major;
 
@@ -82,7 +79,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                  "cannot be loaded: %s", major, err != NULL ? err : path);
         goto refuse;
     }
-    init = (KC_INIT_FN *)dlsym(h, "OSSL_provider_init");
+    init = (OSSL_provider_init_fn *)dlsym(h, "OSSL_provider_init");
     if (init == NULL || init == OSSL_provider_init) {
         snprintf(why, sizeof(why), "%s is not a keycache build (%s)", path,
                  init == NULL ? "no OSSL_provider_init" : "it is the loader");
