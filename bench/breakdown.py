@@ -24,6 +24,14 @@ callgrind shows unnamed.
 """
 import os, re, subprocess, sys, tempfile
 
+# keycache's code: the module keycache-ossl<major>.so that the loader
+# keycache.so starts (or a module named keycache.so, loaded directly)
+KC_OBJ = re.compile(r"(^|/)keycache(-ossl\d+)?\.so$")
+
+
+def is_kc(ob):
+    return KC_OBJ.search(ob) is not None
+
 COUNTED = ("malloc", "free", "CRYPTO_malloc", "CRYPTO_zalloc", "CRYPTO_free",
            "CRYPTO_THREAD_read_lock", "CRYPTO_THREAD_write_lock",
            "pthread_mutex_lock")
@@ -64,7 +72,7 @@ def profile(kcbench, scen, n, out):
                 after_calls = False
             elif line[:1].isdigit() or line[:1] in "+-*":
                 # a cost line of fn itself (not the line after calls=)
-                if fn_ob.endswith("keycache.so"):
+                if is_kc(fn_ob):
                     parts = line.split()
                     if len(parts) >= 2:
                         selfc[fn] = selfc.get(fn, 0) + int(parts[1])
@@ -95,11 +103,11 @@ def profile(kcbench, scen, n, out):
                 base = cfn.split("'")[0]
                 if base in COUNTED:
                     calls[base] = calls.get(base, 0) + int(m.group(1))
-                    if fn_ob.endswith("keycache.so"):
+                    if is_kc(fn_ob):
                         own[base] = own.get(base, 0) + int(m.group(1))
                 callee_ob = cob if cob is not None else fn_ob
-                if (fn_ob.endswith("keycache.so")
-                        and not callee_ob.endswith("keycache.so")):
+                if (is_kc(fn_ob)
+                        and not is_kc(callee_ob)):
                     ext_key = (fn, base, os.path.basename(callee_ob))
                 cob = None
     return incl, calls, own, ext, selfc

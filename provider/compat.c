@@ -9,17 +9,14 @@
 #include <openssl/opensslv.h>
 
 #include "kc_compat.h"
+#include "kc_early.h"
 
 const int kc_compat_major = OPENSSL_VERSION_MAJOR;
 const char kc_compat_version[] = OPENSSL_VERSION_STR;
 
 int kc_compat_same_major(const char *host_version)
 {
-    int major = 0;
-
-    for (; *host_version >= '0' && *host_version <= '9'; host_version++)
-        major = major * 10 + (*host_version - '0');
-    return major == OPENSSL_VERSION_MAJOR;
+    return kc_early_major(host_version) == OPENSSL_VERSION_MAJOR;
 }
 
 /*

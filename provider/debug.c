@@ -5,8 +5,8 @@
  *   KEYCACHE_DEBUG=[file:PATH][,level:N][,interval:S]
  *
  * is read when the provider starts.  Lines go to PATH (appended, opened
- * for each write, so log rotation and fork() need no care; see open_log()
- * for what it must be) or to stderr, each with the time and the process
+ * for each write, so log rotation and fork() need no care; see early.c's
+ * open_log() for what it must be) or to stderr, each with the time and the process
  * id.  Level 1, the default: the start,
  * load and configuration problems, routing warnings, and the counters per
  * algorithm when the process exits or the provider is unloaded.  Level 2
@@ -17,15 +17,13 @@
  * When the variable is unset pctx->dbg stays NULL: the hot path pays
  * nothing, and start-up pays a NULL test per message.
  */
-#define _GNU_SOURCE            /* secure_getenv() */
-#include <errno.h>
-#include <fcntl.h>
+#define _GNU_SOURCE            /* secure_getenv(), dladdr() */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <openssl/crypto.h>
@@ -35,7 +33,6 @@
 
 #include "kc_local.h"
 
-#define KC_DEBUG_ENV "KEYCACHE_DEBUG"
 #define KC_DEBUG_MAX_LEVEL 2
 /* a day is plenty for a report interval; more is a typo */
 #define KC_DEBUG_MAX_INTERVAL 86400
@@ -45,12 +42,9 @@ struct kc_debug_st {
     KC_PROVCTX *pctx;
     int level;
     uint64_t interval;           /* seconds between reports, 0 = none */
-    char *path;                  /* NULL: stderr */
-    long pid;
-    unsigned int serial;         /* which instance in this process */
+    KC_LOGTO to;                 /* where lines go, their prefix */
     time_t next_report;          /* whoever advances it writes the report */
     int linked, reported;
-    int file_failed;             /* PATH refused once: no more lines */
     KC_COUNTERS base[KC_STAT_SLOTS]; /* counters inherited over fork() */
 };
 
@@ -73,92 +67,6 @@ static const char *const slot_names[KC_STAT_SLOTS] = {
 /* ---------------------------------------------------------------------- */
 /* Output                                                                 */
 
-static void write_all(int fd, const char *p, size_t n)
-{
-    ssize_t w;
-
-    while (n > 0) {
-        w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
-/*
- * PATH, opened for one message.  A root service must not be made to append
- * to whatever a symbolic link planted in its log directory points at, so
- * the last component is never followed, and only a regular file is written
- * (O_NONBLOCK: a FIFO without a reader must not hang the program), created
- * 0600 since the lines describe the program's use of keys.  Refused once,
- * PATH is not tried again: the reason goes to stderr once and later lines
- * are dropped, in a forked child too (it inherits the flag), rather than
- * mixed into the program's own stderr.  -1 if nothing is to be written.
- */
-static int open_log(KC_DEBUG *d)
-{
-    struct stat st;
-    const char *why;
-    char note[512];
-    int fd, err;
-
-    if (__atomic_load_n(&d->file_failed, __ATOMIC_RELAXED))
-        return -1;
-    fd = open(d->path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK
-                       | O_CLOEXEC | O_NOCTTY, 0600);
-    if (fd >= 0) {
-        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-            return fd;
-        close(fd);
-        why = "not a regular file";
-    } else if ((err = errno) == ELOOP) {
-        why = "a symbolic link, which keycache does not follow";
-    } else if (err == ENXIO) {  /* a FIFO without a reader, a socket */
-        why = "not a regular file";
-    } else {
-        why = strerror(err);
-    }
-    if (!__atomic_exchange_n(&d->file_failed, 1, __ATOMIC_RELAXED)) {
-        snprintf(note, sizeof(note), "keycache[%ld]: " KC_DEBUG_ENV
-                 ": cannot write to %s: %s; its lines are dropped\n",
-                 d->pid, d->path, why);
-        write_all(STDERR_FILENO, note, strlen(note));
-    }
-    return -1;
-}
-
-/* One write per message, so lines of several processes do not mix. */
-static void emit(KC_DEBUG *d, const char *text, size_t len)
-{
-    int fd = STDERR_FILENO;
-
-    if (d->path != NULL && (fd = open_log(d)) < 0)
-        return;
-    write_all(fd, text, len);
-    if (fd != STDERR_FILENO)
-        close(fd);
-}
-
-/* "2025-01-31T12:00:00Z keycache[1234]: " (#2 for a second instance) */
-static size_t prefix(const KC_DEBUG *d, char *buf, size_t len)
-{
-    time_t now = time(NULL);
-    struct tm tm;
-    char serial[16] = "";
-    int n;
-
-    gmtime_r(&now, &tm);
-    if (d->serial > 1)
-        snprintf(serial, sizeof(serial), "#%u", d->serial);
-    n = snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02dZ keycache[%ld%s]: ",
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                 tm.tm_min, tm.tm_sec, d->pid, serial);
-    return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
-}
-
 /* Append one line to buf (of size len, filled to *used). */
 static void line_v(const KC_DEBUG *d, char *buf, size_t len, size_t *used,
                    const char *fmt, va_list ap)
@@ -167,7 +75,7 @@ static void line_v(const KC_DEBUG *d, char *buf, size_t len, size_t *used,
 
     if (*used + 2 >= len)
         return;
-    *used += prefix(d, buf + *used, len - *used);
+    *used += kc_log_prefix(&d->to, buf + *used, len - *used);
     n = vsnprintf(buf + *used, len - *used - 1, fmt, ap);
     if (n > 0)
         *used += (size_t)n < len - *used - 1 ? (size_t)n : len - *used - 2;
@@ -196,7 +104,7 @@ void kc_debug_log(KC_PROVCTX *pctx, int level, const char *fmt, ...)
     va_start(ap, fmt);
     line_v(d, buf, sizeof(buf), &used, fmt, ap);
     va_end(ap);
-    emit(d, buf, used);
+    kc_log_emit(&d->to, buf, used);
 }
 
 int kc_debug_level(const KC_PROVCTX *pctx)
@@ -275,7 +183,7 @@ static void report(KC_DEBUG *d, const char *when)
                              " entries=%llu\n", (unsigned long long)entries);
     if (used >= sizeof(buf))
         used = sizeof(buf) - 1;
-    emit(d, buf, used);
+    kc_log_emit(&d->to, buf, used);
 }
 
 /*
@@ -401,7 +309,7 @@ static void fork_child(void)
 
     pthread_mutex_unlock(&dbg_lock);
     for (d = live; d != NULL; d = d->next) {
-        d->pid = (long)getpid();
+        d->to.pid = (long)getpid();
         d->reported = 0;
         kc_cache_counters_by_alg(d->pctx, d->base, &entries);
     }
@@ -467,8 +375,8 @@ static void parse(KC_DEBUG *d, const char *s)
             val++;
         if (val != NULL && klen == 4 && strncmp(s, "file", 4) == 0
             && s + len > val) {
-            OPENSSL_free(d->path);
-            d->path = OPENSSL_strndup(val, (size_t)(s + len - val));
+            OPENSSL_free(d->to.path);
+            d->to.path = OPENSSL_strndup(val, (size_t)(s + len - val));
         } else if (val != NULL && klen == 5 && strncmp(s, "level", 5) == 0
                    && (n = number(val, (size_t)(s + len - val),
                                   KC_DEBUG_MAX_LEVEL)) >= 0) {
@@ -495,54 +403,6 @@ static void parse(KC_DEBUG *d, const char *s)
                      KC_DEBUG_MAX_INTERVAL);
 }
 
-/*
- * A line for a start refused before anything of libcrypto may be called
- * (the process runs another major version of it): KEYCACHE_DEBUG read here
- * without allocating, file: and the level only.
- */
-void kc_debug_refusal(const char *fmt, ...)
-{
-    const char *env = secure_getenv(KC_DEBUG_ENV), *s, *val;
-    char path[512], buf[768];
-    KC_DEBUG d;
-    size_t len, used;
-    va_list ap;
-    int n;
-
-    if (env == NULL || *env == '\0')
-        return;
-    memset(&d, 0, sizeof(d));
-    d.level = 1;
-    d.pid = (long)getpid();
-    for (s = env; *s != '\0'; s += *s == ',') {
-        len = strcspn(s, ",");
-        val = memchr(s, ':', len);
-        if (val != NULL && val - s == 4 && strncmp(s, "file", 4) == 0
-            && (size_t)(s + len - val - 1) < sizeof(path)) {
-            memcpy(path, val + 1, (size_t)(s + len - val - 1));
-            path[s + len - val - 1] = '\0';
-            d.path = path;
-        } else if ((val == NULL && len == 1 && s[0] == '0')
-                   || (len == 7 && strncmp(s, "level:0", 7) == 0)) {
-            d.level = 0;
-        } else if (val == NULL || (val - s == 5 && strncmp(s, "level", 5) == 0)) {
-            d.level = 1;
-        }
-        s += len;
-    }
-    if (d.level == 0)
-        return;
-    used = prefix(&d, buf, sizeof(buf));
-    va_start(ap, fmt);
-    n = vsnprintf(buf + used, sizeof(buf) - used - 1, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        used += (size_t)n < sizeof(buf) - used - 1 ? (size_t)n
-                                                   : sizeof(buf) - used - 2;
-    buf[used++] = '\n';
-    emit(&d, buf, used);
-}
-
 void kc_debug_init(KC_PROVCTX *pctx)
 {
     /* not for set-uid programs: the variable could name any file */
@@ -554,14 +414,26 @@ void kc_debug_init(KC_PROVCTX *pctx)
         return;
     d->pctx = pctx;
     d->level = 1;
-    d->pid = (long)getpid();
+    d->to.pid = (long)getpid();
     pctx->dbg = d;
     parse(d, env);
     if (d->level == 0) {
         pctx->dbg = NULL;
-        OPENSSL_free(d->path);
+        OPENSSL_free(d->to.path);
         OPENSSL_free(d);
     }
+}
+
+/* this module's file name: which build the loader started */
+static const char *module_file(void)
+{
+    Dl_info di;
+    const char *base;
+
+    if (dladdr((void *)module_file, &di) == 0 || di.dli_fname == NULL)
+        return "?";
+    base = strrchr(di.dli_fname, '/');
+    return base != NULL ? base + 1 : di.dli_fname;
 }
 
 void kc_debug_start(KC_PROVCTX *pctx)
@@ -573,7 +445,7 @@ void kc_debug_start(KC_PROVCTX *pctx)
         return;
     pthread_once(&hooks_once, hooks_register);
     pthread_mutex_lock(&dbg_lock);
-    d->serial = ++serials;
+    d->to.serial = ++serials;
     d->next = live;
     live = d;
     d->linked = 1;
@@ -582,9 +454,9 @@ void kc_debug_start(KC_PROVCTX *pctx)
     if (d->interval != 0)
         snprintf(when, sizeof(when), "every %llus and at exit",
                  (unsigned long long)d->interval);
-    kc_debug_log(pctx, 1, "start: %s %s with %s, cache_size=%llu hmac=%s "
-                 "aes_gcm=%s idle_ttl=%llu admit_after=%u; reports %s",
-                 pctx->name, KC_VERSION_STR,
+    kc_debug_log(pctx, 1, "start: %s %s (%s) with %s, cache_size=%llu "
+                 "hmac=%s aes_gcm=%s idle_ttl=%llu admit_after=%u; reports %s",
+                 pctx->name, KC_VERSION_STR, module_file(),
                  OpenSSL_version(OPENSSL_VERSION),
                  (unsigned long long)pctx->cache_size,
                  pctx->hmac_on ? "on" : "off",
@@ -619,6 +491,6 @@ void kc_debug_stop(KC_PROVCTX *pctx)
                      "it was to be activated by the configuration: this "
                      "program runs without keycache", pctx->name);
     pctx->dbg = NULL;
-    OPENSSL_free(d->path);
+    OPENSSL_free(d->to.path);
     OPENSSL_free(d);
 }

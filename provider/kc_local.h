@@ -22,6 +22,10 @@
  * provider/origin.c         who keyed a context: admissions only for the
  *                           application's own keys
  * provider/compat.c         what differs between OpenSSL versions
+ * provider/early.c          what comes before libcrypto may be called:
+ *                           the core's version, refusals, log lines
+ * provider/loader.c         keycache.so, which starts the build for the
+ *                           host's major version (a module of its own)
  */
 #ifndef KC_LOCAL_H
 #define KC_LOCAL_H
@@ -38,6 +42,7 @@
 
 #include "keycache.h"
 #include "kc_compat.h"
+#include "kc_early.h"
 
 /* the build passes the project version */
 #ifndef KC_VERSION_STR
@@ -418,18 +423,11 @@ struct kc_provctx_st {
 #define KC_R_INNER_MISSING    3
 void kc_raise_at(KC_PROVCTX *pctx, int reason, const char *file, int line,
                  const char *fmt, ...);
-#ifdef __FILE_NAME__
-# define KC_FILE_NAME __FILE_NAME__
-#else
-# define KC_FILE_NAME "keycache"
-#endif
 #define kc_raise(pctx, reason, ...) \
     kc_raise_at(pctx, reason, KC_FILE_NAME, __LINE__, __VA_ARGS__)
 
 /* debug.c: KEYCACHE_DEBUG=file:PATH,level:N,interval:S */
 void kc_debug_init(KC_PROVCTX *pctx);
-/* calls nothing of libcrypto */
-void kc_debug_refusal(const char *fmt, ...);
 void kc_debug_start(KC_PROVCTX *pctx);
 void kc_debug_stop(KC_PROVCTX *pctx);
 int kc_debug_level(const KC_PROVCTX *pctx);

@@ -609,21 +609,6 @@ static const OSSL_DISPATCH kc_dispatch[] = {
 };
 
 
-static void refuse_error(const OSSL_CORE_HANDLE *handle,
-                         OSSL_FUNC_core_new_error_fn *new_error,
-                         OSSL_FUNC_core_vset_error_fn *vset_error,
-                         const char *fmt, ...)
-{
-    va_list ap;
-
-    if (new_error == NULL || vset_error == NULL)
-        return;
-    new_error(handle);
-    va_start(ap, fmt);
-    vset_error(handle, ERR_PACK(ERR_LIB_PROV, 0, ERR_R_INIT_FAIL), fmt, ap);
-    va_end(ap);
-}
-
 /*
  * Is the core's libcrypto of the major version this module was built for?
  * Asked before anything of libcrypto is called: with another major version
@@ -636,35 +621,18 @@ static void refuse_error(const OSSL_CORE_HANDLE *handle,
 static int host_matches(const OSSL_CORE_HANDLE *handle,
                         const OSSL_DISPATCH *in)
 {
-    OSSL_FUNC_core_get_params_fn *get = NULL;
-    OSSL_FUNC_core_new_error_fn *new_error = NULL;
-    OSSL_FUNC_core_vset_error_fn *vset_error = NULL;
-    const char *version = NULL;
-    OSSL_PARAM q[2] = {
-        { OSSL_PROV_PARAM_CORE_VERSION, OSSL_PARAM_UTF8_PTR, &version,
-          sizeof(version), OSSL_PARAM_UNMODIFIED },
-        { NULL, 0, NULL, 0, 0 }
-    };
+    const char *version = kc_early_core_version(handle, in);
 
-    for (; in->function_id != 0; in++) {
-        if (in->function_id == OSSL_FUNC_CORE_GET_PARAMS)
-            get = OSSL_FUNC_core_get_params(in);
-        else if (in->function_id == OSSL_FUNC_CORE_NEW_ERROR)
-            new_error = OSSL_FUNC_core_new_error(in);
-        else if (in->function_id == OSSL_FUNC_CORE_VSET_ERROR)
-            vset_error = OSSL_FUNC_core_vset_error(in);
-    }
     /* a core that cannot say is taken at its word: it loaded a 3.x ABI */
-    if (get == NULL || !get(handle, q) || version == NULL
-        || kc_compat_same_major(version))
+    if (version == NULL || kc_compat_same_major(version))
         return 1;
-    kc_debug_refusal("not started: built for OpenSSL %s, loaded by OpenSSL "
-                     "%s; the program runs without keycache (install the "
-                     "keycache built for OpenSSL %.1s)",
-                     kc_compat_version, version, version);
-    refuse_error(handle, new_error, vset_error,
-                 "keycache: built for OpenSSL %s, loaded by OpenSSL %s",
-                 kc_compat_version, version);
+    kc_early_log(1, "not started: built for OpenSSL %s, loaded by OpenSSL "
+                 "%s; the program runs without keycache (install the "
+                 "keycache built for OpenSSL %d)",
+                 kc_compat_version, version, kc_early_major(version));
+    kc_early_raise(handle, in, KC_FILE_NAME, __LINE__,
+                   "built for OpenSSL %s, loaded by OpenSSL %s",
+                   kc_compat_version, version);
     return 0;
 }
 

@@ -5,7 +5,9 @@
 #
 # `cmake --install` writes everything under --prefix (and DESTDIR), the
 # modules directory follows libcrypto's and can be overridden, and what it
-# installs works: the module (stripped in Release builds), the header under
+# installs works: the loader keycache.so and the module it starts,
+# keycache-ossl<major>.so, beside it (both stripped in Release builds), the
+# header under
 # include/keycache/, the three configs with the installed module path, the
 # man page (renders without warnings), docs, license and copyright, and the
 # systemd drop-in example, whose environment (as systemd parses it, when
@@ -26,6 +28,8 @@ moddir_rel=${moddir_sys#"$prefix_sys"/}
 buildtype=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt")
 printf 'what do ya want for nothing?' > "$tmp/msg"
 rfc4231_2=5BDCC146BF60754E6A042426089575C75A003F089D2739839DEC58B964EC3843
+# this build's module, which the loader keycache.so starts
+real=keycache-ossl$(pkg-config --modversion libcrypto | cut -d. -f1).so
 
 # What is in the system's modules directory and /usr/share now, to see
 # that no install below touches it.
@@ -52,7 +56,8 @@ outside=$(grep -v "^$P/" "$build/install_manifest.txt" || true)
 check "--prefix: nothing installed outside the prefix" "$outside" ""
 same_as_manifest "$P" && ok "--prefix: the files are the manifest's" \
     || bad "--prefix: the files are the manifest's" "$(diff "$tmp/found" "$tmp/manifest")"
-for f in "$moddir_rel/keycache.so" include/keycache/keycache.h \
+for f in "$moddir_rel/keycache.so" "$moddir_rel/$real" \
+         "share/doc/${real%.so}/copyright" include/keycache/keycache.h \
          share/keycache/keycache.cnf share/keycache/keycache-system.cnf \
          share/keycache/keycache-include.cnf share/man/man7/provider-keycache.7 \
          share/doc/keycache/README.md share/doc/keycache/LICENSE \
@@ -75,12 +80,19 @@ check "keycache-system.cnf includes the include file" \
         "$P/share/keycache/keycache-system.cnf")" 1
 case "$buildtype" in
 Release|MinSizeRel)
-    check "$buildtype: installed module is stripped" \
-        "$(readelf -S "$mod" | grep -c '\.symtab')" 0 ;;
+    for m in "$mod" "$P/$moddir_rel/$real"; do
+        check "$buildtype: installed $(basename "$m") is stripped" \
+            "$(readelf -S "$m" | grep -c '\.symtab')" 0
+    done ;;
 *)
-    cmp -s "$build/keycache.so" "$mod" && ok "$buildtype: installed module is the built one" \
-        || bad "$buildtype: installed module is the built one" ;;
+    for m in keycache.so "$real"; do
+        cmp -s "$build/$m" "$P/$moddir_rel/$m" && ok "$buildtype: installed $m is the built one" \
+            || bad "$buildtype: installed $m is the built one"
+    done ;;
 esac
+# the loader runs in programs of any OpenSSL major version: no libcrypto
+check "the loader links no libcrypto" \
+    "$(readelf -d "$mod" | grep NEEDED | grep -c 'libcrypto\|libssl')" 0
 
 # ---- 2. the installed configs work -------------------------------------
 # served_by CONF: providers active, HMAC right and reached by a query-less
@@ -170,8 +182,9 @@ outside=$(grep -v "^$prefix_sys/" "$build/install_manifest.txt" || true)
 check "DESTDIR: everything under the prefix" "$outside" ""
 same_as_manifest "$D" "$D" && ok "DESTDIR: the files are the manifest's" \
     || bad "DESTDIR: the files are the manifest's" "$(diff "$tmp/found" "$tmp/manifest")"
-[ -s "$D$moddir_sys/keycache.so" ] && ok "DESTDIR: module in libcrypto's modules directory" \
-    || bad "DESTDIR: module in $D$moddir_sys"
+[ -s "$D$moddir_sys/keycache.so" ] && [ -s "$D$moddir_sys/$real" ] \
+    && ok "DESTDIR: loader and module in libcrypto's modules directory" \
+    || bad "DESTDIR: loader and module in $D$moddir_sys"
 check "DESTDIR: in libcrypto's directory the config names the module by name" \
     "$(grep '^module' "$D$prefix_sys/share/keycache/keycache.cnf")" "module = keycache.so"
 
@@ -187,8 +200,10 @@ if cmake -S "$src" -B "$B" -DBUILD_TESTING=OFF -DKEYCACHE_MODULESDIR=lib/kc-modu
     check "override: config names it" \
         "$(grep '^module' "$tmp/p2/share/keycache/keycache.cnf")" \
         "module = $tmp/p2/lib/kc-modules/keycache.so"
-    check "Release: installed module is stripped" \
-        "$(readelf -S "$tmp/p2/lib/kc-modules/keycache.so" | grep -c '\.symtab')" 0
+    for m in keycache.so "$real"; do
+        check "Release: installed $m is stripped" \
+            "$(readelf -S "$tmp/p2/lib/kc-modules/$m" | grep -c '\.symtab')" 0
+    done
     OPENSSL_CONF=$tmp/p2/share/keycache/keycache.cnf openssl list -providers > "$tmp/out" 2>&1
     check "override: keycache active" "$(grep -c '^  keycache$' "$tmp/out")" 1
     cmake -S "$src" -B "$B" -DKEYCACHE_MODULESDIR=/opt/kc/modules > "$tmp/log" 2>&1 \

@@ -9,27 +9,37 @@
 # `tools/compat.sh sid-ossl4` once first, or pass --make-chroots to have
 # compat.sh make a missing one; this script never refreshes or deletes
 # them):
-#   sid        OpenSSL 3.6: builds keycache.so for 3.x
+#   sid        OpenSSL 3.6: builds keycache.so (the loader) and
+#              keycache-ossl3.so
 #   sid-ossl4  OpenSSL 4.0 (experimental's libssl-dev and openssl) beside
-#              sid's libssl3t64 3.6, which python3 links: builds keycache.so
-#              for 4.0, and runs both programs
+#              sid's libssl3t64 3.6, which python3 links: builds the loader
+#              and keycache-ossl4.so, and runs every program
 #
-# For each module (built for 3.6, built for 4.0) one config activates it,
-# and two programs run under that config:
-#   `openssl mac` (4.0's command line)  HMAC-SHA256 of a file
-#   python3 (linked to 3.6)            hmac.digest, 8 messages, one key
-# Each must give the same stdout and exit status as with
-# OPENSSL_CONF=/dev/null (the default provider alone), and KEYCACHE_DEBUG=1
-# must say: for a program of the module's major version, "start:" (python3
-# with hits in its exit report; one `openssl mac` run keys once, below
-# admit_after, so only the start is checked there); for a program of the
-# other major version, "not started: built for OpenSSL X, loaded by
-# OpenSSL Y" and no start.
+# Programs, each run under a config that activates keycache and with
+# OPENSSL_CONF=/dev/null (the default provider alone):
+#   openssl-mac  4.0's `openssl mac`, HMAC-SHA256 of a file (keys once)
+#   c-qmac       a C program built against 4.0, EVP_Q_mac, 8 messages
+#   python3      sid's python3 (linked to 3.6), hmac.digest, 8 messages
+# Layouts, one modules directory and one config each:
+#   both         the loader (built for 3.6) + keycache-ossl3.so +
+#                keycache-ossl4.so: every program starts the build of its
+#                major version
+#   only-3       the loader built for 3.6 + keycache-ossl3.so
+#   only-4       the loader built for 4.0 + keycache-ossl4.so
+#   direct-3     the config names keycache-ossl3.so itself (no loader)
+#   direct-4     the config names keycache-ossl4.so itself
+# Every run must give the default's stdout and exit status, and
+# KEYCACHE_DEBUG=1 must say: where a build for the program's major version
+# is there, "start: keycache ... (keycache-ossl<major>.so)" and, for the
+# programs that key more than admit_after times, hits in the exit report;
+# where it is not, "not started:" with the reason (the loader: that build
+# cannot be loaded; a build named directly: which versions met) and no
+# start.  Both loaders must link no libcrypto.
 #
 # Each run copies the tree into a fresh directory inside each chroot (as
 # compat.sh does) and removes it at exit, so it can run beside compat.sh.
 # KC_MIXED_KEEP=1 keeps those directories.  Builds only the module
-# target.  Needs root.  Exit status: 0 all passed,
+# targets.  Needs root.  Exit status: 0 all passed,
 # 1 a check failed, 2 set-up failed.
 
 set -euo pipefail
@@ -115,8 +125,35 @@ say "building for $(in_chroot "$CH4" openssl version) in $CH4"
 build "$CH4" "$R4"
 
 I4=${R4#"$CH4"}
-cp "$R3/src/build/keycache.so" "$R4/keycache-3.so"
-cp "$R4/src/build/keycache.so" "$R4/keycache-4.so"
+B3=$R3/src/build
+B4=$R4/src/build
+# the modules directories, each with what an operator would install
+mkdir -p "$R4/both" "$R4/only-3" "$R4/only-4" "$R4/direct"
+cp "$B3/keycache.so" "$B3/keycache-ossl3.so" "$B4/keycache-ossl4.so" "$R4/both/"
+cp "$B3/keycache.so" "$B3/keycache-ossl3.so" "$R4/only-3/"
+cp "$B4/keycache.so" "$B4/keycache-ossl4.so" "$R4/only-4/"
+cp "$B3/keycache-ossl3.so" "$B4/keycache-ossl4.so" "$R4/direct/"
+LAYOUTS=(both only-3 only-4 direct-3 direct-4)
+declare -A MODULE=([both]=both/keycache.so [only-3]=only-3/keycache.so
+                   [only-4]=only-4/keycache.so [direct-3]=direct/keycache-ossl3.so
+                   [direct-4]=direct/keycache-ossl4.so)
+# the major versions a layout has a build for
+declare -A HAS=([both]="3 4" [only-3]=3 [only-4]=4 [direct-3]=3 [direct-4]=4)
+
+pass=0
+fail=0
+for b in "$B3" "$B4"; do
+    n=$(readelf -d "$b/keycache.so" | grep NEEDED | grep -c 'libcrypto\|libssl' || true)
+    ch=${b%%/kc-mixed*}
+    if [ "$n" = 0 ]; then
+        pass=$((pass + 1))
+        echo "ok   the loader built in $ch links no libcrypto"
+    else
+        fail=$((fail + 1))
+        echo "FAIL the loader built in $ch links libcrypto or libssl"
+    fi
+done
+
 printf 'keycache for HMAC-SHA256, on a host with two majors\n' > "$R4/msg"
 cat > "$R4/kc_hmac.py" << 'EOF'
 import hmac, ssl, sys
@@ -124,9 +161,42 @@ for i in range(8):
     print(hmac.digest(b"k" * 32, b"message %d" % i, "sha256").hex())
 print(ssl.OPENSSL_VERSION, file=sys.stderr)
 EOF
+cat > "$R4/kc_qmac.c" << 'EOF'
+#include <stdio.h>
+#include <string.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
 
-for m in 3 4; do
-    cat > "$R4/keycache-$m.cnf" << EOF
+int main(void)
+{
+    unsigned char key[32], out[32];
+    char msg[32];
+    size_t n, i;
+    int m;
+
+    memset(key, 'k', sizeof(key));
+    for (m = 0; m < 8; m++) {
+        snprintf(msg, sizeof(msg), "message %d", m);
+        if (EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, key, sizeof(key),
+                      (unsigned char *)msg, strlen(msg), out, sizeof(out),
+                      &n) == NULL)
+            return 1;
+        for (i = 0; i < n; i++)
+            printf("%02x", out[i]);
+        printf("\n");
+    }
+    fprintf(stderr, "%s\n", OpenSSL_version(OPENSSL_VERSION));
+    return 0;
+}
+EOF
+if ! in_chroot "$CH4" gcc -O1 -o "$I4/kc_qmac" "$I4/kc_qmac.c" -lcrypto \
+        > "$R4/cc.log" 2>&1; then
+    cat "$R4/cc.log" >&2
+    echo "mixed-host.sh: building the C program against 4.0 failed" >&2
+    exit 2
+fi
+for l in "${LAYOUTS[@]}"; do
+    cat > "$R4/$l.cnf" << EOF
 openssl_conf = openssl_init
 
 [openssl_init]
@@ -141,7 +211,7 @@ keycache = keycache_sect
 activate = 1
 
 [keycache_sect]
-module = $I4/keycache-$m.so
+module = $I4/${MODULE[$l]}
 activate = 1
 
 [algorithm_sect]
@@ -149,27 +219,31 @@ default_properties = ?provider=keycache
 EOF
 done
 
-# the programs: name, the major version of the libcrypto it runs on, command
-PROG_NAMES=(openssl-mac python3-hmac)
-PROG_MAJOR=(4 3)
+# the programs: name, the major version of the libcrypto it runs on,
+# whether it keys one key often enough for hits, command
+PROG_NAMES=(openssl-mac c-qmac python3)
+PROG_MAJOR=(4 4 3)
+PROG_HITS=(0 1 1)
 PROG_CMDS=("openssl mac -digest SHA256 -macopt hexkey:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f -in $I4/msg HMAC"
+           "$I4/kc_qmac"
            "python3 $I4/kc_hmac.py")
 # the program's libcrypto must be the major version the table says
 v=$(in_chroot "$CH4" openssl version)
 case $v in "OpenSSL 4."*) ;; *) echo "mixed-host.sh: openssl is $v, want 4.x" >&2; exit 2 ;; esac
+v=$(in_chroot "$CH4" "$I4/kc_qmac" 2>&1 > /dev/null)
+case $v in "OpenSSL 4."*) ;; *) echo "mixed-host.sh: kc_qmac links $v, want 4.x" >&2; exit 2 ;; esac
 v=$(in_chroot "$CH4" python3 -c 'import ssl; print(ssl.OPENSSL_VERSION)')
 case $v in "OpenSSL 3."*) ;; *) echo "mixed-host.sh: python3 links $v, want 3.x" >&2; exit 2 ;; esac
 
-pass=0
-fail=0
-for m in 3 4; do
+for l in "${LAYOUTS[@]}"; do
     for i in "${!PROG_NAMES[@]}"; do
-        name="${PROG_NAMES[$i]} with keycache built for $m.x"
+        major=${PROG_MAJOR[$i]}
+        name="${PROG_NAMES[$i]} (OpenSSL $major), $l"
         cmd=${PROG_CMDS[$i]}
         set +e
         in_chroot "$CH4" env OPENSSL_CONF=/dev/null $cmd > "$R4/def.out" 2> "$R4/def.err"
         rc_def=$?
-        in_chroot "$CH4" env OPENSSL_CONF="$I4/keycache-$m.cnf" KEYCACHE_DEBUG=1 $cmd \
+        in_chroot "$CH4" env OPENSSL_CONF="$I4/$l.cnf" KEYCACHE_DEBUG=1 $cmd \
             > "$R4/kc.out" 2> "$R4/kc.err"
         rc_kc=$?
         set -e
@@ -178,23 +252,35 @@ for m in 3 4; do
         [ "$rc_kc" -eq "$rc_def" ] || why="${why:+$why; }exit status $rc_kc, default's $rc_def"
         cmp -s "$R4/def.out" "$R4/kc.out" || why="${why:+$why; }output differs from default's"
         [ -s "$R4/def.out" ] || why="${why:+$why; }no output"
-        refused=$(grep -o 'not started: built for OpenSSL [^ ]*, loaded by OpenSSL [^;]*' \
-                  "$R4/kc.err" | head -n 1 || true)
-        started=$(grep -c 'start: ' "$R4/kc.err" || true)
-        hits=$(grep 'report (exit)' "$R4/kc.err" | grep -o 'hits=[0-9]*' \
+        refused=$(grep -o 'not started: [^;]*' "$R4/kc.err" | head -n 1 || true)
+        started=$(grep -c 'start: keycache' "$R4/kc.err" || true)
+        built=$(grep -o 'start: keycache [^ ]* ([^)]*)' "$R4/kc.err" | head -n 1 \
+                | sed 's/.*(\(.*\))/\1/' || true)
+        hits=$(grep 'report (exit): all' "$R4/kc.err" | grep -o 'hits=[0-9]*' \
                | sed 's/hits=//' | sort -n | tail -n 1 || true)
-        if [ "${PROG_MAJOR[$i]}" = "$m" ]; then
+        case " ${HAS[$l]} " in
+        *" $major "*)
             [ -z "$refused" ] || why="${why:+$why; }refused to start: $refused"
             [ "$started" -ge 1 ] || why="${why:+$why; }no start line"
-            if [ "${PROG_NAMES[$i]}" = python3-hmac ] && [ "${hits:-0}" -lt 1 ]; then
+            [ "$built" = "keycache-ossl$major.so" ] \
+                || why="${why:+$why; }started ${built:-nothing}, want keycache-ossl$major.so"
+            if [ "${PROG_HITS[$i]}" = 1 ] && [ "${hits:-0}" -lt 1 ]; then
                 why="${why:+$why; }no hits"
             fi
-            what="started, hits=${hits:-?}"
-        else
+            what="started $built, hits=${hits:-?}"
+            ;;
+        *)
+            case $l in
+            direct-*) want="built for OpenSSL ${l#direct-}\.[0-9.]*, loaded by OpenSSL $major\." ;;
+            *) want="loaded by OpenSSL $major\.[0-9.]*, and the keycache built for OpenSSL $major cannot be loaded: .*/keycache-ossl$major\.so: cannot open shared object file" ;;
+            esac
             [ -n "$refused" ] || why="${why:+$why; }did not say it refused"
+            grep -q "not started: $want" "$R4/kc.err" \
+                || why="${why:+$why; }the refusal does not say \"$want\""
             [ "$started" -eq 0 ] || why="${why:+$why; }started"
             what="${refused#not started: }"
-        fi
+            ;;
+        esac
         if [ -z "$why" ]; then
             pass=$((pass + 1))
             echo "ok   $name: output and status as default's; $what"

@@ -9,10 +9,13 @@
 #   5. the same suite against OpenSSL 3.5 in a Debian trixie chroot, and
 #      against OpenSSL 4.0 in a sid chroot with experimental's OpenSSL
 #      (beside sid's 3.6, which python3 links: the mixed-host clients), and
-#      tools/mixed-host.sh: a module built for 3.6 (sid chroot) and one built
-#      for 4.0, each under 4.0's openssl and 3.6's python3
-#   6. the Debian package: built, installed, used and removed in trixie and
-#      bookworm chroots (tools/deb-check.sh)
+#      tools/mixed-host.sh: the loader with builds for 3.6 (sid chroot) and
+#      4.0 in one modules directory, and each alone, under 4.0's openssl and
+#      a C program and 3.6's python3
+#   6. the Debian packages: built, installed, used and removed in trixie and
+#      bookworm chroots, and built against OpenSSL 4.0 in the sid chroot
+#      with experimental's OpenSSL, there also installed beside the 3.x
+#      build for both kinds of programs (tools/deb-check.sh)
 # Set KC_SKIP="asan tsan fuzz compat deb" (any subset) to leave steps out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,11 +61,11 @@ if want compat && [ -f tools/compat.sh ]; then
     bash tools/compat.sh trixie
     step "OpenSSL 4.0 (Debian sid chroot, OpenSSL from experimental)"
     bash tools/compat.sh sid-ossl4
-    step "mixed host: modules built for 3.6 and 4.0, in a 4.0 and a 3.6 program"
+    step "mixed host: the loader, builds for 3.6 and 4.0, in 4.0 and 3.6 programs"
     bash tools/mixed-host.sh --make-chroots
 fi
 
 if want deb && [ -f tools/deb-check.sh ]; then
-    step "Debian package, installed and removed in trixie and bookworm"
-    bash tools/deb-check.sh trixie bookworm
+    step "Debian packages, installed and removed in trixie, bookworm and sid + OpenSSL 4.0"
+    bash tools/deb-check.sh trixie bookworm sid-ossl4
 fi

@@ -25,12 +25,13 @@ PATH = ("HMAC", "EVP_Q_mac", "HMAC_Init_ex", "EVP_PKEY_new_raw_private_key",
         "EVP_KDF_derive", "EVP_MAC_fetch", "EVP_MAC_init",
         "EVP_CIPHER_fetch", "EVP_CipherInit_ex", "EVP_CipherInit_ex2",
         "EVP_EncryptInit_ex", "EVP_DecryptInit_ex")
-KEYCACHE = "keycache.so"
+# the module keycache-ossl<major>.so, started by the loader keycache.so
+KEYCACHE = re.compile(r"(^|/)keycache(-ossl\d+)?\.so$")
 OPENSSL_LIB = re.compile(r"(^|/)(libcrypto|libssl)\.so[^/]*$")
 
 
 def is_openssl(ob):
-    return OPENSSL_LIB.search(ob) is not None or ob.endswith(KEYCACHE)
+    return OPENSSL_LIB.search(ob) is not None or KEYCACHE.search(ob) is not None
 
 
 def ref(table, ident, name):
@@ -74,7 +75,8 @@ def calls(path):
                 if (base in counts and not is_openssl(ob)
                         and (callee_ob != ob or "::" in fn)):
                     counts[base] += n
-                if callee_ob.endswith(KEYCACHE) and not ob.endswith(KEYCACHE):
+                if (KEYCACHE.search(callee_ob) is not None
+                        and KEYCACHE.search(ob) is None):
                     into_kc += n
                 cob = cfn = None
     return counts, into_kc

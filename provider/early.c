@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * keycache - before libcrypto may be called, see kc_early.h.
+ *
+ * Nothing here calls libcrypto, allocates through it or needs it linked:
+ * the loader links this file alone, and the module uses it before it knows
+ * that the libcrypto it is linked to is the core's.
+ */
+#define _GNU_SOURCE            /* secure_getenv() */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <openssl/core_dispatch.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/params.h>
+
+#include "kc_early.h"
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    ssize_t w;
+
+    while (n > 0) {
+        w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/*
+ * PATH, opened for one message.  A root service must not be made to append
+ * to whatever a symbolic link planted in its log directory points at, so
+ * the last component is never followed, and only a regular file is written
+ * (O_NONBLOCK: a FIFO without a reader must not hang the program), created
+ * 0600 since the lines describe the program's use of keys.  Refused once,
+ * PATH is not tried again: the reason goes to stderr once and later lines
+ * are dropped, in a forked child too (it inherits the flag), rather than
+ * mixed into the program's own stderr.  -1 if nothing is to be written.
+ */
+static int open_log(KC_LOGTO *to)
+{
+    struct stat st;
+    const char *why;
+    char note[512];
+    int fd, err;
+
+    if (__atomic_load_n(&to->file_failed, __ATOMIC_RELAXED))
+        return -1;
+    fd = open(to->path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK
+                        | O_CLOEXEC | O_NOCTTY, 0600);
+    if (fd >= 0) {
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+            return fd;
+        close(fd);
+        why = "not a regular file";
+    } else if ((err = errno) == ELOOP) {
+        why = "a symbolic link, which keycache does not follow";
+    } else if (err == ENXIO) {  /* a FIFO without a reader, a socket */
+        why = "not a regular file";
+    } else {
+        why = strerror(err);
+    }
+    if (!__atomic_exchange_n(&to->file_failed, 1, __ATOMIC_RELAXED)
+        && !to->quiet) {
+        snprintf(note, sizeof(note), "keycache[%ld]: " KC_DEBUG_ENV
+                 ": cannot write to %s: %s; its lines are dropped\n",
+                 to->pid, to->path, why);
+        write_all(STDERR_FILENO, note, strlen(note));
+    }
+    return -1;
+}
+
+void kc_log_emit(KC_LOGTO *to, const char *text, size_t len)
+{
+    int fd = STDERR_FILENO;
+
+    if (to->path != NULL && (fd = open_log(to)) < 0)
+        return;
+    write_all(fd, text, len);
+    if (fd != STDERR_FILENO)
+        close(fd);
+}
+
+/* "2025-01-31T12:00:00Z keycache[1234]: " (#2 for a second instance) */
+size_t kc_log_prefix(const KC_LOGTO *to, char *buf, size_t len)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    char serial[16] = "";
+    int n;
+
+    gmtime_r(&now, &tm);
+    if (to->serial > 1)
+        snprintf(serial, sizeof(serial), "#%u", to->serial);
+    n = snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02dZ keycache[%ld%s]: ",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                 tm.tm_min, tm.tm_sec, to->pid, serial);
+    return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
+}
+
+/*
+ * The variable's file: and level (level:N or a bare N, as debug.c's parse()
+ * takes them; anything else is left to the module to complain about).
+ */
+void kc_early_log(int level, const char *fmt, ...)
+{
+    /* not for set-uid programs: the variable could name any file */
+    const char *env = secure_getenv(KC_DEBUG_ENV), *s, *val, *num;
+    char path[512], buf[768];
+    KC_LOGTO to;
+    size_t len, used;
+    va_list ap;
+    int n, want = 1;
+
+    if (env == NULL || *env == '\0')
+        return;
+    memset(&to, 0, sizeof(to));
+    to.pid = (long)getpid();
+    for (s = env; *s != '\0'; s += *s == ',') {
+        len = strcspn(s, ",");
+        val = memchr(s, ':', len);
+        num = val == NULL ? s : val - s == 5 && strncmp(s, "level", 5) == 0
+                                ? val + 1 : NULL;
+        if (val != NULL && val - s == 4 && strncmp(s, "file", 4) == 0
+            && (size_t)(s + len - val - 1) < sizeof(path)) {
+            memcpy(path, val + 1, (size_t)(s + len - val - 1));
+            path[s + len - val - 1] = '\0';
+            to.path = path;
+        } else if (num != NULL && s + len == num + 1
+                   && *num >= '0' && *num <= '9') {
+            want = *num - '0';
+        }
+        s += len;
+    }
+    if (level > want)
+        return;
+    to.quiet = level > 1;
+    used = kc_log_prefix(&to, buf, sizeof(buf));
+    va_start(ap, fmt);
+    n = vsnprintf(buf + used, sizeof(buf) - used - 1, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        used += (size_t)n < sizeof(buf) - used - 1 ? (size_t)n
+                                                   : sizeof(buf) - used - 2;
+    buf[used++] = '\n';
+    kc_log_emit(&to, buf, used);
+}
+
+const char *kc_early_core_version(const OSSL_CORE_HANDLE *handle,
+                                  const OSSL_DISPATCH *in)
+{
+    OSSL_FUNC_core_get_params_fn *get = NULL;
+    const char *version = NULL;
+    /* spelt out: OSSL_PARAM_construct_utf8_ptr() is libcrypto's */
+    OSSL_PARAM q[2] = {
+        { OSSL_PROV_PARAM_CORE_VERSION, OSSL_PARAM_UTF8_PTR, &version,
+          sizeof(version), OSSL_PARAM_UNMODIFIED },
+        { NULL, 0, NULL, 0, 0 }
+    };
+
+    for (; in->function_id != 0; in++)
+        if (in->function_id == OSSL_FUNC_CORE_GET_PARAMS)
+            get = OSSL_FUNC_core_get_params(in);
+    if (get == NULL || !get(handle, q))
+        return NULL;
+    return version;
+}
+
+int kc_early_major(const char *version)
+{
+    int major = 0;
+
+    for (; *version >= '0' && *version <= '9' && major < 1000; version++)
+        major = major * 10 + (*version - '0');
+    return major;
+}
+
+/*
+ * The core registers a provider's reason strings only once its init has
+ * succeeded: libcrypto's own reason, and the text says what happened.
+ */
+static void set_error(const OSSL_CORE_HANDLE *handle,
+                      OSSL_FUNC_core_vset_error_fn *vset_error,
+                      const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vset_error(handle, ERR_PACK(ERR_LIB_PROV, 0, ERR_R_INIT_FAIL), fmt, ap);
+    va_end(ap);
+}
+
+void kc_early_raise(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
+                    const char *file, int line, const char *fmt, ...)
+{
+    OSSL_FUNC_core_new_error_fn *new_error = NULL;
+    OSSL_FUNC_core_set_error_debug_fn *set_debug = NULL;
+    OSSL_FUNC_core_vset_error_fn *vset_error = NULL;
+    char text[640];
+    va_list ap;
+
+    for (; in->function_id != 0; in++) {
+        if (in->function_id == OSSL_FUNC_CORE_NEW_ERROR)
+            new_error = OSSL_FUNC_core_new_error(in);
+        else if (in->function_id == OSSL_FUNC_CORE_SET_ERROR_DEBUG)
+            set_debug = OSSL_FUNC_core_set_error_debug(in);
+        else if (in->function_id == OSSL_FUNC_CORE_VSET_ERROR)
+            vset_error = OSSL_FUNC_core_vset_error(in);
+    }
+    if (new_error == NULL || vset_error == NULL)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    new_error(handle);
+    if (set_debug != NULL)
+        set_debug(handle, file, line, "keycache");
+    set_error(handle, vset_error, "keycache: %s", text);
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# test_loader.sh <build-dir>
+#
+# The loader keycache.so, through the unchanged `openssl` command line:
+# it links no libcrypto and uses none of its symbols; beside the build for
+# the host's major version it starts that build (KEYCACHE_DEBUG says which)
+# and the HMAC is the default provider's; alone, or beside a file that is
+# not a keycache build, it does not start, says why, and the program runs
+# on default with the default's output.  (Two major versions on one host:
+# tools/mixed-host.sh.)
+set -uo pipefail
+build=$(cd "${1:?usage: $0 <build-dir>}" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; shift; printf '       %s\n' "$@"; }
+check() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1" "got:  $2" "want: $3"; fi; }
+count() { grep -cF -- "$1" "$2" || true; }
+
+major=$(openssl version | sed 's/^OpenSSL \([0-9]*\).*/\1/')
+real=keycache-ossl$major.so
+loader=$build/keycache.so
+[ -e "$build/$real" ] || { echo "FAIL no $build/$real: build first"; exit 1; }
+
+check "loader: no libcrypto or libssl in DT_NEEDED" \
+    "$(readelf -d "$loader" | grep NEEDED | grep -c 'libcrypto\|libssl')" 0
+check "loader: no OpenSSL symbol used" \
+    "$(nm -D --undefined-only "$loader" | grep -cE ' (OSSL|OPENSSL|EVP|ERR|CRYPTO|BIO)_')" 0
+check "loader: exports OSSL_provider_init alone" \
+    "$(nm -D --defined-only "$loader" | awk '$2 == "T" {print $3}')" OSSL_provider_init
+
+printf 'what do ya want for nothing?' > "$tmp/msg"
+mac() { openssl mac -digest SHA256 -macopt key:Jefe -in "$tmp/msg" HMAC; }
+OPENSSL_CONF=/dev/null mac > "$tmp/def.out" 2> "$tmp/def.err"
+check "default provider: HMAC computed" "$?" 0
+
+# layout DIR FILE...: DIR holds the loader and FILEs (copied from the build),
+# and a config naming DIR/keycache.so
+layout() {
+    local d=$tmp/$1 f
+    shift
+    mkdir -p "$d"
+    cp "$loader" "$d/keycache.so"
+    for f in "$@"; do cp "$build/$f" "$d/"; done
+    sed "s#^module = .*#module = $d/keycache.so#" "$build/openssl.cnf" > "$d/openssl.cnf"
+}
+run() {
+    OPENSSL_CONF=$tmp/$1/openssl.cnf KEYCACHE_DEBUG=level:2 mac > "$tmp/kc.out" 2> "$tmp/kc.err"
+    echo $? > "$tmp/kc.rc"
+}
+same_as_default() {
+    check "$1: exit status as default's" "$(cat "$tmp/kc.rc")" 0
+    cmp -s "$tmp/def.out" "$tmp/kc.out" && ok "$1: output as default's" \
+        || bad "$1: output as default's" "$(cat "$tmp/kc.out" "$tmp/kc.err")"
+}
+
+# 1. beside its build: started, and says which
+layout with "$real"
+run with
+same_as_default "beside $real"
+check "beside $real: the loader says which build it starts" \
+    "$(count "loader: OpenSSL $(openssl version | cut -d' ' -f2), major version $major: starting $tmp/with/$real" "$tmp/kc.err")" 1
+check "beside $real: the start line names it" "$(count "start: keycache 0.1.0 ($real) with" "$tmp/kc.err")" 1
+check "beside $real: keycache served the HMAC" \
+    "$(count 'report (exit): all hits=0 misses=0 passthrough=1' "$tmp/kc.err")" 1
+OPENSSL_CONF=$tmp/with/openssl.cnf openssl list -providers > "$tmp/list" 2>&1
+check "beside $real: listed active" "$(grep -A4 '^  keycache$' "$tmp/list" | grep -c 'status: active')" 1
+
+# 2. alone: not started, why, the program on default
+layout alone
+run alone
+same_as_default "alone"
+check "alone: says why" \
+    "$(count "not started: loaded by OpenSSL $(openssl version | cut -d' ' -f2), and the keycache built for OpenSSL $major cannot be loaded: $tmp/alone/$real: cannot open shared object file" "$tmp/kc.err")" 1
+check "alone: and what to install" "$(count "(install the keycache built for OpenSSL $major)" "$tmp/kc.err")" 1
+check "alone: no start line" "$(count 'start: keycache' "$tmp/kc.err")" 0
+OPENSSL_CONF=$tmp/alone/openssl.cnf openssl list -providers > "$tmp/list" 2>&1
+check "alone: not listed, silently (rc 0)" "$?:$(count '  keycache' "$tmp/list")" 0:0
+# loaded by hand, the reason is on the error queue, with no build path
+sed '/^\[keycache_sect\]/,/^\[/ s/^activate = 1$//' "$tmp/alone/openssl.cnf" > "$tmp/alone/na.cnf"
+OPENSSL_CONF=$tmp/alone/na.cnf openssl list -providers -provider keycache \
+    -provider default > /dev/null 2> "$tmp/err"
+check "alone, loaded by hand: the reason on the error queue" \
+    "$(grep -c ":loader.c:[0-9]*:keycache: loaded by OpenSSL .*, and the keycache built for OpenSSL $major cannot be loaded" "$tmp/err")" 1
+
+# 3. beside a file that is not a keycache build: a copy of the loader
+layout notkc
+cp "$loader" "$tmp/notkc/$real"
+run notkc
+same_as_default "beside a copy of itself"
+check "beside a copy of itself: says why" \
+    "$(count "$tmp/notkc/$real is not a keycache build (it is the loader)" "$tmp/kc.err")" 1
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
