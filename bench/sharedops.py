@@ -26,7 +26,8 @@ its own.  callgrind.sh runs kcbench with LD_LIBRARY_PATH=<out-dir> and
 
 `perop` prints the per-op difference of the two profiles, like Ir/op, as
 "in_locks in_refs out_locks out_refs" (with --detail, then one line per
-side and function).  A call is "in" if any frame of its chain is a function
+side, function and, inside, the provider function libcrypto called: the
+outermost provider frame of the chain).  A call is "in" if any frame of its chain is a function
 of keycache.so or a default dispatch function.  Counted:
   locks  lock acquisitions: CRYPTO_THREAD_read_lock/write_lock, and
          pthread_rwlock_*lock / pthread_mutex_lock not made by those (each
@@ -174,9 +175,11 @@ def count(path, inside):
             continue
         if len(chain_s.split("'")) > DEPTH:
             truncated += n
-        side = "in" if any(c in inside or c in kc_fns
-                           for c in chain[1:]) else "out"
-        key = (side, kind, callee)
+        # the outermost provider frame: the dispatch function libcrypto
+        # called (keycache's, or the default's when keycache is not there)
+        entry = [c for c in chain[1:] if c in inside or c in kc_fns]
+        side = "in" if entry else "out"
+        key = (side, kind, callee, entry[-1] if entry else "")
         counts[key] = counts.get(key, 0) + n
     return counts, truncated
 
@@ -197,7 +200,7 @@ def perop(n1, p1, n2, p2, out, detail):
     if detail:
         for k, v in sorted(per.items()):
             if abs(v) >= 0.005:
-                print(f"  {k[0]:3} {k[1]:6} {k[2]:28} {v:g}")
+                print(f"  {k[0]:3} {k[1]:6} {k[2]:24} {v:5g}  {k[3]}")
 
 
 def main(argv):
