@@ -22,7 +22,8 @@
 # lock acquisitions and reference-count calls on shared objects, each
 # printed as locks+refs, "in" under a provider's dispatch function
 # (keycache's or the default's) and "out" outside any (the application's
-# fetch, EVP_*_CTX_new/free).  SHARED_DETAIL=1 adds the calls by function;
+# fetch, EVP_*_CTX_new/free).  SHARED_DETAIL=1 adds the calls by function
+# and by the provider function they run under;
 # SHARED=0 (or no python3/objcopy) leaves the columns out.
 set -euo pipefail
 
@@ -145,6 +146,7 @@ for spec in "$@"; do
         run_sizes=$sizes
     fi
     for size in $run_sizes; do
+        : >"$tmp/detail"
         # each arm's shared ops before the next runs overwrite its profiles
         if ! ia=$(ir_per_op "$name:$size:$arm_a") \
                 || ! sa=$(shared_per_op "$arm_a") \
@@ -161,7 +163,6 @@ for spec in "$@"; do
         [ "$shared" = 1 ] && printf ' %7s %7s %7s %7s' $sa $sb
         printf '\n'
         [ -n "${SHARED_DETAIL:-}" ] && cat "$tmp/detail"
-        : >"$tmp/detail"
         events_per_op
     done
 done
