@@ -91,6 +91,8 @@ def prep(build, out):
     data = open(lib, "rb").read()
     secs = elf_sections(data)
     rsp = []
+    # a shared object is linked at 0, so an offset from the load address
+    # is the ELF address; one outside every code section means it is not
     for addr, name in sorted(syms.items()):
         # sh_type 1 PROGBITS with SHF_EXECINSTR (4): .text and its kin
         sec = [i for i, s in enumerate(secs)
