@@ -17,6 +17,14 @@
 # two-length difference, keycache arm).
 # $KCBENCH_ARGS is passed to kcbench as well (e.g. "--keys 4000"), and
 # KC_CONF selects another keycache config.
+#
+# The same runs count shared-state operations per op (bench/sharedops.py):
+# lock acquisitions and reference-count calls on shared objects, each
+# printed as locks+refs, "in" under a provider's dispatch function
+# (keycache's or the default's) and "out" outside any (the application's
+# fetch, EVP_*_CTX_new/free).  SHARED_DETAIL=1 adds the calls by function
+# and by the provider function they run under;
+# SHARED=0 (or no python3/objcopy) leaves the columns out.
 set -euo pipefail
 
 build=${1:?usage: $0 <build-dir> [scenario[:size] ...]}
@@ -40,6 +48,22 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+here=$(cd "$(dirname "$0")" && pwd)
+# A copy of libcrypto with the default's dispatch functions named, and the
+# callgrind option that gives every call its chain (see sharedops.py); the
+# code and so Ir are the same.
+cg_opts=()
+shared=${SHARED:-1}
+if [ "$shared" = 1 ]; then
+    if command -v python3 >/dev/null && command -v objcopy >/dev/null \
+            && [ -x "$build/bench/kcdispatch" ] \
+            && opt=$(python3 "$here/sharedops.py" prep "$build" "$tmp/so"); then
+        cg_opts=("$opt")
+    else
+        echo "shared-state columns left out (needs python3, objcopy, kcdispatch)" >&2
+        shared=0
+    fi
+fi
 # The process-wide default context is never used; keep it from loading
 # anything the caller's environment points at.
 export OPENSSL_CONF=/dev/null
@@ -47,9 +71,11 @@ export OPENSSL_CONF=/dev/null
 # Total instructions (Ir) of one kcbench --callgrind run; keycache's event
 # counts, if kcbench printed them, are left in $tmp/kc.<$2>.
 ir_of() {
-    local out="$tmp/cg.out"
+    local out="$tmp/cg.$2.out" lp=${LD_LIBRARY_PATH:-}
 
-    if ! valgrind --tool=callgrind --callgrind-out-file="$out" \
+    [ "$shared" = 1 ] && lp=$tmp/so${lp:+:$lp}
+    if ! LD_LIBRARY_PATH=$lp valgrind --tool=callgrind "${cg_opts[@]}" \
+            --callgrind-out-file="$out" \
             "$kcbench" "${extra[@]}" --callgrind "$1" >"$tmp/log" 2>&1; then
         echo "run failed: kcbench --callgrind $1" >&2
         cat "$tmp/log" >&2
@@ -69,6 +95,18 @@ ir_per_op() {
         'BEGIN { printf "%.1f", (b - a) / n }'
 }
 
+# Shared-state ops per op of the last ir_per_op, arm $1, as "in out", each
+# locks+refs; the calls by function go to $tmp/detail.
+shared_per_op() {
+    local v
+    [ "$shared" = 1 ] || return 0
+    python3 "$here/sharedops.py" perop $((iters1 / div)) "$tmp/cg.1.out" \
+        $((iters2 / div)) "$tmp/cg.2.out" "$tmp/so" --detail >"$tmp/sh" || return 1
+    read -r -a v <"$tmp/sh"
+    printf '%s+%s %s+%s' "${v[0]}" "${v[1]}" "${v[2]}" "${v[3]}"
+    tail -n +2 "$tmp/sh" | sed "s/^/  $1/" >>"$tmp/detail"
+}
+
 # keycache events per op from the last ir_per_op, if kcbench counted them.
 events_per_op() {
     [ -s "$tmp/kc.1" ] && [ -s "$tmp/kc.2" ] || return 0
@@ -81,8 +119,13 @@ events_per_op() {
 
 printf 'callgrind: Ir/op = (Ir(%d ops) - Ir(%d ops)) / %d, single thread\n' \
     "$iters2" "$iters1" $((iters2 - iters1))
-printf '%-20s %6s %-9s %14s %-9s %14s %8s\n' scenario size "arm A" "Ir/op" \
+if [ "$shared" = 1 ]; then
+    printf 'shared-state ops/op: locks+refs, in = under a provider'"'"'s dispatch function\n'
+fi
+printf '%-20s %6s %-9s %14s %-9s %14s %8s' scenario size "arm A" "Ir/op" \
     "arm B" "Ir/op" "B/A"
+[ "$shared" = 1 ] && printf ' %7s %7s %7s %7s' "A in" "A out" "B in" "B out"
+printf '\n'
 
 status=0
 for spec in "$@"; do
@@ -103,15 +146,23 @@ for spec in "$@"; do
         run_sizes=$sizes
     fi
     for size in $run_sizes; do
+        : >"$tmp/detail"
+        # each arm's shared ops before the next runs overwrite its profiles
         if ! ia=$(ir_per_op "$name:$size:$arm_a") \
-                || ! ib=$(ir_per_op "$name:$size:$arm_b"); then
+                || ! sa=$(shared_per_op "$arm_a") \
+                || ! ib=$(ir_per_op "$name:$size:$arm_b") \
+                || ! sb=$(shared_per_op "$arm_b"); then
             printf '%-20s %6s   FAILED (see stderr)\n' "$name" "$size"
             status=1
             continue
         fi
         ratio=$(awk -v a="$ia" -v b="$ib" 'BEGIN { printf "%.2fx", b / a }')
-        printf '%-20s %6s %-9s %14s %-9s %14s %8s\n' "$name" "$size" \
+        printf '%-20s %6s %-9s %14s %-9s %14s %8s' "$name" "$size" \
             "$arm_a" "$ia" "$arm_b" "$ib" "$ratio"
+        # shellcheck disable=SC2086 # "in out" of each arm, split on purpose
+        [ "$shared" = 1 ] && printf ' %7s %7s %7s %7s' $sa $sb
+        printf '\n'
+        [ -n "${SHARED_DETAIL:-}" ] && cat "$tmp/detail"
         events_per_op
     done
 done

@@ -1739,6 +1739,7 @@ typedef struct {
   int threads[MAX_THREADS];
   int nthreads;
   const char *filter;
+  const char *rows;               /* --rows: exact names, comma-separated */
   const char *csv;
   const char *svg;
   const char *callgrind;
@@ -1751,7 +1752,8 @@ typedef struct {
 static void usage(void)
 {
   fprintf(stderr,
-          "usage: kcbench [--quick] [--filter SUBSTR] [--sizes 32,256]\n"
+          "usage: kcbench [--quick] [--filter SUBSTR] [--rows NAME,NAME]\n"
+          "               [--sizes 32,256]\n"
           "               [--threads 1,2] [--csv FILE] [--svg FILE]\n"
           "               [--rounds N]\n"
           "               [--round-ms MS] [--clock wall|cpu] [--keys N]\n"
@@ -1793,6 +1795,8 @@ static void parse_cli(int argc, char **argv, CLI *cli, OPTIONS *opt)
           usage();
       } else if (strcmp(a, "--filter") == 0) {
           cli->filter = val, i++;
+      } else if (strcmp(a, "--rows") == 0) {
+          cli->rows = val, i++;
       } else if (strcmp(a, "--csv") == 0) {
           cli->csv = val, i++;
       } else if (strcmp(a, "--svg") == 0) {
@@ -1838,6 +1842,23 @@ static void parse_cli(int argc, char **argv, CLI *cli, OPTIONS *opt)
       } else {
           usage();
       }
+  }
+}
+
+/* Is name one of the comma-separated names in list? */
+static int in_list(const char *list, const char *name)
+{
+  size_t len = strlen(name);
+  const char *p = list;
+
+  for (;;) {
+      size_t n = strcspn(p, ",");
+
+      if (n == len && strncmp(p, name, len) == 0)
+          return 1;
+      if (p[n] == '\0')
+          return 0;
+      p += n + 1;
   }
 }
 
@@ -2100,9 +2121,10 @@ int main(int argc, char **argv)
       const SCENARIO *sc = &scenarios[k];
       int s;
 
-      /* --filter picks the scenarios; --quick only shortens them */
-      if ((cli.quick && !sc->quick && cli.filter == NULL)
-          || (cli.filter != NULL && strstr(sc->name, cli.filter) == NULL))
+      /* --filter and --rows pick the scenarios; --quick only shortens them */
+      if ((cli.quick && !sc->quick && cli.filter == NULL && cli.rows == NULL)
+          || (cli.filter != NULL && strstr(sc->name, cli.filter) == NULL)
+          || (cli.rows != NULL && !in_list(cli.rows, sc->name)))
           continue;
       if ((int)sc->sec != last_sec)
           print_section_header(sc->sec);

@@ -29,7 +29,8 @@
 #
 # Environment: KC_VECTORS (vectors folder, default <src>/../shared/vectors),
 # KC_COMPAT_CACHE, KC_COMPAT_MIRROR, KC_COMPAT_CTEST_ARGS (extra ctest args,
-# e.g. "-R test_vectors" or "-j2"), KC_COMPAT_BENCH, SIZES.
+# e.g. "-R test_vectors" or "-j2"), KC_COMPAT_BENCH, SIZES, SHARED_DETAIL
+# (callgrind.sh's shared-state calls by function).
 #
 # Needs root (re-runs itself with sudo) and network for the first run.
 
@@ -89,7 +90,7 @@ if [ "$(id -u)" -ne 0 ]; then
     exec "$SUDO" env KC_VECTORS="$VECTORS" KC_COMPAT_CACHE="$CACHE" \
         KC_COMPAT_MIRROR="$MIRROR" KC_COMPAT_CTEST_ARGS="$CTEST_ARGS" \
         KC_COMPAT_BENCH="$BENCH_SCEN" SIZES="$BENCH_SIZES" \
-        KC_COMPAT_BENCH_CONF="$BENCH_CONF" \
+        KC_COMPAT_BENCH_CONF="$BENCH_CONF" SHARED_DETAIL="${SHARED_DETAIL:-}" \
         "$0" "$SUITE" "$@"
 fi
 
@@ -264,7 +265,8 @@ t=$(date +%s)
 if [ "$3" = bench ]; then
     # word splitting of $4 (the scenario list) is intended
     echo "== bench config: build/$6"
-    SIZES="$5" KC_CONF="$PWD/build/$6" bash bench/callgrind.sh build $4
+    SIZES="$5" KC_CONF="$PWD/build/$6" SHARED_DETAIL="$7" \
+        bash bench/callgrind.sh build $4
     rc=$?
     echo "== bench: $(( $(date +%s) - t ))s"
     exit $rc
@@ -281,7 +283,7 @@ set +e
 MODE=test
 [ "$BENCH" = 1 ] && MODE=bench
 in_chroot /bin/bash "$RUN_IN/run.sh" "$RUN_IN/$NAME" "$CTEST_ARGS" "$MODE" \
-    "$BENCH_SCEN" "$BENCH_SIZES" "$BENCH_CONF"
+    "$BENCH_SCEN" "$BENCH_SIZES" "$BENCH_CONF" "${SHARED_DETAIL:-}"
 RC=$?
 set -e
 T_RUN=$(elapsed "$T_RUN")
