@@ -28,7 +28,8 @@ its own.  callgrind.sh runs kcbench with LD_LIBRARY_PATH=<out-dir> and
 "in_locks in_refs out_locks out_refs" (with --detail, then one line per
 side, function and, inside, the provider function libcrypto called: the
 outermost provider frame of the chain).  A call is "in" if any frame of its chain is a function
-of keycache.so or a default dispatch function.  Counted:
+of keycache's module (keycache-ossl<major>.so behind the loader, or a
+keycache.so loaded directly) or a default dispatch function.  Counted:
   locks  lock acquisitions: CRYPTO_THREAD_read_lock/write_lock, and
          pthread_rwlock_*lock / pthread_mutex_lock not made by those (each
          is released once more; --detail shows the unlocks)
@@ -41,6 +42,9 @@ A *_free call counts even when it frees nothing shared (NULL, a static
 legacy EVP_MD): callgrind sees the call, not the object.
 """
 import os, re, struct, subprocess, sys
+
+# keycache's code: the build the loader keycache.so starts, or either named
+KC_OBJ = re.compile(r"(^|/)keycache(-ossl\d+)?\.so$")
 
 DEPTH = 60     # --separate-callers: deeper than any chain seen (about 30)
 
@@ -152,7 +156,7 @@ def count(path, inside):
                     ob = name
                 elif m.group(2) == "fn" and not m.group(1):
                     cfn = None
-                    if ob.endswith("keycache.so"):
+                    if KC_OBJ.search(ob):
                         kc_fns.add(name.split("'", 1)[0])
                 elif m.group(2) == "fn":
                     cfn = name
