@@ -730,22 +730,31 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
      * init checks nothing else about an IV, so the rest cannot fail: no
      * error mark.
      */
-    if (w->len == w->shape_len && params == NULL
-        && (iv == NULL || ivlen + 2 == CV_IVLEN(w->value))) {
-        if (!inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, NULL)) {
-            f->fns.freectx(inner);
-            return 0;
-        }
-        if (iv != NULL || !f->d->ivlen_set_sets) {
+    if (w->len == w->shape_len && params == NULL) {
+        if (iv != NULL && ivlen + 2 == CV_IVLEN(w->value)) {
+            if (!inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, NULL)) {
+                f->fns.freectx(inner);
+                return 0;
+            }
             set_inner(w, inner);
             return 1;
         }
-        /* the IV comes in a later init: just keyed (see there) */
-        w->inner = inner;
-        w->to = &just_keyed;
-        w->arg = w;
-        w->keyed_ivlen = CV_IVLEN(w->value);
-        return 1;
+        if (iv == NULL) {
+            if (!inner_init(&f->fns, inner, enc, NULL, 0, NULL, 0, NULL)) {
+                f->fns.freectx(inner);
+                return 0;
+            }
+            if (!f->d->ivlen_set_sets) {
+                set_inner(w, inner);
+                return 1;
+            }
+            /* the IV comes in a later init: just keyed (see there) */
+            w->inner = inner;
+            w->to = &just_keyed;
+            w->arg = w;
+            w->keyed_ivlen = CV_IVLEN(w->value);
+            return 1;
+        }
     }
     /* otherwise, if the default refuses any of it, it says so itself */
     ERR_set_mark();
