@@ -102,7 +102,8 @@ typedef enum {
     OP_FAM_REUSED,  /* one keyed context per thread, init(NULL key) */
     /* AES-OCB, AES-SIV (the cipher of aead_rows[]), cipher fetched once */
     OP_AEAD_NEW,    /* CTX_new + EncryptInit(key, iv) + seal + free */
-    OP_AEAD_REUSED  /* one keyed EVP_CIPHER_CTX per thread, new IV each op */
+    OP_AEAD_REUSED, /* one keyed EVP_CIPHER_CTX per thread, new IV each op */
+    OP_DOTNET       /* .NET's new AesGcm(key): seal, then open, as its shim */
 } OPKIND;
 
 typedef enum {
@@ -154,6 +155,9 @@ static const SCENARIO scenarios[] = {
     { "gcm256-dec-prefetch", SEC_APP, OP_DEC_FRESH, OP_DEC_FRESH, NULL, 32, 0,
       KEYS_FIXED, 1, 0 },
     { "cookie", SEC_APP, OP_COOKIE, OP_COOKIE, "SHA1", 32, 1, KEYS_FIXED, 1, 0 },
+    /* .NET's AesGcm on Linux: the calls of its OpenSSL shim (see op_dotnet) */
+    { "dotnet-gcm256", SEC_APP, OP_DOTNET, OP_DOTNET, NULL, 32, 1,
+      KEYS_FIXED, 0, 0 },
     { "newkey-qmac-sha256", SEC_MISS, OP_QMAC, OP_QMAC, "SHA256", 0, 0,
       KEYS_NEW, 0, 0 },
     { "newkey-gcm256-enc", SEC_MISS, OP_ENC_FRESH, OP_ENC_FRESH, NULL, 32, 1,
@@ -563,6 +567,47 @@ static int op_dec_reused(WORKER *w)
 }
 
 /*
+ * One .NET `new AesGcm(key)` and Encrypt or Decrypt, in the OpenSSL calls
+ * its shim makes (System.Security.Cryptography.Native's pal_evp_cipher.c):
+ * CTX_new, reset, an init with the cipher alone (direction 0), the key
+ * with the direction kept (-1), the nonce length, the nonce with the
+ * direction, the message, the tag, free.
+ */
+static EVP_CIPHER_CTX *dotnet_ctx(WORKER *w)
+{
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+
+    if (ctx != NULL
+        && EVP_CIPHER_CTX_reset(ctx)
+        && EVP_CipherInit_ex(ctx, w->cipher, NULL, NULL, NULL, 0)
+        && EVP_CipherInit_ex(ctx, NULL, NULL, op_key(w), NULL, -1)
+        && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, IV_LEN, NULL))
+        return ctx;
+    EVP_CIPHER_CTX_free(ctx);
+    return NULL;
+}
+
+/* Seal with a new object, then open the result with another: .NET's pair. */
+static int op_dotnet(WORKER *w)
+{
+    EVP_CIPHER_CTX *ctx = dotnet_ctx(w);
+    unsigned char *tag = w->out + w->len;
+    size_t l;
+    int ok;
+
+    ok = ctx != NULL
+         && EVP_CipherInit_ex(ctx, NULL, NULL, NULL, w->div, 1)
+         && gcm_seal(ctx, w->in, w->len, w->out, &w->outlen);
+    EVP_CIPHER_CTX_free(ctx);
+    if (!ok || (ctx = dotnet_ctx(w)) == NULL)
+        return 0;
+    ok = EVP_CipherInit_ex(ctx, NULL, NULL, NULL, w->div, 0)
+         && gcm_open(ctx, w->out, w->len, tag, w->ct, &l);
+    EVP_CIPHER_CTX_free(ctx);
+    return ok;
+}
+
+/*
  * One web request: the cookie is IV || GCM ciphertext || tag || HMAC-SHA1.
  * Verify the signature, decrypt, bump a counter in the payload (a "last
  * seen" field), re-encrypt under a new IV and re-sign.  All one-shot.
@@ -866,6 +911,8 @@ static OP_FN op_fn(OPKIND op)
         return op_dec_reused;
     case OP_COOKIE:
         return op_cookie;
+    case OP_DOTNET:
+        return op_dotnet;
     case OP_TLS12:
     case OP_TLS13:
         return op_tls;
@@ -890,7 +937,7 @@ static OP_FN op_fn(OPKIND op)
 static int is_cipher_op(OPKIND op)
 {
     return op == OP_ENC_FRESH || op == OP_DEC_FRESH || op == OP_ENC_REUSED
-           || op == OP_DEC_REUSED;
+           || op == OP_DEC_REUSED || op == OP_DOTNET;
 }
 
 /* Decrypt input made by the default provider, never by the code measured. */

@@ -84,6 +84,8 @@ typedef struct {
      * before it are still answered from the fresh context's).
      */
     int cold;
+    /* just keyed (see there): the IV length it has now, as a CV_ field */
+    size_t keyed_ivlen;
     uint64_t counted;           /* see KC_LOOKUP */
     /* rec: the shape's calls [0, shape_len), then the volatile ones */
     size_t shape_len, len, sig_len;
@@ -513,6 +515,145 @@ static KC_NOINLINE int materialize(KC_TCIPH_CTX *w)
 }
 
 /* ---------------------------------------------------------------------- */
+/* EVP's length queries                                                   */
+
+/* Is p EVP's lone size_t length query: 'i' the IV's, 'k' the key's, or 0? */
+static ossl_inline int len_query(const OSSL_PARAM *p)
+{
+    const char *k = p[0].key;
+
+    if (k == NULL || p[1].key != NULL || p->data == NULL
+        || p->data_type != OSSL_PARAM_UNSIGNED_INTEGER
+        || p->data_size != sizeof(size_t))
+        return 0;
+    /* EVP asks before every init: "ivlen", "keylen" compared by hand */
+    if (k[0] == 'i' && k[1] == 'v' && k[2] == 'l' && k[3] == 'e'
+        && k[4] == 'n' && k[5] == '\0')
+        return 'i';
+    if (k[0] == 'k' && k[1] == 'e' && k[2] == 'y' && k[3] == 'l'
+        && k[4] == 'e' && k[5] == 'n' && k[6] == '\0')
+        return 'k';
+    return 0;
+}
+
+/* Answer such a query with a CV_ field as the default would: 0 if unknown. */
+static ossl_inline int put_len(OSSL_PARAM *p, size_t field)
+{
+    if (field == 0)
+        return 0;
+    if (field > 1) {
+        *(size_t *)p->data = field - 2;
+        p->return_size = sizeof(size_t);
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Just keyed                                                             */
+
+/*
+ * A context keyed from the cache by an init without an IV gets its IV in
+ * a later init, and EVP asks for the IV length before that one - an
+ * answer for which the default walks every parameter name it knows
+ * (about 550 instructions on 3.0; .NET's AesGcm sets the IV length after
+ * the key and pays it on every message).  Until that init keycache stays
+ * in front and answers EVP's lone length queries itself: the key length
+ * and the IV length the shape was learned with (keying changes neither),
+ * or the one a lone "ivlen" the default has accepted since set
+ * (ivlen_set_sets).  Other queries are forwarded; any other call ends
+ * this, and from then on calls go straight to the default's context.
+ */
+static KC_NOINLINE int jk_init(KC_TCIPH_CTX *w, int enc,
+                               const unsigned char *key, size_t keylen,
+                               const unsigned char *iv, size_t ivlen,
+                               const OSSL_PARAM params[])
+{
+    set_inner(w, w->inner);
+    return inner_init(fns(w), w->inner, enc, key, keylen, iv, ivlen, params);
+}
+
+static int jk_einit(void *vctx, const unsigned char *key, size_t keylen,
+                    const unsigned char *iv, size_t ivlen,
+                    const OSSL_PARAM params[])
+{
+    return jk_init(vctx, 1, key, keylen, iv, ivlen, params);
+}
+
+static int jk_dinit(void *vctx, const unsigned char *key, size_t keylen,
+                    const unsigned char *iv, size_t ivlen,
+                    const OSSL_PARAM params[])
+{
+    return jk_init(vctx, 0, key, keylen, iv, ivlen, params);
+}
+
+static int jk_update(void *vctx, unsigned char *out, size_t *outl,
+                     size_t outsize, const unsigned char *in, size_t inl)
+{
+    KC_TCIPH_CTX *w = vctx;
+
+    set_inner(w, w->inner);
+    return fns(w)->update(w->inner, out, outl, outsize, in, inl);
+}
+
+static int jk_final(void *vctx, unsigned char *out, size_t *outl,
+                    size_t outsize)
+{
+    KC_TCIPH_CTX *w = vctx;
+
+    set_inner(w, w->inner);
+    return fns(w)->final(w->inner, out, outl, outsize);
+}
+
+static int jk_cipher(void *vctx, unsigned char *out, size_t *outl,
+                     size_t outsize, const unsigned char *in, size_t inl)
+{
+    KC_TCIPH_CTX *w = vctx;
+
+    set_inner(w, w->inner);
+    return fns(w)->cipher(w->inner, out, outl, outsize, in, inl);
+}
+
+static int jk_get_ctx_params(void *vctx, OSSL_PARAM params[])
+{
+    KC_TCIPH_CTX *w = vctx;
+    int q;
+
+    /* a getter changes no length: forwarded, and this goes on */
+    if (params != NULL && (q = len_query(params)) != 0
+        && put_len(params, q == 'i' ? w->keyed_ivlen : CV_KEYLEN(w->value)))
+        return 1;
+    return fns(w)->get_ctx_params(w->inner, params);
+}
+
+static int jk_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+{
+    KC_TCIPH_CTX *w = vctx;
+    int ret = fns(w)->set_ctx_params(w->inner, params);
+    size_t v;
+
+    /* EVP_CTRL_AEAD_SET_IVLEN's call: "ivlen" alone, a size_t */
+    if (ret == 1 && params != NULL && len_query(params) == 'i') {
+        memcpy(&v, params[0].data, sizeof(v));
+        if (v <= CV_LEN_MAX - 2) {
+            w->keyed_ivlen = v + 2;
+            return ret;
+        }
+    }
+    set_inner(w, w->inner);
+    return ret;
+}
+
+static const KC_CIPHER_FNS just_keyed = {
+    .einit = jk_einit,
+    .dinit = jk_dinit,
+    .update = jk_update,
+    .final = jk_final,
+    .cipher = jk_cipher,
+    .get_ctx_params = jk_get_ctx_params,
+    .set_ctx_params = jk_set_ctx_params,
+};
+
+/* ---------------------------------------------------------------------- */
 /* Keying                                                                 */
 
 /*
@@ -589,14 +730,31 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
      * init checks nothing else about an IV, so the rest cannot fail: no
      * error mark.
      */
-    if (w->len == w->shape_len && params == NULL
-        && (iv == NULL || ivlen + 2 == CV_IVLEN(w->value))) {
-        if (!inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, NULL)) {
-            f->fns.freectx(inner);
-            return 0;
+    if (w->len == w->shape_len && params == NULL) {
+        if (iv != NULL && ivlen + 2 == CV_IVLEN(w->value)) {
+            if (!inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, NULL)) {
+                f->fns.freectx(inner);
+                return 0;
+            }
+            set_inner(w, inner);
+            return 1;
         }
-        set_inner(w, inner);
-        return 1;
+        if (iv == NULL) {
+            if (!inner_init(&f->fns, inner, enc, NULL, 0, NULL, 0, NULL)) {
+                f->fns.freectx(inner);
+                return 0;
+            }
+            if (!f->d->ivlen_set_sets) {
+                set_inner(w, inner);
+                return 1;
+            }
+            /* the IV comes in a later init: just keyed (see there) */
+            w->inner = inner;
+            w->to = &just_keyed;
+            w->arg = w;
+            w->keyed_ivlen = CV_IVLEN(w->value);
+            return 1;
+        }
     }
     /* otherwise, if the default refuses any of it, it says so itself */
     ERR_set_mark();
@@ -744,30 +902,17 @@ static int unkeyed_set_params(void *vctx, const OSSL_PARAM params[])
  */
 static ossl_inline int answer_len(const KC_TCIPH_CTX *w, OSSL_PARAM *p)
 {
-    const char *k = p[0].key;
     size_t field;
+    int q;
 
-    if (k == NULL || p[1].key != NULL || p->data == NULL || w->value < 0
-        || p->data_type != OSSL_PARAM_UNSIGNED_INTEGER
-        || p->data_size != sizeof(size_t))
+    if (w->value < 0 || (q = len_query(p)) == 0)
         return 0;
-    /* EVP asks before every init: "ivlen", "keylen" compared by hand */
-    if (k[0] == 'i' && k[1] == 'v' && k[2] == 'l' && k[3] == 'e'
-        && k[4] == 'n' && k[5] == '\0')
+    if (q == 'i')
         /* a volatile init's IV sets the IV length: a real context says */
         field = w->len == w->shape_len ? CV_IVLEN(w->value) : 0;
-    else if (k[0] == 'k' && k[1] == 'e' && k[2] == 'y' && k[3] == 'l'
-             && k[4] == 'e' && k[5] == 'n' && k[6] == '\0')
-        field = CV_KEYLEN(w->value);
     else
-        return 0;
-    if (field == 0)
-        return 0;
-    if (field > 1) {
-        *(size_t *)p->data = field - 2;
-        p->return_size = sizeof(size_t);
-    }
-    return 1;
+        field = CV_KEYLEN(w->value);
+    return put_len(p, field);
 }
 
 static int asks_iv(const OSSL_PARAM *p)

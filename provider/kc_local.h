@@ -322,6 +322,13 @@ typedef struct {
      * leave what they set alone.  Otherwise such calls pass through.
      */
     int volatile_ok;
+    /*
+     * Does an "ivlen" set_ctx_params the default accepts give the context
+     * that IV length (GCM)?  Then a context keyed from the cache without
+     * an IV answers EVP's IV-length query before its IV init itself
+     * (ctmpl.c, "Just keyed").
+     */
+    int ivlen_set_sets;
 } KC_CDESC;
 
 /* A cipher family as bound to the running default provider. */

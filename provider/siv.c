@@ -25,7 +25,7 @@ KC_TCIPH_IMPL(kc_aes256siv, KC_CFAM_SIV256)
 
 #define KC_SIV_DESC(bits)                                                     \
     { "AES-" #bits "-SIV", "AES-SIV with a per-thread key cache",             \
-      kc_aes##bits##siv_functions, siv_shape, NULL, 0, 0 }
+      kc_aes##bits##siv_functions, siv_shape, NULL, 0, 0, 0 }
 
 const KC_CDESC kc_siv_desc[3] = {
     KC_SIV_DESC(128), KC_SIV_DESC(192), KC_SIV_DESC(256)

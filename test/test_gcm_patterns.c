@@ -1535,6 +1535,194 @@ static void pat_tls(REC *r, ENV *e)
     r_seal(r, e, &m);
 }
 
+/*
+ * .NET's AesGcm on Linux, in the calls its OpenSSL shim makes: an init with
+ * the cipher alone (direction 0), the key with the direction kept (-1),
+ * the nonce length, then per message the nonce with the direction.  A
+ * context keyed so from the cache answers EVP's IV-length query before
+ * that init itself ("just keyed" in ctmpl.c), so every way the IV length
+ * can change between the key and the IV is here, each followed by the
+ * queries (rec_ctx) and a message.
+ */
+/*
+ * The provider's own answer to lone IV- and key-length queries: EVP keeps
+ * the IV length it last learned, so EVP_CIPHER_CTX_get_iv_length() alone
+ * need not ask again.
+ */
+static void r_lens(REC *r, EVP_CIPHER_CTX *ctx)
+{
+    static const char *const names[] = { "ivlen", "keylen" };
+    OSSL_PARAM q[2];
+    size_t i, v;
+    int ret;
+
+    for (i = 0; i < 2; i++) {
+        v = 12345;
+        q[0] = OSSL_PARAM_construct_size_t(names[i], &v);
+        q[1] = OSSL_PARAM_construct_end();
+        ret = EVP_CIPHER_CTX_get_params(ctx, q);
+        rec_add(r, "  get %s=%d v=%zu ret_size=%zu", names[i], ret, v,
+                q[0].return_size);
+        rec_errs(r);
+    }
+}
+
+static void r_dotnet_key(REC *r, const ENV *e, EVP_CIPHER_CTX *ctx,
+                         const unsigned char *key, int dir0)
+{
+    rec_add(r, "reset=%d\n", EVP_CIPHER_CTX_reset(ctx));
+    r_init(r, ctx, e->cipher, NULL, NULL, dir0);
+    r_init(r, ctx, NULL, key, NULL, -1);
+    r_lens(r, ctx);
+}
+
+static void r_dotnet_msg(REC *r, EVP_CIPHER_CTX *ctx, MSG *m, int enc)
+{
+    r_init(r, ctx, NULL, NULL, m->iv, enc);
+    r_aad(r, ctx, m->aad, m->aadlen);
+    if (enc) {
+        r_update(r, ctx, m->ct, m->pt, m->inlen);
+        r_final(r, ctx);
+        r_get_tag(r, ctx, m->tag, 16);
+    } else {
+        r_update(r, ctx, m->out, m->ct, m->inlen);
+        r_set_tag(r, ctx, m->tag, 16);
+        r_final(r, ctx);
+    }
+}
+
+static void pat_dotnet(REC *r, ENV *e)
+{
+    static const int lens[] = { 12, 16, 8, 1, 128, 0, 129, -1 };
+    EVP_CIPHER_CTX *ctx, *b;
+    OSSL_PARAM params[3];
+    size_t len;
+    MSG m;
+    size_t i;
+    int dir0, enc;
+
+    /* The shim's own sequence, one object per message, both directions. */
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+        for (dir0 = 0; dir0 <= 1; dir0++) {
+            msg_set(&m, i % 2 ? e->k2 : e->k1, lens[i] > 0 ? lens[i] : 12,
+                    i % 3 == 0 ? 0 : 13, 40, 400 + (uint32_t)i);
+            for (enc = 1; enc >= 0; enc--) {
+                rec_add(r, "dotnet ivlen=%d dir0=%d enc=%d\n", lens[i],
+                        dir0, enc);
+                ctx = new_ctx();
+                r_dotnet_key(r, e, ctx, m.key, dir0);
+                r_set_ivlen(r, ctx, lens[i]);
+                r_lens(r, ctx);
+                r_dotnet_msg(r, ctx, &m, enc);
+                r_lens(r, ctx);
+                /* AesGcm is reusable: a second message on the object */
+                r_dotnet_msg(r, ctx, &m, enc);
+                EVP_CIPHER_CTX_free(ctx);
+            }
+        }
+
+    msg_set(&m, e->k1, 16, 7, 33, 420);
+    /* The IV length set twice, and a refused set between. */
+    ctx = new_ctx();
+    rec_add(r, "dotnet ivlen twice\n");
+    r_dotnet_key(r, e, ctx, m.key, 0);
+    r_set_ivlen(r, ctx, 60);
+    r_lens(r, ctx);
+    r_set_ivlen(r, ctx, 0);
+    r_lens(r, ctx);
+    r_set_ivlen(r, ctx, 16);
+    r_lens(r, ctx);
+    r_dotnet_msg(r, ctx, &m, 1);
+    EVP_CIPHER_CTX_free(ctx);
+
+    /* The IV length among other parameters, in either order. */
+    for (i = 0; i < 2; i++) {
+        ctx = new_ctx();
+        rec_add(r, "dotnet ivlen with tag %zu\n", i);
+        r_dotnet_key(r, e, ctx, m.key, 0);
+        len = 16;
+        params[i] = OSSL_PARAM_construct_size_t("ivlen", &len);
+        params[1 - i] = OSSL_PARAM_construct_octet_string("tag", m.tag, 16);
+        params[2] = OSSL_PARAM_construct_end();
+        rec_ret(r, "set_params", EVP_CIPHER_CTX_set_params(ctx, params));
+        rec_ctx(r, ctx);
+        r_lens(r, ctx);
+        r_init(r, ctx, NULL, NULL, m.iv, 0);
+        r_update(r, ctx, m.out, m.ct, m.inlen);
+        r_final(r, ctx);
+        EVP_CIPHER_CTX_free(ctx);
+    }
+
+    /* The IV length as a parameter of the IV's init. */
+    ctx = new_ctx();
+    rec_add(r, "dotnet ivlen in init_ex2\n");
+    r_dotnet_key(r, e, ctx, m.key, 0);
+    len = 16;
+    params[0] = OSSL_PARAM_construct_size_t("ivlen", &len);
+    params[1] = OSSL_PARAM_construct_end();
+    rec_ret(r, "init_ex2", EVP_CipherInit_ex2(ctx, NULL, NULL, m.iv, 1,
+                                             params));
+    rec_ctx(r, ctx);
+    r_lens(r, ctx);
+    r_dotnet_msg(r, ctx, &m, 1);
+    EVP_CIPHER_CTX_free(ctx);
+
+    /* An IV length as another type: the default converts it. */
+    ctx = new_ctx();
+    rec_add(r, "dotnet ivlen as uint\n");
+    r_dotnet_key(r, e, ctx, m.key, 0);
+    {
+        unsigned int u = 8;
+
+        params[0] = OSSL_PARAM_construct_uint("ivlen", &u);
+        params[1] = OSSL_PARAM_construct_end();
+        rec_ret(r, "set_params", EVP_CIPHER_CTX_set_params(ctx, params));
+    }
+    rec_ctx(r, ctx);
+    r_lens(r, ctx);
+    r_dotnet_msg(r, ctx, &m, 1);
+    EVP_CIPHER_CTX_free(ctx);
+
+    /* Copied between the key and the IV; each goes its own way. */
+    ctx = new_ctx();
+    b = new_ctx();
+    rec_add(r, "dotnet copy\n");
+    r_dotnet_key(r, e, ctx, m.key, 0);
+    r_set_ivlen(r, ctx, 8);
+    rec_ret(r, "copy", EVP_CIPHER_CTX_copy(b, ctx));
+    rec_ctx(r, b);
+    r_lens(r, b);
+    r_set_ivlen(r, b, 16);
+    r_set_ivlen(r, ctx, 60);
+    r_dotnet_msg(r, b, &m, 1);
+    r_dotnet_msg(r, ctx, &m, 1);
+    EVP_CIPHER_CTX_free(b);
+    EVP_CIPHER_CTX_free(ctx);
+
+    /*
+     * No IV at all: a message straight after the key and IV length (to
+     * decrypt, which fails; an encryption would draw a random IV).
+     */
+    ctx = new_ctx();
+    rec_add(r, "dotnet no iv\n");
+    r_dotnet_key(r, e, ctx, m.key, 0);
+    r_set_ivlen(r, ctx, 16);
+    r_aad(r, ctx, m.aad, m.aadlen);
+    r_update(r, ctx, m.out, m.ct, m.inlen);
+    r_set_tag(r, ctx, m.tag, 16);
+    r_final(r, ctx);
+    EVP_CIPHER_CTX_free(ctx);
+
+    /* Keyed again in place with another key before the IV. */
+    ctx = new_ctx();
+    rec_add(r, "dotnet rekeyed\n");
+    r_dotnet_key(r, e, ctx, m.key, 0);
+    r_set_ivlen(r, ctx, 16);
+    r_init(r, ctx, NULL, e->k3, NULL, -1);
+    r_dotnet_msg(r, ctx, &m, 1);
+    EVP_CIPHER_CTX_free(ctx);
+}
+
 #define PATTERN_TEST(name)                                              \
     static void test_##name(void)                                       \
     {                                                                   \
@@ -1561,6 +1749,7 @@ PATTERN_TEST(after_final)
 PATTERN_TEST(evp_cipher)
 PATTERN_TEST(get_iv)
 PATTERN_TEST(tls)
+PATTERN_TEST(dotnet)
 
 /* ---------------------------------------------------------------------- */
 /* Published vectors                                                      */
@@ -2064,6 +2253,7 @@ static void add_suites(void)
     CU_add_test(s, "EVP_Cipher one-shot", test_evp_cipher);
     CU_add_test(s, "get_updated_iv/get_original_iv", test_get_iv);
     CU_add_test(s, "TLS state does not leak", test_tls);
+    CU_add_test(s, ".NET AesGcm call order", test_dotnet);
     CU_add_test(s, "hits counted", test_hits_counted);
     CU_add_test(s, "8 threads, shared keys", test_threads);
     CU_add_test(s, "contexts crossing threads", test_cross_thread);

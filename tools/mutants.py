@@ -339,7 +339,8 @@ MUTANTS = {
     # OCB: one template for both directions (the bulk function follows the
     # direction the key was set in)
     "ocb-one-direction": ("provider/ocb.c",
-        "ocb_shape, ocb_per_message, 1, 0 }", "ocb_shape, ocb_per_message, 0, 0 }"),
+        "ocb_shape, ocb_per_message, 1, 0, 0 }",
+        "ocb_shape, ocb_per_message, 0, 0, 0 }"),
     # cipher families: the rest of the keying init failing on the copy is
     # not handed to the default
     "ctmpl-rest-unchecked": ("provider/ctmpl.c",
@@ -371,6 +372,29 @@ MUTANTS = {
     "ctmpl-record-unchecked": ("provider/ctmpl.c",
         "        if (((v = learn_shape(w, c)) & CV_VALID) == 0)",
         "        if (((v = learn_shape(w, c)) | CV_VALID) == 0)"),
+    # cipher families, just keyed: the IV length a lone "ivlen" set gives
+    # is not noted, EVP's query before the IV init answered with the old
+    "ctmpl-jk-set-untracked": ("provider/ctmpl.c",
+        "            w->keyed_ivlen = v + 2;\n", ""),
+    # just keyed: a refused "ivlen" set noted as if the default took it
+    "ctmpl-jk-refused-tracked": ("provider/ctmpl.c",
+        "    if (ret == 1 && params != NULL && len_query(params) == 'i') {",
+        "    if (params != NULL && len_query(params) == 'i') {"),
+    # just keyed: other sets (the IV length among other params) leave
+    # keycache answering with what it knew
+    "ctmpl-jk-other-set-stays": ("provider/ctmpl.c",
+        "    set_inner(w, w->inner);\n    return ret;\n}",
+        "    return ret;\n}"),
+    # just keyed: the IV length answered is a fresh context's, not the
+    # shape's (an IV length set before the key)
+    "ctmpl-jk-fresh-ivlen": ("provider/ctmpl.c",
+        "        w->keyed_ivlen = CV_IVLEN(w->value);",
+        "        w->keyed_ivlen = CV_IVLEN(w->f->empty_value);"),
+    # (Not a mutant on OpenSSL 3.0: a just-keyed context kept so through
+    # an init.  EVP asks the IV length before an init with an IV and
+    # passes that, and EVP_CipherInit_ex2's params reach the provider as a
+    # set_ctx_params, which the just-keyed set handles; jk_init ends the
+    # state anyway, for an EVP that hands them to the init itself.)
     # (Not mutants, on OpenSSL 3.0: a template whose keying raised an
     # error while succeeding, and set_ctx_params(NULL) refused - the 3.0
     # default does neither; a shape call after a volatile one, which then
