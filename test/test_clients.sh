@@ -20,7 +20,9 @@
 # have had hits.  A runtime that is not installed is a SKIP.  A runtime
 # linked to another major version of libcrypto than the build's must give
 # the default's bytes with keycache refusing to start (KEYCACHE_DEBUG says
-# so) instead.
+# so) instead.  A case with a hand-written fix (kc_clients_fix_table: one
+# keyed object reused) also runs its fix variant with the default provider,
+# which must print the same bytes as the case itself.
 
 set -u
 
@@ -111,6 +113,13 @@ for case in $(kc_clients_table | awk '{ print $1 }'); do
         d=$(differs def $a)
         [ -z "$d" ] || why="${why:+$why; }$a: $d"
     done
+    fixed=
+    if kc_clients_fix "$case"; then
+        arm fix /dev/null "$KC_FIX"
+        d=$(differs def fix)
+        [ -z "$d" ] || why="${why:+$why; }$KC_FIX: $d"
+        fixed="; $KC_FIX: same bytes"
+    fi
     hk=$(hits kc)
     ht=$(hits kct)
     # a runtime linked to another major version of libcrypto than the build
@@ -146,7 +155,7 @@ for case in $(kc_clients_table | awk '{ print $1 }'); do
     else
         pass=$((pass + 1))
         echo "ok   $case ($(wc -l <"$TMP/def") lines;" \
-             "hits: openssl.cnf $hk, keycache-test.cnf $ht)"
+             "hits: openssl.cnf $hk, keycache-test.cnf $ht$fixed)"
     fi
 done
 

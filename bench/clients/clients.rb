@@ -7,7 +7,9 @@
 #                                  one line per operation
 #
 # Only the stock openssl extension and ActiveSupport are called, exactly the
-# way an application calls them: nothing here knows about keycache.
+# way an application calls them: nothing here knows about keycache.  The
+# "-fix" cases are what a developer writes instead (run.sh --fix): one keyed
+# object per key, reused; they print their base case's lines.
 require "openssl"
 
 # The byte pattern shared by every client: pat(len, seed)[j] = seed + 31 j.
@@ -72,24 +74,96 @@ end
 def rb_gcm
   iv = pat(12, 5)
   op = ->(k, m) { gcm_seal(k, iv, "", m).join }
+  [op, -> { gcm_lines(method(:gcm_seal), method(:gcm_open)) }]
+end
+
+def gcm_lines(seal, open)
+  ROUNDS.times do |r|
+    [1, 2, 3].each do |ks|
+      key = pat(32, ks)
+      GCM_MSGS.each_with_index do |ml, i|
+        iv = pat(12, ml + r)
+        aad = i.odd? ? pat(20, 7) : ""
+        msg = pat(ml, ml + 1)
+        ct, tag = seal.call(key, iv, aad, msg)
+        puts "seal r#{r} k#{ks} m#{ml} #{hex(ct)} #{hex(tag)}"
+        puts "open r#{r} k#{ks} m#{ml} #{open.call(key, iv, aad, ct, tag)}"
+        bad = tag.dup
+        bad.setbyte(0, bad.getbyte(0) ^ 1)
+        puts "forged r#{r} k#{ks} m#{ml} #{open.call(key, iv, aad, ct, bad)}"
+      end
+    end
+  end
+end
+
+# The fix: one OpenSSL::HMAC per key and digest, reset after each message.
+def rb_hmac_fix
+  macs = {}
+  mac = lambda { |d, k, m|
+    h = (macs[[d, k]] ||= OpenSSL::HMAC.new(k, d))
+    out = h.update(m).digest
+    h.reset
+    out
+  }
+  one = nil # the bench's one key: a variable holds its HMAC
+  op = lambda { |k, m|
+    one ||= OpenSSL::HMAC.new(k, "SHA256")
+    out = one.update(m).digest
+    one.reset
+    out
+  }
   [op, lambda {
     ROUNDS.times do |r|
-      [1, 2, 3].each do |ks|
-        key = pat(32, ks)
-        GCM_MSGS.each_with_index do |ml, i|
-          iv = pat(12, ml + r)
-          aad = i.odd? ? pat(20, 7) : ""
-          msg = pat(ml, ml + 1)
-          ct, tag = gcm_seal(key, iv, aad, msg)
-          puts "seal r#{r} k#{ks} m#{ml} #{hex(ct)} #{hex(tag)}"
-          puts "open r#{r} k#{ks} m#{ml} #{gcm_open(key, iv, aad, ct, tag)}"
-          bad = tag.dup
-          bad.setbyte(0, bad.getbyte(0) ^ 1)
-          puts "forged r#{r} k#{ks} m#{ml} #{gcm_open(key, iv, aad, ct, bad)}"
+      HMAC_KEYS.each do |kl|
+        HMAC_MSGS.each do |ml|
+          %w[SHA256 SHA1].each do |d|
+            puts "hmac #{d} r#{r} k#{kl} m#{ml} " \
+                 "#{hex(mac.call(d, pat(kl, kl), pat(ml, ml + 1)))}"
+          end
         end
       end
     end
   }]
+end
+
+# The fix: one keyed Cipher per key and direction, given a new IV (and, to
+# open, the tag) per message.
+def rb_gcm_fix
+  ciphers = {}
+  cipher = lambda { |dir, key|
+    ciphers[[dir, key]] ||= OpenSSL::Cipher.new("aes-256-gcm").tap do |c|
+      c.send(dir)
+      c.key = key
+    end
+  }
+  seal = lambda { |key, iv, aad, msg|
+    c = cipher.call(:encrypt, key)
+    c.iv = iv
+    c.auth_data = aad
+    out = (msg.empty? ? "" : c.update(msg)) + c.final
+    [out, c.auth_tag]
+  }
+  open = lambda do |key, iv, aad, ct, tag|
+    c = cipher.call(:decrypt, key)
+    c.iv = iv
+    c.auth_tag = tag
+    c.auth_data = aad
+    hex((ct.empty? ? "" : c.update(ct)) + c.final)
+  rescue OpenSSL::Cipher::CipherError => e
+    "error #{e.class}: #{e.message}"
+  end
+  iv = pat(12, 5)
+  one = nil # the bench's one key: a variable holds its Cipher
+  op = lambda { |k, m|
+    one ||= OpenSSL::Cipher.new("aes-256-gcm").tap do |c|
+      c.encrypt
+      c.key = k
+    end
+    one.iv = iv
+    one.auth_data = ""
+    (m.empty? ? "" : one.update(m)) + one.final + one.auth_tag
+  }
+  [op, -> { gcm_lines(seal, open) }]
 end
 
 def verifier(key)
@@ -192,6 +266,8 @@ CASES = {
   "rb-mv-verified" => :rb_mv_verified,
   "rb-me-encrypt" => :rb_me_encrypt,
   "rb-me-decrypt" => :rb_me_decrypt,
+  "rb-hmac-fix" => :rb_hmac_fix,
+  "rb-gcm-fix" => :rb_gcm_fix,
 }.freeze
 
 name, mode, n = ARGV

@@ -46,6 +46,36 @@ c-pbkdf2        c             0 C `PKCS5_PBKDF2_HMAC`, 1,000 iterations of HMAC-
 EOF
 }
 
+# The hand-written fix of a gaining case (run.sh --fix): its base case, the
+# fix variant (run like any case, printing the base case's lines) and what
+# it does.  Cases without a row have no fix here: ActiveSupport keeps its
+# HMAC and Cipher objects inside the library, and PHP's openssl_encrypt has
+# no API that keeps a keyed context.
+kc_clients_fix_table()
+{
+    cat <<'EOF'
+rb-hmac        rb-hmac-fix        one `OpenSSL::HMAC` per key, `reset` after each message
+rb-gcm         rb-gcm-fix         one keyed `OpenSSL::Cipher` per key and direction, new `iv=` per message
+py-hmac-digest py-hmac-digest-fix one `hmac.new(key, digestmod=)` per key, `.copy()` per message
+py-aesgcm      py-aesgcm-fix      one `AESGCM(key)` per key, reused
+dn-hmac-sha256 dn-hmac-sha256-fix one `IncrementalHash.CreateHMAC` per key, `AppendData` + `GetHashAndReset`
+dn-hmac-sha1   dn-hmac-sha1-fix   one `IncrementalHash.CreateHMAC` per key, `AppendData` + `GetHashAndReset`
+dn-aesgcm      dn-aesgcm-fix      one `AesGcm` per key for both directions
+c-hmac         c-hmac-fix         one keyed `EVP_MAC_CTX` per key, `EVP_MAC_init(ctx, NULL, 0, NULL)` per message
+c-pkey         c-pkey-fix         one keyed `EVP_MD_CTX` per key, each message on an `EVP_MD_CTX_copy_ex`
+EOF
+}
+
+# The fix variant of a case: sets KC_FIX and KC_FIX_LABEL; 1 if it has none.
+kc_clients_fix()
+{
+    local line
+
+    line=$(kc_clients_fix_table | awk -v c="$1" '$1 == c')
+    [ -n "$line" ] || return 1
+    read -r _ KC_FIX KC_FIX_LABEL <<<"$line"
+}
+
 # Fields of one case: sets KC_RUNTIME, KC_GAINS, KC_LABEL; 1 if unknown.
 kc_clients_case()
 {

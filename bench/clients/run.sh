@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Real, unchanged clients with and without keycache: instructions per op.
 #
-#   bench/clients/run.sh <build-dir> [case|prefix ...]
+#   bench/clients/run.sh <build-dir> [--fix] [case|prefix ...]
 #
 # For every case (all of them without arguments; `run.sh <build> --list`
 # lists them; a prefix such as rb or dn picks a runtime's cases) whose
@@ -24,6 +24,13 @@
 # runtime (kc_clients_iters and kc_clients_repeatable in common.sh); N1 and
 # N2 in the environment override them for every case.  JOBS (default 2)
 # valgrind runs go at once.  Absent runtimes are reported as SKIP.
+# KC_KEEP=DIR keeps the profiles there (CASE.ARM.N.cg; cgincl.py reads them).
+#
+# --fix: only the cases with a hand-written fix (kc_clients_fix_table in
+# common.sh), each also run as its fix variant with the default provider
+# (one keyed object per key, reused), checked to print the default's bytes;
+# a second table gives default, keycache and fix Ir/op and the share of the
+# fix's saving that keycache delivers, (default - keycache) / (default - fix).
 set -uo pipefail
 
 build=${1:?usage: $0 <build-dir> [case ...]}
@@ -46,6 +53,11 @@ if [ "${N2:-1}" -le "${N1:-0}" ]; then
     echo "N2 must be larger than N1" >&2
     exit 2
 fi
+fixarm=
+if [ "${1:-}" = --fix ]; then
+    fixarm=1
+    shift
+fi
 # a runtime's prefix (rb, py, php, node, dn, c) stands for all its cases
 cases=()
 for arg in "${@:-all}"; do
@@ -60,6 +72,13 @@ for arg in "${@:-all}"; do
         cases+=("${more[@]}")
     fi
 done
+if [ -n "$fixarm" ]; then
+    fixed=()
+    for c in "${cases[@]}"; do
+        ! kc_clients_fix "$c" || fixed+=("$c")
+    done
+    cases=("${fixed[@]}")
+fi
 set -- "${cases[@]}"
 
 kc_clients_build "$build"
@@ -67,12 +86,14 @@ kc_clients_repeatable
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# One valgrind run: ARM(def|kc) N CASE -> $tmp/CASE.ARM.N.{cg,out,log,rc}
+# One valgrind run: ARM(def|kc|fix) N CASE -> $tmp/CASE.ARM.N.{cg,out,log,rc}
+# (fix: CASE's fix variant, default provider)
 profile()
 {
     local arm=$1 n=$2 case=$3 cnf=/dev/null base=$tmp/$3.$1.$2
 
     [ "$arm" = kc ] && cnf=$conf
+    [ "$arm" = fix ] && kc_clients_fix "$case" && case=$KC_FIX
     kc_clients_cmd "$case"
     OPENSSL_CONF=$cnf valgrind --tool=callgrind \
         --callgrind-out-file="$base.cg" "${KC_CMD[@]}" bench "$n" \
@@ -89,6 +110,13 @@ commas()
 ir_of()
 {
     awk '/^summary:/ { print $2; exit }' "$tmp/$1.cg" 2>/dev/null
+}
+
+# Ir per op of CASE.ARM between N1 and N2 ops
+ir_per_op()
+{
+    awk -v x="$(ir_of "$1.$2.$3")" -v y="$(ir_of "$1.$2.$4")" \
+        -v n=$(($4 - $3)) 'BEGIN { printf "%.0f", (y - x) / n }'
 }
 
 # counters per op between N1 and N2 ops: "hits misses pass" or a word
@@ -146,6 +174,7 @@ echo "default: OPENSSL_CONF=/dev/null; keycache: OPENSSL_CONF=$conf"
 versions
 echo
 rows=()
+fixrows=()
 status=0
 for case in "$@"; do
     if ! kc_clients_case "$case"; then
@@ -157,10 +186,17 @@ for case in "$@"; do
     if ! kc_clients_have "$KC_RUNTIME"; then
         echo "SKIP $case: $KC_WHY"
         rows+=("| $label | skipped: $KC_WHY | | | | | | |")
+        fixrows+=("| $label | skipped: $KC_WHY | | | | |")
         continue
     fi
     read -r a b <<<"$(kc_clients_iters "$case")"
-    for run in "def $a" "def $b" "kc $a" "kc $b"; do
+    arms=(def kc)
+    [ -z "$fixarm" ] || arms+=(fix)
+    runs=()
+    for arm in "${arms[@]}"; do
+        runs+=("$arm $a" "$arm $b")
+    done
+    for run in "${runs[@]}"; do
         while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
             wait -n
         done
@@ -169,7 +205,8 @@ for case in "$@"; do
     done
     wait
     failed=
-    for run in def.$a def.$b kc.$a kc.$b; do
+    for run in "${runs[@]}"; do
+        run=${run/ /.}
         if [ "$(cat "$tmp/$case.$run.rc")" != 0 ] \
            || [ -z "$(ir_of "$case.$run")" ]; then
             failed=$run
@@ -188,6 +225,11 @@ for case in "$@"; do
         echo "FAILED $case: outputs differ between the arms" >&2
         status=1
     fi
+    if [ -n "$fixarm" ] \
+       && ! cmp -s "$tmp/$case.def.$b.out" "$tmp/$case.fix.$b.out"; then
+        echo "FAILED $case: the fix prints other bytes than the default" >&2
+        status=1
+    fi
     ird=$(awk -v x="$(ir_of "$case.def.$a")" -v y="$(ir_of "$case.def.$b")" \
               -v n=$((b - a)) 'BEGIN { printf "%.0f", (y - x) / n }')
     irk=$(awk -v x="$(ir_of "$case.kc.$a")" -v y="$(ir_of "$case.kc.$b")" \
@@ -201,6 +243,18 @@ for case in "$@"; do
     rows+=("$(printf '| %s | %s | %s | %s | %s | %s | %s | %s |' "$label" \
               "$path" "$(commas "$ird")" "$(commas "$irk")" \
               "$ratio" "$hits" "$misses" "$pass")")
+    if [ -n "$fixarm" ]; then
+        kc_clients_fix "$case"
+        irf=$(ir_per_op "$case" fix "$a" "$b")
+        share=$(awk -v d="$ird" -v k="$irk" -v f="$irf" 'BEGIN {
+            if (d - f <= 0) print "n/a (no saving)";
+            else printf "%.0f%%", 100 * (d - k) / (d - f) }')
+        printf '%-16s fix %10s  share %s\n' "$case" "$irf" "$share"
+        fixrows+=("$(printf '| %s | %s | %s | %s | %s | %s |' "$label" \
+                  "$KC_FIX_LABEL" "$(commas "$ird")" "$(commas "$irk")" \
+                  "$(commas "$irf")" "$share")")
+    fi
+    [ -z "${KC_KEEP:-}" ] || { mkdir -p "$KC_KEEP" && cp "$tmp/$case".*.cg "$KC_KEEP/"; }
     rm -f "$tmp/$case".*
 done
 
@@ -209,4 +263,11 @@ echo "| client and API | OpenSSL path (calls/op) | default Ir/op" \
      "| keycache Ir/op | ratio | hits/op | misses/op | pass-through/op |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${rows[@]}"
+if [ -n "$fixarm" ]; then
+    echo
+    echo "| client and API | hand-written fix (default provider) | default Ir/op" \
+         "| keycache Ir/op | fix Ir/op | share of the fix keycache delivers |"
+    echo "|---|---|---:|---:|---:|---:|"
+    printf '%s\n' "${fixrows[@]}"
+fi
 exit $status

@@ -10,6 +10,9 @@
 // The calls of a cookie store: HMACSHA256/HMACSHA1.HashData and a new
 // AesGcm(key) per message.  On Linux these run on the system's libcrypto
 // through the runtime's System.Security.Cryptography.Native.OpenSsl shim.
+// The "-fix" cases are what a developer writes instead (run.sh --fix): one
+// keyed IncrementalHash or AesGcm per key, reused; they print their base
+// case's lines.
 using System;
 using System.Collections.Generic;
 using System.Security.Cryptography;
@@ -35,26 +38,79 @@ static class Program
     static byte[] Mac(string d, byte[] k, byte[] m) =>
         d == "sha1" ? HMACSHA1.HashData(k, m) : HMACSHA256.HashData(k, m);
 
-    // Encrypt and decrypt one message with a new AesGcm: ciphertext || tag.
+    // The fix: one keyed IncrementalHash per key and digest, reused.  The
+    // bench has one key: a field holds it, as in an application.
+    static readonly Dictionary<string, IncrementalHash> Hashes = new();
+    static IncrementalHash oneHash;
+    static AesGcm oneGcm;
+    static bool bench;
+
+    static byte[] MacFix(string d, byte[] k, byte[] m)
+    {
+        IncrementalHash h;
+        string id;
+        if (bench)
+            h = oneHash ??= IncrementalHash.CreateHMAC(
+                d == "sha1" ? HashAlgorithmName.SHA1
+                            : HashAlgorithmName.SHA256, k);
+        else if (!Hashes.TryGetValue(id = d + Hex(k), out h))
+            Hashes[id] = h = IncrementalHash.CreateHMAC(
+                d == "sha1" ? HashAlgorithmName.SHA1
+                            : HashAlgorithmName.SHA256, k);
+        h.AppendData(m);
+        return h.GetHashAndReset();
+    }
+
+    // The fix: one AesGcm per key, reused for every message, both ways.
+    static readonly Dictionary<string, AesGcm> Gcms = new();
+
+    static AesGcm GcmFix(byte[] key)
+    {
+        if (bench)
+            return oneGcm ??= new AesGcm(key, 16);
+        string id = Hex(key);
+        if (!Gcms.TryGetValue(id, out var g))
+            Gcms[id] = g = new AesGcm(key, 16);
+        return g;
+    }
+
+    static bool fix;
+
+    // A new AesGcm per message, or the fix's; Done disposes only a new one.
+    static AesGcm Gcm(byte[] key) => fix ? GcmFix(key) : new AesGcm(key, 16);
+
+    static void Done(AesGcm g)
+    {
+        if (!fix)
+            g.Dispose();
+    }
+
+    // Encrypt one message: ciphertext || tag.
     static byte[] Seal(byte[] key, byte[] iv, byte[] aad, byte[] msg)
     {
         var ct = new byte[msg.Length + 16];
-        using (var g = new AesGcm(key, 16))
+        var g = Gcm(key);
+        try {
             g.Encrypt(iv, msg, ct.AsSpan(0, msg.Length),
                       ct.AsSpan(msg.Length), aad);
+        } finally {
+            Done(g);
+        }
         return ct;
     }
 
     static string Open(byte[] key, byte[] iv, byte[] aad, byte[] ct)
     {
         var pt = new byte[ct.Length - 16];
+        var g = Gcm(key);
         try {
-            using (var g = new AesGcm(key, 16))
-                g.Decrypt(iv, ct.AsSpan(0, pt.Length), ct.AsSpan(pt.Length),
-                          pt, aad);
+            g.Decrypt(iv, ct.AsSpan(0, pt.Length), ct.AsSpan(pt.Length),
+                      pt, aad);
             return Hex(pt);
         } catch (CryptographicException e) {
             return "error " + e.GetType().Name;
+        } finally {
+            Done(g);
         }
     }
 
@@ -65,7 +121,8 @@ static class Program
                 foreach (int ml in HmacMsgs)
                     Console.WriteLine(
                         $"HashData {d} r{r} k{kl} m{ml} " +
-                        Hex(Mac(d, Pat(kl, kl), Pat(ml, ml + 1))));
+                        Hex(fix ? MacFix(d, Pat(kl, kl), Pat(ml, ml + 1))
+                                : Mac(d, Pat(kl, kl), Pat(ml, ml + 1))));
     }
 
     static void GcmLines()
@@ -90,14 +147,19 @@ static class Program
 
     static readonly byte[] Iv = Pat(12, 5);
 
-    // A message sealed and opened again, each with a new AesGcm(key).
+    // A message sealed and opened again, each with a new AesGcm(key) (the
+    // fix: the same one).
     static byte[] GcmOp(byte[] k, byte[] m)
     {
         var iv = Iv;
         var ct = Seal(k, iv, null, m);
         var pt = new byte[m.Length];
-        using (var g = new AesGcm(k, 16))
+        var g = Gcm(k);
+        try {
             g.Decrypt(iv, ct.AsSpan(0, m.Length), ct.AsSpan(m.Length), pt);
+        } finally {
+            Done(g);
+        }
         return ct;
     }
 
@@ -110,6 +172,11 @@ static class Program
             ["dn-hmac-sha1"] = ((k, m) => HMACSHA1.HashData(k, m),
                                 () => HmacLines("sha1")),
             ["dn-aesgcm"] = (GcmOp, GcmLines),
+            ["dn-hmac-sha256-fix"] = ((k, m) => MacFix("sha256", k, m),
+                                      () => HmacLines("sha256")),
+            ["dn-hmac-sha1-fix"] = ((k, m) => MacFix("sha1", k, m),
+                                    () => HmacLines("sha1")),
+            ["dn-aesgcm-fix"] = (GcmOp, GcmLines),
         };
         if (args.Length < 2 || !cases.ContainsKey(args[0])
             || (args[1] != "bench" && args[1] != "test")) {
@@ -119,6 +186,8 @@ static class Program
             return 2;
         }
         var (op, lines) = cases[args[0]];
+        fix = args[0].EndsWith("-fix");
+        bench = args[1] == "bench";
         if (args[1] == "test") {
             lines();
             return 0;
