@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE            /* dladdr() */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <openssl/core.h>
@@ -24,20 +25,36 @@
 # define KC_BUILD_PREFIX "keycache-ossl"
 #endif
 
-/* KC_BUILD_PREFIX<major>.so beside this file; 0 if the path is too long */
+/*
+ * KC_BUILD_PREFIX<major>.so beside this file; 0 if this file's name has no
+ * directory (dlopen would then search the library path, not beside us) or
+ * the path is too long.
+ */
 static int build_path(int major, char *buf, size_t len)
 {
     Dl_info di;
     const char *slash;
-    int dir, n;
+    int n;
 
-    if (dladdr((void *)build_path, &di) == 0 || di.dli_fname == NULL)
+    if (dladdr((void *)build_path, &di) == 0 || di.dli_fname == NULL
+        || (slash = strrchr(di.dli_fname, '/')) == NULL)
         return 0;
-    slash = strrchr(di.dli_fname, '/');
-    dir = slash != NULL ? (int)(slash - di.dli_fname) + 1 : 0;
-    n = snprintf(buf, len, "%.*s" KC_BUILD_PREFIX "%d.so", dir,
-                 di.dli_fname, major);
+    n = snprintf(buf, len, "%.*s" KC_BUILD_PREFIX "%d.so",
+                 (int)(slash - di.dli_fname) + 1, di.dli_fname, major);
     return n > 0 && (size_t)n < len;
+}
+
+/*
+ * Whether |fn| lies in this object: the sibling is the loader itself
+ * (a symbolic link or a copy of it).  Compared by mapping, not by symbol,
+ * which another object's global OSSL_provider_init could interpose.
+ */
+static int in_loader(void *fn)
+{
+    Dl_info self, other;
+
+    return dladdr((void *)in_loader, &self) != 0
+           && dladdr(fn, &other) != 0 && self.dli_fbase == other.dli_fbase;
 }
 
 __attribute__((visibility("default")))
@@ -45,7 +62,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                        const OSSL_DISPATCH **out, void **provctx)
 {
     const char *version = kc_early_core_version(handle, in), *err;
-    char path[1024], why[2048];
+    char path[PATH_MAX], why[PATH_MAX + 256];
     OSSL_provider_init_fn *init;
     void *h;
     int major;
@@ -61,7 +78,8 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     }
     major = kc_early_major(version);
     if (!build_path(major, path, sizeof(path))) {
-        snprintf(why, sizeof(why), "cannot tell where keycache.so lies");
+        snprintf(why, sizeof(why), "cannot tell which directory keycache.so "
+                 "lies in, or its path is too long");
         goto refuse;
     }
     /*
@@ -80,7 +98,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         goto refuse;
     }
     init = (OSSL_provider_init_fn *)dlsym(h, "OSSL_provider_init");
-    if (init == NULL || init == OSSL_provider_init) {
+    if (init == NULL || in_loader((void *)init)) {
         snprintf(why, sizeof(why), "%s is not a keycache build (%s)", path,
                  init == NULL ? "no OSSL_provider_init" : "it is the loader");
         dlclose(h);
