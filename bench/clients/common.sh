@@ -11,6 +11,8 @@
 #   CASE test      fixed keys and messages, one output line per operation
 
 KC_CLIENTS_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../dotnet.sh
+. "$KC_CLIENTS_SRC/../dotnet.sh"
 # Debian's python3 with python3-cryptography, not whatever is first on PATH
 KC_PYTHON=${KC_PYTHON:-/usr/bin/python3}
 
@@ -200,7 +202,7 @@ kc_why()
 kc_clients_build()
 {
     local build=$1 src=$KC_CLIENTS_SRC cc=${CC:-cc} cflags libs log
-    local top=$KC_CLIENTS_SRC/../.. dll=$1/clients/dotnet/KcClients.dll
+    local top=$KC_CLIENTS_SRC/../..
 
     KC_CLIENTS_BIN=$build/clients
     mkdir -p "$KC_CLIENTS_BIN" || return 1
@@ -221,27 +223,8 @@ kc_clients_build()
             "$src/kc_counters.c" $libs >>"$log" 2>&1; then
         KC_COUNTERS_WHY="kc_counters.so did not build (see $log)"
     fi
-    if ! command -v dotnet >/dev/null; then
-        KC_DOTNET_WHY="no .NET SDK (dotnet)"
-    elif [ ! "$dll" -nt "$src/dotnet/Program.cs" ] \
-         || [ ! "$dll" -nt "$src/dotnet/KcClients.csproj" ]; then
-        rm -rf "$KC_CLIENTS_BIN/dotnet-src" "$KC_CLIENTS_BIN/dotnet"
-        mkdir -p "$KC_CLIENTS_BIN/dotnet-src"
-        cp "$src/dotnet/Program.cs" "$src/dotnet/KcClients.csproj" \
-           "$src/dotnet/NuGet.Config" "$KC_CLIENTS_BIN/dotnet-src/"
-        # offline: the NuGet.Config has no package source; no build servers
-        # are left running
-        if ! (cd "$KC_CLIENTS_BIN/dotnet-src" \
-              && DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 \
-                 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1 \
-                 DOTNET_CLI_USE_MSBUILD_SERVER=0 \
-                 dotnet build -c Release -o ../dotnet -nologo \
-                     -nodeReuse:false -p:UseSharedCompilation=false) \
-             >>"$log" 2>&1; then
-            KC_DOTNET_WHY="the .NET client did not build (see $log)"
-            rm -rf "$KC_CLIENTS_BIN/dotnet"
-        fi
-    fi
+    kc_dotnet_build "$src/dotnet" "$KC_CLIENTS_BIN/dotnet" KcClients.dll \
+        "$log" client Program.cs KcClients.csproj NuGet.Config
 }
 
 # How keycache's counters are read from an unchanged client, at its exit:

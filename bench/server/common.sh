@@ -11,6 +11,8 @@
 # program; keycache is switched on by OPENSSL_CONF alone.
 
 KC_SERVER_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../dotnet.sh
+. "$KC_SERVER_SRC/../dotnet.sh"
 KC_PYTHON=${KC_PYTHON:-/usr/bin/python3}
 
 # server  runtime  label (markdown)
@@ -79,33 +81,11 @@ kc_server_have()
 # KC_SERVER_BIN, and KC_DOTNET_WHY when there is no SDK or the build failed.
 kc_server_build()
 {
-    local src=$KC_SERVER_SRC/dotnet out=$1/server/dotnet f stale=
-
     KC_SERVER_BIN=$1/server
     mkdir -p "$KC_SERVER_BIN" || return 1
-    if ! command -v dotnet >/dev/null; then
-        KC_DOTNET_WHY="no .NET SDK (dotnet)"
-        return 0
-    fi
-    for f in Program.cs KcServer.csproj NuGet.Config; do
-        [ "$out/KcServer.dll" -nt "$src/$f" ] || stale=1
-    done
-    [ -n "$stale" ] || return 0
-    rm -rf "$KC_SERVER_BIN/dotnet-src" "$out"
-    mkdir -p "$KC_SERVER_BIN/dotnet-src"
-    cp "$src/Program.cs" "$src/KcServer.csproj" "$src/NuGet.Config" \
-       "$KC_SERVER_BIN/dotnet-src/"
-    # offline: NuGet.Config has no package source; no build servers stay
-    if ! (cd "$KC_SERVER_BIN/dotnet-src" \
-          && DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 \
-             DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1 \
-             DOTNET_CLI_USE_MSBUILD_SERVER=0 \
-             dotnet build -c Release -o ../dotnet -nologo \
-                 -nodeReuse:false -p:UseSharedCompilation=false) \
-         >"$KC_SERVER_BIN/build.log" 2>&1; then
-        KC_DOTNET_WHY="the .NET server did not build (see $KC_SERVER_BIN/build.log)"
-        rm -rf "$out"
-    fi
+    kc_dotnet_build "$KC_SERVER_SRC/dotnet" "$KC_SERVER_BIN/dotnet" \
+        KcServer.dll "$KC_SERVER_BIN/build.log" server \
+        Program.cs KcServer.csproj NuGet.Config
 }
 
 # Free loopback TCP ports, one per argument.
