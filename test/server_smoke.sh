@@ -35,29 +35,12 @@ TMP=$(mktemp -d) || exit 2
 pids=()
 trap 'for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
 
-arms=($(kc_server_arms "$SERVER"))
-read -r -a ports <<<"$(kc_server_ports "${arms[@]}")"
-specs=()
 fail=
-for i in "${!arms[@]}"; do
-    a=${arms[$i]}
-    c=/dev/null
-    [ "$a" = kc ] && c=$CONF
-    kc_server_start "$SERVER" "$a" "${ports[$i]}" "$TMP" "$c"
-    pids+=("$(cat "$TMP/$SERVER.$a.pid")")
-    specs+=("$a=${ports[$i]}:$(kc_server_path "$SERVER" "$a")")
-done
-for i in "${!arms[@]}"; do
-    a=${arms[$i]}
-    if ! kc_server_wait "${ports[$i]}" "$(cat "$TMP/$SERVER.$a.pid")"; then
-        echo "FAIL $SERVER $a did not start:" >&2
-        tail -n 20 "$TMP/$SERVER.$a.log" >&2
-        fail=1
-    fi
-done
+kc_server_up "$SERVER" "$TMP" "$CONF" || fail=1
+arms=("${KC_ARMS[@]}")
 if [ -z "$fail" ]; then
     if counts=$("$KC_PYTHON" "$SRC/bench/server/check.py" "$SERVER" "$TMP" \
-                "${specs[@]}"); then
+                "${KC_SPECS[@]}"); then
         echo "ok   $SERVER: identical responses ($counts requests)"
     else
         fail=1

@@ -130,6 +130,40 @@ kc_server_start()
     echo $! >"$base.pid"
 }
 
+# kc_server_up SERVER DIR CONF: start every arm of SERVER (kc_server_start;
+# keycache's arm with CONF, the others with /dev/null) and wait until each
+# listens.  Each pid is appended to the caller's array pids as soon as the
+# arm starts, for its EXIT trap.  Sets KC_ARMS (the arms, in order),
+# KC_PORT[arm] and KC_SPECS (arm=port:path, as check.py takes them).  1 if
+# an arm did not start, with the tail of its log on standard error.
+kc_server_up()
+{
+    local server=$1 dir=$2 conf=$3 a c i ports failed=
+
+    KC_ARMS=($(kc_server_arms "$server"))
+    read -r -a ports <<<"$(kc_server_ports "${KC_ARMS[@]}")"
+    declare -gA KC_PORT=()
+    KC_SPECS=()
+    for i in "${!KC_ARMS[@]}"; do
+        a=${KC_ARMS[$i]}
+        KC_PORT[$a]=${ports[$i]}
+        c=/dev/null
+        [ "$a" = kc ] && c=$conf
+        kc_server_start "$server" "$a" "${ports[$i]}" "$dir" "$c"
+        pids+=("$(cat "$dir/$server.$a.pid")")
+        KC_SPECS+=("$a=${ports[$i]}:$(kc_server_path "$server" "$a")")
+    done
+    for a in "${KC_ARMS[@]}"; do
+        if ! kc_server_wait "${KC_PORT[$a]}" "$(cat "$dir/$server.$a.pid")"
+        then
+            echo "FAILED $server $a: did not start" >&2
+            tail -n 20 "$dir/$server.$a.log" >&2
+            failed=1
+        fi
+    done
+    [ -z "$failed" ]
+}
+
 # kc_server_wait PORT PID [SECONDS]: 0 once the port accepts connections,
 # 1 if the process died or SECONDS (60) passed.
 kc_server_wait()

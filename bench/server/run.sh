@@ -106,7 +106,7 @@ measure()
     local server=$1 arm=$2 secs=$3 tag=$4 pid t0 t1 url
 
     pid=$(cat "$run/$server.$arm.pid")
-    url=http://127.0.0.1:${port[$arm]}$(kc_server_path "$server" "$arm")
+    url=http://127.0.0.1:${KC_PORT[$arm]}$(kc_server_path "$server" "$arm")
     t0=$(kc_server_cpu "$pid")
     wrk -t"$threads" -c"$conns" -d"${secs}s" --latency "${wrkargs[@]}" \
         "$url" >"$run/$server.$arm.$tag.wrk" 2>&1
@@ -123,30 +123,13 @@ for server in "${servers[@]}"; do
     fi
     echo
     echo "== $server: $KC_LABEL"
-    arms=($(kc_server_arms "$server"))
-    read -r -a ports <<<"$(kc_server_ports "${arms[@]}")"
-    declare -A port=() served=()
-    specs=()
+    declare -A served=()
     failed=
-    for i in "${!arms[@]}"; do
-        a=${arms[$i]}
-        port[$a]=${ports[$i]}
-        c=/dev/null
-        [ "$a" = kc ] && c=$conf
-        kc_server_start "$server" "$a" "${port[$a]}" "$run" "$c"
-        pids+=("$(cat "$run/$server.$a.pid")")
-        specs+=("$a=${port[$a]}:$(kc_server_path "$server" "$a")")
-    done
-    for a in "${arms[@]}"; do
-        if ! kc_server_wait "${port[$a]}" "$(cat "$run/$server.$a.pid")"; then
-            echo "FAILED $server $a: did not start" >&2
-            tail -n 20 "$run/$server.$a.log" >&2
-            failed=1
-        fi
-    done
+    kc_server_up "$server" "$run" "$conf" || failed=1
+    arms=("${KC_ARMS[@]}")
     if [ -z "$failed" ]; then
         if counts=$(KC_CHECK_USERS=$users "$KC_PYTHON" "$here/check.py" \
-                    "$server" "$run" "${specs[@]}"); then
+                    "$server" "$run" "${KC_SPECS[@]}"); then
             echo "responses: identical in all arms ($counts requests;" \
                  "transcripts in $run/$server.*.txt)"
             for kv in $counts; do
