@@ -83,6 +83,7 @@ const KC_TDESC kc_cmac_desc = {
     .description = "CMAC with a per-thread key cache",
     .functions = kc_cmac_functions,
     .shape_names = cmac_shape,
+    .cipher_param = OSSL_MAC_PARAM_CIPHER,
     .set_key_keys = 1,
     .reinit_restores = 1,
     .park_scrub = 32,

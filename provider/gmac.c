@@ -86,6 +86,7 @@ const KC_TDESC kc_gmac_desc = {
     .description = "GMAC with a per-thread key cache",
     .functions = kc_gmac_functions,
     .shape_names = gmac_shape,
+    .cipher_param = OSSL_MAC_PARAM_CIPHER,
     .volatile_names = gmac_volatile,
     .set_key_keys = 1,
     .volatile_last_wins = 1,

@@ -195,7 +195,8 @@ static int go_passthrough_app(KC_HMAC_CTX *w)
     void *ctx;
 
     if (w->passthrough || w->inner != NULL
-        || (ctx = kc_inner_app_hmac(w->pctx, &mac)) == NULL)
+        || (ctx = kc_inner_app_mac(w->pctx, OSSL_MAC_NAME_HMAC,
+                                   fns(w)->newctx, &mac)) == NULL)
         return go_passthrough(w);
     ERR_set_mark();
     if (w->dg != NULL

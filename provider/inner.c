@@ -178,15 +178,17 @@ int kc_inner_is_default(const KC_PROVCTX *pctx, const OSSL_PROVIDER *prov)
 }
 
 /*
- * A new HMAC context of the default provider in the application's library
- * context, for what keycache's private one cannot take (a digest only
- * another provider of the application's has): that provider's own
- * context, driven through the same functions as ours, which it is sure to
- * have only if it is the same built-in default (its dispatch table is the
- * same).  *mac keeps that provider loaded while the context lives.  NULL
- * if there is none; the error queue is left as it was.
+ * A new context of the default provider's MAC |name| in the application's
+ * library context, for what keycache's private one cannot stand in for (an
+ * HMAC digest or a CMAC or GMAC cipher only another provider of the
+ * application's has, or none): that provider's own context, driven through
+ * the same functions as ours (|newctx| is the private default's), which it
+ * is sure to have only if it is the same built-in default (its dispatch
+ * table is the same).  *mac keeps that provider loaded while the context
+ * lives.  NULL if there is none; the error queue is left as it was.
  */
-void *kc_inner_app_hmac(KC_PROVCTX *pctx, EVP_MAC **mac)
+void *kc_inner_app_mac(KC_PROVCTX *pctx, const char *name,
+                       OSSL_FUNC_mac_newctx_fn *newctx, EVP_MAC **mac)
 {
     const OSSL_PROVIDER *prov;
     void *ctx = NULL;
@@ -195,17 +197,48 @@ void *kc_inner_app_hmac(KC_PROVCTX *pctx, EVP_MAC **mac)
     if (pctx->app_libctx == NULL)
         return NULL;
     ERR_set_mark();
-    *mac = EVP_MAC_fetch(pctx->app_libctx, OSSL_MAC_NAME_HMAC,
-                         "provider=default");
+    *mac = EVP_MAC_fetch(pctx->app_libctx, name, "provider=default");
     if (*mac != NULL
         && kc_inner_is_default(pctx, prov = EVP_MAC_get0_provider(*mac)))
-        ctx = pctx->hmac.newctx(OSSL_PROVIDER_get0_provider_ctx(prov));
+        ctx = newctx(OSSL_PROVIDER_get0_provider_ctx(prov));
     if (ctx == NULL) {
         EVP_MAC_free(*mac);
         *mac = NULL;
     }
     ERR_pop_to_mark();
     return ctx;
+}
+
+/*
+ * The cipher (name, props) in the application's library context, if the
+ * private default's stands in for it: the built-in default's, or keycache's
+ * own (which runs on the built-in default's) where the private context
+ * resolves (name, props) too.  NULL if it resolves to another provider's or
+ * to none.  The error queue is left as it was.
+ */
+EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
+                                  const char *props)
+{
+    const OSSL_PROVIDER *prov;
+    EVP_CIPHER *c, *mine;
+    int ok;
+
+    ERR_set_mark();
+    c = EVP_CIPHER_fetch(pctx->app_libctx != NULL ? pctx->app_libctx
+                         : pctx->libctx, name, props);
+    prov = c != NULL ? EVP_CIPHER_get0_provider(c) : NULL;
+    ok = kc_inner_is_default(pctx, prov);
+    if (!ok && prov != NULL && OSSL_PROVIDER_get0_provider_ctx(prov) == pctx
+        && (mine = EVP_CIPHER_fetch(pctx->libctx, name, props)) != NULL) {
+        ok = 1;
+        EVP_CIPHER_free(mine);
+    }
+    if (!ok) {
+        EVP_CIPHER_free(c);
+        c = NULL;
+    }
+    ERR_pop_to_mark();
+    return c;
 }
 
 int kc_inner_start(KC_PROVCTX *pctx)

@@ -230,6 +230,13 @@ struct kc_tdesc_st {
     const char *const *shape_names;
     const char *const *volatile_names;
     /*
+     * The parameter naming a cipher the default fetches (CMAC's, GMAC's;
+     * its query is "properties" in the same call), or NULL.  A context
+     * whose cipher only the application's library context resolves the
+     * built-in default's way is served there (see tmpl.c).
+     */
+    const char *cipher_param;
+    /*
      * Does a "key" parameter of set_ctx_params key the context the way
      * init with that key does (CMAC, GMAC)?  If not (KMAC only stores
      * it), such calls are passed through.
@@ -454,9 +461,12 @@ int kc_names_start_with(const char *names, const char *first);
 int kc_inner_start(KC_PROVCTX *pctx);
 void kc_inner_stop(KC_PROVCTX *pctx);
 const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md);
-/* the application's default's HMAC, see inner.c */
+/* the application's default's MACs, see inner.c */
 int kc_inner_is_default(const KC_PROVCTX *pctx, const OSSL_PROVIDER *prov);
-void *kc_inner_app_hmac(KC_PROVCTX *pctx, EVP_MAC **mac);
+void *kc_inner_app_mac(KC_PROVCTX *pctx, const char *name,
+                       OSSL_FUNC_mac_newctx_fn *newctx, EVP_MAC **mac);
+EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
+                                  const char *props);
 
 /* rand.c: the private context's RAND is the application's */
 int kc_rand_start(KC_PROVCTX *pctx);
@@ -752,7 +762,10 @@ int kc_tciph_get_params(int which, OSSL_PARAM params[]);
         { 0, NULL }                                                           \
     };
 
-/* does the cipher |name| (with properties) resolve to one of |names|? */
+/*
+ * Does the cipher |name| (with properties) resolve, in the application's
+ * library context, to one of |names| that the private default has?
+ */
 int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name,
                         const char *props, const char *const *names);
 

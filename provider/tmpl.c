@@ -71,6 +71,9 @@ typedef struct {
     int sized;
     int shape_value;            /* learned value of the shape, -1: not yet */
     uint64_t counted;           /* see KC_LOOKUP */
+    /* the thread's hit rate is low: see kc_tmac_newctx() */
+    int cold;
+    EVP_MAC *app_mac;           /* inner is the application's default's */
     /* rec: the shape's calls, then the volatile calls (never interleaved) */
     size_t shape_len, len, sig_len;
     uint64_t shape_hash, sig_hash;
@@ -406,16 +409,12 @@ int kc_name_in_list(const char *const *list, const char *name)
 int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name, const char *props,
                         const char *const *names)
 {
-    EVP_CIPHER *c;
+    EVP_CIPHER *c = kc_inner_cipher_fetch(pctx, name, props);
     int ok = 0;
 
-    ERR_set_mark();
-    if ((c = EVP_CIPHER_fetch(pctx->libctx, name, props)) != NULL) {
-        for (; *names != NULL && !ok; names++)
-            ok = EVP_CIPHER_is_a(c, *names);
-        EVP_CIPHER_free(c);
-    }
-    ERR_pop_to_mark();
+    for (; c != NULL && *names != NULL && !ok; names++)
+        ok = EVP_CIPHER_is_a(c, *names);
+    EVP_CIPHER_free(c);
     return ok;
 }
 
@@ -434,6 +433,113 @@ int kc_err_same(const KC_ERRTOP *a, const KC_ERRTOP *b)
 {
     return a->code == b->code && a->file == b->file && a->line == b->line
            && a->func == b->func && a->data == b->data;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Where the default's context lives                                      */
+
+/* the record memo's owner of what needs_app() learns */
+static const char cipher_memo_owner;
+
+static int private_lacks(KC_PROVCTX *pctx, const char *name,
+                         const char *props)
+{
+    EVP_CIPHER *c = kc_inner_cipher_fetch(pctx, name, props);
+
+    EVP_CIPHER_free(c);
+    return c == NULL;
+}
+
+/*
+ * Must the default's context for w be the application's default's own
+ * rather than one in keycache's private library context?  Yes if the
+ * cipher the family fetches (CMAC's, GMAC's), as params name it or else as
+ * the record last did, resolves in the application's library context to
+ * another provider's cipher or to none: the default's fetch there finds it,
+ * or fails naming that context, where the private one cannot.  Learned
+ * once per thread and (cipher, properties).
+ */
+static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[])
+{
+    const char *param = w->f->d->cipher_param, *name = NULL, *props = NULL;
+    const OSSL_PARAM *p, *np = NULL, *pp = NULL;
+    size_t nlen, plen;
+    KC_CACHE *c;
+    uint64_t h;
+    int v;
+
+    if (param == NULL || w->pctx->app_libctx == NULL)
+        return 0;
+    /* the first of each name, as the default locates them */
+    for (p = params; p != NULL && p->key != NULL; p++) {
+        if (np == NULL && p->key[0] == param[0] && strcmp(p->key, param) == 0)
+            np = p;
+        else if (pp == NULL && p->key[0] == 'p'
+                 && strcmp(p->key, OSSL_MAC_PARAM_PROPERTIES) == 0)
+            pp = p;
+    }
+    if (np != NULL) {
+        /* the default fetches only what it reads as a string */
+        if (np->data_type != OSSL_PARAM_UTF8_STRING || !utf8_ends(np)
+            || (pp != NULL && (pp->data_type != OSSL_PARAM_UTF8_STRING
+                               || !utf8_ends(pp))))
+            return 0;
+        name = np->data;
+        props = pp != NULL ? pp->data : NULL;
+    } else if (w->shape_value > 0 && (w->shape_value & KC_REC_CACHEABLE)) {
+        /* its cipher was resolved when the shape was learned */
+        return 0;
+    } else if (!kc_trec_last_utf8((const unsigned char *)w->rec, w->len,
+                                  param, OSSL_MAC_PARAM_PROPERTIES, &name,
+                                  &props)) {
+        return 0;
+    }
+    if (name == NULL)
+        return 0;
+    if ((c = kc_cache_get(w->pctx)) == NULL)
+        return private_lacks(w->pctx, name, props);
+    /* no query and an empty one are the same query */
+    if (props == NULL)
+        props = "";
+    nlen = strlen(name) + 1;
+    plen = strlen(props) + 1;
+    /* the memo compares the bytes: the hash only spreads them */
+    h = 0;
+    memcpy(&h, name, nlen < sizeof(h) ? nlen : sizeof(h));
+    h = (h ^ ((uint64_t)nlen << 40) ^ plen) * 0x9e3779b97f4a7c15ULL;
+    if ((v = kc_cache_rec_get(c, &cipher_memo_owner, h,
+                              (const unsigned char *)name, nlen,
+                              (const unsigned char *)props, plen)) < 0) {
+        v = private_lacks(w->pctx, name, props);
+        kc_cache_rec_put(c, &cipher_memo_owner, h,
+                         (const unsigned char *)name, nlen,
+                         (const unsigned char *)props, plen, v);
+    }
+    return v;
+}
+
+/*
+ * A new default context for w: the application's default's if needs_app()
+ * (*mac then keeps it loaded), else the private one's.
+ */
+static void *new_inner(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
+                       EVP_MAC **mac)
+{
+    const KC_MAC_FNS *f = &w->f->mac;
+    void *ctx;
+
+    *mac = NULL;
+    if (needs_app(w, params)
+        && (ctx = kc_inner_app_mac(w->pctx, w->f->d->name, f->newctx,
+                                   mac)) != NULL)
+        return ctx;
+    return f->newctx(w->pctx->inner_provctx);
+}
+
+static void free_inner(const KC_TMAC_CTX *w, void *ctx, EVP_MAC *mac)
+{
+    w->f->mac.freectx(ctx);
+    EVP_MAC_free(mac);
 }
 
 /*
@@ -486,7 +592,8 @@ static int shape_cacheable(const KC_TMAC_CTX *w)
 /* What the default says of w's shape, as a record memo value. */
 static int shape_value(const KC_TMAC_CTX *w)
 {
-    if (!probe(w, 0))
+    /* what the private default says is not the application's: pass */
+    if (needs_app(w, NULL) || !probe(w, 0))
         return 0;
     return KC_REC_VALID | (shape_cacheable(w) ? KC_REC_CACHEABLE : 0);
 }
@@ -841,21 +948,25 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
     return 1;
 }
 
-/* Pass-through from now on: a plain inner context with the record replayed. */
-static KC_NOINLINE int materialize(KC_TMAC_CTX *w)
+/*
+ * Pass-through from now on: a plain inner context with the record replayed,
+ * where the call about to be passed (params) needs it.
+ */
+static KC_NOINLINE int materialize(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
-    const KC_MAC_FNS *f = &w->f->mac;
+    EVP_MAC *mac;
     void *inner;
 
     if (w->inner != NULL)
         return 1;
-    if ((inner = f->newctx(w->pctx->inner_provctx)) == NULL)
+    if ((inner = new_inner(w, params, &mac)) == NULL)
         return 0;
-    if (!replay(w, inner, 0, w->len)) {
-        f->freectx(inner);
+    if (w->len > 0 && !replay(w, inner, 0, w->len)) {
+        free_inner(w, inner, mac);
         return 0;
     }
     w->inner = inner;
+    w->app_mac = mac;
     kc_count_passthrough(w->pctx, &w->f->alg);
     return 1;
 }
@@ -890,9 +1001,12 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
     /*
      * Almost every key misses on this thread (a new key per message):
      * recording and looking up would only add to each message, so this
-     * context is the default's from the start.
+     * context is the default's from the start, or from its first call
+     * where the cipher that call names decides whose default it is.
      */
-    if (cold && (w->inner = f->mac.newctx(pctx->inner_provctx)) == NULL) {
+    w->cold = cold;
+    if (cold && f->d->cipher_param == NULL
+        && (w->inner = f->mac.newctx(pctx->inner_provctx)) == NULL) {
         kc_wrapper_free(pctx, KC_POOL_TMPL, w, sizeof(*w));
         return NULL;
     }
@@ -931,6 +1045,8 @@ void kc_tmac_freectx(void *vctx)
     c = kc_cache_here(w->pctx);
     if (w->inner != NULL && !park(c, w))
         w->f->mac.freectx(w->inner);
+    if (w->app_mac != NULL)
+        EVP_MAC_free(w->app_mac);
     kc_wrapper_free_in(c, KC_POOL_TMPL, w, sizeof(*w));
 }
 
@@ -943,13 +1059,14 @@ void kc_tmac_freectx(void *vctx)
 static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
 {
     const KC_MAC_FNS *f = &w->f->mac;
+    EVP_MAC *mac;
     void *t, *d = NULL;
 
-    if ((t = f->newctx(w->pctx->inner_provctx)) == NULL)
+    if ((t = new_inner(w, NULL, &mac)) == NULL)
         return 0;
     if (replay(w, t, 0, w->len) && (d = f->dupctx(t)) != NULL)
         f->freectx(d);
-    f->freectx(t);
+    free_inner(w, t, mac);
     return d != NULL;
 }
 
@@ -970,8 +1087,13 @@ void *kc_tmac_dupctx(void *vctx)
     /* the copy owns its inner outright; only the original holds the lease */
     memset(&dst->lease, 0, sizeof(dst->lease));
     dst->clean = 0;
+    if (src->app_mac != NULL && !EVP_MAC_up_ref(src->app_mac)) {
+        kc_wrapper_free(src->pctx, KC_POOL_TMPL, dst, sizeof(*dst));
+        return NULL;
+    }
     if (src->inner != NULL
         && (dst->inner = src->f->mac.dupctx(src->inner)) == NULL) {
+        EVP_MAC_free(dst->app_mac);
         kc_wrapper_free(src->pctx, KC_POOL_TMPL, dst, sizeof(*dst));
         return NULL;
     }
@@ -992,6 +1114,8 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
             return 1;
         goto pass;
     }
+    if (w->cold && !(params[0].key == NULL && w->f->empty_set_ok))
+        goto pass;
     if (!split(w->f, params, &s) || (c = kc_cache_get(w->pctx)) == NULL)
         goto pass;
     if (s.key == NULL) {
@@ -1021,7 +1145,7 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
     return s.nv == 0 || apply_volatile(w, &s);
 
  pass:
-    return materialize(w) && f->set_ctx_params(w->inner, params);
+    return materialize(w, params) && f->set_ctx_params(w->inner, params);
 }
 
 int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
@@ -1045,7 +1169,7 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
     SAVED sv;
     int direct = 0, r = -1;
 
-    if (key == NULL || (c = kc_cache_get(w->pctx)) == NULL)
+    if (key == NULL || w->cold || (c = kc_cache_get(w->pctx)) == NULL)
         goto pass;
     save(w, &sv);
     if (params != NULL && params[0].key != NULL && w->len == 0
@@ -1079,7 +1203,8 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
         return !direct || apply_volatile(w, &s);
     restore(w, &sv);
  pass:
-    if (!materialize(w) || !w->f->mac.init(w->inner, key, keylen, params))
+    if (!materialize(w, params)
+        || !w->f->mac.init(w->inner, key, keylen, params))
         return 0;
     /* keyed the default's way with a shape it caches: as if cached */
     w->sized = r == -2 && w->f->d->keyed_size != 0;
@@ -1103,7 +1228,7 @@ static KC_NOINLINE int unkeyed_update(KC_TMAC_CTX *w,
                                       const unsigned char *data,
                                       size_t datalen)
 {
-    return materialize(w) && w->f->mac.update(w->inner, data, datalen);
+    return materialize(w, NULL) && w->f->mac.update(w->inner, data, datalen);
 }
 
 int kc_tmac_update(void *vctx, const unsigned char *data, size_t datalen)
@@ -1118,7 +1243,8 @@ int kc_tmac_update(void *vctx, const unsigned char *data, size_t datalen)
 static KC_NOINLINE int unkeyed_final(KC_TMAC_CTX *w, unsigned char *out,
                                      size_t *outl, size_t outsize)
 {
-    return materialize(w) && w->f->mac.final(w->inner, out, outl, outsize);
+    return materialize(w, NULL)
+           && w->f->mac.final(w->inner, out, outl, outsize);
 }
 
 int kc_tmac_final(void *vctx, unsigned char *out, size_t *outl,
@@ -1139,13 +1265,14 @@ int kc_tmac_final(void *vctx, unsigned char *out, size_t *outl,
 static KC_NOINLINE int unkeyed_get_params(KC_TMAC_CTX *w, OSSL_PARAM params[])
 {
     const KC_MAC_FNS *f = &w->f->mac;
-    void *t = f->newctx(w->pctx->inner_provctx);
+    EVP_MAC *mac;
+    void *t = new_inner(w, NULL, &mac);
     int ok;
 
     if (t == NULL)
         return 0;
     ok = replay(w, t, 0, w->len) && f->get_ctx_params(t, params);
-    f->freectx(t);
+    free_inner(w, t, mac);
     return ok;
 }
 

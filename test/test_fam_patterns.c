@@ -18,10 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
+#include <openssl/provider.h>
 
 #include "kc_test.h"
 #include "keycache.h"
@@ -1029,11 +1031,18 @@ static void pat_bad(OSSL_LIB_CTX *libctx, REC *r)
 
             rec_printf(r, "-- %s ciphers and properties\n", fams[f].mac);
             /*
-             * Served uncached, a cipher is fetched in keycache's library
-             * context: a failed fetch names that (docs/limits.md).
+             * Served uncached, and a failed fetch names the application's
+             * library context, as the default's does.
              */
-            r->mask_libctx = 1;
             for (l = 0; l < nc + sizeof(props) / sizeof(props[0]); l++) {
+                /*
+                 * keycache offers AES-GCM itself, so where it is loaded the
+                 * default's GMAC finds one under provider=keycache, which
+                 * the reference cannot: see test_cipher_where.
+                 */
+                if (l >= nc && fams[f].kind == F_GMAC
+                    && strcmp(props[l - nc], "provider=keycache") == 0)
+                    continue;
                 n = 0;
                 if (l < nc) {
                     p[n++] = p_utf8(OSSL_MAC_PARAM_CIPHER, cs[l]);
@@ -1059,7 +1068,6 @@ static void pat_bad(OSSL_LIB_CTX *libctx, REC *r)
                     EVP_MAC_CTX_free(ctx);
                 }
             }
-            r->mask_libctx = 0;
         }
         r->rc_only = 0;
         EVP_MAC_free(mac);
@@ -1240,12 +1248,7 @@ static void prefix_one(EVP_MAC *mac, REC *r, const FAM *f, const char *name,
     p[n] = OSSL_PARAM_construct_end();
     rec_printf(r, "-- %s %s=%s %s\n", f->mac, name, (const char *)v,
                in_init ? "in init" : "set first");
-    /*
-     * A refused cipher is fetched in keycache's library context, which
-     * its error names (docs/limits.md); a GMAC whose cipher was
-     * refused draws a random IV: return values only.
-     */
-    r->mask_libctx = f->kind != F_KMAC;
+    /* a GMAC whose cipher was refused draws a random IV: return values only */
     r->rc_only = f->kind == F_GMAC && strcmp(v, f->sub[0]) != 0;
     if (!in_init)
         do_set(r, ctx, p);
@@ -1253,7 +1256,7 @@ static void prefix_one(EVP_MAC *mac, REC *r, const FAM *f, const char *name,
     do_update(r, ctx, msgs[2], msglens[2]);
     do_final(r, ctx, out, &outl, OUTMAX);
     EVP_MAC_CTX_free(ctx);
-    r->mask_libctx = r->rc_only = 0;
+    r->rc_only = 0;
 }
 
 static void pat_param_prefix(OSSL_LIB_CTX *libctx, REC *r)
@@ -1421,6 +1424,41 @@ static void test_uncached_ciphers(void)
  * low, new contexts are served by the default from the start (cold), with
  * the same results; a key used again and again is cached again soon.
  */
+/*
+ * A cipher the default refuses, on the thread's default library context as
+ * unchanged programs use it: the same first error (its data names that
+ * context) from the default and from keycache.
+ */
+static int cold_refusal_same(const FAM *f)
+{
+    unsigned char key[32] = { 0 }, out[OUTMAX];
+    char want[KCT_ERR_LEN], got[KCT_ERR_LEN];
+    OSSL_PARAM p[2];
+    OSSL_LIB_CTX *prev;
+    size_t outl;
+
+    p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, "no-such-cipher");
+    p[1] = OSSL_PARAM_construct_end();
+    ERR_clear_error();
+    prev = OSSL_LIB_CTX_set0_default(kct_default());
+    EVP_Q_mac(NULL, f->mac, NULL, NULL, p, key, 16, msgs[2], 40, out,
+              sizeof(out), &outl);
+    kct_err_next(want, sizeof(want));
+    ERR_clear_error();
+    OSSL_LIB_CTX_set0_default(kct_keycache());
+    EVP_Q_mac(NULL, f->mac, NULL, NULL, p, key, 16, msgs[2], 40, out,
+              sizeof(out), &outl);
+    kct_err_next(got, sizeof(got));
+    ERR_clear_error();
+    OSSL_LIB_CTX_set0_default(prev);
+    if (want[0] == '\0' || strcmp(want, got) != 0) {
+        fprintf(stderr, "\ncold %s refusal:\n  default : %s\n  keycache: %s\n",
+                f->mac, want, got);
+        return 0;
+    }
+    return 1;
+}
+
 static void *cold_main(void *arg)
 {
     unsigned char key[32], want[OUTMAX], got[OUTMAX];
@@ -1443,6 +1481,10 @@ static void *cold_main(void *arg)
             || wl != gl || memcmp(want, got, wl) != 0)
             (*bad)++;
     }
+    /* still cold: a refused cipher is refused as the default refuses it */
+    for (f = 0; f < 2; f++)
+        if (!cold_refusal_same(&fams[f]))
+            (*bad)++;
     /* one key from now on: hits come back within a few windows */
     h0 = kct_counter(KEYCACHE_PARAM_HITS);
     base_params(&fams[0], 0, 0, p);
@@ -1638,11 +1680,7 @@ static void pat_utf8_forms(OSSL_LIB_CTX *libctx, REC *r)
             }
             if (fams[f].kind != F_GMAC && fams[f].kind != F_CMAC)
                 continue;
-            /*
-             * Ciphers the default refuses for the family: a failed fetch
-             * names keycache's library context (docs/limits.md).
-             */
-            r->mask_libctx = 1;
+            /* ciphers the default refuses for the family */
             for (i = 0; i < 2; i++) {
                 EVP_MAC_CTX *ctx = new_ctx(mac, r);
 
@@ -1657,7 +1695,6 @@ static void pat_utf8_forms(OSSL_LIB_CTX *libctx, REC *r)
                 EVP_MAC_CTX_free(ctx);
                 heapstr_free(&h);
             }
-            r->mask_libctx = 0;
         }
         EVP_MAC_free(mac);
     }
@@ -1719,6 +1756,352 @@ static void test_bad_iv_uncached(void)
     CU_ASSERT_EQUAL(kct_thread_problems(bad_iv_main), 0);
 }
 
+/*
+ * Where a CMAC's or GMAC's cipher comes from.  A provider of the
+ * application's ("kctestciph", built in by the test) offers AES-128-CBC and
+ * AES-128-GCM under the default's names, delegating to the default's and
+ * counting its cipher calls, so that a record shows whose AES a MAC ran on.
+ * The default's CMAC and GMAC use whichever cipher the application's
+ * library context resolves; keycache must too, must not swap in its own
+ * default's AES because the name matches, and a fetch that fails must name
+ * the application's library context, as the default's does.
+ */
+static EVP_CIPHER *ciph_cbc, *ciph_gcm;
+static int ciph_calls;
+
+typedef struct {
+    EVP_CIPHER_CTX *c;
+    const EVP_CIPHER *which;
+} CIPH_CTX;
+
+static void *ciph_new(const EVP_CIPHER *which)
+{
+    CIPH_CTX *x = calloc(1, sizeof(*x));
+
+    if (x != NULL && (x->c = EVP_CIPHER_CTX_new()) == NULL) {
+        free(x);
+        x = NULL;
+    }
+    if (x != NULL)
+        x->which = which;
+    return x;
+}
+
+static void *ciph_cbc_new(void *provctx) { return ciph_new(ciph_cbc); }
+static void *ciph_gcm_new(void *provctx) { return ciph_new(ciph_gcm); }
+
+static void ciph_free(void *vx)
+{
+    CIPH_CTX *x = vx;
+
+    if (x != NULL) {
+        EVP_CIPHER_CTX_free(x->c);
+        free(x);
+    }
+}
+
+static void *ciph_dup(void *vx)
+{
+    CIPH_CTX *x = vx, *d = ciph_new(x->which);
+
+    if (d != NULL && !EVP_CIPHER_CTX_copy(d->c, x->c)) {
+        ciph_free(d);
+        d = NULL;
+    }
+    return d;
+}
+
+static int ciph_init(CIPH_CTX *x, const unsigned char *key,
+                     const unsigned char *iv, const OSSL_PARAM params[],
+                     int enc)
+{
+    const EVP_CIPHER *c = EVP_CIPHER_CTX_get0_cipher(x->c) == NULL ? x->which
+                          : NULL;
+
+    return EVP_CipherInit_ex2(x->c, c, key, iv, enc, params);
+}
+
+static int ciph_einit(void *x, const unsigned char *key, size_t keylen,
+                      const unsigned char *iv, size_t ivlen,
+                      const OSSL_PARAM params[])
+{
+    return ciph_init(x, key, iv, params, 1);
+}
+
+static int ciph_dinit(void *x, const unsigned char *key, size_t keylen,
+                      const unsigned char *iv, size_t ivlen,
+                      const OSSL_PARAM params[])
+{
+    return ciph_init(x, key, iv, params, 0);
+}
+
+static int ciph_update(void *vx, unsigned char *out, size_t *outl,
+                       size_t outsize, const unsigned char *in, size_t inl)
+{
+    CIPH_CTX *x = vx;
+    int n = 0;
+
+    ciph_calls++;
+    if (!EVP_CipherUpdate(x->c, out, &n, in, (int)inl))
+        return 0;
+    *outl = (size_t)n;
+    return 1;
+}
+
+static int ciph_final(void *vx, unsigned char *out, size_t *outl,
+                      size_t outsize)
+{
+    CIPH_CTX *x = vx;
+    int n = 0;
+
+    ciph_calls++;
+    if (!EVP_CipherFinal_ex(x->c, out, &n))
+        return 0;
+    *outl = (size_t)n;
+    return 1;
+}
+
+static int ciph_cipher(void *vx, unsigned char *out, size_t *outl,
+                       size_t outsize, const unsigned char *in, size_t inl)
+{
+    CIPH_CTX *x = vx;
+    int n;
+
+    ciph_calls++;
+    if ((n = EVP_Cipher(x->c, out, in, (unsigned int)inl)) < 0)
+        return 0;
+    *outl = inl;
+    return 1;
+}
+
+static int ciph_get_ctx(void *vx, OSSL_PARAM params[])
+{
+    return EVP_CIPHER_CTX_get_params(((CIPH_CTX *)vx)->c, params);
+}
+
+static int ciph_set_ctx(void *vx, const OSSL_PARAM params[])
+{
+    return EVP_CIPHER_CTX_set_params(((CIPH_CTX *)vx)->c, params);
+}
+
+static int ciph_cbc_get(OSSL_PARAM params[])
+{
+    return EVP_CIPHER_get_params(ciph_cbc, params);
+}
+
+static int ciph_gcm_get(OSSL_PARAM params[])
+{
+    return EVP_CIPHER_get_params(ciph_gcm, params);
+}
+
+static const OSSL_PARAM *ciph_cbc_gettable(void *provctx)
+{
+    return EVP_CIPHER_gettable_params(ciph_cbc);
+}
+
+static const OSSL_PARAM *ciph_gcm_gettable(void *provctx)
+{
+    return EVP_CIPHER_gettable_params(ciph_gcm);
+}
+
+static const OSSL_PARAM *ciph_cbc_gettable_ctx(void *x, void *provctx)
+{
+    return EVP_CIPHER_gettable_ctx_params(ciph_cbc);
+}
+
+static const OSSL_PARAM *ciph_gcm_gettable_ctx(void *x, void *provctx)
+{
+    return EVP_CIPHER_gettable_ctx_params(ciph_gcm);
+}
+
+static const OSSL_PARAM *ciph_cbc_settable_ctx(void *x, void *provctx)
+{
+    return EVP_CIPHER_settable_ctx_params(ciph_cbc);
+}
+
+static const OSSL_PARAM *ciph_gcm_settable_ctx(void *x, void *provctx)
+{
+    return EVP_CIPHER_settable_ctx_params(ciph_gcm);
+}
+
+#define CIPH_FNS(m)                                                           \
+    static const OSSL_DISPATCH ciph_##m##_fns[] = {                           \
+        { OSSL_FUNC_CIPHER_NEWCTX, (void (*)(void))ciph_##m##_new },          \
+        { OSSL_FUNC_CIPHER_FREECTX, (void (*)(void))ciph_free },              \
+        { OSSL_FUNC_CIPHER_DUPCTX, (void (*)(void))ciph_dup },                \
+        { OSSL_FUNC_CIPHER_ENCRYPT_INIT, (void (*)(void))ciph_einit },        \
+        { OSSL_FUNC_CIPHER_DECRYPT_INIT, (void (*)(void))ciph_dinit },        \
+        { OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))ciph_update },             \
+        { OSSL_FUNC_CIPHER_FINAL, (void (*)(void))ciph_final },               \
+        { OSSL_FUNC_CIPHER_CIPHER, (void (*)(void))ciph_cipher },             \
+        { OSSL_FUNC_CIPHER_GET_PARAMS, (void (*)(void))ciph_##m##_get },      \
+        { OSSL_FUNC_CIPHER_GETTABLE_PARAMS,                                   \
+          (void (*)(void))ciph_##m##_gettable },                              \
+        { OSSL_FUNC_CIPHER_GET_CTX_PARAMS, (void (*)(void))ciph_get_ctx },    \
+        { OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS,                               \
+          (void (*)(void))ciph_##m##_gettable_ctx },                          \
+        { OSSL_FUNC_CIPHER_SET_CTX_PARAMS, (void (*)(void))ciph_set_ctx },    \
+        { OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS,                               \
+          (void (*)(void))ciph_##m##_settable_ctx },                          \
+        { 0, NULL }                                                           \
+    };
+CIPH_FNS(cbc)
+CIPH_FNS(gcm)
+
+static const OSSL_ALGORITHM ciph_algs[] = {
+    { "AES-128-CBC:AES128", "provider=kctestciph", ciph_cbc_fns, NULL },
+    { "AES-128-GCM:id-aes128-GCM", "provider=kctestciph", ciph_gcm_fns,
+      NULL },
+    { NULL, NULL, NULL, NULL }
+};
+
+static const OSSL_ALGORITHM *ciph_query(void *provctx, int op, int *no_cache)
+{
+    *no_cache = 0;
+    return op == OSSL_OP_CIPHER ? ciph_algs : NULL;
+}
+
+static const OSSL_DISPATCH ciph_prov_fns[] = {
+    { OSSL_FUNC_PROVIDER_QUERY_OPERATION, (void (*)(void))ciph_query },
+    { 0, NULL }
+};
+
+static int ciph_prov_init(const OSSL_CORE_HANDLE *handle,
+                          const OSSL_DISPATCH *in, const OSSL_DISPATCH **out,
+                          void **provctx)
+{
+    *out = ciph_prov_fns;
+    *provctx = (void *)handle;
+    return 1;
+}
+
+/* the MACs' query: keycache's, where the default properties prefer theirs */
+static const char *where_q;
+
+static void pat_cipher_where(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const char *const props[] = {
+        NULL, "provider=kctestciph", "provider=default", "provider=nope",
+        "?provider=kctestciph", "provider=kctestciph,?provider=default"
+    };
+    unsigned char out[OUTMAX];
+    OSSL_PARAM p[4];
+    size_t f, i, outl;
+    int round, n, before;
+
+    for (f = 0; f < 2; f++) {
+        EVP_MAC *mac = EVP_MAC_fetch(libctx, fams[f].mac, where_q);
+
+        rec_printf(r, "fetch %s rc=%d", fams[f].mac, mac != NULL);
+        rec_errs(r);
+        for (round = 0; round < 4; round++) {
+            for (i = 0; i < sizeof(props) / sizeof(props[0]); i++) {
+                EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+                n = 0;
+                p[n++] = p_utf8(OSSL_MAC_PARAM_CIPHER, fams[f].sub[0]);
+                if (props[i] != NULL)
+                    p[n++] = p_utf8(OSSL_MAC_PARAM_PROPERTIES, props[i]);
+                if (fams[f].kind == F_GMAC)
+                    p[n++] = p_oct(OSSL_MAC_PARAM_IV, ivs[1], 12);
+                p[n] = OSSL_PARAM_construct_end();
+                rec_printf(r, "-- %s props %s\n", fams[f].mac,
+                           props[i] != NULL ? props[i] : "(none)");
+                before = ciph_calls;
+                /* in the init, then set before the key */
+                do_mac(r, ctx, keys[round % 2], 16, p, msgs[2], msglens[2],
+                       out, &outl);
+                EVP_MAC_CTX_free(ctx);
+                ctx = new_ctx(mac, r);
+                do_set(r, ctx, p);
+                do_mac(r, ctx, keys[round % 2], 16, NULL, msgs[3],
+                       msglens[3], out, &outl);
+                EVP_MAC_CTX_free(ctx);
+                rec_printf(r, "kctestciph calls %s\n",
+                           ciph_calls > before ? "some" : "none");
+            }
+        }
+        EVP_MAC_free(mac);
+    }
+    ERR_clear_error();
+}
+
+static void test_cipher_where(void)
+{
+    OSSL_LIB_CTX *kc = OSSL_LIB_CTX_new(), *ref = OSSL_LIB_CTX_new();
+    OSSL_PROVIDER *d = NULL, *t1 = NULL, *t2 = NULL;
+    KCT_REC def = { 0 }, got = { 0 };
+    unsigned char want[16], tag[16];
+    uint64_t hits0, hits1;
+    char path[KCT_PATH_LEN];
+    size_t l1 = 0, l2 = 0;
+    OSSL_PARAM p[4];
+
+    CU_ASSERT_FATAL(kc != NULL && ref != NULL);
+    ciph_cbc = EVP_CIPHER_fetch(kct_default(), "AES-128-CBC", NULL);
+    ciph_gcm = EVP_CIPHER_fetch(kct_default(), "AES-128-GCM", NULL);
+    CU_ASSERT_FATAL(ciph_cbc != NULL && ciph_gcm != NULL);
+    /* loaded before anything fetches a cipher there (see kctestmd) */
+    CU_ASSERT_FATAL(OSSL_PROVIDER_add_builtin(ref, "kctestciph",
+                                              ciph_prov_init)
+                    && OSSL_PROVIDER_add_builtin(kc, "kctestciph",
+                                                 ciph_prov_init));
+    t1 = OSSL_PROVIDER_load(ref, "kctestciph");
+    d = OSSL_PROVIDER_load(ref, "default");
+    t2 = OSSL_PROVIDER_load(kc, "kctestciph");
+    CU_ASSERT_FATAL(d != NULL && t1 != NULL && t2 != NULL);
+    CU_ASSERT_FATAL(kct_write_conf(path, ""));
+    CU_ASSERT(OSSL_LIB_CTX_load_config(kc, path));
+    unlink(path);
+    CU_ASSERT_FATAL(OSSL_PROVIDER_available(kc, KEYCACHE_PROVIDER_NAME));
+
+    /*
+     * keycache offers AES-GCM itself: where it is loaded, the default's
+     * GMAC takes keycache's under provider=keycache (the default's AES-GCM
+     * underneath), which the reference has not.  Before theirs is
+     * preferred: the same tag as the default's.
+     */
+    p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, "AES-128-GCM");
+    p[1] = p_oct(OSSL_MAC_PARAM_IV, ivs[1], 12);
+    p[2] = OSSL_PARAM_construct_end();
+    CU_ASSERT(EVP_Q_mac(ref, "GMAC", NULL, NULL, p, keys[0], 16, msgs[2],
+                        msglens[2], want, sizeof(want), &l1) != NULL);
+    p[1] = p_utf8(OSSL_MAC_PARAM_PROPERTIES, "provider=keycache");
+    p[2] = p_oct(OSSL_MAC_PARAM_IV, ivs[1], 12);
+    p[3] = OSSL_PARAM_construct_end();
+    CU_ASSERT(EVP_Q_mac(kc, "GMAC", "provider=" KEYCACHE_PROVIDER_NAME, NULL,
+                        p, keys[0], 16, msgs[2], msglens[2], tag, sizeof(tag),
+                        &l2) != NULL);
+    CU_ASSERT(l1 == 16 && l2 == 16 && memcmp(want, tag, 16) == 0);
+    ERR_clear_error();
+
+    CU_ASSERT_FATAL(EVP_set_default_properties(ref, "?provider=kctestciph")
+                    && EVP_set_default_properties(kc, "?provider=kctestciph"));
+    where_q = NULL;
+    kct_rec_run(pat_cipher_where, ref, &def);
+    hits0 = kct_counter_in(kc, KEYCACHE_PARAM_HITS);
+    where_q = "provider=" KEYCACHE_PROVIDER_NAME;
+    kct_rec_run(pat_cipher_where, kc, &got);
+    hits1 = kct_counter_in(kc, KEYCACHE_PARAM_HITS);
+    CU_ASSERT(kct_rec_same("another provider's AES", &def, &got));
+    /* the reference ran on theirs where it should, and on the default's */
+    CU_ASSERT(strstr(def.buf, "kctestciph calls some") != NULL
+              && strstr(def.buf, "kctestciph calls none") != NULL
+              && strstr(def.buf, "Global default") == NULL);
+    /* the default's AES under provider=default is still cached */
+    CU_ASSERT(hits1 != UINT64_MAX && hits1 > hits0);
+    kct_rec_free(&def);
+    kct_rec_free(&got);
+    OSSL_PROVIDER_unload(t2);
+    OSSL_PROVIDER_unload(t1);
+    OSSL_PROVIDER_unload(d);
+    OSSL_LIB_CTX_free(ref);
+    OSSL_LIB_CTX_free(kc);
+    EVP_CIPHER_free(ciph_cbc);
+    EVP_CIPHER_free(ciph_gcm);
+    ciph_cbc = ciph_gcm = NULL;
+}
+
 static void test_q_mac(void) { run_pattern(pat_q_mac, 1); }
 static void test_fresh(void) { run_pattern(pat_fresh, 1); }
 static void test_key_in_set(void) { run_pattern(pat_key_in_set, 1); }
@@ -1771,6 +2154,8 @@ static void add_suites(void)
     CU_add_test(s, "a refused GMAC IV is never served",
                 test_bad_iv_uncached);
     CU_add_test(s, "a new key per message, then one key", test_cold);
+    CU_add_test(s, "a cipher of another provider's, or none",
+                test_cipher_where);
 }
 
 int main(int argc, char **argv)
