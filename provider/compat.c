@@ -20,11 +20,12 @@ int kc_compat_same_major(const char *host_version)
 }
 
 /*
- * OpenSSL 3's ossl_prov_digest_load() fetches under an error mark, for a
- * fallback to the legacy digest table, and pops it when a digest is found;
- * OpenSSL 4 fetches without one.
+ * OpenSSL 3's ossl_prov_digest_load() and ossl_prov_cipher_load() fetch
+ * under an error mark, for a fallback to the legacy tables, and pop it when
+ * the algorithm is found; OpenSSL 4.0 keeps what a successful fetch queued
+ * (a property query that parses with errors).
  */
-const int kc_compat_digest_load_keeps_errors = OPENSSL_VERSION_MAJOR >= 4;
+const int kc_compat_load_keeps_errors = OPENSSL_VERSION_MAJOR >= 4;
 
 /* seen with 4.0.3: get_updated_iv right after EVP_CipherInit_ex(c, NULL...) */
 const int kc_compat_gcm_draws_iv = OPENSSL_VERSION_MAJOR >= 4;

@@ -214,18 +214,34 @@ void *kc_inner_app_mac(KC_PROVCTX *pctx, const char *name,
  * private default's stands in for it: the built-in default's, or keycache's
  * own (which runs on the built-in default's) where the private context
  * resolves (name, props) too.  NULL if it resolves to another provider's or
- * to none.  The error queue is left as it was.
+ * to none, or (OpenSSL 4) resolves but queues errors: the first fetch of a
+ * query that parses with errors raises them, the default keeps them, and
+ * later fetches of it raise none, so the default's fetch must run in the
+ * application's context after this one, and this one's errors are the
+ * default's when |keep|.  Otherwise the error queue is left as it was.
  */
 EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
-                                  const char *props)
+                                  const char *props, int keep)
 {
     const OSSL_PROVIDER *prov;
     EVP_CIPHER *c, *mine;
+    KC_ERRTOP before, after;
     int ok;
 
     ERR_set_mark();
+    kc_err_top(&before);
     c = EVP_CIPHER_fetch(pctx->app_libctx != NULL ? pctx->app_libctx
                          : pctx->libctx, name, props);
+    kc_err_top(&after);
+    if (c != NULL && kc_compat_load_keeps_errors
+        && !kc_err_same(&before, &after)) {
+        EVP_CIPHER_free(c);
+        if (keep)
+            ERR_clear_last_mark();
+        else
+            ERR_pop_to_mark();
+        return NULL;
+    }
     prov = c != NULL ? EVP_CIPHER_get0_provider(c) : NULL;
     ok = kc_inner_is_default(pctx, prov);
     if (!ok && prov != NULL && OSSL_PROVIDER_get0_provider_ctx(prov) == pctx

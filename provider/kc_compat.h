@@ -31,10 +31,11 @@ int kc_compat_same_major(const char *host_version);
 int kc_compat_is_engine_param(const char *k);
 
 /*
- * Whether the default provider, loading a digest for HMAC, keeps the errors
- * that a successful fetch queued (OpenSSL 4: 1), or drops them (3: 0).
+ * Whether the default provider, loading a digest (HMAC) or a cipher (CMAC,
+ * GMAC), keeps the errors that a successful fetch queued (OpenSSL 4: 1), or
+ * drops them (3: 0).
  */
-extern const int kc_compat_digest_load_keeps_errors;
+extern const int kc_compat_load_keeps_errors;
 
 /*
  * Whether the default's AES-GCM draws a random IV at an encrypting init

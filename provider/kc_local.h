@@ -466,7 +466,7 @@ int kc_inner_is_default(const KC_PROVCTX *pctx, const OSSL_PROVIDER *prov);
 void *kc_inner_app_mac(KC_PROVCTX *pctx, const char *name,
                        OSSL_FUNC_mac_newctx_fn *newctx, EVP_MAC **mac);
 EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
-                                  const char *props);
+                                  const char *props, int keep);
 
 /* rand.c: the private context's RAND is the application's */
 int kc_rand_start(KC_PROVCTX *pctx);

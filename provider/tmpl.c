@@ -409,7 +409,7 @@ int kc_name_in_list(const char *const *list, const char *name)
 int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name, const char *props,
                         const char *const *names)
 {
-    EVP_CIPHER *c = kc_inner_cipher_fetch(pctx, name, props);
+    EVP_CIPHER *c = kc_inner_cipher_fetch(pctx, name, props, 0);
     int ok = 0;
 
     for (; c != NULL && *names != NULL && !ok; names++)
@@ -444,7 +444,7 @@ static const char cipher_memo_owner;
 static int private_lacks(KC_PROVCTX *pctx, const char *name,
                          const char *props)
 {
-    EVP_CIPHER *c = kc_inner_cipher_fetch(pctx, name, props);
+    EVP_CIPHER *c = kc_inner_cipher_fetch(pctx, name, props, 1);
 
     EVP_CIPHER_free(c);
     return c == NULL;
