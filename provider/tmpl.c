@@ -457,9 +457,12 @@ static int private_lacks(KC_PROVCTX *pctx, const char *name,
  * the record last did, resolves in the application's library context to
  * another provider's cipher or to none: the default's fetch there finds it,
  * or fails naming that context, where the private one cannot.  Learned
- * once per thread and (cipher, properties).
+ * once per thread and (cipher, properties).  A context about to be passed
+ * through (passing) with no cipher in view yet will fetch whatever later
+ * calls name: the application's, where those fetches belong.
  */
-static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[])
+static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
+                     int passing)
 {
     const char *param = w->f->d->cipher_param, *name = NULL, *props = NULL;
     const OSSL_PARAM *p, *np = NULL, *pp = NULL;
@@ -489,13 +492,13 @@ static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[])
     } else if (w->shape_value > 0 && (w->shape_value & KC_REC_CACHEABLE)) {
         /* its cipher was resolved when the shape was learned */
         return 0;
-    } else if (!kc_trec_last_utf8((const unsigned char *)w->rec, w->len,
-                                  param, OSSL_MAC_PARAM_PROPERTIES, &name,
-                                  &props)) {
-        return 0;
+    } else {
+        /* (a recorded cipher is a string: the default took the call) */
+        (void)kc_trec_last_utf8((const unsigned char *)w->rec, w->len, param,
+                                OSSL_MAC_PARAM_PROPERTIES, &name, &props);
     }
     if (name == NULL)
-        return 0;
+        return passing;
     if ((c = kc_cache_get(w->pctx)) == NULL)
         return private_lacks(w->pctx, name, props);
     /* no query and an empty one are the same query */
@@ -507,6 +510,7 @@ static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[])
     h = 0;
     memcpy(&h, name, nlen < sizeof(h) ? nlen : sizeof(h));
     h = (h ^ ((uint64_t)nlen << 40) ^ plen) * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 32;
     if ((v = kc_cache_rec_get(c, &cipher_memo_owner, h,
                               (const unsigned char *)name, nlen,
                               (const unsigned char *)props, plen)) < 0) {
@@ -529,7 +533,7 @@ static void *new_inner(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
     void *ctx;
 
     *mac = NULL;
-    if (needs_app(w, params)
+    if (needs_app(w, params, 1)
         && (ctx = kc_inner_app_mac(w->pctx, w->f->d->name, f->newctx,
                                    mac)) != NULL)
         return ctx;
@@ -593,7 +597,7 @@ static int shape_cacheable(const KC_TMAC_CTX *w)
 static int shape_value(const KC_TMAC_CTX *w)
 {
     /* what the private default says is not the application's: pass */
-    if (needs_app(w, NULL) || !probe(w, 0))
+    if (needs_app(w, NULL, 0) || !probe(w, 0))
         return 0;
     return KC_REC_VALID | (shape_cacheable(w) ? KC_REC_CACHEABLE : 0);
 }
@@ -830,6 +834,8 @@ static int record(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
         if (!same_as_last(w, c, s)) {
             if (!append_call(w, s->shape, s->ns, AS_SHAPE))
                 goto fail;
+            /* (what it was is another shape's: see needs_app()) */
+            w->shape_value = -1;
             w->shape_value = learn_shape(w, c);
         }
         if ((w->shape_value & KC_REC_VALID) == 0)

@@ -2021,8 +2021,82 @@ static void pat_cipher_where(OSSL_LIB_CTX *libctx, REC *r)
                            ciph_calls > before ? "some" : "none");
             }
         }
+        /* passed through before any cipher is named: the next one counts */
+        for (round = 0; round < 2; round++) {
+            EVP_MAC_CTX *ctx = new_ctx(mac, r), *dup;
+
+            rec_printf(r, "-- %s keyless init first\n", fams[f].mac);
+            before = ciph_calls;
+            do_init(r, ctx, NULL, 0, NULL);
+            base_params(&fams[f], 0, 1, p);
+            do_mac(r, ctx, keys[2], 16, p, msgs[2], msglens[2], out, &outl);
+            rec_printf(r, "kctestciph calls %s\n",
+                       ciph_calls > before ? "some" : "none");
+            EVP_MAC_CTX_free(ctx);
+
+            /* theirs, duplicated before and after the key, sized unkeyed */
+            rec_printf(r, "-- %s theirs, duplicated\n", fams[f].mac);
+            ctx = new_ctx(mac, r);
+            n = base_params(&fams[f], 0, 2, p);
+            p[n++] = p_utf8(OSSL_MAC_PARAM_PROPERTIES, "provider=kctestciph");
+            p[n] = OSSL_PARAM_construct_end();
+            do_set(r, ctx, p);
+            do_sizes(r, ctx, "unkeyed");
+            dup = EVP_MAC_CTX_dup(ctx);
+            rec_printf(r, "dup rc=%d", dup != NULL);
+            rec_errs(r);
+            do_mac(r, dup, keys[3], 16, NULL, msgs[1], msglens[1], out,
+                   &outl);
+            EVP_MAC_CTX_free(dup);
+            do_init(r, ctx, keys[3], 16, NULL);
+            dup = EVP_MAC_CTX_dup(ctx);
+            rec_printf(r, "dup rc=%d", dup != NULL);
+            rec_errs(r);
+            do_update(r, ctx, msgs[2], msglens[2]);
+            do_final(r, ctx, out, &outl, OUTMAX);
+            EVP_MAC_CTX_free(ctx);
+            do_update(r, dup, msgs[2], msglens[2]);
+            do_final(r, dup, out, &outl, OUTMAX);
+            EVP_MAC_CTX_free(dup);
+        }
         EVP_MAC_free(mac);
     }
+    ERR_clear_error();
+}
+
+/*
+ * Under mandatory default properties that only theirs meets: after a shape
+ * the default's AES takes, a cipher theirs lacks fails as the default's
+ * fetch fails, not as keycache's private one would succeed.
+ */
+static void pat_cipher_mandatory(OSSL_LIB_CTX *libctx, REC *r)
+{
+    unsigned char out[OUTMAX];
+    OSSL_PARAM a[3], b[2];
+    size_t outl;
+    int i;
+    EVP_MAC *mac = EVP_MAC_fetch(libctx, "CMAC", where_q);
+
+    rec_printf(r, "fetch CMAC rc=%d", mac != NULL);
+    rec_errs(r);
+    a[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, "AES-128-CBC");
+    a[1] = p_utf8(OSSL_MAC_PARAM_PROPERTIES, "provider=default");
+    a[2] = OSSL_PARAM_construct_end();
+    b[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, "AES-192-CBC");
+    b[1] = OSSL_PARAM_construct_end();
+    for (i = 0; i < 4; i++) {
+        EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+        do_set(r, ctx, a);
+        do_set(r, ctx, b);
+        do_mac(r, ctx, keys[i % 2], 24, NULL, msgs[2], msglens[2], out,
+               &outl);
+        EVP_MAC_CTX_free(ctx);
+        ctx = new_ctx(mac, r);
+        do_mac(r, ctx, keys[i % 2], 16, a, msgs[2], msglens[2], out, &outl);
+        EVP_MAC_CTX_free(ctx);
+    }
+    EVP_MAC_free(mac);
     ERR_clear_error();
 }
 
@@ -2090,6 +2164,19 @@ static void test_cipher_where(void)
               && strstr(def.buf, "Global default") == NULL);
     /* the default's AES under provider=default is still cached */
     CU_ASSERT(hits1 != UINT64_MAX && hits1 > hits0);
+    kct_rec_free(&def);
+    kct_rec_free(&got);
+
+    CU_ASSERT_FATAL(EVP_set_default_properties(ref, "provider=kctestciph")
+                    && EVP_set_default_properties(kc, "provider=kctestciph"));
+    where_q = "provider=default";
+    kct_rec_run(pat_cipher_mandatory, ref, &def);
+    where_q = "provider=" KEYCACHE_PROVIDER_NAME;
+    kct_rec_run(pat_cipher_mandatory, kc, &got);
+    CU_ASSERT(kct_rec_same("mandatory properties", &def, &got));
+    /* not vacuous: the reference's second set fails, its first MAC works */
+    CU_ASSERT(strstr(def.buf, "set_params rc=0") != NULL
+              && strstr(def.buf, "final rc=1") != NULL);
     kct_rec_free(&def);
     kct_rec_free(&got);
     OSSL_PROVIDER_unload(t2);
