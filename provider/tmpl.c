@@ -973,7 +973,9 @@ static KC_NOINLINE int materialize(KC_TMAC_CTX *w, const OSSL_PARAM params[])
     }
     w->inner = inner;
     w->app_mac = mac;
-    kc_count_passthrough(w->pctx, &w->f->alg);
+    /* (a cold context was counted when it was made) */
+    if (!w->cold)
+        kc_count_passthrough(w->pctx, &w->f->alg);
     return 1;
 }
 
