@@ -82,6 +82,13 @@ struct kc_cache_st {
     KC_COUNTERS n[KC_STAT_SLOTS]; /* per algorithm, KC_ALG.stat */
     KC_MEMO memo[KC_MEMO_SLOTS];
     unsigned int memo_next, memo_last;
+    /* the last answer about a string pair, see kc_cache_pair_hint() */
+    struct {
+        const void *owner;
+        size_t alen, blen;
+        char a[KC_PAIR_HINT_MAX], b[KC_PAIR_HINT_MAX];
+        int value;
+    } pair;
     /* side templates holding no key material, see kc_cache_aux_get() */
     struct {
         const void *tag;
@@ -700,6 +707,31 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
     strcpy(m->name, name);
     strcpy(m->props, props);
     m->value = value;
+}
+
+int kc_cache_pair_hint(const KC_CACHE *c, const void *owner, const char *a,
+                       size_t alen, const char *b, size_t blen)
+{
+    if (c->pair.owner != owner || c->pair.alen != alen
+        || c->pair.blen != blen || memcmp(c->pair.a, a, alen) != 0
+        || memcmp(c->pair.b, b, blen) != 0)
+        return -1;
+    return c->pair.value;
+}
+
+void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
+                            size_t alen, const char *b, size_t blen,
+                            int value)
+{
+    if (alen > KC_PAIR_HINT_MAX || blen > KC_PAIR_HINT_MAX)
+        return;
+    c->pair.owner = NULL;
+    c->pair.alen = alen;
+    c->pair.blen = blen;
+    memcpy(c->pair.a, a, alen);
+    memcpy(c->pair.b, b, blen);
+    c->pair.value = value;
+    c->pair.owner = owner;
 }
 
 const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME])

@@ -564,6 +564,18 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
  */
 #define KC_HINT_NAME 16
 const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME]);
+/*
+ * The thread's last answer about a pair of strings (a[alen], b[blen], by
+ * content) for owner, or -1 if that was another pair: a one-entry memo in
+ * front of the record memo for what a new context asks every time.  Pairs
+ * longer than KC_PAIR_HINT_MAX are not kept.  Not for secrets.
+ */
+#define KC_PAIR_HINT_MAX 32
+int kc_cache_pair_hint(const KC_CACHE *c, const void *owner, const char *a,
+                       size_t alen, const char *b, size_t blen);
+void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
+                            size_t alen, const char *b, size_t blen,
+                            int value);
 
 /*
  * Per-thread side templates that hold no key material (say, an HMAC context

@@ -506,6 +506,9 @@ static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
         props = "";
     nlen = strlen(name) + 1;
     plen = strlen(props) + 1;
+    if ((v = kc_cache_pair_hint(c, &cipher_memo_owner, name, nlen, props,
+                                plen)) >= 0)
+        return v;
     /* the memo compares the bytes: the hash only spreads them */
     h = 0;
     memcpy(&h, name, nlen < sizeof(h) ? nlen : sizeof(h));
@@ -519,6 +522,7 @@ static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
                          (const unsigned char *)name, nlen,
                          (const unsigned char *)props, plen, v);
     }
+    kc_cache_pair_hint_put(c, &cipher_memo_owner, name, nlen, props, plen, v);
     return v;
 }
 
