@@ -8,9 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <CUnit/Basic.h>
+#include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/params.h>
+#include <openssl/provider.h>
 
 #include "keycache.h"
 
@@ -136,6 +138,64 @@ int kct_write_conf(char *path, const char *lines)
     SECT_EDIT e = { lines, 0 };
 
     return kct_copy_conf(path, edit_section, &e);
+}
+
+static int other_op;
+static const OSSL_ALGORITHM *other_algs;
+
+static const OSSL_ALGORITHM *other_query(void *provctx, int op,
+                                         int *no_cache)
+{
+    *no_cache = 0;
+    return op == other_op ? other_algs : NULL;
+}
+
+static const OSSL_DISPATCH other_fns[] = {
+    { OSSL_FUNC_PROVIDER_QUERY_OPERATION, (void (*)(void))other_query },
+    { 0, NULL }
+};
+
+static int other_init(const OSSL_CORE_HANDLE *handle,
+                      const OSSL_DISPATCH *in, const OSSL_DISPATCH **out,
+                      void **provctx)
+{
+    *out = other_fns;
+    *provctx = (void *)handle;
+    return 1;
+}
+
+int kct_other_start(KCT_OTHER *o, const char *name, int op,
+                    const OSSL_ALGORITHM *algs)
+{
+    char path[KCT_PATH_LEN];
+    int ok;
+
+    memset(o, 0, sizeof(*o));
+    other_op = op;
+    other_algs = algs;
+    if ((o->ref = OSSL_LIB_CTX_new()) == NULL
+        || (o->kc = OSSL_LIB_CTX_new()) == NULL
+        || !OSSL_PROVIDER_add_builtin(o->ref, name, other_init)
+        || !OSSL_PROVIDER_add_builtin(o->kc, name, other_init)
+        || (o->ref_prov = OSSL_PROVIDER_load(o->ref, name)) == NULL
+        || (o->ref_default = OSSL_PROVIDER_load(o->ref, "default")) == NULL
+        || (o->kc_prov = OSSL_PROVIDER_load(o->kc, name)) == NULL
+        || !kct_write_conf(path, ""))
+        return 0;
+    ok = OSSL_LIB_CTX_load_config(o->kc, path)
+         && OSSL_PROVIDER_available(o->kc, KEYCACHE_PROVIDER_NAME);
+    unlink(path);
+    return ok;
+}
+
+void kct_other_stop(KCT_OTHER *o)
+{
+    OSSL_PROVIDER_unload(o->kc_prov);
+    OSSL_PROVIDER_unload(o->ref_prov);
+    OSSL_PROVIDER_unload(o->ref_default);
+    OSSL_LIB_CTX_free(o->ref);
+    OSSL_LIB_CTX_free(o->kc);
+    memset(o, 0, sizeof(*o));
 }
 
 OSSL_LIB_CTX *kct_keycache_conf(const char *lines)

@@ -53,6 +53,22 @@ OSSL_LIB_CTX *kct_keycache_conf(const char *lines);
 int kct_write_conf(char *path, const char *lines);
 
 /*
+ * Another provider of the application's, built into a test: |name|,
+ * offering |algs| for operation |op| (one such provider at a time), loaded
+ * into two new library contexts before anything fetches there (OpenSSL 3.0
+ * does not see algorithms loaded after a fetch of their operation): ref
+ * beside the default provider, kc beside keycache from the test config.
+ * 1 on success; kct_other_stop() unloads and frees what it made.
+ */
+typedef struct {
+    OSSL_LIB_CTX *ref, *kc;
+    OSSL_PROVIDER *ref_prov, *kc_prov, *ref_default;
+} KCT_OTHER;
+int kct_other_start(KCT_OTHER *o, const char *name, int op,
+                    const OSSL_ALGORITHM *algs);
+void kct_other_stop(KCT_OTHER *o);
+
+/*
  * The general form: the test config copied to a new temporary file through
  * |edit|, which is called with each line of it, then once with NULL, and
  * writes to |out| what the copy should have instead.

@@ -18,12 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
-#include <unistd.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
-#include <openssl/provider.h>
 
 #include "kc_test.h"
 #include "keycache.h"
@@ -1962,26 +1960,6 @@ static const OSSL_ALGORITHM ciph_algs[] = {
     { NULL, NULL, NULL, NULL }
 };
 
-static const OSSL_ALGORITHM *ciph_query(void *provctx, int op, int *no_cache)
-{
-    *no_cache = 0;
-    return op == OSSL_OP_CIPHER ? ciph_algs : NULL;
-}
-
-static const OSSL_DISPATCH ciph_prov_fns[] = {
-    { OSSL_FUNC_PROVIDER_QUERY_OPERATION, (void (*)(void))ciph_query },
-    { 0, NULL }
-};
-
-static int ciph_prov_init(const OSSL_CORE_HANDLE *handle,
-                          const OSSL_DISPATCH *in, const OSSL_DISPATCH **out,
-                          void **provctx)
-{
-    *out = ciph_prov_fns;
-    *provctx = (void *)handle;
-    return 1;
-}
-
 /* the MACs' query: keycache's, where the default properties prefer theirs */
 static const char *where_q;
 
@@ -2109,32 +2087,18 @@ static void pat_cipher_mandatory(OSSL_LIB_CTX *libctx, REC *r)
 
 static void test_cipher_where(void)
 {
-    OSSL_LIB_CTX *kc = OSSL_LIB_CTX_new(), *ref = OSSL_LIB_CTX_new();
-    OSSL_PROVIDER *d = NULL, *t1 = NULL, *t2 = NULL;
+    KCT_OTHER o;
     KCT_REC def = { 0 }, got = { 0 };
     unsigned char want[16], tag[16];
     uint64_t hits0, hits1;
-    char path[KCT_PATH_LEN];
     size_t l1 = 0, l2 = 0;
     OSSL_PARAM p[4];
 
-    CU_ASSERT_FATAL(kc != NULL && ref != NULL);
     ciph_cbc = EVP_CIPHER_fetch(kct_default(), "AES-128-CBC", NULL);
     ciph_gcm = EVP_CIPHER_fetch(kct_default(), "AES-128-GCM", NULL);
     CU_ASSERT_FATAL(ciph_cbc != NULL && ciph_gcm != NULL);
-    /* loaded before anything fetches a cipher there (see kctestmd) */
-    CU_ASSERT_FATAL(OSSL_PROVIDER_add_builtin(ref, "kctestciph",
-                                              ciph_prov_init)
-                    && OSSL_PROVIDER_add_builtin(kc, "kctestciph",
-                                                 ciph_prov_init));
-    t1 = OSSL_PROVIDER_load(ref, "kctestciph");
-    d = OSSL_PROVIDER_load(ref, "default");
-    t2 = OSSL_PROVIDER_load(kc, "kctestciph");
-    CU_ASSERT_FATAL(d != NULL && t1 != NULL && t2 != NULL);
-    CU_ASSERT_FATAL(kct_write_conf(path, ""));
-    CU_ASSERT(OSSL_LIB_CTX_load_config(kc, path));
-    unlink(path);
-    CU_ASSERT_FATAL(OSSL_PROVIDER_available(kc, KEYCACHE_PROVIDER_NAME));
+    CU_ASSERT_FATAL(kct_other_start(&o, "kctestciph", OSSL_OP_CIPHER,
+                                    ciph_algs));
 
     /*
      * keycache offers AES-GCM itself: where it is loaded, the default's
@@ -2145,25 +2109,26 @@ static void test_cipher_where(void)
     p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, "AES-128-GCM");
     p[1] = p_oct(OSSL_MAC_PARAM_IV, ivs[1], 12);
     p[2] = OSSL_PARAM_construct_end();
-    CU_ASSERT(EVP_Q_mac(ref, "GMAC", NULL, NULL, p, keys[0], 16, msgs[2],
+    CU_ASSERT(EVP_Q_mac(o.ref, "GMAC", NULL, NULL, p, keys[0], 16, msgs[2],
                         msglens[2], want, sizeof(want), &l1) != NULL);
     p[1] = p_utf8(OSSL_MAC_PARAM_PROPERTIES, "provider=keycache");
     p[2] = p_oct(OSSL_MAC_PARAM_IV, ivs[1], 12);
     p[3] = OSSL_PARAM_construct_end();
-    CU_ASSERT(EVP_Q_mac(kc, "GMAC", "provider=" KEYCACHE_PROVIDER_NAME, NULL,
-                        p, keys[0], 16, msgs[2], msglens[2], tag, sizeof(tag),
-                        &l2) != NULL);
+    CU_ASSERT(EVP_Q_mac(o.kc, "GMAC", "provider=" KEYCACHE_PROVIDER_NAME,
+                        NULL, p, keys[0], 16, msgs[2], msglens[2], tag,
+                        sizeof(tag), &l2) != NULL);
     CU_ASSERT(l1 == 16 && l2 == 16 && memcmp(want, tag, 16) == 0);
     ERR_clear_error();
 
-    CU_ASSERT_FATAL(EVP_set_default_properties(ref, "?provider=kctestciph")
-                    && EVP_set_default_properties(kc, "?provider=kctestciph"));
+    CU_ASSERT_FATAL(
+        EVP_set_default_properties(o.ref, "?provider=kctestciph")
+        && EVP_set_default_properties(o.kc, "?provider=kctestciph"));
     where_q = NULL;
-    kct_rec_run(pat_cipher_where, ref, &def);
-    hits0 = kct_counter_in(kc, KEYCACHE_PARAM_HITS);
+    kct_rec_run(pat_cipher_where, o.ref, &def);
+    hits0 = kct_counter_in(o.kc, KEYCACHE_PARAM_HITS);
     where_q = "provider=" KEYCACHE_PROVIDER_NAME;
-    kct_rec_run(pat_cipher_where, kc, &got);
-    hits1 = kct_counter_in(kc, KEYCACHE_PARAM_HITS);
+    kct_rec_run(pat_cipher_where, o.kc, &got);
+    hits1 = kct_counter_in(o.kc, KEYCACHE_PARAM_HITS);
     CU_ASSERT(kct_rec_same("another provider's AES", &def, &got));
     /* the reference ran on theirs where it should, and on the default's */
     CU_ASSERT(strstr(def.buf, "kctestciph calls some") != NULL
@@ -2174,23 +2139,19 @@ static void test_cipher_where(void)
     kct_rec_free(&def);
     kct_rec_free(&got);
 
-    CU_ASSERT_FATAL(EVP_set_default_properties(ref, "provider=kctestciph")
-                    && EVP_set_default_properties(kc, "provider=kctestciph"));
+    CU_ASSERT_FATAL(EVP_set_default_properties(o.ref, "provider=kctestciph")
+                    && EVP_set_default_properties(o.kc, "provider=kctestciph"));
     where_q = "provider=default";
-    kct_rec_run(pat_cipher_mandatory, ref, &def);
+    kct_rec_run(pat_cipher_mandatory, o.ref, &def);
     where_q = "provider=" KEYCACHE_PROVIDER_NAME;
-    kct_rec_run(pat_cipher_mandatory, kc, &got);
+    kct_rec_run(pat_cipher_mandatory, o.kc, &got);
     CU_ASSERT(kct_rec_same("mandatory properties", &def, &got));
     /* not vacuous: the reference's second set fails, its first MAC works */
     CU_ASSERT(strstr(def.buf, "set_params rc=0") != NULL
               && strstr(def.buf, "final rc=1") != NULL);
     kct_rec_free(&def);
     kct_rec_free(&got);
-    OSSL_PROVIDER_unload(t2);
-    OSSL_PROVIDER_unload(t1);
-    OSSL_PROVIDER_unload(d);
-    OSSL_LIB_CTX_free(ref);
-    OSSL_LIB_CTX_free(kc);
+    kct_other_stop(&o);
     EVP_CIPHER_free(ciph_cbc);
     EVP_CIPHER_free(ciph_gcm);
     ciph_cbc = ciph_gcm = NULL;

@@ -1630,26 +1630,6 @@ static const OSSL_ALGORITHM md_algs[] = {
     { NULL, NULL, NULL, NULL }
 };
 
-static const OSSL_ALGORITHM *md_query(void *provctx, int op, int *no_cache)
-{
-    *no_cache = 0;
-    return op == OSSL_OP_DIGEST ? md_algs : NULL;
-}
-
-static const OSSL_DISPATCH md_prov_fns[] = {
-    { OSSL_FUNC_PROVIDER_QUERY_OPERATION, (void (*)(void))md_query },
-    { 0, NULL }
-};
-
-static int md_prov_init(const OSSL_CORE_HANDLE *handle,
-                        const OSSL_DISPATCH *in, const OSSL_DISPATCH **out,
-                        void **provctx)
-{
-    *out = md_prov_fns;
-    *provctx = (void *)handle;
-    return 1;
-}
-
 /* the HMAC's query: keycache's, where the default properties prefer kctestmd */
 static const char *other_md_hmac_q;
 
@@ -1711,42 +1691,27 @@ static void pat_other_provider_md(OSSL_LIB_CTX *libctx, REC *r)
 
 static void test_other_provider_md(void)
 {
-    OSSL_LIB_CTX *kc = OSSL_LIB_CTX_new(), *ref = OSSL_LIB_CTX_new();
-    OSSL_PROVIDER *d = NULL, *t1 = NULL, *t2 = NULL;
+    KCT_OTHER o;
     KCT_REC def = { 0 }, got = { 0 };
     uint64_t hits0, hits1;
-    char path[KCT_PATH_LEN];
 
-    CU_ASSERT_FATAL(kc != NULL && ref != NULL);
     md_delegate = EVP_MD_fetch(kct_default(), "SHA256", NULL);
     CU_ASSERT_FATAL(md_delegate != NULL);
-    /*
-     * kctestmd is loaded before anything fetches a digest in the context:
-     * OpenSSL 3.0 does not see a provider's digests loaded after that.
-     */
-    CU_ASSERT_FATAL(OSSL_PROVIDER_add_builtin(ref, "kctestmd", md_prov_init)
-                    && OSSL_PROVIDER_add_builtin(kc, "kctestmd", md_prov_init));
-    t1 = OSSL_PROVIDER_load(ref, "kctestmd");
-    d = OSSL_PROVIDER_load(ref, "default");
-    t2 = OSSL_PROVIDER_load(kc, "kctestmd");
-    CU_ASSERT_FATAL(d != NULL && t1 != NULL && t2 != NULL);
-    CU_ASSERT_FATAL(kct_write_conf(path, ""));
-    CU_ASSERT(OSSL_LIB_CTX_load_config(kc, path));
-    unlink(path);
-    CU_ASSERT_FATAL(OSSL_PROVIDER_available(kc, KEYCACHE_PROVIDER_NAME));
+    CU_ASSERT_FATAL(kct_other_start(&o, "kctestmd", OSSL_OP_DIGEST, md_algs));
     /*
      * Theirs is the preferred SHA-256 where the default's is not asked for;
      * keycache's HMAC is then asked for by name (a query can state only one
      * preferred provider).
      */
-    CU_ASSERT_FATAL(EVP_set_default_properties(ref, "?provider=kctestmd")
-                    && EVP_set_default_properties(kc, "?provider=kctestmd"));
+    CU_ASSERT_FATAL(
+        EVP_set_default_properties(o.ref, "?provider=kctestmd")
+        && EVP_set_default_properties(o.kc, "?provider=kctestmd"));
     other_md_hmac_q = NULL;
-    kct_rec_run(pat_other_provider_md, ref, &def);
-    hits0 = kct_counter_in(kc, KEYCACHE_PARAM_HITS);
+    kct_rec_run(pat_other_provider_md, o.ref, &def);
+    hits0 = kct_counter_in(o.kc, KEYCACHE_PARAM_HITS);
     other_md_hmac_q = "provider=" KEYCACHE_PROVIDER_NAME;
-    kct_rec_run(pat_other_provider_md, kc, &got);
-    hits1 = kct_counter_in(kc, KEYCACHE_PARAM_HITS);
+    kct_rec_run(pat_other_provider_md, o.kc, &got);
+    hits1 = kct_counter_in(o.kc, KEYCACHE_PARAM_HITS);
     CU_ASSERT(kct_rec_same("another provider's SHA-256", &def, &got));
     /* the reference ran on theirs where it should, and on the default's */
     CU_ASSERT(strstr(def.buf, "kctestmd updates 0") != NULL
@@ -1756,11 +1721,7 @@ static void test_other_provider_md(void)
     CU_ASSERT(hits1 != UINT64_MAX && hits1 > hits0);
     kct_rec_free(&def);
     kct_rec_free(&got);
-    OSSL_PROVIDER_unload(t2);
-    OSSL_PROVIDER_unload(t1);
-    OSSL_PROVIDER_unload(d);
-    OSSL_LIB_CTX_free(ref);
-    OSSL_LIB_CTX_free(kc);
+    kct_other_stop(&o);
     EVP_MD_free(md_delegate);
     md_delegate = NULL;
 }
