@@ -14,8 +14,21 @@
  * holds its last tag and IV, from which, with the key schedule the cache
  * holds, GHASH gives back a short message; nothing GMAC offers clears them
  * short of another IV, update and final, dearer than the copy it saves.
+ *
+ * A keyed context is keycache's own (KC_GMAC_CTX), run on the default's
+ * AES-GCM cipher context directly.  The default's GMAC holds that context
+ * in an EVP_CIPHER_CTX, whose copy and free take and drop references on
+ * the shared EVP_CIPHER (four atomic operations per message, which
+ * contend across threads); the cipher's own copy is a plain one.  What
+ * the default's GMAC and EVP's cipher calls add to the cipher's functions
+ * is done here the same way; the errors GMAC itself raises (a key of the
+ * wrong length) come from the default's own context, so that they are
+ * its errors, and a cipher set after the key makes the context the
+ * default's (tmpl.c).
  */
+#include <limits.h>
 #include <openssl/core_names.h>
+#include <openssl/params.h>
 
 #include "kc_local.h"
 
@@ -37,6 +50,220 @@ static int gmac_cacheable(KC_PROVCTX *pctx, const unsigned char *shape,
     return kc_trec_last_utf8(shape, len, OSSL_MAC_PARAM_CIPHER,
                              OSSL_MAC_PARAM_PROPERTIES, &cipher, &props)
            && kc_cipher_is_one_of(pctx, cipher, props, aes_gcm);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The keyed context                                                      */
+
+typedef struct {
+    KC_PROVCTX *pctx;
+    const KC_CIPHER_FNS *c;     /* the default's AES-GCM of this key size */
+    const char *cipher;         /* its name */
+    size_t keylen;
+    void *gcm;                  /* its keyed context */
+} KC_GMAC_CTX;
+
+static const KC_MAC_FNS *deflt(const KC_GMAC_CTX *g)
+{
+    return &g->pctx->fam[KC_FAM_GMAC].mac;
+}
+
+static void gmac_free(void *vg)
+{
+    KC_GMAC_CTX *g = vg;
+
+    if (g == NULL)
+        return;
+    /* (which cleanses what it held) */
+    if (g->gcm != NULL)
+        g->c->freectx(g->gcm);
+    OPENSSL_free(g);
+}
+
+static void *gmac_dup(void *vsrc)
+{
+    const KC_GMAC_CTX *src = vsrc;
+    KC_GMAC_CTX *dst = OPENSSL_malloc(sizeof(*dst));
+
+    if (dst == NULL)
+        return NULL;
+    *dst = *src;
+    if ((dst->gcm = src->c->dupctx(src->gcm)) == NULL) {
+        OPENSSL_free(dst);
+        return NULL;
+    }
+    return dst;
+}
+
+/*
+ * What the default's GMAC raises for a call that fails in its own code: a
+ * context of the default's with this cipher gets the call.
+ */
+static int default_says(const KC_GMAC_CTX *g, const OSSL_PARAM params[])
+{
+    const KC_MAC_FNS *m = deflt(g);
+    OSSL_PARAM c[2];
+    void *t;
+
+    c[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
+                                            (char *)g->cipher, 0);
+    c[1] = OSSL_PARAM_construct_end();
+    if ((t = m->newctx(g->pctx->inner_provctx)) != NULL) {
+        if (m->set_ctx_params(t, c))
+            (void)m->set_ctx_params(t, params);
+        m->freectx(t);
+    }
+    return 0;
+}
+
+/* The default's gmac_setkey(): EVP_EncryptInit_ex() with the key. */
+static int set_key(KC_GMAC_CTX *g, const unsigned char *key, size_t keylen)
+{
+    OSSL_PARAM p[2];
+
+    if (keylen != g->keylen) {
+        p[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY,
+                                                 (void *)key, keylen);
+        p[1] = OSSL_PARAM_construct_end();
+        return default_says(g, p);
+    }
+    return g->c->einit(g->gcm, key, keylen, NULL, 0, NULL);
+}
+
+/*
+ * The default's IV: EVP_CIPHER_CTX_ctrl(EVP_CTRL_AEAD_SET_IVLEN), whose
+ * length is an int, then EVP_EncryptInit_ex() with the IV, whose length
+ * EVP asks the cipher for: the one just set.
+ */
+static int set_iv(KC_GMAC_CTX *g, const unsigned char *iv, size_t len)
+{
+    int arg = (int)len;
+    size_t sz;
+    OSSL_PARAM p[2];
+
+    if (arg < 0)
+        return 0;
+    sz = (size_t)arg;
+    p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &sz);
+    p[1] = OSSL_PARAM_construct_end();
+    if (g->c->set_ctx_params(g->gcm, p) <= 0)
+        return 0;
+    return g->c->einit(g->gcm, NULL, 0, iv, iv == NULL ? 0 : sz, NULL);
+}
+
+/*
+ * The default's gmac_set_ctx_params(), in its order.  A cipher starts the
+ * default's context over: tmpl.c gives such calls to a context of the
+ * default's (direct_recipher()), so none comes here.
+ */
+static int gmac_set_ctx_params(void *vg, const OSSL_PARAM params[])
+{
+    KC_GMAC_CTX *g = vg;
+    const OSSL_PARAM *p;
+
+    if (params == NULL)
+        return 1;
+    if (OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_CIPHER) != NULL)
+        return 0;
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_KEY)) != NULL
+        && (p->data_type != OSSL_PARAM_OCTET_STRING
+            || !set_key(g, p->data, p->data_size)))
+        return 0;
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_IV)) != NULL)
+        return p->data_type == OSSL_PARAM_OCTET_STRING
+               && set_iv(g, p->data, p->data_size);
+    return 1;
+}
+
+static int gmac_init(void *vg, const unsigned char *key, size_t keylen,
+                     const OSSL_PARAM params[])
+{
+    KC_GMAC_CTX *g = vg;
+
+    if (!gmac_set_ctx_params(g, params))
+        return 0;
+    if (key != NULL)
+        return set_key(g, key, keylen);
+    return g->c->einit(g->gcm, NULL, 0, NULL, 0, NULL);
+}
+
+/* EVP_EncryptUpdate() with no output: the data is AAD. */
+static int gmac_update(void *vg, const unsigned char *data, size_t datalen)
+{
+    KC_GMAC_CTX *g = vg;
+    size_t outl, n;
+
+    /* in pieces that fit EVP's int, as the default does */
+    for (; datalen > 0; data += n, datalen -= n) {
+        n = datalen > INT_MAX ? INT_MAX : datalen;
+        if (!g->c->update(g->gcm, NULL, &outl, n, data, n))
+            return 0;
+    }
+    return 1;
+}
+
+/* EVP_EncryptFinal_ex(), then the tag, GCM's whole one. */
+static int gmac_final(void *vg, unsigned char *out, size_t *outl,
+                      size_t outsize)
+{
+    KC_GMAC_CTX *g = vg;
+    OSSL_PARAM p[2];
+    size_t n;
+
+    if (!g->c->final(g->gcm, out, &n, 0))
+        return 0;
+    p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, out,
+                                             EVP_GCM_TLS_TAG_LEN);
+    p[1] = OSSL_PARAM_construct_end();
+    if (!g->c->get_ctx_params(g->gcm, p))
+        return 0;
+    *outl = EVP_GCM_TLS_TAG_LEN;
+    return 1;
+}
+
+static const KC_MAC_FNS gmac_direct = {
+    .dupctx = gmac_dup,
+    .freectx = gmac_free,
+    .init = gmac_init,
+    .update = gmac_update,
+    .final = gmac_final,
+    .set_ctx_params = gmac_set_ctx_params
+};
+
+/* A template: the default's AES-GCM for the shape's cipher, keyed. */
+static void *gmac_direct_new(KC_PROVCTX *pctx, const unsigned char *shape,
+                             size_t len, const unsigned char *key,
+                             size_t keylen)
+{
+    const char *name, *props;
+    EVP_CIPHER *ciph;
+    KC_GMAC_CTX *g;
+    size_t i;
+
+    if (!kc_trec_last_utf8(shape, len, OSSL_MAC_PARAM_CIPHER,
+                           OSSL_MAC_PARAM_PROPERTIES, &name, &props)
+        || (ciph = kc_inner_cipher_fetch(pctx, name, props, 0)) == NULL)
+        return NULL;
+    for (i = 0; aes_gcm[i] != NULL && !EVP_CIPHER_is_a(ciph, aes_gcm[i]);
+         i++)
+        continue;
+    if (aes_gcm[i] == NULL || (g = OPENSSL_zalloc(sizeof(*g))) == NULL) {
+        EVP_CIPHER_free(ciph);
+        return NULL;
+    }
+    g->pctx = pctx;
+    g->c = &pctx->fam[KC_FAM_GMAC].ciph[i];
+    g->cipher = aes_gcm[i];
+    /* what gmac_setkey() compares with: the EVP_CIPHER_CTX's, the cipher's */
+    g->keylen = (size_t)EVP_CIPHER_get_key_length(ciph);
+    EVP_CIPHER_free(ciph);
+    if (keylen != g->keylen
+        || (g->gcm = g->c->newctx(pctx->inner_provctx)) == NULL
+        || !g->c->einit(g->gcm, key, keylen, NULL, 0, NULL)) {
+        gmac_free(g);
+        return NULL;
+    }
+    return g;
 }
 
 static OSSL_FUNC_mac_newctx_fn kc_gmac_newctx;
@@ -90,5 +317,8 @@ const KC_TDESC kc_gmac_desc = {
     .volatile_names = gmac_volatile,
     .set_key_keys = 1,
     .volatile_last_wins = 1,
-    .cacheable = gmac_cacheable
+    .cacheable = gmac_cacheable,
+    .direct = &gmac_direct,
+    .direct_ciphers = aes_gcm,
+    .direct_new = gmac_direct_new
 };

@@ -257,6 +257,38 @@ EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
     return c;
 }
 
+static int cipher_complete(const KC_CIPHER_FNS *f)
+{
+    return f->newctx != NULL && f->dupctx != NULL && f->freectx != NULL
+           && f->einit != NULL && f->update != NULL && f->final != NULL
+           && f->get_ctx_params != NULL && f->set_ctx_params != NULL;
+}
+
+/*
+ * A family with its own keyed context (GMAC) runs on the default's ciphers
+ * it names; without all of them it runs through the default's MAC, as any
+ * other family.
+ */
+static void bind_direct(KC_TFAM *f, const OSSL_ALGORITHM *ciphers)
+{
+    const char *const *n = f->d->direct_ciphers;
+    const OSSL_ALGORITHM *a;
+    size_t i;
+
+    f->direct_on = 0;
+    if (f->d->direct == NULL || n == NULL)
+        return;
+    for (i = 0; n[i] != NULL; i++) {
+        if (i == KC_TFAM_CIPHERS || (a = find_alg(ciphers, n[i])) == NULL)
+            return;
+        memset(&f->ciph[i], 0, sizeof(f->ciph[i]));
+        load_cipher_fns(&f->ciph[i], a->implementation);
+        if (!cipher_complete(&f->ciph[i]))
+            return;
+    }
+    f->direct_on = 1;
+}
+
 int kc_inner_start(KC_PROVCTX *pctx)
 {
     const OSSL_ALGORITHM *macs, *ciphers, *a;
@@ -274,6 +306,8 @@ int kc_inner_start(KC_PROVCTX *pctx)
     pctx->inner_provctx = OSSL_PROVIDER_get0_provider_ctx(pctx->deflt);
 
     macs = OSSL_PROVIDER_query_operation(pctx->deflt, OSSL_OP_MAC, &no_cache);
+    ciphers = OSSL_PROVIDER_query_operation(pctx->deflt, OSSL_OP_CIPHER,
+                                            &no_cache);
     a = find_alg(macs, "HMAC");
     if (a == NULL) {
         kc_raise(pctx, KC_R_INNER_MISSING, "default provider has no HMAC");
@@ -315,6 +349,7 @@ int kc_inner_start(KC_PROVCTX *pctx)
             return 0;
         }
         load_mac_fns(&f->mac, a->implementation);
+        bind_direct(f, ciphers);
         if (!kc_tmpl_bind(pctx, f, a)) {
             kc_raise(pctx, KC_R_INNER_MISSING, "default %s lacks functions",
                      f->d->name);
@@ -328,8 +363,6 @@ int kc_inner_start(KC_PROVCTX *pctx)
         nmac++;
     }
 
-    ciphers = OSSL_PROVIDER_query_operation(pctx->deflt, OSSL_OP_CIPHER,
-                                            &no_cache);
     /* the cipher template families that are switched on */
     for (i = 0; i < KC_CFAM_COUNT; i++) {
         KC_CFAM *f = &pctx->cfam[i];

@@ -276,7 +276,23 @@ struct kc_tdesc_st {
      */
     int (*cacheable)(KC_PROVCTX *pctx, const unsigned char *shape,
                      size_t len);
+    /*
+     * Optional (GMAC): keycache's own keyed context, which runs on the
+     * default's ciphers named in direct_ciphers (bound at start into
+     * KC_TFAM.ciph) instead of through the default's MAC, whose copies
+     * take references on shared objects.  Templates are made by
+     * direct_new() from a shape and key the default's own context took
+     * quietly; a hit forwards to direct's functions, which answer every
+     * call as the default's MAC would.
+     */
+    const KC_MAC_FNS *direct;
+    const char *const *direct_ciphers;
+    void *(*direct_new)(KC_PROVCTX *pctx, const unsigned char *shape,
+                        size_t len, const unsigned char *key, size_t keylen);
 };
+
+/* the most ciphers a direct family runs on */
+#define KC_TFAM_CIPHERS 3
 
 /* A family as bound to the running default provider. */
 struct kc_tfam_st {
@@ -290,6 +306,9 @@ struct kc_tfam_st {
     int empty_value;
     /* learned at start: what get_params (no context) says "size" is, or 0 */
     size_t fixed_size;
+    /* d->direct is in use: every cipher it names was found complete */
+    int direct_on;
+    KC_CIPHER_FNS ciph[KC_TFAM_CIPHERS];
 };
 
 extern const KC_TDESC kc_cmac_desc, kc_gmac_desc, kc_kmac128_desc,

@@ -60,7 +60,9 @@
 typedef struct {
     KC_PROVCTX *pctx;
     const KC_TFAM *f;
-    void *inner;                /* the default's context, once there is one */
+    void *inner;                /* the inner context, once there is one */
+    /* what inner is: the default's (f->mac) or the family's own (direct) */
+    const KC_MAC_FNS *ops;
     /*
      * reinit_restores families: where inner goes back to when freed, and
      * whether it still may (it got nothing a keyless init cannot undo).
@@ -332,8 +334,12 @@ size_t kc_trec_match_call(const unsigned char *rec, size_t off, size_t len,
     return kc_trec_match_sig(rec, off, len, tag, type, KC_T_PARAM, ps, n);
 }
 
-/* Replay the recorded calls in rec[from, to) onto an inner context. */
-static int replay(const KC_TMAC_CTX *w, void *ctx, size_t from, size_t to)
+/*
+ * Replay the recorded calls in rec[from, to) onto an inner context: the
+ * default's unless m (the one w forwards to) says otherwise.
+ */
+static int replay_to(const KC_TMAC_CTX *w, const KC_MAC_FNS *m, void *ctx,
+                     size_t from, size_t to)
 {
     const unsigned char *rec = (const unsigned char *)w->rec;
     OSSL_PARAM p[KC_TCALL_MAX + 1];
@@ -349,7 +355,7 @@ static int replay(const KC_TMAC_CTX *w, void *ctx, size_t from, size_t to)
         }
         if (open) {
             p[n] = OSSL_PARAM_construct_end();
-            if (!w->f->mac.set_ctx_params(ctx, p))
+            if (!m->set_ctx_params(ctx, p))
                 return 0;
         }
         open = 1;
@@ -358,7 +364,12 @@ static int replay(const KC_TMAC_CTX *w, void *ctx, size_t from, size_t to)
     if (!open)
         return 1;
     p[n] = OSSL_PARAM_construct_end();
-    return w->f->mac.set_ctx_params(ctx, p);
+    return m->set_ctx_params(ctx, p);
+}
+
+static int replay(const KC_TMAC_CTX *w, void *ctx, size_t from, size_t to)
+{
+    return replay_to(w, &w->f->mac, ctx, from, to);
 }
 
 int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
@@ -809,11 +820,11 @@ static int apply_volatile(const KC_TMAC_CTX *w, const SPLIT *s)
     for (i = 1; i < s->nv && s->vol[i] == s->vol[0] + i; i++)
         continue;
     if (i == s->nv && s->vol[0][i].key == NULL)
-        return w->f->mac.set_ctx_params(w->inner, s->vol[0]);
+        return w->ops->set_ctx_params(w->inner, s->vol[0]);
     for (i = 0; i < s->nv; i++)
         post[i] = *s->vol[i];
     post[i] = end;
-    return w->f->mac.set_ctx_params(w->inner, post);
+    return w->ops->set_ctx_params(w->inner, post);
 }
 
 /*
@@ -878,7 +889,8 @@ static int record(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
  * A new template: a fresh inner context with the shape replayed and keyed
  * the canonical way, init(key) without params.  NULL if any of it fails or
  * raises an error (then the caller passes through and the default says
- * why), with the error queue left as it was.
+ * why), with the error queue left as it was.  A direct family's template
+ * is its own context, made once the default's has taken shape and key.
  */
 static void *make_template(const KC_TMAC_CTX *w, const unsigned char *key,
                            size_t keylen)
@@ -893,10 +905,18 @@ static void *make_template(const KC_TMAC_CTX *w, const unsigned char *key,
     ok = (t = f->newctx(w->pctx->inner_provctx)) != NULL
          && replay(w, t, 0, w->shape_len)
          && f->init(t, key, keylen, NULL);
+    if (w->f->direct_on && t != NULL) {
+        f->freectx(t);
+        t = NULL;
+        if (ok)
+            ok = (t = w->f->d->direct_new(w->pctx,
+                                          (const unsigned char *)w->rec,
+                                          w->shape_len, key, keylen)) != NULL;
+    }
     kc_err_top(&after);
     if (!ok || !kc_err_same(&before, &after)) {
         if (t != NULL)
-            f->freectx(t);
+            w->f->alg.freectx(t);
         t = NULL;
     }
     ERR_pop_to_mark();
@@ -914,6 +934,7 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
                  size_t keylen)
 {
     const KC_TFAM *f = w->f;
+    const KC_MAC_FNS *ops = f->direct_on ? f->d->direct : &f->mac;
     const unsigned char *rec = (const unsigned char *)w->rec;
     KC_LOOKUP lk;
     void *tmpl, *inner = NULL;
@@ -935,21 +956,23 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
             return -1;
         if (!kc_cache_add_rec(c, &f->alg, rec, w->shape_len, key, keylen,
                               tmpl, &lk)) {
-            f->mac.freectx(tmpl);
+            f->alg.freectx(tmpl);
             return -1;
         }
     } else if (lk.spare != NULL) {
         /* a used context, restarted by a keyless init when given back */
         inner = lk.spare;
     }
-    if (inner == NULL && (inner = f->mac.dupctx(tmpl)) == NULL)
+    if (inner == NULL && (inner = ops->dupctx(tmpl)) == NULL)
         return -1;
     /* validated without the key; keying first ends in the same state */
-    if (w->len > w->shape_len && !replay(w, inner, w->shape_len, w->len)) {
-        f->mac.freectx(inner);
+    if (w->len > w->shape_len
+        && !replay_to(w, ops, inner, w->shape_len, w->len)) {
+        ops->freectx(inner);
         return -1;
     }
     w->inner = inner;
+    w->ops = ops;
     w->sized = f->d->keyed_size != 0;
     if (f->d->reinit_restores) {
         w->lease = lk.lease;
@@ -976,11 +999,84 @@ static KC_NOINLINE int materialize(KC_TMAC_CTX *w, const OSSL_PARAM params[])
         return 0;
     }
     w->inner = inner;
+    w->ops = &w->f->mac;
     w->app_mac = mac;
     /* (a cold context was counted when it was made) */
     if (!w->cold)
         kc_count_passthrough(w->pctx, &w->f->alg);
     return 1;
+}
+
+/* params without the entries named a, or in list (a may be NULL) */
+static OSSL_PARAM *without(const OSSL_PARAM params[], const char *a,
+                           const char *const *list, OSSL_PARAM *buf,
+                           size_t cap)
+{
+    const OSSL_PARAM *p;
+    OSSL_PARAM *out;
+    size_t n = 0;
+
+    for (p = params; p->key != NULL; p++)
+        n++;
+    out = n < cap ? buf : OPENSSL_malloc((n + 1) * sizeof(*out));
+    if (out == NULL)
+        return NULL;
+    n = 0;
+    for (p = params; p->key != NULL; p++)
+        if ((a == NULL || strcmp(p->key, a) != 0)
+            && !kc_name_in_list(list, p->key))
+            out[n++] = *p;
+    out[n] = *p;
+    return out;
+}
+
+/*
+ * A cipher set on a direct family's keyed context (GMAC) starts the
+ * default's context over with that cipher, from any state alike: a
+ * context of the default's, where its fetch belongs (needs_app()), takes
+ * the call, first what the default does before the key and the volatile
+ * names, then those.  If the first part fails, the default's context is
+ * as it was, and so is this one.
+ */
+static KC_NOINLINE int direct_recipher(KC_TMAC_CTX *w,
+                                       const OSSL_PARAM params[])
+{
+    const KC_TFAM *f = w->f;
+    OSSL_PARAM b1[16], b2[16], *first, *rest = NULL;
+    EVP_MAC *mac = NULL;
+    void *t = NULL;
+    int ok = 0;
+
+    first = without(params, OSSL_MAC_PARAM_KEY, f->d->volatile_names, b1, 16);
+    if (first == NULL
+        || (rest = without(params, f->d->cipher_param, NULL, b2, 16)) == NULL
+        || (t = new_inner(w, params, &mac)) == NULL)
+        goto end;
+    if (!f->mac.set_ctx_params(t, first))
+        goto end;
+    ok = f->mac.set_ctx_params(t, rest);
+    w->ops->freectx(w->inner);
+    w->inner = t;
+    w->ops = &f->mac;
+    EVP_MAC_free(w->app_mac);
+    w->app_mac = mac;
+    t = NULL;
+    mac = NULL;
+ end:
+    if (t != NULL)
+        free_inner(w, t, mac);
+    if (first != b1)
+        OPENSSL_free(first);
+    if (rest != b2)
+        OPENSSL_free(rest);
+    return ok;
+}
+
+static ossl_inline int recipher(const KC_TMAC_CTX *w,
+                                const OSSL_PARAM params[])
+{
+    return w->ops != &w->f->mac && params != NULL
+           && OSSL_PARAM_locate_const(params, w->f->d->cipher_param) != NULL;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1009,6 +1105,7 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
         return NULL;
     w->pctx = pctx;
     w->f = f;
+    w->ops = &f->mac;
     w->shape_value = f->empty_value;
     /*
      * Almost every key misses on this thread (a new key per message):
@@ -1036,8 +1133,8 @@ static int restart(const void *arg, void *inner)
     const KC_TMAC_CTX *w = arg;
     size_t n = w->f->d->park_scrub;
 
-    return (n == 0 || w->f->mac.update(inner, zeros, n))
-           && w->f->mac.init(inner, NULL, 0, NULL);
+    return (n == 0 || w->ops->update(inner, zeros, n))
+           && w->ops->init(inner, NULL, 0, NULL);
 }
 
 /* A clean used context back to its entry; 0: not kept. */
@@ -1056,7 +1153,7 @@ void kc_tmac_freectx(void *vctx)
         return;
     c = kc_cache_here(w->pctx);
     if (w->inner != NULL && !park(c, w))
-        w->f->mac.freectx(w->inner);
+        w->ops->freectx(w->inner);
     if (w->app_mac != NULL)
         EVP_MAC_free(w->app_mac);
     kc_wrapper_free_in(c, KC_POOL_TMPL, w, sizeof(*w));
@@ -1104,7 +1201,7 @@ void *kc_tmac_dupctx(void *vctx)
         return NULL;
     }
     if (src->inner != NULL
-        && (dst->inner = src->f->mac.dupctx(src->inner)) == NULL) {
+        && (dst->inner = src->ops->dupctx(src->inner)) == NULL) {
         EVP_MAC_free(dst->app_mac);
         kc_wrapper_free(src->pctx, KC_POOL_TMPL, dst, sizeof(*dst));
         return NULL;
@@ -1167,7 +1264,9 @@ int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     if (w->inner != NULL) {
         /* whatever it sets, a keyless init may not undo it */
         w->clean = w->sized = 0;
-        return w->f->mac.set_ctx_params(w->inner, params);
+        if (recipher(w, params))
+            return direct_recipher(w, params);
+        return w->ops->set_ctx_params(w->inner, params);
     }
     return unkeyed_set_params(w, params);
 }
@@ -1231,7 +1330,10 @@ int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
     if (w->inner != NULL) {
         if (key != NULL || params != NULL)
             w->clean = w->sized = 0;
-        return w->f->mac.init(w->inner, key, keylen, params);
+        if (recipher(w, params))
+            return direct_recipher(w, params)
+                   && w->ops->init(w->inner, key, keylen, NULL);
+        return w->ops->init(w->inner, key, keylen, params);
     }
     return unkeyed_init(w, key, keylen, params);
 }
@@ -1248,7 +1350,7 @@ int kc_tmac_update(void *vctx, const unsigned char *data, size_t datalen)
     KC_TMAC_CTX *w = vctx;
 
     if (w->inner != NULL)
-        return w->f->mac.update(w->inner, data, datalen);
+        return w->ops->update(w->inner, data, datalen);
     return unkeyed_update(w, data, datalen);
 }
 
@@ -1265,7 +1367,7 @@ int kc_tmac_final(void *vctx, unsigned char *out, size_t *outl,
     KC_TMAC_CTX *w = vctx;
 
     if (w->inner != NULL)
-        return w->f->mac.final(w->inner, out, outl, outsize);
+        return w->ops->final(w->inner, out, outl, outsize);
     return unkeyed_final(w, out, outl, outsize);
 }
 
@@ -1319,7 +1421,7 @@ static KC_NOINLINE int sized_get_params(KC_TMAC_CTX *w, OSSL_PARAM params[])
 {
     if (answer_size(params, w->f->d->keyed_size))
         return 1;
-    return w->f->mac.get_ctx_params(w->inner, params);
+    return w->ops->get_ctx_params(w->inner, params);
 }
 
 int kc_tmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
@@ -1329,7 +1431,7 @@ int kc_tmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
     if (w->inner != NULL) {
         if (w->sized)
             return sized_get_params(w, params);
-        return w->f->mac.get_ctx_params(w->inner, params);
+        return w->ops->get_ctx_params(w->inner, params);
     }
     return unkeyed_get_params(w, params);
 }
@@ -1376,7 +1478,11 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
         || m->set_ctx_params == NULL || f->d->park_scrub > KC_SCRUB_MAX)
         return 0;
     f->alg.names = alg->algorithm_names;
-    f->alg.freectx = m->freectx;
+    if (f->direct_on
+        && (f->d->direct_new == NULL || f->d->direct->dupctx == NULL
+            || f->d->direct->freectx == NULL))
+        f->direct_on = 0;
+    f->alg.freectx = f->direct_on ? f->d->direct->freectx : m->freectx;
     f->alg.spare_max = f->d->reinit_restores ? KC_SPARE_MAX : 0;
     f->alg.stat = KC_STAT_FAM + (unsigned int)(f - pctx->fam);
     inner_get_params[f - pctx->fam] = m->get_params;

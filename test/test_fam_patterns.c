@@ -873,6 +873,184 @@ static void pat_gmac_iv(OSSL_LIB_CTX *libctx, REC *r)
     EVP_MAC_free(mac);
 }
 
+/*
+ * A keyed GMAC context from the cache is keycache's own, on the default's
+ * AES-GCM (gmac.c): every call after the key, mid-message, must do what
+ * the default's GMAC does - a cipher that fails or succeeds, keys of the
+ * wrong and right length and type, IVs of odd sizes and types, a NULL IV,
+ * init with params, dup, updates and finals out of order.
+ */
+#define GD_OPS 22
+static void gmac_direct_op(REC *r, EVP_MAC_CTX **pctx, int i, int op)
+{
+    static char many[24][12];
+    EVP_MAC_CTX *ctx = *pctx, *d;
+    unsigned char out[OUTMAX];
+    OSSL_PARAM p[26];
+    size_t outl, k, j = (size_t)(i + 1) % 3;
+
+    p[1] = p[2] = p[3] = OSSL_PARAM_construct_end();
+    switch (op) {
+    case 0:   /* nothing: the plain hit */
+        return;
+    case 1:   /* a cipher that does not resolve: nothing changes */
+        p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, "AES-128-NOPE");
+        do_set(r, ctx, p);
+        return;
+    case 2:   /* a cipher that is not GCM: refused, nothing changes */
+        p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, "AES-128-CBC");
+        p[1] = p_oct(OSSL_MAC_PARAM_KEY, keys[1], 16);
+        do_set(r, ctx, p);
+        return;
+    case 3:   /* another GCM, its key and an IV in one call */
+        p[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[2], 16);
+        p[1] = p_utf8(OSSL_MAC_PARAM_CIPHER, fams[1].sub[j]);
+        p[2] = p_oct(OSSL_MAC_PARAM_KEY, keys[2], fams[1].keylen[j]);
+        do_set(r, ctx, p);
+        return;
+    case 4:   /* the same cipher again, then a key of the wrong length */
+        p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, fams[1].sub[i]);
+        p[1] = p_oct(OSSL_MAC_PARAM_KEY, keys[2], 5);
+        do_set(r, ctx, p);
+        return;
+    case 5:   /* a key of the wrong length: refused, nothing changes */
+        p[0] = p_oct(OSSL_MAC_PARAM_KEY, keys[2], fams[1].keylen[j]);
+        do_set(r, ctx, p);
+        return;
+    case 6:   /* another key mid-message */
+        p[0] = p_oct(OSSL_MAC_PARAM_KEY, keys[2], fams[1].keylen[i]);
+        do_set(r, ctx, p);
+        return;
+    case 7:   /* a key that is not an octet string */
+        p[0] = p_utf8(OSSL_MAC_PARAM_KEY, "0123456789abcdef");
+        do_set(r, ctx, p);
+        return;
+    case 8:   /* a new IV mid-message, then one of another length */
+        p[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[3], 12);
+        do_set(r, ctx, p);
+        do_update(r, ctx, msgs[3], 40);
+        p[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[0], 60);
+        do_set(r, ctx, p);
+        return;
+    case 9:   /* IVs the default refuses, and one that is no octet string */
+        p[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[3], 0);
+        do_set(r, ctx, p);
+        p[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[3], 129);
+        do_set(r, ctx, p);
+        p[0] = p_utf8(OSSL_MAC_PARAM_IV, "twelve bytes");
+        do_set(r, ctx, p);
+        return;
+    case 10:  /* an IV length past an int: EVP's ctrl takes an int */
+        p[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[3], (size_t)1 << 31);
+        do_set(r, ctx, p);
+        p[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[3], ((size_t)1 << 32) + 12);
+        do_set(r, ctx, p);
+        return;
+    case 11:  /* an IV without data: the length is set, the IV is not */
+        p[0] = p_oct(OSSL_MAC_PARAM_IV, NULL, 16);
+        do_set(r, ctx, p);
+        return;
+    case 12:  /* a keyless init with an IV, then a wrong-length key */
+        p[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[1], 13);
+        do_init(r, ctx, NULL, 0, p);
+        do_update(r, ctx, msgs[1], msglens[1]);
+        do_init(r, ctx, keys[2], 7, NULL);
+        return;
+    case 13:  /* init with another cipher in its params, and its key */
+        p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, fams[1].sub[j]);
+        p[1] = p_oct(OSSL_MAC_PARAM_IV, ivs[2], 12);
+        do_init(r, ctx, keys[3], fams[1].keylen[j], p);
+        return;
+    case 14:  /* init with a cipher that fails, then a keyed init */
+        p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, "AES-128-NOPE");
+        do_init(r, ctx, keys[3], fams[1].keylen[i], p);
+        p[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[2], 12);
+        do_init(r, ctx, keys[3], fams[1].keylen[i], p);
+        return;
+    case 15:  /* a copy mid-message, finished first; then the original */
+        d = EVP_MAC_CTX_dup(ctx);
+        rec_printf(r, "dup rc=%d\n", d != NULL);
+        do_update(r, d, msgs[3], 17);
+        do_final(r, d, out, &outl, OUTMAX);
+        EVP_MAC_CTX_free(d);
+        return;
+    case 16:  /* a cipher set, then a copy of the default's context */
+        p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, fams[1].sub[j]);
+        p[1] = p_oct(OSSL_MAC_PARAM_KEY, keys[1], fams[1].keylen[j]);
+        p[2] = p_oct(OSSL_MAC_PARAM_IV, ivs[1], 12);
+        do_set(r, ctx, p);
+        d = EVP_MAC_CTX_dup(ctx);
+        rec_printf(r, "dup rc=%d\n", d != NULL);
+        EVP_MAC_CTX_free(ctx);
+        *pctx = d;
+        return;
+    case 17:  /* final, then update and final again */
+        do_final(r, ctx, out, &outl, OUTMAX);
+        do_update(r, ctx, msgs[1], msglens[1]);
+        return;
+    case 18:  /* many params with a cipher (more than fit on the stack) */
+        for (k = 0; k < 24; k++) {
+            memcpy(many[k], "provider=x", 11);
+            p[k] = p_utf8(OSSL_MAC_PARAM_PROPERTIES, k == 23 ? "" : many[k]);
+        }
+        p[24] = p_utf8(OSSL_MAC_PARAM_CIPHER, fams[1].sub[i]);
+        p[25] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        p[0] = p_oct(OSSL_MAC_PARAM_KEY, keys[1], fams[1].keylen[i]);
+        p[1] = p_oct(OSSL_MAC_PARAM_IV, ivs[0], 12);
+        p[2] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        return;
+    case 19:  /* params that are not GMAC's, and none */
+        p[0] = p_oct(OSSL_MAC_PARAM_CUSTOM, "c", 1);
+        do_set(r, ctx, p);
+        do_set(r, ctx, NULL);
+        do_init(r, ctx, NULL, 0, NULL);
+        return;
+    case 20:  /* a keyless init mid-message: the message goes on */
+        do_init(r, ctx, NULL, 0, NULL);
+        return;
+    case 21:  /* an empty update, and a final into a short buffer */
+        do_update(r, ctx, msgs[0], 0);
+        rec_printf(r, "short final rc=%d\n",
+                   EVP_MAC_final(ctx, out, &outl, 15));
+        rec_errs(r);
+        return;
+    }
+}
+
+static void pat_gmac_direct(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch(libctx, r, "GMAC");
+    unsigned char out[OUTMAX];
+    OSSL_PARAM p[3];
+    size_t outl;
+    int i, op, n;
+
+    for (i = 0; i < 3; i++) {
+        for (op = 0; op < GD_OPS; op++) {
+            /* the second time round, the key comes from the cache */
+            for (n = 0; n < 2; n++) {
+                EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+                rec_printf(r, "-- %s op %d #%d\n", fams[1].sub[i], op, n);
+                base_params(&fams[1], i, op % 4, p);
+                do_init(r, ctx, keys[0], fams[1].keylen[i], p);
+                do_update(r, ctx, msgs[2], msglens[2]);
+                gmac_direct_op(r, &ctx, i, op);
+                do_update(r, ctx, msgs[3], msglens[3]);
+                /* ops 9 to 12 may leave no IV, drawn at random */
+                if (op >= 9 && op <= 12)
+                    do_final_rc(r, ctx, out);
+                else
+                    do_final(r, ctx, out, &outl, OUTMAX);
+                EVP_MAC_CTX_free(ctx);
+            }
+        }
+    }
+    EVP_MAC_free(mac);
+}
+
 /* Wrong key lengths, odd ciphers, odd parameters, calls out of order */
 static void pat_bad(OSSL_LIB_CTX *libctx, REC *r)
 {
@@ -2167,6 +2345,7 @@ static void test_kmac_out(void) { run_pattern(pat_kmac_out, 1); }
 static void test_gmac_iv(void) { run_pattern(pat_gmac_iv, 1); }
 static void test_gmac_messages(void) { run_pattern(pat_gmac_messages, 1); }
 static void test_bad(void) { run_pattern(pat_bad, 0); }
+static void test_gmac_direct(void) { run_pattern(pat_gmac_direct, 1); }
 static void test_sizes(void) { run_pattern(pat_sizes, 1); }
 static void test_interleave(void) { run_pattern(pat_interleave, 1); }
 static void test_inplace_key(void) { run_pattern(pat_inplace_key, 1); }
@@ -2196,6 +2375,8 @@ static void add_suites(void)
     CU_add_test(s, "GMAC messages with and without an IV",
                 test_gmac_messages);
     CU_add_test(s, "bad inputs", test_bad);
+    CU_add_test(s, "GMAC keyed from the cache: every call after the key",
+                test_gmac_direct);
     CU_add_test(s, "size queries", test_sizes);
     CU_add_test(s, "two live contexts", test_interleave);
     CU_add_test(s, "key changed in place", test_inplace_key);

@@ -402,6 +402,39 @@ MUTANTS = {
     # (Not a mutant: dropping the algorithm from the entry compare changes
     # nothing observable, since AES key sizes differ in length and HMAC
     # entries carry their digest as param; the compare stays as a guard.)
+    # GMAC's own keyed context (gmac.c): an IV length past an int taken
+    # whole, where EVP's ctrl takes it as an int
+    "gmac-iv-no-int": ("provider/gmac.c",
+        "    if (arg < 0)\n        return 0;\n    sz = (size_t)arg;",
+        "    sz = len;"),
+    # ... the IV set with GCM's default length, not the one just set
+    "gmac-iv-len-12": ("provider/gmac.c",
+        "iv, iv == NULL ? 0 : sz, NULL);", "iv, iv == NULL ? 0 : 12, NULL);"),
+    # ... a key of the wrong length refused without the default's error
+    "gmac-key-no-error": ("provider/gmac.c",
+        "        return default_says(g, p);", "        return 0;"),
+    # ... a key after the key not set (the message goes on with the old)
+    "gmac-rekey-ignored": ("provider/gmac.c",
+        "    return g->c->einit(g->gcm, key, keylen, NULL, 0, NULL);\n}",
+        "    return 1;\n}"),
+    # ... the tag's final skipped: the tag read without GCM's final
+    "gmac-no-final": ("provider/gmac.c",
+        "    if (!g->c->final(g->gcm, out, &n, 0))\n        return 0;", ""),
+    # a cipher after the key: the default's context taken even when the
+    # cipher failed (the message so far is lost)
+    "gmac-recipher-adopts-failure": ("provider/tmpl.c",
+        "    if (!f->mac.set_ctx_params(t, first))\n        goto end;",
+        "    (void)f->mac.set_ctx_params(t, first);"),
+    # ... the default's context made in the private library context
+    "gmac-recipher-private": ("provider/tmpl.c",
+        "        || (t = new_inner(w, params, &mac)) == NULL)\n        goto end;",
+        "        || (t = f->mac.newctx(w->pctx->inner_provctx)) == NULL)\n"
+        "        goto end;"),
+    # ... not intercepted: GMAC's own context refuses it
+    "gmac-recipher-none": ("provider/tmpl.c",
+        "    return w->ops != &w->f->mac && params != NULL",
+        "    return 0 && params != NULL"),
+
 }
 
 def run(cmd, cwd):
