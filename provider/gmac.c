@@ -159,19 +159,27 @@ static int set_iv(KC_GMAC_CTX *g, const unsigned char *iv, size_t len)
 static int gmac_set_ctx_params(void *vg, const OSSL_PARAM params[])
 {
     KC_GMAC_CTX *g = vg;
-    const OSSL_PARAM *p;
+    const OSSL_PARAM *p, *key = NULL, *iv = NULL;
 
     if (params == NULL)
         return 1;
-    if (OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_CIPHER) != NULL)
+    /* the first of each name, as the default locates them, in one pass */
+    for (p = params; p->key != NULL; p++) {
+        if (p->key[0] == 'c' && strcmp(p->key, OSSL_MAC_PARAM_CIPHER) == 0)
+            return 0;
+        if (key == NULL && p->key[0] == 'k'
+            && strcmp(p->key, OSSL_MAC_PARAM_KEY) == 0)
+            key = p;
+        else if (iv == NULL && p->key[0] == 'i'
+                 && strcmp(p->key, OSSL_MAC_PARAM_IV) == 0)
+            iv = p;
+    }
+    if (key != NULL && (key->data_type != OSSL_PARAM_OCTET_STRING
+                        || !set_key(g, key->data, key->data_size)))
         return 0;
-    if ((p = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_KEY)) != NULL
-        && (p->data_type != OSSL_PARAM_OCTET_STRING
-            || !set_key(g, p->data, p->data_size)))
-        return 0;
-    if ((p = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_IV)) != NULL)
-        return p->data_type == OSSL_PARAM_OCTET_STRING
-               && set_iv(g, p->data, p->data_size);
+    if (iv != NULL)
+        return iv->data_type == OSSL_PARAM_OCTET_STRING
+               && set_iv(g, iv->data, iv->data_size);
     return 1;
 }
 

@@ -1072,11 +1072,33 @@ static KC_NOINLINE int direct_recipher(KC_TMAC_CTX *w,
     return ok;
 }
 
-static ossl_inline int recipher(const KC_TMAC_CTX *w,
-                                const OSSL_PARAM params[])
+/* Does a call to a direct family's keyed context name the cipher? */
+static int names_cipher(const KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
-    return w->ops != &w->f->mac && params != NULL
-           && OSSL_PARAM_locate_const(params, w->f->d->cipher_param) != NULL;
+    const char *c = w->f->d->cipher_param;
+
+    for (; params != NULL && params->key != NULL; params++)
+        if (params->key[0] == c[0] && strcmp(params->key, c) == 0)
+            return 1;
+    return 0;
+}
+
+/* (out of line: the families forwarding to the default's need no frame) */
+static KC_NOINLINE int direct_set_params(KC_TMAC_CTX *w,
+                                         const OSSL_PARAM params[])
+{
+    if (names_cipher(w, params))
+        return direct_recipher(w, params);
+    return w->ops->set_ctx_params(w->inner, params);
+}
+
+static KC_NOINLINE int direct_init(KC_TMAC_CTX *w, const unsigned char *key,
+                                   size_t keylen, const OSSL_PARAM params[])
+{
+    if (names_cipher(w, params))
+        return direct_recipher(w, params)
+               && w->ops->init(w->inner, key, keylen, NULL);
+    return w->ops->init(w->inner, key, keylen, params);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1264,8 +1286,8 @@ int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     if (w->inner != NULL) {
         /* whatever it sets, a keyless init may not undo it */
         w->clean = w->sized = 0;
-        if (recipher(w, params))
-            return direct_recipher(w, params);
+        if (w->ops != &w->f->mac)
+            return direct_set_params(w, params);
         return w->ops->set_ctx_params(w->inner, params);
     }
     return unkeyed_set_params(w, params);
@@ -1330,9 +1352,8 @@ int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
     if (w->inner != NULL) {
         if (key != NULL || params != NULL)
             w->clean = w->sized = 0;
-        if (recipher(w, params))
-            return direct_recipher(w, params)
-                   && w->ops->init(w->inner, key, keylen, NULL);
+        if (w->ops != &w->f->mac)
+            return direct_init(w, key, keylen, params);
         return w->ops->init(w->inner, key, keylen, params);
     }
     return unkeyed_init(w, key, keylen, params);

@@ -432,8 +432,10 @@ MUTANTS = {
         "        goto end;"),
     # ... not intercepted: GMAC's own context refuses it
     "gmac-recipher-none": ("provider/tmpl.c",
-        "    return w->ops != &w->f->mac && params != NULL",
-        "    return 0 && params != NULL"),
+        "        if (params->key[0] == c[0] && strcmp(params->key, c) == 0)\n"
+        "            return 1;",
+        "        if (params->key[0] == c[0] && strcmp(params->key, c) == 0)\n"
+        "            return 0;"),
 
 }
 
