@@ -1072,32 +1072,88 @@ static KC_NOINLINE int direct_recipher(KC_TMAC_CTX *w,
     return ok;
 }
 
-/* Does a call to a direct family's keyed context name the cipher? */
-static int names_cipher(const KC_TMAC_CTX *w, const OSSL_PARAM params[])
+/* Do params (not NULL) name the family's cipher parameter c? */
+static ossl_inline int names_cipher(const char *c, const OSSL_PARAM *params)
 {
-    const char *c = w->f->d->cipher_param;
-
-    for (; params != NULL && params->key != NULL; params++)
+    for (; params->key != NULL; params++)
         if (params->key[0] == c[0] && strcmp(params->key, c) == 0)
             return 1;
     return 0;
 }
 
-/* (out of line: the families forwarding to the default's need no frame) */
-static KC_NOINLINE int direct_set_params(KC_TMAC_CTX *w,
-                                         const OSSL_PARAM params[])
+/*
+ * A cipher named to a keyed context of the default's in keycache's private
+ * library context (CMAC's): if the application's library context resolves
+ * it to none, the default's fetch fails there, naming that context.  A
+ * context of the application's default given the call's cipher raises
+ * those errors: 1 if it refused it.
+ */
+static int app_refuses(const KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
-    if (names_cipher(w, params))
-        return direct_recipher(w, params);
+    OSSL_PARAM b[16], *first;
+    EVP_MAC *mac;
+    void *t;
+    int ok = 1;
+
+    if (w->app_mac != NULL || !needs_app(w, params, 0)
+        || (first = without(params, OSSL_MAC_PARAM_KEY, w->f->d->volatile_names,
+                            b, 16)) == NULL)
+        return 0;
+    if ((t = new_inner(w, params, &mac)) != NULL) {
+        ok = w->f->mac.set_ctx_params(t, first);
+        free_inner(w, t, mac);
+    }
+    if (first != b)
+        OPENSSL_free(first);
+    return !ok;
+}
+
+/*
+ * set_ctx_params or init (key, keylen; init if init) naming a cipher, on a
+ * keyed context.  A direct family's context starts over as the default's
+ * (direct_recipher()).  A refused cipher fails the call with the
+ * application's default's errors; the call still goes to this context,
+ * whose fetch fails too and leaves it as the default's failing fetch
+ * leaves the default's, with its errors (naming keycache's library
+ * context) dropped.
+ */
+static KC_NOINLINE int cipher_call(KC_TMAC_CTX *w, int init,
+                                   const unsigned char *key, size_t keylen,
+                                   const OSSL_PARAM params[])
+{
+    int refused;
+
+    if (w->ops != &w->f->mac)
+        return direct_recipher(w, params)
+               && (!init || w->ops->init(w->inner, key, keylen, NULL));
+    if ((refused = app_refuses(w, params)))
+        ERR_set_mark();
+    if (init)
+        init = w->ops->init(w->inner, key, keylen, params);
+    else
+        init = w->ops->set_ctx_params(w->inner, params);
+    if (!refused)
+        return init;
+    ERR_pop_to_mark();
+    return 0;
+}
+
+/*
+ * The keyed calls of a family that fetches a cipher (CMAC, GMAC) with
+ * params: out of line, so that the others need no frame.
+ */
+static KC_NOINLINE int keyed_set(KC_TMAC_CTX *w, const OSSL_PARAM params[])
+{
+    if (names_cipher(w->f->d->cipher_param, params))
+        return cipher_call(w, 0, NULL, 0, params);
     return w->ops->set_ctx_params(w->inner, params);
 }
 
-static KC_NOINLINE int direct_init(KC_TMAC_CTX *w, const unsigned char *key,
-                                   size_t keylen, const OSSL_PARAM params[])
+static KC_NOINLINE int keyed_init(KC_TMAC_CTX *w, const unsigned char *key,
+                                  size_t keylen, const OSSL_PARAM params[])
 {
-    if (names_cipher(w, params))
-        return direct_recipher(w, params)
-               && w->ops->init(w->inner, key, keylen, NULL);
+    if (names_cipher(w->f->d->cipher_param, params))
+        return cipher_call(w, 1, key, keylen, params);
     return w->ops->init(w->inner, key, keylen, params);
 }
 
@@ -1286,8 +1342,8 @@ int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     if (w->inner != NULL) {
         /* whatever it sets, a keyless init may not undo it */
         w->clean = w->sized = 0;
-        if (w->ops != &w->f->mac)
-            return direct_set_params(w, params);
+        if (w->f->d->cipher_param != NULL && params != NULL)
+            return keyed_set(w, params);
         return w->ops->set_ctx_params(w->inner, params);
     }
     return unkeyed_set_params(w, params);
@@ -1352,8 +1408,8 @@ int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
     if (w->inner != NULL) {
         if (key != NULL || params != NULL)
             w->clean = w->sized = 0;
-        if (w->ops != &w->f->mac)
-            return direct_init(w, key, keylen, params);
+        if (w->f->d->cipher_param != NULL && params != NULL)
+            return keyed_init(w, key, keylen, params);
         return w->ops->init(w->inner, key, keylen, params);
     }
     return unkeyed_init(w, key, keylen, params);

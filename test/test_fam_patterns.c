@@ -1051,6 +1051,47 @@ static void pat_gmac_direct(OSSL_LIB_CTX *libctx, REC *r)
     EVP_MAC_free(mac);
 }
 
+/*
+ * A cipher that fails to resolve, set on a keyed CMAC or GMAC context:
+ * the default's fetch fails naming the application's library context, and
+ * the message goes on.
+ */
+static void pat_cipher_after_key(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const char *const bad[] = { "AES-128-NOPE", "AES-128-ECB" };
+    unsigned char out[OUTMAX];
+    OSSL_PARAM p[3];
+    size_t f, outl, b;
+    int i, n;
+
+    for (f = 0; f < 2; f++) {
+        EVP_MAC *mac = fetch(libctx, r, fams[f].mac);
+
+        for (i = 0; i < 3; i++) {
+            for (b = 0; b < 2; b++) {
+                for (n = 0; n < 2; n++) {
+                    EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+                    rec_fam(r, &fams[f], i);
+                    base_params(&fams[f], i, 1, p);
+                    do_init(r, ctx, keys[0], fams[f].keylen[i], p);
+                    do_update(r, ctx, msgs[2], msglens[2]);
+                    p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, bad[b]);
+                    p[1] = OSSL_PARAM_construct_end();
+                    do_set(r, ctx, p);
+                    do_update(r, ctx, msgs[1], msglens[1]);
+                    do_final(r, ctx, out, &outl, OUTMAX);
+                    /* and the next keyed init, which CMAC keys with it */
+                    do_mac(r, ctx, keys[1], fams[f].keylen[i], NULL, msgs[1],
+                           msglens[1], out, &outl);
+                    EVP_MAC_CTX_free(ctx);
+                }
+            }
+        }
+        EVP_MAC_free(mac);
+    }
+}
+
 /* Wrong key lengths, odd ciphers, odd parameters, calls out of order */
 static void pat_bad(OSSL_LIB_CTX *libctx, REC *r)
 {
@@ -2346,6 +2387,10 @@ static void test_gmac_iv(void) { run_pattern(pat_gmac_iv, 1); }
 static void test_gmac_messages(void) { run_pattern(pat_gmac_messages, 1); }
 static void test_bad(void) { run_pattern(pat_bad, 0); }
 static void test_gmac_direct(void) { run_pattern(pat_gmac_direct, 1); }
+static void test_cipher_after_key(void)
+{
+    run_pattern(pat_cipher_after_key, 1);
+}
 static void test_sizes(void) { run_pattern(pat_sizes, 1); }
 static void test_interleave(void) { run_pattern(pat_interleave, 1); }
 static void test_inplace_key(void) { run_pattern(pat_inplace_key, 1); }
@@ -2377,6 +2422,8 @@ static void add_suites(void)
     CU_add_test(s, "bad inputs", test_bad);
     CU_add_test(s, "GMAC keyed from the cache: every call after the key",
                 test_gmac_direct);
+    CU_add_test(s, "a cipher that fails, set after the key",
+                test_cipher_after_key);
     CU_add_test(s, "size queries", test_sizes);
     CU_add_test(s, "two live contexts", test_interleave);
     CU_add_test(s, "key changed in place", test_inplace_key);
