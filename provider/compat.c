@@ -3,10 +3,17 @@
  * keycache - the one place that knows OpenSSL versions apart, see
  * kc_compat.h.
  */
+/* ENGINE_get_cipher_engine(), deprecated in 3.0 and gone in 4.0 */
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include <string.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/opensslconf.h>
 #include <openssl/opensslv.h>
+#if OPENSSL_VERSION_MAJOR < 4 && !defined(OPENSSL_NO_ENGINE)
+# include <openssl/engine.h>
+# define KC_HAVE_ENGINE 1
+#endif
 
 #include "kc_compat.h"
 #include "kc_early.h"
@@ -29,6 +36,21 @@ const int kc_compat_load_keeps_errors = OPENSSL_VERSION_MAJOR >= 4;
 
 /* seen with 4.0.3: get_updated_iv right after EVP_CipherInit_ex(c, NULL...) */
 const int kc_compat_gcm_draws_iv = OPENSSL_VERSION_MAJOR >= 4;
+
+int kc_compat_cipher_engine(int nid)
+{
+#ifdef KC_HAVE_ENGINE
+    ENGINE *e = ENGINE_get_cipher_engine(nid);
+
+    if (e != NULL) {
+        ENGINE_finish(e);
+        return 1;
+    }
+#else
+    (void)nid;
+#endif
+    return 0;
+}
 
 int kc_compat_is_engine_param(const char *k)
 {

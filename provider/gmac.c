@@ -255,7 +255,12 @@ static void *gmac_direct_new(KC_PROVCTX *pctx, const unsigned char *shape,
     for (i = 0; aes_gcm[i] != NULL && !EVP_CIPHER_is_a(ciph, aes_gcm[i]);
          i++)
         continue;
-    if (aes_gcm[i] == NULL || (g = OPENSSL_zalloc(sizeof(*g))) == NULL) {
+    /*
+     * An ENGINE registered for the cipher runs the default's GMAC through
+     * EVP's legacy path (its errors differ): the default's own, uncached.
+     */
+    if (aes_gcm[i] == NULL || kc_compat_cipher_engine(EVP_CIPHER_get_nid(ciph))
+        || (g = OPENSSL_zalloc(sizeof(*g))) == NULL) {
         EVP_CIPHER_free(ciph);
         return NULL;
     }

@@ -31,6 +31,12 @@ int kc_compat_same_major(const char *host_version);
 int kc_compat_is_engine_param(const char *k);
 
 /*
+ * Whether an ENGINE is registered for the cipher nid, which OpenSSL 3's
+ * EVP_EncryptInit_ex() then runs instead of a provider's (4.0: never).
+ */
+int kc_compat_cipher_engine(int nid);
+
+/*
  * Whether the default provider, loading a digest (HMAC) or a cipher (CMAC,
  * GMAC), keeps the errors that a successful fetch queued (OpenSSL 4: 1), or
  * drops them (3: 0).

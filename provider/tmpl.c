@@ -832,6 +832,21 @@ static int apply_volatile(const KC_TMAC_CTX *w, const SPLIT *s)
  * empty call is recorded as a shape call) if the default accepts them.
  * 1 recorded, 0 not (rolled back: the caller passes the call through).
  */
+/*
+ * Does a volatile parameter come without data (GMAC: an IV length alone)?
+ * Such a call does not replace the last one's value - GCM keeps an IV set
+ * before at its length, and fails it at another - so it is passed through.
+ */
+static int volatile_unset(const SPLIT *s)
+{
+    size_t i;
+
+    for (i = 0; i < s->nv; i++)
+        if (s->vol[i]->data == NULL)
+            return 1;
+    return 0;
+}
+
 static int record(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
 {
     uint64_t old[KC_TREC_MAX / 8];
@@ -857,6 +872,8 @@ static int record(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
             goto fail;
     }
     if (s->nv > 0) {
+        if (volatile_unset(s))
+            goto fail;
         /* a call that replaces the last: keep only it (and the old one) */
         if (w->f->d->volatile_last_wins && w->len > w->shape_len) {
             oldlen = w->len - w->shape_len;
@@ -1140,7 +1157,8 @@ static KC_NOINLINE int cipher_call(KC_TMAC_CTX *w, int init,
 
 /*
  * The keyed calls of a family that fetches a cipher (CMAC, GMAC) with
- * params: out of line, so that the others need no frame.
+ * params, one of which starts like its cipher parameter: out of line, so
+ * that the calls that name no such parameter need no frame.
  */
 static KC_NOINLINE int keyed_set(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
@@ -1155,6 +1173,15 @@ static KC_NOINLINE int keyed_init(KC_TMAC_CTX *w, const unsigned char *key,
     if (names_cipher(w->f->d->cipher_param, params))
         return cipher_call(w, 1, key, keylen, params);
     return w->ops->init(w->inner, key, keylen, params);
+}
+
+/* Does a parameter's name start as the cipher parameter's (c) does? */
+static ossl_inline int may_name(const char *c, const OSSL_PARAM *params)
+{
+    for (; params->key != NULL; params++)
+        if (params->key[0] == c[0])
+            return 1;
+    return 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1338,11 +1365,13 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
 int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     KC_TMAC_CTX *w = vctx;
+    const char *c;
 
     if (w->inner != NULL) {
         /* whatever it sets, a keyless init may not undo it */
         w->clean = w->sized = 0;
-        if (w->f->d->cipher_param != NULL && params != NULL)
+        if ((c = w->f->d->cipher_param) != NULL && params != NULL
+            && may_name(c, params))
             return keyed_set(w, params);
         return w->ops->set_ctx_params(w->inner, params);
     }
@@ -1375,6 +1404,9 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
         if (s.nv > 0 && w->f->d->volatile_last_wins) {
             SPLIT pre = s;
 
+            if (volatile_unset(&s))
+                goto pass;
+
             pre.nv = 0;
             if (pre.ns > 0 && !record(w, c, &pre))
                 goto pass;
@@ -1404,11 +1436,13 @@ int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
                  const OSSL_PARAM params[])
 {
     KC_TMAC_CTX *w = vctx;
+    const char *c;
 
     if (w->inner != NULL) {
         if (key != NULL || params != NULL)
             w->clean = w->sized = 0;
-        if (w->f->d->cipher_param != NULL && params != NULL)
+        if ((c = w->f->d->cipher_param) != NULL && params != NULL
+            && may_name(c, params))
             return keyed_init(w, key, keylen, params);
         return w->ops->init(w->inner, key, keylen, params);
     }

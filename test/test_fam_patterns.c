@@ -1092,6 +1092,48 @@ static void pat_cipher_after_key(OSSL_LIB_CTX *libctx, REC *r)
     }
 }
 
+/*
+ * An IV without data before the key sets only the length: an IV set
+ * before at that length stays, at another length GCM fails the message.
+ * Neither may be taken for "the last IV wins" (review of stop 24).
+ */
+static void pat_gmac_null_iv(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const size_t first[] = { 12, 13 };
+    EVP_MAC *mac = fetch(libctx, r, "GMAC");
+    unsigned char out[OUTMAX];
+    OSSL_PARAM p[3];
+    size_t outl, l;
+    int i, in_init, n;
+
+    for (i = 0; i < 3; i++)
+        for (l = 0; l < 2; l++)
+            for (in_init = 0; in_init < 2; in_init++)
+                for (n = 0; n < 2; n++) {
+                    EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+                    rec_printf(r, "-- %s iv %zu then NULL/12 %s #%d\n",
+                               fams[1].sub[i], first[l],
+                               in_init ? "in init" : "set", n);
+                    p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, fams[1].sub[i]);
+                    p[1] = OSSL_PARAM_construct_end();
+                    do_set(r, ctx, p);
+                    p[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[1], first[l]);
+                    do_set(r, ctx, p);
+                    p[0] = p_oct(OSSL_MAC_PARAM_IV, NULL, 12);
+                    if (in_init) {
+                        do_init(r, ctx, keys[i], fams[1].keylen[i], p);
+                    } else {
+                        do_set(r, ctx, p);
+                        do_init(r, ctx, keys[i], fams[1].keylen[i], NULL);
+                    }
+                    do_update(r, ctx, msgs[2], msglens[2]);
+                    do_final(r, ctx, out, &outl, OUTMAX);
+                    EVP_MAC_CTX_free(ctx);
+                }
+    EVP_MAC_free(mac);
+}
+
 /* Wrong key lengths, odd ciphers, odd parameters, calls out of order */
 static void pat_bad(OSSL_LIB_CTX *libctx, REC *r)
 {
@@ -2387,6 +2429,7 @@ static void test_gmac_iv(void) { run_pattern(pat_gmac_iv, 1); }
 static void test_gmac_messages(void) { run_pattern(pat_gmac_messages, 1); }
 static void test_bad(void) { run_pattern(pat_bad, 0); }
 static void test_gmac_direct(void) { run_pattern(pat_gmac_direct, 1); }
+static void test_gmac_null_iv(void) { run_pattern(pat_gmac_null_iv, 0); }
 static void test_cipher_after_key(void)
 {
     run_pattern(pat_cipher_after_key, 1);
@@ -2422,6 +2465,7 @@ static void add_suites(void)
     CU_add_test(s, "bad inputs", test_bad);
     CU_add_test(s, "GMAC keyed from the cache: every call after the key",
                 test_gmac_direct);
+    CU_add_test(s, "GMAC IV without data before the key", test_gmac_null_iv);
     CU_add_test(s, "a cipher that fails, set after the key",
                 test_cipher_after_key);
     CU_add_test(s, "size queries", test_sizes);

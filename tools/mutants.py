@@ -442,6 +442,11 @@ MUTANTS = {
     "keyed-cipher-private-errors": ("provider/tmpl.c",
         "    if (w->app_mac != NULL || !needs_app(w, params, 0)",
         "    if (1 || w->app_mac != NULL || !needs_app(w, params, 0)"),
+    # a GMAC IV without data before the key taken as the last IV, which
+    # drops the IV set before (the default keeps it, or fails the message)
+    "gmac-null-iv-replaces": ("provider/tmpl.c",
+        "        if (volatile_unset(s))\n            goto fail;", ""),
+
 }
 
 def run(cmd, cwd):
