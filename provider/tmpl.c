@@ -828,11 +828,6 @@ static int apply_volatile(const KC_TMAC_CTX *w, const SPLIT *s)
 }
 
 /*
- * Record a call's shape and volatile parameters (either may be empty; an
- * empty call is recorded as a shape call) if the default accepts them.
- * 1 recorded, 0 not (rolled back: the caller passes the call through).
- */
-/*
  * Does a volatile parameter come without data (GMAC: an IV length alone)?
  * Such a call does not replace the last one's value - GCM keeps an IV set
  * before at its length, and fails it at another - so it is passed through.
@@ -847,6 +842,11 @@ static int volatile_unset(const SPLIT *s)
     return 0;
 }
 
+/*
+ * Record a call's shape and volatile parameters (either may be empty; an
+ * empty call is recorded as a shape call) if the default accepts them.
+ * 1 recorded, 0 not (rolled back: the caller passes the call through).
+ */
 static int record(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
 {
     uint64_t old[KC_TREC_MAX / 8];
@@ -1048,44 +1048,61 @@ static OSSL_PARAM *without(const OSSL_PARAM params[], const char *a,
 }
 
 /*
+ * A new context of the default's, where its fetch of the cipher params
+ * name belongs (new_inner()), given what the default takes from params
+ * before the key and the volatile names: the cipher.  *ok: it took it.
+ * NULL (and *ok 0) if none could be made.
+ */
+static void *cipher_part(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
+                         EVP_MAC **mac, int *ok)
+{
+    OSSL_PARAM b[16], *first;
+    void *t = NULL;
+
+    *ok = 0;
+    *mac = NULL;
+    first = without(params, OSSL_MAC_PARAM_KEY, w->f->d->volatile_names, b,
+                    16);
+    if (first == NULL)
+        return NULL;
+    if ((t = new_inner(w, params, mac)) != NULL)
+        *ok = w->f->mac.set_ctx_params(t, first);
+    if (first != b)
+        OPENSSL_free(first);
+    return t;
+}
+
+/*
  * A cipher set on a direct family's keyed context (GMAC) starts the
  * default's context over with that cipher, from any state alike: a
- * context of the default's, where its fetch belongs (needs_app()), takes
- * the call, first what the default does before the key and the volatile
- * names, then those.  If the first part fails, the default's context is
- * as it was, and so is this one.
+ * context of the default's takes the call, first the cipher part, then
+ * the rest.  If the cipher part fails, the default's context is as it
+ * was, and so is this one.
  */
 static KC_NOINLINE int direct_recipher(KC_TMAC_CTX *w,
                                        const OSSL_PARAM params[])
 {
     const KC_TFAM *f = w->f;
-    OSSL_PARAM b1[16], b2[16], *first, *rest = NULL;
-    EVP_MAC *mac = NULL;
-    void *t = NULL;
-    int ok = 0;
+    OSSL_PARAM b[16], *rest;
+    EVP_MAC *mac;
+    int ok;
+    void *t = cipher_part(w, params, &mac, &ok);
 
-    first = without(params, OSSL_MAC_PARAM_KEY, f->d->volatile_names, b1, 16);
-    if (first == NULL
-        || (rest = without(params, f->d->cipher_param, NULL, b2, 16)) == NULL
-        || (t = new_inner(w, params, &mac)) == NULL)
-        goto end;
-    if (!f->mac.set_ctx_params(t, first))
-        goto end;
+    if (t == NULL)
+        return 0;
+    if (!ok
+        || (rest = without(params, f->d->cipher_param, NULL, b, 16)) == NULL) {
+        free_inner(w, t, mac);
+        return 0;
+    }
     ok = f->mac.set_ctx_params(t, rest);
+    if (rest != b)
+        OPENSSL_free(rest);
     w->ops->freectx(w->inner);
     w->inner = t;
     w->ops = &f->mac;
     EVP_MAC_free(w->app_mac);
     w->app_mac = mac;
-    t = NULL;
-    mac = NULL;
- end:
-    if (t != NULL)
-        free_inner(w, t, mac);
-    if (first != b1)
-        OPENSSL_free(first);
-    if (rest != b2)
-        OPENSSL_free(rest);
     return ok;
 }
 
@@ -1107,21 +1124,14 @@ static ossl_inline int names_cipher(const char *c, const OSSL_PARAM *params)
  */
 static int app_refuses(const KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
-    OSSL_PARAM b[16], *first;
     EVP_MAC *mac;
     void *t;
-    int ok = 1;
+    int ok;
 
     if (w->app_mac != NULL || !needs_app(w, params, 0)
-        || (first = without(params, OSSL_MAC_PARAM_KEY, w->f->d->volatile_names,
-                            b, 16)) == NULL)
+        || (t = cipher_part(w, params, &mac, &ok)) == NULL)
         return 0;
-    if ((t = new_inner(w, params, &mac)) != NULL) {
-        ok = w->f->mac.set_ctx_params(t, first);
-        free_inner(w, t, mac);
-    }
-    if (first != b)
-        OPENSSL_free(first);
+    free_inner(w, t, mac);
     return !ok;
 }
 

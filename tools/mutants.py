@@ -423,13 +423,12 @@ MUTANTS = {
     # a cipher after the key: the default's context taken even when the
     # cipher failed (the message so far is lost)
     "gmac-recipher-adopts-failure": ("provider/tmpl.c",
-        "    if (!f->mac.set_ctx_params(t, first))\n        goto end;",
-        "    (void)f->mac.set_ctx_params(t, first);"),
+        "    if (!ok\n        || (rest = without(",
+        "    if (0\n        || (rest = without("),
     # ... the default's context made in the private library context
     "gmac-recipher-private": ("provider/tmpl.c",
-        "        || (t = new_inner(w, params, &mac)) == NULL)\n        goto end;",
-        "        || (t = f->mac.newctx(w->pctx->inner_provctx)) == NULL)\n"
-        "        goto end;"),
+        "    if ((t = new_inner(w, params, mac)) != NULL)",
+        "    if ((t = w->f->mac.newctx(w->pctx->inner_provctx)) != NULL)"),
     # ... not intercepted: GMAC's own context refuses it
     "gmac-recipher-none": ("provider/tmpl.c",
         "        if (params->key[0] == c[0] && strcmp(params->key, c) == 0)\n"
