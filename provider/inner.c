@@ -125,6 +125,38 @@ static void load_cipher_fns(KC_CIPHER_FNS *f, const OSSL_DISPATCH *d)
     }
 }
 
+static void load_digest_fns(KC_DIGEST_FNS *f, const OSSL_DISPATCH *d)
+{
+    for (; d->function_id != 0; d++) {
+        switch (d->function_id) {
+        case OSSL_FUNC_DIGEST_NEWCTX:
+            f->newctx = OSSL_FUNC_digest_newctx(d);
+            break;
+        case OSSL_FUNC_DIGEST_DUPCTX:
+            f->dupctx = OSSL_FUNC_digest_dupctx(d);
+            break;
+        case OSSL_FUNC_DIGEST_FREECTX:
+            f->freectx = OSSL_FUNC_digest_freectx(d);
+            break;
+        case OSSL_FUNC_DIGEST_INIT:
+            f->init = OSSL_FUNC_digest_init(d);
+            break;
+        case OSSL_FUNC_DIGEST_UPDATE:
+            f->update = OSSL_FUNC_digest_update(d);
+            break;
+        case OSSL_FUNC_DIGEST_FINAL:
+            f->final = OSSL_FUNC_digest_final(d);
+            break;
+        case OSSL_FUNC_DIGEST_GET_PARAMS:
+            f->get_params = OSSL_FUNC_digest_get_params(d);
+            break;
+        case OSSL_FUNC_DIGEST_SET_CTX_PARAMS:
+            f->set_ctx_params = OSSL_FUNC_digest_set_ctx_params(d);
+            break;
+        }
+    }
+}
+
 static int mac_complete(const KC_MAC_FNS *f)
 {
     return f->newctx != NULL && f->dupctx != NULL && f->freectx != NULL
@@ -264,21 +296,38 @@ static int cipher_complete(const KC_CIPHER_FNS *f)
            && f->get_ctx_params != NULL && f->set_ctx_params != NULL;
 }
 
+/* A size a digest's get_params reports ("blocksize", "size"), or 0. */
+static size_t digest_size(const KC_DIGEST_FNS *d, const char *name)
+{
+    size_t b = 0;
+    OSSL_PARAM q[2];
+
+    q[0] = OSSL_PARAM_construct_size_t(name, &b);
+    q[1] = OSSL_PARAM_construct_end();
+    if (d->get_params == NULL || d->get_params(q) != 1
+        || !OSSL_PARAM_modified(&q[0]))
+        return 0;
+    return b;
+}
+
 /*
- * A family with its own keyed context (GMAC) runs on the default's ciphers
- * it names; without all of them it runs through the default's MAC, as any
- * other family.
+ * A family with its own keyed context (GMAC, KMAC) runs on the default's
+ * ciphers or digest it names; without all of them, or if what it learns
+ * at start fails, it runs through the default's MAC, as any other family.
  */
-static void bind_direct(KC_TFAM *f, const OSSL_ALGORITHM *ciphers)
+static void bind_direct(KC_PROVCTX *pctx, KC_TFAM *f,
+                        const OSSL_ALGORITHM *ciphers,
+                        const OSSL_ALGORITHM *digests)
 {
     const char *const *n = f->d->direct_ciphers;
+    const KC_DIGEST_FNS *g = &f->dig;
     const OSSL_ALGORITHM *a;
     size_t i;
 
     f->direct_on = 0;
-    if (f->d->direct == NULL || n == NULL)
+    if (f->d->direct == NULL || (n == NULL && f->d->direct_digest == NULL))
         return;
-    for (i = 0; n[i] != NULL; i++) {
+    for (i = 0; n != NULL && n[i] != NULL; i++) {
         if (i == KC_TFAM_CIPHERS || (a = find_alg(ciphers, n[i])) == NULL)
             return;
         memset(&f->ciph[i], 0, sizeof(f->ciph[i]));
@@ -286,12 +335,25 @@ static void bind_direct(KC_TFAM *f, const OSSL_ALGORITHM *ciphers)
         if (!cipher_complete(&f->ciph[i]))
             return;
     }
-    f->direct_on = 1;
+    if (f->d->direct_digest != NULL) {
+        if ((a = find_alg(digests, f->d->direct_digest)) == NULL)
+            return;
+        memset(&f->dig, 0, sizeof(f->dig));
+        load_digest_fns(&f->dig, a->implementation);
+        if (g->newctx == NULL || g->dupctx == NULL || g->freectx == NULL
+            || g->init == NULL || g->update == NULL || g->final == NULL
+            || g->set_ctx_params == NULL
+            || (f->dig_block = digest_size(g, OSSL_DIGEST_PARAM_BLOCK_SIZE))
+               == 0
+            || (f->dig_size = digest_size(g, OSSL_DIGEST_PARAM_SIZE)) == 0)
+            return;
+    }
+    f->direct_on = f->d->direct_bind == NULL || f->d->direct_bind(pctx, f);
 }
 
 int kc_inner_start(KC_PROVCTX *pctx)
 {
-    const OSSL_ALGORITHM *macs, *ciphers, *a;
+    const OSSL_ALGORITHM *macs, *ciphers, *digests, *a;
     int no_cache = 0, i, nmac = 0, ncipher = 0;
 
     if ((pctx->libctx = OSSL_LIB_CTX_new()) == NULL
@@ -307,6 +369,8 @@ int kc_inner_start(KC_PROVCTX *pctx)
 
     macs = OSSL_PROVIDER_query_operation(pctx->deflt, OSSL_OP_MAC, &no_cache);
     ciphers = OSSL_PROVIDER_query_operation(pctx->deflt, OSSL_OP_CIPHER,
+                                            &no_cache);
+    digests = OSSL_PROVIDER_query_operation(pctx->deflt, OSSL_OP_DIGEST,
                                             &no_cache);
     a = find_alg(macs, "HMAC");
     if (a == NULL) {
@@ -349,7 +413,7 @@ int kc_inner_start(KC_PROVCTX *pctx)
             return 0;
         }
         load_mac_fns(&f->mac, a->implementation);
-        bind_direct(f, ciphers);
+        bind_direct(pctx, f, ciphers, digests);
         if (!kc_tmpl_bind(pctx, f, a)) {
             kc_raise(pctx, KC_R_INNER_MISSING, "default %s lacks functions",
                      f->d->name);

@@ -86,6 +86,17 @@ typedef struct {
     OSSL_FUNC_cipher_settable_ctx_params_fn *settable_ctx_params;
 } KC_CIPHER_FNS;
 
+typedef struct {
+    OSSL_FUNC_digest_newctx_fn *newctx;
+    OSSL_FUNC_digest_dupctx_fn *dupctx;
+    OSSL_FUNC_digest_freectx_fn *freectx;
+    OSSL_FUNC_digest_init_fn *init;
+    OSSL_FUNC_digest_update_fn *update;
+    OSSL_FUNC_digest_final_fn *final;
+    OSSL_FUNC_digest_get_params_fn *get_params;
+    OSSL_FUNC_digest_set_ctx_params_fn *set_ctx_params;
+} KC_DIGEST_FNS;
+
 /*
  * What a cache entry's context is: the inner algorithm it belongs to and how
  * to free it.  Entries match only when their KC_ALG pointers are equal.
@@ -287,8 +298,15 @@ struct kc_tdesc_st {
      */
     const KC_MAC_FNS *direct;
     const char *const *direct_ciphers;
+    /* or the default's digest it runs on (KMAC's Keccak), bound in KC_TFAM */
+    const char *direct_digest;
     void *(*direct_new)(KC_PROVCTX *pctx, const unsigned char *shape,
                         size_t len, const unsigned char *key, size_t keylen);
+    /*
+     * Optional: learn at start what the running default does where
+     * versions differ (KC_TFAM.quirks); 0 keeps the family off direct.
+     */
+    int (*direct_bind)(KC_PROVCTX *pctx, KC_TFAM *f);
 };
 
 /* the most ciphers a direct family runs on */
@@ -309,6 +327,9 @@ struct kc_tfam_st {
     /* d->direct is in use: every cipher it names was found complete */
     int direct_on;
     KC_CIPHER_FNS ciph[KC_TFAM_CIPHERS];
+    KC_DIGEST_FNS dig;
+    size_t dig_block, dig_size;     /* its block and output sizes */
+    unsigned int quirks;            /* what direct_bind learned */
 };
 
 extern const KC_TDESC kc_cmac_desc, kc_gmac_desc, kc_kmac128_desc,
@@ -720,6 +741,9 @@ int kc_tmac_get_params(int which, OSSL_PARAM params[]);
  * and the UTF-8 parameter |with| of the same call (NULL if absent there).
  * Returns 0 if the record has no such parameter.
  */
+/* Replay a record's calls rec[0, len) onto ctx with m's set_ctx_params. */
+int kc_trec_replay(const unsigned char *rec, size_t len, const KC_MAC_FNS *m,
+                   void *ctx);
 int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
                       const char *with, const char **value,
                       const char **with_value);

@@ -334,14 +334,10 @@ size_t kc_trec_match_call(const unsigned char *rec, size_t off, size_t len,
     return kc_trec_match_sig(rec, off, len, tag, type, KC_T_PARAM, ps, n);
 }
 
-/*
- * Replay the recorded calls in rec[from, to) onto an inner context: the
- * default's unless m (the one w forwards to) says otherwise.
- */
-static int replay_to(const KC_TMAC_CTX *w, const KC_MAC_FNS *m, void *ctx,
-                     size_t from, size_t to)
+/* Replay the recorded calls in rec[from, to) onto ctx with m. */
+static int replay_range(const unsigned char *rec, const KC_MAC_FNS *m,
+                        void *ctx, size_t from, size_t to)
 {
-    const unsigned char *rec = (const unsigned char *)w->rec;
     OSSL_PARAM p[KC_TCALL_MAX + 1];
     size_t off = from, n = 0;
     int open = 0;
@@ -365,6 +361,22 @@ static int replay_to(const KC_TMAC_CTX *w, const KC_MAC_FNS *m, void *ctx,
         return 1;
     p[n] = OSSL_PARAM_construct_end();
     return m->set_ctx_params(ctx, p);
+}
+
+int kc_trec_replay(const unsigned char *rec, size_t len, const KC_MAC_FNS *m,
+                   void *ctx)
+{
+    return replay_range(rec, m, ctx, 0, len);
+}
+
+/*
+ * Replay the recorded calls in rec[from, to) onto an inner context: the
+ * default's unless m (the one w forwards to) says otherwise.
+ */
+static int replay_to(const KC_TMAC_CTX *w, const KC_MAC_FNS *m, void *ctx,
+                     size_t from, size_t to)
+{
+    return replay_range((const unsigned char *)w->rec, m, ctx, from, to);
 }
 
 static int replay(const KC_TMAC_CTX *w, void *ctx, size_t from, size_t to)

@@ -1052,6 +1052,219 @@ static void pat_gmac_direct(OSSL_LIB_CTX *libctx, REC *r)
 }
 
 /*
+ * Every call a KMAC context keyed from the cache may get after its key
+ * (keycache's own context, provider/kmac.c), each answered as the
+ * default's: output length and XOF mode in every parameter type, bad
+ * values, a key and a customisation string for the next init, names it
+ * ignores or names twice, partial failures, updates and finals after the
+ * final, size queries, a copy, and keyed and keyless re-inits.
+ */
+#define KD_OPS 27
+static void kmac_direct_op(REC *r, EVP_MAC_CTX **pctx, int op)
+{
+    static const unsigned char big[600];
+    EVP_MAC_CTX *ctx = *pctx, *dup;
+    unsigned char out[OUTMAX];
+    OSSL_PARAM p[5];
+    size_t outl, sz = 100, toobig = 0xFFFFFF / 8 + 1, zero = 0;
+    int one = 1, i32 = 20;
+    uint64_t u64 = 1;
+
+    switch (op) {
+    case 0:
+        break;
+    case 1:
+        p[0] = OSSL_PARAM_construct_int(OSSL_MAC_PARAM_XOF, &one);
+        p[1] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        break;
+    case 2:
+        do_update(r, ctx, msgs[1], msglens[1]);
+        do_final_xof(r, ctx, out, 77);
+        break;
+    case 3:
+        p[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &sz);
+        p[1] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        break;
+    case 4:
+        p[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &toobig);
+        p[1] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        break;
+    case 5:                             /* a size as an int */
+        p[0] = OSSL_PARAM_construct_int(OSSL_MAC_PARAM_SIZE, &i32);
+        p[1] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        break;
+    case 6:                             /* XOF as a uint64 */
+        p[0] = OSSL_PARAM_construct_uint64(OSSL_MAC_PARAM_XOF, &u64);
+        p[1] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        break;
+    case 7:                             /* a key for the next init */
+        p[0] = p_oct(OSSL_MAC_PARAM_KEY, keys[2], 16);
+        p[1] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        do_update(r, ctx, msgs[1], msglens[1]);
+        do_final(r, ctx, out, &outl, OUTMAX);
+        do_init(r, ctx, NULL, 0, NULL);
+        break;
+    case 8:
+        p[0] = p_oct(OSSL_MAC_PARAM_KEY, keys[2], 3);
+        p[1] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        do_init(r, ctx, NULL, 0, NULL);
+        break;
+    case 9:
+        p[0] = p_oct(OSSL_MAC_PARAM_CUSTOM, "zz", 2);
+        p[1] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        do_init(r, ctx, NULL, 0, NULL);
+        break;
+    case 10:
+        p[0] = p_oct(OSSL_MAC_PARAM_CUSTOM, big, 513);
+        p[1] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        do_init(r, ctx, NULL, 0, NULL);
+        break;
+    case 11:                            /* a custom string without data */
+        p[0] = p_oct(OSSL_MAC_PARAM_CUSTOM, NULL, 0);
+        p[1] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        do_init(r, ctx, NULL, 0, NULL);
+        break;
+    case 12:
+        p[0] = p_utf8("foo", "bar");
+        p[1] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &sz);
+        p[2] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        break;
+    case 13:                            /* a name twice */
+        p[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &sz);
+        p[1] = OSSL_PARAM_construct_int(OSSL_MAC_PARAM_XOF, &one);
+        p[2] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &zero);
+        p[3] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        break;
+    case 14:                            /* what precedes a failure stays */
+        p[0] = p_oct(OSSL_MAC_PARAM_KEY, keys[2], 2);
+        p[1] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &sz);
+        p[2] = OSSL_PARAM_construct_int(OSSL_MAC_PARAM_XOF, &one);
+        p[3] = p_oct(OSSL_MAC_PARAM_CUSTOM, "c", 1);
+        p[4] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        do_init(r, ctx, NULL, 0, NULL);
+        break;
+    case 15:
+        do_final(r, ctx, out, &outl, OUTMAX);
+        do_final(r, ctx, out, &outl, OUTMAX);
+        break;
+    case 16:
+        do_final(r, ctx, out, &outl, OUTMAX);
+        do_update(r, ctx, msgs[1], msglens[1]);
+        break;
+    case 17:
+        do_final(r, ctx, out, &outl, OUTMAX);
+        do_update(r, ctx, msgs[0], 0);
+        do_init(r, ctx, NULL, 0, NULL);
+        break;
+    case 18:
+        do_sizes(r, ctx, "keyed");
+        p[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &sz);
+        p[1] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        do_sizes(r, ctx, "sized");
+        break;
+    case 19: {                          /* a size query of the wrong type */
+        int32_t q = 0;
+        int rc;
+
+        p[0] = OSSL_PARAM_construct_int32(OSSL_MAC_PARAM_SIZE, &q);
+        p[1] = OSSL_PARAM_construct_end();
+        rc = EVP_MAC_CTX_get_params(ctx, p);
+        rec_printf(r, "get size int32 rc=%d q=%d", rc, (int)q);
+        rec_errs(r);
+        break;
+    }
+    case 20:
+        dup = EVP_MAC_CTX_dup(ctx);
+        rec_printf(r, "dup rc=%d", dup != NULL);
+        rec_errs(r);
+        do_update(r, dup, msgs[3], msglens[3]);
+        do_final(r, dup, out, &outl, OUTMAX);
+        EVP_MAC_CTX_free(dup);
+        break;
+    case 21:
+        p[0] = p_oct(OSSL_MAC_PARAM_CUSTOM, "q", 1);
+        p[1] = OSSL_PARAM_construct_end();
+        do_init(r, ctx, keys[3], 40, p);
+        break;
+    case 22:
+        do_init(r, ctx, keys[3], 2, NULL);
+        break;
+    case 23:                            /* a key of another type */
+        p[0] = p_utf8(OSSL_MAC_PARAM_KEY, "a utf8 key");
+        p[1] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        do_init(r, ctx, NULL, 0, NULL);
+        break;
+    case 24:
+        p[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &zero);
+        p[1] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        break;
+    case 25:
+        p[0] = OSSL_PARAM_construct_end();
+        do_set(r, ctx, p);
+        do_init(r, ctx, keys[1], 4, p);
+        break;
+    case 26:                            /* a key too long */
+        do_init(r, ctx, big, 513, NULL);
+        do_update(r, ctx, msgs[1], msglens[1]);
+        break;
+    }
+    *pctx = ctx;
+}
+
+static void pat_kmac_direct(OSSL_LIB_CTX *libctx, REC *r)
+{
+    unsigned char out[OUTMAX];
+    OSSL_PARAM p[3];
+    size_t f, outl, sz = 48;
+    int op, n, shaped;
+
+    for (f = 2; f < NFAMS; f++) {
+        EVP_MAC *mac = fetch(libctx, r, fams[f].mac);
+
+        for (shaped = 0; shaped < 2; shaped++) {
+            for (op = 0; op < KD_OPS; op++) {
+                /* the second time round, the key comes from the cache */
+                for (n = 0; n < 2; n++) {
+                    EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+                    rec_printf(r, "-- %s shaped %d op %d #%d\n", fams[f].mac,
+                               shaped, op, n);
+                    p[0] = p_oct(OSSL_MAC_PARAM_CUSTOM, "app", 3);
+                    p[1] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE,
+                                                       &sz);
+                    p[2] = OSSL_PARAM_construct_end();
+                    if (shaped)
+                        do_set(r, ctx, p);
+                    do_init(r, ctx, keys[0], fams[f].keylen[0], NULL);
+                    do_update(r, ctx, msgs[2], msglens[2]);
+                    kmac_direct_op(r, &ctx, op);
+                    do_update(r, ctx, msgs[3], msglens[3]);
+                    do_final(r, ctx, out, &outl, OUTMAX);
+                    EVP_MAC_CTX_free(ctx);
+                }
+            }
+        }
+        EVP_MAC_free(mac);
+    }
+}
+
+/*
  * A cipher that fails to resolve, set on a keyed CMAC or GMAC context:
  * the default's fetch fails naming the application's library context, and
  * the message goes on.
@@ -2439,6 +2652,7 @@ static void test_interleave(void) { run_pattern(pat_interleave, 1); }
 static void test_inplace_key(void) { run_pattern(pat_inplace_key, 1); }
 static void test_init_variants(void) { run_pattern(pat_init_variants, 1); }
 static void test_kmac_bare(void) { run_pattern(pat_kmac_bare, 1); }
+static void test_kmac_direct(void) { run_pattern(pat_kmac_direct, 1); }
 static void test_near_keys(void) { run_pattern(pat_near_keys, 1); }
 static void test_param_prefix(void) { run_pattern(pat_param_prefix, 1); }
 static void test_utf8_forms(void) { run_pattern(pat_utf8_forms, 1); }
@@ -2476,6 +2690,8 @@ static void add_suites(void)
     CU_add_test(s, "init params: IV first, a shape's prefix",
                 test_init_variants);
     CU_add_test(s, "KMAC keyed without params", test_kmac_bare);
+    CU_add_test(s, "KMAC keyed from the cache: every call after the key",
+                test_kmac_direct);
     CU_add_test(s, "UTF-8 params with and without a counted NUL",
                 test_utf8_forms);
     CU_add_test(s, "a refused GMAC IV is never served",

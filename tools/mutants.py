@@ -280,8 +280,8 @@ MUTANTS = {
     # KMAC's set_ctx_params key taken as keying (the default only stores
     # it: no update before an init)
     "kmac-set-key-keys": ("provider/kmac.c",
-        "        .shape_names = kmac_shape  ",
-        "        .shape_names = kmac_shape, .set_key_keys = 1"),
+        "        .shape_names = kmac_shape,",
+        "        .shape_names = kmac_shape, .set_key_keys = 1,"),
     # CMAC: a spare is kept without the keyless init that restarts it
     "cmac-spare-no-reinit": ("provider/tmpl.c",
         "           && w->f->mac.init(inner, NULL, 0, NULL);", ";"),
@@ -445,7 +445,38 @@ MUTANTS = {
     # drops the IV set before (the default keeps it, or fails the message)
     "gmac-null-iv-replaces": ("provider/tmpl.c",
         "        if (volatile_unset(s))\n            goto fail;", ""),
-
+    # KMAC's own keyed context (kmac.c): XOF mode not encoded in the final
+    "kmac-xof-ignored": ("provider/kmac.c",
+        "n = right_encode(enc, k->xof ? 0 : k->out_len * 8);",
+        "n = right_encode(enc, k->out_len * 8);"),
+    # ... no customisation string absorbed when none was set
+    "kmac-no-empty-custom": ("provider/kmac.c",
+        "        k->custom_len = encode_string(k->custom, NULL, 0);", ""),
+    # ... a failing set_ctx_params taken whole, where the default stops at
+    # the parameter that fails
+    "kmac-failure-taken-whole": ("provider/kmac.c",
+        "            if (r != 1 && m->set_ctx_params(t, one) != 1)\n                break;\n",
+        ""),
+    # ... a key of the wrong length refused without the default's error
+    "kmac-key-no-error": ("provider/kmac.c",
+        "            (void)set_other(k, p);\n            return 0;",
+        "            return 0;"),
+    # ... any single query answered as the output size
+    "kmac-get-any-as-size": ("provider/kmac.c",
+        "        && is(&params[0], OSSL_MAC_PARAM_SIZE)\n", ""),
+    # ... an output length past SP 800-185's bound taken
+    "kmac-size-unbounded": ("provider/kmac.c",
+        "                 && *(const size_t *)p->data <= KMAC_OUT_MAX)",
+        "                 )"),
+    # ... the last of a name given twice taken, where the default takes
+    # the first
+    "kmac-last-of-twice": ("provider/kmac.c",
+        "        else if (size == NULL && is(p, OSSL_MAC_PARAM_SIZE)",
+        "        else if (is(p, OSSL_MAC_PARAM_SIZE)"),
+    # ... the bytepad of the key's block left out
+    "kmac-key-unpadded": ("provider/kmac.c",
+        "    if (n % w != 0) {\n        memset(p + n, 0, w - n % w);\n        n += w - n % w;\n    }",
+        ""),
 }
 
 def run(cmd, cwd):
