@@ -31,6 +31,22 @@ static const OSSL_ALGORITHM *find_alg(const OSSL_ALGORITHM *algs,
     return NULL;
 }
 
+/* An algorithm with name anywhere in its list (4.0 names Keccak-KMAC second). */
+static const OSSL_ALGORITHM *find_alg_named(const OSSL_ALGORITHM *algs,
+                                            const char *name)
+{
+    const char *s;
+    size_t n = strlen(name);
+
+    for (; algs != NULL && algs->algorithm_names != NULL; algs++)
+        for (s = algs->algorithm_names; s != NULL;
+             s = (s = strchr(s, ':')) != NULL ? s + 1 : NULL)
+            if (OPENSSL_strncasecmp(s, name, n) == 0
+                && (s[n] == '\0' || s[n] == ':'))
+                return algs;
+    return NULL;
+}
+
 static void load_mac_fns(KC_MAC_FNS *f, const OSSL_DISPATCH *d)
 {
     for (; d->function_id != 0; d++) {
@@ -336,7 +352,7 @@ static void bind_direct(KC_PROVCTX *pctx, KC_TFAM *f,
             return;
     }
     if (f->d->direct_digest != NULL) {
-        if ((a = find_alg(digests, f->d->direct_digest)) == NULL)
+        if ((a = find_alg_named(digests, f->d->direct_digest)) == NULL)
             return;
         memset(&f->dig, 0, sizeof(f->dig));
         load_digest_fns(&f->dig, a->implementation);
