@@ -22,18 +22,13 @@ int kc_names_start_with(const char *names, const char *first)
            && (names[n] == '\0' || names[n] == ':');
 }
 
+/*
+ * The algorithm that has name anywhere in its colon separated list (4.0
+ * lists KECCAK-KMAC-128 after CSHAKE-KECCAK-128), compared as OpenSSL
+ * compares names.
+ */
 static const OSSL_ALGORITHM *find_alg(const OSSL_ALGORITHM *algs,
                                       const char *name)
-{
-    for (; algs != NULL && algs->algorithm_names != NULL; algs++)
-        if (kc_names_start_with(algs->algorithm_names, name))
-            return algs;
-    return NULL;
-}
-
-/* An algorithm with name anywhere in its list (4.0 names Keccak-KMAC second). */
-static const OSSL_ALGORITHM *find_alg_named(const OSSL_ALGORITHM *algs,
-                                            const char *name)
 {
     const char *s;
     size_t n = strlen(name);
@@ -352,7 +347,7 @@ static void bind_direct(KC_PROVCTX *pctx, KC_TFAM *f,
             return;
     }
     if (f->d->direct_digest != NULL) {
-        if ((a = find_alg_named(digests, f->d->direct_digest)) == NULL)
+        if ((a = find_alg(digests, f->d->direct_digest)) == NULL)
             return;
         memset(&f->dig, 0, sizeof(f->dig));
         load_digest_fns(&f->dig, a->implementation);

@@ -736,14 +736,14 @@ const OSSL_PARAM *kc_tmac_gettable_params(KC_PROVCTX *pctx, int which);
  * query answered from what it said at start.
  */
 int kc_tmac_get_params(int which, OSSL_PARAM params[]);
+/* Replay a record's calls rec[0, len) onto ctx with m's set_ctx_params. */
+int kc_trec_replay(const unsigned char *rec, size_t len, const KC_MAC_FNS *m,
+                   void *ctx);
 /*
  * For a family's cacheable(): the last UTF-8 parameter |name| of a record,
  * and the UTF-8 parameter |with| of the same call (NULL if absent there).
  * Returns 0 if the record has no such parameter.
  */
-/* Replay a record's calls rec[0, len) onto ctx with m's set_ctx_params. */
-int kc_trec_replay(const unsigned char *rec, size_t len, const KC_MAC_FNS *m,
-                   void *ctx);
 int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
                       const char *with, const char **value,
                       const char **with_value);

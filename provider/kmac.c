@@ -126,6 +126,21 @@ static void *scratch(const KC_KMAC_CTX *k)
     return deflt(k)->newctx(k->pctx->inner_provctx);
 }
 
+/* Key a context of the default's with zeros and finish it, quietly. */
+static int finished(const KC_MAC_FNS *m, void *t)
+{
+    static const unsigned char key[32];
+    unsigned char out[64];
+    size_t l;
+    int ok;
+
+    ERR_set_mark();
+    ok = m->init(t, key, sizeof(key), NULL) && m->final(t, out, &l, sizeof(out));
+    ERR_pop_to_mark();
+    OPENSSL_cleanse(out, sizeof(out));
+    return ok;
+}
+
 /*
  * What the default raises and returns for an update (or a final, whose
  * update of the encoded length EVP refuses alike) once its digest has had
@@ -133,7 +148,7 @@ static void *scratch(const KC_KMAC_CTX *k)
  */
 static int after_final(const KC_KMAC_CTX *k, int final)
 {
-    static const unsigned char key[32];
+    static const unsigned char one[1];
     unsigned char out[64];
     const KC_MAC_FNS *m = deflt(k);
     size_t l;
@@ -142,11 +157,9 @@ static int after_final(const KC_KMAC_CTX *k, int final)
 
     if (t == NULL)
         return 0;
-    ERR_set_mark();
-    ok = m->init(t, key, sizeof(key), NULL) && m->final(t, out, &l, sizeof(out));
-    ERR_pop_to_mark();
-    if (ok)
-        ok = final ? m->final(t, out, &l, sizeof(out)) : m->update(t, key, 1);
+    ok = finished(m, t)
+         && (final ? m->final(t, out, &l, sizeof(out))
+                   : m->update(t, one, sizeof(one)));
     m->freectx(t);
     OPENSSL_cleanse(out, sizeof(out));
     return ok;
@@ -155,7 +168,7 @@ static int after_final(const KC_KMAC_CTX *k, int final)
 /* ---------------------------------------------------------------------- */
 /* Parameters                                                             */
 
-static int set_key(KC_KMAC_CTX *k, const unsigned char *key, size_t keylen)
+static void set_key(KC_KMAC_CTX *k, const unsigned char *key, size_t keylen)
 {
     unsigned char *p = k->key;
     size_t n, w = k->f->dig_block;
@@ -170,7 +183,6 @@ static int set_key(KC_KMAC_CTX *k, const unsigned char *key, size_t keylen)
         n += w - n % w;
     }
     k->key_len = n;
-    return 1;
 }
 
 static int is(const OSSL_PARAM *p, const char *name)
@@ -236,7 +248,7 @@ static void take(KC_KMAC_CTX *k, size_t i, const OSSL_PARAM *p)
         (void)OSSL_PARAM_get_size_t(p, &k->out_len);
         break;
     case 2:
-        (void)set_key(k, p->data, p->data_size);
+        set_key(k, p->data, p->data_size);
         break;
     default:
         /* the default encodes no data as nothing, as if never set */
@@ -476,11 +488,9 @@ static void *kmac_direct_new(KC_PROVCTX *pctx, int which,
  */
 static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
 {
-    static const unsigned char key[32];
+    static const unsigned char one[1];
     const KC_MAC_FNS *m = &f->mac;
-    unsigned char out[64];
     int x = 0, ok;
-    size_t l;
     OSSL_PARAM p[3];
     void *t;
 
@@ -490,9 +500,8 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
         return 0;
     f->quirks = 0;
     ERR_set_mark();
-    ok = m->init(t, key, sizeof(key), NULL)
-         && m->final(t, out, &l, sizeof(out));
-    if (ok && m->update(t, key, 1) != 1)
+    ok = finished(m, t);
+    if (ok && m->update(t, one, sizeof(one)) != 1)
         f->quirks |= KMAC_Q_SEALED;
     p[0] = OSSL_PARAM_construct_int(OSSL_MAC_PARAM_XOF, &x);
     p[1] = OSSL_PARAM_construct_int(OSSL_MAC_PARAM_XOF, &x);
