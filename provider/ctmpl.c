@@ -74,7 +74,8 @@ typedef struct {
     void *arg;
     KC_PROVCTX *pctx;
     const KC_CFAM *f;
-    void *inner;                /* the default's context, once there is one */
+    void *inner;                /* the inner context, once there is one */
+    const KC_CIPHER_FNS *ifn;   /* its functions: the default's, or f->kfns */
     int value;                  /* memo value of the shape, -1: not learned */
     int dir;                    /* the last recorded init's direction, -1 */
     int vdir;                   /* dir when the volatile calls began */
@@ -102,11 +103,12 @@ static const KC_CIPHER_FNS *fns(const KC_TCIPH_CTX *w)
     return &w->f->fns;
 }
 
-/* From now on every call goes to the default's context. */
-static void set_inner(KC_TCIPH_CTX *w, void *inner)
+/* From now on every call goes to the inner context. */
+static void set_inner(KC_TCIPH_CTX *w, void *inner, const KC_CIPHER_FNS *ifn)
 {
     w->inner = inner;
-    w->to = fns(w);
+    w->ifn = ifn;
+    w->to = ifn;
     w->arg = inner;
 }
 
@@ -123,8 +125,8 @@ static int inner_init(const KC_CIPHER_FNS *f, void *inner, int enc,
 /* Records                                                                */
 
 /* One recorded call onto an inner context: its items are p[0, n). */
-static int replay_call(const KC_TCIPH_CTX *w, void *ctx, const KC_TITEM *call,
-                       OSSL_PARAM *p, size_t n)
+static int replay_call(const KC_CIPHER_FNS *f, void *ctx,
+                       const KC_TITEM *call, OSSL_PARAM *p, size_t n)
 {
     const unsigned char *iv = NULL;
     size_t ivlen = 0;
@@ -139,13 +141,13 @@ static int replay_call(const KC_TCIPH_CTX *w, void *ctx, const KC_TITEM *call,
     if ((call->type & KC_T_NULL) != 0)
         p = NULL;
     if (call->tag == KC_T_CALL)
-        return fns(w)->set_ctx_params(ctx, p);
-    return inner_init(fns(w), ctx, call->tag == KC_T_EINIT, NULL, 0, iv,
-                      ivlen, p);
+        return f->set_ctx_params(ctx, p);
+    return inner_init(f, ctx, call->tag == KC_T_EINIT, NULL, 0, iv, ivlen, p);
 }
 
-/* Replay the record's calls in [from, to) onto an inner context. */
-static int replay(const KC_TCIPH_CTX *w, void *ctx, size_t from, size_t to)
+/* Replay the record's calls in [from, to) onto an inner context of f's. */
+static int replay(const KC_TCIPH_CTX *w, const KC_CIPHER_FNS *f, void *ctx,
+                  size_t from, size_t to)
 {
     const unsigned char *rec = (const unsigned char *)w->rec;
     OSSL_PARAM p[KC_CCALL_MAX + 2];
@@ -159,23 +161,24 @@ static int replay(const KC_TCIPH_CTX *w, void *ctx, size_t from, size_t to)
             n++;
             continue;
         }
-        if (open && !replay_call(w, ctx, &call, p, n))
+        if (open && !replay_call(f, ctx, &call, p, n))
             return 0;
         call = it;
         open = 1;
         n = 0;
     }
-    return !open || replay_call(w, ctx, &call, p, n);
+    return !open || replay_call(f, ctx, &call, p, n);
 }
 
 /*
  * The volatile calls onto a keyed copy, in the direction they were made in
  * (keying touches neither an IV nor a tag in the families that have them).
  */
-static int replay_volatile(const KC_TCIPH_CTX *w, void *inner)
+static int replay_volatile(const KC_TCIPH_CTX *w, const KC_CIPHER_FNS *f,
+                           void *inner)
 {
-    return inner_init(fns(w), inner, w->vdir, NULL, 0, NULL, 0, NULL)
-           && replay(w, inner, w->shape_len, w->len);
+    return inner_init(f, inner, w->vdir, NULL, 0, NULL, 0, NULL)
+           && replay(w, f, inner, w->shape_len, w->len);
 }
 
 /*
@@ -186,10 +189,10 @@ static int replay_volatile(const KC_TCIPH_CTX *w, void *inner)
  */
 static int replay_state(const KC_TCIPH_CTX *w, void *ctx)
 {
-    if (!replay(w, ctx, 0, w->shape_len))
+    if (!replay(w, fns(w), ctx, 0, w->shape_len))
         return 0;
     if (w->len > w->shape_len)
-        return replay_volatile(w, ctx);
+        return replay_volatile(w, fns(w), ctx);
     return w->dir < 0
            || inner_init(fns(w), ctx, w->dir, NULL, 0, NULL, 0, NULL);
 }
@@ -321,8 +324,8 @@ static int probe(const KC_TCIPH_CTX *w, size_t to)
     ERR_set_mark();
     kc_err_top(&before);
     if ((t = f->newctx(w->pctx->inner_provctx)) != NULL) {
-        if (replay(w, t, 0, w->shape_len)
-            && (to == w->shape_len || replay_volatile(w, t))) {
+        if (replay(w, f, t, 0, w->shape_len)
+            && (to == w->shape_len || replay_volatile(w, f, t))) {
             kc_err_top(&after);
             v = kc_err_same(&before, &after) ? CV_VALID : 0;
         }
@@ -507,7 +510,7 @@ static KC_NOINLINE int materialize(KC_TCIPH_CTX *w)
         fns(w)->freectx(inner);
         return 0;
     }
-    set_inner(w, inner);
+    set_inner(w, inner, fns(w));
     /* a cold wrapper was counted when it was made */
     if (!w->cold)
         kc_count_passthrough(w->pctx, &w->f->alg[1]);
@@ -568,8 +571,8 @@ static KC_NOINLINE int jk_init(KC_TCIPH_CTX *w, int enc,
                                const unsigned char *iv, size_t ivlen,
                                const OSSL_PARAM params[])
 {
-    set_inner(w, w->inner);
-    return inner_init(fns(w), w->inner, enc, key, keylen, iv, ivlen, params);
+    set_inner(w, w->inner, w->ifn);
+    return inner_init(w->ifn, w->inner, enc, key, keylen, iv, ivlen, params);
 }
 
 static int jk_einit(void *vctx, const unsigned char *key, size_t keylen,
@@ -591,8 +594,8 @@ static int jk_update(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_TCIPH_CTX *w = vctx;
 
-    set_inner(w, w->inner);
-    return fns(w)->update(w->inner, out, outl, outsize, in, inl);
+    set_inner(w, w->inner, w->ifn);
+    return w->ifn->update(w->inner, out, outl, outsize, in, inl);
 }
 
 static int jk_final(void *vctx, unsigned char *out, size_t *outl,
@@ -600,8 +603,8 @@ static int jk_final(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_TCIPH_CTX *w = vctx;
 
-    set_inner(w, w->inner);
-    return fns(w)->final(w->inner, out, outl, outsize);
+    set_inner(w, w->inner, w->ifn);
+    return w->ifn->final(w->inner, out, outl, outsize);
 }
 
 static int jk_cipher(void *vctx, unsigned char *out, size_t *outl,
@@ -609,8 +612,8 @@ static int jk_cipher(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_TCIPH_CTX *w = vctx;
 
-    set_inner(w, w->inner);
-    return fns(w)->cipher(w->inner, out, outl, outsize, in, inl);
+    set_inner(w, w->inner, w->ifn);
+    return w->ifn->cipher(w->inner, out, outl, outsize, in, inl);
 }
 
 static int jk_get_ctx_params(void *vctx, OSSL_PARAM params[])
@@ -622,13 +625,13 @@ static int jk_get_ctx_params(void *vctx, OSSL_PARAM params[])
     if (params != NULL && (q = len_query(params)) != 0
         && put_len(params, q == 'i' ? w->keyed_ivlen : CV_KEYLEN(w->value)))
         return 1;
-    return fns(w)->get_ctx_params(w->inner, params);
+    return w->ifn->get_ctx_params(w->inner, params);
 }
 
 static int jk_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     KC_TCIPH_CTX *w = vctx;
-    int ret = fns(w)->set_ctx_params(w->inner, params);
+    int ret = w->ifn->set_ctx_params(w->inner, params);
     size_t v;
 
     /* EVP_CTRL_AEAD_SET_IVLEN's call: "ivlen" alone, a size_t */
@@ -639,7 +642,7 @@ static int jk_set_ctx_params(void *vctx, const OSSL_PARAM params[])
             return ret;
         }
     }
-    set_inner(w, w->inner);
+    set_inner(w, w->inner, w->ifn);
     return ret;
 }
 
@@ -657,23 +660,25 @@ static const KC_CIPHER_FNS just_keyed = {
 /* Keying                                                                 */
 
 /*
- * A new template: a fresh inner context with the shape replayed and keyed
- * with init(key) alone.  NULL if any of it fails or raises an error (the
- * caller passes through and the default says why); the error queue is
- * left as it was.
+ * A new template: a fresh keyed-context (the family's own, or the
+ * default's) with the shape replayed and keyed with init(key) alone.  NULL
+ * if any of it fails or raises an error (the caller passes through and the
+ * default says why); the error queue is left as it was.
  */
 static void *make_template(const KC_TCIPH_CTX *w, int enc,
                            const unsigned char *key, size_t keylen)
 {
-    const KC_CIPHER_FNS *f = fns(w);
+    const KC_CFAM *fam = w->f;
+    const KC_CIPHER_FNS *f = fam->kfns;
     KC_ERRTOP before, after;
     void *t;
     int ok;
 
     ERR_set_mark();
     kc_err_top(&before);
-    ok = (t = f->newctx(w->pctx->inner_provctx)) != NULL
-         && replay(w, t, 0, w->shape_len)
+    t = f != &fam->fns ? fam->d->direct_new(w->pctx, fam)
+                       : f->newctx(w->pctx->inner_provctx);
+    ok = t != NULL && replay(w, f, t, 0, w->shape_len)
          && inner_init(f, t, enc, key, keylen, NULL, 0, NULL);
     kc_err_top(&after);
     if (!ok || !kc_err_same(&before, &after)) {
@@ -718,11 +723,11 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
             return 0;
         if (!kc_cache_add_rec(c, alg, rec, w->shape_len, key, keylen, tmpl,
                               &lk)) {
-            f->fns.freectx(tmpl);
+            f->kfns->freectx(tmpl);
             return 0;
         }
     }
-    if ((inner = f->fns.dupctx(tmpl)) == NULL)
+    if ((inner = f->kfns->dupctx(tmpl)) == NULL)
         return 0;
     /*
      * The usual init: nothing volatile, no params, and an IV (if any) of
@@ -732,24 +737,25 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
      */
     if (w->len == w->shape_len && params == NULL) {
         if (iv != NULL && ivlen + 2 == CV_IVLEN(w->value)) {
-            if (!inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, NULL)) {
-                f->fns.freectx(inner);
+            if (!inner_init(f->kfns, inner, enc, NULL, 0, iv, ivlen, NULL)) {
+                f->kfns->freectx(inner);
                 return 0;
             }
-            set_inner(w, inner);
+            set_inner(w, inner, f->kfns);
             return 1;
         }
         if (iv == NULL) {
-            if (!inner_init(&f->fns, inner, enc, NULL, 0, NULL, 0, NULL)) {
-                f->fns.freectx(inner);
+            if (!inner_init(f->kfns, inner, enc, NULL, 0, NULL, 0, NULL)) {
+                f->kfns->freectx(inner);
                 return 0;
             }
             if (!f->d->ivlen_set_sets) {
-                set_inner(w, inner);
+                set_inner(w, inner, f->kfns);
                 return 1;
             }
             /* the IV comes in a later init: just keyed (see there) */
             w->inner = inner;
+            w->ifn = f->kfns;
             w->to = &just_keyed;
             w->arg = w;
             w->keyed_ivlen = CV_IVLEN(w->value);
@@ -758,14 +764,14 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
     }
     /* otherwise, if the default refuses any of it, it says so itself */
     ERR_set_mark();
-    if ((w->len > w->shape_len && !replay_volatile(w, inner))
-        || !inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, params)) {
+    if ((w->len > w->shape_len && !replay_volatile(w, f->kfns, inner))
+        || !inner_init(f->kfns, inner, enc, NULL, 0, iv, ivlen, params)) {
         ERR_pop_to_mark();
-        f->fns.freectx(inner);
+        f->kfns->freectx(inner);
         return 0;
     }
     ERR_clear_last_mark();
-    set_inner(w, inner);
+    set_inner(w, inner, f->kfns);
     return 1;
 }
 
@@ -784,7 +790,7 @@ void kc_tciph_freectx(void *vctx)
     if (w == NULL)
         return;
     if (w->inner != NULL)
-        fns(w)->freectx(w->inner);
+        w->ifn->freectx(w->inner);
     kc_wrapper_free(w->pctx, KC_POOL_CTMPL, w, sizeof(*w));
 }
 
@@ -816,13 +822,13 @@ void *kc_tciph_dupctx(void *vctx)
     memcpy(dst->sig, src->sig, src->sig_len);
     dst->arg = dst;
     if (src->inner != NULL) {
-        void *inner = fns(src)->dupctx(src->inner);
+        void *inner = src->ifn->dupctx(src->inner);
 
         if (inner == NULL) {
             kc_wrapper_free(src->pctx, KC_POOL_CTMPL, dst, sizeof(*dst));
             return NULL;
         }
-        set_inner(dst, inner);
+        set_inner(dst, inner, src->ifn);
     }
     return dst;
 }
@@ -843,7 +849,7 @@ static KC_NOINLINE int unkeyed_init(KC_TCIPH_CTX *w, int enc,
         return 1;
     }
     return materialize(w)
-           && inner_init(fns(w), w->inner, enc, key, keylen, iv, ivlen,
+           && inner_init(w->ifn, w->inner, enc, key, keylen, iv, ivlen,
                          params);
 }
 
@@ -867,7 +873,7 @@ static int unkeyed_update(void *vctx, unsigned char *out, size_t *outl,
     KC_TCIPH_CTX *w = vctx;
 
     return materialize(w)
-           && fns(w)->update(w->inner, out, outl, outsize, in, inl);
+           && w->ifn->update(w->inner, out, outl, outsize, in, inl);
 }
 
 static int unkeyed_final(void *vctx, unsigned char *out, size_t *outl,
@@ -875,7 +881,7 @@ static int unkeyed_final(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_TCIPH_CTX *w = vctx;
 
-    return materialize(w) && fns(w)->final(w->inner, out, outl, outsize);
+    return materialize(w) && w->ifn->final(w->inner, out, outl, outsize);
 }
 
 static int unkeyed_cipher(void *vctx, unsigned char *out, size_t *outl,
@@ -884,7 +890,7 @@ static int unkeyed_cipher(void *vctx, unsigned char *out, size_t *outl,
     KC_TCIPH_CTX *w = vctx;
 
     return materialize(w)
-           && fns(w)->cipher(w->inner, out, outl, outsize, in, inl);
+           && w->ifn->cipher(w->inner, out, outl, outsize, in, inl);
 }
 
 static int unkeyed_set_params(void *vctx, const OSSL_PARAM params[])
@@ -892,7 +898,7 @@ static int unkeyed_set_params(void *vctx, const OSSL_PARAM params[])
     KC_TCIPH_CTX *w = vctx;
 
     return record(w, KC_T_CALL, NULL, 0, params)
-           || (materialize(w) && fns(w)->set_ctx_params(w->inner, params));
+           || (materialize(w) && w->ifn->set_ctx_params(w->inner, params));
 }
 
 /*
@@ -948,7 +954,7 @@ static KC_NOINLINE int unkeyed_get_params(KC_TCIPH_CTX *w,
      * default's own, the IV it reports the one it will use.
      */
     if (w->f->draws_iv && params != NULL && asks_iv(params))
-        return materialize(w) && fns(w)->get_ctx_params(w->inner, params);
+        return materialize(w) && w->ifn->get_ctx_params(w->inner, params);
     if ((t = fns(w)->newctx(w->pctx->inner_provctx)) == NULL)
         return 0;
     ok = replay_state(w, t) && fns(w)->get_ctx_params(t, params);
@@ -1113,9 +1119,12 @@ int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg)
         || m->final == NULL || m->cipher == NULL || m->get_params == NULL
         || m->get_ctx_params == NULL || m->set_ctx_params == NULL)
         return 0;
+    /* a family's own keyed contexts, if inner.c bound them (direct_on) */
+    if (f->kfns == NULL)
+        f->kfns = m;
     for (i = 0; i < 2; i++) {
         f->alg[i].names = alg->algorithm_names;
-        f->alg[i].freectx = m->freectx;
+        f->alg[i].freectx = f->kfns->freectx;
         f->alg[i].spare_max = 0;
         f->alg[i].stat = KC_STAT_CFAM + (unsigned int)which;
     }

@@ -362,6 +362,33 @@ static void bind_direct(KC_PROVCTX *pctx, KC_TFAM *f,
     f->direct_on = f->d->direct_bind == NULL || f->d->direct_bind(pctx, f);
 }
 
+/*
+ * A cipher family's own keyed contexts (AES-SIV's), on the default's
+ * ciphers it names; f->kfns stays NULL (the default's) if any is missing
+ * or incomplete, or if direct_bind() refuses what it finds.
+ */
+static void bind_cdirect(KC_PROVCTX *pctx, KC_CFAM *f,
+                         const OSSL_ALGORITHM *ciphers)
+{
+    const char *const *n = f->d->direct_ciphers;
+    const OSSL_ALGORITHM *a;
+    size_t i;
+
+    f->kfns = NULL;
+    if (f->d->direct == NULL || n == NULL)
+        return;
+    for (i = 0; n[i] != NULL; i++) {
+        if (i == KC_CFAM_SUBS || (a = find_alg(ciphers, n[i])) == NULL)
+            return;
+        memset(&f->sub[i], 0, sizeof(f->sub[i]));
+        load_cipher_fns(&f->sub[i], a->implementation);
+        if (!cipher_complete(&f->sub[i]) || f->sub[i].cipher == NULL)
+            return;
+    }
+    if (f->d->direct_bind(pctx, f))
+        f->kfns = f->d->direct;
+}
+
 int kc_inner_start(KC_PROVCTX *pctx)
 {
     const OSSL_ALGORITHM *macs, *ciphers, *digests, *a;
@@ -454,6 +481,7 @@ int kc_inner_start(KC_PROVCTX *pctx)
             return 0;
         }
         load_cipher_fns(&f->fns, a->implementation);
+        bind_cdirect(pctx, f, ciphers);
         if (!kc_ctmpl_bind(pctx, f, a)) {
             kc_raise(pctx, KC_R_INNER_MISSING, "default %s lacks functions",
                      f->d->name);

@@ -348,6 +348,8 @@ extern const KC_TDESC kc_cmac_desc, kc_gmac_desc, kc_kmac128_desc,
 #define KC_CFAM_GCM256 8
 #define KC_CFAM_COUNT 9
 
+typedef struct kc_cfam_st KC_CFAM;
+
 /* What a cipher family's file tells the shared layer. */
 typedef struct {
     const char *name;               /* the default's first name for it */
@@ -376,19 +378,38 @@ typedef struct {
      * (ctmpl.c, "Just keyed").
      */
     int ivlen_set_sets;
+    /*
+     * Keyed contexts of keycache's own (AES-SIV), instead of copies of the
+     * default's: run on the default's ciphers named in direct_ciphers
+     * (bound at start into KC_CFAM.sub), made unkeyed by direct_new() and
+     * then given the same calls a default context gets.  direct_bind()
+     * learns what versions differ in (KC_CFAM.quirks); 0 keeps the family
+     * on the default's contexts.
+     */
+    const KC_CIPHER_FNS *direct;
+    const char *const *direct_ciphers;
+    void *(*direct_new)(KC_PROVCTX *pctx, const KC_CFAM *f);
+    int (*direct_bind)(KC_PROVCTX *pctx, KC_CFAM *f);
 } KC_CDESC;
 
+/* the most ciphers a direct cipher family runs on */
+#define KC_CFAM_SUBS 2
+
 /* A cipher family as bound to the running default provider. */
-typedef struct {
+struct kc_cfam_st {
     const KC_CDESC *d;
     /* what entries are: [1] keyed to encrypt (or either way), [0] decrypt */
     KC_ALG alg[2];
     KC_CIPHER_FNS fns;
+    /* a keyed context's functions: d->direct's once bound, else fns */
+    const KC_CIPHER_FNS *kfns;
+    KC_CIPHER_FNS sub[KC_CFAM_SUBS];
+    unsigned int quirks;            /* what direct_bind learned */
     int on;                         /* offered: the config says so */
     size_t keylen;                  /* the one the default accepts */
     int empty_value;                /* what a fresh context is (ctmpl.c) */
     int draws_iv;                   /* an IV drawn at an IV-less init (4.x GCM) */
-} KC_CFAM;
+};
 
 extern const KC_CDESC kc_ocb_desc[3], kc_siv_desc[3], kc_gcm_desc[3];
 

@@ -1,17 +1,32 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * AES-SIV: a template is the default's SIV context keyed - its CMAC
- * context (with the S2V start value) and its AES-CTR context, fetches
- * included - so a hit skips two cipher fetches, a MAC fetch and three key
- * set-ups.  The inner SIV fetches its CMAC from keycache's private library
- * context, so half of the key never reaches keycache's own CMAC.
+ * AES-SIV (RFC 5297): a template is a keyed context, so a hit skips the
+ * three fetches and three key set-ups of the default's keying.
  *
  * A shape may set the speed flag and the key length.  Keying resets what
  * the speed flag changes, which replaying the shape before the key keeps
  * (the default does the same).  The expected tag is a message's: passed
  * through when it comes before the key, forwarded after it.
+ *
+ * A keyed context is keycache's own (KC_SIV_CTX): S2V and CTR run on the
+ * default's AES-CBC (for CMAC) and AES-CTR contexts directly.  The
+ * default's SIV holds those in an EVP_CIPHER_CTX and an EVP_MAC_CTX, whose
+ * copies and frees take and drop references on the shared EVP_CIPHERs and
+ * EVP_MAC (13 atomic operations per hit), and it copies its EVP_MAC_CTX
+ * again for every S2V component (4 more per message).  The ciphers' own
+ * copies are plain ones.  What the default's SIV does with them is done
+ * here the same way, state for state (see siv128.c and cipher_aes_siv.c);
+ * where versions differ, siv_direct_bind() asks the running default.  A
+ * call that fails in the default's own code is given to a context of the
+ * default's, so that the error is its own.
  */
+#include <limits.h>
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evperr.h>
+#include <openssl/obj_mac.h>
+#include <openssl/params.h>
 
 #include "kc_local.h"
 
@@ -19,14 +34,779 @@ static const char *const siv_shape[] = {
     OSSL_CIPHER_PARAM_SPEED, OSSL_CIPHER_PARAM_KEYLEN, NULL
 };
 
+/* what siv_direct_bind() learns of the running default (KC_CFAM.quirks) */
+/* an empty update with output is a message, not ignored (3.2 and later) */
+#define SIV_Q_EMPTY_IS_MESSAGE 1
+/*
+ * set_ctx_params reopens the final: with a parameter, with an empty array
+ * (both in 3.5, and in late 3.0 releases), with NULL (4.x: so every init)
+ */
+#define SIV_Q_SET_REOPENS 2
+#define SIV_Q_EMPTY_REOPENS 4
+#define SIV_Q_NULL_REOPENS 8
+/* set_ctx_params fails, setting nothing, on a parameter named twice (4.x) */
+#define SIV_Q_NO_REPEATS 16
+/* a message reopens the final before anything else (3.5.9, 3.6, 4.0) */
+#define SIV_Q_TRY_REOPENS 32
+
+#define SIV_BLOCK 16
+/* CBC output that CMAC throws away, per call to the cipher */
+#define SIV_CHUNK 256
+
+typedef struct {
+    const KC_CFAM *f;
+    KC_PROVCTX *pctx;
+    void *cbc;                  /* the default's AES-CBC, key K1: CMAC */
+    void *ctr;                  /* the default's AES-CTR, key K2 */
+    size_t keylen;              /* K1 || K2 */
+    int enc;
+    int final_ret;              /* the default's: 0 once a message is done */
+    int crypto_ok;              /* messages left; < 0 with the speed flag */
+    unsigned char k1[SIV_BLOCK], k2[SIV_BLOCK];   /* CMAC's subkeys */
+    unsigned char d[SIV_BLOCK];                   /* S2V's running value */
+    unsigned char tag[SIV_BLOCK];
+} KC_SIV_CTX;
+
+static const unsigned char zero_block[SIV_BLOCK];
+
+static const KC_CIPHER_FNS *cbc_fns(const KC_SIV_CTX *s)
+{
+    return &s->f->sub[0];
+}
+
+static const KC_CIPHER_FNS *ctr_fns(const KC_SIV_CTX *s)
+{
+    return &s->f->sub[1];
+}
+
+/* Doubling in GF(2^128), big-endian, as CMAC and S2V define it. */
+static void dbl(unsigned char b[SIV_BLOCK])
+{
+    unsigned char carry = (unsigned char)(0 - (b[0] >> 7));
+    size_t i;
+
+    for (i = 0; i < SIV_BLOCK - 1; i++)
+        b[i] = (unsigned char)((b[i] << 1) | (b[i + 1] >> 7));
+    b[SIV_BLOCK - 1] = (unsigned char)((b[SIV_BLOCK - 1] << 1) ^ (carry & 0x87));
+}
+
+static void xor_block(unsigned char *x, const unsigned char *y)
+{
+    size_t i;
+
+    for (i = 0; i < SIV_BLOCK; i++)
+        x[i] ^= y[i];
+}
+
+/* ---------------------------------------------------------------------- */
+/* CMAC with K1 (SP 800-38B), on the CBC context                          */
+
+/*
+ * A CMAC in progress: the last block, complete or not, waits in blk, since
+ * the final treats it apart; the chain is the CBC context's IV.
+ */
+typedef struct {
+    unsigned char blk[SIV_BLOCK];
+    size_t n;
+    size_t used;                /* how much of the scratch holds output */
+    unsigned char scratch[SIV_CHUNK];
+} KC_CMAC_RUN;
+
+static int cmac_start(const KC_SIV_CTX *s, KC_CMAC_RUN *m)
+{
+    m->n = 0;
+    m->used = 0;
+    return cbc_fns(s)->einit(s->cbc, NULL, 0, zero_block, SIV_BLOCK, NULL);
+}
+
+/* len bytes, a multiple of the block, through CBC; only the chain is kept */
+static int cmac_blocks(const KC_SIV_CTX *s, KC_CMAC_RUN *m,
+                       const unsigned char *in, size_t len)
+{
+    size_t n, outl;
+
+    for (; len > 0; in += n, len -= n) {
+        n = len > SIV_CHUNK ? SIV_CHUNK : len;
+        if (!cbc_fns(s)->cipher(s->cbc, m->scratch, &outl, SIV_CHUNK, in, n))
+            return 0;
+        if (n > m->used)
+            m->used = n;
+    }
+    return 1;
+}
+
+static int cmac_update(const KC_SIV_CTX *s, KC_CMAC_RUN *m,
+                       const unsigned char *in, size_t len)
+{
+    size_t take;
+
+    while (len > 0) {
+        if (m->n == SIV_BLOCK) {
+            if (!cmac_blocks(s, m, m->blk, SIV_BLOCK))
+                return 0;
+            m->n = 0;
+        }
+        if (m->n == 0 && len > SIV_BLOCK) {
+            /* whole blocks straight from the input, all but the last */
+            take = (len - 1) / SIV_BLOCK * SIV_BLOCK;
+            if (!cmac_blocks(s, m, in, take))
+                return 0;
+        } else {
+            take = SIV_BLOCK - m->n < len ? SIV_BLOCK - m->n : len;
+            memcpy(m->blk + m->n, in, take);
+            m->n += take;
+        }
+        in += take;
+        len -= take;
+    }
+    return 1;
+}
+
+static int cmac_final(const KC_SIV_CTX *s, KC_CMAC_RUN *m,
+                      unsigned char out[SIV_BLOCK])
+{
+    size_t outl;
+    int ok;
+
+    if (m->n == SIV_BLOCK) {
+        xor_block(m->blk, s->k1);
+    } else {
+        m->blk[m->n] = 0x80;
+        memset(m->blk + m->n + 1, 0, SIV_BLOCK - m->n - 1);
+        xor_block(m->blk, s->k2);
+    }
+    ok = cbc_fns(s)->cipher(s->cbc, out, &outl, SIV_BLOCK, m->blk, SIV_BLOCK);
+    OPENSSL_cleanse(m->blk, sizeof(m->blk));
+    if (m->used > 0)
+        OPENSSL_cleanse(m->scratch, m->used);
+    return ok;
+}
+
+/* CMAC(a || b) */
+static int cmac(const KC_SIV_CTX *s, const unsigned char *a, size_t alen,
+                const unsigned char *b, size_t blen,
+                unsigned char out[SIV_BLOCK])
+{
+    KC_CMAC_RUN m;
+
+    if (!cmac_start(s, &m))
+        return 0;
+    if (!cmac_update(s, &m, a, alen) || !cmac_update(s, &m, b, blen)) {
+        (void)cmac_final(s, &m, out);
+        OPENSSL_cleanse(out, SIV_BLOCK);
+        return 0;
+    }
+    return cmac_final(s, &m, out);
+}
+
+/* ---------------------------------------------------------------------- */
+/* SIV: RFC 5297, in the default's steps                                  */
+
+/* The default's initkey: CBC and CTR keyed, D = CMAC(<zero>). */
+static int rekey(KC_SIV_CTX *s, const unsigned char *key)
+{
+    size_t half = s->keylen / 2;
+    unsigned char l[SIV_BLOCK];
+    size_t outl;
+    int ok;
+
+    memset(s->d, 0, sizeof(s->d));
+    ok = cbc_fns(s)->einit(s->cbc, key, half, zero_block, SIV_BLOCK, NULL)
+         && ctr_fns(s)->einit(s->ctr, key + half, half, NULL, 0, NULL)
+         /* L = E(K1, 0), then the subkeys */
+         && cbc_fns(s)->cipher(s->cbc, l, &outl, SIV_BLOCK, zero_block,
+                               SIV_BLOCK);
+    if (ok) {
+        dbl(l);
+        memcpy(s->k1, l, SIV_BLOCK);
+        dbl(l);
+        memcpy(s->k2, l, SIV_BLOCK);
+        ok = cmac(s, zero_block, SIV_BLOCK, NULL, 0, s->d);
+    }
+    OPENSSL_cleanse(l, sizeof(l));
+    s->final_ret = -1;
+    s->crypto_ok = 1;
+    return ok;
+}
+
+/* The default's AAD: D = dbl(D) xor CMAC(aad). */
+static int add_aad(KC_SIV_CTX *s, const unsigned char *aad, size_t len)
+{
+    unsigned char t[SIV_BLOCK];
+
+    dbl(s->d);
+    if (!cmac(s, aad, len, NULL, 0, t))
+        return 0;
+    xor_block(s->d, t);
+    OPENSSL_cleanse(t, sizeof(t));
+    return 1;
+}
+
+/*
+ * S2V's last step over the plaintext, into v: CMAC(P xorend D) for 16
+ * bytes or more, else CMAC(dbl(D) xor pad(P)) - which, as the default's
+ * does, leaves D doubled.
+ */
+static int s2v(KC_SIV_CTX *s, const unsigned char *p, size_t len,
+               unsigned char v[SIV_BLOCK])
+{
+    unsigned char t[SIV_BLOCK];
+    int ok;
+
+    if (len >= SIV_BLOCK) {
+        memcpy(t, p + len - SIV_BLOCK, SIV_BLOCK);
+        xor_block(t, s->d);
+        ok = cmac(s, p, len - SIV_BLOCK, t, SIV_BLOCK, v);
+    } else {
+        memset(t, 0, sizeof(t));
+        if (len > 0)
+            memcpy(t, p, len);
+        t[len] = 0x80;
+        dbl(s->d);
+        xor_block(t, s->d);
+        ok = cmac(s, t, SIV_BLOCK, NULL, 0, v);
+    }
+    OPENSSL_cleanse(t, sizeof(t));
+    return ok;
+}
+
+/*
+ * CTR from Q (V with two bits cleared): the default's EVP_CipherInit_ex()
+ * with the IV, then EVP_EncryptUpdate() of len as an int.
+ */
+static int ctr(KC_SIV_CTX *s, const unsigned char v[SIV_BLOCK],
+               unsigned char *out, const unsigned char *in, size_t len)
+{
+    unsigned char q[SIV_BLOCK];
+    int n = (int)len, ok;
+    size_t outl;
+
+    if (n < 0) {
+        ERR_raise(ERR_LIB_EVP, EVP_R_INVALID_LENGTH);
+        return 0;
+    }
+    memcpy(q, v, SIV_BLOCK);
+    q[8] &= 0x7f;
+    q[12] &= 0x7f;
+    ok = ctr_fns(s)->einit(s->ctr, NULL, 0, q, SIV_BLOCK, NULL)
+         && ctr_fns(s)->update(s->ctr, out, &outl, (size_t)n, in, (size_t)n);
+    OPENSSL_cleanse(q, sizeof(q));
+    return ok;
+}
+
+static int encrypt(KC_SIV_CTX *s, const unsigned char *in, unsigned char *out,
+                   size_t len)
+{
+    unsigned char v[SIV_BLOCK];
+
+    if ((s->f->quirks & SIV_Q_TRY_REOPENS) != 0)
+        s->final_ret = -1;
+    /* one message per keying, unless the speed flag is set */
+    if (s->crypto_ok == 0)
+        return 0;
+    s->crypto_ok--;
+    if (!s2v(s, in, len, v))
+        return 0;
+    memcpy(s->tag, v, SIV_BLOCK);
+    if (!ctr(s, v, out, in, len))
+        return 0;
+    s->final_ret = 0;
+    return 1;
+}
+
+static int decrypt(KC_SIV_CTX *s, const unsigned char *in, unsigned char *out,
+                   size_t len)
+{
+    unsigned char v[SIV_BLOCK];
+    int ok;
+
+    if ((s->f->quirks & SIV_Q_TRY_REOPENS) != 0)
+        s->final_ret = -1;
+    if (s->crypto_ok == 0)
+        return 0;
+    s->crypto_ok--;
+    if (!ctr(s, s->tag, out, in, len) || !s2v(s, out, len, v))
+        return 0;
+    ok = CRYPTO_memcmp(v, s->tag, SIV_BLOCK) == 0;
+    OPENSSL_cleanse(v, sizeof(v));
+    if (!ok) {
+        OPENSSL_cleanse(out, len);
+        return 0;
+    }
+    s->final_ret = 0;
+    return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* What the default says                                                  */
+
+/* A context of the default's in this direction (unkeyed: none is needed). */
+static void *scratch(const KC_SIV_CTX *s)
+{
+    const KC_CIPHER_FNS *m = &s->f->fns;
+    void *t = m->newctx(s->pctx->inner_provctx);
+
+    if (t != NULL
+        && !(s->enc ? m->einit : m->dinit)(t, NULL, 0, NULL, 0, NULL)) {
+        m->freectx(t);
+        t = NULL;
+    }
+    return t;
+}
+
+/* A call of the default's refuses params: its return value and errors. */
+static KC_NOINLINE int default_set(const KC_SIV_CTX *s,
+                                   const OSSL_PARAM params[])
+{
+    void *t = scratch(s);
+    int r;
+
+    if (t == NULL)
+        return 0;
+    r = s->f->fns.set_ctx_params(t, params);
+    s->f->fns.freectx(t);
+    return r;
+}
+
+/* The default refuses a key: its errors. */
+static KC_NOINLINE int default_init(const KC_SIV_CTX *s,
+                                    const unsigned char *key, size_t keylen)
+{
+    void *t = scratch(s);
+
+    if (t == NULL)
+        return 0;
+    (void)(s->enc ? s->f->fns.einit : s->f->fns.dinit)(t, key, keylen, NULL,
+                                                       0, NULL);
+    s->f->fns.freectx(t);
+    return 0;
+}
+
+/* The default refuses an update before it looks at the context. */
+static KC_NOINLINE int default_update(const KC_SIV_CTX *s,
+                                      unsigned char *out, size_t *outl,
+                                      size_t outsize,
+                                      const unsigned char *in, size_t inl)
+{
+    void *t = scratch(s);
+
+    if (t == NULL)
+        return 0;
+    (void)s->f->fns.update(t, out, outl, outsize, in, inl);
+    s->f->fns.freectx(t);
+    return 0;
+}
+
+/*
+ * A getter's answer from a context of the default's holding this tag in
+ * this direction: the tag is set while decrypting, the only way in.
+ */
+static KC_NOINLINE int default_get(const KC_SIV_CTX *s, OSSL_PARAM params[])
+{
+    const KC_CIPHER_FNS *m = &s->f->fns;
+    OSSL_PARAM p[2];
+    void *t;
+    int r = 0;
+
+    if ((t = m->newctx(s->pctx->inner_provctx)) == NULL)
+        return 0;
+    p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+                                             (void *)s->tag, SIV_BLOCK);
+    p[1] = OSSL_PARAM_construct_end();
+    if (m->dinit(t, NULL, 0, NULL, 0, p)
+        && (!s->enc || m->einit(t, NULL, 0, NULL, 0, NULL)))
+        r = m->get_ctx_params(t, params);
+    m->freectx(t);
+    return r;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The keyed context's functions                                          */
+
+static void siv_free(void *vs)
+{
+    KC_SIV_CTX *s = vs;
+
+    if (s == NULL)
+        return;
+    /* (which cleanse the key schedules they hold) */
+    if (s->cbc != NULL)
+        cbc_fns(s)->freectx(s->cbc);
+    if (s->ctr != NULL)
+        ctr_fns(s)->freectx(s->ctr);
+    OPENSSL_clear_free(s, sizeof(*s));
+}
+
+static void *siv_dup(void *vsrc)
+{
+    const KC_SIV_CTX *src = vsrc;
+    KC_SIV_CTX *dst = OPENSSL_malloc(sizeof(*dst));
+
+    if (dst == NULL)
+        return NULL;
+    *dst = *src;
+    dst->cbc = cbc_fns(src)->dupctx(src->cbc);
+    dst->ctr = ctr_fns(src)->dupctx(src->ctr);
+    if (dst->cbc == NULL || dst->ctr == NULL) {
+        siv_free(dst);
+        return NULL;
+    }
+    return dst;
+}
+
+static int is(const char *key, const char *name)
+{
+    return key[0] == name[0] && strcmp(key, name) == 0;
+}
+
+/* OSSL_PARAM_get_*() of a type it converts, without its errors */
+static int get_uint_quiet(const OSSL_PARAM *p, unsigned int *v)
+{
+    int ok;
+
+    if (p->data_type == OSSL_PARAM_UNSIGNED_INTEGER && p->data != NULL
+        && p->data_size == sizeof(*v)) {
+        memcpy(v, p->data, sizeof(*v));
+        return 1;
+    }
+    ERR_set_mark();
+    ok = OSSL_PARAM_get_uint(p, v);
+    ERR_pop_to_mark();
+    return ok;
+}
+
+static int get_size_t_quiet(const OSSL_PARAM *p, size_t *v)
+{
+    int ok;
+
+    if (p->data_type == OSSL_PARAM_UNSIGNED_INTEGER && p->data != NULL
+        && p->data_size == sizeof(*v)) {
+        memcpy(v, p->data, sizeof(*v));
+        return 1;
+    }
+    ERR_set_mark();
+    ok = OSSL_PARAM_get_size_t(p, v);
+    ERR_pop_to_mark();
+    return ok;
+}
+
+/*
+ * The default's aes_siv_set_ctx_params(), in its order: the first of each
+ * name (a name twice fails the call on 4.x), the tag only when decrypting
+ * (when encrypting a tag ends the call, successfully), then the speed flag
+ * and the key length.  Whatever fails is the default's to say, after what
+ * came before it was set, as in the default.
+ */
+static int siv_set_ctx_params(void *vs, const OSSL_PARAM params[])
+{
+    KC_SIV_CTX *s = vs;
+    const OSSL_PARAM *p, *tag = NULL, *speed = NULL, *klen = NULL;
+    unsigned int sp;
+    size_t kl;
+    int twice = 0;
+
+    if (params == NULL || params[0].key == NULL) {
+        if ((s->f->quirks & (params == NULL ? SIV_Q_NULL_REOPENS
+                                            : SIV_Q_EMPTY_REOPENS)) != 0)
+            s->final_ret = -1;
+        return 1;
+    }
+    for (p = params; p->key != NULL; p++) {
+        const OSSL_PARAM **slot = is(p->key, OSSL_CIPHER_PARAM_AEAD_TAG) ? &tag
+                                  : is(p->key, OSSL_CIPHER_PARAM_SPEED) ? &speed
+                                  : is(p->key, OSSL_CIPHER_PARAM_KEYLEN) ? &klen
+                                  : NULL;
+
+        if (slot == NULL)
+            continue;
+        if (*slot != NULL)
+            twice = 1;
+        else
+            *slot = p;
+    }
+    if (twice && (s->f->quirks & SIV_Q_NO_REPEATS) != 0)
+        return default_set(s, params);
+    if (tag != NULL) {
+        if (s->enc)
+            return 1;
+        if (tag->data_type != OSSL_PARAM_OCTET_STRING
+            || tag->data_size != SIV_BLOCK || tag->data == NULL)
+            return default_set(s, params);
+        memcpy(s->tag, tag->data, SIV_BLOCK);
+    }
+    if (speed != NULL) {
+        if (!get_uint_quiet(speed, &sp))
+            return default_set(s, params);
+        s->crypto_ok = sp == 1 ? -1 : 1;
+    }
+    if (klen != NULL && (!get_size_t_quiet(klen, &kl) || kl != s->keylen))
+        return default_set(s, params);
+    if ((s->f->quirks & SIV_Q_SET_REOPENS) != 0)
+        s->final_ret = -1;
+    return 1;
+}
+
+/*
+ * EVP's usual lone queries are answered here: the tag after encrypting,
+ * the key and tag lengths, and names the default does not know (the IV
+ * length: SIV has none).  Anything else is the default's to answer.
+ */
+static int siv_get_ctx_params(void *vs, OSSL_PARAM params[])
+{
+    KC_SIV_CTX *s = vs;
+    OSSL_PARAM *p = params;
+
+    if (p == NULL || p[0].key == NULL || p[1].key != NULL)
+        return default_get(s, params);
+    if (is(p->key, OSSL_CIPHER_PARAM_AEAD_TAG)) {
+        if (!s->enc || p->data_type != OSSL_PARAM_OCTET_STRING
+            || p->data_size != SIV_BLOCK || p->data == NULL)
+            return default_get(s, params);
+        memcpy(p->data, s->tag, SIV_BLOCK);
+        p->return_size = SIV_BLOCK;
+        return 1;
+    }
+    if (is(p->key, OSSL_CIPHER_PARAM_KEYLEN)
+        || is(p->key, OSSL_CIPHER_PARAM_AEAD_TAGLEN)) {
+        if (p->data_type != OSSL_PARAM_UNSIGNED_INTEGER || p->data == NULL
+            || p->data_size != sizeof(size_t))
+            return default_get(s, params);
+        return OSSL_PARAM_set_size_t(p, p->key[0] == 'k' ? s->keylen
+                                                         : SIV_BLOCK);
+    }
+    return 1;
+}
+
+static int siv_init(KC_SIV_CTX *s, int enc, const unsigned char *key,
+                    size_t keylen, const OSSL_PARAM params[])
+{
+    s->enc = enc;
+    if (key != NULL) {
+        if (keylen != s->keylen)
+            return default_init(s, key, keylen);
+        if (!rekey(s, key))
+            return 0;
+    }
+    return siv_set_ctx_params(s, params);
+}
+
+static int siv_einit(void *vs, const unsigned char *key, size_t keylen,
+                     const unsigned char *iv, size_t ivlen,
+                     const OSSL_PARAM params[])
+{
+    return siv_init(vs, 1, key, keylen, params);
+}
+
+static int siv_dinit(void *vs, const unsigned char *key, size_t keylen,
+                     const unsigned char *iv, size_t ivlen,
+                     const OSSL_PARAM params[])
+{
+    return siv_init(vs, 0, key, keylen, params);
+}
+
+/*
+ * The default's siv_cipher(): data without output is AAD, data with it
+ * the message (one per keying), no data the final's status; an empty
+ * message is ignored before 3.2.
+ */
+static int siv_cipher(void *vs, unsigned char *out, size_t *outl,
+                      size_t outsize, const unsigned char *in, size_t inl)
+{
+    KC_SIV_CTX *s = vs;
+    int ok;
+
+    if (out != NULL) {
+        if (inl == 0 && (s->f->quirks & SIV_Q_EMPTY_IS_MESSAGE) == 0) {
+            if (outl != NULL)
+                *outl = 0;
+            return 1;
+        }
+        if (outsize < inl)
+            return default_update(s, out, outl, outsize, in, inl);
+    }
+    if (in == NULL)
+        ok = s->final_ret == 0;
+    else if (out == NULL)
+        ok = add_aad(s, in, inl);
+    else
+        ok = s->enc ? encrypt(s, in, out, inl) : decrypt(s, in, out, inl);
+    if (!ok)
+        return 0;
+    if (outl != NULL)
+        *outl = inl;
+    return 1;
+}
+
+static int siv_final(void *vs, unsigned char *out, size_t *outl,
+                     size_t outsize)
+{
+    KC_SIV_CTX *s = vs;
+
+    if (s->final_ret != 0)
+        return 0;
+    if (outl != NULL)
+        *outl = 0;
+    return 1;
+}
+
+static const KC_CIPHER_FNS siv_direct = {
+    .dupctx = siv_dup,
+    .freectx = siv_free,
+    .einit = siv_einit,
+    .dinit = siv_dinit,
+    .update = siv_cipher,
+    .final = siv_final,
+    .cipher = siv_cipher,
+    .get_ctx_params = siv_get_ctx_params,
+    .set_ctx_params = siv_set_ctx_params
+};
+
+/*
+ * A context before its key, as the default's newctx() makes it.  NULL,
+ * and so no caching, if an ENGINE is registered for the ciphers the
+ * default's SIV would use through EVP.
+ */
+static void *siv_direct_new(KC_PROVCTX *pctx, const KC_CFAM *f)
+{
+    static const int nids[3][2] = {
+        { NID_aes_128_cbc, NID_aes_128_ctr },
+        { NID_aes_192_cbc, NID_aes_192_ctr },
+        { NID_aes_256_cbc, NID_aes_256_ctr }
+    };
+    size_t bits = (size_t)(f - &pctx->cfam[KC_CFAM_SIV128]);
+    KC_SIV_CTX *s;
+
+    if (bits > 2 || kc_compat_cipher_engine(nids[bits][0])
+        || kc_compat_cipher_engine(nids[bits][1])
+        || (s = OPENSSL_zalloc(sizeof(*s))) == NULL)
+        return NULL;
+    s->f = f;
+    s->pctx = pctx;
+    s->keylen = f->keylen;
+    s->cbc = f->sub[0].newctx(pctx->inner_provctx);
+    s->ctr = f->sub[1].newctx(pctx->inner_provctx);
+    if (s->cbc == NULL || s->ctr == NULL || s->keylen != 2 * (s->keylen / 2)
+        || s->keylen / 2 > 32) {
+        siv_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/*
+ * What the running default's SIV does where versions differ, asked of one
+ * of its contexts: an empty message, the final after set_ctx_params with
+ * and without params and after a refused message, a name twice.  Then one
+ * message both ways, which must agree, or the family stays on the
+ * default's contexts.
+ */
+static int siv_direct_bind(KC_PROVCTX *pctx, KC_CFAM *f)
+{
+    static const char unknown[] = "keycache-probe";
+    const KC_CIPHER_FNS *m = &f->fns;
+    unsigned char key[64] = { 0 }, msg[40], out[2][40], tag[2][SIV_BLOCK];
+    unsigned int one = 1;
+    size_t keylen = 0, outl, i;
+    void *t = NULL, *k = NULL;
+    OSSL_PARAM p[3];
+    int ok = 0;
+
+    p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN, &keylen);
+    p[1] = OSSL_PARAM_construct_end();
+    for (i = 0; i < sizeof(msg); i++)
+        msg[i] = (unsigned char)(i * 7 + 1);
+    for (i = 0; i < sizeof(key); i++)
+        key[i] = (unsigned char)(i * 13 + 5);
+    f->quirks = 0;
+    ERR_set_mark();
+    if (!m->get_params(p) || keylen == 0 || keylen > sizeof(key)
+        || (t = m->newctx(pctx->inner_provctx)) == NULL)
+        goto end;
+    p[0] = OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED, &one);
+    p[1] = OSSL_PARAM_construct_end();
+    if (!m->einit(t, key, keylen, NULL, 0, p)
+        || !m->update(t, out[0], &outl, sizeof(out[0]), msg, 0))
+        goto end;
+    if (m->final(t, out[0], &outl, sizeof(out[0])) == 1)
+        f->quirks |= SIV_Q_EMPTY_IS_MESSAGE;
+    if (!m->update(t, out[0], &outl, sizeof(out[0]), msg, 1)
+        || m->final(t, out[0], &outl, sizeof(out[0])) != 1)
+        goto end;
+    p[1] = OSSL_PARAM_construct_end();
+    /* after a message: set NULL, an empty array, an unknown name */
+    for (i = 0; i < 3; i++) {
+        static const unsigned int q[3] = {
+            SIV_Q_NULL_REOPENS, SIV_Q_EMPTY_REOPENS, SIV_Q_SET_REOPENS
+        };
+
+        p[0] = i == 1 ? OSSL_PARAM_construct_end()
+                      : OSSL_PARAM_construct_uint(unknown, &one);
+        if ((i > 0 && !m->update(t, out[0], &outl, sizeof(out[0]), msg, 1))
+            || !m->set_ctx_params(t, i == 0 ? NULL : p))
+            goto end;
+        if (m->final(t, out[0], &outl, sizeof(out[0])) != 1)
+            f->quirks |= q[i];
+    }
+    p[0] = OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED, &one);
+    p[1] = p[0];
+    p[2] = OSSL_PARAM_construct_end();
+    if (m->set_ctx_params(t, p) != 1)
+        f->quirks |= SIV_Q_NO_REPEATS;
+    m->freectx(t);
+    /* a message refused (one per keying): the final after it */
+    if ((t = m->newctx(pctx->inner_provctx)) == NULL
+        || !m->einit(t, key, keylen, NULL, 0, NULL)
+        || !m->update(t, out[0], &outl, sizeof(out[0]), msg, 1)
+        || m->update(t, out[0], &outl, sizeof(out[0]), msg, 1) != 0)
+        goto end;
+    if (m->final(t, out[0], &outl, sizeof(out[0])) != 1)
+        f->quirks |= SIV_Q_TRY_REOPENS;
+    m->freectx(t);
+
+    /* the default's answer and keycache's, for one message */
+    f->keylen = keylen;
+    if ((t = m->newctx(pctx->inner_provctx)) == NULL
+        || (k = siv_direct_new(pctx, f)) == NULL)
+        goto end;
+    ok = 1;
+    for (i = 0; i < 2 && ok; i++) {
+        const KC_CIPHER_FNS *c = i == 0 ? m : &siv_direct;
+        void *x = i == 0 ? t : k;
+
+        p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+                                                 tag[i], SIV_BLOCK);
+        p[1] = OSSL_PARAM_construct_end();
+        ok = c->einit(x, key, keylen, NULL, 0, NULL)
+             && c->update(x, NULL, &outl, 0, msg + 3, 11)
+             && c->update(x, out[i], &outl, sizeof(out[i]), msg, sizeof(msg))
+             && c->final(x, out[i], &outl, sizeof(out[i]))
+             && c->get_ctx_params(x, p);
+    }
+    ok = ok && memcmp(out[0], out[1], sizeof(out[0])) == 0
+         && memcmp(tag[0], tag[1], SIV_BLOCK) == 0;
+ end:
+    ERR_pop_to_mark();
+    if (t != NULL)
+        m->freectx(t);
+    siv_free(k);
+    return ok;
+}
+
+static const char *const siv_ciphers[3][3] = {
+    { "AES-128-CBC", "AES-128-CTR", NULL },
+    { "AES-192-CBC", "AES-192-CTR", NULL },
+    { "AES-256-CBC", "AES-256-CTR", NULL }
+};
+
 KC_TCIPH_IMPL(kc_aes128siv, KC_CFAM_SIV128)
 KC_TCIPH_IMPL(kc_aes192siv, KC_CFAM_SIV192)
 KC_TCIPH_IMPL(kc_aes256siv, KC_CFAM_SIV256)
 
-#define KC_SIV_DESC(bits)                                                     \
+#define KC_SIV_DESC(bits, i)                                                  \
     { "AES-" #bits "-SIV", "AES-SIV with a per-thread key cache",             \
-      kc_aes##bits##siv_functions, siv_shape, NULL, 0, 0, 0 }
+      kc_aes##bits##siv_functions, siv_shape, NULL, 0, 0, 0,                  \
+      &siv_direct, siv_ciphers[i], siv_direct_new, siv_direct_bind }
 
 const KC_CDESC kc_siv_desc[3] = {
-    KC_SIV_DESC(128), KC_SIV_DESC(192), KC_SIV_DESC(256)
+    KC_SIV_DESC(128, 0), KC_SIV_DESC(192, 1), KC_SIV_DESC(256, 2)
 };

@@ -409,6 +409,11 @@ int kct_rec_same(const char *what, const KCT_REC *want, const KCT_REC *got)
     fprintf(stderr, "\n%s differs from default at line %d\n"
             "  default : %.*s\n  keycache: %.*s\n", what, line,
             (int)strcspn(la, "\n"), la, (int)strcspn(lb, "\n"), lb);
+    /* what led there: the lines before, both had them */
+    for (a = la, line = 0; a > want->buf && line < 8; line++)
+        for (a--; a > want->buf && a[-1] != '\n'; a--)
+            continue;
+    fprintf(stderr, "  after:\n%.*s", (int)(la - a), a);
     return 0;
 }
 

@@ -1111,6 +1111,282 @@ static void pat_evp_cipher(OSSL_LIB_CTX *libctx, REC *r)
 }
 
 /*
+ * AES-SIV keyed from the cache: every kind of call a context keyed from a
+ * template can get (provider/siv.c answers them itself), one script per
+ * context, each letter a call:
+ *   A a       AAD of 13 bytes, empty AAD
+ *   M m L E C message of 37, 5, 600, 0 bytes, the ciphertext of "AM"
+ *   F         final
+ *   G g n     get the tag: 16 bytes, 15, its size (no buffer)
+ *   k t i u q get keylen, taglen, ivlen, a tag as a size_t, two at once
+ *   T X h U   set the tag of "AM", a wrong one, 15 bytes, as UTF-8
+ *   S s Z V W D   speed 1 (uint), 1 (int), 0, as UTF-8, too big, twice
+ *   K J j     keylen right, wrong, as an int
+ *   N e o     set NULL, empty, an unknown name
+ *   P p       tag and speed in one call, tag and a bad speed
+ *   R r       init without the key, with speed in it
+ *   B b       a new key, EVP_CIPHER_CTX_set_key_length(20)
+ *   Y         continue on a copy
+ *   c O f     EVP_Cipher: AAD, 21 bytes, final
+ */
+static const char *const siv_enc_scripts[] = {
+    "AMFG", "AMFktiuqngG", "EFG", "EAMFG", "FAMFG", "AMFMFG", "SAMFAMFG",
+    "AmFG", "ALFG", "AAaMFG", "aMFG", "RAMFG", "AMFRAMFG", "SAMFRAMFG",
+    "rAMFRAMFG", "NAMFG", "eAMFG", "oAMFG", "AMFNF", "AMFeF", "AMFoF",
+    "AMFSFG", "DAMFG", "VAMFG", "WAMFG", "sAMFAMFG", "ZAMFAMF", "KAMFG",
+    "JAMFG", "jAMFG", "bAMFG", "BAMFG", "AYMFG", "AMYFG", "cOfG", "TAMFG",
+    "UAMFG", "hAMFG", "AMFAFG", "AMFMAmFG", "SALFALFG", "GAMG", "AmFmFG",
+    "SEFEFG"
+};
+
+static const char *const siv_dec_scripts[] = {
+    "TACF", "XACF", "ACF", "hTACF", "UACF", "pACF", "PACFG", "TACFTACF",
+    "TSACFTACF", "TDACF", "TAYCF", "TRACF", "TARCF", "ACTF", "TACFg",
+    "TAkqCF", "TNACF", "TeACF", "ToACF", "TACFNF", "TJACF", "TKACF", "BTACF",
+    "TcOf", "TEF", "TAMF"
+};
+
+static unsigned char siv_big[600];
+
+static void siv_set(REC *r, EVP_CIPHER_CTX *ctx, const char *what,
+                    OSSL_PARAM *p)
+{
+    step(r, what, EVP_CIPHER_CTX_set_params(ctx, p));
+}
+
+/* One letter of a script on *ctx (see above). */
+static void siv_op(REC *r, EVP_CIPHER_CTX **pctx, EVP_CIPHER *ci, char op,
+                   int enc, const unsigned char *ct, size_t ctlen,
+                   const unsigned char *ctag)
+{
+    static const unsigned char wrong[16] = { 7, 7, 7 };
+    unsigned char out[BUFMAX], tag[16];
+    EVP_CIPHER_CTX *ctx = *pctx, *copy;
+    unsigned int one = 1, zero = 0;
+    uint64_t big = (uint64_t)1 << 40;
+    size_t klen = EVP_CIPHER_get_key_length(ci), sz = 0, sz2 = 0;
+    int ione = 1, ik = (int)klen, outl = 0, rc;
+    OSSL_PARAM p[3];
+
+    p[1] = p[2] = OSSL_PARAM_construct_end();
+    rec_printf(r, "op %c", op);
+    step(r, "", 1);
+    switch (op) {
+    case 'A':
+    case 'a':
+        rc = EVP_CipherUpdate(ctx, NULL, &outl, aadbuf, op == 'A' ? 13 : 0);
+        step(r, "aad", rc);
+        break;
+    case 'M':
+        rec_update(r, ctx, out, &outl, msg, 37);
+        break;
+    case 'm':
+        rec_update(r, ctx, out, &outl, msg, 5);
+        break;
+    case 'L':
+        rec_update(r, ctx, out, &outl, siv_big, (int)sizeof(siv_big));
+        break;
+    case 'E':
+        rec_update(r, ctx, out, &outl, msg, 0);
+        break;
+    case 'C':
+        rec_update(r, ctx, out, &outl, ct, (int)ctlen);
+        break;
+    case 'F':
+        rc = EVP_CipherFinal_ex(ctx, out, &outl);
+        rec_printf(r, "final outl=%d", outl);
+        step(r, "", rc);
+        break;
+    case 'G':
+    case 'g':
+        memset(tag, 0, sizeof(tag));
+        rec_tag(r, ctx, tag, op == 'G' ? 16 : 15, "get tag");
+        break;
+    case 'n':
+        p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+                                                 NULL, 16);
+        rc = EVP_CIPHER_CTX_get_params(ctx, p);
+        rec_printf(r, "tag size %zu", p[0].return_size);
+        step(r, "", rc);
+        break;
+    case 'k':
+    case 't':
+    case 'i':
+    case 'u':
+        p[0] = OSSL_PARAM_construct_size_t(
+                   op == 'k' ? OSSL_CIPHER_PARAM_KEYLEN
+                   : op == 't' ? OSSL_CIPHER_PARAM_AEAD_TAGLEN
+                   : op == 'i' ? OSSL_CIPHER_PARAM_IVLEN
+                   : OSSL_CIPHER_PARAM_AEAD_TAG, &sz);
+        rc = EVP_CIPHER_CTX_get_params(ctx, p);
+        rec_printf(r, "get %s = %zu (%d)", p[0].key, sz,
+                   (int)OSSL_PARAM_modified(&p[0]));
+        step(r, "", rc);
+        break;
+    case 'q':
+        p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_TAGLEN, &sz);
+        p[1] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN, &sz2);
+        rc = EVP_CIPHER_CTX_get_params(ctx, p);
+        rec_printf(r, "get two = %zu %zu", sz, sz2);
+        step(r, "", rc);
+        break;
+    case 'T':
+    case 'X':
+    case 'h':
+        p[0] = OSSL_PARAM_construct_octet_string(
+                   OSSL_CIPHER_PARAM_AEAD_TAG,
+                   (void *)(op == 'X' ? wrong : ctag), op == 'h' ? 15 : 16);
+        siv_set(r, ctx, "set tag", p);
+        break;
+    case 'U':
+        p[0] = OSSL_PARAM_construct_utf8_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+                                                (char *)"0123456789abcdef",
+                                                0);
+        siv_set(r, ctx, "set tag utf8", p);
+        break;
+    case 'S':
+    case 'Z':
+        p[0] = OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED,
+                                         op == 'S' ? &one : &zero);
+        siv_set(r, ctx, "set speed", p);
+        break;
+    case 's':
+        p[0] = OSSL_PARAM_construct_int(OSSL_CIPHER_PARAM_SPEED, &ione);
+        siv_set(r, ctx, "set speed int", p);
+        break;
+    case 'V':
+        p[0] = OSSL_PARAM_construct_utf8_string(OSSL_CIPHER_PARAM_SPEED,
+                                                (char *)"1", 0);
+        siv_set(r, ctx, "set speed utf8", p);
+        break;
+    case 'W':
+        p[0] = OSSL_PARAM_construct_uint64(OSSL_CIPHER_PARAM_SPEED, &big);
+        siv_set(r, ctx, "set speed big", p);
+        break;
+    case 'D':
+        p[0] = OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED, &one);
+        p[1] = p[0];
+        siv_set(r, ctx, "set speed twice", p);
+        break;
+    case 'K':
+    case 'J':
+        sz = op == 'K' ? klen : klen + 1;
+        p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN, &sz);
+        siv_set(r, ctx, "set keylen", p);
+        break;
+    case 'j':
+        p[0] = OSSL_PARAM_construct_int(OSSL_CIPHER_PARAM_KEYLEN, &ik);
+        siv_set(r, ctx, "set keylen int", p);
+        break;
+    case 'N':
+        siv_set(r, ctx, "set null", NULL);
+        break;
+    case 'e':
+        p[0] = OSSL_PARAM_construct_end();
+        siv_set(r, ctx, "set empty", p);
+        break;
+    case 'o':
+        p[0] = OSSL_PARAM_construct_uint("no-such-param", &one);
+        siv_set(r, ctx, "set unknown", p);
+        break;
+    case 'P':
+    case 'p':
+        p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+                                                 (void *)ctag, 16);
+        p[1] = op == 'P' ? OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED,
+                                                     &one)
+               : OSSL_PARAM_construct_utf8_string(OSSL_CIPHER_PARAM_SPEED,
+                                                  (char *)"x", 0);
+        siv_set(r, ctx, "set tag and speed", p);
+        break;
+    case 'R':
+    case 'r':
+        p[0] = OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED, &one);
+        rc = EVP_CipherInit_ex2(ctx, NULL, NULL, NULL, enc,
+                                op == 'R' ? NULL : p);
+        step(r, "init without key", rc);
+        break;
+    case 'B':
+        rc = EVP_CipherInit_ex2(ctx, NULL, keys[1], NULL, enc, NULL);
+        step(r, "new key", rc);
+        break;
+    case 'b':
+        step(r, "set_key_length", EVP_CIPHER_CTX_set_key_length(ctx, 20));
+        break;
+    case 'Y':
+        copy = EVP_CIPHER_CTX_new();
+        rc = EVP_CIPHER_CTX_copy(copy, ctx);
+        step(r, "copy", rc);
+        if (rc) {
+            EVP_CIPHER_CTX_free(ctx);
+            *pctx = copy;
+        } else {
+            EVP_CIPHER_CTX_free(copy);
+        }
+        break;
+    case 'c':
+        step(r, "cipher aad", EVP_Cipher(ctx, NULL, aadbuf, 9));
+        break;
+    case 'O':
+        rc = EVP_Cipher(ctx, out, msg, 21);
+        rec_printf(r, "cipher ");
+        rec_hex(r, out, rc > 0 ? 21 : 0);
+        step(r, "", rc);
+        break;
+    case 'f':
+        step(r, "cipher final", EVP_Cipher(ctx, NULL, NULL, 0));
+        break;
+    }
+}
+
+static void pat_siv_keyed(OSSL_LIB_CTX *libctx, REC *r)
+{
+    unsigned char ct[64], ctag[16];
+    size_t i;
+    int c, l, l2, enc;
+
+    kct_fill(siv_big, sizeof(siv_big), 500);
+    for (c = 3; c < NCIPHERS; c++) {
+        EVP_CIPHER *ci = EVP_CIPHER_fetch(libctx, ciphers[c], NULL);
+        EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+
+        /* the ciphertext of "AM" with key 0 (the template's, once keyed) */
+        memset(ctag, 0, sizeof(ctag));
+        step(r, "reference",
+             EVP_EncryptInit_ex2(ctx, ci, keys[0], NULL, NULL)
+             && EVP_EncryptUpdate(ctx, NULL, &l, aadbuf, 13)
+             && EVP_EncryptUpdate(ctx, ct, &l, msg, 37)
+             && EVP_EncryptFinal_ex(ctx, ct + l, &l2)
+             && EVP_CIPHER_CTX_get_params(ctx, (OSSL_PARAM[]){
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+                                            ctag, 16),
+                    OSSL_PARAM_END }));
+        rec_hex(r, ct, 37);
+        rec_hex(r, ctag, 16);
+        step(r, "", 1);
+        EVP_CIPHER_CTX_free(ctx);
+        for (enc = 1; enc >= 0; enc--) {
+            const char *const *sc = enc ? siv_enc_scripts : siv_dec_scripts;
+            size_t n = enc ? sizeof(siv_enc_scripts) / sizeof(*sc)
+                           : sizeof(siv_dec_scripts) / sizeof(*sc);
+
+            for (i = 0; i < n; i++) {
+                const char *op;
+
+                ctx = EVP_CIPHER_CTX_new();
+                rec_printf(r, "%s %s", ciphers[c], sc[i]);
+                step(r, "init key",
+                     EVP_CipherInit_ex2(ctx, ci, keys[0], NULL, enc, NULL));
+                for (op = sc[i]; *op != '\0'; op++)
+                    siv_op(r, &ctx, ci, *op, enc, ct, 37, ctag);
+                EVP_CIPHER_CTX_free(ctx);
+            }
+        }
+        EVP_CIPHER_free(ci);
+    }
+}
+
+/*
  * GCM (volatile calls, provider/ctmpl.c): an expected tag or an IV given
  * before the key is replayed onto a copy of the template, in the direction
  * it was given in, so these common patterns hit even when the template
@@ -1199,6 +1475,7 @@ static void test_queries(void) { run_pattern(pat_queries, 1); }
 static void test_bad(void) { run_pattern(pat_bad, 0); }
 static void test_evp_cipher(void) { run_pattern(pat_evp_cipher, 1); }
 static void test_rest_fails(void) { run_pattern(pat_rest_fails, 1); }
+static void test_siv_keyed(void) { run_pattern(pat_siv_keyed, 1); }
 
 static void add_suites(void)
 {
@@ -1221,6 +1498,8 @@ static void add_suites(void)
     CU_add_test(s, "bad and passed-through calls", test_bad);
     CU_add_test(s, "EVP_Cipher", test_evp_cipher);
     CU_add_test(s, "params refused in the keying init", test_rest_fails);
+    CU_add_test(s, "SIV keyed from the cache: every call after the key",
+                test_siv_keyed);
     CU_add_test(s, "GCM: tag and IV before the key hit", test_volatile_hits);
 }
 
