@@ -1116,6 +1116,7 @@ static void pat_evp_cipher(OSSL_LIB_CTX *libctx, REC *r)
  * context, each letter a call:
  *   A a       AAD of 13 bytes, empty AAD
  *   M m L E C message of 37, 5, 600, 0 bytes, the ciphertext of "AM"
+ *   Q         the ciphertext of "AM", the output recorded even on failure
  *   F         final
  *   G g n     get the tag: 16 bytes, 15, its size (no buffer)
  *   k t i u q get keylen, taglen, ivlen, a tag as a size_t, two at once
@@ -1136,14 +1137,14 @@ static const char *const siv_enc_scripts[] = {
     "AMFSFG", "DAMFG", "VAMFG", "WAMFG", "sAMFAMFG", "ZAMFAMF", "KAMFG",
     "JAMFG", "jAMFG", "bAMFG", "BAMFG", "AYMFG", "AMYFG", "cOfG", "TAMFG",
     "UAMFG", "hAMFG", "AMFAFG", "AMFMAmFG", "SALFALFG", "GAMG", "AmFmFG",
-    "SEFEFG"
+    "SEFEFG", "TG", "PAMFAMFG", "XG"
 };
 
 static const char *const siv_dec_scripts[] = {
     "TACF", "XACF", "ACF", "hTACF", "UACF", "pACF", "PACFG", "TACFTACF",
     "TSACFTACF", "TDACF", "TAYCF", "TRACF", "TARCF", "ACTF", "TACFg",
     "TAkqCF", "TNACF", "TeACF", "ToACF", "TACFNF", "TJACF", "TKACF", "BTACF",
-    "TcOf", "TEF", "TAMF"
+    "TcOf", "TEF", "TAMF", "XAQF", "TAQF", "AQF"
 };
 
 static unsigned char siv_big[600];
@@ -1191,6 +1192,13 @@ static void siv_op(REC *r, EVP_CIPHER_CTX **pctx, EVP_CIPHER *ci, char op,
         break;
     case 'C':
         rec_update(r, ctx, out, &outl, ct, (int)ctlen);
+        break;
+    case 'Q':
+        memset(out, 0xaa, ctlen);
+        rc = EVP_CipherUpdate(ctx, out, &outl, ct, (int)ctlen);
+        rec_printf(r, "update, out ");
+        rec_hex(r, out, ctlen);
+        step(r, "", rc);
         break;
     case 'F':
         rc = EVP_CipherFinal_ex(ctx, out, &outl);
