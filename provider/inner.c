@@ -375,7 +375,10 @@ static void bind_cdirect(KC_PROVCTX *pctx, KC_CFAM *f,
     size_t i;
 
     f->kfns = NULL;
-    if (f->d->direct == NULL || n == NULL)
+    /* direct_bind() asks the default's own functions first */
+    if (f->d->direct == NULL || n == NULL || !cipher_complete(&f->fns)
+        || f->fns.dinit == NULL || f->fns.cipher == NULL
+        || f->fns.get_params == NULL)
         return;
     for (i = 0; n[i] != NULL; i++) {
         if (i == KC_CFAM_SUBS || (a = find_alg(ciphers, n[i])) == NULL)

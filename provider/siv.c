@@ -46,7 +46,8 @@ static const char *const siv_shape[] = {
 #define SIV_Q_NULL_REOPENS 8
 /* set_ctx_params fails, setting nothing, on a parameter named twice (4.x) */
 #define SIV_Q_NO_REPEATS 16
-/* a message reopens the final before anything else (3.5.9, 3.6, 4.0) */
+/* a message reopens the final first, so a failed one leaves it open
+ * (3.5.9, 3.6.5, 4.0.3; 3.0.22 leaves a forged one's final standing) */
 #define SIV_Q_TRY_REOPENS 32
 
 #define SIV_BLOCK 16
@@ -696,9 +697,9 @@ static void *siv_direct_new(KC_PROVCTX *pctx, const KC_CFAM *f)
 /*
  * What the running default's SIV does where versions differ, asked of one
  * of its contexts: an empty message, the final after set_ctx_params with
- * and without params and after a refused message, a name twice.  Then one
- * message both ways, which must agree, or the family stays on the
- * default's contexts.
+ * and without params and after a failed message, a name twice.  Then one
+ * message both ways, which must agree.  Anything siv.c does not model
+ * keeps the family on the default's contexts.
  */
 static int siv_direct_bind(KC_PROVCTX *pctx, KC_CFAM *f)
 {
@@ -709,7 +710,7 @@ static int siv_direct_bind(KC_PROVCTX *pctx, KC_CFAM *f)
     size_t keylen = 0, outl, i;
     void *t = NULL, *k = NULL;
     OSSL_PARAM p[3];
-    int ok = 0;
+    int ok = 0, refused;
 
     p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN, &keylen);
     p[1] = OSSL_PARAM_construct_end();
@@ -753,14 +754,51 @@ static int siv_direct_bind(KC_PROVCTX *pctx, KC_CFAM *f)
     if (m->set_ctx_params(t, p) != 1)
         f->quirks |= SIV_Q_NO_REPEATS;
     m->freectx(t);
-    /* a message refused (one per keying): the final after it */
+    /*
+     * A message that fails, refused (one per keying) or forged (a speed
+     * flag decryption whose tag does not match): siv.c models a release
+     * that reopens the final at every message or at none, so the two must
+     * agree.  Nothing else may reopen it: AAD after the message, an update
+     * refused for its output size, a second final.
+     */
+    p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+                                             tag[0], SIV_BLOCK);
+    p[1] = OSSL_PARAM_construct_end();
     if ((t = m->newctx(pctx->inner_provctx)) == NULL
         || !m->einit(t, key, keylen, NULL, 0, NULL)
-        || !m->update(t, out[0], &outl, sizeof(out[0]), msg, 1)
-        || m->update(t, out[0], &outl, sizeof(out[0]), msg, 1) != 0)
+        || !m->update(t, out[1], &outl, sizeof(out[1]), msg, 20)
+        || !m->get_ctx_params(t, p)
+        || m->update(t, out[0], &outl, sizeof(out[0]), msg, 20) != 0)
         goto end;
-    if (m->final(t, out[0], &outl, sizeof(out[0])) != 1)
+    refused = m->final(t, out[0], &outl, sizeof(out[0])) == 1;
+    m->freectx(t);
+    p[0] = OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED, &one);
+    if ((t = m->newctx(pctx->inner_provctx)) == NULL
+        || !m->dinit(t, key, keylen, NULL, 0, p))
+        goto end;
+    p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+                                             tag[0], SIV_BLOCK);
+    if (!m->set_ctx_params(t, p)
+        || !m->update(t, out[0], &outl, sizeof(out[0]), out[1], 20)
+        || m->final(t, out[0], &outl, sizeof(out[0])) != 1)
+        goto end;
+    out[1][3] ^= 1;
+    if (m->update(t, out[0], &outl, sizeof(out[0]), out[1], 20) != 0
+        || (m->final(t, out[0], &outl, sizeof(out[0])) == 1) != refused)
+        goto end;
+    if (!refused)
         f->quirks |= SIV_Q_TRY_REOPENS;
+    m->freectx(t);
+    p[0] = OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED, &one);
+    if ((t = m->newctx(pctx->inner_provctx)) == NULL
+        || !m->einit(t, key, keylen, NULL, 0, p)
+        || !m->update(t, out[0], &outl, sizeof(out[0]), msg, 20)
+        || !m->update(t, NULL, &outl, 0, msg, 5)
+        || m->final(t, out[0], &outl, sizeof(out[0])) != 1
+        || m->final(t, out[0], &outl, sizeof(out[0])) != 1
+        || m->update(t, out[0], &outl, 0, msg, 5) != 0
+        || m->final(t, out[0], &outl, sizeof(out[0])) != 1)
+        goto end;
     m->freectx(t);
 
     /* the default's answer and keycache's, for one message */

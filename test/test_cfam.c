@@ -1117,6 +1117,7 @@ static void pat_evp_cipher(OSSL_LIB_CTX *libctx, REC *r)
  *   A a       AAD of 13 bytes, empty AAD
  *   M m L E C message of 37, 5, 600, 0 bytes, the ciphertext of "AM"
  *   Q         the ciphertext of "AM", the output recorded even on failure
+ *   w         that ciphertext with one bit flipped (forged)
  *   F         final
  *   G g n     get the tag: 16 bytes, 15, its size (no buffer)
  *   k t i u q get keylen, taglen, ivlen, a tag as a size_t, two at once
@@ -1144,7 +1145,8 @@ static const char *const siv_dec_scripts[] = {
     "TACF", "XACF", "ACF", "hTACF", "UACF", "pACF", "PACFG", "TACFTACF",
     "TSACFTACF", "TDACF", "TAYCF", "TRACF", "TARCF", "ACTF", "TACFg",
     "TAkqCF", "TNACF", "TeACF", "ToACF", "TACFNF", "TJACF", "TKACF", "BTACF",
-    "TcOf", "TEF", "TAMF", "XAQF", "TAQF", "AQF"
+    "TcOf", "TEF", "TAMF", "XAQF", "TAQF", "AQF", "TSACFwFCF", "TSACFwCF",
+    "TSACFAFFwF"
 };
 
 static unsigned char siv_big[600];
@@ -1192,6 +1194,11 @@ static void siv_op(REC *r, EVP_CIPHER_CTX **pctx, EVP_CIPHER *ci, char op,
         break;
     case 'C':
         rec_update(r, ctx, out, &outl, ct, (int)ctlen);
+        break;
+    case 'w':
+        memcpy(out, ct, ctlen);
+        out[3] ^= 1;
+        rec_update(r, ctx, out, &outl, out, (int)ctlen);
         break;
     case 'Q':
         memset(out, 0xaa, ctlen);
