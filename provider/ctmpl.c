@@ -1106,6 +1106,13 @@ int kc_tciph_get_params(int which, OSSL_PARAM params[])
 /* ---------------------------------------------------------------------- */
 /* Start                                                                  */
 
+/* Whose functions a keyed context of f (a template, a hit) runs on. */
+void kc_ctmpl_keyed_fns(KC_CFAM *f, const KC_CIPHER_FNS *k)
+{
+    f->kfns = k;
+    f->alg[0].freectx = f->alg[1].freectx = k->freectx;
+}
+
 int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg)
 {
     const KC_CIPHER_FNS *m = &f->fns;
@@ -1119,15 +1126,13 @@ int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg)
         || m->final == NULL || m->cipher == NULL || m->get_params == NULL
         || m->get_ctx_params == NULL || m->set_ctx_params == NULL)
         return 0;
-    /* a family's own keyed contexts, if inner.c bound them (direct_on) */
-    if (f->kfns == NULL)
-        f->kfns = m;
     for (i = 0; i < 2; i++) {
         f->alg[i].names = alg->algorithm_names;
-        f->alg[i].freectx = f->kfns->freectx;
         f->alg[i].spare_max = 0;
         f->alg[i].stat = KC_STAT_CFAM + (unsigned int)which;
     }
+    /* the default's, unless inner.c binds the family's own afterwards */
+    kc_ctmpl_keyed_fns(f, m);
     inner_get_params[which] = m->get_params;
     /* the key length every init must bring (the default checks it too) */
     q[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN, &keylen);

@@ -326,6 +326,27 @@ static size_t digest_size(const KC_DIGEST_FNS *d, const char *name)
  * ciphers or digest it names; without all of them, or if what it learns
  * at start fails, it runs through the default's MAC, as any other family.
  */
+/*
+ * The default's ciphers named in n (none if NULL) into fns[0, max): 0 if
+ * there are more, or one is missing or incomplete.
+ */
+static int bind_ciphers(const OSSL_ALGORITHM *ciphers, const char *const *n,
+                        KC_CIPHER_FNS *fns, size_t max)
+{
+    const OSSL_ALGORITHM *a;
+    size_t i;
+
+    for (i = 0; n != NULL && n[i] != NULL; i++) {
+        if (i == max || (a = find_alg(ciphers, n[i])) == NULL)
+            return 0;
+        memset(&fns[i], 0, sizeof(fns[i]));
+        load_cipher_fns(&fns[i], a->implementation);
+        if (!cipher_complete(&fns[i]))
+            return 0;
+    }
+    return 1;
+}
+
 static void bind_direct(KC_PROVCTX *pctx, KC_TFAM *f,
                         const OSSL_ALGORITHM *ciphers,
                         const OSSL_ALGORITHM *digests)
@@ -333,19 +354,11 @@ static void bind_direct(KC_PROVCTX *pctx, KC_TFAM *f,
     const char *const *n = f->d->direct_ciphers;
     const KC_DIGEST_FNS *g = &f->dig;
     const OSSL_ALGORITHM *a;
-    size_t i;
 
     f->direct_on = 0;
-    if (f->d->direct == NULL || (n == NULL && f->d->direct_digest == NULL))
+    if (f->d->direct == NULL || (n == NULL && f->d->direct_digest == NULL)
+        || !bind_ciphers(ciphers, n, f->ciph, KC_TFAM_CIPHERS))
         return;
-    for (i = 0; n != NULL && n[i] != NULL; i++) {
-        if (i == KC_TFAM_CIPHERS || (a = find_alg(ciphers, n[i])) == NULL)
-            return;
-        memset(&f->ciph[i], 0, sizeof(f->ciph[i]));
-        load_cipher_fns(&f->ciph[i], a->implementation);
-        if (!cipher_complete(&f->ciph[i]))
-            return;
-    }
     if (f->d->direct_digest != NULL) {
         if ((a = find_alg(digests, f->d->direct_digest)) == NULL)
             return;
@@ -364,32 +377,17 @@ static void bind_direct(KC_PROVCTX *pctx, KC_TFAM *f,
 
 /*
  * A cipher family's own keyed contexts (AES-SIV's), on the default's
- * ciphers it names; f->kfns stays NULL (the default's) if any is missing
+ * ciphers it names, once kc_ctmpl_bind() has checked the default's own
+ * (which direct_bind() asks first); the default's stay if any is missing
  * or incomplete, or if direct_bind() refuses what it finds.
  */
 static void bind_cdirect(KC_PROVCTX *pctx, KC_CFAM *f,
                          const OSSL_ALGORITHM *ciphers)
 {
-    const char *const *n = f->d->direct_ciphers;
-    const OSSL_ALGORITHM *a;
-    size_t i;
-
-    f->kfns = NULL;
-    /* direct_bind() asks the default's own functions first */
-    if (f->d->direct == NULL || n == NULL || !cipher_complete(&f->fns)
-        || f->fns.dinit == NULL || f->fns.cipher == NULL
-        || f->fns.get_params == NULL)
-        return;
-    for (i = 0; n[i] != NULL; i++) {
-        if (i == KC_CFAM_SUBS || (a = find_alg(ciphers, n[i])) == NULL)
-            return;
-        memset(&f->sub[i], 0, sizeof(f->sub[i]));
-        load_cipher_fns(&f->sub[i], a->implementation);
-        if (!cipher_complete(&f->sub[i]) || f->sub[i].cipher == NULL)
-            return;
-    }
-    if (f->d->direct_bind(pctx, f))
-        f->kfns = f->d->direct;
+    if (f->d->direct != NULL && f->d->direct_ciphers != NULL
+        && bind_ciphers(ciphers, f->d->direct_ciphers, f->sub, KC_CFAM_SUBS)
+        && f->d->direct_bind(pctx, f))
+        kc_ctmpl_keyed_fns(f, f->d->direct);
 }
 
 int kc_inner_start(KC_PROVCTX *pctx)
@@ -484,12 +482,12 @@ int kc_inner_start(KC_PROVCTX *pctx)
             return 0;
         }
         load_cipher_fns(&f->fns, a->implementation);
-        bind_cdirect(pctx, f, ciphers);
         if (!kc_ctmpl_bind(pctx, f, a)) {
             kc_raise(pctx, KC_R_INNER_MISSING, "default %s lacks functions",
                      f->d->name);
             return 0;
         }
+        bind_cdirect(pctx, f, ciphers);
         pctx->cipher_algs[ncipher].algorithm_names = a->algorithm_names;
         pctx->cipher_algs[ncipher].property_definition =
             "provider=" KEYCACHE_PROVIDER_NAME;

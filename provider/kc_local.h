@@ -201,6 +201,11 @@ size_t kc_trec_match_call(const unsigned char *rec, size_t off, size_t len,
 size_t kc_trec_match_sig(const unsigned char *rec, size_t off, size_t len,
                          int tag, uint32_t type, int item,
                          const OSSL_PARAM *const *ps, size_t n);
+/* Is key the parameter name name?  (The first byte settles most.) */
+static ossl_inline int kc_name_is(const char *key, const char *name)
+{
+    return key[0] == name[0] && strcmp(key, name) == 0;
+}
 /* Is name one of the NULL-terminated list (which may be NULL)? */
 int kc_name_in_list(const char *const *list, const char *name);
 /* A fast hash over whole words, for records (which are not secrets). */
@@ -770,6 +775,7 @@ int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
                       const char **with_value);
 /* ctmpl.c: the shared layer of the cipher families */
 int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg);
+void kc_ctmpl_keyed_fns(KC_CFAM *f, const KC_CIPHER_FNS *k);
 void *kc_tciph_newctx(KC_PROVCTX *pctx, int which);
 OSSL_FUNC_cipher_dupctx_fn kc_tciph_dupctx;
 OSSL_FUNC_cipher_freectx_fn kc_tciph_freectx;

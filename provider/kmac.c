@@ -187,7 +187,7 @@ static void set_key(KC_KMAC_CTX *k, const unsigned char *key, size_t keylen)
 
 static int is(const OSSL_PARAM *p, const char *name)
 {
-    return p->key[0] == name[0] && strcmp(p->key, name) == 0;
+    return kc_name_is(p->key, name);
 }
 
 /*

@@ -341,18 +341,26 @@ static int decrypt(KC_SIV_CTX *s, const unsigned char *in, unsigned char *out,
 /* ---------------------------------------------------------------------- */
 /* What the default says                                                  */
 
-/* A context of the default's in this direction (unkeyed: none is needed). */
-static void *scratch(const KC_SIV_CTX *s)
+/* A context of the default's, after init(key, params) in direction enc. */
+static void *default_ctx(KC_PROVCTX *pctx, const KC_CFAM *f, int enc,
+                         const unsigned char *key, size_t keylen,
+                         const OSSL_PARAM params[])
 {
-    const KC_CIPHER_FNS *m = &s->f->fns;
-    void *t = m->newctx(s->pctx->inner_provctx);
+    const KC_CIPHER_FNS *m = &f->fns;
+    void *t = m->newctx(pctx->inner_provctx);
 
     if (t != NULL
-        && !(s->enc ? m->einit : m->dinit)(t, NULL, 0, NULL, 0, NULL)) {
+        && !(enc ? m->einit : m->dinit)(t, key, keylen, NULL, 0, params)) {
         m->freectx(t);
         t = NULL;
     }
     return t;
+}
+
+/* One in this direction, unkeyed: none of its refusals needs a key. */
+static void *scratch(const KC_SIV_CTX *s)
+{
+    return default_ctx(s->pctx, s->f, s->enc, NULL, 0, NULL);
 }
 
 /* A call of the default's refuses params: its return value and errors. */
@@ -409,13 +417,12 @@ static KC_NOINLINE int default_get(const KC_SIV_CTX *s, OSSL_PARAM params[])
     void *t;
     int r = 0;
 
-    if ((t = m->newctx(s->pctx->inner_provctx)) == NULL)
-        return 0;
     p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
                                              (void *)s->tag, SIV_BLOCK);
     p[1] = OSSL_PARAM_construct_end();
-    if (m->dinit(t, NULL, 0, NULL, 0, p)
-        && (!s->enc || m->einit(t, NULL, 0, NULL, 0, NULL)))
+    if ((t = default_ctx(s->pctx, s->f, 0, NULL, 0, p)) == NULL)
+        return 0;
+    if (!s->enc || m->einit(t, NULL, 0, NULL, 0, NULL))
         r = m->get_ctx_params(t, params);
     m->freectx(t);
     return r;
@@ -455,42 +462,6 @@ static void *siv_dup(void *vsrc)
     return dst;
 }
 
-static int is(const char *key, const char *name)
-{
-    return key[0] == name[0] && strcmp(key, name) == 0;
-}
-
-/* OSSL_PARAM_get_*() of a type it converts, without its errors */
-static int get_uint_quiet(const OSSL_PARAM *p, unsigned int *v)
-{
-    int ok;
-
-    if (p->data_type == OSSL_PARAM_UNSIGNED_INTEGER && p->data != NULL
-        && p->data_size == sizeof(*v)) {
-        memcpy(v, p->data, sizeof(*v));
-        return 1;
-    }
-    ERR_set_mark();
-    ok = OSSL_PARAM_get_uint(p, v);
-    ERR_pop_to_mark();
-    return ok;
-}
-
-static int get_size_t_quiet(const OSSL_PARAM *p, size_t *v)
-{
-    int ok;
-
-    if (p->data_type == OSSL_PARAM_UNSIGNED_INTEGER && p->data != NULL
-        && p->data_size == sizeof(*v)) {
-        memcpy(v, p->data, sizeof(*v));
-        return 1;
-    }
-    ERR_set_mark();
-    ok = OSSL_PARAM_get_size_t(p, v);
-    ERR_pop_to_mark();
-    return ok;
-}
-
 /*
  * The default's aes_siv_set_ctx_params(), in its order: the first of each
  * name (a name twice fails the call on 4.x), the tag only when decrypting
@@ -504,7 +475,7 @@ static int siv_set_ctx_params(void *vs, const OSSL_PARAM params[])
     const OSSL_PARAM *p, *tag = NULL, *speed = NULL, *klen = NULL;
     unsigned int sp;
     size_t kl;
-    int twice = 0;
+    int twice = 0, sp_ok, kl_ok;
 
     if (params == NULL || params[0].key == NULL) {
         if ((s->f->quirks & (params == NULL ? SIV_Q_NULL_REOPENS
@@ -513,10 +484,11 @@ static int siv_set_ctx_params(void *vs, const OSSL_PARAM params[])
         return 1;
     }
     for (p = params; p->key != NULL; p++) {
-        const OSSL_PARAM **slot = is(p->key, OSSL_CIPHER_PARAM_AEAD_TAG) ? &tag
-                                  : is(p->key, OSSL_CIPHER_PARAM_SPEED) ? &speed
-                                  : is(p->key, OSSL_CIPHER_PARAM_KEYLEN) ? &klen
-                                  : NULL;
+        const OSSL_PARAM **slot =
+            kc_name_is(p->key, OSSL_CIPHER_PARAM_AEAD_TAG) ? &tag
+            : kc_name_is(p->key, OSSL_CIPHER_PARAM_SPEED) ? &speed
+            : kc_name_is(p->key, OSSL_CIPHER_PARAM_KEYLEN) ? &klen
+            : NULL;
 
         if (slot == NULL)
             continue;
@@ -535,12 +507,19 @@ static int siv_set_ctx_params(void *vs, const OSSL_PARAM params[])
             return default_set(s, params);
         memcpy(s->tag, tag->data, SIV_BLOCK);
     }
+    /* the values as the default reads them (reading sets nothing) */
+    if (speed != NULL || klen != NULL) {
+        ERR_set_mark();
+        sp_ok = speed == NULL || OSSL_PARAM_get_uint(speed, &sp);
+        kl_ok = klen == NULL || OSSL_PARAM_get_size_t(klen, &kl);
+        ERR_pop_to_mark();
+    }
     if (speed != NULL) {
-        if (!get_uint_quiet(speed, &sp))
+        if (!sp_ok)
             return default_set(s, params);
         s->crypto_ok = sp == 1 ? -1 : 1;
     }
-    if (klen != NULL && (!get_size_t_quiet(klen, &kl) || kl != s->keylen))
+    if (klen != NULL && (!kl_ok || kl != s->keylen))
         return default_set(s, params);
     if ((s->f->quirks & SIV_Q_SET_REOPENS) != 0)
         s->final_ret = -1;
@@ -559,7 +538,7 @@ static int siv_get_ctx_params(void *vs, OSSL_PARAM params[])
 
     if (p == NULL || p[0].key == NULL || p[1].key != NULL)
         return default_get(s, params);
-    if (is(p->key, OSSL_CIPHER_PARAM_AEAD_TAG)) {
+    if (kc_name_is(p->key, OSSL_CIPHER_PARAM_AEAD_TAG)) {
         if (!s->enc || p->data_type != OSSL_PARAM_OCTET_STRING
             || p->data_size != SIV_BLOCK || p->data == NULL)
             return default_get(s, params);
@@ -567,8 +546,8 @@ static int siv_get_ctx_params(void *vs, OSSL_PARAM params[])
         p->return_size = SIV_BLOCK;
         return 1;
     }
-    if (is(p->key, OSSL_CIPHER_PARAM_KEYLEN)
-        || is(p->key, OSSL_CIPHER_PARAM_AEAD_TAGLEN)) {
+    if (kc_name_is(p->key, OSSL_CIPHER_PARAM_KEYLEN)
+        || kc_name_is(p->key, OSSL_CIPHER_PARAM_AEAD_TAGLEN)) {
         if (p->data_type != OSSL_PARAM_UNSIGNED_INTEGER || p->data == NULL
             || p->data_size != sizeof(size_t))
             return default_get(s, params);
@@ -694,6 +673,15 @@ static void *siv_direct_new(KC_PROVCTX *pctx, const KC_CFAM *f)
     return s;
 }
 
+/* Does the final succeed: a message done and not reopened since? */
+static int final_ok(const KC_CIPHER_FNS *m, void *t)
+{
+    unsigned char out[1];
+    size_t outl;
+
+    return m->final(t, out, &outl, sizeof(out)) == 1;
+}
+
 /*
  * What the running default's SIV does where versions differ, asked of one
  * of its contexts: an empty message, the final after set_ctx_params with
@@ -704,52 +692,48 @@ static void *siv_direct_new(KC_PROVCTX *pctx, const KC_CFAM *f)
 static int siv_direct_bind(KC_PROVCTX *pctx, KC_CFAM *f)
 {
     static const char unknown[] = "keycache-probe";
+    static const unsigned int reopens[3] = {
+        SIV_Q_NULL_REOPENS, SIV_Q_EMPTY_REOPENS, SIV_Q_SET_REOPENS
+    };
     const KC_CIPHER_FNS *m = &f->fns;
-    unsigned char key[64] = { 0 }, msg[40], out[2][40], tag[2][SIV_BLOCK];
+    unsigned char key[64], msg[40], out[2][40], tag[2][SIV_BLOCK];
     unsigned int one = 1;
-    size_t keylen = 0, outl, i;
+    size_t keylen = f->keylen, outl, i;
     void *t = NULL, *k = NULL;
-    OSSL_PARAM p[3];
+    OSSL_PARAM speed[2], p[3];
     int ok = 0, refused;
 
-    p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN, &keylen);
-    p[1] = OSSL_PARAM_construct_end();
+    /* CMAC runs on the CBC context's one-call cipher */
+    if (keylen == 0 || keylen > sizeof(key) || f->sub[0].cipher == NULL)
+        return 0;
     for (i = 0; i < sizeof(msg); i++)
         msg[i] = (unsigned char)(i * 7 + 1);
     for (i = 0; i < sizeof(key); i++)
         key[i] = (unsigned char)(i * 13 + 5);
+    speed[0] = OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED, &one);
+    speed[1] = OSSL_PARAM_construct_end();
     f->quirks = 0;
     ERR_set_mark();
-    if (!m->get_params(p) || keylen == 0 || keylen > sizeof(key)
-        || (t = m->newctx(pctx->inner_provctx)) == NULL)
-        goto end;
-    p[0] = OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED, &one);
-    p[1] = OSSL_PARAM_construct_end();
-    if (!m->einit(t, key, keylen, NULL, 0, p)
+    if ((t = default_ctx(pctx, f, 1, key, keylen, speed)) == NULL
         || !m->update(t, out[0], &outl, sizeof(out[0]), msg, 0))
         goto end;
-    if (m->final(t, out[0], &outl, sizeof(out[0])) == 1)
+    if (final_ok(m, t))
         f->quirks |= SIV_Q_EMPTY_IS_MESSAGE;
     if (!m->update(t, out[0], &outl, sizeof(out[0]), msg, 1)
-        || m->final(t, out[0], &outl, sizeof(out[0])) != 1)
+        || !final_ok(m, t))
         goto end;
-    p[1] = OSSL_PARAM_construct_end();
     /* after a message: set NULL, an empty array, an unknown name */
+    p[1] = OSSL_PARAM_construct_end();
     for (i = 0; i < 3; i++) {
-        static const unsigned int q[3] = {
-            SIV_Q_NULL_REOPENS, SIV_Q_EMPTY_REOPENS, SIV_Q_SET_REOPENS
-        };
-
         p[0] = i == 1 ? OSSL_PARAM_construct_end()
                       : OSSL_PARAM_construct_uint(unknown, &one);
         if ((i > 0 && !m->update(t, out[0], &outl, sizeof(out[0]), msg, 1))
             || !m->set_ctx_params(t, i == 0 ? NULL : p))
             goto end;
-        if (m->final(t, out[0], &outl, sizeof(out[0])) != 1)
-            f->quirks |= q[i];
+        if (!final_ok(m, t))
+            f->quirks |= reopens[i];
     }
-    p[0] = OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED, &one);
-    p[1] = p[0];
+    p[0] = p[1] = speed[0];
     p[2] = OSSL_PARAM_construct_end();
     if (m->set_ctx_params(t, p) != 1)
         f->quirks |= SIV_Q_NO_REPEATS;
@@ -764,45 +748,35 @@ static int siv_direct_bind(KC_PROVCTX *pctx, KC_CFAM *f)
     p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
                                              tag[0], SIV_BLOCK);
     p[1] = OSSL_PARAM_construct_end();
-    if ((t = m->newctx(pctx->inner_provctx)) == NULL
-        || !m->einit(t, key, keylen, NULL, 0, NULL)
+    if ((t = default_ctx(pctx, f, 1, key, keylen, NULL)) == NULL
         || !m->update(t, out[1], &outl, sizeof(out[1]), msg, 20)
         || !m->get_ctx_params(t, p)
         || m->update(t, out[0], &outl, sizeof(out[0]), msg, 20) != 0)
         goto end;
-    refused = m->final(t, out[0], &outl, sizeof(out[0])) == 1;
+    refused = final_ok(m, t);
     m->freectx(t);
-    p[0] = OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED, &one);
-    if ((t = m->newctx(pctx->inner_provctx)) == NULL
-        || !m->dinit(t, key, keylen, NULL, 0, p))
-        goto end;
-    p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
-                                             tag[0], SIV_BLOCK);
-    if (!m->set_ctx_params(t, p)
+    if ((t = default_ctx(pctx, f, 0, key, keylen, speed)) == NULL
+        || !m->set_ctx_params(t, p)
         || !m->update(t, out[0], &outl, sizeof(out[0]), out[1], 20)
-        || m->final(t, out[0], &outl, sizeof(out[0])) != 1)
+        || !final_ok(m, t))
         goto end;
     out[1][3] ^= 1;
     if (m->update(t, out[0], &outl, sizeof(out[0]), out[1], 20) != 0
-        || (m->final(t, out[0], &outl, sizeof(out[0])) == 1) != refused)
+        || final_ok(m, t) != refused)
         goto end;
     if (!refused)
         f->quirks |= SIV_Q_TRY_REOPENS;
     m->freectx(t);
-    p[0] = OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED, &one);
-    if ((t = m->newctx(pctx->inner_provctx)) == NULL
-        || !m->einit(t, key, keylen, NULL, 0, p)
+    if ((t = default_ctx(pctx, f, 1, key, keylen, speed)) == NULL
         || !m->update(t, out[0], &outl, sizeof(out[0]), msg, 20)
         || !m->update(t, NULL, &outl, 0, msg, 5)
-        || m->final(t, out[0], &outl, sizeof(out[0])) != 1
-        || m->final(t, out[0], &outl, sizeof(out[0])) != 1
+        || !final_ok(m, t) || !final_ok(m, t)
         || m->update(t, out[0], &outl, 0, msg, 5) != 0
-        || m->final(t, out[0], &outl, sizeof(out[0])) != 1)
+        || !final_ok(m, t))
         goto end;
     m->freectx(t);
 
     /* the default's answer and keycache's, for one message */
-    f->keylen = keylen;
     if ((t = m->newctx(pctx->inner_provctx)) == NULL
         || (k = siv_direct_new(pctx, f)) == NULL)
         goto end;

@@ -424,7 +424,7 @@ int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
 int kc_name_in_list(const char *const *list, const char *name)
 {
     for (; list != NULL && *list != NULL; list++)
-        if ((*list)[0] == name[0] && strcmp(*list, name) == 0)
+        if (kc_name_is(*list, name))
             return 1;
     return 0;
 }

@@ -163,13 +163,13 @@ MUTANTS = {
     # Cipher families with volatile calls (GCM): an expected tag or IV
     # given before the key is not replayed onto the copy
     "ctmpl-volatile-dropped": ("provider/ctmpl.c",
-        "           && replay(w, inner, w->shape_len, w->len);",
+        "           && replay(w, f, inner, w->shape_len, w->len);",
         "           && 1;"),
     # ... is replayed in the keying init's direction, not the one it was
     # made in (a tag set while decrypting meets an encrypt-keyed copy)
     "ctmpl-volatile-direction": ("provider/ctmpl.c",
-        "    return inner_init(fns(w), inner, w->vdir, NULL, 0, NULL, 0, NULL)\n",
-        "    return inner_init(fns(w), inner, 1, NULL, 0, NULL, 0, NULL)\n"),
+        "    return inner_init(f, inner, w->vdir, NULL, 0, NULL, 0, NULL)\n",
+        "    return inner_init(f, inner, 1, NULL, 0, NULL, 0, NULL)\n"),
     # ... is recorded whatever the default says of it
     "ctmpl-volatile-unchecked": ("provider/ctmpl.c",
         "    } else if ((learn_volatile(w, c) & CV_VALID) == 0) {",
@@ -234,7 +234,7 @@ MUTANTS = {
     # still go to the before-key functions (params recorded, not set;
     # a second key replaces the context)
     "ctmpl-calls-stay-unkeyed": ("provider/ctmpl.c",
-        "    w->to = fns(w);\n    w->arg = inner;\n", ""),
+        "    w->to = ifn;\n    w->arg = inner;\n", ""),
     # a keyless init's direction (kept, not recorded) is not replayed onto
     # the plain or transient contexts that stand for the unkeyed state
     "ctmpl-direction-dropped": ("provider/ctmpl.c",
@@ -312,8 +312,7 @@ MUTANTS = {
         "        if (!s->enc || p->data_type != OSSL_PARAM_OCTET_STRING",
         "        if (p->data_type != OSSL_PARAM_OCTET_STRING"),
     "siv-keylen-unchecked": ("provider/siv.c",
-        "(!get_size_t_quiet(klen, &kl) || kl != s->keylen)",
-        "(!get_size_t_quiet(klen, &kl))"),
+        "(!kl_ok || kl != s->keylen)", "(!kl_ok)"),
     "siv-set-keeps-final": ("provider/siv.c",
         "    if ((s->f->quirks & SIV_Q_SET_REOPENS) != 0)\n        s->final_ret = -1;\n", ""),
     "siv-refusal-own-error": ("provider/siv.c",
@@ -400,17 +399,18 @@ MUTANTS = {
     # OCB: one template for both directions (the bulk function follows the
     # direction the key was set in)
     "ocb-one-direction": ("provider/ocb.c",
-        "ocb_shape, ocb_per_message, 1, 0, 0 }",
-        "ocb_shape, ocb_per_message, 0, 0, 0 }"),
+        "ocb_shape, ocb_per_message, 1, 0, 0,",
+        "ocb_shape, ocb_per_message, 0, 0, 0,"),
     # cipher families: the rest of the keying init failing on the copy is
     # not handed to the default
     "ctmpl-rest-unchecked": ("provider/ctmpl.c",
-        "        || !inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, params)) {",
-        "        || (inner_init(&f->fns, inner, enc, NULL, 0, iv, ivlen, params)\n            && 0)) {"),
+        "        || !inner_init(f->kfns, inner, enc, NULL, 0, iv, ivlen, params)) {",
+        "        || (inner_init(f->kfns, inner, enc, NULL, 0, iv, ivlen, params)\n            && 0)) {"),
     # cipher families: templates keyed without the recorded shape
     "ctmpl-template-no-replay": ("provider/ctmpl.c",
-        "         && replay(w, t, 0, w->shape_len)\n"
+        "    ok = t != NULL && replay(w, f, t, 0, w->shape_len)\n"
         "         && inner_init(f, t, enc, key, keylen, NULL, 0, NULL);",
+        "    ok = t != NULL\n"
         "         && inner_init(f, t, enc, key, keylen, NULL, 0, NULL);"),
     # cipher families: the shape is not part of the cache key
     "ctmpl-shape-not-key": [("provider/ctmpl.c",
@@ -421,7 +421,7 @@ MUTANTS = {
          "        if (!kc_cache_add_rec(c, alg, rec, 0, key, keylen, tmpl,")],
     # cipher families: a hit hands out the template itself
     "ctmpl-share-template": ("provider/ctmpl.c",
-        "    if ((inner = f->fns.dupctx(tmpl)) == NULL)\n        return 0;",
+        "    if ((inner = f->kfns->dupctx(tmpl)) == NULL)\n        return 0;",
         "    if ((inner = tmpl) == NULL)\n        return 0;"),
     # cipher families: EVP's length queries before the key answered with a
     # fresh context's lengths whatever the record set
@@ -444,7 +444,7 @@ MUTANTS = {
     # just keyed: other sets (the IV length among other params) leave
     # keycache answering with what it knew
     "ctmpl-jk-other-set-stays": ("provider/ctmpl.c",
-        "    set_inner(w, w->inner);\n    return ret;\n}",
+        "    set_inner(w, w->inner, w->ifn);\n    return ret;\n}",
         "    return ret;\n}"),
     # just keyed: the IV length answered is a fresh context's, not the
     # shape's (an IV length set before the key)
