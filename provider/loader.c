@@ -14,9 +14,15 @@
  */
 #define _GNU_SOURCE            /* dladdr() */
 #include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <openssl/core.h>
 
 #include "kc_early.h"
@@ -57,6 +63,78 @@ static int in_loader(void *fn)
            && dladdr(fn, &other) != 0 && self.dli_fbase == other.dli_fbase;
 }
 
+static int read_at(int fd, void *buf, size_t len, off_t off)
+{
+    ssize_t n;
+
+    do
+        n = pread(fd, buf, len, off);
+    while (n < 0 && errno == EINTR);
+    return n == (ssize_t)len;
+}
+
+/*
+ * Whether the sibling at |path| can be handed to dlopen without harm: 1 if
+ * so, or if it is missing (dlopen then says so); otherwise 0 and the reason
+ * in |why|.  dlopen maps the file's segments as its program headers
+ * describe them, and touching a page past the end of a file cut short
+ * raises SIGBUS in the program; opening a FIFO blocks until a writer comes.
+ * So only a regular file is accepted, opened without blocking, whose every
+ * loadable segment and section table lies inside it.  A file changed
+ * between this check and dlopen is the installer's race, not a program's
+ * input.
+ */
+static int sibling_sound(const char *path, char *why, size_t len)
+{
+    ElfW(Ehdr) eh;
+    ElfW(Phdr) ph;
+    struct stat st;
+    unsigned long long need = 0, end;
+    int fd, i, ok = 0;
+
+    fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 1;
+        snprintf(why, len, "%s cannot be read: %s", path, strerror(errno));
+        return 0;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(why, len, "%s is not a regular file", path);
+        goto done;
+    }
+    if (!read_at(fd, &eh, sizeof(eh), 0)
+        || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0
+        || eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64
+                                                        : ELFCLASS32)
+        || eh.e_phentsize != sizeof(ph)) {
+        snprintf(why, len, "%s is not a shared object of this machine", path);
+        goto done;
+    }
+    if (eh.e_shoff != 0)
+        need = (unsigned long long)eh.e_shoff
+               + (unsigned long long)eh.e_shnum * eh.e_shentsize;
+    for (i = 0; i < eh.e_phnum; i++) {
+        if (!read_at(fd, &ph, sizeof(ph),
+                     (off_t)(eh.e_phoff + (ElfW(Off))i * sizeof(ph)))) {
+            need = (unsigned long long)st.st_size + 1;
+            break;
+        }
+        end = (unsigned long long)ph.p_offset + ph.p_filesz;
+        if (ph.p_type == PT_LOAD && end > need)
+            need = end;
+    }
+    if (need > (unsigned long long)st.st_size) {
+        snprintf(why, len, "%s is cut short (%lld bytes, its headers "
+                 "describe %llu or more)", path, (long long)st.st_size, need);
+        goto done;
+    }
+    ok = 1;
+ done:
+    close(fd);
+    return ok;
+}
+
 __attribute__((visibility("default")))
 int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                        const OSSL_DISPATCH **out, void **provctx)
@@ -82,6 +160,8 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                  "lies in, or its path is too long");
         goto refuse;
     }
+    if (!sibling_sound(path, why, sizeof(why)))
+        goto refuse;
     /*
      * RTLD_LOCAL: its symbols stay out of the program's namespace, as the
      * core keeps a module's.  RTLD_NODELETE: the core unloads the loader,

@@ -94,5 +94,46 @@ same_as_default "beside a copy of itself"
 check "beside a copy of itself: says why" \
     "$(count "$tmp/notkc/$real is not a keycache build (it is the loader)" "$tmp/kc.err")" 1
 
+# 4. a broken sibling is refused with a reason: never SIGBUS inside
+# dlopen (a file cut short) nor a hang (a FIFO): `timeout` turns a hang
+# into status 124 and a crash shows as 128+signal
+broken() {  # name reason
+    OPENSSL_CONF=$tmp/$1/openssl.cnf KEYCACHE_DEBUG=level:2 timeout 20 \
+        bash -c 'openssl mac -digest SHA256 -macopt key:Jefe -in "$1" HMAC' \
+        _ "$tmp/msg" > "$tmp/kc.out" 2> "$tmp/kc.err"
+    echo $? > "$tmp/kc.rc"
+    same_as_default "$1"
+    check "$1: says why" "$(count "$2" "$tmp/kc.err")" 1
+    check "$1: not started" "$(count 'start: keycache' "$tmp/kc.err")" 0
+}
+# the end of the loadable segments, as the program headers give it
+load_end() {
+    local off size m=0
+    while read -r off size; do
+        [ $((off + size)) -gt "$m" ] && m=$((off + size))
+    done < <(readelf -lW "$1" | awk '$1 == "LOAD" { print $2, $5 }')
+    echo "$m"
+}
+layout stripped-half
+strip -o "$tmp/stripped" "$build/$real"
+head -c $(($(stat -c %s "$tmp/stripped") / 2)) "$tmp/stripped" > "$tmp/stripped-half/$real"
+broken stripped-half "$tmp/stripped-half/$real is cut short"
+layout load-half
+head -c $(($(load_end "$build/$real") / 2)) "$build/$real" > "$tmp/load-half/$real"
+broken load-half "$tmp/load-half/$real is cut short"
+layout fifo
+mkfifo "$tmp/fifo/$real"
+broken fifo "$tmp/fifo/$real is not a regular file"
+layout dir
+mkdir "$tmp/dir/$real"
+broken dir "$tmp/dir/$real is not a regular file"
+if [ "$(id -u)" -ne 0 ]; then
+    layout unreadable "$real"
+    chmod 000 "$tmp/unreadable/$real"
+    broken unreadable "$tmp/unreadable/$real cannot be read: Permission denied"
+else
+    echo "skip unreadable sibling: root reads any file"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
