@@ -2,6 +2,8 @@
 /*
  * keycache provider entry point: configuration, algorithm tables, counters.
  */
+#define _GNU_SOURCE            /* dladdr() */
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -622,17 +624,44 @@ static int host_matches(const OSSL_CORE_HANDLE *handle,
                         const OSSL_DISPATCH *in)
 {
     const char *version = kc_early_core_version(handle, in);
+    const OSSL_DISPATCH *d;
+    Dl_info core, mine;
+    void *core_fn = NULL;
 
     /* a core that cannot say is taken at its word: it loaded a 3.x ABI */
-    if (version == NULL || kc_compat_same_major(version))
+    if (version != NULL && !kc_compat_same_major(version)) {
+        kc_early_log(1, "not started: built for OpenSSL %s, loaded by "
+                     "OpenSSL %s; the program runs without keycache (install "
+                     "the keycache built for OpenSSL %d)",
+                     kc_compat_version, version, kc_early_major(version));
+        kc_early_raise(handle, in, KC_FILE_NAME, __LINE__,
+                       "built for OpenSSL %s, loaded by OpenSSL %s",
+                       kc_compat_version, version);
+        return 0;
+    }
+    /*
+     * Same major, but is it the same copy?  A program with a private
+     * libcrypto (linked in statically, or bundled under another name) that
+     * loads keycache pulls the system's libcrypto in beside it through
+     * DT_NEEDED; its objects and library context are not ours to call
+     * with, whatever the version.  The core's functions must lie in the
+     * object that holds the libcrypto functions keycache is linked to.
+     */
+    for (d = in; d->function_id != 0; d++)
+        if (d->function_id == OSSL_FUNC_CORE_GET_PARAMS)
+            core_fn = (void *)d->function;
+    if (core_fn != NULL && dladdr(core_fn, &core) != 0
+        && dladdr((void *)&EVP_MAC_init, &mine) != 0
+        && core.dli_fbase == mine.dli_fbase)
         return 1;
-    kc_early_log(1, "not started: built for OpenSSL %s, loaded by OpenSSL "
-                 "%s; the program runs without keycache (install the "
-                 "keycache built for OpenSSL %d)",
-                 kc_compat_version, version, kc_early_major(version));
-    kc_early_raise(handle, in, KC_FILE_NAME, __LINE__,
-                   "built for OpenSSL %s, loaded by OpenSSL %s",
-                   kc_compat_version, version);
+    kc_early_log(1, "not started: the OpenSSL %s that loaded keycache is "
+                 "not the libcrypto keycache is linked to (%s); the program "
+                 "runs without keycache", version != NULL ? version : "?",
+                 dladdr((void *)&EVP_MAC_init, &mine) != 0
+                 && mine.dli_fname != NULL ? mine.dli_fname : "?");
+    kc_early_raise(handle, in, KC_FILE_NAME, __LINE__, "the core is not the "
+                   "libcrypto keycache is linked to: a private copy of "
+                   "OpenSSL");
     return 0;
 }
 

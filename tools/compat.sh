@@ -241,6 +241,14 @@ NAME=$(basename "$SRC")
 mkdir -p "$RUN/$NAME" "$RUN/shared"
 tar -C "$SRC" --exclude=./.git --exclude='./build*' -cf - . | tar -C "$RUN/$NAME" -xf -
 cp -a "$VECTORS" "$RUN/shared/vectors"
+# A program with the host's own libcrypto linked in, run in the chroot by
+# test_private_libcrypto.sh: a private libcrypto of another release.
+FOREIGN=
+if [ -f /usr/lib/x86_64-linux-gnu/libcrypto.a ] && [ "$BENCH" = 0 ] \
+   && gcc -O1 -o "$RUN/kc_private_host" "$SRC/test/kc_private.c" \
+          /usr/lib/x86_64-linux-gnu/libcrypto.a -ldl -pthread 2> /dev/null; then
+    FOREIGN=$RUN_IN/kc_private_host
+fi
 
 # ---- configure, build, test ----------------------------------------------
 
@@ -272,6 +280,7 @@ if [ "$3" = bench ]; then
     exit $rc
 fi
 cd build
+export KC_PRIVATE_FOREIGN="$8"
 ctest --output-on-failure $2 2>&1 | tee ../ctest.log
 rc=${PIPESTATUS[0]}
 echo "== ctest: $(( $(date +%s) - t ))s"
@@ -283,7 +292,8 @@ set +e
 MODE=test
 [ "$BENCH" = 1 ] && MODE=bench
 in_chroot /bin/bash "$RUN_IN/run.sh" "$RUN_IN/$NAME" "$CTEST_ARGS" "$MODE" \
-    "$BENCH_SCEN" "$BENCH_SIZES" "$BENCH_CONF" "${SHARED_DETAIL:-}"
+    "$BENCH_SCEN" "$BENCH_SIZES" "$BENCH_CONF" "${SHARED_DETAIL:-}" \
+    "$FOREIGN"
 RC=$?
 set -e
 T_RUN=$(elapsed "$T_RUN")
