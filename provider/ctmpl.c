@@ -779,7 +779,8 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
 
 /*
  * get_params has no provider context, so the inner functions are kept here.
- * They are libcrypto's own static functions: the same for every instance.
+ * They are libcrypto's own static functions: the same for every instance,
+ * published once by the first start (KC_PUBLISH_ONCE).
  */
 static OSSL_FUNC_cipher_get_params_fn *inner_get_params[KC_CFAM_COUNT];
 
@@ -1100,7 +1101,10 @@ const OSSL_PARAM *kc_tciph_gettable_params(KC_PROVCTX *pctx, int which)
 
 int kc_tciph_get_params(int which, OSSL_PARAM params[])
 {
-    return inner_get_params[which] != NULL && inner_get_params[which](params);
+    OSSL_FUNC_cipher_get_params_fn *get =
+        __atomic_load_n(&inner_get_params[which], __ATOMIC_ACQUIRE);
+
+    return get != NULL && get(params);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1133,7 +1137,7 @@ int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg)
     }
     /* the default's, unless inner.c binds the family's own afterwards */
     kc_ctmpl_keyed_fns(f, m);
-    inner_get_params[which] = m->get_params;
+    KC_PUBLISH_ONCE(&inner_get_params[which], m->get_params);
     /* the key length every init must bring (the default checks it too) */
     q[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN, &keylen);
     q[1] = OSSL_PARAM_construct_end();

@@ -201,6 +201,18 @@ size_t kc_trec_match_call(const unsigned char *rec, size_t off, size_t len,
 size_t kc_trec_match_sig(const unsigned char *rec, size_t off, size_t len,
                          int tag, uint32_t type, int item,
                          const OSSL_PARAM *const *ps, size_t n);
+/*
+ * A process-wide slot that every instance's start may fill, from any
+ * thread (library contexts start keycache concurrently): the first value
+ * stays, and readers load it atomically.  Only for values that are the same
+ * for every instance, or equally valid.
+ */
+#define KC_PUBLISH_ONCE(slot, v)                                           \
+    do {                                                                   \
+        __typeof__(*(slot)) kc_unset_ = 0;                                 \
+        __atomic_compare_exchange_n((slot), &kc_unset_, (v), 0,            \
+                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED);   \
+    } while (0)
 /* Is key the parameter name name?  (The first byte settles most.) */
 static ossl_inline int kc_name_is(const char *key, const char *name)
 {

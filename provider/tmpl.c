@@ -1212,7 +1212,8 @@ static ossl_inline int may_name(const char *c, const OSSL_PARAM *params)
 /*
  * get_params has no provider context, so the inner functions are kept here,
  * with what they say "size" is.  They are libcrypto's own static functions:
- * the same for every instance.
+ * the same for every instance, and every instance's start may publish
+ * them, from any thread: the first one's stay (KC_PUBLISH_ONCE).
  */
 static OSSL_FUNC_mac_get_params_fn *inner_get_params[KC_FAM_COUNT];
 static size_t fixed_size[KC_FAM_COUNT];
@@ -1543,10 +1544,13 @@ static ossl_inline int answer_size(OSSL_PARAM params[], size_t size)
 int kc_tmac_get_params(int which, OSSL_PARAM params[])
 {
     /* EVP_MAC_final asks for the size alone: the default's answer, learned */
-    if (answer_size(params, fixed_size[which]))
+    OSSL_FUNC_mac_get_params_fn *get;
+
+    if (answer_size(params, __atomic_load_n(&fixed_size[which],
+                                            __ATOMIC_RELAXED)))
         return 1;
-    return inner_get_params[which] != NULL
-           && inner_get_params[which](params);
+    get = __atomic_load_n(&inner_get_params[which], __ATOMIC_ACQUIRE);
+    return get != NULL && get(params);
 }
 
 /* EVP_MAC_final asks for the size alone before every final */
@@ -1618,7 +1622,7 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
     f->alg.freectx = f->direct_on ? f->d->direct->freectx : m->freectx;
     f->alg.spare_max = f->d->reinit_restores ? KC_SPARE_MAX : 0;
     f->alg.stat = KC_STAT_FAM + (unsigned int)(f - pctx->fam);
-    inner_get_params[f - pctx->fam] = m->get_params;
+    KC_PUBLISH_ONCE(&inner_get_params[f - pctx->fam], m->get_params);
     /*
      * Does the default take set_ctx_params with NULL, or with no
      * parameters, on a fresh context as a no-op?  (EVP_Q_mac makes both
@@ -1645,7 +1649,7 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
     if (!kc_err_same(&before, &after))
         f->null_set_ok = f->empty_set_ok = f->fixed_size = 0;
     ERR_pop_to_mark();
-    fixed_size[f - pctx->fam] = f->fixed_size;
+    KC_PUBLISH_ONCE(&fixed_size[f - pctx->fam], f->fixed_size);
     /* what a fresh context's (empty) shape is, for every new wrapper */
     f->empty_value = -1;
     if ((probe_w = OPENSSL_zalloc(sizeof(*probe_w))) == NULL)

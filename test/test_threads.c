@@ -18,6 +18,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
+#include <openssl/provider.h>
 
 #include "kc_test.h"
 #include "keycache.h"
@@ -569,6 +570,89 @@ static void test_stop_and_go(void)
     CU_ASSERT_EQUAL(kct_thread_problems(stop_and_go), 0);
 }
 
+/*
+ * Library contexts of their own, one per thread, starting keycache at the
+ * same time (a program with a library context per tenant): the starts
+ * publish process-wide tables (the default's get_params, GMAC's size) that
+ * the other contexts read; under ThreadSanitizer a plain write there is a
+ * race.  Each context's GMAC tag (its final asks for the size) and
+ * AES-OCB cipher parameters must be the default's.
+ */
+#define NSTARTERS 4
+static pthread_barrier_t start_line;
+
+static int gmac_tag(OSSL_LIB_CTX *ctx, unsigned char tag[16])
+{
+    EVP_MAC *m = EVP_MAC_fetch(ctx, "GMAC", NULL);
+    EVP_MAC_CTX *c = m != NULL ? EVP_MAC_CTX_new(m) : NULL;
+    OSSL_PARAM p[3];
+    size_t len = 0;
+    int ok;
+
+    p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
+                                            "AES-256-GCM", 0);
+    p[1] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV,
+                                             (void *)ivs[0], 12);
+    p[2] = OSSL_PARAM_construct_end();
+    ok = c != NULL && EVP_MAC_init(c, keys[0], 32, p)
+         && EVP_MAC_update(c, msgs[0], MSGLEN)
+         && EVP_MAC_final(c, tag, &len, 16) && len == 16;
+    EVP_MAC_CTX_free(c);
+    EVP_MAC_free(m);
+    return ok;
+}
+
+static size_t ocb_keylen(OSSL_LIB_CTX *ctx)
+{
+    EVP_CIPHER *c = EVP_CIPHER_fetch(ctx, "AES-192-OCB", NULL);
+    size_t n = c != NULL ? (size_t)EVP_CIPHER_get_key_length(c) : 0;
+
+    EVP_CIPHER_free(c);
+    return n;
+}
+
+static void *starter(void *arg)
+{
+    int *bad = arg, round;
+    unsigned char want[16], got[16];
+    OSSL_LIB_CTX *ctx;
+
+    if (!gmac_tag(kct_default(), want)) {
+        (*bad)++;
+        return NULL;
+    }
+    for (round = 0; round < 3; round++) {
+        pthread_barrier_wait(&start_line);
+        ctx = OSSL_LIB_CTX_new();
+        if (ctx == NULL || !OSSL_LIB_CTX_load_config(ctx, kct_conf_path())
+            || !OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME)
+            || !gmac_tag(ctx, got) || memcmp(got, want, 16) != 0
+            || ocb_keylen(ctx) != ocb_keylen(kct_default())) {
+            fprintf(stderr, "\nown library context, round %d: not as the "
+                    "default\n", round);
+            (*bad)++;
+        }
+        OSSL_LIB_CTX_free(ctx);
+    }
+    return NULL;
+}
+
+static void test_concurrent_starts(void)
+{
+    pthread_t t[NSTARTERS];
+    int bad[NSTARTERS] = { 0 }, i, made = 0;
+
+    CU_ASSERT_FATAL(pthread_barrier_init(&start_line, NULL, NSTARTERS) == 0);
+    for (i = 0; i < NSTARTERS; i++)
+        made += pthread_create(&t[i], NULL, starter, &bad[i]) == 0;
+    CU_ASSERT_FATAL(made == NSTARTERS);
+    for (i = 0; i < NSTARTERS; i++) {
+        pthread_join(t[i], NULL);
+        CU_ASSERT_EQUAL(bad[i], 0);
+    }
+    pthread_barrier_destroy(&start_line);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("threads", suite_init, NULL);
@@ -581,6 +665,8 @@ static void add_suites(void)
                 test_pipeline);
     CU_add_test(s, "a thread stopped by OPENSSL_thread_stop() goes on",
                 test_stop_and_go);
+    CU_add_test(s, "library contexts start keycache at the same time",
+                test_concurrent_starts);
 }
 
 int main(int argc, char **argv)
