@@ -30,6 +30,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <unwind.h>
@@ -153,18 +154,78 @@ static int is_entry(uintptr_t start, int cipher)
     return 0;
 }
 
-/* Is the code at a in libssl (of any version or location)? */
+/*
+ * Is the code at a in a libssl, of any version, location or file name (a
+ * vendored or renamed copy)?  An object is libssl if it defines libssl's
+ * SSL_CTX_new itself: looked up through the object's own handle (its
+ * definition comes before its dependencies'), and the definition found
+ * must lie in that object, not in a libssl it links to.  A libssl linked
+ * statically into a program that exports nothing is not seen (a documented
+ * limit).  Per thread, the last few objects' answers are kept while no
+ * object is loaded or unloaded (glibc's counts of both), so an admission
+ * pays for the look-up once per calling object.
+ */
+#define KC_SSL_MEMO 4
+
+static __thread struct {
+    unsigned long long gen;      /* loads + unloads when filled, + 1 */
+    uintptr_t base[KC_SSL_MEMO];
+    unsigned char ssl[KC_SSL_MEMO];
+    unsigned int next;
+} ssl_memo;
+
+static int read_gen(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    if (size < offsetof(struct dl_phdr_info, dlpi_subs)
+               + sizeof(info->dlpi_subs))
+        return -1;
+    *(unsigned long long *)arg = info->dlpi_adds + info->dlpi_subs + 1;
+    return 1;
+}
+
+static int defines_libssl(const Dl_info *di)
+{
+    Dl_info at;
+    void *h, *sym;
+    int ssl;
+
+    /* the main program's link-map name is empty: dlopen(NULL) is it */
+    h = dlopen(di->dli_fname[0] != '\0' ? di->dli_fname : NULL,
+               RTLD_LAZY | RTLD_NOLOAD);
+    if (h == NULL && di->dli_fname[0] != '\0')
+        h = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+    if (h == NULL)
+        return 1;                          /* cannot tell: fail closed */
+    sym = dlsym(h, "SSL_CTX_new");
+    ssl = sym != NULL && dladdr(sym, &at) != 0
+          && at.dli_fbase == di->dli_fbase;
+    dlclose(h);
+    return ssl;
+}
+
 static int in_libssl(uintptr_t a)
 {
+    unsigned long long gen = 0;
+    uintptr_t base;
     Dl_info di;
-    const char *base;
+    unsigned int i;
 
     /* code in no object (a JIT's) is the application's: OpenSSL is not */
     if (dladdr((void *)a, &di) == 0 || di.dli_fname == NULL)
         return 0;
-    base = strrchr(di.dli_fname, '/');
-    base = base != NULL ? base + 1 : di.dli_fname;
-    return strncmp(base, "libssl", 6) == 0;
+    base = (uintptr_t)di.dli_fbase;
+    if (dl_iterate_phdr(read_gen, &gen) != 1)
+        return defines_libssl(&di);
+    if (ssl_memo.gen != gen) {
+        memset(&ssl_memo, 0, sizeof(ssl_memo));
+        ssl_memo.gen = gen;
+    }
+    for (i = 0; i < KC_SSL_MEMO; i++)
+        if (ssl_memo.base[i] == base)
+            return ssl_memo.ssl[i];
+    i = ssl_memo.next++ % KC_SSL_MEMO;
+    ssl_memo.base[i] = base;
+    return ssl_memo.ssl[i] = (unsigned char)defines_libssl(&di);
 }
 
 typedef struct {

@@ -30,8 +30,26 @@ MUTANTS = {
     # libssl's frames taken for the application's (TLS 1.3's EVP_Q_mac of
     # its finished keys and the PRF's calls come from there)
     "origin-libssl-is-app": ("provider/origin.c",
-        "    return strncmp(base, \"libssl\", 6) == 0;",
-        "    return 0;"),
+        "    ssl = sym != NULL && dladdr(sym, &at) != 0",
+        "    ssl = 0 && sym != NULL && dladdr(sym, &at) != 0"),
+    # libssl known by its file name only: a renamed or vendored copy's
+    # ticket and binder keys admitted (test_tls_secrets_renamed)
+    "origin-libssl-by-name": ("provider/origin.c",
+        "          && at.dli_fbase == di->dli_fbase;",
+        "          && at.dli_fbase == di->dli_fbase\n          && strstr(di->dli_fname, \"libssl\") != NULL;"),
+    # the per-thread memo answers for another object than the caller's
+    "origin-memo-any-object": ("provider/origin.c",
+        "        if (ssl_memo.base[i] == base)",
+        "        if (ssl_memo.base[i] != 0)"),
+    # a private libcrypto taken for the one keycache is linked to: keycache
+    # starts beside a program's own copy (test_private_libcrypto)
+    "host-any-libcrypto": ("provider/keycache_prov.c",
+        "        && core.dli_fbase == mine.dli_fbase)",
+        "        && (core.dli_fbase == mine.dli_fbase || 1))"),
+    # the loader hands dlopen a sibling cut short or a FIFO (test_loader)
+    "loader-sibling-unchecked": ("provider/loader.c",
+        "    if (!sibling_sound(path, why, sizeof(why)))",
+        "    if (0 && !sibling_sound(path, why, sizeof(why)))"),
     # another provider's digest under a name the table knows taken for the
     # default's (HMAC then runs on keycache's own SHA-256)
     "digest-any-provider": ("provider/hmac.c",
