@@ -1126,7 +1126,8 @@ static void pat_evp_cipher(OSSL_LIB_CTX *libctx, REC *r)
  *   K J j     keylen right, wrong, as an int
  *   N e o     set NULL, empty, an unknown name
  *   P p       tag and speed in one call, tag and a bad speed
- *   R r       init without the key, with speed in it
+ *   R r I     init without the key: NULL params, speed in it, an empty
+ *             array (which may reopen the final, as set_params may)
  *   B b       a new key, EVP_CIPHER_CTX_set_key_length(20)
  *   Y         continue on a copy
  *   c O f     EVP_Cipher: AAD, 21 bytes, final
@@ -1138,7 +1139,8 @@ static const char *const siv_enc_scripts[] = {
     "AMFSFG", "DAMFG", "VAMFG", "WAMFG", "sAMFAMFG", "ZAMFAMF", "KAMFG",
     "JAMFG", "jAMFG", "bAMFG", "BAMFG", "AYMFG", "AMYFG", "cOfG", "TAMFG",
     "UAMFG", "hAMFG", "AMFAFG", "AMFMAmFG", "SALFALFG", "GAMG", "AmFmFG",
-    "SEFEFG", "TG", "PAMFAMFG", "XG"
+    "SEFEFG", "TG", "PAMFAMFG", "XG", "AMFIF", "AMFIFG", "IAMFG", "AMFIAMFG",
+    "SAMFIF"
 };
 
 static const char *const siv_dec_scripts[] = {
@@ -1146,7 +1148,7 @@ static const char *const siv_dec_scripts[] = {
     "TSACFTACF", "TDACF", "TAYCF", "TRACF", "TARCF", "ACTF", "TACFg",
     "TAkqCF", "TNACF", "TeACF", "ToACF", "TACFNF", "TJACF", "TKACF", "BTACF",
     "TcOf", "TEF", "TAMF", "XAQF", "TAQF", "AQF", "TSACFwFCF", "TSACFwCF",
-    "TSACFAFFwF"
+    "TSACFAFFwF", "TACFIF", "TIACF", "TACFITACF", "ACFIF"
 };
 
 static unsigned char siv_big[600];
@@ -1316,7 +1318,10 @@ static void siv_op(REC *r, EVP_CIPHER_CTX **pctx, EVP_CIPHER *ci, char op,
         break;
     case 'R':
     case 'r':
-        p[0] = OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED, &one);
+    case 'I':
+        p[0] = op == 'I' ? OSSL_PARAM_construct_end()
+                         : OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED,
+                                                     &one);
         rc = EVP_CipherInit_ex2(ctx, NULL, NULL, NULL, enc,
                                 op == 'R' ? NULL : p);
         step(r, "init without key", rc);

@@ -37,6 +37,11 @@ MUTANTS = {
     "origin-libssl-by-name": ("provider/origin.c",
         "          && at.dli_fbase == di->dli_fbase;",
         "          && at.dli_fbase == di->dli_fbase\n          && strstr(di->dli_fname, \"libssl\") != NULL;"),
+    # AES-SIV: a keyless init with an empty array taken as a direction
+    # change only, where set_ctx_params' empty array may reopen the final
+    "siv-empty-init-direction-only": ("provider/siv.c",
+        "            return 0;\n    }\n    return siv_set_ctx_params(s, params);",
+        "            return 0;\n    }\n    if (key == NULL && params != NULL && params[0].key == NULL)\n        return 1;\n    return siv_set_ctx_params(s, params);"),
     # the per-thread memo answers for another object than the caller's
     "origin-memo-any-object": ("provider/origin.c",
         "        if (ssl_memo.base[i] == base)",
