@@ -442,10 +442,13 @@ static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
      * A keyless init without an IV or params only sets the direction in
      * these families (OCB also empties its buffers, which hold nothing
      * before a key), and nothing recorded depends on the direction but the
-     * volatile calls: kept in dir, not recorded.
+     * volatile calls: kept in dir, not recorded.  Unless an empty array
+     * does something of its own there (SIV): then it passes through.
      */
     if (tag != KC_T_CALL && iv == NULL && w->len == w->shape_len
         && (params == NULL || params[0].key == NULL)) {
+        if (params != NULL && w->f->d->empty_set_acts)
+            return 0;
         w->dir = tag == KC_T_EINIT;
         return 1;
     }

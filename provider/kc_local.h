@@ -407,6 +407,12 @@ typedef struct {
     const char *const *direct_ciphers;
     void *(*direct_new)(KC_PROVCTX *pctx, const KC_CFAM *f);
     int (*direct_bind)(KC_PROVCTX *pctx, KC_CFAM *f);
+    /*
+     * Does an empty parameter array change the default's context (AES-SIV:
+     * it reopens the final on some releases)?  Then a keyless init with
+     * one is passed through, not taken for a change of direction alone.
+     */
+    int empty_set_acts;
 } KC_CDESC;
 
 /* the most ciphers a direct cipher family runs on */

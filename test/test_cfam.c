@@ -1128,6 +1128,8 @@ static void pat_evp_cipher(OSSL_LIB_CTX *libctx, REC *r)
  *   P p       tag and speed in one call, tag and a bad speed
  *   R r I     init without the key: NULL params, speed in it, an empty
  *             array (which may reopen the final, as set_params may)
+ *   H l       init naming the cipher again (a fresh context), without the
+ *             key, with an empty array, with NULL params
  *   B b       a new key, EVP_CIPHER_CTX_set_key_length(20)
  *   Y         continue on a copy
  *   c O f     EVP_Cipher: AAD, 21 bytes, final
@@ -1140,7 +1142,7 @@ static const char *const siv_enc_scripts[] = {
     "JAMFG", "jAMFG", "bAMFG", "BAMFG", "AYMFG", "AMYFG", "cOfG", "TAMFG",
     "UAMFG", "hAMFG", "AMFAFG", "AMFMAmFG", "SALFALFG", "GAMG", "AmFmFG",
     "SEFEFG", "TG", "PAMFAMFG", "XG", "AMFIF", "AMFIFG", "IAMFG", "AMFIAMFG",
-    "SAMFIF"
+    "SAMFIF", "AMFHF", "AMFlF", "AMFHIF", "HF"
 };
 
 static const char *const siv_dec_scripts[] = {
@@ -1148,7 +1150,8 @@ static const char *const siv_dec_scripts[] = {
     "TSACFTACF", "TDACF", "TAYCF", "TRACF", "TARCF", "ACTF", "TACFg",
     "TAkqCF", "TNACF", "TeACF", "ToACF", "TACFNF", "TJACF", "TKACF", "BTACF",
     "TcOf", "TEF", "TAMF", "XAQF", "TAQF", "AQF", "TSACFwFCF", "TSACFwCF",
-    "TSACFAFFwF", "TACFIF", "TIACF", "TACFITACF", "ACFIF"
+    "TSACFAFFwF", "TACFIF", "TIACF", "TACFITACF", "ACFIF",
+    "TACFHF", "TACFlF", "HF"
 };
 
 static unsigned char siv_big[600];
@@ -1325,6 +1328,13 @@ static void siv_op(REC *r, EVP_CIPHER_CTX **pctx, EVP_CIPHER *ci, char op,
         rc = EVP_CipherInit_ex2(ctx, NULL, NULL, NULL, enc,
                                 op == 'R' ? NULL : p);
         step(r, "init without key", rc);
+        break;
+    case 'H':
+    case 'l':
+        p[0] = OSSL_PARAM_construct_end();
+        rc = EVP_CipherInit_ex2(ctx, ci, NULL, NULL, enc,
+                                op == 'H' ? p : NULL);
+        step(r, "init with the cipher, without key", rc);
         break;
     case 'B':
         rc = EVP_CipherInit_ex2(ctx, NULL, keys[1], NULL, enc, NULL);
