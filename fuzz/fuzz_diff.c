@@ -1084,6 +1084,10 @@ static void run_op(STATE *st, const OP *op)
     /* ... and AES-SIV copies a tag given without data from NULL */
     if (s->kind == K_GCM && s->cur == C_SIV && null_tag(op))
         return;
+    /* OpenSSL 3.5: AES-GCM's get_ctx_params reads a NULL list */
+    if (s->kind == K_GCM && s->cur == C_GCM && op->code == OP_GET
+        && op->api == 0 && op->np == 0 && op->pnull)
+        return;
 
     /* GMAC without an IV set draws one at random at its first data op */
     if (s->kind == K_FAM && s->fam == F_GMAC) {
