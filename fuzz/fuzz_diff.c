@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Differential libFuzzer target for keycache.
+ * Differential libFuzzer target for keycache, and (built with
+ * KC_DIFF_MAIN, any compiler) the ctest diff_families, which feeds the
+ * same engine 3,000 seeded pseudo-random inputs per family of families[]
+ * instead (see main() at the end).
  *
  * The input is decoded into a sequence of operations on a few live HMAC,
- * cipher (AES-GCM, AES-OCB, AES-SIV), CMAC, GMAC and KMAC contexts (new, free, dup, init with or
- * without key/IV, set and get params, ctrls, updates in pieces, final,
- * one-shot EVP_Q_mac, in-place mutation of a pooled key).  Every operation runs, through the public EVP
- * API, against three library contexts:
+ * cipher (AES-GCM, AES-OCB, AES-SIV), CMAC, GMAC and KMAC contexts (new,
+ * free, dup, init with or without key/IV, set and get params, ctrls,
+ * updates in pieces, final, one-shot EVP_Q_mac, in-place mutation of a
+ * pooled key).  Parameter lists may be NULL, an array of END alone, or
+ * name one parameter twice (decode_count()).  Every operation runs,
+ * through the public EVP API, against three library contexts:
  *
  *   default   only the default provider: the reference
  *   keycache  loaded from the build tree's keycache-test.cnf (KC_CONF:
@@ -97,6 +102,10 @@ static int selftest, tracing;
  * long run can find the next one.  Known so far:
  *   dup-param: a GCM param array naming "ivlen" or "tag" twice, given
  *              before the key: OpenSSL takes the first, keycache the last.
+ *   gmac-dup-iv: GMAC set_params naming "iv" twice on a cached context:
+ *              keycache 1, default 0 (OpenSSL 4.0.3).
+ *   siv-keyless-end: AES-SIV init without a key given an array of END
+ *              alone, then a final: keycache 1, default 0.
  */
 static int skip_known;
 
@@ -191,6 +200,63 @@ enum {
 
 enum { K_NONE, K_HMAC, K_GCM, K_FAM };
 
+/*
+ * The families keycache wraps, as the differential test (KC_DIFF_MAIN)
+ * runs them one at a time: every slot is then of the family's kind, cipher
+ * inits that name a cipher name one of the family's (op->cipher values
+ * cipher0 .. cipher0 + ncipher - 1), MAC slots are of fam0 .. fam0 + nfam
+ * - 1.  The fuzzer mixes them all (only == NULL).
+ */
+typedef struct {
+    const char *name;
+    int kind, fam0, nfam, cipher0, ncipher;
+} FAMILY;
+
+#ifdef KC_DIFF_MAIN
+static const FAMILY families[] = {
+    { "HMAC", K_HMAC, 0, 0, 0, 0 },
+    { "AES-GCM", K_GCM, 0, 0, 1, 6 },   /* fetched and EVP_aes_*_gcm() */
+    { "AES-OCB", K_GCM, 0, 0, 7, 3 },
+    { "AES-SIV", K_GCM, 0, 0, 10, 3 },
+    { "CMAC", K_FAM, F_CMAC, 1, 0, 0 },
+    { "GMAC", K_FAM, F_GMAC, 1, 0, 0 },
+    { "KMAC", K_FAM, F_KMAC128, 2, 0, 0 },
+};
+#define NFAMILIES (int)(sizeof(families) / sizeof(families[0]))
+#endif
+
+static const FAMILY *only;
+/*
+ * The differential test's op codes, by weight: mostly keyed use (init,
+ * data, final, the same pooled keys again: see pick_key()), so that the
+ * cache has keys to keep and hand out again, which uniform codes with
+ * their news, frees and key mutations seldom leave it.
+ */
+static const unsigned char diff_ops[] = {
+    OP_INIT, OP_INIT, OP_INIT, OP_INIT, OP_UPDATE, OP_UPDATE, OP_UPDATE,
+    OP_FINAL, OP_FINAL, OP_FINAL, OP_SET, OP_SET, OP_GET, OP_CIPHER,
+    OP_CTRL, OP_QMAC, OP_DUP, OP_NEW, OP_FREE, OP_MUTATE, OP_SWITCH
+};
+/*
+ * pick_key()'s first byte from here up gives no key: 1 in 32 for the
+ * fuzzer, more for the differential test, which has no corpus to steer
+ * it to keyless inits followed by a key.
+ */
+static unsigned nokey_from = 0xf8;
+/* ops per input at most (the trace holds MAXOPS) */
+static int maxops = MAXOPS;
+
+/* What the differential test counts: ops decoded, calls compared ... */
+static unsigned long cov_seqops;
+static struct {
+    unsigned long ops;
+    unsigned long keyless;      /* inits without a key */
+    unsigned long key_later;    /* a key given after such an init */
+    unsigned long empty;        /* parameter arrays of END alone */
+    unsigned long null;         /* NULL for the parameters */
+    unsigned long repeated;     /* a parameter name twice in one array */
+} cov;
+
 /* ciphers the families are given: cached, uncached, odd and invalid */
 static const char *const fam_ciphers[] = {
     "AES-128-CBC", "AES-192-CBC", "AES-256-CBC", "AES-128-GCM",
@@ -240,7 +306,8 @@ typedef struct {
     size_t keylen;
     const unsigned char *iv;
     PSPEC p[MAXPARAMS];
-    int np;
+    /* no parameters (np == 0): pass NULL (1) or an array of just END (0) */
+    int np, pnull;
     const unsigned char *data;
     size_t pieces[4];
     int npieces, aad, inplace;
@@ -275,6 +342,8 @@ typedef struct {
     int fam, gmac_iv, gmac_rand;
     /* cipher: C_GCM, C_OCB or C_SIV; SIV: keyed by an init that worked */
     int cur, siv_keyed;
+    /* coverage: the last init gave no key and none has been given since */
+    int keyless;
     void *ctx[NSIDES];
 } SLOT;
 
@@ -287,6 +356,9 @@ typedef struct {
     char trace[3 * MAXOPS][208];
     int ntrace;
 } STATE;
+
+/* the differential test: which family, seed and sequence is running */
+static char origin[200];
 
 static void trace_add(STATE *st, const char *s)
 {
@@ -301,6 +373,8 @@ static void print_trace(const STATE *st)
 {
     int i;
 
+    if (origin[0] != '\0')
+        fprintf(stderr, "%s\n", origin);
     fprintf(stderr, "---- op trace (one fresh thread per phase) ----\n");
     for (i = 0; i < st->ntrace; i++)
         fprintf(stderr, "  %2d: %s\n", i, st->trace[i]);
@@ -456,6 +530,15 @@ static int kc_build_set(const PSPEC *ps, int np, OSSL_PARAM *out,
     return n;
 }
 
+/*
+ * What a call is given: the array, or NULL when it has no parameters and
+ * the op says so (an empty array is just its END element).
+ */
+static OSSL_PARAM *plist(const OP *op, OSSL_PARAM *params)
+{
+    return op->np == 0 && op->pnull ? NULL : params;
+}
+
 /* Get arrays write into the side's result, so build one per side. */
 typedef struct {
     OSSL_PARAM p[MAXPARAMS + 1];
@@ -583,12 +666,12 @@ static void exec_hmac(STATE *st, const OP *op, int side, RESULT *r)
     case OP_INIT:
         kc_build_set(op->p, op->np, params, nums, ints, heap);
         r->rv = EVP_MAC_init(m, op->key, op->keylen,
-                             op->np > 0 ? params : NULL);
+                             plist(op, params));
         heap_free(heap);
         break;
     case OP_SET:
         kc_build_set(op->p, op->np, params, nums, ints, heap);
-        r->rv = EVP_MAC_CTX_set_params(m, params);
+        r->rv = EVP_MAC_CTX_set_params(m, plist(op, params));
         heap_free(heap);
         break;
     case OP_GET:
@@ -600,7 +683,7 @@ static void exec_hmac(STATE *st, const OP *op, int side, RESULT *r)
             r->vals[r->nvals++] = EVP_MAC_CTX_get_block_size(m);
         } else {
             kc_build_get(op->p, op->np, &g);
-            r->rv = EVP_MAC_CTX_get_params(m, g.p);
+            r->rv = EVP_MAC_CTX_get_params(m, plist(op, g.p));
             collect_get(op->p, op->np, &g, r);
         }
         break;
@@ -680,7 +763,7 @@ static void exec_gcm(STATE *st, const OP *op, int side, RESULT *r)
 
             r->rv = EVP_CipherInit_ex2(c, legacy_gcm(op->cipher - 4), op->key,
                                        op->iv, op->enc,
-                                       op->np > 0 ? params : NULL);
+                                       plist(op, params));
             OSSL_LIB_CTX_set0_default(prev);
         } else {
             const EVP_CIPHER *ciph = op->cipher == 0 ? NULL
@@ -689,13 +772,13 @@ static void exec_gcm(STATE *st, const OP *op, int side, RESULT *r)
                                      : sides[side].gcm[op->cipher - 1];
 
             r->rv = EVP_CipherInit_ex2(c, ciph, op->key, op->iv, op->enc,
-                                       op->np > 0 ? params : NULL);
+                                       plist(op, params));
         }
         heap_free(heap);
         break;
     case OP_SET:
         kc_build_set(op->p, op->np, params, nums, ints, heap);
-        r->rv = EVP_CIPHER_CTX_set_params(c, params);
+        r->rv = EVP_CIPHER_CTX_set_params(c, plist(op, params));
         heap_free(heap);
         break;
     case OP_GET:
@@ -710,7 +793,7 @@ static void exec_gcm(STATE *st, const OP *op, int side, RESULT *r)
             r->vals[r->nvals++] = (size_t)EVP_CIPHER_CTX_get_key_length(c);
         } else {
             kc_build_get(op->p, op->np, &g);
-            r->rv = EVP_CIPHER_CTX_get_params(c, g.p);
+            r->rv = EVP_CIPHER_CTX_get_params(c, plist(op, g.p));
             collect_get(op->p, op->np, &g, r);
         }
         break;
@@ -906,6 +989,58 @@ static int null_tag(const OP *op)
     return 0;
 }
 
+/* Does the array name a parameter twice? */
+static int repeated_name(const OP *op)
+{
+    OSSL_PARAM params[MAXPARAMS + 1], *p = params;
+    size_t nums[MAXPARAMS];
+    int ints[MAXPARAMS], i, j, n, rep = 0;
+    char *heap[MAXPARAMS] = { NULL };
+    GETARR g;
+
+    if (op->code == OP_GET) {
+        kc_build_get(op->p, op->np, &g);
+        p = g.p;
+        n = op->np;
+    } else {
+        n = kc_build_set(op->p, op->np, params, nums, ints, heap);
+    }
+    for (i = 0; i < n; i++)
+        for (j = i + 1; j < n; j++)
+            if (strcmp(p[i].key, p[j].key) == 0)
+                rep = 1;
+    heap_free(heap);
+    return rep;
+}
+
+/* The differential test's counts, for a call all sides agreed on */
+static void count_op(SLOT *s, const OP *op)
+{
+    int key;
+
+    cov.ops++;
+    if (op->code == OP_INIT || op->code == OP_SET || op->code == OP_QMAC
+        || (op->code == OP_GET && op->api == 0)) {
+        if (op->np == 0 && op->pnull)
+            cov.null++;
+        else if (op->np == 0)
+            cov.empty++;
+        if (repeated_name(op))
+            cov.repeated++;
+    }
+    if (op->code != OP_INIT && op->code != OP_SET)
+        return;
+    key = op->key != NULL || has_param(op, P_KEY) || has_param(op, P_KEY_UTF8);
+    if (op->code == OP_INIT && !key) {
+        cov.keyless++;
+        s->keyless = 1;
+    } else if (key) {
+        if (s->keyless)
+            cov.key_later++;
+        s->keyless = 0;
+    }
+}
+
 static void run_op(STATE *st, const OP *op)
 {
     static __thread RESULT res[NSIDES];
@@ -940,7 +1075,7 @@ static void run_op(STATE *st, const OP *op)
      * writes buffered data to a NULL output at its final call ...
      */
     if (s->kind == K_GCM && s->cur == C_SIV && !s->siv_keyed
-        && (op->code == OP_UPDATE || op->code == OP_FINAL
+        && (op->code == OP_UPDATE
             || op->code == OP_CIPHER || op->code == OP_DUP))
         return;
     if (s->kind == K_GCM && s->cur == C_OCB && op->code == OP_CIPHER
@@ -948,6 +1083,10 @@ static void run_op(STATE *st, const OP *op)
         return;
     /* ... and AES-SIV copies a tag given without data from NULL */
     if (s->kind == K_GCM && s->cur == C_SIV && null_tag(op))
+        return;
+    /* OpenSSL 3.5: AES-GCM's get_ctx_params reads a NULL list */
+    if (s->kind == K_GCM && s->cur == C_GCM && op->code == OP_GET
+        && op->api == 0 && op->np == 0 && op->pnull)
         return;
 
     /* GMAC without an IV set draws one at random at its first data op */
@@ -961,7 +1100,9 @@ static void run_op(STATE *st, const OP *op)
             s->stream_rand = s->buf_rand = 1;
         random = s->stream_rand
                  || (s->buf_rand && (op->code == OP_GET
-                                     || op->code == OP_CTRL));
+                                     || op->code == OP_CTRL))
+                 /* OpenSSL 4.0 may have drawn an IV no one set (selftest) */
+                 || (op->code == OP_GET && !s->iv_explicit);
     }
     /* EVP_Q_mac is no slot's: a GMAC one without an IV is random */
     if (op->code == OP_QMAC)
@@ -995,7 +1136,7 @@ static void run_op(STATE *st, const OP *op)
             kc_build_set(op->p, op->np, params, nums, ints, heap);
             if (op->kind == K_FAM)
                 ret = EVP_Q_mac(sides[side].libctx, fam_names[op->fam], NULL,
-                                op->digest, op->np > 0 ? params : NULL,
+                                op->digest, plist(op, params),
                                 op->key, op->keylen, op->data, op->pieces[0],
                                 r->out, op->outsize, &outl);
             else
@@ -1018,6 +1159,8 @@ static void run_op(STATE *st, const OP *op)
     }
     for (side = 1; side < NSIDES; side++)
         compare(st, op, side, &res[0], &res[side], random);
+    if (only != NULL)
+        count_op(s, op);
 
     /* model updates, from the reference's outcome */
     if (op->code == OP_DUP) {
@@ -1085,7 +1228,10 @@ static void pick_key(STATE *st, RD *rd, OP *op, int gcm)
 {
     unsigned b = rd8(rd);
 
-    if (b >= 0xf8) {
+    /* the differential test: mostly the AES-sized pool keys (16, 32, 24) */
+    if (only != NULL && b < nokey_from && b < 0xe0 && (b & 0x18) != 0)
+        b %= 3;
+    if (b >= nokey_from) {
         op->key = NULL;
         op->keylen = 0;
     } else if (b >= 0xf0) {
@@ -1163,15 +1309,44 @@ static int pick_data(RD *rd, OP *op, int maxpieces)
     return (int)total;
 }
 
+/*
+ * The count byte of a set or init parameter array: b % (max + 1)
+ * parameters.  None: bit 7 passes NULL, else an array of END alone.  Two
+ * or more: bit 6 makes the last one repeat the first one's name (and
+ * type), with a value of its own, so that "first or last wins" is asked.
+ */
+static int decode_count(RD *rd, OP *op, int max, int *repeat)
+{
+    unsigned b = rd8(rd);
+    int n = (int)(b % (unsigned)(max + 1));
+
+    op->pnull = n == 0 && (b & 0x80) != 0;
+    *repeat = n >= 2 && (b & 0x40) != 0;
+    return n;
+}
+
+/* A parameter's selector byte: the first one's again for a repeat. */
+static unsigned param_byte(RD *rd, int i, int n, int repeat, unsigned *first)
+{
+    unsigned b = rd8(rd);
+
+    if (i == 0)
+        *first = b;
+    else if (repeat && i == n - 1)
+        b = *first;
+    return b;
+}
+
 static void decode_hmac_params(STATE *st, RD *rd, OP *op, int max)
 {
     SLOT *s = &st->slot[op->slot];
-    int i, n = (int)(rd8(rd) % (max + 1));
+    int i, repeat, n = decode_count(rd, op, max, &repeat);
+    unsigned first = 0;
 
     op->np = 0;
     for (i = 0; i < n; i++) {
         PSPEC *p = &op->p[op->np];
-        unsigned b = rd8(rd);
+        unsigned b = param_byte(rd, i, n, repeat, &first);
 
         memset(p, 0, sizeof(*p));
         /* the bits b % 12 leaves: how a UTF-8 string is passed */
@@ -1227,12 +1402,13 @@ static void decode_hmac_params(STATE *st, RD *rd, OP *op, int max)
 static void decode_gcm_set(STATE *st, RD *rd, OP *op, int max)
 {
     SLOT *s = &st->slot[op->slot];
-    int i, n = (int)(rd8(rd) % (max + 1));
+    int i, repeat, n = decode_count(rd, op, max, &repeat);
+    unsigned first = 0;
 
     op->np = 0;
     for (i = 0; i < n; i++) {
         PSPEC *p = &op->p[op->np];
-        unsigned b = rd8(rd);
+        unsigned b = param_byte(rd, i, n, repeat, &first);
         size_t len;
 
         memset(p, 0, sizeof(*p));
@@ -1296,6 +1472,10 @@ static void decode_gcm_set(STATE *st, RD *rd, OP *op, int max)
         }
         op->np++;
     }
+    /* siv-keyless-end: NULL instead of {END} */
+    if (skip_known && op->code == OP_INIT && op->key == NULL && op->np == 0
+        && (op->cipher >= 10 || (op->cipher == 0 && s->cur == C_SIV)))
+        op->pnull = 1;
     if (skip_known) {
         int ivl = 0, tag = 0;
 
@@ -1317,12 +1497,13 @@ static void decode_gcm_set(STATE *st, RD *rd, OP *op, int max)
 /* set_ctx_params / init params for CMAC, GMAC, KMAC */
 static void decode_fam_params(STATE *st, RD *rd, OP *op, int max)
 {
-    int i, n = (int)(rd8(rd) % (max + 1));
+    int i, repeat, n = decode_count(rd, op, max, &repeat);
+    unsigned first = 0;
 
     op->np = 0;
     for (i = 0; i < n; i++) {
         PSPEC *p = &op->p[op->np];
-        unsigned b = rd8(rd);
+        unsigned b = param_byte(rd, i, n, repeat, &first);
         size_t len;
 
         memset(p, 0, sizeof(*p));
@@ -1347,6 +1528,12 @@ static void decode_fam_params(STATE *st, RD *rd, OP *op, int max)
             pick_key_param(st, rd, p);
             break;
         case 5: case 6:
+            /* gmac-dup-iv: one "iv" at most */
+            if (skip_known && has_param(op, P_MACIV)) {
+                p->id = P_UNKNOWN;
+                p->num = rd8(rd);
+                break;
+            }
             /* mostly 12 bytes, else any length from the pool */
             p->id = P_MACIV;
             p->buf = iv_init[b % NIVS];
@@ -1383,13 +1570,17 @@ static void decode_fam_params(STATE *st, RD *rd, OP *op, int max)
 static void decode_get(STATE *st, RD *rd, OP *op, int gcm)
 {
     SLOT *s = &st->slot[op->slot];
-    int i, n = 1 + (int)(rd8(rd) % MAXPARAMS);
+    unsigned c = rd8(rd), first = 0;
+    /* top three bits set: no parameters, NULL by bit 4; else as a set */
+    int i, n = (c & 0xe0) == 0xe0 ? 0 : 1 + (int)(c % MAXPARAMS);
+    int repeat = n >= 2 && (c & 0x40) != 0;
 
     op->np = 0;
     op->api = 0;
+    op->pnull = n == 0 && (c & 0x10) != 0;
     for (i = 0; i < n; i++) {
         PSPEC *p = &op->p[op->np];
-        unsigned b = rd8(rd);
+        unsigned b = param_byte(rd, i, n, repeat, &first);
 
         memset(p, 0, sizeof(*p));
         if (!gcm) {
@@ -1495,6 +1686,8 @@ static void describe_params(const OP *op, char *buf, size_t n)
     int i;
 
     buf[0] = '\0';
+    if (op->np == 0)
+        snprintf(buf, n, op->pnull ? " NULL" : " {END}");
     for (i = 0; i < op->np && used < n; i++) {
         const PSPEC *p = &op->p[i];
 
@@ -1522,10 +1715,18 @@ static int decode(STATE *st, OP *op)
     char k[64] = "", ps[120] = "";
 
     memset(op, 0, sizeof(*op));
-    op->code = (int)(b % OP_COUNT);
+    op->code = only != NULL ? diff_ops[b % sizeof(diff_ops)]
+                            : (int)(b % OP_COUNT);
     op->slot = (int)(sel % NSLOTS);
     op->kind = (sel & 0x40) ? K_FAM : (sel & 0x80) ? K_GCM : K_HMAC;
     op->fam = (int)((sel >> 4) & 3);
+    if (only != NULL) {
+        /* EVP_Q_mac is a MAC's: none for the cipher families */
+        if (op->code == OP_QMAC && only->kind == K_GCM)
+            return 0;
+        op->kind = only->kind;
+        op->fam = only->fam0 + (only->nfam > 0 ? op->fam % only->nfam : 0);
+    }
     s = &st->slot[op->slot];
 
     if (op->code == OP_NEW || op->code == OP_MUTATE
@@ -1600,6 +1801,9 @@ static int decode(STATE *st, OP *op)
             /* the eighth value: AES-OCB or AES-SIV, by one more byte */
             if (((c >> 2) & 7) == 7)
                 op->cipher = 7 + (int)(rd8(rd) % NAEADS);
+            if (only != NULL && op->cipher != 0)
+                op->cipher = only->cipher0
+                             + (op->cipher - 1) % only->ncipher;
             pick_key(st, rd, op, 1);
             op->iv = (c & 0x80) ? NULL : iv_init[(c >> 5) % NIVS];
             decode_gcm_set(st, rd, op, 2);
@@ -1631,9 +1835,10 @@ static int decode(STATE *st, OP *op)
         op->api = (int)(rd8(rd) % 6);
         if (op->api > 3 || (s->kind != K_GCM && op->api > 2))
             op->api = 0;
-        if (op->api == 0)
+        if (op->api == 0) {
             decode_get(st, rd, op, s->kind == K_GCM);
-        describe_params(op, ps, sizeof(ps));
+            describe_params(op, ps, sizeof(ps));
+        }
         snprintf(op->desc, sizeof(op->desc), "get(slot%d, api=%d:%s)",
                  op->slot, op->api, ps);
         break;
@@ -1704,6 +1909,7 @@ static int decode(STATE *st, OP *op)
             decode_fam_params(st, rd, op, 2);
         } else {
             op->digest = digests[rd8(rd) % NDIGESTS];
+            op->pnull = 1;      /* EVP_Q_mac's HMAC gets no parameters */
         }
         pick_key(st, rd, op, 0);
         if (op->key == NULL)
@@ -1745,7 +1951,7 @@ static void *phase2(void *arg)
     int i;
     OP op;
 
-    while (st->rd.n > 0 && st->nops < MAXOPS) {
+    while (st->rd.n > 0 && st->nops < maxops) {
         if (decode(st, &op)) {
             st->nops++;
             if (op.code != OP_SWITCH)
@@ -1772,7 +1978,7 @@ static void *phase1(void *arg)
     STATE *st = arg;
     OP op;
 
-    while (st->rd.n > 0 && st->nops < MAXOPS) {
+    while (st->rd.n > 0 && st->nops < maxops) {
         if (!decode(st, &op))
             continue;
         st->nops++;
@@ -1952,6 +2158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (!st.overlap)
         run_phase2(&st);
+    cov_seqops += (unsigned long)st.nops;
     if (tracing) {
         print_trace(&st);
         if (!selftest)
@@ -1959,3 +2166,144 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     return 0;
 }
+
+#ifdef KC_DIFF_MAIN
+/* ---------------------------------------------------------------------- */
+/* The differential test: seeded inputs instead of libFuzzer's            */
+
+#include <strings.h>
+#include <sys/wait.h>
+#include <time.h>
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15u);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+static unsigned long env_num(const char *name, unsigned long def)
+{
+    const char *v = getenv(name);
+
+    return v != NULL && *v != '\0' ? strtoul(v, NULL, 0) : def;
+}
+
+/*
+ * One family, in a process of its own: nseq inputs of up to 1 KiB of
+ * seeded bytes (sequence i's from the seed, the family's name and i
+ * alone, so that any one can be replayed), maxops ops each.
+ */
+static unsigned skew_max = 3;
+
+static int run_family(const FAMILY *f, uint64_t seed, unsigned long nseq,
+                      long one)
+{
+    static uint8_t buf[1024];
+    uint64_t name = 14695981039346656037u;
+    const char *c;
+    unsigned long i;
+    size_t len, j;
+    time_t t0 = time(NULL);
+
+    for (c = f->name; *c != '\0'; c++)
+        name = (name ^ (unsigned char)*c) * 1099511628211u;
+    only = f;
+    nokey_from = 0xd0;
+    LLVMFuzzerInitialize(NULL, NULL);
+    for (i = 0; i < nseq; i++) {
+        uint64_t x = seed * 0x2545f4914f6cdd1du ^ name ^ (i << 1);
+
+        if (one >= 0 && i != (unsigned long)one)
+            continue;
+        uint64_t r = splitmix(&x);
+        /* skew: 0 to 3 in 4 bytes small (0..15), which the decoder's
+         * tables take as their first entries: the same few pooled keys,
+         * ciphers and digests again, which is what the cache keeps */
+        unsigned skew = (unsigned)(r >> 60) % (skew_max + 1);
+
+        len = 64 + r % (sizeof(buf) - 63);
+        for (j = 0; j < len; j++) {
+            r = splitmix(&x);
+            buf[j] = (r & 3) < skew ? (uint8_t)((r >> 8) & 15)
+                                    : (uint8_t)(r >> 56);
+        }
+        snprintf(origin, sizeof(origin),
+                 "diff_families: %s, KC_DIFF_SEED=%llu, sequence %lu "
+                 "(replay: KC_DIFF_SEED=%llu KC_DIFF_SEQ=%lu diff_families %s)",
+                 f->name, (unsigned long long)seed, i,
+                 (unsigned long long)seed, i, f->name);
+        LLVMFuzzerTestOneInput(buf, len);
+    }
+    printf("%-8s %lu sequences, %lu ops, %lu calls compared: %lu keyless "
+           "inits, %lu keys given after one, %lu empty arrays, %lu NULL "
+           "params, %lu repeated names (%lds)\n", f->name,
+           one >= 0 ? 1 : nseq, cov_seqops, cov.ops, cov.keyless,
+           cov.key_later, cov.empty, cov.null, cov.repeated,
+           (long)(time(NULL) - t0));
+    fflush(stdout);
+    /* that the cached paths ran: keycache's counters */
+    print_counters();
+    if (one < 0 && (cov.keyless == 0 || cov.key_later == 0 || cov.empty == 0
+                    || cov.null == 0 || cov.repeated == 0)) {
+        printf("%-8s FAILED: a kind of call above never ran\n", f->name);
+        return 1;
+    }
+    return 0;
+}
+
+/*
+ * diff_families [FAMILY...]: every family of families[] (or those named),
+ * each in a child process, so that one family's divergence (an abort()
+ * with its op trace) does not hide the others'.  KC_DIFF_SEED (default 1),
+ * KC_DIFF_SEQS (3000 per family), KC_DIFF_OPS (ops per sequence),
+ * KC_DIFF_SEQ (replay that sequence alone; with KC_FUZZ_TRACE=1 its trace).
+ */
+int main(int argc, char **argv)
+{
+    uint64_t seed = env_num("KC_DIFF_SEED", 1);
+    unsigned long nseq = env_num("KC_DIFF_SEQS", 3000);
+    long one = getenv("KC_DIFF_SEQ") != NULL ? (long)env_num("KC_DIFF_SEQ", 0)
+                                              : -1;
+    int f, a, failed = 0, ran = 0;
+
+    maxops = (int)env_num("KC_DIFF_OPS", MAXOPS);
+    skew_max = (unsigned)env_num("KC_DIFF_SKEW", 3);
+    if (maxops < 1 || maxops > MAXOPS)
+        maxops = MAXOPS;
+    printf("diff_families: seed %llu, %lu sequences of up to %d ops per "
+           "family\n", (unsigned long long)seed, nseq, maxops);
+    fflush(stdout);
+    for (f = 0; f < NFAMILIES; f++) {
+        pid_t pid;
+        int status;
+
+        for (a = 1; a < argc; a++)
+            if (strcasecmp(argv[a], families[f].name) == 0)
+                break;
+        if (argc > 1 && a == argc)
+            continue;
+        ran++;
+        pid = fork();
+        if (pid == 0)
+            _exit(run_family(&families[f], seed, nseq, one));
+        if (pid < 0 || waitpid(pid, &status, 0) != pid
+            || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            printf("%-8s FAILED (%s)\n", families[f].name,
+                   pid > 0 && WIFSIGNALED(status) ? strsignal(WTERMSIG(status))
+                                                  : "exit status");
+            failed++;
+        }
+        fflush(stdout);
+    }
+    if (ran == 0) {
+        fprintf(stderr, "no such family\n");
+        return 2;
+    }
+    printf("diff_families: %d of %d families %s\n", failed ? failed : ran, ran,
+           failed ? "FAILED" : "agree with the default");
+    return failed != 0;
+}
+#endif
