@@ -28,7 +28,6 @@
  */
 #include <limits.h>
 #include <openssl/core_names.h>
-#include <openssl/err.h>
 #include <openssl/params.h>
 
 #include "kc_local.h"
@@ -153,62 +152,26 @@ static int set_iv(KC_GMAC_CTX *g, const unsigned char *iv, size_t len)
 }
 
 /*
- * Does the running default's GMAC fail a call that names a parameter twice
- * ("repeated parameter", setting nothing: OpenSSL 4's generated decoders),
- * or take the first (3.x)?  Asked of the default the first time a repeat
- * comes, and kept for the process: 0 not yet known, 1 takes the first,
- * 2 fails.
- */
-static int repeats_known;
-
-static int repeats_fail(const KC_GMAC_CTX *g)
-{
-    static const unsigned char iv[12];
-    const KC_MAC_FNS *m = deflt(g);
-    OSSL_PARAM c[2], twice[3];
-    int known = __atomic_load_n(&repeats_known, __ATOMIC_RELAXED);
-    void *t;
-
-    if (known != 0)
-        return known == 2;
-    c[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
-                                            (char *)g->cipher, 0);
-    c[1] = OSSL_PARAM_construct_end();
-    twice[0] = twice[1] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV,
-                                                            (void *)iv, 12);
-    twice[2] = OSSL_PARAM_construct_end();
-    ERR_set_mark();
-    if ((t = m->newctx(g->pctx->inner_provctx)) != NULL
-        && m->set_ctx_params(t, c) == 1)
-        known = m->set_ctx_params(t, twice) == 1 ? 1 : 2;
-    m->freectx(t);
-    ERR_pop_to_mark();
-    /* not learned (out of memory): the default's own context answers */
-    if (known == 0)
-        return 1;
-    __atomic_store_n(&repeats_known, known, __ATOMIC_RELAXED);
-    return known == 2;
-}
-
-/*
  * The default's gmac_set_ctx_params(), in its order.  A cipher starts the
  * default's context over: tmpl.c gives such calls to a context of the
- * default's (direct_recipher()), so none comes here.  A name the default
- * knows given twice is the default's to judge where that fails the call.
+ * default's (direct_recipher()), unless a name in them is given twice
+ * where that fails the default's call: then, as for any call here with a
+ * repeated name, the default judges it (kc_tmac_repeats_fail()).
  */
 static int gmac_set_ctx_params(void *vg, const OSSL_PARAM params[])
 {
     KC_GMAC_CTX *g = vg;
     const OSSL_PARAM *p, *key = NULL, *iv = NULL;
-    int twice = 0, props = 0;
+    int twice = 0, props = 0, cipher = 0;
 
     if (params == NULL)
         return 1;
     /* the first of each name, as the default locates them, in one pass */
     for (p = params; p->key != NULL; p++) {
-        if (p->key[0] == 'c' && strcmp(p->key, OSSL_MAC_PARAM_CIPHER) == 0)
-            return 0;
-        if (p->key[0] == 'k' && strcmp(p->key, OSSL_MAC_PARAM_KEY) == 0) {
+        if (p->key[0] == 'c' && strcmp(p->key, OSSL_MAC_PARAM_CIPHER) == 0) {
+            twice |= cipher++;
+        } else if (p->key[0] == 'k'
+                   && strcmp(p->key, OSSL_MAC_PARAM_KEY) == 0) {
             twice |= key != NULL;
             key = key != NULL ? key : p;
         } else if (p->key[0] == 'i'
@@ -220,8 +183,11 @@ static int gmac_set_ctx_params(void *vg, const OSSL_PARAM params[])
             twice |= props++;
         }
     }
-    if (twice && repeats_fail(g))
+    if (twice
+        && kc_tmac_repeats_fail(g->pctx, &g->pctx->fam[KC_FAM_GMAC]))
         return default_says(g, params);
+    if (cipher)
+        return 0;
     if (key != NULL && (key->data_type != OSSL_PARAM_OCTET_STRING
                         || !set_key(g, key->data, key->data_size)))
         return 0;

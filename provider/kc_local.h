@@ -347,10 +347,23 @@ struct kc_tfam_st {
     KC_DIGEST_FNS dig;
     size_t dig_block, dig_size;     /* its block and output sizes */
     unsigned int quirks;            /* what direct_bind learned */
+    /* learned at the first repeated name, see kc_tmac_repeats_fail() */
+    int repeats;
 };
 
 extern const KC_TDESC kc_cmac_desc, kc_gmac_desc, kc_kmac128_desc,
     kc_kmac256_desc;
+
+/*
+ * Does the running default's set_ctx_params of a family that takes a
+ * cipher (CMAC, GMAC) fail a call naming a parameter twice, setting
+ * nothing (OpenSSL 4's decoders), rather than take the first (3.x)?
+ * Asked of the default at the first such call, then kept.
+ */
+int kc_tmac_repeats_fail(KC_PROVCTX *pctx, const KC_TFAM *f);
+/* Does params name one of the family's settable parameters twice? */
+int kc_tmac_repeats(KC_PROVCTX *pctx, const KC_TFAM *f,
+                    const OSSL_PARAM params[]);
 
 /* ---- cipher template families, see ctmpl.c ---- */
 

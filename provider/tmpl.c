@@ -1156,12 +1156,64 @@ static int app_refuses(const KC_TMAC_CTX *w, const OSSL_PARAM params[])
  * leaves the default's, with its errors (naming keycache's library
  * context) dropped.
  */
+int kc_tmac_repeats_fail(KC_PROVCTX *pctx, const KC_TFAM *f)
+{
+    const KC_MAC_FNS *m = &f->mac;
+    OSSL_PARAM twice[3];
+    int known = __atomic_load_n(&f->repeats, __ATOMIC_RELAXED);
+    void *t;
+
+    if (known != 0)
+        return known == 2;
+    /* a properties given twice and no cipher: 3.x sets nothing, and is fine */
+    twice[0] = twice[1] =
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES, "", 0);
+    twice[2] = OSSL_PARAM_construct_end();
+    ERR_set_mark();
+    if ((t = m->newctx(pctx->inner_provctx)) != NULL)
+        known = m->set_ctx_params(t, twice) == 1 ? 1 : 2;
+    m->freectx(t);
+    ERR_pop_to_mark();
+    /* not learned (out of memory): the default's own context answers */
+    if (known == 0)
+        return 1;
+    /* a memo of the default's answer, not part of the family's identity */
+    __atomic_store_n((int *)&f->repeats, known, __ATOMIC_RELAXED);
+    return known == 2;
+}
+
+int kc_tmac_repeats(KC_PROVCTX *pctx, const KC_TFAM *f,
+                    const OSSL_PARAM params[])
+{
+    const OSSL_PARAM *known = f->mac.settable_ctx_params == NULL ? NULL
+        : f->mac.settable_ctx_params(NULL, pctx->inner_provctx);
+    const OSSL_PARAM *p, *q;
+
+    if (params == NULL || known == NULL)
+        return 0;
+    for (p = params; p->key != NULL; p++)
+        for (q = p + 1; q->key != NULL; q++)
+            if (kc_name_is(q->key, p->key)
+                && OSSL_PARAM_locate_const(known, p->key) != NULL)
+                return 1;
+    return 0;
+}
+
 static KC_NOINLINE int cipher_call(KC_TMAC_CTX *w, int init,
                                    const unsigned char *key, size_t keylen,
                                    const OSSL_PARAM params[])
 {
     int refused;
 
+    /*
+     * Where a name given twice fails the default's call before it fetches
+     * anything, the context's own functions raise that (a direct family's
+     * asks the default), not the cipher's resolution.
+     */
+    if (kc_tmac_repeats(w->pctx, w->f, params)
+        && kc_tmac_repeats_fail(w->pctx, w->f))
+        return init ? w->ops->init(w->inner, key, keylen, params)
+                    : w->ops->set_ctx_params(w->inner, params);
     if (w->ops != &w->f->mac)
         return direct_recipher(w, params)
                && (!init || w->ops->init(w->inner, key, keylen, NULL));

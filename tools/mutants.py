@@ -42,6 +42,17 @@ MUTANTS = {
     "siv-empty-init-direction-only": ("provider/siv.c",
         "            return 0;\n    }\n    return siv_set_ctx_params(s, params);",
         "            return 0;\n    }\n    if (key == NULL && params != NULL && params[0].key == NULL)\n        return 1;\n    return siv_set_ctx_params(s, params);"),
+    # GMAC's own context takes the first of a repeated name where the
+    # default fails the call (4.x: test_repeats, diff_families)
+    "gmac-repeats-taken": ("provider/gmac.c",
+        "    if (twice\n        && kc_tmac_repeats_fail(",
+        "    if (0 && twice\n        && kc_tmac_repeats_fail("),
+    # a keyed CMAC/GMAC call naming a cipher and a name twice resolves the
+    # cipher first: the application's fetch error, not the default's
+    # "repeated parameter" (4.x: diff_families)
+    "cipher-call-resolves-first": ("provider/tmpl.c",
+        "    if (kc_tmac_repeats(w->pctx, w->f, params)\n        && kc_tmac_repeats_fail(",
+        "    if (0 && kc_tmac_repeats(w->pctx, w->f, params)\n        && kc_tmac_repeats_fail("),
     # the per-thread memo answers for another object than the caller's
     "origin-memo-any-object": ("provider/origin.c",
         "        if (ssl_memo.base[i] == base)",
