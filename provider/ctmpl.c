@@ -998,6 +998,8 @@ void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
                             &f->alg[1], &cold);
     if (w == NULL)
         return NULL;
+    /* the family's first context binds its own (inner.c's gate) */
+    cold = cold || !kc_cfam_ready(pctx, f);
     w->to = &before_key;
     w->arg = w;
     w->pctx = pctx;

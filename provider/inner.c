@@ -5,7 +5,10 @@
  * AES-GCM dispatch tables and call them directly, so there is no EVP layer
  * inside keycache and keycache can never fetch itself.
  */
+#define _GNU_SOURCE            /* gettid() */
+#include <sched.h>
 #include <string.h>
+#include <unistd.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/provider.h>
@@ -36,7 +39,9 @@ static const OSSL_ALGORITHM *find_alg(const OSSL_ALGORITHM *algs,
     for (; algs != NULL && algs->algorithm_names != NULL; algs++)
         for (s = algs->algorithm_names; s != NULL;
              s = (s = strchr(s, ':')) != NULL ? s + 1 : NULL)
-            if (OPENSSL_strncasecmp(s, name, n) == 0
+            /* the first letter, folded, settles most (start-up cost) */
+            if ((s[0] | 0x20) == (name[0] | 0x20)
+                && OPENSSL_strncasecmp(s, name, n) == 0
                 && (s[n] == '\0' || s[n] == ':'))
                 return algs;
     return NULL;
@@ -199,10 +204,33 @@ static void add_digest(EVP_MD *md, void *arg)
  * context.  Methods are cached by the store, so the pointer normally matches;
  * names are the fallback.  NULL means "not one we know": pass through.
  */
+static int bind_claim(long *state);
+static void bind_done(long *state);
+
+/*
+ * The table is made at the first digest asked for, not at start: listing
+ * the default's digests builds the private context's digest store, which
+ * a process that never computes an HMAC must not pay for.
+ */
+static int digests_ready(KC_PROVCTX *pctx)
+{
+    if (__atomic_load_n(&pctx->digests_state, __ATOMIC_ACQUIRE)
+        == KC_DIRECT_BOUND)
+        return 1;
+    if (!bind_claim(&pctx->digests_state))
+        return __atomic_load_n(&pctx->digests_state, __ATOMIC_ACQUIRE)
+               == KC_DIRECT_BOUND;
+    EVP_MD_do_all_provided(pctx->libctx, add_digest, pctx);
+    bind_done(&pctx->digests_state);
+    return 1;
+}
+
 const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md)
 {
     size_t i;
 
+    if (!digests_ready(pctx))
+        return NULL;
     for (i = 0; i < pctx->ndigests; i++)
         if (pctx->digests[i].md == md)
             return &pctx->digests[i];
@@ -390,9 +418,77 @@ static void bind_cdirect(KC_PROVCTX *pctx, KC_CFAM *f,
         kc_ctmpl_keyed_fns(f, f->d->direct);
 }
 
+/*
+ * The gate of kc_tfam_ready(), kc_cfam_ready() and the digest table:
+ * *state is 0 (not bound), KC_DIRECT_BOUND, or who binds it, (pid << 24 |
+ * tid) << 2 | 1.  One thread wins the binding (1: it binds, then calls
+ * bind_done()); the others of the process wait for it, yielding: it runs
+ * once per family and instance, at its first use.  A binding left by a
+ * thread that did not come with fork() into this child is taken over; one
+ * asked for again from inside its own binding answers 0.
+ */
+static int bind_claim(long *state)
+{
+    long s, pid = (long)getpid(), mine = (pid << 24 | (long)gettid()) << 2 | 1;
+
+    for (;;) {
+        s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+        if (s == KC_DIRECT_BOUND)
+            return 0;
+        if (s == mine)
+            return 0;
+        if ((s & 1) != 0 && s >> 26 == pid) {
+            sched_yield();
+            continue;
+        }
+        if (__atomic_compare_exchange_n(state, &s, mine, 0, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_ACQUIRE))
+            return 1;
+    }
+}
+
+static void bind_done(long *state)
+{
+    __atomic_store_n(state, KC_DIRECT_BOUND, __ATOMIC_RELEASE);
+}
+
+static const OSSL_ALGORITHM *query(KC_PROVCTX *pctx, int op)
+{
+    int no_cache = 0;
+
+    return OSSL_PROVIDER_query_operation(pctx->deflt, op, &no_cache);
+}
+
+int kc_inner_bind_tfam(KC_PROVCTX *pctx, const KC_TFAM *cf)
+{
+    /* the family's lazily completed part: this thread alone writes it */
+    KC_TFAM *f = (KC_TFAM *)cf;
+
+    if (!bind_claim(&f->direct_state))
+        return __atomic_load_n(&f->direct_state, __ATOMIC_ACQUIRE)
+               == KC_DIRECT_BOUND;
+    bind_direct(pctx, f, query(pctx, OSSL_OP_CIPHER),
+                query(pctx, OSSL_OP_DIGEST));
+    kc_tmpl_first_use(pctx, f);
+    bind_done(&f->direct_state);
+    return 1;
+}
+
+int kc_inner_bind_cfam(KC_PROVCTX *pctx, const KC_CFAM *cf)
+{
+    KC_CFAM *f = (KC_CFAM *)cf;
+
+    if (!bind_claim(&f->direct_state))
+        return __atomic_load_n(&f->direct_state, __ATOMIC_ACQUIRE)
+               == KC_DIRECT_BOUND;
+    bind_cdirect(pctx, f, query(pctx, OSSL_OP_CIPHER));
+    bind_done(&f->direct_state);
+    return 1;
+}
+
 int kc_inner_start(KC_PROVCTX *pctx)
 {
-    const OSSL_ALGORITHM *macs, *ciphers, *digests, *a;
+    const OSSL_ALGORITHM *macs, *ciphers, *a;
     int no_cache = 0, i, nmac = 0, ncipher = 0;
 
     if ((pctx->libctx = OSSL_LIB_CTX_new()) == NULL
@@ -408,8 +504,6 @@ int kc_inner_start(KC_PROVCTX *pctx)
 
     macs = OSSL_PROVIDER_query_operation(pctx->deflt, OSSL_OP_MAC, &no_cache);
     ciphers = OSSL_PROVIDER_query_operation(pctx->deflt, OSSL_OP_CIPHER,
-                                            &no_cache);
-    digests = OSSL_PROVIDER_query_operation(pctx->deflt, OSSL_OP_DIGEST,
                                             &no_cache);
     a = find_alg(macs, "HMAC");
     if (a == NULL) {
@@ -452,7 +546,8 @@ int kc_inner_start(KC_PROVCTX *pctx)
             return 0;
         }
         load_mac_fns(&f->mac, a->implementation);
-        bind_direct(pctx, f, ciphers, digests);
+        f->direct_on = 0;
+        f->direct_state = 0;
         if (!kc_tmpl_bind(pctx, f, a)) {
             kc_raise(pctx, KC_R_INNER_MISSING, "default %s lacks functions",
                      f->d->name);
@@ -487,7 +582,7 @@ int kc_inner_start(KC_PROVCTX *pctx)
                      f->d->name);
             return 0;
         }
-        bind_cdirect(pctx, f, ciphers);
+        f->direct_state = f->d->direct != NULL ? 0 : KC_DIRECT_BOUND;
         pctx->cipher_algs[ncipher].algorithm_names = a->algorithm_names;
         pctx->cipher_algs[ncipher].property_definition =
             "provider=" KEYCACHE_PROVIDER_NAME;
@@ -496,11 +591,6 @@ int kc_inner_start(KC_PROVCTX *pctx)
         ncipher++;
     }
 
-    EVP_MD_do_all_provided(pctx->libctx, add_digest, pctx);
-    if (pctx->ndigests == 0) {
-        kc_raise(pctx, KC_R_INNER_MISSING, "default provider has no digests");
-        return 0;
-    }
     if (!kc_passthrough_start(pctx)) {
         kc_raise(pctx, KC_R_INIT_FAILED, "cannot offer the pass-through KDFs");
         return 0;

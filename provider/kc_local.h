@@ -349,6 +349,8 @@ struct kc_tfam_st {
     unsigned int quirks;            /* what direct_bind learned */
     /* learned at the first repeated name, see kc_tmac_repeats_fail() */
     int repeats;
+    /* d->direct bound yet?  See kc_inner_direct_ready() */
+    long direct_state;
 };
 
 extern const KC_TDESC kc_cmac_desc, kc_gmac_desc, kc_kmac128_desc,
@@ -445,6 +447,7 @@ struct kc_cfam_st {
     size_t keylen;                  /* the one the default accepts */
     int empty_value;                /* what a fresh context is (ctmpl.c) */
     int draws_iv;                   /* an IV drawn at an IV-less init (4.x GCM) */
+    long direct_state;              /* see kc_inner_direct_ready() */
 };
 
 extern const KC_CDESC kc_ocb_desc[3], kc_siv_desc[3], kc_gcm_desc[3];
@@ -507,6 +510,7 @@ struct kc_provctx_st {
     KC_CFAM cfam[KC_CFAM_COUNT];
     KC_DIGEST *digests;
     size_t ndigests;
+    long digests_state;         /* the table built yet? (inner.c) */
     OSSL_ALGORITHM mac_algs[KC_FAM_COUNT + 2];
     /* AES-OCB, SIV, GCM if on, then pass-through ciphers (cipher_pt_algs) */
     OSSL_ALGORITHM cipher_algs[KC_CFAM_COUNT + KC_PT_CIPHERS + 1];
@@ -557,6 +561,30 @@ int kc_props_prefer(KC_PROVCTX *pctx);
 int kc_names_start_with(const char *names, const char *first);
 int kc_inner_start(KC_PROVCTX *pctx);
 void kc_inner_stop(KC_PROVCTX *pctx);
+/*
+ * What a family learns of the default by trying it (its own keyed
+ * contexts' checks, d->direct_bind(): GMAC, KMAC, AES-SIV; a fresh MAC
+ * context's no-op calls) is learned at its first context, not at start:
+ * it costs millions of instructions that a process never using the family
+ * must not pay.  Every wrapper but a cold one is made after the gate
+ * below, so whose functions keyed contexts run on (direct_on, kfns, the
+ * entries' free) never changes under one.  Another thread of the process
+ * waits while one learns; 0 only if asked again from inside that learning
+ * (a cold context, the default's, then).
+ */
+#define KC_DIRECT_BOUND 2
+int kc_inner_bind_tfam(KC_PROVCTX *pctx, const KC_TFAM *f);
+int kc_inner_bind_cfam(KC_PROVCTX *pctx, const KC_CFAM *f);
+static ossl_inline int kc_tfam_ready(KC_PROVCTX *pctx, const KC_TFAM *f)
+{
+    return __atomic_load_n(&f->direct_state, __ATOMIC_ACQUIRE)
+           == KC_DIRECT_BOUND || kc_inner_bind_tfam(pctx, f);
+}
+static ossl_inline int kc_cfam_ready(KC_PROVCTX *pctx, const KC_CFAM *f)
+{
+    return __atomic_load_n(&f->direct_state, __ATOMIC_ACQUIRE)
+           == KC_DIRECT_BOUND || kc_inner_bind_cfam(pctx, f);
+}
 const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md);
 /* the application's default's MACs, see inner.c */
 int kc_inner_is_default(const KC_PROVCTX *pctx, const OSSL_PROVIDER *prov);
@@ -767,6 +795,11 @@ int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
  * a MAC one.  Asked before a key is admitted, never on a hit.
  */
 int kc_origin_admits(const KC_PROVCTX *pctx, int cipher);
+/*
+ * Do a and b lie in the same loaded object?  (Its mapped extent, found
+ * with dl_iterate_phdr: dladdr's symbol search costs far more.)
+ */
+int kc_same_object(const void *a, const void *b);
 
 /* passthrough.c */
 int kc_passthrough_start(KC_PROVCTX *pctx);
@@ -777,6 +810,7 @@ extern const OSSL_DISPATCH kc_hmac_functions[];
 
 /* tmpl.c: the shared layer of the template families */
 int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg);
+void kc_tmpl_first_use(KC_PROVCTX *pctx, KC_TFAM *f);
 void *kc_tmac_newctx(KC_PROVCTX *pctx, int which);
 OSSL_FUNC_mac_dupctx_fn kc_tmac_dupctx;
 OSSL_FUNC_mac_freectx_fn kc_tmac_freectx;

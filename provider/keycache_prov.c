@@ -625,7 +625,7 @@ static int host_matches(const OSSL_CORE_HANDLE *handle,
 {
     const char *version = kc_early_core_version(handle, in);
     const OSSL_DISPATCH *d;
-    Dl_info core, mine;
+    Dl_info mine;
     void *core_fn = NULL;
 
     /* a core that cannot say is taken at its word: it loaded a 3.x ABI */
@@ -650,9 +650,7 @@ static int host_matches(const OSSL_CORE_HANDLE *handle,
     for (d = in; d->function_id != 0; d++)
         if (d->function_id == OSSL_FUNC_CORE_GET_PARAMS)
             core_fn = (void *)d->function;
-    if (core_fn != NULL && dladdr(core_fn, &core) != 0
-        && dladdr((void *)&EVP_MAC_init, &mine) != 0
-        && core.dli_fbase == mine.dli_fbase)
+    if (core_fn != NULL && kc_same_object((void *)&EVP_MAC_init, core_fn))
         return 1;
     kc_early_log(1, "not started: the OpenSSL %s that loaded keycache is "
                  "not the libcrypto keycache is linked to (%s); the program "

@@ -115,6 +115,14 @@ static int range_of(uintptr_t addr, KC_RANGE *out)
     return dl_iterate_phdr(find_object, &f) == 1;
 }
 
+int kc_same_object(const void *a, const void *b)
+{
+    KC_RANGE r;
+
+    return range_of((uintptr_t)a, &r) && (uintptr_t)b >= r.start
+           && (uintptr_t)b < r.end;
+}
+
 static void origin_init(void)
 {
     Dl_info di;

@@ -866,7 +866,8 @@ static int record(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
     SAVED sv;
 
     /* no parameters on a fresh context: nothing to record (see bind) */
-    if (s->ns == 0 && s->nv == 0 && w->len == 0 && w->f->empty_set_ok)
+    if (s->ns == 0 && s->nv == 0 && w->len == 0
+        && __atomic_load_n(&w->f->empty_set_ok, __ATOMIC_RELAXED))
         return 1;
     save(w, &sv);
     if (s->ns > 0 || s->nv == 0) {
@@ -963,13 +964,15 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
                  size_t keylen)
 {
     const KC_TFAM *f = w->f;
-    const KC_MAC_FNS *ops = f->direct_on ? f->d->direct : &f->mac;
+    const KC_MAC_FNS *ops;
     const unsigned char *rec = (const unsigned char *)w->rec;
     KC_LOOKUP lk;
     void *tmpl, *inner = NULL;
 
     if (key == NULL || keylen > KEYCACHE_MAX_KEY_LEN)
         return -1;
+    /* settled before this wrapper was made (kc_tmac_newctx()) */
+    ops = f->direct_on ? f->d->direct : &f->mac;
     if (w->shape_value < 0)
         w->shape_value = learn_shape(w, c);
     if ((w->shape_value & KC_REC_CACHEABLE) == 0)
@@ -1283,10 +1286,12 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
                             &f->alg, &cold);
     if (w == NULL)
         return NULL;
+    /* the family's first context learns what it needs (inner.c's gate) */
+    cold = cold || !kc_tfam_ready(pctx, f);
     w->pctx = pctx;
     w->f = f;
     w->ops = &f->mac;
-    w->shape_value = f->empty_value;
+    w->shape_value = __atomic_load_n(&f->empty_value, __ATOMIC_RELAXED);
     /*
      * Almost every key misses on this thread (a new key per message):
      * recording and looking up would only add to each message, so this
@@ -1399,11 +1404,12 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
     SAVED sv;
 
     if (params == NULL) {
-        if (w->f->null_set_ok)
+        if (__atomic_load_n(&w->f->null_set_ok, __ATOMIC_RELAXED))
             return 1;
         goto pass;
     }
-    if (w->cold && !(params[0].key == NULL && w->f->empty_set_ok))
+    if (w->cold && !(params[0].key == NULL
+                     && __atomic_load_n(&w->f->empty_set_ok, __ATOMIC_RELAXED)))
         goto pass;
     if (!split(w->f, params, &s) || (c = kc_cache_get(w->pctx)) == NULL)
         goto pass;
@@ -1654,40 +1660,72 @@ const OSSL_PARAM *kc_tmac_gettable_params(KC_PROVCTX *pctx, int which)
 /* ---------------------------------------------------------------------- */
 /* Start                                                                  */
 
-int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
+/*
+ * At the family's first context (inner.c's gate, after bind_direct()):
+ * does the default take set_ctx_params with NULL, or with no parameters,
+ * on a fresh context as a no-op?  (EVP_Q_mac makes both calls.)  Then they
+ * need no record.  Asked here, not at start: a fresh KMAC context fetches
+ * its digest, which builds the private context's whole digest store.
+ * Stored atomically: a context made cold meanwhile reads them.  Then the
+ * family's own keyed contexts, if complete, from now on.
+ */
+void kc_tmpl_first_use(KC_PROVCTX *pctx, KC_TFAM *f)
 {
     static const OSSL_PARAM empty[] = { OSSL_PARAM_END };
     const KC_MAC_FNS *m = &f->mac;
     KC_TMAC_CTX *probe_w;
     KC_ERRTOP before, after;
+    int null_ok = 0, empty_ok = 0;
     void *t;
+
+    ERR_set_mark();
+    kc_err_top(&before);
+    if ((t = m->newctx(pctx->inner_provctx)) != NULL) {
+        null_ok = m->set_ctx_params(t, NULL) == 1;
+        empty_ok = m->set_ctx_params(t, empty) == 1;
+        m->freectx(t);
+    }
+    kc_err_top(&after);
+    if (!kc_err_same(&before, &after))
+        null_ok = empty_ok = 0;
+    ERR_pop_to_mark();
+    __atomic_store_n(&f->null_set_ok, null_ok, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->empty_set_ok, empty_ok, __ATOMIC_RELAXED);
+    /* what a fresh context's (empty) shape is, for every new wrapper */
+    if ((probe_w = OPENSSL_zalloc(sizeof(*probe_w))) != NULL) {
+        probe_w->pctx = pctx;
+        probe_w->f = f;
+        __atomic_store_n(&f->empty_value, shape_value(probe_w),
+                         __ATOMIC_RELAXED);
+        OPENSSL_free(probe_w);
+    }
+    if (f->d->direct_new == NULL || f->d->direct->dupctx == NULL
+        || f->d->direct->freectx == NULL)
+        f->direct_on = 0;
+    if (f->direct_on)
+        f->alg.freectx = f->d->direct->freectx;
+}
+
+int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
+{
+    const KC_MAC_FNS *m = &f->mac;
+    KC_ERRTOP before, after;
 
     if (m->newctx == NULL || m->dupctx == NULL || m->freectx == NULL
         || m->init == NULL || m->update == NULL || m->final == NULL
         || m->set_ctx_params == NULL || f->d->park_scrub > KC_SCRUB_MAX)
         return 0;
     f->alg.names = alg->algorithm_names;
-    if (f->direct_on
-        && (f->d->direct_new == NULL || f->d->direct->dupctx == NULL
-            || f->d->direct->freectx == NULL))
-        f->direct_on = 0;
-    f->alg.freectx = f->direct_on ? f->d->direct->freectx : m->freectx;
+    /* the default's, unless kc_tmpl_first_use() finds the family's own */
+    f->alg.freectx = m->freectx;
     f->alg.spare_max = f->d->reinit_restores ? KC_SPARE_MAX : 0;
     f->alg.stat = KC_STAT_FAM + (unsigned int)(f - pctx->fam);
     KC_PUBLISH_ONCE(&inner_get_params[f - pctx->fam], m->get_params);
-    /*
-     * Does the default take set_ctx_params with NULL, or with no
-     * parameters, on a fresh context as a no-op?  (EVP_Q_mac makes both
-     * calls.)  Then they need no record.
-     */
+    /* set_ctx_params' no-ops: learned at first use (kc_tmpl_first_use()) */
+    f->null_set_ok = f->empty_set_ok = 0;
+    /* a context-free size (GMAC): ask once, answer EVP's query ever after */
     ERR_set_mark();
     kc_err_top(&before);
-    if ((t = m->newctx(pctx->inner_provctx)) != NULL) {
-        f->null_set_ok = m->set_ctx_params(t, NULL) == 1;
-        f->empty_set_ok = m->set_ctx_params(t, empty) == 1;
-        m->freectx(t);
-    }
-    /* a context-free size (GMAC): ask once, answer EVP's query ever after */
     if (m->get_params != NULL && m->get_ctx_params == NULL) {
         size_t sz = 0;
         OSSL_PARAM q[2];
@@ -1699,16 +1737,10 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
     }
     kc_err_top(&after);
     if (!kc_err_same(&before, &after))
-        f->null_set_ok = f->empty_set_ok = f->fixed_size = 0;
+        f->fixed_size = 0;
     ERR_pop_to_mark();
     KC_PUBLISH_ONCE(&fixed_size[f - pctx->fam], f->fixed_size);
-    /* what a fresh context's (empty) shape is, for every new wrapper */
+    /* a fresh context's shape: learned at first use, unknown (-1) till then */
     f->empty_value = -1;
-    if ((probe_w = OPENSSL_zalloc(sizeof(*probe_w))) == NULL)
-        return 0;
-    probe_w->pctx = pctx;
-    probe_w->f = f;
-    f->empty_value = shape_value(probe_w);
-    OPENSSL_free(probe_w);
     return 1;
 }
