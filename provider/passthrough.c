@@ -329,8 +329,15 @@ static int offer(KC_PROVCTX *pctx, int op, const char *const *want,
         algs[n].algorithm_names = a->algorithm_names;
         algs[n].property_definition = "provider=" KEYCACHE_PROVIDER_NAME;
         algs[n].implementation = pctx->pt[pctx->npt++].table;
+        /*
+         * a cipher or key manager serves query-less programs, which read
+         * the default's own (EVP_CIPHER_get0_description()); KDFs and the
+         * DRBG say why they are here
+         */
         algs[n].algorithm_description =
-            "the default provider's, run where it cannot reach keycache";
+            op == OSSL_OP_CIPHER || op == KC_OP_SKEYMGMT
+            ? a->algorithm_description
+            : "the default provider's, run where it cannot reach keycache";
         n++;
     }
     return n;
