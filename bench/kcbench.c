@@ -103,6 +103,9 @@ typedef enum {
     /* AES-OCB, AES-SIV (the cipher of aead_rows[]), cipher fetched once */
     OP_AEAD_NEW,    /* CTX_new + EncryptInit(key, iv) + seal + free */
     OP_AEAD_REUSED, /* one keyed EVP_CIPHER_CTX per thread, new IV each op */
+    /* ciphers keycache does not wrap (plain_rows[]): its pass-through, 3.5+ */
+    OP_PLAIN_NEW,   /* CTX_new + EncryptInit(key, iv) + update + final + free */
+    OP_PLAIN_REUSED,/* one keyed EVP_CIPHER_CTX per thread, new IV each op */
     OP_DOTNET       /* .NET's new AesGcm(key): seal, then open, as its shim */
 } OPKIND;
 
@@ -258,6 +261,20 @@ static const SCENARIO scenarios[] = {
     { "newkey-siv-aes128", SEC_MISS, OP_AEAD_NEW, OP_AEAD_NEW, NULL, 32, 0,
       KEYS_NEW, 0, 0 },
     { "steady-ocb-aes128", SEC_STEADY, OP_AEAD_REUSED, OP_AEAD_REUSED, NULL,
+      16, 0, KEYS_FIXED, 0, 0 },
+    /*
+     * Ciphers keycache does not wrap (plain_rows[]): from OpenSSL 3.5 it
+     * passes them through beside its EVP_SKEY key managers, as the
+     * default's own functions; these rows show what that costs.  legacy:
+     * EVP_aes_128_cbc(), fetched again by every init.
+     */
+    { "plainnew-cbc-aes128-legacy", SEC_APP, OP_PLAIN_NEW, OP_PLAIN_NEW,
+      NULL, 16, 1, KEYS_FIXED, 0, 0 },
+    { "plainnew-cbc-aes128", SEC_APP, OP_PLAIN_NEW, OP_PLAIN_NEW, NULL, 16, 0,
+      KEYS_FIXED, 0, 0 },
+    { "plainnew-chacha20-poly1305", SEC_APP, OP_PLAIN_NEW, OP_PLAIN_NEW, NULL,
+      32, 0, KEYS_FIXED, 0, 0 },
+    { "steady-cbc-aes128", SEC_STEADY, OP_PLAIN_REUSED, OP_PLAIN_REUSED, NULL,
       16, 0, KEYS_FIXED, 0, 0 },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
@@ -775,6 +792,79 @@ static int setup_aead(WORKER *w)
            && EVP_EncryptInit_ex(w->cctx, w->aead, NULL, w->key, NULL);
 }
 
+/* ---- ciphers keycache does not wrap ---- */
+
+static const struct {
+    const char *row, *cipher;
+} plain_rows[] = {
+    { "plainnew-cbc-aes128-legacy", "AES-128-CBC" },
+    { "plainnew-cbc-aes128", "AES-128-CBC" },
+    { "plainnew-chacha20-poly1305", "ChaCha20-Poly1305" },
+    { "steady-cbc-aes128", "AES-128-CBC" },
+};
+
+/* This message's IV: the counter IV, zero-padded to the cipher's length. */
+static const unsigned char *plain_iv(WORKER *w, unsigned char iv[16])
+{
+    bump_iv(w->iv);
+    memset(iv, 0, 16);
+    memcpy(iv, w->iv, IV_LEN);
+    return iv;
+}
+
+/* in -> out (|| tag for an AEAD) with ctx keyed and given its IV. */
+static int plain_seal(WORKER *w, EVP_CIPHER_CTX *ctx)
+{
+    int l1 = 0, l2 = 0;
+
+    if (EVP_CIPHER_get_flags(w->cipher) & EVP_CIPH_FLAG_AEAD_CIPHER)
+        return gcm_seal(ctx, w->in, w->len, w->out, &w->outlen);
+    if (!EVP_EncryptUpdate(ctx, w->out, &l1, w->in, (int)w->len)
+        || !EVP_EncryptFinal_ex(ctx, w->out + l1, &l2))
+        return 0;
+    w->outlen = (size_t)(l1 + l2);
+    return 1;
+}
+
+static int op_plain_new(WORKER *w)
+{
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    unsigned char iv[16];
+    int ok;
+
+    ok = ctx != NULL
+         && EVP_EncryptInit_ex(ctx, w->cipher, NULL, op_key(w),
+                               plain_iv(w, iv))
+         && plain_seal(w, ctx);
+    EVP_CIPHER_CTX_free(ctx);
+    return ok;
+}
+
+static int op_plain_reused(WORKER *w)
+{
+    unsigned char iv[16];
+
+    return EVP_EncryptInit_ex(w->cctx, NULL, NULL, NULL, plain_iv(w, iv))
+           && plain_seal(w, w->cctx);
+}
+
+static int setup_plain(WORKER *w)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(plain_rows) / sizeof(plain_rows[0]); i++)
+        if (strcmp(plain_rows[i].row, w->sc->name) == 0)
+            w->aead = EVP_CIPHER_fetch(NULL, plain_rows[i].cipher, NULL);
+    if (w->aead == NULL)
+        return 0;
+    /* what a program's EVP_aes_128_cbc() is: fetched at every init */
+    w->cipher = w->sc->legacy ? EVP_aes_128_cbc() : w->aead;
+    if (w->op != OP_PLAIN_REUSED)
+        return 1;
+    return (w->cctx = EVP_CIPHER_CTX_new()) != NULL
+           && EVP_EncryptInit_ex(w->cctx, w->cipher, NULL, w->key, NULL);
+}
+
 /* ---- template families: CMAC, GMAC, KMAC ---- */
 
 /* The MAC and cipher of each OP_FAM_* row, by the row's name. */
@@ -901,6 +991,10 @@ static OP_FN op_fn(OPKIND op)
         return op_aead_new;
     case OP_AEAD_REUSED:
         return op_aead_reused;
+    case OP_PLAIN_NEW:
+        return op_plain_new;
+    case OP_PLAIN_REUSED:
+        return op_plain_reused;
     case OP_ENC_FRESH:
         return op_enc_fresh;
     case OP_DEC_FRESH:
@@ -1143,6 +1237,8 @@ static int worker_setup(WORKER *w)
       return setup_fam(w);
   if (w->op == OP_AEAD_NEW || w->op == OP_AEAD_REUSED)
       return setup_aead(w);
+  if (w->op == OP_PLAIN_NEW || w->op == OP_PLAIN_REUSED)
+      return setup_plain(w);
   if (w->op == OP_MAC_REUSED || w->op == OP_ENC_REUSED
       || w->op == OP_DEC_REUSED)
       return setup_reused(w);

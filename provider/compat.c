@@ -15,7 +15,20 @@
 # define KC_HAVE_ENGINE 1
 #endif
 
+#include <openssl/core_dispatch.h>
+
 #include "kc_compat.h"
+
+#ifdef OSSL_OP_SKEYMGMT
+_Static_assert(KC_OP_SKEYMGMT == OSSL_OP_SKEYMGMT
+               && KC_FUNC_SKEYMGMT_IMPORT == OSSL_FUNC_SKEYMGMT_IMPORT
+               && KC_FUNC_SKEYMGMT_GENERATE == OSSL_FUNC_SKEYMGMT_GENERATE
+               && KC_FUNC_SKEYMGMT_IMP_SETTABLE_PARAMS
+                  == OSSL_FUNC_SKEYMGMT_IMP_SETTABLE_PARAMS
+               && KC_FUNC_SKEYMGMT_GEN_SETTABLE_PARAMS
+                  == OSSL_FUNC_SKEYMGMT_GEN_SETTABLE_PARAMS,
+               "kc_compat.h's SKEYMGMT numbers are OpenSSL's");
+#endif
 #include "kc_early.h"
 
 const int kc_compat_major = OPENSSL_VERSION_MAJOR;

@@ -59,4 +59,17 @@ extern const int kc_compat_gcm_draws_iv;
  */
 int kc_compat_at_cleanup(void (*fn)(void));
 
+/*
+ * Symmetric key management (EVP_SKEY, OpenSSL 3.5+): the operation and the
+ * function ids that take a provider context.  Numbers of the stable ABI,
+ * spelled out so a build against 3.0's headers still offers it once
+ * libcrypto is upgraded in place; compat.c checks them against the headers
+ * that have them.  A libcrypto without the operation answers no algorithms.
+ */
+#define KC_OP_SKEYMGMT 15
+#define KC_FUNC_SKEYMGMT_IMPORT 2
+#define KC_FUNC_SKEYMGMT_GENERATE 4
+#define KC_FUNC_SKEYMGMT_IMP_SETTABLE_PARAMS 6
+#define KC_FUNC_SKEYMGMT_GEN_SETTABLE_PARAMS 7
+
 #endif

@@ -452,8 +452,11 @@ struct kc_cfam_st {
 
 extern const KC_CDESC kc_ocb_desc[3], kc_siv_desc[3], kc_gcm_desc[3];
 
-/* ciphers passed through (AES-SIV, which keys a CMAC inside) */
-#define KC_PT_CIPHERS 3
+/*
+ * ciphers passed through: AES-SIV, which keys a CMAC inside, or, with the
+ * EVP_SKEY key managers, every default cipher keycache does not wrap
+ */
+#define KC_PT_CIPHERS 192
 
 /* Counters kept per thread; only the owning thread writes them. */
 typedef struct {
@@ -514,10 +517,11 @@ struct kc_provctx_st {
     OSSL_ALGORITHM mac_algs[KC_FAM_COUNT + 2];
     /* AES-OCB, SIV, GCM if on, then pass-through ciphers (cipher_pt_algs) */
     OSSL_ALGORITHM cipher_algs[KC_CFAM_COUNT + KC_PT_CIPHERS + 1];
-    /* pass-through KDFs and DRBGs, see passthrough.c */
+    /* pass-through KDFs, DRBGs, key managers, see passthrough.c */
     struct kc_pt_st *pt;
     size_t npt;
     OSSL_ALGORITHM *kdf_algs, *rand_algs, *cipher_pt_algs;
+    OSSL_ALGORITHM *skeymgmt_algs;  /* 3.5+, with cipher_pt_algs */
 
     /* registry of thread caches, under cache.c's registry lock */
     KC_PROVCTX *next_live;

@@ -583,6 +583,11 @@ static const OSSL_ALGORITHM *kc_query(void *provctx, int operation_id,
                                                           : NULL;
     case OSSL_OP_RAND:
         return pctx->hmac_on ? pctx->rand_algs : NULL;
+    /* EVP_SKEY keys for keycache's ciphers, see passthrough.c */
+    case KC_OP_SKEYMGMT:
+        return pctx->skeymgmt_algs != NULL
+               && pctx->skeymgmt_algs[0].algorithm_names != NULL
+               ? pctx->skeymgmt_algs : NULL;
     }
     return NULL;
 }

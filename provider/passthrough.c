@@ -25,10 +25,27 @@
 
 #include "kc_local.h"
 
+/* enough for every KDF, the ciphers and key managers of 4.0 and room */
 #define KC_PT_SLOT_LIST(X)                                                  \
     X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12)     \
     X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)       \
-    X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
+    X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32) X(33) X(34)       \
+    X(35) X(36) X(37) X(38) X(39) X(40) X(41) X(42) X(43) X(44) X(45)       \
+    X(46) X(47) X(48) X(49) X(50) X(51) X(52) X(53) X(54) X(55) X(56)       \
+    X(57) X(58) X(59) X(60) X(61) X(62) X(63) X(64) X(65) X(66) X(67)       \
+    X(68) X(69) X(70) X(71) X(72) X(73) X(74) X(75) X(76) X(77) X(78)       \
+    X(79) X(80) X(81) X(82) X(83) X(84) X(85) X(86) X(87) X(88) X(89)       \
+    X(90) X(91) X(92) X(93) X(94) X(95) X(96) X(97) X(98) X(99) X(100)      \
+    X(101) X(102) X(103) X(104) X(105) X(106) X(107) X(108) X(109) X(110)   \
+    X(111) X(112) X(113) X(114) X(115) X(116) X(117) X(118) X(119) X(120)   \
+    X(121) X(122) X(123) X(124) X(125) X(126) X(127) X(128) X(129) X(130)   \
+    X(131) X(132) X(133) X(134) X(135) X(136) X(137) X(138) X(139) X(140)   \
+    X(141) X(142) X(143) X(144) X(145) X(146) X(147) X(148) X(149) X(150)   \
+    X(151) X(152) X(153) X(154) X(155) X(156) X(157) X(158) X(159) X(160)   \
+    X(161) X(162) X(163) X(164) X(165) X(166) X(167) X(168) X(169) X(170)   \
+    X(171) X(172) X(173) X(174) X(175) X(176) X(177) X(178) X(179) X(180)   \
+    X(181) X(182) X(183) X(184) X(185) X(186) X(187) X(188) X(189) X(190)   \
+    X(191)
 
 /* the inner functions a slot's thunks call */
 struct kc_pt_st {
@@ -38,6 +55,11 @@ struct kc_pt_st {
     OSSL_FUNC_kdf_gettable_params_fn *gettable_params;
     OSSL_FUNC_kdf_gettable_ctx_params_fn *gettable_ctx_params;
     OSSL_FUNC_kdf_settable_ctx_params_fn *settable_ctx_params;
+    /* a key manager's (gettable_params holds its import settables) */
+    void *(*skey_import)(void *provctx, int selection,
+                         const OSSL_PARAM params[]);
+    void *(*skey_generate)(void *provctx, const OSSL_PARAM params[]);
+    const OSSL_PARAM *(*skey_gen_settable)(void *provctx);
     OSSL_DISPATCH *table;       /* ours: inner functions and thunks */
 };
 
@@ -74,6 +96,26 @@ struct kc_pt_st {
         KC_PROVCTX *p = provctx;                                            \
                                                                             \
         return p->pt[i].settable_ctx_params(ctx, p->inner_provctx);         \
+    }                                                                       \
+    static void *pt_skey_import_##i(void *provctx, int selection,           \
+                                    const OSSL_PARAM params[])              \
+    {                                                                       \
+        KC_PROVCTX *p = provctx;                                            \
+                                                                            \
+        return p->pt[i].skey_import(p->inner_provctx, selection, params);   \
+    }                                                                       \
+    static void *pt_skey_generate_##i(void *provctx,                        \
+                                      const OSSL_PARAM params[])            \
+    {                                                                       \
+        KC_PROVCTX *p = provctx;                                            \
+                                                                            \
+        return p->pt[i].skey_generate(p->inner_provctx, params);            \
+    }                                                                       \
+    static const OSSL_PARAM *pt_skey_gen_settable_##i(void *provctx)        \
+    {                                                                       \
+        KC_PROVCTX *p = provctx;                                            \
+                                                                            \
+        return p->pt[i].skey_gen_settable(p->inner_provctx);                \
     }
 KC_PT_SLOT_LIST(KC_PT_THUNKS)
 
@@ -83,13 +125,19 @@ typedef struct {
     void (*gettable_params)(void);
     void (*gettable_ctx_params)(void);
     void (*settable_ctx_params)(void);
+    void (*skey_import)(void);
+    void (*skey_generate)(void);
+    void (*skey_gen_settable)(void);
 } KC_PT_THUNK_SET;
 
 #define KC_PT_THUNK_ROW(i)                                                  \
     { (void (*)(void))pt_kdf_newctx_##i, (void (*)(void))pt_rand_newctx_##i,\
       (void (*)(void))pt_gettable_params_##i,                               \
       (void (*)(void))pt_gettable_ctx_params_##i,                           \
-      (void (*)(void))pt_settable_ctx_params_##i },
+      (void (*)(void))pt_settable_ctx_params_##i,                           \
+      (void (*)(void))pt_skey_import_##i,                                   \
+      (void (*)(void))pt_skey_generate_##i,                                 \
+      (void (*)(void))pt_skey_gen_settable_##i },
 static const KC_PT_THUNK_SET thunks[] = { KC_PT_SLOT_LIST(KC_PT_THUNK_ROW) };
 
 #define KC_PT_SLOTS (sizeof(thunks) / sizeof(thunks[0]))
@@ -101,6 +149,19 @@ static const KC_PT_THUNK_SET thunks[] = { KC_PT_SLOT_LIST(KC_PT_THUNK_ROW) };
  */
 static void (*thunk_for(const KC_PT_THUNK_SET *t, int op, int id))(void)
 {
+    if (op == KC_OP_SKEYMGMT) {
+        switch (id) {
+        case KC_FUNC_SKEYMGMT_IMPORT:
+            return t->skey_import;
+        case KC_FUNC_SKEYMGMT_GENERATE:
+            return t->skey_generate;
+        case KC_FUNC_SKEYMGMT_IMP_SETTABLE_PARAMS:
+            return t->gettable_params;
+        case KC_FUNC_SKEYMGMT_GEN_SETTABLE_PARAMS:
+            return t->skey_gen_settable;
+        }
+        return NULL;
+    }
     if (op == OSSL_OP_CIPHER) {
         switch (id) {
         case OSSL_FUNC_CIPHER_NEWCTX:
@@ -158,6 +219,25 @@ static int bind_slot(KC_PROVCTX *pctx, size_t s, int op,
         if ((th = thunk_for(&thunks[s], op, d->function_id)) == NULL)
             continue;
         pt->table[n].function = th;
+        if (op == KC_OP_SKEYMGMT) {
+            switch (d->function_id) {
+            case KC_FUNC_SKEYMGMT_IMPORT:
+                pt->skey_import = (void *(*)(void *, int, const OSSL_PARAM *))
+                                  d->function;
+                break;
+            case KC_FUNC_SKEYMGMT_GENERATE:
+                pt->skey_generate = (void *(*)(void *, const OSSL_PARAM *))
+                                    d->function;
+                break;
+            case KC_FUNC_SKEYMGMT_IMP_SETTABLE_PARAMS:
+                pt->gettable_params = OSSL_FUNC_kdf_gettable_params(d);
+                break;
+            case KC_FUNC_SKEYMGMT_GEN_SETTABLE_PARAMS:
+                pt->skey_gen_settable = OSSL_FUNC_kdf_gettable_params(d);
+                break;
+            }
+            continue;
+        }
         if (op == OSSL_OP_CIPHER) {
             switch (d->function_id) {
             case OSSL_FUNC_CIPHER_NEWCTX:
@@ -201,8 +281,13 @@ static int bind_slot(KC_PROVCTX *pctx, size_t s, int op,
     return 1;
 }
 
-static int wanted(const char *names, const char *const *want)
+static int wanted(const char *names, const char *const *want,
+                  const OSSL_ALGORITHM *except)
 {
+    /* keycache's own wrappers carry the inner's name list itself */
+    for (; except != NULL && except->algorithm_names != NULL; except++)
+        if (except->algorithm_names == names)
+            return 0;
     if (want == NULL)
         return 1;
     for (; *want != NULL; want++)
@@ -212,11 +297,12 @@ static int wanted(const char *names, const char *const *want)
 }
 
 /*
- * Offer the inner algorithms of |op| named in |want| (all when NULL) as
- * pass-through.  Returns the number offered, or -1 on failure.
+ * Offer the inner algorithms of |op| named in |want| (all when NULL), but
+ * none that |except| lists, as pass-through.  Returns the number offered,
+ * or -1 on failure.
  */
 static int offer(KC_PROVCTX *pctx, int op, const char *const *want,
-                 OSSL_ALGORITHM **out)
+                 const OSSL_ALGORITHM *except, OSSL_ALGORITHM **out)
 {
     const OSSL_ALGORITHM *in, *a;
     OSSL_ALGORITHM *algs;
@@ -229,7 +315,7 @@ static int offer(KC_PROVCTX *pctx, int op, const char *const *want,
         return -1;
     *out = algs;
     for (n = 0, a = in; a != NULL && a->algorithm_names != NULL; a++) {
-        if (!wanted(a->algorithm_names, want))
+        if (!wanted(a->algorithm_names, want, except))
             continue;
         if (pctx->npt == KC_PT_SLOTS) {
             /* more than we have thunks for: those stay with default */
@@ -243,11 +329,45 @@ static int offer(KC_PROVCTX *pctx, int op, const char *const *want,
         algs[n].algorithm_names = a->algorithm_names;
         algs[n].property_definition = "provider=" KEYCACHE_PROVIDER_NAME;
         algs[n].implementation = pctx->pt[pctx->npt++].table;
+        /*
+         * a cipher or key manager serves query-less programs, which read
+         * the default's own (EVP_CIPHER_get0_description()); KDFs and the
+         * DRBG say why they are here
+         */
         algs[n].algorithm_description =
-            "the default provider's, run where it cannot reach keycache";
+            op == OSSL_OP_CIPHER || op == KC_OP_SKEYMGMT
+            ? a->algorithm_description
+            : "the default provider's, run where it cannot reach keycache";
         n++;
     }
     return n;
+}
+
+/*
+ * EVP_SKEY (3.5+).  libcrypto runs a cipher with an EVP_SKEY only when the
+ * key's manager comes from the cipher's provider (evp_enc.c,
+ * evp_cipher_init_skey_internal(), before any provider code), so while
+ * keycache's ciphers had no key manager of their own a query-less
+ * AES-OCB/SIV/GCM refused every key.  With keycache wrapping any cipher it
+ * also offers the default's key managers and every other default cipher as
+ * pass-through: a key and a cipher fetched with the same query then come
+ * from the same provider, keycache's (preferred) or the default's (asked
+ * for by name).  The key data is the inner default's own object, so the
+ * pass-through ciphers' SKEY inits are the default's, unchanged, and it is
+ * freed (cleansed) by the default's free.  Not for a MAC: no MAC of the
+ * default takes an EVP_SKEY (no OSSL_FUNC_MAC_INIT_SKEY up to 4.0).
+ */
+static int offer_skey(KC_PROVCTX *pctx, int siv_pt)
+{
+    int n;
+
+    if (pctx->cipher_algs[0].algorithm_names == NULL && !siv_pt)
+        return 1;
+    n = offer(pctx, KC_OP_SKEYMGMT, NULL, NULL, &pctx->skeymgmt_algs);
+    if (n <= 0)
+        return n == 0;          /* before 3.5: nothing to offer */
+    return offer(pctx, OSSL_OP_CIPHER, NULL, pctx->cipher_algs,
+                 &pctx->cipher_pt_algs) >= 0;
 }
 
 int kc_passthrough_start(KC_PROVCTX *pctx)
@@ -258,17 +378,21 @@ int kc_passthrough_start(KC_PROVCTX *pctx)
         "AES-128-SIV", "AES-192-SIV", "AES-256-SIV", NULL
     };
     static const char *const none[] = { NULL };
+    int siv_pt = pctx->fam[KC_FAM_CMAC].on && !pctx->cfam[KC_CFAM_SIV128].on;
 
     pctx->pt = OPENSSL_zalloc(KC_PT_SLOTS * sizeof(*pctx->pt));
     if (pctx->pt == NULL)
         return 0;
     /* every KDF; of the DRBGs only HMAC-DRBG uses a MAC */
-    return offer(pctx, OSSL_OP_KDF, NULL, &pctx->kdf_algs) >= 0
-           && offer(pctx, OSSL_OP_RAND, drbgs, &pctx->rand_algs) >= 0
-           && offer(pctx, OSSL_OP_CIPHER,
-                    pctx->fam[KC_FAM_CMAC].on
-                    && !pctx->cfam[KC_CFAM_SIV128].on ? sivs : none,
-                    &pctx->cipher_pt_algs) >= 0;
+    if (offer(pctx, OSSL_OP_KDF, NULL, NULL, &pctx->kdf_algs) < 0
+        || offer(pctx, OSSL_OP_RAND, drbgs, NULL, &pctx->rand_algs) < 0
+        || !offer_skey(pctx, siv_pt))
+        return 0;
+    /* with the key managers every other cipher is passed through already */
+    if (pctx->cipher_pt_algs != NULL)
+        return 1;
+    return offer(pctx, OSSL_OP_CIPHER, siv_pt ? sivs : none, NULL,
+                 &pctx->cipher_pt_algs) >= 0;
 }
 
 void kc_passthrough_stop(KC_PROVCTX *pctx)
@@ -282,7 +406,9 @@ void kc_passthrough_stop(KC_PROVCTX *pctx)
     OPENSSL_free(pctx->kdf_algs);
     OPENSSL_free(pctx->rand_algs);
     OPENSSL_free(pctx->cipher_pt_algs);
+    OPENSSL_free(pctx->skeymgmt_algs);
     pctx->pt = NULL;
     pctx->npt = 0;
     pctx->kdf_algs = pctx->rand_algs = pctx->cipher_pt_algs = NULL;
+    pctx->skeymgmt_algs = NULL;
 }

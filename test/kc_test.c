@@ -15,6 +15,7 @@
 #include <openssl/provider.h>
 
 #include "keycache.h"
+#include "kc_route.h"
 
 static OSSL_LIB_CTX *def_ctx, *kc_ctx;
 static OSSL_PROVIDER *def_prov;
@@ -263,6 +264,27 @@ uint64_t kct_counter(const char *name)
 const char *kct_provider_name(const OSSL_PROVIDER *prov)
 {
     return prov == NULL ? "(none)" : OSSL_PROVIDER_get0_name(prov);
+}
+
+const char *kct_cipher_served(OSSL_LIB_CTX *ctx, const char *name)
+{
+    static char who[64];
+    EVP_CIPHER *c;
+    const OSSL_PROVIDER *p;
+
+    ERR_set_mark();
+    c = EVP_CIPHER_fetch(ctx, name, NULL);
+    p = c != NULL ? EVP_CIPHER_get0_provider(c) : NULL;
+
+    if (p != NULL && strcmp(OSSL_PROVIDER_get0_name(p),
+                            KEYCACHE_PROVIDER_NAME) == 0
+        && kc_route_is_passthrough(ctx, c, name))
+        snprintf(who, sizeof(who), "%s pass-through", KEYCACHE_PROVIDER_NAME);
+    else
+        snprintf(who, sizeof(who), "%s", kct_provider_name(p));
+    EVP_CIPHER_free(c);
+    ERR_pop_to_mark();
+    return who;
 }
 
 unsigned long kct_err_next(char *buf, size_t size)

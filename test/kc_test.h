@@ -38,6 +38,14 @@ uint64_t kct_counter_in(OSSL_LIB_CTX *ctx, const char *name);
 const char *kct_provider_name(const OSSL_PROVIDER *prov);
 
 /*
+ * Who serves a query-less fetch of the cipher |name| in |ctx|: the name of
+ * its provider, "(none)", or "keycache pass-through" for one keycache
+ * offers as the default's own functions, unwrapped and never cached (every
+ * default cipher it does not wrap, from OpenSSL 3.5: passthrough.c).
+ */
+const char *kct_cipher_served(OSSL_LIB_CTX *ctx, const char *name);
+
+/*
  * A new library context loaded from a copy of the test config whose
  * [keycache_sect] is changed by |lines|: "key = value" lines replace that
  * key's line (or are added), "-key" lines drop it so that keycache's own
