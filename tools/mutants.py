@@ -113,8 +113,8 @@ MUTANTS = {
     # HMAC: pass-through before the key to the inner default in keycache's
     # private context, which lacks another provider's digest (legacy MD4)
     "hmac-foreign-digest-private": ("provider/hmac.c",
-        "    if (!go_passthrough_app(w))\n        return 0;",
-        "    if (!go_passthrough(w))\n        return 0;"),
+        " passthrough:\n    if (!go_passthrough_app(w))\n        return 0;",
+        " passthrough:\n    if (!go_passthrough(w))\n        return 0;"),
     # HMAC: the digest carried from the thread's memo is taken whatever
     # name is given (HMAC-SHA512 after HMAC-SHA256 computes SHA-256)
     "hmac-hint-any-name": ("provider/hmac.c",
@@ -183,8 +183,8 @@ MUTANTS = {
     # every missed key is cached at once, whatever admit_after says
     # (per-connection TLS secrets end up in the cache)
     "admit-at-once": ("provider/cache.c",
-        "    if (c->pctx->admit_after <= 1)\n        return bypass_allows(c);",
-        "    if (1)\n        return bypass_allows(c);"),
+        "    if (c->pctx->admit_after > 1) {\n        if (s->fp != fp) {",
+        "    if (0) {\n        if (s->fp != fp) {"),
     # the default's KDFs and HMAC-DRBG are not served as pass-through, so
     # their inner HMAC (keyed with derived secrets) reaches the cache
     "kdf-not-passthrough": [("provider/keycache_prov.c",
@@ -258,8 +258,8 @@ MUTANTS = {
     # a fresh wrapper's empty shape taken as not valid (KMAC without
     # parameters never hits)
     "tmpl-empty-invalid": ("provider/tmpl.c",
-        "    f->empty_value = shape_value(probe_w);",
-        "    f->empty_value = 0;"),
+        "        __atomic_store_n(&f->empty_value, shape_value(probe_w),",
+        "        __atomic_store_n(&f->empty_value, 0 * shape_value(probe_w),"),
     # cipher layer: a copy of an unkeyed context sends its calls to the
     # original's wrapper (its record and state, not its own)
     "ctmpl-dup-calls-original": ("provider/ctmpl.c",
@@ -281,7 +281,7 @@ MUTANTS = {
     # Template families (tmpl.c): GMAC's IV set before the key is not
     # replayed onto the copy of the template
     "tmpl-drop-volatile": ("provider/tmpl.c",
-        "    if (w->len > w->shape_len && !replay(w, inner, w->shape_len, w->len)) {",
+        "    if (w->len > w->shape_len\n        && !replay_to(w, ops, inner, w->shape_len, w->len)) {",
         "    if (0) {"),
     # the shape (cipher, customisation string, size) is not part of the
     # cache key: a KMAC with another custom string hits the same entry
@@ -294,14 +294,15 @@ MUTANTS = {
         "    return 1\n           || (e->reclen"),
     # a hit hands out the template itself, not a copy
     "tmpl-share-template": [("provider/tmpl.c",
-        "    if (inner == NULL && (inner = f->mac.dupctx(tmpl)) == NULL)",
+        "    if (inner == NULL && (inner = ops->dupctx(tmpl)) == NULL)",
         "    if (inner == NULL && (inner = tmpl) == NULL)"),
         ("provider/tmpl.c", "    if (w->inner != NULL && !park(c, w))",
          "    if (0 && w->inner != NULL && !park(c, w))")],
     # a record is taken as valid without asking the default (bad cipher
     # names, IV lengths, sizes answered 1)
     "tmpl-shape-unchecked": ("provider/tmpl.c",
-        "    if (!probe(w, 0))\n        return 0;", "    if (0)\n        return 0;"),
+        "    if (needs_app(w, NULL, 0) || !probe(w, 0))\n        return 0;",
+        "    if (needs_app(w, NULL, 0))\n        return 0;"),
     "tmpl-volatile-unchecked": ("provider/tmpl.c",
         "    v = probe(w, 1) ? KC_REC_VALID : 0;", "    v = KC_REC_VALID;"),
     # a call that fails to record leaves its half-recorded parameters
@@ -378,23 +379,23 @@ MUTANTS = {
         "        .shape_names = kmac_shape, .set_key_keys = 1,"),
     # CMAC: a spare is kept without the keyless init that restarts it
     "cmac-spare-no-reinit": ("provider/tmpl.c",
-        "           && w->f->mac.init(inner, NULL, 0, NULL);", ";"),
+        "           && w->ops->init(inner, NULL, 0, NULL);", ";"),
     # CMAC: a context given parameters after its key is still parked (a
     # cipher set after the key reaches the next user of the spare)
     "cmac-park-after-set": ("provider/tmpl.c",
-        "        w->clean = w->sized = 0;\n        return w->f->mac.set_ctx_params(w->inner, params);",
-        "        w->sized = 0;\n        return w->f->mac.set_ctx_params(w->inner, params);"),
+        "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = w->sized = 0;",
+        "        /* whatever it sets, a keyless init may not undo it */\n        w->sized = 0;"),
     # CMAC: a context re-keyed in place is still parked under the old key
     "cmac-park-rekeyed": ("provider/tmpl.c",
-        "            w->clean = w->sized = 0;\n        return w->f->mac.init(",
-        "            w->sized = 0;\n        return w->f->mac.init("),
+        "        if (key != NULL || params != NULL)\n            w->clean = w->sized = 0;",
+        "        if (key != NULL || params != NULL)\n            w->sized = 0;"),
     # the size answered for a context re-keyed with another cipher
     "cmac-size-kept": [("provider/tmpl.c",
-        "        w->clean = w->sized = 0;\n        return w->f->mac.set_ctx_params(w->inner, params);",
-        "        w->clean = 0;\n        return w->f->mac.set_ctx_params(w->inner, params);"),
+        "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = w->sized = 0;",
+        "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = 0;"),
         ("provider/tmpl.c",
-         "            w->clean = w->sized = 0;\n        return w->f->mac.init(",
-         "            w->clean = 0;\n        return w->f->mac.init(")],
+         "        if (key != NULL || params != NULL)\n            w->clean = w->sized = 0;",
+         "        if (key != NULL || params != NULL)\n            w->clean = 0;")],
     # GMAC: an IV given with the key in init is not set on the copy
     "gmac-drop-direct-iv": ("provider/tmpl.c",
         "        return !direct || apply_volatile(w, &s);", "        return 1;"),
@@ -427,9 +428,8 @@ MUTANTS = {
     # AES-SIV switched off is not passed through: its inner CMAC reaches
     # the cache
     "siv-not-passthrough": ("provider/passthrough.c",
-        "                    pctx->fam[KC_FAM_CMAC].on\n"
-        "                    && !pctx->cfam[KC_CFAM_SIV128].on ? sivs : none,",
-        "                    none,"),
+        "    int siv_pt = pctx->fam[KC_FAM_CMAC].on && !pctx->cfam[KC_CFAM_SIV128].on;",
+        "    int siv_pt = 0;"),
     # OCB: one template for both directions (the bulk function follows the
     # direction the key was set in)
     "ocb-one-direction": ("provider/ocb.c",
