@@ -182,7 +182,9 @@ while IFS=$'\t' read -r row kind ops programs; do
         "$(new_bound "$ratio" "$delta" "$target")" >>"$tmp/newbounds"
 done <"$tmp/rows"
 
-worst=$(sort -t$'\t' -k5,5gr "$tmp/table" | head -n 1)
+# the highest ratio (awk, not sort | head: pipefail and SIGPIPE)
+worst=$(awk -F'\t' 'NR == 1 || $5 + 0 > m { m = $5 + 0; w = $0 } END { print w }' \
+        "$tmp/table")
 if [ -n "$worst" ]; then
     IFS=$'\t' read -r wrow _ wa wb wr _ _ wbound _ _ wprog <<<"$worst"
     printf '\nworst row: %s %.2fx (%s vs %s Ir/op; bound %s): %s\n' "$wrow" \
