@@ -199,7 +199,7 @@ if [ -n "$markdown" ]; then
     {
         printf '### OpenSSL %s\n\n' "$ver"
         printf 'Made by `%s` (%s, %s).\n\n' \
-            "${PATTERNS_CMD:-bench/patterns.sh build}" \
+            "${PATTERNS_CMD:-bash bench/patterns.sh build}" \
             "$(OPENSSL_CONF=$tmp/default.cnf openssl version 2>/dev/null || echo "OpenSSL $ver")" \
             "$(date -u +%Y-%m-%d)"
         printf '| row | stands for | default Ir/op | keycache Ir/op | kc/def | kc−def (M Ir) | target | bound | result | CPU ns/op def / kc |\n'
