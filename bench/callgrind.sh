@@ -49,6 +49,8 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/cglib.sh
+. "$here/cglib.sh"
 # A copy of libcrypto with the default's dispatch functions named, and the
 # callgrind option that gives every call its chain (see sharedops.py); the
 # code and so Ir are the same.
@@ -82,7 +84,7 @@ ir_of() {
         return 1
     fi
     grep '^kc-counters:' "$tmp/log" >"$tmp/kc.$2" || true
-    awk '/^summary:/ { print $2; exit }' "$out"
+    cg_ir "$out"
 }
 
 # Ir/op for one scenario:size:arm, printed with one decimal; ops per run

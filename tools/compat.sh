@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# compat.sh <suite> [--keep] [--refresh] [--bench]
+# compat.sh <suite> [--keep] [--refresh] [--bench [--patterns]]
 #
 # Build and test keycache against a newer OpenSSL in a Debian chroot:
 #   trixie  OpenSSL 3.5
@@ -26,11 +26,19 @@
 #              SIZES=${SIZES:-32}, with the build's openssl.cnf (what an
 #              operator gets) or the config KC_COMPAT_BENCH_CONF names
 #              (e.g. keycache-test.cnf: aes_gcm = on on every version)
+#   --patterns with --bench (or KC_COMPAT_PATTERNS=1): run the pattern
+#              catalogue, bench/patterns.sh, instead of callgrind.sh, with
+#              the build's openssl.cnf, judged against bench/patterns.bounds
+#              for that OpenSSL; its Markdown table is printed at the end.
+#              KC_COMPAT_PATTERNS_ARGS adds patterns.sh arguments (e.g.
+#              "--update-bounds": the bound lines it would write for that
+#              OpenSSL are printed, to be copied into the checkout's file)
 #
 # Environment: KC_VECTORS (vectors folder, default <src>/../shared/vectors),
 # KC_COMPAT_CACHE, KC_COMPAT_MIRROR, KC_COMPAT_CTEST_ARGS (extra ctest args,
 # e.g. "-R test_vectors" or "-j2"), KC_COMPAT_BENCH, SIZES, SHARED_DETAIL
-# (callgrind.sh's shared-state calls by function).
+# (callgrind.sh's shared-state calls by function), KC_COMPAT_PATTERNS,
+# KC_COMPAT_PATTERNS_ARGS.
 #
 # Needs root (re-runs itself with sudo) and network for the first run.
 
@@ -43,7 +51,7 @@ PKGS=$PKGS,openssl,xxd
 
 usage()
 {
-    echo "usage: $0 <trixie|sid|sid-ossl4|suite> [--keep] [--refresh] [--bench]" >&2
+    echo "usage: $0 <trixie|sid|sid-ossl4|suite> [--keep] [--refresh] [--bench [--patterns]]" >&2
     exit 2
 }
 
@@ -53,11 +61,13 @@ shift
 KEEP=0
 REFRESH=0
 BENCH=0
+PATTERNS=${KC_COMPAT_PATTERNS:-0}
 for arg in "$@"; do
     case $arg in
     --keep) KEEP=1 ;;
     --refresh) REFRESH=1 ;;
     --bench) BENCH=1 ;;
+    --patterns) PATTERNS=1 ;;
     *) usage ;;
     esac
 done
@@ -65,6 +75,8 @@ case $SUITE in
 [a-z]*) ;;
 *) usage ;;
 esac
+[ "$PATTERNS" = 1 ] && [ "$BENCH" = 0 ] && usage
+PATTERNS_ARGS=${KC_COMPAT_PATTERNS_ARGS:-}
 # <dist>-ossl4: debootstrap <dist>, then take OpenSSL from experimental
 DIST=$SUITE
 EXP_PKGS=
@@ -91,6 +103,7 @@ if [ "$(id -u)" -ne 0 ]; then
         KC_COMPAT_MIRROR="$MIRROR" KC_COMPAT_CTEST_ARGS="$CTEST_ARGS" \
         KC_COMPAT_BENCH="$BENCH_SCEN" SIZES="$BENCH_SIZES" \
         KC_COMPAT_BENCH_CONF="$BENCH_CONF" SHARED_DETAIL="${SHARED_DETAIL:-}" \
+        KC_COMPAT_PATTERNS="$PATTERNS" KC_COMPAT_PATTERNS_ARGS="$PATTERNS_ARGS" \
         "$0" "$SUITE" "$@"
 fi
 
@@ -270,6 +283,21 @@ fi
 # compiler warnings are worth seeing: new headers deprecate things
 grep -E 'warning:' build.log | sort -u
 t=$(date +%s)
+if [ "$3" = patterns ]; then
+    # word splitting of $4 (patterns.sh's extra arguments) is intended
+    PATTERNS_CMD="tools/compat.sh $9 --bench --patterns" \
+        bash bench/patterns.sh build --markdown patterns.md $4
+    rc=$?
+    echo "== patterns: $(( $(date +%s) - t ))s"
+    [ -f patterns.md ] && { echo "== Markdown:"; cat patterns.md; }
+    case " $4 " in
+    *" --update-bounds "*)
+        echo "== bounds for this OpenSSL (copy into bench/patterns.bounds):"
+        grep "^bound $(OPENSSL_CONF=/dev/null build/bench/kcpatterns --version-key) " \
+            bench/patterns.bounds ;;
+    esac
+    exit $rc
+fi
 if [ "$3" = bench ]; then
     # word splitting of $4 (the scenario list) is intended
     echo "== bench config: build/$6"
@@ -291,9 +319,10 @@ T_RUN=$(date +%s)
 set +e
 MODE=test
 [ "$BENCH" = 1 ] && MODE=bench
+[ "$PATTERNS" = 1 ] && MODE=patterns && BENCH_SCEN=$PATTERNS_ARGS
 in_chroot /bin/bash "$RUN_IN/run.sh" "$RUN_IN/$NAME" "$CTEST_ARGS" "$MODE" \
     "$BENCH_SCEN" "$BENCH_SIZES" "$BENCH_CONF" "${SHARED_DETAIL:-}" \
-    "$FOREIGN"
+    "$FOREIGN" "$SUITE"
 RC=$?
 set -e
 T_RUN=$(elapsed "$T_RUN")

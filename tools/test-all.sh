@@ -3,6 +3,9 @@
 # The whole test suite, as the README's test command and CI run it:
 #   1. plain build against the system OpenSSL, every ctest (incl. valgrind
 #      lifecycle run and the openssl command-line comparison)
+#   1b. the pattern catalogue (bench/patterns.sh) on the system OpenSSL:
+#      fails when a row's instructions per op exceed its bound in
+#      bench/patterns.bounds (needs valgrind)
 #   2. ASan + UBSan build, every CUnit test
 #   3. TSan build, the threaded tests
 #   4. the differential fuzzer for a bounded time (FUZZ_SECONDS, default 120)
@@ -16,7 +19,8 @@
 #      bookworm chroots, and built against OpenSSL 4.0 in the sid chroot
 #      with experimental's OpenSSL, there also installed beside the 3.x
 #      build for both kinds of programs (tools/deb-check.sh)
-# Set KC_SKIP="asan tsan fuzz compat deb" (any subset) to leave steps out.
+# Set KC_SKIP="patterns asan tsan fuzz compat deb" (any subset) to leave
+# steps out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -28,6 +32,11 @@ step "plain build, system $(openssl version)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure
+
+if want patterns; then
+    step "pattern catalogue, default vs keycache, bounds of $(build/bench/kcpatterns --version-key)"
+    bash bench/patterns.sh build
+fi
 
 if want asan; then
     step "AddressSanitizer + UndefinedBehaviorSanitizer"

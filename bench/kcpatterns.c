@@ -1,0 +1,794 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kcpatterns - the rows of the pattern catalogue (issues 33 and 34).
+ *
+ * Each row is a usage pattern a real program has, written as that program
+ * writes it: application code passing a NULL library context.  Unlike
+ * kcbench, which switches what NULL means per thread, a row runs in a
+ * process of its own whose OPENSSL_CONF decides the arm, as on a machine
+ * where keycache is switched on: bench/patterns.sh runs every row twice,
+ * once with a config that activates `default` alone and once with the
+ * same config plus keycache's lines, so that forks, new threads and
+ * process start-up are measured as deployed.
+ *
+ *   kcpatterns --list
+ *       name, kind, ops counted, the programs it stands for (tab-separated)
+ *   kcpatterns --run NAME
+ *       the row: setup and warm-up, then its measured ops between
+ *       CALLGRIND_START_INSTRUMENTATION and CALLGRIND_STOP_INSTRUMENTATION
+ *       (run under valgrind --tool=callgrind --instr-atstart=no), and
+ *       "cpu_ns N ops N" for that region: the process's CPU time plus its
+ *       waited-for children's
+ *   kcpatterns --cpu NAME
+ *       a `proc` row's CPU time: runs `--run NAME` as a new process
+ *       PROC_RUNS times and prints the children's CPU time per process
+ *   kcpatterns --version-key
+ *       the running libcrypto's major.minor (the bounds file's key)
+ *   kcpatterns --counters NAME
+ *       the row (natively), then keycache's counters, if it is loaded
+ *
+ * Kinds: `proc` counts the whole process (started with instrumentation
+ * on); `first` loads the config, then counts one call; `ops` warms up, then
+ * counts N ops; `fork` counts N fork()s of a warmed parent, each child
+ * doing one HMAC and _exit(0), in the parent and the child (callgrind
+ * writes each child's counts to a file of its own); `thread` counts N
+ * threads created, each doing one HMAC, and joined.
+ */
+#define _GNU_SOURCE
+
+#include <pthread.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <openssl/provider.h>
+
+#include "keycache.h"
+
+#if defined(__has_include)
+# if __has_include(<valgrind/callgrind.h>)
+#  include <valgrind/callgrind.h>
+# endif
+#endif
+#ifndef CALLGRIND_START_INSTRUMENTATION
+# define CALLGRIND_START_INSTRUMENTATION do { } while (0)
+# define CALLGRIND_STOP_INSTRUMENTATION do { } while (0)
+# define CALLGRIND_DUMP_STATS do { } while (0)
+#endif
+
+#define TAG_LEN   16
+#define IV_LEN    12
+#define MAX_MSG   1400
+#define PROC_RUNS 20
+#define FULL_KEYS 64            /* a full cache: cache_size = 64 */
+#define MAX_KEYS  256
+
+extern char **environ;
+
+typedef enum { K_PROC, K_FIRST, K_OPS, K_FORK, K_THREAD } KIND;
+static const char *kind_names[] = { "proc", "first", "ops", "fork", "thread" };
+
+typedef struct row_st ROW;
+typedef int (*FN)(const ROW *r, long i);
+
+struct row_st {
+    const char *name;
+    KIND kind;
+    FN setup;               /* once, before anything is counted */
+    FN op;                  /* one op; i counts from 0 over warm + measured */
+    long warm, ops;         /* ops before counting, ops counted */
+    int arg;                /* the row's number: k, key count, size, ... */
+    const char *programs;
+};
+
+/* ---- state shared by the rows ---- */
+
+static unsigned char msg[MAX_MSG], out[MAX_MSG + 64], ct[MAX_MSG];
+static unsigned char tag[TAG_LEN], iv[IV_LEN];
+static unsigned char keys[MAX_KEYS][64];        /* fixed pseudo-random keys */
+static unsigned char longkey[200];
+static uint64_t prng = 0x9e3779b97f4a7c15ULL;
+static EVP_MAC *mac;
+static EVP_MAC_CTX *mctx;
+static EVP_CIPHER *cipher;
+static EVP_CIPHER_CTX *cctx;
+
+static void fill(unsigned char *b, size_t n)
+{
+    while (n-- > 0) {
+        prng ^= prng << 13;
+        prng ^= prng >> 7;
+        prng ^= prng << 17;
+        *b++ = (unsigned char)(prng >> 32);
+    }
+}
+
+static void bump_iv(void)
+{
+    int i;
+
+    for (i = IV_LEN - 1; i >= 4; i--)
+        if (++iv[i] != 0)
+            break;
+}
+
+/* EVP_Q_mac HMAC-SHA256 of 32 bytes under a key of len bytes */
+static int qhmac(const unsigned char *key, size_t len)
+{
+    size_t l;
+
+    return EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, key, len, msg, 32,
+                     out, sizeof(out), &l) != NULL;
+}
+
+static int qmac_fam(const char *name, const char *sub, const unsigned char *key,
+                    size_t keylen, int with_iv)
+{
+    OSSL_PARAM p[2] = { OSSL_PARAM_END, OSSL_PARAM_END };
+    size_t l;
+
+    if (with_iv) {
+        bump_iv();
+        p[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV, iv,
+                                                 IV_LEN);
+    }
+    return EVP_Q_mac(NULL, name, NULL, sub, with_iv ? p : NULL, key, keylen,
+                     msg, 32, out, sizeof(out), &l) != NULL;
+}
+
+static int seal(EVP_CIPHER_CTX *c, size_t len, int aead)
+{
+    int l1 = 0, l2 = 0;
+
+    return EVP_EncryptUpdate(c, out, &l1, msg, (int)len)
+           && EVP_EncryptFinal_ex(c, out + l1, &l2)
+           && (!aead || EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, TAG_LEN,
+                                            out + l1 + l2));
+}
+
+/* a fresh context: cipher fetched once, key and IV in one init, seal, free */
+static int aead_new(const unsigned char *key, int with_iv)
+{
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    int ok;
+
+    if (with_iv)
+        bump_iv();
+    ok = c != NULL && EVP_EncryptInit_ex(c, cipher, NULL, key,
+                                         with_iv ? iv : NULL)
+         && seal(c, 32, 1);
+    EVP_CIPHER_CTX_free(c);
+    return ok;
+}
+
+static int mac_final(EVP_MAC_CTX *c, size_t len)
+{
+    size_t l;
+
+    return EVP_MAC_update(c, msg, len)
+           && EVP_MAC_final(c, out, &l, sizeof(out));
+}
+
+static OSSL_PARAM str_param(const char *name, const char *v)
+{
+    return OSSL_PARAM_construct_utf8_string(name, (char *)v, 0);
+}
+
+/* ---- setups ---- */
+
+static int fetch_hmac(const ROW *r, long i)
+{
+    return (mac = EVP_MAC_fetch(NULL, "HMAC", NULL)) != NULL;
+}
+
+static int fetch_named_mac(const char *name)
+{
+    return (mac = EVP_MAC_fetch(NULL, name, NULL)) != NULL;
+}
+
+static int fetch_cmac(const ROW *r, long i) { return fetch_named_mac("CMAC"); }
+static int fetch_gmac(const ROW *r, long i) { return fetch_named_mac("GMAC"); }
+static int fetch_kmac(const ROW *r, long i)
+{
+    return fetch_named_mac("KMAC128");
+}
+
+static int fetch_cipher(const char *name)
+{
+    return (cipher = EVP_CIPHER_fetch(NULL, name, NULL)) != NULL;
+}
+
+static int fetch_gcm(const ROW *r, long i) { return fetch_cipher("AES-256-GCM"); }
+static int fetch_ocb(const ROW *r, long i) { return fetch_cipher("AES-256-OCB"); }
+static int fetch_siv(const ROW *r, long i) { return fetch_cipher("AES-128-SIV"); }
+
+/* the message a step-by-step GCM decrypt opens: keys[0], fixed iv */
+static int gcm_ct(const ROW *r, long i)
+{
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    int l1 = 0, l2 = 0, ok;
+
+    ok = fetch_gcm(r, i) && c != NULL
+         && EVP_EncryptInit_ex(c, cipher, NULL, keys[0], iv)
+         && EVP_EncryptUpdate(c, ct, &l1, msg, 32)
+         && EVP_EncryptFinal_ex(c, ct + l1, &l2)
+         && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, TAG_LEN, tag);
+    EVP_CIPHER_CTX_free(c);
+    return ok;
+}
+
+/* one GCM context, cipher set once, for key + IV per message */
+static int gcm_kept(const ROW *r, long i)
+{
+    return fetch_gcm(r, i) && (cctx = EVP_CIPHER_CTX_new()) != NULL
+           && EVP_EncryptInit_ex(cctx, cipher, NULL, NULL, NULL);
+}
+
+static int hmac_template(const ROW *r, long i)
+{
+    OSSL_PARAM p[2] = { str_param(OSSL_MAC_PARAM_DIGEST, "SHA256"),
+                        OSSL_PARAM_END };
+
+    return fetch_hmac(r, i) && (mctx = EVP_MAC_CTX_new(mac)) != NULL
+           && EVP_MAC_init(mctx, keys[0], 32, p);
+}
+
+static int cmac_template(const ROW *r, long i)
+{
+    OSSL_PARAM p[2] = { str_param(OSSL_MAC_PARAM_CIPHER, "AES-256-CBC"),
+                        OSSL_PARAM_END };
+
+    return fetch_cmac(r, i) && (mctx = EVP_MAC_CTX_new(mac)) != NULL
+           && EVP_MAC_init(mctx, keys[0], 32, p);
+}
+
+/* GMAC with its cipher set and no key yet */
+static int gmac_template(const ROW *r, long i)
+{
+    OSSL_PARAM p[2] = { str_param(OSSL_MAC_PARAM_CIPHER, "AES-256-GCM"),
+                        OSSL_PARAM_END };
+
+    return fetch_gmac(r, i) && (mctx = EVP_MAC_CTX_new(mac)) != NULL
+           && EVP_MAC_CTX_set_params(mctx, p);
+}
+
+static int cipher_template(void)
+{
+    return (cctx = EVP_CIPHER_CTX_new()) != NULL
+           && EVP_EncryptInit_ex(cctx, cipher, NULL, keys[0], NULL);
+}
+
+static int ocb_template(const ROW *r, long i)
+{
+    return fetch_ocb(r, i) && cipher_template();
+}
+
+static int siv_template(const ROW *r, long i)
+{
+    return fetch_siv(r, i) && cipher_template();
+}
+
+/* the parent of a fork row: r->arg keys, each used admit_after + 1 times */
+static int fork_parent(const ROW *r, long i)
+{
+    int k, n;
+
+    if (r->arg == 0)
+        return qhmac(keys[0], 32);              /* one HMAC, nothing cached */
+    for (k = 0; k < r->arg; k++)
+        for (n = 0; n <= KEYCACHE_DEFAULT_ADMIT_AFTER; n++)
+            if (!qhmac(keys[k], 32))
+                return 0;
+    return 1;
+}
+
+/* ---- ops ---- */
+
+static int op_qhmac(const ROW *r, long i) { return qhmac(keys[0], 32); }
+
+static int op_qcmac(const ROW *r, long i)
+{
+    return qmac_fam("CMAC", "AES-256-CBC", keys[0], 32, 0);
+}
+
+static int op_qgmac(const ROW *r, long i)
+{
+    return qmac_fam("GMAC", "AES-256-GCM", keys[0], 32, 1);
+}
+
+static int op_qkmac(const ROW *r, long i)
+{
+    return qmac_fam("KMAC128", NULL, keys[0], 32, 0);
+}
+
+static int op_first_gcm(const ROW *r, long i)
+{
+    return fetch_gcm(r, i) && aead_new(keys[0], 1);
+}
+
+static int op_first_ocb(const ROW *r, long i)
+{
+    return fetch_ocb(r, i) && aead_new(keys[0], 1);
+}
+
+static int op_first_siv(const ROW *r, long i)
+{
+    return fetch_siv(r, i) && aead_new(keys[0], 0);
+}
+
+static int op_aead_iv(const ROW *r, long i) { return aead_new(keys[0], 1); }
+static int op_aead_noiv(const ROW *r, long i) { return aead_new(keys[0], 0); }
+
+/* keys used exactly arg times, then dropped: a new key every arg ops */
+static int op_ktimes(const ROW *r, long i)
+{
+    static unsigned char key[32];
+
+    if (i % r->arg == 0)
+        fill(key, sizeof(key));
+    return qhmac(key, sizeof(key));
+}
+
+/* arg keys in rotation */
+static int op_rotate(const ROW *r, long i)
+{
+    return qhmac(keys[i % r->arg], 32);
+}
+
+static int op_newkey_hmac(const ROW *r, long i)
+{
+    unsigned char key[32];
+
+    fill(key, sizeof(key));
+    return qhmac(key, sizeof(key));
+}
+
+static int op_newkey_cmac(const ROW *r, long i)
+{
+    unsigned char key[32];
+
+    fill(key, sizeof(key));
+    return qmac_fam("CMAC", "AES-256-CBC", key, sizeof(key), 0);
+}
+
+static int op_longkey(const ROW *r, long i)
+{
+    return qhmac(longkey, sizeof(longkey));
+}
+
+static int op_cmac_3des(const ROW *r, long i)
+{
+    return qmac_fam("CMAC", "DES-EDE3-CBC", keys[0], 24, 0);
+}
+
+/* OpenVPN: hmac_ctx_reset + init, the key in the params; arg = bytes */
+static int op_rekey_params(const ROW *r, long i)
+{
+    OSSL_PARAM p[3] = {
+        str_param(OSSL_MAC_PARAM_DIGEST, "SHA256"),
+        OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, keys[0], 32),
+        OSSL_PARAM_END };
+
+    return EVP_MAC_init(mctx, NULL, 0, p) && mac_final(mctx, (size_t)r->arg);
+}
+
+static int op_rekey_keyarg(const ROW *r, long i)
+{
+    OSSL_PARAM p[2] = { str_param(OSSL_MAC_PARAM_DIGEST, "SHA256"),
+                        OSSL_PARAM_END };
+
+    return EVP_MAC_init(mctx, keys[0], 32, p)
+           && mac_final(mctx, (size_t)r->arg);
+}
+
+/* a new MAC context per message, MAC fetched once */
+static int mac_new(const OSSL_PARAM *p, int with_iv)
+{
+    EVP_MAC_CTX *c = EVP_MAC_CTX_new(mac);
+    OSSL_PARAM q[3];
+    int ok, n = 0;
+
+    if (p != NULL)
+        q[n++] = p[0];
+    if (with_iv) {
+        bump_iv();
+        q[n++] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV, iv,
+                                                   IV_LEN);
+    }
+    q[n] = OSSL_PARAM_construct_end();
+    ok = c != NULL && EVP_MAC_init(c, keys[0], 32, q) && mac_final(c, 32);
+    EVP_MAC_CTX_free(c);
+    return ok;
+}
+
+static int op_new_cmac(const ROW *r, long i)
+{
+    OSSL_PARAM p = str_param(OSSL_MAC_PARAM_CIPHER, "AES-256-CBC");
+
+    return mac_new(&p, 0);
+}
+
+static int op_new_gmac(const ROW *r, long i)
+{
+    OSSL_PARAM p = str_param(OSSL_MAC_PARAM_CIPHER, "AES-256-GCM");
+
+    return mac_new(&p, 1);
+}
+
+static int op_new_kmac(const ROW *r, long i) { return mac_new(NULL, 0); }
+
+/*
+ * HAProxy 2.6's aes_gcm_dec: a new context, the cipher alone, the IV
+ * length, the IV alone, then the key alone; arg = 1: freed, 0: never freed.
+ */
+static int op_gcm_steps(const ROW *r, long i)
+{
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    int l1 = 0, l2 = 0, ok;
+
+    ok = c != NULL
+         && EVP_DecryptInit_ex(c, cipher, NULL, NULL, NULL)
+         && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_IVLEN, IV_LEN, NULL)
+         && EVP_DecryptInit_ex(c, NULL, NULL, NULL, iv)
+         && EVP_DecryptInit_ex(c, NULL, NULL, keys[0], NULL)
+         && EVP_DecryptUpdate(c, out, &l1, ct, 32)
+         && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, TAG_LEN, tag)
+         && EVP_DecryptFinal_ex(c, out + l1, &l2) > 0;
+    if (r->arg)
+        EVP_CIPHER_CTX_free(c);
+    return ok;
+}
+
+static int op_encinit(const ROW *r, long i)
+{
+    bump_iv();
+    return EVP_EncryptInit_ex(cctx, NULL, NULL, keys[0], iv) && seal(cctx, 32, 1);
+}
+
+static int op_mac_dup(const ROW *r, long i)
+{
+    EVP_MAC_CTX *c = EVP_MAC_CTX_dup(mctx);
+    int ok = c != NULL && mac_final(c, 32);
+
+    EVP_MAC_CTX_free(c);
+    return ok;
+}
+
+static int op_gmac_dup(const ROW *r, long i)
+{
+    EVP_MAC_CTX *c = EVP_MAC_CTX_dup(mctx);
+    OSSL_PARAM p[2];
+    int ok;
+
+    bump_iv();
+    p[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV, iv, IV_LEN);
+    p[1] = OSSL_PARAM_construct_end();
+    ok = c != NULL && EVP_MAC_init(c, keys[0], 32, p) && mac_final(c, 32);
+    EVP_MAC_CTX_free(c);
+    return ok;
+}
+
+static int op_cipher_copy(const ROW *r, long i)
+{
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    int ok;
+
+    if (r->arg)
+        bump_iv();
+    ok = c != NULL && EVP_CIPHER_CTX_copy(c, cctx)
+         && (!r->arg || EVP_EncryptInit_ex(c, NULL, NULL, NULL, iv))
+         && seal(c, 32, 1);
+    EVP_CIPHER_CTX_free(c);
+    return ok;
+}
+
+/* `openssl version`: load the config, print the version */
+static int op_version(const ROW *r, long i)
+{
+    return OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, NULL)
+           && printf("%s\n", OpenSSL_version(OPENSSL_VERSION)) > 0;
+}
+
+/*
+ * A child starts with a copy of callgrind's counts in the parent: dump
+ * (and so zero) them first, so that each child's file holds only what the
+ * child ran, and the parent's share is in the parent's dumps.
+ */
+static int op_fork(const ROW *r, long i)
+{
+    pid_t pid;
+    int st;
+
+    CALLGRIND_DUMP_STATS;
+    pid = fork();
+    if (pid < 0)
+        return 0;
+    if (pid == 0)
+        _exit(qhmac(keys[0], 32) ? 0 : 1);
+    return waitpid(pid, &st, 0) == pid && WIFEXITED(st)
+           && WEXITSTATUS(st) == 0;
+}
+
+static void *thread_task(void *arg)
+{
+    return qhmac(keys[0], 32) ? arg : NULL;
+}
+
+static int op_thread(const ROW *r, long i)
+{
+    pthread_t t;
+    void *res = NULL;
+
+    return pthread_create(&t, NULL, thread_task, msg) == 0
+           && pthread_join(t, &res) == 0 && res == msg;
+}
+
+/* ---- the catalogue ---- */
+
+#define KT(k) \
+    { "keys-used-" #k "x", K_OPS, NULL, op_ktimes, k, 60 * (k), k, \
+      "per-session and per-request keys: JWT/cookie keys per tenant, " \
+      "Kerberos and SRTP session keys, keys derived per request" }
+
+static const ROW rows[] = {
+    /* issue 33: processes, threads, forks */
+    { "fork-child-empty", K_FORK, fork_parent, op_fork, 2, 10, 0,
+      "fork-per-connection servers (Apache prefork, Postfix, Dovecot), "
+      "privilege-separated children (sshd), fork()+exec() from a process "
+      "that used keycache" },
+    { "fork-child-1key", K_FORK, fork_parent, op_fork, 2, 10, 1,
+      "the same, the parent holding one cached key" },
+    { "fork-child-64keys", K_FORK, fork_parent, op_fork, 2, 10, FULL_KEYS,
+      "the same, the parent's cache full (64 keys)" },
+    { "thread-per-task", K_THREAD, NULL, op_thread, 2, 20, 0,
+      "thread-per-request servers (MySQL/MariaDB thread-per-connection), "
+      "worker pools that recycle threads (.NET, Java, Python)" },
+    { "proc-openssl-version", K_PROC, NULL, op_version, 0, 1, 0,
+      "`openssl version`: shell scripts, cron jobs, CGI, package scripts" },
+    { "proc-one-qmac", K_PROC, NULL, op_qhmac, 0, 1, 0,
+      "a process doing one EVP_Q_mac: git/curl invocations, CGI, scripts" },
+    { "first-hmac", K_FIRST, NULL, op_qhmac, 0, 1, 0,
+      "a fresh process's first HMAC (EVP_Q_mac): every short-lived client" },
+    { "first-cmac", K_FIRST, NULL, op_qcmac, 0, 1, 0,
+      "first CMAC-AES-256: short-lived tools (EMV/IoT provisioning)" },
+    { "first-gmac", K_FIRST, NULL, op_qgmac, 0, 1, 0,
+      "first GMAC-AES-256: short-lived tools" },
+    { "first-kmac", K_FIRST, NULL, op_qkmac, 0, 1, 0,
+      "first KMAC128: short-lived tools" },
+    { "first-gcm", K_FIRST, NULL, op_first_gcm, 0, 1, 0,
+      "first AES-256-GCM (fetch, new context, seal): short-lived clients" },
+    { "first-ocb", K_FIRST, NULL, op_first_ocb, 0, 1, 0,
+      "first AES-256-OCB: short-lived tools" },
+    { "first-siv", K_FIRST, NULL, op_first_siv, 0, 1, 0,
+      "first AES-128-SIV: short-lived tools" },
+    /* issue 34: keys used a few times, re-keyed contexts, copies, misses */
+    KT(1), KT(2), KT(3), KT(4), KT(8),
+    { "rekey-hmac-params-32", K_OPS, hmac_template, op_rekey_params, 4, 500,
+      32, "OpenVPN's data channel: hmac_ctx_reset + EVP_MAC_init(ctx, NULL, "
+      "0, {digest, key}) per packet, 32 B" },
+    { "rekey-hmac-params-1400", K_OPS, hmac_template, op_rekey_params, 4,
+      500, 1400, "the same at 1400 B (a full packet)" },
+    { "rekey-hmac-keyarg-32", K_OPS, hmac_template, op_rekey_keyarg, 4, 500,
+      32, "a kept HMAC context re-keyed per message with "
+      "EVP_MAC_init(ctx, key, len, {digest}), 32 B" },
+    { "rekey-hmac-keyarg-1400", K_OPS, hmac_template, op_rekey_keyarg, 4,
+      500, 1400, "the same at 1400 B" },
+    { "gcm-steps-freed", K_OPS, gcm_ct, op_gcm_steps, 4, 500, 1,
+      "a new GCM context set up in steps (cipher, IV length, IV, key), "
+      "freed: .NET-style shims, HAProxy's converter with a free" },
+    { "gcm-steps-never-freed", K_OPS, gcm_ct, op_gcm_steps, 4, 500, 0,
+      "HAProxy 2.6's aes_gcm_dec converter: the same, never freed" },
+    { "gcm-encinit-per-msg", K_OPS, gcm_kept, op_encinit, 4, 500, 0,
+      "one GCM context, EncryptInit(ctx, NULL, NULL, key, iv) per message "
+      "(applications keeping a context per connection)" },
+    { "dup-keyed-hmac", K_OPS, hmac_template, op_mac_dup, 4, 500, 0,
+      "EVP_MAC_CTX_dup of a keyed HMAC per message: libssl's record MAC, "
+      "rust-openssl, pyca HMAC.copy()" },
+    { "dup-keyed-cmac", K_OPS, cmac_template, op_mac_dup, 4, 500, 0,
+      "EVP_MAC_CTX_dup of a keyed CMAC per message: pyca CMAC.copy(), "
+      "rust-openssl" },
+    { "copy-keyed-ocb", K_OPS, ocb_template, op_cipher_copy, 4, 500, 1,
+      "EVP_CIPHER_CTX_copy of a keyed AES-OCB per message: pyca AESOCB3" },
+    { "copy-keyed-siv", K_OPS, siv_template, op_cipher_copy, 4, 500, 0,
+      "EVP_CIPHER_CTX_copy of a keyed AES-SIV per message: pyca AESSIV" },
+    { "dup-unkeyed-gmac", K_OPS, gmac_template, op_gmac_dup, 4, 500, 0,
+      "an unkeyed GMAC template duplicated, then keyed, per message" },
+    { "newkey-cmac", K_OPS, NULL, op_newkey_cmac, 4, 500, 0,
+      "a new CMAC key every message: per-message derived keys" },
+    { "newkey-hmac", K_OPS, NULL, op_newkey_hmac, 4, 500, 0,
+      "a new HMAC key every message: HKDF/TLS-PRF-like derivation loops" },
+    { "hmac-key-200B", K_OPS, NULL, op_longkey, 4, 500, 0,
+      "HMAC-SHA256 under a 200-byte key: long secrets used as HMAC keys" },
+    { "cmac-3des", K_OPS, NULL, op_cmac_3des, 4, 500, 0,
+      "CMAC with DES-EDE3-CBC, a family keycache passes through: EMV and "
+      "payment MACs" },
+    { "rotate-3-keys", K_OPS, NULL, op_rotate, 300, 600, 3,
+      "3 keys in rotation: multi-tenant JWT verification, key rings" },
+    { "rotate-5-keys", K_OPS, NULL, op_rotate, 300, 600, 5,
+      "5 keys in rotation" },
+    { "rotate-10-keys", K_OPS, NULL, op_rotate, 300, 600, 10,
+      "10 keys in rotation" },
+    /* the hot key in one-shot calls: what keycache was built for */
+    { "hot-qmac-hmac-sha256", K_OPS, NULL, op_qhmac, 10, 500, 0,
+      "EVP_Q_mac HMAC-SHA256, 32 B, one hot key: cookie/JWT/webhook "
+      "signing in Ruby, Python, PHP, .NET" },
+    { "hot-new-cmac", K_OPS, fetch_cmac, op_new_cmac, 10, 500, 0,
+      "a new CMAC-AES-256 context per message, hot key" },
+    { "hot-new-gmac", K_OPS, fetch_gmac, op_new_gmac, 10, 500, 0,
+      "a new GMAC-AES-256 context per message, hot key" },
+    { "hot-new-kmac", K_OPS, fetch_kmac, op_new_kmac, 10, 500, 0,
+      "a new KMAC128 context per message, hot key" },
+    { "hot-new-ocb", K_OPS, fetch_ocb, op_aead_iv, 10, 500, 0,
+      "a new AES-256-OCB context per message, hot key" },
+    { "hot-new-siv", K_OPS, fetch_siv, op_aead_noiv, 10, 500, 0,
+      "a new AES-128-SIV context per message, hot key (pyca AESSIV)" },
+};
+#define N_ROWS (sizeof(rows) / sizeof(rows[0]))
+
+static const ROW *find_row(const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < N_ROWS; i++)
+        if (strcmp(rows[i].name, name) == 0)
+            return &rows[i];
+    fprintf(stderr, "kcpatterns: no row '%s' (see --list)\n", name);
+    return NULL;
+}
+
+static double cpu_ns(void)
+{
+    struct timespec ts;
+    struct rusage ru;
+
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    getrusage(RUSAGE_CHILDREN, &ru);
+    return ts.tv_sec * 1e9 + ts.tv_nsec
+           + (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9
+           + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
+}
+
+static void init_inputs(void)
+{
+    size_t k;
+
+    fill(msg, sizeof(msg));
+    fill(iv, sizeof(iv));
+    fill(longkey, sizeof(longkey));
+    for (k = 0; k < MAX_KEYS; k++)
+        fill(keys[k], sizeof(keys[k]));
+}
+
+static int run_row(const ROW *r)
+{
+    double t0, t1;
+    long i;
+
+    init_inputs();
+    if (r->kind == K_PROC)      /* the whole process, as it is */
+        return r->op(r, 0) ? 0 : 1;
+    if (!OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, NULL)) {
+        fprintf(stderr, "kcpatterns: cannot load the config\n");
+        return 1;
+    }
+    if (r->setup != NULL && !r->setup(r, 0))
+        goto fail;
+    for (i = 0; i < r->warm; i++)
+        if (!r->op(r, i))
+            goto fail;
+    t0 = cpu_ns();
+    CALLGRIND_START_INSTRUMENTATION;
+    for (i = r->warm; i < r->warm + r->ops; i++)
+        if (!r->op(r, i))
+            break;
+    CALLGRIND_STOP_INSTRUMENTATION;
+    t1 = cpu_ns();
+    if (i < r->warm + r->ops)
+        goto fail;
+    printf("cpu_ns %.0f ops %ld\n", t1 - t0, r->ops);
+    return 0;
+ fail:
+    fprintf(stderr, "kcpatterns: %s failed\n", r->name);
+    return 1;
+}
+
+/* a proc row's CPU time per process: PROC_RUNS new processes */
+static int proc_cpu(const char *self, const ROW *r)
+{
+    char *argv[] = { (char *)self, "--run", (char *)r->name, NULL };
+    double t0 = cpu_ns();
+    int i, st;
+    pid_t pid;
+
+    for (i = 0; i < PROC_RUNS; i++) {
+        int devnull = 0;
+        posix_spawn_file_actions_t fa;
+
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", 1, 0);
+        devnull = posix_spawn(&pid, self, &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (devnull != 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)
+            || WEXITSTATUS(st) != 0)
+            return 1;
+    }
+    printf("cpu_ns %.0f ops %d\n", cpu_ns() - t0, PROC_RUNS);
+    return 0;
+}
+
+static OSSL_PROVIDER *kc_prov;
+
+static int find_kc(OSSL_PROVIDER *p, void *arg)
+{
+    if (strcmp(OSSL_PROVIDER_get0_name(p), KEYCACHE_PROVIDER_NAME) == 0) {
+        kc_prov = p;
+        return 0;
+    }
+    return 1;
+}
+
+/* the row natively, then what keycache counted (hits, misses, ...) */
+static int counters(const ROW *r)
+{
+    uint64_t v[5] = { 0, 0, 0, 0, 0 };
+    OSSL_PARAM p[6];
+    int rc = run_row(r);
+
+    OSSL_PROVIDER_do_all(NULL, find_kc, NULL);
+    if (kc_prov == NULL) {
+        printf("keycache not loaded\n");
+        return rc;
+    }
+    p[0] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_HITS, &v[0]);
+    p[1] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_MISSES, &v[1]);
+    p[2] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_EVICTIONS, &v[2]);
+    p[3] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_PASSTHROUGH, &v[3]);
+    p[4] = OSSL_PARAM_construct_uint64(KEYCACHE_PARAM_ENTRIES, &v[4]);
+    p[5] = OSSL_PARAM_construct_end();
+    OSSL_PROVIDER_get_params(kc_prov, p);
+    printf("hits %llu misses %llu evictions %llu passthrough %llu "
+           "entries %llu\n", (unsigned long long)v[0],
+           (unsigned long long)v[1], (unsigned long long)v[2],
+           (unsigned long long)v[3], (unsigned long long)v[4]);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const ROW *r;
+    size_t i;
+
+    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+        for (i = 0; i < N_ROWS; i++)
+            printf("%s\t%s\t%ld\t%s\n", rows[i].name,
+                   kind_names[rows[i].kind], rows[i].ops, rows[i].programs);
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "--version-key") == 0) {
+        printf("%u.%u\n", (unsigned)OPENSSL_version_major(),
+               (unsigned)OPENSSL_version_minor());
+        return 0;
+    }
+    if (argc != 3 || (r = find_row(argv[2])) == NULL) {
+        fprintf(stderr, "usage: kcpatterns --list | --version-key | "
+                "--run NAME | --cpu NAME | --counters NAME\n");
+        return 2;
+    }
+    if (strcmp(argv[1], "--run") == 0)
+        return run_row(r);
+    if (strcmp(argv[1], "--cpu") == 0)
+        return r->kind == K_PROC ? proc_cpu(argv[0], r) : run_row(r);
+    if (strcmp(argv[1], "--counters") == 0)
+        return counters(r);
+    return 2;
+}

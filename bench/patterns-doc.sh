@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Writes docs/performance.md from the pattern catalogue's Markdown tables:
+#
+#   bash bench/patterns-doc.sh OUT.md TABLE.md...
+#
+# Each TABLE.md is what `bench/patterns.sh <build> --markdown TABLE.md`
+# wrote on one OpenSSL (it names its own command): on the host's 3.0, and
+# in the chroots (`tools/compat.sh trixie --bench --patterns` and
+# `sid-ossl4 --bench --patterns` print theirs after "== Markdown:").
+set -euo pipefail
+out=${1:?usage: $0 OUT.md TABLE.md...}
+shift
+[ $# -gt 0 ] || { echo "usage: $0 OUT.md TABLE.md..." >&2; exit 2; }
+{
+    cat <<'HEAD'
+# Performance: the pattern catalogue
+
+keycache is switched on for a whole machine, so it meets every way a
+program uses OpenSSL, not only the hot-key one-shots it was built for.
+Each row below is one usage pattern (issues 33 and 34), written in C in
+`bench/kcpatterns.c` as the programs named beside it write it, and run as
+two processes under callgrind: `default` alone, activated by the same
+config without keycache's lines, and that config with keycache.  The
+figure is instructions per op (Ir/op, deterministic); CPU ns/op from a
+run without valgrind is information only.  Fork rows count the parent's
+`fork()`/`waitpid()` and the child's whole life (one HMAC, `_exit`);
+thread rows count each thread's start, one HMAC and exit; `proc` rows the
+whole process.  How each row is measured: `bench/README.md`,
+"patterns.sh".
+
+*target* is the issue's (start-up `+0.5M` = keycache may add at most
+0.5 million instructions; ratios are keycache / default); *bound* is what
+CI enforces (`tools/test-all.sh`, `bench/patterns.bounds`): the target
+where a row meets it, otherwise today's figure + 1%, so that nothing gets
+worse while the targets are worked on.  A row above 1.00× is a pattern
+where keycache makes a program slower today.
+
+This file is generated: `bash bench/patterns-doc.sh docs/performance.md`
+with the tables each command below wrote (`--markdown`).
+
+HEAD
+    for t in "$@"; do
+        cat "$t"
+        echo
+    done
+} >"$out"
+echo "wrote $out"

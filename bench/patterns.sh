@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The pattern catalogue (issues 33 and 34): every usage pattern a row,
+# default and keycache side by side, instructions per op under callgrind.
+#
+#   bench/patterns.sh <build-dir> [--markdown FILE] [--update-bounds]
+#                     [row ...]
+#
+# Each row of build/bench/kcpatterns (kcpatterns --list) runs twice, each
+# time as a process of its own under valgrind --tool=callgrind:
+#   default   OPENSSL_CONF = the keycache config with keycache's lines
+#             taken out (its provider line, its section, ?provider=keycache):
+#             `default` alone, activated by a config, so that both arms
+#             read and apply a config the same way
+#   keycache  OPENSSL_CONF = $KC_CONF (default <build>/openssl.cnf)
+# Only the row's measured region is counted (--instr-atstart=no and the
+# CALLGRIND_*_INSTRUMENTATION requests in kcpatterns.c), after its warm-up;
+# `proc` rows count the whole process.  Fork rows count the parent and
+# every child (a file per process, %p); thread rows count every thread.
+# Ir/op = Ir / ops counted.  CPU ns/op comes from a run of the same row
+# without valgrind (information only: it is noisy, the figure is Ir).
+#
+# Each row has a bound in bench/patterns.bounds ($PATTERNS_BOUNDS) for the
+# running libcrypto's major.minor: keycache/default must not exceed it
+# (a ratio, "1.01x"), or for bounds written "+0.5M" keycache - default must
+# not exceed that many million instructions.  The file also holds each
+# row's target from the issues.  Exit status 1 if a row exceeds its bound
+# or fails, 0 otherwise (rows without a bound on this version are shown,
+# not judged).
+#
+#   --markdown FILE   also write the table as Markdown (docs/performance.md)
+#   --update-bounds   rewrite this version's bounds from this run: the
+#                     target where the row meets it, else today's figure
+#                     + 1% (so that nothing gets worse meanwhile)
+# Environment: KC_CONF, PATTERNS_BOUNDS, PATTERNS_JOBS (parallel runs,
+# default 2), PATTERNS_CMD (the command named in the Markdown).
+set -euo pipefail
+
+build=${1:?usage: $0 <build-dir> [--markdown FILE] [--update-bounds] [row ...]}
+shift
+markdown=
+update=0
+want=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --markdown) markdown=${2:?}; shift 2 ;;
+    --update-bounds) update=1; shift ;;
+    -*) echo "unknown option $1" >&2; exit 2 ;;
+    *) want+=("$1"); shift ;;
+    esac
+done
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/cglib.sh
+. "$here/cglib.sh"
+build=$(cd "$build" && pwd)
+bin=$build/bench/kcpatterns
+kc_conf=${KC_CONF:-$build/openssl.cnf}
+bounds=${PATTERNS_BOUNDS:-$here/patterns.bounds}
+jobs=${PATTERNS_JOBS:-2}
+[ -x "$bin" ] || { echo "no $bin: build the kcpatterns target" >&2; exit 2; }
+[ -f "$kc_conf" ] || { echo "no config $kc_conf" >&2; exit 2; }
+command -v valgrind >/dev/null || { echo "valgrind not found" >&2; exit 2; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+t0=$(date +%s)
+
+# The default arm's config: the keycache config without keycache's lines.
+awk '/^[[:space:]]*\[/ { skip = ($0 ~ /^[[:space:]]*\[[[:space:]]*keycache_sect[[:space:]]*\]/) }
+     skip { next }
+     /^[[:space:]]*keycache[[:space:]]*=/ { next }
+     /provider[[:space:]]*=[[:space:]]*keycache/ { next }
+     { print }' "$kc_conf" >"$tmp/default.cnf"
+if grep -v "^[[:space:]]*#" "$tmp/default.cnf" | grep -q keycache; then
+    echo "could not take keycache out of $kc_conf:" >&2
+    grep -n keycache "$tmp/default.cnf" >&2
+    exit 2
+fi
+ver=$(OPENSSL_CONF=$tmp/default.cnf "$bin" --version-key)
+
+"$bin" --list >"$tmp/rows"
+if [ ${#want[@]} -gt 0 ]; then
+    for r in "${want[@]}"; do
+        awk -F'\t' -v r="$r" '$1 == r { f = 1 } END { exit !f }' "$tmp/rows" \
+            || { echo "no row '$r' (kcpatterns --list)" >&2; exit 2; }
+    done
+    awk -F'\t' -v l=" ${want[*]} " 'index(l, " " $1 " ")' "$tmp/rows" >"$tmp/r"
+    mv "$tmp/r" "$tmp/rows"
+fi
+
+# One row, one arm: "<Ir> <cpu_ns> <ops>" into $tmp/res.<row>.<arm>.
+run_one() {
+    local row=$1 arm=$2 kind=$3 conf d ir cpu
+    conf=$tmp/default.cnf
+    [ "$arm" = keycache ] && conf=$kc_conf
+    d=$tmp/cg.$row.$arm
+    mkdir -p "$d"
+    local at=no
+    [ "$kind" = proc ] && at=yes
+    if ! (cd "$d" && OPENSSL_CONF=$conf valgrind --tool=callgrind \
+            --instr-atstart=$at --callgrind-out-file="$d/cg.%p" \
+            "$bin" --run "$row" >"$d/log" 2>&1); then
+        echo "FAILED" >"$tmp/res.$row.$arm"
+        { echo "== $row ($arm) failed:"; cat "$d/log"; } >&2
+        return 0
+    fi
+    ir=$(cg_ir "$d"/cg.*)
+    cpu=$(OPENSSL_CONF=$conf "$bin" --cpu "$row" 2>/dev/null \
+          | awk '/^cpu_ns/ { printf "%.0f", $2 / $4 }')
+    echo "$ir ${cpu:-0}" >"$tmp/res.$row.$arm"
+    rm -rf "$d"
+}
+export -f run_one cg_ir
+export tmp bin kc_conf
+
+awk -F'\t' '{ print $1, "default", $2; print $1, "keycache", $2 }' \
+    "$tmp/rows" | xargs -P "$jobs" -n 3 bash -c 'run_one "$@"' _
+
+# ---- the table ----------------------------------------------------------
+
+# bound/target of a row: "<target> <bound>" ("-" where none)
+lookup() {
+    awk -v r="$1" -v v="$ver" '
+        $1 == "target" && $2 == r { t = $3 }
+        $1 == "bound" && $2 == v && $3 == r { b = $4 }
+        END { print (t == "" ? "-" : t), (b == "" ? "-" : b) }' "$bounds" 2>/dev/null \
+        || echo "- -"
+}
+
+# judge VALUE_RATIO DELTA_M BOUND -> pass/FAIL/-
+judge() {
+    awk -v x="$1" -v d="$2" -v b="$3" 'BEGIN {
+        if (b == "-") { print "-"; exit }
+        if (b ~ /M$/) { v = b; sub(/M$/, "", v); ok = d <= v + 0 }
+        else { v = b; sub(/x$/, "", v); ok = x <= v + 0 }
+        print ok ? "pass" : "FAIL" }'
+}
+
+# new bound from today's figure: target if met, else figure + 1%
+new_bound() {
+    awk -v x="$1" -v d="$2" -v t="$3" 'BEGIN {
+        if (t ~ /M$/) { v = t; sub(/M$/, "", v); sub(/^\+/, "", v)
+            if (d <= v + 0) { print t; exit }
+            b = d >= 0 ? d * 1.01 : d * 0.99
+            printf "%+.2fM\n", int(b * 100 + 0.999999) / 100; exit }
+        if (t != "-") { v = t; sub(/x$/, "", v)
+            if (x <= v + 0) { print t; exit } }
+        printf "%.3fx\n", int(x * 1.01 * 1000 + 0.999999) / 1000 }'
+}
+
+status=0
+printf 'pattern catalogue: %s, keycache config %s\n' \
+    "$(OPENSSL_CONF=$tmp/default.cnf openssl version 2>/dev/null || echo "OpenSSL $ver")" \
+    "$kc_conf"
+printf 'Ir/op under callgrind (deterministic, the figure); CPU ns/op natively (information)\n'
+printf '%-24s %12s %12s %8s %9s %9s %9s %-5s %8s %8s  %s\n' row "default Ir" \
+    "keycache Ir" "kc/def" "kc-def M" target bound "" "def ns" "kc ns" \
+    "stands for"
+: >"$tmp/table"
+: >"$tmp/newbounds"
+while IFS=$'\t' read -r row kind ops programs; do
+    read -r ia ca <"$tmp/res.$row.default" || ia=FAILED
+    read -r ib cb <"$tmp/res.$row.keycache" || ib=FAILED
+    read -r target bound < <(lookup "$row")
+    if [ "$ia" = FAILED ] || [ "$ib" = FAILED ]; then
+        printf '%-24s FAILED (see stderr)\n' "$row"
+        status=1
+        continue
+    fi
+    read -r pa pb ratio delta < <(awk -v a="$ia" -v b="$ib" -v n="$ops" \
+        'BEGIN { printf "%.1f %.1f %.3f %.3f\n", a / n, b / n, b / a, (b - a) / n / 1e6 }')
+    res=$(judge "$ratio" "$delta" "$bound")
+    [ "$res" = FAIL ] && status=1
+    printf '%-24s %12s %12s %7.2fx %+9.3f %9s %9s %-5s %8s %8s  %s\n' "$row" \
+        "$pa" "$pb" "$ratio" "$delta" "$target" "$bound" "$res" "$ca" "$cb" \
+        "$programs"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$row" "$kind" \
+        "$pa" "$pb" "$ratio" "$delta" "$target" "$bound" "$res" "$ca $cb" \
+        "$programs" >>"$tmp/table"
+    printf 'bound %s %s %s\n' "$ver" "$row" \
+        "$(new_bound "$ratio" "$delta" "$target")" >>"$tmp/newbounds"
+done <"$tmp/rows"
+
+# the highest ratio (awk, not sort | head: pipefail and SIGPIPE)
+worst=$(awk -F'\t' 'NR == 1 || $5 + 0 > m { m = $5 + 0; w = $0 } END { print w }' \
+        "$tmp/table")
+if [ -n "$worst" ]; then
+    IFS=$'\t' read -r wrow _ wa wb wr _ _ wbound _ _ wprog <<<"$worst"
+    printf '\nworst row: %s %.2fx (%s vs %s Ir/op; bound %s): %s\n' "$wrow" \
+        "$wr" "$wb" "$wa" "$wbound" "$wprog"
+fi
+nfail=$(awk -F'\t' '$9 == "FAIL"' "$tmp/table" | wc -l)
+nnone=$(awk -F'\t' '$9 == "-"' "$tmp/table" | wc -l)
+printf 'rows: %d, over their bound: %d, without a bound for %s: %d; %ds\n' \
+    "$(wc -l <"$tmp/table")" "$nfail" "$ver" "$nnone" $(( $(date +%s) - t0 ))
+
+if [ -n "$markdown" ]; then
+    {
+        printf '### OpenSSL %s\n\n' "$ver"
+        printf 'Made by `%s` (%s, %s).\n\n' \
+            "${PATTERNS_CMD:-bash bench/patterns.sh build}" \
+            "$(OPENSSL_CONF=$tmp/default.cnf openssl version 2>/dev/null || echo "OpenSSL $ver")" \
+            "$(date -u +%Y-%m-%d)"
+        printf '| row | stands for | default Ir/op | keycache Ir/op | kc/def | kc−def (M Ir) | target | bound | result | CPU ns/op def / kc |\n'
+        printf '|---|---|---:|---:|---:|---:|---:|---:|---|---:|\n'
+        awk -F'\t' '{ split($10, c, " ");
+            printf "| `%s` | %s | %s | %s | %.2f× | %+.3f | %s | %s | %s | %s / %s |\n",
+                   $1, $11, $3, $4, $5, $6, $7, $8, $9, c[1], c[2] }' "$tmp/table"
+        if [ -n "$worst" ]; then
+            printf '\nWorst row: `%s`, %.2f× (%s vs %s Ir/op).\n' "$wrow" \
+                "$wr" "$wb" "$wa"
+        fi
+    } >"$markdown"
+    echo "markdown: $markdown"
+fi
+
+if [ "$update" = 1 ]; then
+    touch "$bounds"
+    awk -v v="$ver" '!($1 == "bound" && $2 == v)' "$bounds" >"$tmp/b"
+    cat "$tmp/newbounds" >>"$tmp/b"
+    cp "$tmp/b" "$bounds"
+    echo "bounds for $ver written to $bounds"
+fi
+exit $status
