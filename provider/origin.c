@@ -191,22 +191,28 @@ static int read_gen(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
-static int defines_libssl(const Dl_info *di)
+/*
+ * Does the object lm (whose mapping starts at base) define SSL_CTX_new
+ * itself?  Looked up by its link map, never by dladdr's file name, which
+ * for the main program is argv[0]: a name the program's caller chose,
+ * which dlopen would open (a FIFO there would hang the program, a device
+ * be opened by a set-uid one).  A library is reached through the name its
+ * link map holds, which dlopen matches among the loaded objects without
+ * opening anything; the main program through dlopen(NULL).  Where no
+ * handle can be had, the answer is yes: fail closed.
+ */
+static int defines_libssl(const struct link_map *lm, const void *base)
 {
     Dl_info at;
     void *h, *sym;
     int ssl;
 
-    /* the main program's link-map name is empty: dlopen(NULL) is it */
-    h = dlopen(di->dli_fname[0] != '\0' ? di->dli_fname : NULL,
+    h = dlopen(lm->l_name[0] != '\0' ? lm->l_name : NULL,
                RTLD_LAZY | RTLD_NOLOAD);
-    if (h == NULL && di->dli_fname[0] != '\0')
-        h = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
     if (h == NULL)
-        return 1;                          /* cannot tell: fail closed */
+        return 1;
     sym = dlsym(h, "SSL_CTX_new");
-    ssl = sym != NULL && dladdr(sym, &at) != 0
-          && at.dli_fbase == di->dli_fbase;
+    ssl = sym != NULL && dladdr(sym, &at) != 0 && at.dli_fbase == base;
     dlclose(h);
     return ssl;
 }
@@ -214,16 +220,18 @@ static int defines_libssl(const Dl_info *di)
 static int in_libssl(uintptr_t a)
 {
     unsigned long long gen = 0;
+    struct link_map *lm = NULL;
     uintptr_t base;
     Dl_info di;
     unsigned int i;
 
     /* code in no object (a JIT's) is the application's: OpenSSL is not */
-    if (dladdr((void *)a, &di) == 0 || di.dli_fname == NULL)
+    if (dladdr1((void *)a, &di, (void **)&lm, RTLD_DL_LINKMAP) == 0
+        || lm == NULL)
         return 0;
     base = (uintptr_t)di.dli_fbase;
     if (dl_iterate_phdr(read_gen, &gen) != 1)
-        return defines_libssl(&di);
+        return defines_libssl(lm, di.dli_fbase);
     if (ssl_memo.gen != gen) {
         memset(&ssl_memo, 0, sizeof(ssl_memo));
         ssl_memo.gen = gen;
@@ -233,7 +241,7 @@ static int in_libssl(uintptr_t a)
             return ssl_memo.ssl[i];
     i = ssl_memo.next++ % KC_SSL_MEMO;
     ssl_memo.base[i] = base;
-    return ssl_memo.ssl[i] = (unsigned char)defines_libssl(&di);
+    return ssl_memo.ssl[i] = (unsigned char)defines_libssl(lm, di.dli_fbase);
 }
 
 typedef struct {

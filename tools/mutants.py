@@ -30,13 +30,13 @@ MUTANTS = {
     # libssl's frames taken for the application's (TLS 1.3's EVP_Q_mac of
     # its finished keys and the PRF's calls come from there)
     "origin-libssl-is-app": ("provider/origin.c",
-        "    ssl = sym != NULL && dladdr(sym, &at) != 0",
-        "    ssl = 0 && sym != NULL && dladdr(sym, &at) != 0"),
+        "    ssl = sym != NULL && dladdr(sym, &at) != 0 && at.dli_fbase == base;",
+        "    ssl = 0;"),
     # libssl known by its file name only: a renamed or vendored copy's
     # ticket and binder keys admitted (test_tls_secrets_renamed)
     "origin-libssl-by-name": ("provider/origin.c",
-        "          && at.dli_fbase == di->dli_fbase;",
-        "          && at.dli_fbase == di->dli_fbase\n          && strstr(di->dli_fname, \"libssl\") != NULL;"),
+        "    ssl = sym != NULL && dladdr(sym, &at) != 0 && at.dli_fbase == base;",
+        "    ssl = sym != NULL && dladdr(sym, &at) != 0 && at.dli_fbase == base\n          && strstr(lm->l_name, \"libssl\") != NULL;"),
     # AES-SIV: a keyless init with an empty array taken as a direction
     # change only, where set_ctx_params' empty array may reopen the final
     "siv-empty-init-direction-only": ("provider/siv.c",
