@@ -8,6 +8,7 @@
 #define _GNU_SOURCE            /* gettid() */
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
@@ -207,6 +208,18 @@ static void add_digest(EVP_MD *md, void *arg)
 static int bind_claim(long *state);
 static void bind_done(long *state);
 
+/* (a binding taken over after fork() starts from whatever was added) */
+static void free_digests(KC_PROVCTX *pctx)
+{
+    size_t i;
+
+    for (i = 0; i < pctx->ndigests; i++)
+        EVP_MD_free(pctx->digests[i].md);
+    OPENSSL_free(pctx->digests);
+    pctx->digests = NULL;
+    pctx->ndigests = 0;
+}
+
 /*
  * The table is made at the first digest asked for, not at start: listing
  * the default's digests builds the private context's digest store, which
@@ -220,6 +233,7 @@ static int digests_ready(KC_PROVCTX *pctx)
     if (!bind_claim(&pctx->digests_state))
         return __atomic_load_n(&pctx->digests_state, __ATOMIC_ACQUIRE)
                == KC_DIRECT_BOUND;
+    free_digests(pctx);
     EVP_MD_do_all_provided(pctx->libctx, add_digest, pctx);
     bind_done(&pctx->digests_state);
     return 1;
@@ -422,14 +436,19 @@ static void bind_cdirect(KC_PROVCTX *pctx, KC_CFAM *f,
  * The gate of kc_tfam_ready(), kc_cfam_ready() and the digest table:
  * *state is 0 (not bound), KC_DIRECT_BOUND, or who binds it, (pid << 24 |
  * tid) << 2 | 1.  One thread wins the binding (1: it binds, then calls
- * bind_done()); the others of the process wait for it, yielding: it runs
- * once per family and instance, at its first use.  A binding left by a
- * thread that did not come with fork() into this child is taken over; one
- * asked for again from inside its own binding answers 0.
+ * bind_done()); the others of the process wait for it, yielding, then
+ * sleeping (a binder of lower real-time priority must get the CPU): it
+ * runs once per family and instance, at its first use, and takes no lock
+ * of keycache's.  A binding left by a thread that did not come with fork()
+ * into this child is taken over (from scratch: the binders start over);
+ * like any OpenSSL call in such a child, that can wait on a lock the lost
+ * thread held.  One asked for again from inside its own binding answers 0.
  */
 static int bind_claim(long *state)
 {
     long s, pid = (long)getpid(), mine = (pid << 24 | (long)gettid()) << 2 | 1;
+    const struct timespec nap = { 0, 100000 };
+    unsigned int waits = 0;
 
     for (;;) {
         s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
@@ -438,7 +457,10 @@ static int bind_claim(long *state)
         if (s == mine)
             return 0;
         if ((s & 1) != 0 && s >> 26 == pid) {
-            sched_yield();
+            if (++waits < 64)
+                sched_yield();
+            else
+                nanosleep(&nap, NULL);
             continue;
         }
         if (__atomic_compare_exchange_n(state, &s, mine, 0, __ATOMIC_ACQUIRE,
@@ -603,14 +625,8 @@ int kc_inner_start(KC_PROVCTX *pctx)
 
 void kc_inner_stop(KC_PROVCTX *pctx)
 {
-    size_t i;
-
     kc_passthrough_stop(pctx);
-    for (i = 0; i < pctx->ndigests; i++)
-        EVP_MD_free(pctx->digests[i].md);
-    OPENSSL_free(pctx->digests);
-    pctx->digests = NULL;
-    pctx->ndigests = 0;
+    free_digests(pctx);
     OSSL_PROVIDER_unload(pctx->deflt);
     pctx->deflt = NULL;
     kc_rand_stop(pctx);

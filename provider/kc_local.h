@@ -349,7 +349,7 @@ struct kc_tfam_st {
     unsigned int quirks;            /* what direct_bind learned */
     /* learned at the first repeated name, see kc_tmac_repeats_fail() */
     int repeats;
-    /* d->direct bound yet?  See kc_inner_direct_ready() */
+    /* learned at first use yet?  See kc_tfam_ready() */
     long direct_state;
 };
 
@@ -363,9 +363,6 @@ extern const KC_TDESC kc_cmac_desc, kc_gmac_desc, kc_kmac128_desc,
  * Asked of the default at the first such call, then kept.
  */
 int kc_tmac_repeats_fail(KC_PROVCTX *pctx, const KC_TFAM *f);
-/* Does params name one of the family's settable parameters twice? */
-int kc_tmac_repeats(KC_PROVCTX *pctx, const KC_TFAM *f,
-                    const OSSL_PARAM params[]);
 
 /* ---- cipher template families, see ctmpl.c ---- */
 
@@ -447,7 +444,7 @@ struct kc_cfam_st {
     size_t keylen;                  /* the one the default accepts */
     int empty_value;                /* what a fresh context is (ctmpl.c) */
     int draws_iv;                   /* an IV drawn at an IV-less init (4.x GCM) */
-    long direct_state;              /* see kc_inner_direct_ready() */
+    long direct_state;              /* see kc_cfam_ready() */
 };
 
 extern const KC_CDESC kc_ocb_desc[3], kc_siv_desc[3], kc_gcm_desc[3];

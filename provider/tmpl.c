@@ -1150,15 +1150,7 @@ static int app_refuses(const KC_TMAC_CTX *w, const OSSL_PARAM params[])
     return !ok;
 }
 
-/*
- * set_ctx_params or init (key, keylen; init if init) naming a cipher, on a
- * keyed context.  A direct family's context starts over as the default's
- * (direct_recipher()).  A refused cipher fails the call with the
- * application's default's errors; the call still goes to this context,
- * whose fetch fails too and leaves it as the default's failing fetch
- * leaves the default's, with its errors (naming keycache's library
- * context) dropped.
- */
+/* (kc_local.h) the default asked once, at the first repeated name */
 int kc_tmac_repeats_fail(KC_PROVCTX *pctx, const KC_TFAM *f)
 {
     const KC_MAC_FNS *m = &f->mac;
@@ -1185,8 +1177,9 @@ int kc_tmac_repeats_fail(KC_PROVCTX *pctx, const KC_TFAM *f)
     return known == 2;
 }
 
-int kc_tmac_repeats(KC_PROVCTX *pctx, const KC_TFAM *f,
-                    const OSSL_PARAM params[])
+/* Does params name one of the family's settable parameters twice? */
+static int repeats(KC_PROVCTX *pctx, const KC_TFAM *f,
+                   const OSSL_PARAM params[])
 {
     const OSSL_PARAM *known = f->mac.settable_ctx_params == NULL ? NULL
         : f->mac.settable_ctx_params(NULL, pctx->inner_provctx);
@@ -1202,6 +1195,15 @@ int kc_tmac_repeats(KC_PROVCTX *pctx, const KC_TFAM *f,
     return 0;
 }
 
+/*
+ * set_ctx_params or init (key, keylen; init if init) naming a cipher, on a
+ * keyed context.  A direct family's context starts over as the default's
+ * (direct_recipher()).  A refused cipher fails the call with the
+ * application's default's errors; the call still goes to this context,
+ * whose fetch fails too and leaves it as the default's failing fetch
+ * leaves the default's, with its errors (naming keycache's library
+ * context) dropped.
+ */
 static KC_NOINLINE int cipher_call(KC_TMAC_CTX *w, int init,
                                    const unsigned char *key, size_t keylen,
                                    const OSSL_PARAM params[])
@@ -1213,7 +1215,7 @@ static KC_NOINLINE int cipher_call(KC_TMAC_CTX *w, int init,
      * anything, the context's own functions raise that (a direct family's
      * asks the default), not the cipher's resolution.
      */
-    if (kc_tmac_repeats(w->pctx, w->f, params)
+    if (repeats(w->pctx, w->f, params)
         && kc_tmac_repeats_fail(w->pctx, w->f))
         return init ? w->ops->init(w->inner, key, keylen, params)
                     : w->ops->set_ctx_params(w->inner, params);

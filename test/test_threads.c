@@ -575,8 +575,10 @@ static void test_stop_and_go(void)
  * same time (a program with a library context per tenant): the starts
  * publish process-wide tables (the default's get_params, GMAC's size) that
  * the other contexts read; under ThreadSanitizer a plain write there is a
- * race.  Each context's GMAC tag (its final asks for the size) and
- * AES-OCB cipher parameters must be the default's.
+ * race; and each family's first contexts there learn what they need at
+ * the same time (first_uses()).  Each context's GMAC tag (its final asks
+ * for the size), AES-OCB cipher parameters and first uses' outputs must
+ * be the default's.
  */
 #define NSTARTERS 4
 static pthread_barrier_t start_line;
@@ -611,13 +613,52 @@ static size_t ocb_keylen(OSSL_LIB_CTX *ctx)
     return n;
 }
 
+/*
+ * Every family's first contexts in a fresh instance, from several threads
+ * at once: what each family learns at its first context (inner.c's gate)
+ * is learned once while the others wait.  Into out: KMAC-128 and CMAC
+ * one-shots, an AES-128-SIV and an AES-256-GCM seal, twice each (the
+ * second from the cache where the first admitted the key).
+ */
+static int first_uses(OSSL_LIB_CTX *ctx, unsigned char out[8][48])
+{
+    static const char *const ciphers[2] = { "AES-128-SIV", "AES-256-GCM" };
+    OSSL_PARAM cm[2];
+    size_t len;
+    int i, k, n, ok = 1;
+
+    cm[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
+                                             "AES-256-CBC", 0);
+    cm[1] = OSSL_PARAM_construct_end();
+    for (i = 0; i < 2; i++) {
+        ok &= EVP_Q_mac(ctx, "KMAC-128", NULL, NULL, NULL, keys[1], 32,
+                        msgs[1], MSGLEN, out[i], 32, &len) != NULL;
+        ok &= EVP_Q_mac(ctx, "CMAC", NULL, NULL, cm, keys[1], 32, msgs[1],
+                        MSGLEN, out[2 + i], 16, &len) != NULL;
+        for (k = 0; k < 2; k++) {
+            EVP_CIPHER *ci = EVP_CIPHER_fetch(ctx, ciphers[k], NULL);
+            EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+
+            ok &= ci != NULL && c != NULL
+                  && EVP_EncryptInit_ex2(c, ci, keys[1], ivs[1], NULL)
+                  && EVP_EncryptUpdate(c, out[4 + 2 * k + i], &n, msgs[1],
+                                       32)
+                  && EVP_EncryptFinal_ex(c, out[4 + 2 * k + i] + n, &n);
+            EVP_CIPHER_CTX_free(c);
+            EVP_CIPHER_free(ci);
+        }
+    }
+    return ok;
+}
+
 static void *starter(void *arg)
 {
     int *bad = arg, round;
-    unsigned char want[16], got[16];
+    unsigned char want[16], got[16], want1[8][48], got1[8][48];
     OSSL_LIB_CTX *ctx;
 
-    if (!gmac_tag(kct_default(), want)) {
+    memset(want1, 0, sizeof(want1));
+    if (!gmac_tag(kct_default(), want) || !first_uses(kct_default(), want1)) {
         (*bad)++;
         return NULL;
     }
@@ -627,7 +668,9 @@ static void *starter(void *arg)
         if (ctx == NULL || !OSSL_LIB_CTX_load_config(ctx, kct_conf_path())
             || !OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME)
             || !gmac_tag(ctx, got) || memcmp(got, want, 16) != 0
-            || ocb_keylen(ctx) != ocb_keylen(kct_default())) {
+            || ocb_keylen(ctx) != ocb_keylen(kct_default())
+            || (memset(got1, 0, sizeof(got1)), !first_uses(ctx, got1))
+            || memcmp(got1, want1, sizeof(got1)) != 0) {
             fprintf(stderr, "\nown library context, round %d: not as the "
                     "default\n", round);
             (*bad)++;

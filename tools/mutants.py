@@ -51,8 +51,8 @@ MUTANTS = {
     # cipher first: the application's fetch error, not the default's
     # "repeated parameter" (4.x: diff_families)
     "cipher-call-resolves-first": ("provider/tmpl.c",
-        "    if (kc_tmac_repeats(w->pctx, w->f, params)\n        && kc_tmac_repeats_fail(",
-        "    if (0 && kc_tmac_repeats(w->pctx, w->f, params)\n        && kc_tmac_repeats_fail("),
+        "    if (repeats(w->pctx, w->f, params)\n        && kc_tmac_repeats_fail(",
+        "    if (0 && repeats(w->pctx, w->f, params)\n        && kc_tmac_repeats_fail("),
     # the per-thread memo answers for another object than the caller's
     "origin-memo-any-object": ("provider/origin.c",
         "        if (ssl_memo.base[i] == base)",
