@@ -438,6 +438,37 @@ static void test_mixed_queries_refused(void)
         }
     kct_use(NULL);
 }
+
+/*
+ * Every cipher the default offers must then be keycache's too (wrapped or
+ * passed through): one left out, past the pass-through's slots say, would
+ * be the default's alone and refuse a query-less key.
+ */
+static void note_missing(EVP_CIPHER *c, void *arg)
+{
+    EVP_CIPHER *k = EVP_CIPHER_fetch(kct_keycache(), EVP_CIPHER_get0_name(c),
+                                     "provider=" KEYCACHE_PROVIDER_NAME);
+
+    if (k == NULL) {
+        fprintf(stderr, "\n%s is not offered by keycache\n",
+                EVP_CIPHER_get0_name(c));
+        (*(int *)arg)++;
+    }
+    EVP_CIPHER_free(k);
+}
+
+static void test_every_cipher_offered(void)
+{
+    int missing = 0;
+
+    if (!running_has_skey()) {
+        skip_note();
+        return;
+    }
+    EVP_CIPHER_do_all_provided(kct_default(), note_missing, &missing);
+    ERR_clear_error();
+    CU_ASSERT_EQUAL(missing, 0);
+}
 #endif
 
 static void add_suites(void)
@@ -454,6 +485,8 @@ static void add_suites(void)
     CU_add_test(s, "EVP_MAC_init_SKEY", test_mac_init_skey);
     CU_add_test(s, "mixed queries: refused by libcrypto",
                 test_mixed_queries_refused);
+    CU_add_test(s, "every cipher of the default's offered",
+                test_every_cipher_offered);
 #else
     (void)s;
     fprintf(stderr, "test_skey: built without EVP_SKEY (OpenSSL %s headers),"
