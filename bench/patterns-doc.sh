@@ -36,6 +36,23 @@ where a row meets it, otherwise today's figure + 1%, so that nothing gets
 worse while the targets are worked on.  A row above 1.00× is a pattern
 where keycache makes a program slower today.
 
+Where the losses come from today:
+- `fork-*` and `thread-per-task`: every thread that keys anything gets a
+  whole cache (made, and freed at exit); a forked child frees and wipes
+  every entry it inherited, one by one.
+- `first-*`: what a family learns of the running default (its own
+  contexts' checks, the no-op calls of a fresh MAC context) is learned at
+  the family's first context, not at every process's start, and keycache's
+  private library context builds its digest or cipher store there, beside
+  the application's: a process pays for the families it uses, once.
+- `first-gcm`/`first-ocb` on 3.5+: for `EVP_SKEY`, keycache offers every
+  cipher of the default's (pass-through), so the first cipher fetch
+  builds keycache's cipher methods beside the default's.
+- `keys-used-3x`/`-4x`, `rekey-*`, `gcm-steps-*`, `dup-*`/`copy-*`,
+  `newkey-cmac`, `hmac-key-200B`, `cmac-3des`: admission's stack walk,
+  re-keys that never hit, copies and work on misses that cannot pay
+  (issue 34).
+
 This file is generated: `bash bench/patterns-doc.sh docs/performance.md`
 with the tables each command below wrote (`--markdown`).
 
