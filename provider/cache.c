@@ -46,13 +46,19 @@ typedef struct {
 
 /*
  * Admission filter: keyed fingerprints of keys that missed, with how often
- * they were seen.  Direct-mapped; a new fingerprint simply replaces the old.
+ * they were seen.  Buckets of KC_SEEN_WAYS slots; a fingerprint may live in
+ * either of two buckets, and a new one replaces the least recently seen of
+ * their slots.  At most half full with up to cache_size keys, so keys used
+ * in rotation never push each other out, whatever the hash key: a
+ * direct-mapped table starved two colliding keys forever.
  */
 typedef struct {
     uint64_t fp;              /* 0: empty */
     uint32_t seen;            /* or KC_SEEN_REFUSED */
+    uint32_t stamp;           /* when last seen (KC_CACHE.seen_clock) */
 } KC_SEEN;
 #define KC_SEEN_REFUSED UINT32_MAX
+#define KC_SEEN_WAYS 4
 
 /* Remembers resolved digest names, so a repeated name costs a strcmp. */
 #define KC_MEMO_SLOTS 8
@@ -77,8 +83,9 @@ struct kc_cache_st {
     size_t nspares;           /* spare contexts in all entries */
     size_t nidx;              /* power of two, at least twice size */
     uint32_t *idx;            /* hash index: slot + 1, 0 = empty */
-    size_t nseen;             /* power of two */
+    size_t nseen;             /* power of two, at least 2 x size and 64 */
     KC_SEEN *seen;            /* admission filter */
+    uint32_t seen_clock;
     KC_COUNTERS n[KC_STAT_SLOTS]; /* per algorithm, KC_ALG.stat */
     KC_MEMO memo[KC_MEMO_SLOTS];
     unsigned int memo_next, memo_last;
@@ -911,21 +918,44 @@ static void window_note(KC_CACHE *c, int hit)
  * once per connection end) are therefore never stored, while a key an
  * application uses again and again gets in on its third call (by default).
  */
+/*
+ * fp's slot in the filter, or the one it replaces (seen 0 for it): the
+ * least recently seen of its two buckets' slots.
+ */
+static KC_SEEN *seen_slot(KC_CACHE *c, uint64_t fp)
+{
+    size_t nb = c->nseen / KC_SEEN_WAYS;
+    size_t b1 = (size_t)(fp >> 32) & (nb - 1), b2 = (size_t)fp & (nb - 1);
+    KC_SEEN *s, *old = NULL;
+    unsigned int i, k;
+
+    if (b2 == b1)
+        b2 = b1 ^ 1;
+    for (k = 0; k < 2; k++) {
+        s = &c->seen[(k == 0 ? b1 : b2) * KC_SEEN_WAYS];
+        for (i = 0; i < KC_SEEN_WAYS; i++, s++) {
+            if (s->fp == fp)
+                return s;
+            if (old == NULL || s->fp == 0
+                || (old->fp != 0
+                    && (int32_t)(s->stamp - old->stamp) < 0))
+                old = s;
+        }
+    }
+    old->fp = fp;
+    old->seen = 0;
+    return old;
+}
+
 static int admit(KC_CACHE *c, const KC_ALG *alg, uint64_t fp)
 {
-    KC_SEEN *s = &c->seen[(fp >> 32) & (c->nseen - 1)];
+    KC_SEEN *s = seen_slot(c, fp);
 
-    if (s->fp == fp && s->seen == KC_SEEN_REFUSED)
+    s->stamp = ++c->seen_clock;
+    if (s->seen == KC_SEEN_REFUSED)
         return 0;
-    if (c->pctx->admit_after > 1) {
-        if (s->fp != fp) {
-            s->fp = fp;
-            s->seen = 1;
-            return 0;
-        }
-        if (++s->seen < c->pctx->admit_after)
-            return 0;
-    }
+    if (c->pctx->admit_after > 1 && ++s->seen < c->pctx->admit_after)
+        return 0;
     if (!bypass_allows(c))
         return 0;
     /* a key OpenSSL keyed inside its own code stays refused (origin.c) */

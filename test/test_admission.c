@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Admission never starves a key.
+ *
+ * A key is cached at its admit_after-th keyed init on a thread; until then
+ * the thread keeps a fingerprint of it in its admission filter, under a
+ * hash key of its own drawn at random.  Keys used in rotation - a key ring,
+ * multi-tenant JWT verification - must all get in, whichever hash key the
+ * thread drew: a filter whose slots overwrite each other let two keys that
+ * share one evict each other's count forever, in 5 to 11 of 50 random sets
+ * of 3 to 10 keys.  Here many random sets of 3, 5 and 10 keys each run on
+ * a new thread (so a new hash key), under the deployed admission policy,
+ * for ROUNDS rounds of EVP_Q_mac: every key must hit in every round after
+ * its admission (ROUNDS - admit_after hits each), and every MAC must be the
+ * default provider's.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include "kc_test.h"
+#include "keycache.h"
+
+#define SETS 50
+#define ROUNDS 7
+#define ADMIT_AFTER 3            /* the deployed default (README) */
+#define MAXKEYS 10
+
+static OSSL_LIB_CTX *deployed;
+
+typedef struct {
+    int nkeys;
+    int bad_macs;
+} SET;
+
+static void *rotate(void *arg)
+{
+    SET *set = arg;
+    unsigned char keys[MAXKEYS][32], got[32], want[32];
+    size_t len;
+    int r, k;
+
+    if (RAND_bytes(&keys[0][0], sizeof(keys)) != 1) {
+        set->bad_macs++;
+        return NULL;
+    }
+    for (r = 0; r < ROUNDS; r++)
+        for (k = 0; k < set->nkeys; k++) {
+            if (EVP_Q_mac(deployed, "HMAC", NULL, "SHA256", NULL, keys[k], 32,
+                          (const unsigned char *)"rotation", 8, got,
+                          sizeof(got), &len) == NULL
+                || EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256", NULL,
+                             keys[k], 32, (const unsigned char *)"rotation",
+                             8, want, sizeof(want), &len) == NULL
+                || memcmp(got, want, len) != 0)
+                set->bad_macs++;
+        }
+    return NULL;
+}
+
+static void test_rotation(void)
+{
+    static const int sizes[] = { 3, 5, 10 };
+    int i, n, starved = 0, sets = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(deployed);
+    for (i = 0; i < 3; i++) {
+        for (n = 0; n < SETS; n++) {
+            SET set = { sizes[i], 0 };
+            uint64_t h0 = kct_counter_in(deployed, KEYCACHE_PARAM_HITS), h1;
+            pthread_t t;
+
+            CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, rotate, &set), 0);
+            pthread_join(t, NULL);
+            h1 = kct_counter_in(deployed, KEYCACHE_PARAM_HITS);
+            CU_ASSERT_EQUAL(set.bad_macs, 0);
+            sets++;
+            if (h1 - h0 != (uint64_t)sizes[i] * (ROUNDS - ADMIT_AFTER)) {
+                starved++;
+                fprintf(stderr, "\n%d keys in rotation: %llu hits, want %d",
+                        sizes[i], (unsigned long long)(h1 - h0),
+                        sizes[i] * (ROUNDS - ADMIT_AFTER));
+            }
+        }
+    }
+    if (starved != 0)
+        fprintf(stderr, "\n%d of %d key sets had a key that missed after "
+                "its admission was due\n", starved, sets);
+    CU_ASSERT_EQUAL(starved, 0);
+}
+
+static void add_suites(void)
+{
+    CU_pSuite s = CU_add_suite("admission", NULL, NULL);
+
+    /* the deployed policy: the test config admits at the first use */
+    deployed = kct_keycache_conf("-" KEYCACHE_CONF_ADMIT_AFTER "\n");
+    CU_add_test(s, "keys in rotation are all admitted, whatever the hash key",
+                test_rotation);
+}
+
+int main(int argc, char **argv)
+{
+    int rc;
+
+    rc = kct_main(argc, argv, add_suites);
+    OSSL_LIB_CTX_free(deployed);
+    return rc;
+}
