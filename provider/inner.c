@@ -241,12 +241,22 @@ static int digests_ready(KC_PROVCTX *pctx)
 
 const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md)
 {
+    const char *name;
     size_t i;
 
     if (!digests_ready(pctx))
         return NULL;
     for (i = 0; i < pctx->ndigests; i++)
         if (pctx->digests[i].md == md)
+            return &pctx->digests[i];
+    /*
+     * A digest resolved in the application's library context is another
+     * object of the same default: its first name is the table's (a string
+     * compare, where EVP_MD_is_a() takes the namemap's lock each time).
+     */
+    name = EVP_MD_get0_name(md);
+    for (i = 0; name != NULL && i < pctx->ndigests; i++)
+        if (strcmp(name, pctx->digests[i].name) == 0)
             return &pctx->digests[i];
     for (i = 0; i < pctx->ndigests; i++)
         if (EVP_MD_is_a(md, pctx->digests[i].name))
