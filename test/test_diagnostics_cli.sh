@@ -13,9 +13,7 @@ set -uo pipefail
 build=$(cd "${1:?usage: $0 <build-dir>}" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; shift; printf '       %s\n' "$@"; }
+. "$(dirname "$0")/kc_check.sh"
 # expect NAME TEXT FILE: FILE contains TEXT (fixed string)
 expect() {
     if grep -qF -- "$2" "$3"; then ok "$1"; else bad "$1" "no '$2' in:" "$(cat "$3")"; fi

@@ -16,10 +16,7 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 props=$build/test/kc_props
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; shift; printf '       %s\n' "$@"; }
-check() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1" "got:  $2" "want: $3"; fi; }
+. "$(dirname "$0")/kc_check.sh"
 has() { if grep -qF -- "$2" "$3"; then ok "$1"; else bad "$1" "no \"$2\" in:" "$(cat "$3")"; fi; }
 hasnt() { if grep -qF -- "$2" "$3"; then bad "$1" "\"$2\" in:" "$(cat "$3")"; else ok "$1"; fi; }
 [ -x "$props" ] || { echo "FAIL: $props not built"; exit 1; }

@@ -17,10 +17,7 @@ build=$(cd "${1:?usage: $0 <build-dir>}" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; shift; printf '       %s\n' "$@"; }
-check() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1" "got:  $2" "want: $3"; fi; }
+. "$(dirname "$0")/kc_check.sh"
 
 moddir_sys=$(pkg-config --variable=modulesdir libcrypto)
 prefix_sys=$(pkg-config --variable=prefix libcrypto)

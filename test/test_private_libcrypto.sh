@@ -22,10 +22,7 @@ prog=$build/test/kc_private
     || { echo "SKIP: no $build/test/kc_private (no usable libcrypto.a)"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; shift; printf '       %s\n' "$@"; }
-check() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1" "got:  $2" "want: $3"; fi; }
+. "$(dirname "$0")/kc_check.sh"
 
 # the default provider alone: keycache's lines dropped from the same config
 sed -e '/^keycache *=/d' -e '/^default_properties/d' "$build/openssl.cnf" \

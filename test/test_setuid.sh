@@ -20,10 +20,7 @@ build=$(cd "${1:?usage: $0 <build-dir>}" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 chmod 755 "$tmp"
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; shift; printf '       %s\n' "$@"; }
-check() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1" "got:  $2" "want: $3"; fi; }
+. "$(dirname "$0")/kc_check.sh"
 
 # the modules and a config beside them, readable by anyone
 major=$(openssl version | sed 's/^OpenSSL \([0-9]*\).*/\1/')
