@@ -22,6 +22,7 @@
  * a 64-bit keyed fingerprint of it, never the key.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -77,6 +78,14 @@ struct kc_cache_st {
     uint64_t sipkey[2];       /* secret, per thread */
     uint32_t lru_head, lru_tail; /* most / least recently used */
     uint32_t free_head;
+    /*
+     * Slots [0, hw) have held an entry; [hw, size) never did, are never
+     * read, and so are neither initialised, walked nor wiped: a thread
+     * that admits nothing pays for none of them, nor does a forked child.
+     * Raised (release) before a new slot is written, so that a child
+     * forked meanwhile wipes it.
+     */
+    uint32_t hw;
     uint64_t gen;
     time_t last_sweep;
     size_t size, used;
@@ -343,12 +352,24 @@ static size_t cache_bytes(size_t size, size_t nidx, size_t nseen)
            + nseen * sizeof(KC_SEEN) + nidx * sizeof(uint32_t);
 }
 
+/*
+ * The cache's own memory, once its entries are killed (entry_kill() and
+ * cache_drop() wipe every key): what is left that derives from keys is
+ * the hash key and the admission fingerprints.  Wiped, then freed.
+ */
+static void cache_release(KC_CACHE *c)
+{
+    OPENSSL_cleanse(c->sipkey, sizeof(c->sipkey));
+    OPENSSL_cleanse(c->seen, c->nseen * sizeof(*c->seen));
+    OPENSSL_free(c);
+}
+
 static void cache_free(KC_CACHE *c)
 {
     size_t i;
     unsigned int k;
 
-    for (i = 0; i < c->size; i++)
+    for (i = 0; i < c->hw; i++)
         entry_kill(c, &c->entries[i]);
     for (k = 0; k < KC_AUX_SLOTS; k++)
         if (c->aux[k].ctx != NULL)
@@ -358,7 +379,7 @@ static void cache_free(KC_CACHE *c)
     for (k = 0; k < KC_POOL_KINDS; k++)
         while (c->npool[k] > 0)
             OPENSSL_clear_free(c->pool[k][--c->npool[k]], c->pool_size[k]);
-    OPENSSL_clear_free(c, cache_bytes(c->size, c->nidx, c->nseen));
+    cache_release(c);
 }
 
 /* to[] += from[], KC_STAT_SLOTS counters each */
@@ -386,7 +407,7 @@ static void cache_retire(KC_PROVCTX *pctx, KC_CACHE *c)
     if (c->next != NULL)
         c->next->prev = c->prev;
     /* entries still cached die now: count them as evictions */
-    for (i = 0; i < c->size; i++)
+    for (i = 0; i < c->hw; i++)
         if (c->entries[i].alg != NULL)
             c->n[c->entries[i].alg->stat].evictions++;
     add_counters(pctx->retired, c->n);
@@ -433,15 +454,17 @@ static void sipkey_new(KC_CACHE *c)
 static KC_CACHE *cache_new(KC_PROVCTX *pctx)
 {
     KC_CACHE *c;
-    size_t i, nidx = 4, nseen = 64;
+    size_t nidx = 4, nseen = 64;
 
     while (nidx < 2 * pctx->cache_size)
         nidx *= 2;
     while (nseen < 2 * pctx->cache_size)
         nseen *= 2;
-    c = OPENSSL_zalloc(cache_bytes(pctx->cache_size, nidx, nseen));
+    /* the slots are made as they are first used (hw) */
+    c = OPENSSL_malloc(cache_bytes(pctx->cache_size, nidx, nseen));
     if (c == NULL)
         return NULL;
+    memset(c, 0, sizeof(*c));
     c->pctx = pctx;
     c->size = pctx->cache_size;
     c->nidx = nidx;
@@ -449,13 +472,10 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
     /* KC_SEEN (8-byte aligned) before the uint32_t index */
     c->seen = (KC_SEEN *)(c->entries + c->size);
     c->idx = (uint32_t *)(c->seen + nseen);
+    memset(c->seen, 0, nseen * sizeof(*c->seen));
+    memset(c->idx, 0, nidx * sizeof(*c->idx));
     sipkey_new(c);
     c->lru_head = c->lru_tail = c->free_head = KC_NIL;
-    for (i = c->size; i-- > 0;) {
-        c->entries[i].gen = ++c->gen;
-        c->entries[i].next = c->free_head;
-        c->free_head = (uint32_t)i;
-    }
     c->last_sweep = time(NULL);
     return c;
 }
@@ -496,10 +516,10 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
  */
 static void cache_drop(KC_CACHE *c)
 {
-    size_t i;
+    size_t i, hw = __atomic_load_n(&c->hw, __ATOMIC_ACQUIRE);
     unsigned int k, n;
 
-    for (i = 0; i < c->size; i++) {
+    for (i = 0; i < hw && i < c->size; i++) {
         KC_ENTRY *e = &c->entries[i];
         const KC_ALG *alg = e->alg;
 
@@ -557,7 +577,7 @@ static void cache_renew(KC_CACHE *c)
 {
     size_t i;
 
-    for (i = 0; i < c->size; i++)
+    for (i = 0; i < c->hw; i++)
         if (c->entries[i].alg != NULL)
             c->n[c->entries[i].alg->stat].evictions++;
     cache_drop(c);
@@ -566,13 +586,9 @@ static void cache_renew(KC_CACHE *c)
     memset(c->seen, 0, c->nseen * sizeof(*c->seen));
     memset(c->memo, 0, sizeof(c->memo));
     c->memo_next = c->memo_last = 0;
+    /* slots are made anew as they are used (gen goes on: no old lease fits) */
     c->lru_head = c->lru_tail = c->free_head = KC_NIL;
-    for (i = c->size; i-- > 0;) {
-        c->entries[i].gen = ++c->gen;
-        c->entries[i].prev = KC_NIL;
-        c->entries[i].next = c->free_head;
-        c->free_head = (uint32_t)i;
-    }
+    c->hw = 0;
     __atomic_store_n(&c->used, 0, __ATOMIC_RELAXED);
     c->win_lookups = c->win_hits = c->bypass = 0;
     c->bypass_misses = c->cold_skips = 0;
@@ -594,7 +610,7 @@ static void caches_forked(void)
             }
             cache_retire(pctx, c);
             cache_drop(c);
-            OPENSSL_clear_free(c, cache_bytes(c->size, c->nidx, c->nseen));
+            cache_release(c);
         }
     }
 }
@@ -631,7 +647,7 @@ static void cache_sweep(KC_CACHE *c, time_t now)
     size_t i;
 
     c->last_sweep = now;
-    for (i = 0; i < c->size; i++) {
+    for (i = 0; i < c->hw; i++) {
         KC_ENTRY *e = &c->entries[i];
 
         if (e->alg != NULL
@@ -1191,14 +1207,21 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     if (reclen > 0 && (copy = OPENSSL_memdup(rec, reclen)) == NULL)
         return 0;
     KC_BUMP(c, alg->stat, misses);
-    /* a free slot, else the least recently used one */
-    if (c->free_head == KC_NIL) {
-        KC_BUMP(c, c->entries[c->lru_tail].alg->stat, evictions);
-        entry_kill(c, &c->entries[c->lru_tail]);
+    /* a free slot, else a slot never used, else the least recently used */
+    if (c->free_head == KC_NIL && c->hw < c->size) {
+        i = c->hw;
+        e = &c->entries[i];
+        memset(e, 0, offsetof(KC_ENTRY, key));
+        __atomic_store_n(&c->hw, i + 1, __ATOMIC_RELEASE);
+    } else {
+        if (c->free_head == KC_NIL) {
+            KC_BUMP(c, c->entries[c->lru_tail].alg->stat, evictions);
+            entry_kill(c, &c->entries[c->lru_tail]);
+        }
+        i = c->free_head;
+        e = &c->entries[i];
+        c->free_head = e->next;
     }
-    i = c->free_head;
-    e = &c->entries[i];
-    c->free_head = e->next;
     e->param = param;
     e->rec = copy;
     e->reclen = reclen;
@@ -1250,7 +1273,7 @@ int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
 {
     KC_ENTRY *e;
 
-    if (c == NULL || lease->cache_id != c->id || lease->idx >= c->size)
+    if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)
         return 0;
     e = &c->entries[lease->idx];
     /* per entry, and no more spares in all than entries */
