@@ -1036,6 +1036,11 @@ void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
     kc_wrapper_free_in(tls_get(pctx), kind, p, size);
 }
 
+int kc_cache_missed_before(const KC_CACHE *c, const KC_ALG *alg)
+{
+    return c->n[alg->stat].misses + c->n[alg->stat].passthrough != 0;
+}
+
 void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg)
 {
     KC_CACHE *c = tls_get(pctx);

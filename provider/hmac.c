@@ -347,8 +347,13 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
         return 1;
     }
 
-    /* a miss: key a context of our own, as the default would */
-    if ((inner = keyed_copy(w, c, key, keylen)) == NULL) {
+    /*
+     * A miss: key a context of our own, as the default would; from the
+     * thread's second miss on, by copying its keyless context of the
+     * digest (a thread that keys once, a thread per task, pays no copy).
+     */
+    if (!kc_cache_missed_before(c, &pctx->hmac_alg)
+        || (inner = keyed_copy(w, c, key, keylen)) == NULL) {
         if ((inner = f->newctx(pctx->inner_provctx)) == NULL)
             return 0;
         w->inner = inner;

@@ -679,6 +679,8 @@ void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
 /* Count a pass-through of alg in this thread's cache if any (never
  * creates one). */
 void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg);
+/* Has alg missed (or passed through) on this cache's thread before? */
+int kc_cache_missed_before(const KC_CACHE *c, const KC_ALG *alg);
 /* Per-thread memo of (name, properties) -> value, e.g. resolved digests. */
 const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props);
