@@ -38,8 +38,9 @@ where keycache makes a program slower today.
 
 Where the losses come from today:
 - `fork-*` and `thread-per-task`: every thread that keys anything gets a
-  whole cache (made, and freed at exit); a forked child frees and wipes
-  every entry it inherited, one by one.
+  cache (its slots made only as used, but registered for thread stop and
+  freed at exit) and resolves its digest again; a forked child frees and
+  wipes every entry it inherited, one by one.
 - `first-*`: what a family learns of the running default (its own
   contexts' checks, the no-op calls of a fresh MAC context) is learned at
   the family's first context, not at every process's start, and keycache's
