@@ -178,13 +178,22 @@ MUTANTS = {
     # a context given back on another thread is parked in that thread's
     # entry with the same slot and generation (under another key)
     "park-any-thread": ("provider/cache.c",
-        "if (c == NULL || lease->cache_id != c->id || lease->idx >= c->size)",
-        "if (c == NULL || lease->idx >= c->size)"),
+        "if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)",
+        "if (c == NULL || lease->idx >= c->hw)"),
     # every missed key is cached at once, whatever admit_after says
     # (per-connection TLS secrets end up in the cache)
     "admit-at-once": ("provider/cache.c",
-        "    if (c->pctx->admit_after > 1) {\n        if (s->fp != fp) {",
-        "    if (0) {\n        if (s->fp != fp) {"),
+        "    if (c->pctx->admit_after > 1 && ++s->seen < c->pctx->admit_after)",
+        "    if (0 && c->pctx->admit_after > 1 && ++s->seen < c->pctx->admit_after)"),
+    # the admission filter takes any fingerprint's slot for another's
+    # (keys in rotation starve: test_admission)
+    "seen-direct-mapped": ("provider/cache.c",
+        "    if (b2 == b1)\n        b2 = b1 ^ 1;\n    for (k = 0; k < 2; k++) {",
+        "    if (b2 == b1)\n        b2 = b1 ^ 1;\n    c->seen[b1 * KC_SEEN_WAYS].fp = fp;\n    c->seen[b1 * KC_SEEN_WAYS].seen = 0;\n    return &c->seen[b1 * KC_SEEN_WAYS];\n    for (k = 0; k < 2; k++) {"),
+    # a slot above the high-water mark taken without its fields cleared
+    "slot-made-unzeroed": ("provider/cache.c",
+        "        memset(e, 0, offsetof(KC_ENTRY, key));\n",
+        ""),
     # the default's KDFs and HMAC-DRBG are not served as pass-through, so
     # their inner HMAC (keyed with derived secrets) reaches the cache
     "kdf-not-passthrough": [("provider/keycache_prov.c",
@@ -410,7 +419,7 @@ MUTANTS = {
     # fork: the other (vanished) threads' caches are kept
     "fork-keeps-others": ("provider/cache.c",
         "            cache_retire(pctx, c);\n            cache_drop(c);\n"
-        "            OPENSSL_clear_free(c, cache_bytes(c->size, c->nidx, c->nseen));",
+        "            cache_release(c);",
         "            (void)0;"),
     # fork: the other threads' caches are freed but left linked, so the
     # child's teardown frees them again
