@@ -190,10 +190,7 @@ MUTANTS = {
     "seen-direct-mapped": ("provider/cache.c",
         "    if (b2 == b1)\n        b2 = b1 ^ 1;\n    for (k = 0; k < 2; k++) {",
         "    if (b2 == b1)\n        b2 = b1 ^ 1;\n    c->seen[b1 * KC_SEEN_WAYS].fp = fp;\n    c->seen[b1 * KC_SEEN_WAYS].seen = 0;\n    return &c->seen[b1 * KC_SEEN_WAYS];\n    for (k = 0; k < 2; k++) {"),
-    # a slot above the high-water mark taken without its fields cleared
-    "slot-made-unzeroed": ("provider/cache.c",
-        "        memset(e, 0, offsetof(KC_ENTRY, key));\n",
-        ""),
+
     # the default's KDFs and HMAC-DRBG are not served as pass-through, so
     # their inner HMAC (keyed with derived secrets) reaches the cache
     "kdf-not-passthrough": [("provider/keycache_prov.c",
