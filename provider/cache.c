@@ -86,6 +86,7 @@ struct kc_cache_st {
      * forked meanwhile wipes it.
      */
     uint32_t hw;
+    int admitted;             /* has admitted a key (kc_cache_lost()) */
     uint64_t gen;
     time_t last_sweep;
     size_t size, used;
@@ -599,11 +600,17 @@ static void caches_forked(void)
 {
     KC_PROVCTX *pctx;
     KC_CACHE *c, *next, *mine;
+    size_t i;
 
     for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live) {
         mine = tls_get(pctx);
+        /* the child's own report counts from here (debug.c) */
+        pctx->threads_cached = pctx->threads_admitted = pctx->fork_wiped = 0;
         for (c = pctx->caches; c != NULL; c = next) {
             next = c->next;
+            for (i = 0; i < c->hw && i < c->size; i++)
+                pctx->fork_wiped += c->entries[i].alg != NULL;
+            c->admitted = 0;
             if (c == mine) {
                 cache_renew(c);
                 continue;
@@ -628,6 +635,7 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx)
     }
     pthread_mutex_lock(&registry_lock);
     c->id = next_cache_id++;
+    pctx->threads_cached++;
     c->next = pctx->caches;
     if (c->next != NULL)
         c->next->prev = c;
@@ -1246,6 +1254,10 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     if (c->pctx->idle_ttl != 0)
         e->last_time = time(NULL);
     __atomic_store_n(&c->used, c->used + 1, __ATOMIC_RELAXED);
+    if (!c->admitted) {
+        c->admitted = 1;
+        __atomic_add_fetch(&c->pctx->threads_admitted, 1, __ATOMIC_RELAXED);
+    }
     lk->lease.cache_id = c->id;
     lk->lease.gen = e->gen;
     lk->lease.idx = i;
@@ -1305,6 +1317,16 @@ void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
         add_counters(by, c->n);
         *entries += KC_READ(c->used);
     }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+void kc_cache_lost(KC_PROVCTX *pctx, uint64_t *threads, uint64_t *admitted,
+                   uint64_t *wiped)
+{
+    pthread_mutex_lock(&registry_lock);
+    *threads = pctx->threads_cached;
+    *admitted = __atomic_load_n(&pctx->threads_admitted, __ATOMIC_RELAXED);
+    *wiped = pctx->fork_wiped;
     pthread_mutex_unlock(&registry_lock);
 }
 

@@ -145,6 +145,45 @@ static void counters_line(const KC_DEBUG *d, char *buf, size_t len,
 }
 
 /*
+ * Where hits are under a tenth of the keyed inits, or a forked child only
+ * wiped what it inherited, say what the process's work was that keycache
+ * cannot help, so that switching it off for a service is an informed
+ * choice: a child that wiped entries, threads that keyed but never
+ * admitted a key, keys not used admit_after times on one thread.
+ */
+static void little_to_gain(const KC_DEBUG *d, char *buf, size_t len,
+                           size_t *used, const char *when,
+                           const KC_COUNTERS *all)
+{
+    uint64_t keyed = all->hits + all->misses + all->passthrough;
+    uint64_t threads, admitted, wiped;
+    char why[384];
+    size_t n = 0;
+
+    kc_cache_lost(d->pctx, &threads, &admitted, &wiped);
+    if ((keyed == 0 && wiped == 0) || all->hits * 10 >= keyed + (wiped != 0))
+        return;
+    why[0] = '\0';
+    if (wiped != 0)
+        n += (size_t)snprintf(why + n, sizeof(why) - n, "; a forked child "
+                              "that wiped %llu inherited entries",
+                              (unsigned long long)wiped);
+    if (threads > admitted && n < sizeof(why))
+        n += (size_t)snprintf(why + n, sizeof(why) - n, "; %llu of %llu "
+                              "threads that keyed admitted no key",
+                              (unsigned long long)(threads - admitted),
+                              (unsigned long long)threads);
+    if (all->misses + all->passthrough != 0 && n < sizeof(why))
+        snprintf(why + n, sizeof(why) - n, "; keys not used %d times on one "
+                 "thread (admit_after): %llu hits of %llu keyed inits",
+                 d->pctx->admit_after, (unsigned long long)all->hits,
+                 (unsigned long long)keyed);
+    line(d, buf, len, used, "report (%s): little for keycache to gain "
+         "here%s; switching it off for this program costs nothing", when,
+         why);
+}
+
+/*
  * The counters per algorithm that saw any use, then the sums: these are
  * what the provider's keycache-* parameters report, less what a forked
  * child inherited.
@@ -183,6 +222,7 @@ static void report(KC_DEBUG *d, const char *when)
                              " entries=%llu\n", (unsigned long long)entries);
     if (used >= sizeof(buf))
         used = sizeof(buf) - 1;
+    little_to_gain(d, buf, sizeof(buf), &used, when, &all);
     kc_log_emit(&d->to, buf, used);
 }
 

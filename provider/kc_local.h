@@ -526,6 +526,8 @@ struct kc_provctx_st {
     int tls_ok;
     KC_CACHE *caches;
     KC_COUNTERS retired[KC_STAT_SLOTS]; /* of caches already freed */
+    /* for the report (debug.c): see kc_cache_lost() */
+    uint64_t threads_cached, threads_admitted, fork_wiped;
 };
 
 /*
@@ -673,6 +675,12 @@ int kc_cache_start(KC_PROVCTX *pctx);
 void kc_cache_stop(KC_PROVCTX *pctx);
 KC_CACHE *kc_cache_get(KC_PROVCTX *pctx);
 void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries);
+/*
+ * What keycache could not help with in this process: threads that made a
+ * cache, those of them that admitted a key, entries a forked child wiped.
+ */
+void kc_cache_lost(KC_PROVCTX *pctx, uint64_t *threads, uint64_t *admitted,
+                   uint64_t *wiped);
 /* the same per algorithm, by[KC_STAT_SLOTS] */
 void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
                               uint64_t *entries);

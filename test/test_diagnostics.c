@@ -274,6 +274,76 @@ static void test_report_after_fork(void)
                            "passthrough=0 evictions=1", getpid()));
 }
 
+/*
+ * The report says when a process's work is what keycache cannot help: a
+ * forked child that only wiped what it inherited, threads that keyed once
+ * and never admitted a key.  A process that hits says nothing of it.
+ */
+static void *key_once(void *arg)
+{
+    hmac_ops(arg, 1, 11);
+    return NULL;
+}
+
+static void test_report_little_to_gain(void)
+{
+    char conf[64];
+    OSSL_LIB_CTX *ctx;
+    pthread_t t[3];
+    pid_t child;
+    int status = -1, i;
+
+    CU_ASSERT_FATAL(write_conf(conf, NULL, NULL, NULL));
+    ctx = load(conf, debug_to_log(NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    hmac_ops(ctx, 4, 5);        /* the test config admits at once: 3 hits */
+    fflush(NULL);
+    child = fork();
+    CU_ASSERT_FATAL(child >= 0);
+    if (child == 0) {
+        alarm(KCT_CHILD_ALARM);
+        exit(0);                /* keyed nothing: it only wiped */
+    }
+    CU_ASSERT_EQUAL(waitpid(child, &status, 0), child);
+    CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, key_once, ctx), 0);
+    for (i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    OSSL_LIB_CTX_free(ctx);
+    unlink(conf);
+
+    CU_ASSERT_TRUE(log_has("report (exit): little for keycache to gain here; "
+                           "a forked child that wiped 1 inherited entries; "
+                           "switching it off", child));
+    /* the parent: 3 hits of 7 keyed inits, 3 of its 4 threads admitted */
+    CU_ASSERT_FALSE(log_has("little for keycache to gain", getpid()));
+}
+
+/* Threads that key once each: nothing to gain, and the report says so. */
+static void test_report_threads_once(void)
+{
+    static const char *const drop[] = { "admit_after", NULL };
+    char conf[64];
+    OSSL_LIB_CTX *ctx;
+    pthread_t t[4];
+    int i;
+
+    CU_ASSERT_FATAL(write_conf(conf, drop, "admit_after = 3", NULL));
+    ctx = load(conf, debug_to_log(NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    for (i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, key_once, ctx), 0);
+    for (i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    OSSL_LIB_CTX_free(ctx);
+    unlink(conf);
+    CU_ASSERT_TRUE(log_has("report (unload): little for keycache to gain "
+                           "here; 4 of 4 threads that keyed admitted no key; "
+                           "keys not used 3 times on one thread (admit_after):"
+                           " 0 hits of 4 keyed inits", getpid()));
+}
+
 /* interval:1 - a report from the thread that uses keycache when due. */
 static void test_report_every_interval(void)
 {
@@ -752,6 +822,9 @@ static void add_suites(void)
 
     CU_add_test(s, "report per algorithm at unload", test_report_at_unload);
     CU_add_test(s, "forked child reports itself", test_report_after_fork);
+    CU_add_test(s, "the report says when there is little to gain",
+                test_report_little_to_gain);
+    CU_add_test(s, "threads that key once", test_report_threads_once);
     CU_add_test(s, "report every interval", test_report_every_interval);
     CU_add_test(s, "interval with two threads", test_interval_threads);
     CU_add_test(s, "levels and unknown words", test_levels_and_words);
