@@ -1049,6 +1049,22 @@ int kc_cache_missed_before(const KC_CACHE *c, const KC_ALG *alg)
     return c->n[alg->stat].misses + c->n[alg->stat].passthrough != 0;
 }
 
+static int keys_equal(const unsigned char *a, const unsigned char *b,
+                      size_t n);
+
+int kc_key_equal(const unsigned char *a, const unsigned char *b, size_t n)
+{
+    return keys_equal(a, b, n);
+}
+
+void kc_count_hit(KC_PROVCTX *pctx, const KC_ALG *alg)
+{
+    KC_CACHE *c = tls_get(pctx);
+
+    if (c != NULL)
+        KC_BUMP(c, alg->stat, hits);
+}
+
 void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg)
 {
     KC_CACHE *c = tls_get(pctx);
@@ -1285,6 +1301,18 @@ int kc_cache_add_rec(KC_CACHE *c, const KC_ALG *alg, const unsigned char *rec,
  * threads' caches fill their slots in the same order, so slot and
  * generation alone could name another thread's entry for another key).
  */
+int kc_cache_lease_is(KC_CACHE *c, const KC_LEASE *lease,
+                      const unsigned char *key, size_t keylen)
+{
+    const KC_ENTRY *e;
+
+    if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)
+        return 0;
+    e = &c->entries[lease->idx];
+    return e->gen == lease->gen && e->alg != NULL && e->keylen == keylen
+           && keys_equal(e->key, key, keylen);
+}
+
 int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
                      int (*ready)(const void *arg, void *ctx), const void *arg)
 {

@@ -28,6 +28,7 @@
  * has (the legacy provider's MD4, say) is found where the default finds
  * it; once keyed, it is a private inner.
  */
+#include <stddef.h>
 #include <string.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
@@ -52,7 +53,21 @@ typedef struct {
     const KC_DIGEST *hint_dg;
     char hint[KC_HINT_NAME];
     uint64_t counted;          /* see KC_LOOKUP */
+    /*
+     * The key inner holds and its digest, so that keying it again with the
+     * same bytes is a keyless re-init: a context kept and re-keyed per
+     * message (OpenVPN's HMAC) hits.  have_key: KEY_LEASED, the leased
+     * entry's key (nothing copied); KEY_COPY, a copy in key[], held as
+     * long as inner holds it, wiped when inner goes or the wrapper is
+     * freed.
+     */
+    int have_key;
+    const KC_DIGEST *key_dg;
+    size_t keylen;
+    unsigned char key[KEYCACHE_MAX_KEY_LEN];   /* last: not zeroed at new */
 } KC_HMAC_CTX;
+
+#define KC_HMAC_HEAD offsetof(KC_HMAC_CTX, key)
 
 /* returned by resolve_digest() for a digest the table does not know */
 static const KC_DIGEST unknown_digest;
@@ -142,8 +157,42 @@ static int park_inner(KC_CACHE *c, KC_HMAC_CTX *w)
 }
 
 /* The inner context back to its entry in c (this thread's), or freed. */
+enum { KEY_NONE, KEY_LEASED, KEY_COPY };
+
+static void forget_key(KC_HMAC_CTX *w)
+{
+    if (w->have_key == KEY_COPY)
+        OPENSSL_cleanse(w->key, w->keylen);
+    w->have_key = KEY_NONE;
+}
+
+/* inner was keyed with key: by copying a cached entry (leased), or not */
+static void remember_key(KC_HMAC_CTX *w, const unsigned char *key,
+                         size_t keylen, int leased)
+{
+    forget_key(w);
+    if (!leased)
+        memcpy(w->key, key, keylen);
+    w->keylen = keylen;
+    w->key_dg = w->dg;
+    w->have_key = leased ? KEY_LEASED : KEY_COPY;
+}
+
+/* Does inner hold key (for the digest it has)?  Constant-time in the key. */
+static int holds_key(KC_CACHE *c, const KC_HMAC_CTX *w,
+                     const unsigned char *key, size_t keylen)
+{
+    if (w->have_key == KEY_NONE || w->inner == NULL || w->key_dg != w->dg
+        || w->keylen != keylen)
+        return 0;
+    return w->have_key == KEY_COPY ? kc_key_equal(w->key, key, keylen)
+                                   : kc_cache_lease_is(c, &w->lease, key,
+                                                       keylen);
+}
+
 static void release_inner(KC_CACHE *c, KC_HMAC_CTX *w)
 {
+    forget_key(w);
     if (w->inner == NULL)
         return;
     if (!park_inner(c, w))
@@ -155,6 +204,7 @@ static void release_inner(KC_CACHE *c, KC_HMAC_CTX *w)
 /* Forward every call to w->inner from now on, uncached and counted so. */
 static void forward_all(KC_HMAC_CTX *w)
 {
+    forget_key(w);
     w->passthrough = 1;
     memset(&w->lease, 0, sizeof(w->lease));
     kc_count_passthrough(w->pctx, &w->pctx->hmac_alg);
@@ -330,6 +380,18 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
         || (c = kc_cache_get(pctx)) == NULL)
         return -1;
 
+    /*
+     * Keyed again with the key it holds (compared in constant time, so a
+     * key changed in place never matches): the default's keyed init
+     * derives the same state a keyless one restores.
+     */
+    if (w->have_key != KEY_NONE && holds_key(c, w, key, keylen)) {
+        if (!f->init(w->inner, NULL, 0, NULL))
+            return -1;
+        kc_count_hit(pctx, &pctx->hmac_alg);
+        return 1;
+    }
+
     /* the old inner goes back to its entry, restarted, or is freed */
     release_inner(c, w);
 
@@ -344,6 +406,7 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
         }
         w->inner = inner;
         w->lease = lk.lease;
+        remember_key(w, key, keylen, 1);
         return 1;
     }
 
@@ -365,6 +428,7 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
         }
     }
     w->inner = inner;
+    remember_key(w, key, keylen, 0);
     /* cached from its admit_after-th use on: the cache gets a pristine copy */
     if (!lk.admit || (tmpl = f->dupctx(inner)) == NULL) {
         kc_count_passthrough(pctx, &pctx->hmac_alg);
@@ -383,7 +447,8 @@ static void *kc_hmac_newctx(void *provctx)
 {
     KC_PROVCTX *pctx = provctx;
     KC_CACHE *c;
-    KC_HMAC_CTX *w = kc_wrapper_new_in(pctx, KC_POOL_HMAC, sizeof(*w), &c);
+    KC_HMAC_CTX *w = kc_wrapper_new_in(pctx, KC_POOL_HMAC, sizeof(*w),
+                                       KC_HMAC_HEAD, &c);
 
     if (w == NULL)
         return NULL;
@@ -401,6 +466,7 @@ static void kc_hmac_freectx(void *vctx)
     if (w == NULL)
         return;
     c = kc_cache_here(w->pctx);
+    forget_key(w);
     if (w->inner != NULL && !park_inner(c, w))
         free_inner(w);
     OPENSSL_free(w->dg_props);
@@ -411,11 +477,14 @@ static void *kc_hmac_dupctx(void *vctx)
 {
     KC_HMAC_CTX *src = vctx, *dst;
 
-    if ((dst = kc_wrapper_new(src->pctx, KC_POOL_HMAC, sizeof(*dst))) == NULL)
+    if ((dst = kc_wrapper_new_head(src->pctx, KC_POOL_HMAC, sizeof(*dst),
+                                   0)) == NULL)
         return NULL;
-    *dst = *src;
+    memcpy(dst, src, KC_HMAC_HEAD);
     /* the copy owns its inner outright; only the original holds the lease */
     memset(&dst->lease, 0, sizeof(dst->lease));
+    /* nor the key: a copy keyed again takes the usual way */
+    dst->have_key = KEY_NONE;
     if (src->dg_props != NULL
         && (dst->dg_props = OPENSSL_strdup(src->dg_props)) == NULL) {
         kc_wrapper_free(src->pctx, KC_POOL_HMAC, dst, sizeof(*dst));

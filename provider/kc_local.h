@@ -637,13 +637,15 @@ static ossl_inline void *kc_wrapper_new_cold(KC_PROVCTX *pctx, int kind,
     return p;
 }
 
+/* zeroing the first head bytes (the rest is written before it is read) */
 static ossl_inline void *kc_wrapper_new_in(KC_PROVCTX *pctx, int kind,
-                                           size_t size, KC_CACHE **cp)
+                                           size_t size, size_t head,
+                                           KC_CACHE **cp)
 {
     void *p = kc_wrapper_take(pctx, kind, size, NULL, NULL, cp);
 
     if (p != NULL)
-        memset(p, 0, size);
+        memset(p, 0, head);
     return p;
 }
 
@@ -687,6 +689,16 @@ void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
 /* Count a pass-through of alg in this thread's cache if any (never
  * creates one). */
 void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg);
+/*
+ * Is the entry a lease names still there (on c, the calling thread's
+ * cache) and keyed with key?  Constant-time in the key.
+ */
+int kc_cache_lease_is(KC_CACHE *c, const KC_LEASE *lease,
+                      const unsigned char *key, size_t keylen);
+/* A hit served without the cache (a context re-keyed with its own key). */
+void kc_count_hit(KC_PROVCTX *pctx, const KC_ALG *alg);
+/* Constant-time: do the n bytes at a and b agree? */
+int kc_key_equal(const unsigned char *a, const unsigned char *b, size_t n);
 /* Has alg missed (or passed through) on this cache's thread before? */
 int kc_cache_missed_before(const KC_CACHE *c, const KC_ALG *alg);
 /* Per-thread memo of (name, properties) -> value, e.g. resolved digests. */

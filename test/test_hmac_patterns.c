@@ -686,6 +686,53 @@ static void pat_inplace_key(OSSL_LIB_CTX *libctx, REC *r)
 }
 
 /*
+ * One context kept and keyed again for every message (OpenVPN's data
+ * channel: EVP_MAC_init with the key in the params or as the argument):
+ * keyed again with the key it holds, it is served by a keyless re-init
+ * (a hit); with a key changed in place in the same buffer, another
+ * length, or another digest, it must take the new one.
+ */
+static void pat_rekey_kept(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    EVP_MAC_CTX *ctx = new_ctx(mac, r);
+    OSSL_PARAM dg[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    unsigned char key[32], out[EVP_MAX_MD_SIZE];
+    size_t outl, klen;
+    const char *digest;
+    int i;
+
+    memcpy(key, keys[0], sizeof(key));
+    for (i = 0; i < 40; i++) {
+        OSSL_PARAM kp[3];
+
+        digest = i % 13 == 12 ? "SHA384" : "SHA256";
+        klen = i % 11 == 10 ? 31 : sizeof(key);
+        if (i % 7 == 6)
+            key[i % 32] ^= 0x10;          /* changed in place */
+        if (i % 9 == 8)
+            memcpy(key, keys[1 + i % 2], sizeof(key));
+        kp[0] = p_digest(digest);
+        kp[1] = p_key(key, klen);
+        kp[2] = OSSL_PARAM_construct_end();
+        dg[0] = p_digest(digest);
+        if (i % 2 == 0) {
+            /* the key in the params, as OpenVPN keys its HMAC */
+            if (do_mac(r, ctx, NULL, 0, kp, msgs[i % 4], msglens[i % 4], out,
+                       &outl))
+                check_ref(r, digest, key, klen, msgs[i % 4], msglens[i % 4],
+                          out, outl);
+        } else if (do_mac(r, ctx, key, klen, dg, msgs[i % 4], msglens[i % 4],
+                          out, &outl)) {
+            check_ref(r, digest, key, klen, msgs[i % 4], msglens[i % 4], out,
+                      outl);
+        }
+    }
+    EVP_MAC_CTX_free(ctx);
+    EVP_MAC_free(mac);
+}
+
+/*
  * More keys than the cache holds (64 in the build config): entries are
  * evicted and refilled while contexts from them are still alive.
  */
@@ -1738,6 +1785,7 @@ static void test_dup_mid(void) { run_pattern(pat_dup_mid, 1); }
 static void test_alternating(void) { run_pattern(pat_alternating, 1); }
 static void test_two_live(void) { run_pattern(pat_two_live, 1); }
 static void test_inplace_key(void) { run_pattern(pat_inplace_key, 1); }
+static void test_rekey_kept(void) { run_pattern(pat_rekey_kept, 1); }
 static void test_many_keys(void) { run_pattern(pat_many_keys, 1); }
 static void test_key_lengths(void) { run_pattern(pat_key_lengths, 1); }
 static void test_listed_digests(void) { run_pattern(pat_listed_digests, 0); }
@@ -2026,6 +2074,7 @@ static void add_suites(void)
     CU_add_test(s, "alternating keys", test_alternating);
     CU_add_test(s, "two live contexts, same key", test_two_live);
     CU_add_test(s, "key rewritten in place", test_inplace_key);
+    CU_add_test(s, "one context keyed again per message", test_rekey_kept);
     CU_add_test(s, "more keys than the cache holds", test_many_keys);
     CU_add_test(s, "key lengths", test_key_lengths);
     CU_add_test(s, "keys one byte apart, every position", test_near_keys);

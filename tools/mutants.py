@@ -53,6 +53,15 @@ MUTANTS = {
     "cipher-call-resolves-first": ("provider/tmpl.c",
         "    if (repeats(w->pctx, w->f, params)\n        && kc_tmac_repeats_fail(",
         "    if (0 && repeats(w->pctx, w->f, params)\n        && kc_tmac_repeats_fail("),
+    # HMAC: a context keyed again with any key of the same length taken
+    # for one keyed with its own (a key changed in place hits the old)
+    "hmac-rekey-any-key": ("provider/hmac.c",
+        "    return w->have_key == KEY_COPY ? kc_key_equal(w->key, key, keylen)",
+        "    return w->have_key == KEY_COPY ? 1"),
+    # ... a leased entry's key not checked (evicted and refilled slots)
+    "hmac-rekey-lease-unchecked": ("provider/hmac.c",
+        "                                   : kc_cache_lease_is(c, &w->lease, key,\n                                                       keylen);",
+        "                                   : 1;"),
     # the per-thread memo answers for another object than the caller's
     "origin-memo-any-object": ("provider/origin.c",
         "        if (ssl_memo.base[i] == base)",
@@ -178,8 +187,8 @@ MUTANTS = {
     # a context given back on another thread is parked in that thread's
     # entry with the same slot and generation (under another key)
     "park-any-thread": ("provider/cache.c",
-        "if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)",
-        "if (c == NULL || lease->idx >= c->hw)"),
+        "if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)\n        return 0;\n    e = &c->entries[lease->idx];\n    /* per entry",
+        "if (c == NULL || lease->idx >= c->hw)\n        return 0;\n    e = &c->entries[lease->idx];\n    /* per entry"),
     # every missed key is cached at once, whatever admit_after says
     # (per-connection TLS secrets end up in the cache)
     "admit-at-once": ("provider/cache.c",
@@ -407,8 +416,8 @@ MUTANTS = {
         "        return !direct || apply_volatile(w, &s);", "        return 1;"),
     # fork: the child keeps everything it inherited (every thread's keys)
     "fork-keeps-caches": ("provider/cache.c",
-        "    KC_CACHE *c, *next, *mine;\n\n    for (pctx = live_instances;",
-        "    KC_CACHE *c, *next, *mine;\n\n    return;\n    for (pctx = live_instances;"),
+        "    KC_CACHE *c, *next, *mine;\n    size_t i;\n\n    for (pctx = live_instances;",
+        "    KC_CACHE *c, *next, *mine;\n    size_t i;\n\n    return;\n    for (pctx = live_instances;"),
     # fork: the forking thread's own cache is not emptied
     "fork-keeps-own": ("provider/cache.c",
         "                cache_renew(c);\n                continue;",
