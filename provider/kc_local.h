@@ -823,6 +823,8 @@ int kc_origin_admits(const KC_PROVCTX *pctx, int cipher);
  * with dl_iterate_phdr: dladdr's symbol search costs far more.)
  */
 int kc_same_object(const void *a, const void *b);
+/* The file of the loaded object holding a (for messages), or "?". */
+const char *kc_object_path(const void *a);
 
 /* passthrough.c */
 int kc_passthrough_start(KC_PROVCTX *pctx);

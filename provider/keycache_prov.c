@@ -2,8 +2,6 @@
 /*
  * keycache provider entry point: configuration, algorithm tables, counters.
  */
-#define _GNU_SOURCE            /* dladdr() */
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -630,7 +628,6 @@ static int host_matches(const OSSL_CORE_HANDLE *handle,
 {
     const char *version = kc_early_core_version(handle, in);
     const OSSL_DISPATCH *d;
-    Dl_info mine;
     void *core_fn = NULL;
 
     /* a core that cannot say is taken at its word: it loaded a 3.x ABI */
@@ -660,8 +657,7 @@ static int host_matches(const OSSL_CORE_HANDLE *handle,
     kc_early_log(1, "not started: the OpenSSL %s that loaded keycache is "
                  "not the libcrypto keycache is linked to (%s); the program "
                  "runs without keycache", version != NULL ? version : "?",
-                 dladdr((void *)&EVP_MAC_init, &mine) != 0
-                 && mine.dli_fname != NULL ? mine.dli_fname : "?");
+                 kc_object_path((void *)&EVP_MAC_init));
     kc_early_raise(handle, in, KC_FILE_NAME, __LINE__, "the core is not the "
                    "libcrypto keycache is linked to: a private copy of "
                    "OpenSSL");

@@ -115,6 +115,13 @@ static int range_of(uintptr_t addr, KC_RANGE *out)
     return dl_iterate_phdr(find_object, &f) == 1;
 }
 
+const char *kc_object_path(const void *a)
+{
+    Dl_info di;
+
+    return dladdr(a, &di) != 0 && di.dli_fname != NULL ? di.dli_fname : "?";
+}
+
 int kc_same_object(const void *a, const void *b)
 {
     KC_RANGE r;
