@@ -200,11 +200,6 @@ static void add_digest(EVP_MD *md, void *arg)
     d->block_size = EVP_MD_get_block_size(md);
 }
 
-/*
- * The digest table entry for a digest fetched from the private library
- * context.  Methods are cached by the store, so the pointer normally matches;
- * names are the fallback.  NULL means "not one we know": pass through.
- */
 static int bind_claim(long *state);
 static void bind_done(long *state);
 
@@ -239,6 +234,11 @@ static int digests_ready(KC_PROVCTX *pctx)
     return 1;
 }
 
+/*
+ * The digest table entry for a digest fetched from the private library
+ * context.  Methods are cached by the store, so the pointer normally matches;
+ * names are the fallback.  NULL means "not one we know": pass through.
+ */
 const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md)
 {
     const char *name;
