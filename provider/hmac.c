@@ -375,6 +375,7 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
     KC_LOOKUP lk;
     KC_CACHE *c;
     void *tmpl, *inner;
+    int first;
 
     if (key == NULL || w->dg == NULL || keylen > KEYCACHE_MAX_KEY_LEN
         || (c = kc_cache_get(pctx)) == NULL)
@@ -415,8 +416,8 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
      * thread's second miss on, by copying its keyless context of the
      * digest (a thread that keys once, a thread per task, pays no copy).
      */
-    if (!kc_cache_missed_before(c, &pctx->hmac_alg)
-        || (inner = keyed_copy(w, c, key, keylen)) == NULL) {
+    first = !kc_cache_missed_before(c, &pctx->hmac_alg);
+    if (first || (inner = keyed_copy(w, c, key, keylen)) == NULL) {
         if ((inner = f->newctx(pctx->inner_provctx)) == NULL)
             return 0;
         w->inner = inner;
@@ -428,7 +429,9 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
         }
     }
     w->inner = inner;
-    remember_key(w, key, keylen, 0);
+    /* (not at the thread's first miss: a thread that keys once pays nothing) */
+    if (!first)
+        remember_key(w, key, keylen, 0);
     /* cached from its admit_after-th use on: the cache gets a pristine copy */
     if (!lk.admit || (tmpl = f->dupctx(inner)) == NULL) {
         kc_count_passthrough(pctx, &pctx->hmac_alg);
