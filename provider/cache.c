@@ -87,6 +87,7 @@ struct kc_cache_st {
      */
     uint32_t hw;
     int admitted;             /* has admitted a key (kc_cache_lost()) */
+    uint32_t missed;          /* bit KC_ALG.stat: missed on this thread */
     uint64_t gen;
     time_t last_sweep;
     size_t size, used;
@@ -593,6 +594,7 @@ static void cache_renew(KC_CACHE *c)
     __atomic_store_n(&c->used, 0, __ATOMIC_RELAXED);
     c->win_lookups = c->win_hits = c->bypass = 0;
     c->bypass_misses = c->cold_skips = 0;
+    c->missed = 0;
     c->last_sweep = time(NULL);
 }
 
@@ -1044,9 +1046,15 @@ void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
     kc_wrapper_free_in(tls_get(pctx), kind, p, size);
 }
 
-int kc_cache_missed_before(const KC_CACHE *c, const KC_ALG *alg)
+_Static_assert(KC_STAT_SLOTS <= 32, "KC_CACHE.missed has a bit per slot");
+
+int kc_cache_missed_before(KC_CACHE *c, const KC_ALG *alg)
 {
-    return c->n[alg->stat].misses + c->n[alg->stat].passthrough != 0;
+    uint32_t bit = (uint32_t)1 << alg->stat;
+    int before = (c->missed & bit) != 0;
+
+    c->missed |= bit;
+    return before;
 }
 
 static int keys_equal(const unsigned char *a, const unsigned char *b,

@@ -699,8 +699,11 @@ int kc_cache_lease_is(KC_CACHE *c, const KC_LEASE *lease,
 void kc_count_hit(KC_PROVCTX *pctx, const KC_ALG *alg);
 /* Constant-time: do the n bytes at a and b agree? */
 int kc_key_equal(const unsigned char *a, const unsigned char *b, size_t n);
-/* Has alg missed (or passed through) on this cache's thread before? */
-int kc_cache_missed_before(const KC_CACHE *c, const KC_ALG *alg);
+/*
+ * Has alg missed on this cache's thread before (since it started, or since
+ * fork() in a child)?  Counts this call as one.
+ */
+int kc_cache_missed_before(KC_CACHE *c, const KC_ALG *alg);
 /* Per-thread memo of (name, properties) -> value, e.g. resolved digests. */
 const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props);
