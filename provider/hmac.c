@@ -59,9 +59,12 @@ typedef struct {
      * message (OpenVPN's HMAC) hits.  have_key: KEY_LEASED, the leased
      * entry's key (nothing copied); KEY_COPY, a copy in key[], held as
      * long as inner holds it, wiped when inner goes or the wrapper is
-     * freed.
+     * freed.  A copy is made only when a miss brings the key the previous
+     * miss on this context brought (missed_hash): a context keyed once
+     * copies nothing.
      */
     int have_key;
+    uint64_t missed_hash;      /* the keyed hash of the key a miss last took */
     const KC_DIGEST *key_dg;
     size_t keylen;
     unsigned char key[KEYCACHE_MAX_KEY_LEN];   /* last: not zeroed at new */
@@ -397,6 +400,7 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
     release_inner(c, w);
 
     lk.counted = &w->counted;
+    lk.hash = 0;
     tmpl = kc_cache_find(c, &pctx->hmac_alg, w->dg, key, keylen, &lk);
     if (tmpl != NULL) {
         if (lk.spare != NULL) {
@@ -429,9 +433,10 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
         }
     }
     w->inner = inner;
-    /* (not at the thread's first miss: a thread that keys once pays nothing) */
-    if (!first)
+    /* the second time this context misses with this key: keyed again */
+    if (lk.hash != 0 && lk.hash == w->missed_hash)
         remember_key(w, key, keylen, 0);
+    w->missed_hash = lk.hash;
     /* cached from its admit_after-th use on: the cache gets a pristine copy */
     if (!lk.admit || (tmpl = f->dupctx(inner)) == NULL) {
         kc_count_passthrough(pctx, &pctx->hmac_alg);
