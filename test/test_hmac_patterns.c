@@ -1786,6 +1786,44 @@ static void test_alternating(void) { run_pattern(pat_alternating, 1); }
 static void test_two_live(void) { run_pattern(pat_two_live, 1); }
 static void test_inplace_key(void) { run_pattern(pat_inplace_key, 1); }
 static void test_rekey_kept(void) { run_pattern(pat_rekey_kept, 1); }
+
+/*
+ * The same under the deployed admission (admit_after = 3), where a context
+ * keyed again never gets its key admitted: it hits by the copy of the key
+ * the wrapper makes at its second miss with it, not by a cache entry.
+ */
+static OSSL_LIB_CTX *deployed;
+static KCT_REC deployed_rec;
+
+/* on a thread of its own: a cache of its own, not one in bypass */
+static void *rekey_deployed(void *arg)
+{
+    kct_rec_run(pat_rekey_kept, deployed, &deployed_rec);
+    return arg;
+}
+
+static void test_rekey_kept_deployed(void)
+{
+    OSSL_LIB_CTX *kc = kct_keycache_conf("-" KEYCACHE_CONF_ADMIT_AFTER "\n");
+    KCT_REC def = { 0 }, got = { 0 };
+    uint64_t hits;
+    pthread_t t;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(kc);
+    hits = kct_counter_in(kc, KEYCACHE_PARAM_HITS);
+    kct_rec_run(pat_rekey_kept, kct_default(), &def);
+    deployed = kc;
+    memset(&deployed_rec, 0, sizeof(deployed_rec));
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, rekey_deployed, NULL), 0);
+    pthread_join(t, NULL);
+    got = deployed_rec;
+    CU_ASSERT(kct_rec_same("[pat_rekey_kept, admit_after 3]", &def, &got));
+    /* a changed key or digest takes two misses: 4 of the 40 hit */
+    CU_ASSERT(kct_counter_in(kc, KEYCACHE_PARAM_HITS) >= hits + 4);
+    kct_rec_free(&def);
+    kct_rec_free(&got);
+    OSSL_LIB_CTX_free(kc);
+}
 static void test_many_keys(void) { run_pattern(pat_many_keys, 1); }
 static void test_key_lengths(void) { run_pattern(pat_key_lengths, 1); }
 static void test_listed_digests(void) { run_pattern(pat_listed_digests, 0); }
@@ -2075,6 +2113,7 @@ static void add_suites(void)
     CU_add_test(s, "two live contexts, same key", test_two_live);
     CU_add_test(s, "key rewritten in place", test_inplace_key);
     CU_add_test(s, "one context keyed again per message", test_rekey_kept);
+    CU_add_test(s, "the same, deployed admission", test_rekey_kept_deployed);
     CU_add_test(s, "more keys than the cache holds", test_many_keys);
     CU_add_test(s, "key lengths", test_key_lengths);
     CU_add_test(s, "keys one byte apart, every position", test_near_keys);
