@@ -1017,8 +1017,9 @@ void *kc_wrapper_take(KC_PROVCTX *pctx, int kind, size_t size,
         *cold = cold_in(c, alg);
     if (cp != NULL)
         *cp = c;
+    /* the caller zeroes what must start zeroed (kc_wrapper_new_head()) */
     if (c == NULL || c->npool[kind] == 0)
-        return OPENSSL_zalloc(size);
+        return OPENSSL_malloc(size);
     return c->pool[kind][--c->npool[kind]];
 }
 
