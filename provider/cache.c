@@ -516,9 +516,9 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
  * holding between the two, it alone knew of: left alone, as the default
  * provider's contexts on such a thread are.
  */
-static void cache_drop(KC_CACHE *c)
+static size_t cache_drop(KC_CACHE *c)
 {
-    size_t i, hw = __atomic_load_n(&c->hw, __ATOMIC_ACQUIRE);
+    size_t i, hw = __atomic_load_n(&c->hw, __ATOMIC_ACQUIRE), dropped = 0;
     unsigned int k, n;
 
     for (i = 0; i < hw && i < c->size; i++) {
@@ -526,6 +526,7 @@ static void cache_drop(KC_CACHE *c)
         const KC_ALG *alg = e->alg;
 
         if (alg != NULL) {
+            dropped++;
             n = e->nspare < KC_SPARE_MAX ? e->nspare : KC_SPARE_MAX;
             for (k = 0; k < n; k++)
                 if (e->spare[k] != NULL)
@@ -565,6 +566,7 @@ static void cache_drop(KC_CACHE *c)
         c->npool[k] = 0;
     }
     memset(c->pool, 0, sizeof(c->pool));
+    return dropped;
 }
 
 /*
@@ -575,14 +577,14 @@ static void cache_drop(KC_CACHE *c)
  * gets a generation never used before, so no context made in the parent
  * is given back to a slot.
  */
-static void cache_renew(KC_CACHE *c)
+static size_t cache_renew(KC_CACHE *c)
 {
-    size_t i;
+    size_t i, dropped;
 
     for (i = 0; i < c->hw; i++)
         if (c->entries[i].alg != NULL)
             c->n[c->entries[i].alg->stat].evictions++;
-    cache_drop(c);
+    dropped = cache_drop(c);
     sipkey_new(c);
     memset(c->idx, 0, c->nidx * sizeof(*c->idx));
     memset(c->seen, 0, c->nseen * sizeof(*c->seen));
@@ -596,13 +598,13 @@ static void cache_renew(KC_CACHE *c)
     c->bypass_misses = c->cold_skips = 0;
     c->missed = 0;
     c->last_sweep = time(NULL);
+    return dropped;
 }
 
 static void caches_forked(void)
 {
     KC_PROVCTX *pctx;
     KC_CACHE *c, *next, *mine;
-    size_t i;
 
     for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live) {
         mine = tls_get(pctx);
@@ -610,15 +612,13 @@ static void caches_forked(void)
         pctx->threads_cached = pctx->threads_admitted = pctx->fork_wiped = 0;
         for (c = pctx->caches; c != NULL; c = next) {
             next = c->next;
-            for (i = 0; i < c->hw && i < c->size; i++)
-                pctx->fork_wiped += c->entries[i].alg != NULL;
             c->admitted = 0;
             if (c == mine) {
-                cache_renew(c);
+                pctx->fork_wiped += cache_renew(c);
                 continue;
             }
             cache_retire(pctx, c);
-            cache_drop(c);
+            pctx->fork_wiped += cache_drop(c);
             cache_release(c);
         }
     }
@@ -1058,14 +1058,6 @@ int kc_cache_missed_before(KC_CACHE *c, const KC_ALG *alg)
     return before;
 }
 
-static int keys_equal(const unsigned char *a, const unsigned char *b,
-                      size_t n);
-
-int kc_key_equal(const unsigned char *a, const unsigned char *b, size_t n)
-{
-    return keys_equal(a, b, n);
-}
-
 void kc_count_hit(KC_PROVCTX *pctx, const KC_ALG *alg)
 {
     KC_CACHE *c = tls_get(pctx);
@@ -1125,6 +1117,11 @@ static int keys_equal(const unsigned char *a, const unsigned char *b,
         __asm__ ("" : "+r" (d));
     }
     return d == 0;
+}
+
+int kc_key_equal(const unsigned char *a, const unsigned char *b, size_t n)
+{
+    return keys_equal(a, b, n);
 }
 
 static int entry_matches(const KC_ENTRY *e, uint64_t h, const KC_ALG *alg,

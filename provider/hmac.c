@@ -389,7 +389,7 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
      * key changed in place never matches): the default's keyed init
      * derives the same state a keyless one restores.
      */
-    if (w->have_key != KEY_NONE && holds_key(c, w, key, keylen)) {
+    if (holds_key(c, w, key, keylen)) {
         if (!f->init(w->inner, NULL, 0, NULL))
             return -1;
         kc_count_hit(pctx, &pctx->hmac_alg);

@@ -416,22 +416,22 @@ MUTANTS = {
         "        return !direct || apply_volatile(w, &s);", "        return 1;"),
     # fork: the child keeps everything it inherited (every thread's keys)
     "fork-keeps-caches": ("provider/cache.c",
-        "    KC_CACHE *c, *next, *mine;\n    size_t i;\n\n    for (pctx = live_instances;",
-        "    KC_CACHE *c, *next, *mine;\n    size_t i;\n\n    return;\n    for (pctx = live_instances;"),
+        "    KC_CACHE *c, *next, *mine;\n\n    for (pctx = live_instances;",
+        "    KC_CACHE *c, *next, *mine;\n\n    return;\n    for (pctx = live_instances;"),
     # fork: the forking thread's own cache is not emptied
     "fork-keeps-own": ("provider/cache.c",
-        "                cache_renew(c);\n                continue;",
+        "                pctx->fork_wiped += cache_renew(c);\n                continue;",
         "                continue;"),
     # fork: the other (vanished) threads' caches are kept
     "fork-keeps-others": ("provider/cache.c",
-        "            cache_retire(pctx, c);\n            cache_drop(c);\n"
+        "            cache_retire(pctx, c);\n            pctx->fork_wiped += cache_drop(c);\n"
         "            cache_release(c);",
         "            (void)0;"),
     # fork: the other threads' caches are freed but left linked, so the
     # child's teardown frees them again
     "fork-others-linked": ("provider/cache.c",
-        "            cache_retire(pctx, c);\n            cache_drop(c);",
-        "            cache_drop(c);"),
+        "            cache_retire(pctx, c);\n            pctx->fork_wiped += cache_drop(c);",
+        "            pctx->fork_wiped += cache_drop(c);"),
     # a miss-heavy thread never goes back to the cache
     "cold-forever": ("provider/cache.c",
         "    if (c == NULL || !c->bypass || ++c->cold_skips % KC_COLD_ONE_IN == 0)",
