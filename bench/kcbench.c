@@ -203,7 +203,7 @@ static const SCENARIO scenarios[] = {
     { "advkeys-qmac-sha256", SEC_ADV, OP_HOT_RANDOM, OP_HOT_ADV, "SHA256", 0,
       0, KEYS_FIXED, 0, 0 },
     /*
-     * Template families (provider/tmpl.c): the MAC and its cipher are in
+     * Template families (provider/layer/tmpl.c): the MAC and its cipher are in
      * fam_rows[] below.  GMAC takes a new IV per message (a counter, as
      * GCM does); KMAC keys are 32 bytes.
      */
@@ -244,7 +244,7 @@ static const SCENARIO scenarios[] = {
     { "steady-gmac-aes256", SEC_STEADY, OP_FAM_REUSED, OP_FAM_REUSED, NULL,
       32, 0, KEYS_FIXED, 0, 0 },
     /*
-     * Cipher families (provider/ctmpl.c): the cipher is in aead_rows[];
+     * Cipher families (provider/layer/ctmpl.c): the cipher is in aead_rows[];
      * OCB takes a new 12-byte IV per message, SIV none (keys are twice
      * the AES key; a keyed SIV context encrypts once, so no steady row).
      */

@@ -70,14 +70,14 @@ static const char *const side_name[NSIDES] = {
     "default", "keycache", "keycache(cache_size=2)"
 };
 
-/* The template families (provider/tmpl.c): a slot byte with bit 6 set */
+/* The template families (provider/layer/tmpl.c): a slot byte with bit 6 set */
 #define NFAMS 4
 static const char *const fam_names[NFAMS] = {
     "CMAC", "GMAC", "KMAC-128", "KMAC-256"
 };
 enum { F_CMAC, F_GMAC, F_KMAC128, F_KMAC256 };
 
-/* The cipher families (provider/ctmpl.c), chosen by a cipher slot's init */
+/* The cipher families (provider/layer/ctmpl.c), chosen by a cipher slot's init */
 #define NAEADS 6
 static const char *const aead_names[NAEADS] = {
     "AES-128-OCB", "AES-192-OCB", "AES-256-OCB",

@@ -42,14 +42,22 @@ static unsigned long freed_kc, freed_other;
 int kch_keycache_file(const char *file)
 {
     const char *base = file != NULL ? strrchr(file, '/') : NULL;
+    const char *dir = base;
 
     /*
-     * A file directly in a directory named provider: libcrypto has a
-     * crypto/hmac/hmac.c and a providers/implementations/macs/hmac.c.
+     * A file in a folder of a directory named provider (provider/cache/
+     * store.c): libcrypto has a crypto/hmac/hmac.c and a
+     * providers/implementations/macs/hmac.c.
      */
-    return base != NULL && base - file >= 8
-           && strncmp(base - 8, "provider", 8) == 0
-           && (base - file == 8 || base[-9] == '/') && base[1] != '\0';
+    if (base == NULL || base[1] == '\0')
+        return 0;
+    while (dir > file && dir[-1] != '/')
+        dir--;
+    if (dir == base || dir == file)
+        return 0;
+    dir--;                      /* the slash before the folder */
+    return dir - file >= 8 && strncmp(dir - 8, "provider", 8) == 0
+           && (dir - file == 8 || dir[-9] == '/');
 }
 
 /* Does p[0..n) hold a piece of s[0..len)? */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * AES-OCB and AES-SIV (the cipher template families, provider/ctmpl.c):
+ * AES-OCB and AES-SIV (the cipher template families, provider/layer/ctmpl.c):
  * published vectors and call-pattern differential tests.
  *
  * Every computation writes everything observable into a text record
@@ -1112,7 +1112,7 @@ static void pat_evp_cipher(OSSL_LIB_CTX *libctx, REC *r)
 
 /*
  * AES-SIV keyed from the cache: every kind of call a context keyed from a
- * template can get (provider/siv.c answers them itself), one script per
+ * template can get (provider/families/siv.c answers them itself), one script per
  * context, each letter a call:
  *   A a       AAD of 13 bytes, empty AAD
  *   M m L E C message of 37, 5, 600, 0 bytes, the ciphertext of "AM"
@@ -1417,7 +1417,7 @@ static void pat_siv_keyed(OSSL_LIB_CTX *libctx, REC *r)
 }
 
 /*
- * GCM (volatile calls, provider/ctmpl.c): an expected tag or an IV given
+ * GCM (volatile calls, provider/layer/ctmpl.c): an expected tag or an IV given
  * before the key is replayed onto a copy of the template, in the direction
  * it was given in, so these common patterns hit even when the template
  * was keyed to encrypt.  Every result is checked against the default's.

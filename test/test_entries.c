@@ -345,8 +345,8 @@ static void test_scanner(void)
     TALLY t = { 0, 0 };
 
     CU_ASSERT_TRUE_FATAL(env_init(&env, "8", "0"));
-    CU_ASSERT_TRUE(kch_keycache_file("/work/x/provider/cache.c"));
-    CU_ASSERT_TRUE(kch_keycache_file("provider/hmac.c"));
+    CU_ASSERT_TRUE(kch_keycache_file("/work/x/provider/cache/store.c"));
+    CU_ASSERT_TRUE(kch_keycache_file("provider/families/hmac.c"));
     CU_ASSERT_FALSE(kch_keycache_file("../crypto/hmac/hmac.c"));
     CU_ASSERT_FALSE(
         kch_keycache_file("providers/implementations/macs/hmac.c"));

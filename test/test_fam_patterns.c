@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * CMAC, GMAC and KMAC call-pattern differential tests (the template
- * families, provider/tmpl.c).
+ * families, provider/layer/tmpl.c).
  *
  * Every pattern drives the EVP_MAC API the way some application might and
  * writes everything observable into a text record: return values, sizes,
@@ -1053,7 +1053,7 @@ static void pat_gmac_direct(OSSL_LIB_CTX *libctx, REC *r)
 
 /*
  * Every call a KMAC context keyed from the cache may get after its key
- * (keycache's own context, provider/kmac.c), each answered as the
+ * (keycache's own context, provider/families/kmac.c), each answered as the
  * default's: output length and XOF mode in every parameter type, bad
  * values, a key and a customisation string for the next init, names it
  * ignores or names twice, partial failures, updates and finals after the

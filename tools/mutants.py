@@ -12,145 +12,145 @@ usage: tools/mutants.py [--keep] [--tests REGEX] [NAME ...]   (from the root)
 """
 import os, shutil, subprocess, sys, tempfile
 
-SIV_CHECK_OFF = ("provider/siv.c",
+SIV_CHECK_OFF = ("provider/families/siv.c",
     "    ok = ok && memcmp(out[0], out[1], sizeof(out[0])) == 0\n         && memcmp(tag[0], tag[1], SIV_BLOCK) == 0;",
     "    ok = 1;")
 
 MUTANTS = {
     # every key admitted whoever keyed it: the default's KDFs, DRBGs and
     # libssl, fetched with provider=default, get their secrets cached
-    "origin-admits-all": ("provider/origin.c",
+    "origin-admits-all": ("provider/cache/origin.c",
         "    pthread_once(&origin_once, origin_init);\n",
         "    return 1;\n    pthread_once(&origin_once, origin_init);\n"),
     # a MAC keyed under a cipher entry point admitted (the default's
     # AES-SIV, fetched with provider=default, keys CMAC with half its key)
-    "origin-any-kind": ("provider/origin.c",
+    "origin-any-kind": ("provider/cache/origin.c",
         "            return origin.entry_cipher[i] == cipher;",
         "            return 1;"),
     # libssl's frames taken for the application's (TLS 1.3's EVP_Q_mac of
     # its finished keys and the PRF's calls come from there)
-    "origin-libssl-is-app": ("provider/origin.c",
+    "origin-libssl-is-app": ("provider/cache/origin.c",
         "    ssl = sym != NULL && dladdr(sym, &at) != 0 && at.dli_fbase == base;",
         "    ssl = 0;"),
     # libssl known by its file name only: a renamed or vendored copy's
     # ticket and binder keys admitted (test_tls_secrets_renamed)
-    "origin-libssl-by-name": ("provider/origin.c",
+    "origin-libssl-by-name": ("provider/cache/origin.c",
         "    ssl = sym != NULL && dladdr(sym, &at) != 0 && at.dli_fbase == base;",
         "    ssl = sym != NULL && dladdr(sym, &at) != 0 && at.dli_fbase == base\n          && strstr(lm->l_name, \"libssl\") != NULL;"),
     # AES-SIV: a keyless init with an empty array taken as a direction
     # change only, where set_ctx_params' empty array may reopen the final
-    "siv-empty-init-direction-only": ("provider/siv.c",
+    "siv-empty-init-direction-only": ("provider/families/siv.c",
         "            return 0;\n    }\n    return siv_set_ctx_params(s, params);",
         "            return 0;\n    }\n    if (key == NULL && params != NULL && params[0].key == NULL)\n        return 1;\n    return siv_set_ctx_params(s, params);"),
     # GMAC's own context takes the first of a repeated name where the
     # default fails the call (4.x: test_repeats, diff_families)
-    "gmac-repeats-taken": ("provider/gmac.c",
+    "gmac-repeats-taken": ("provider/families/gmac.c",
         "    if (twice\n        && kc_tmac_repeats_fail(",
         "    if (0 && twice\n        && kc_tmac_repeats_fail("),
     # a keyed CMAC/GMAC call naming a cipher and a name twice resolves the
     # cipher first: the application's fetch error, not the default's
     # "repeated parameter" (4.x: diff_families)
-    "cipher-call-resolves-first": ("provider/tmpl.c",
+    "cipher-call-resolves-first": ("provider/layer/tmpl.c",
         "    if (repeats(w->pctx, w->f, params)\n        && kc_tmac_repeats_fail(",
         "    if (0 && repeats(w->pctx, w->f, params)\n        && kc_tmac_repeats_fail("),
     # HMAC: a context keyed again with any key of the same length taken
     # for one keyed with its own (a key changed in place hits the old)
-    "hmac-rekey-any-key": ("provider/hmac.c",
+    "hmac-rekey-any-key": ("provider/families/hmac.c",
         "    return w->have_key == KEY_COPY ? kc_key_equal(w->key, key, keylen)",
         "    return w->have_key == KEY_COPY ? 1"),
     # ... a leased entry's key not checked (evicted and refilled slots)
-    "hmac-rekey-lease-unchecked": ("provider/hmac.c",
+    "hmac-rekey-lease-unchecked": ("provider/families/hmac.c",
         "                                   : kc_cache_lease_is(c, &w->lease, key,\n                                                       keylen);",
         "                                   : 1;"),
     # the per-thread memo answers for another object than the caller's
-    "origin-memo-any-object": ("provider/origin.c",
+    "origin-memo-any-object": ("provider/cache/origin.c",
         "        if (ssl_memo.base[i] == base)",
         "        if (ssl_memo.base[i] != 0)"),
     # a private libcrypto taken for the one keycache is linked to: keycache
     # starts beside a program's own copy (test_private_libcrypto)
-    "host-any-libcrypto": ("provider/keycache_prov.c",
+    "host-any-libcrypto": ("provider/core/keycache_prov.c",
         "    if (core_fn != NULL && kc_same_object((void *)&EVP_MAC_init, core_fn))",
         "    if (core_fn != NULL || kc_same_object((void *)&EVP_MAC_init, core_fn))"),
     # the loader hands dlopen a sibling cut short or a FIFO (test_loader)
-    "loader-sibling-unchecked": ("provider/loader.c",
+    "loader-sibling-unchecked": ("provider/early/loader.c",
         "    if (!sibling_sound(path, why, sizeof(why)))",
         "    if (0 && !sibling_sound(path, why, sizeof(why)))"),
     # another provider's digest under a name the table knows taken for the
     # default's (HMAC then runs on keycache's own SHA-256)
-    "digest-any-provider": ("provider/hmac.c",
+    "digest-any-provider": ("provider/families/hmac.c",
         "    d = kc_inner_is_default(pctx, EVP_MD_get0_provider(md))",
         "    d = 1 || kc_inner_is_default(pctx, EVP_MD_get0_provider(md))"),
     # the pass-through to the application's default told the digest's name
     # but not the query it was resolved with
-    "passthrough-app-no-props": ("provider/hmac.c",
+    "passthrough-app-no-props": ("provider/families/hmac.c",
         "        && !inner_set_digest_q(w, ctx, w->dg, w->dg_props)) {",
         "        && !inner_set_digest_q(w, ctx, w->dg, NULL)) {"),
     # a key keyed again and again in one context counts each time
-    "admit-per-keying": ("provider/cache.c",
+    "admit-per-keying": ("provider/cache/store.c",
         "            if (*lk->counted != fp) {",
         "            if (1) {"),
     # keys compared by length only, not by content (a key changed in place
     # in the same buffer would hit the old entry)
-    "key-by-length": [("provider/cache.c",
+    "key-by-length": [("provider/cache/store.c",
         "&& e->keylen == keylen && keys_equal(e->key, key, keylen);",
         "&& e->keylen == keylen;"),
-        ("provider/cache.c",
+        ("provider/cache/store.c",
          "            && rec_matches(e, rec, reclen)\n"
          "            && keys_equal(e->key, key, keylen))",
          "            && rec_matches(e, rec, reclen))"),
         # every key hashes alike, so the index finds other keys' entries
-        ("provider/cache.c", "    return v0 ^ v1 ^ v2 ^ v3;", "    return 0;")],
+        ("provider/cache/store.c", "    return v0 ^ v1 ^ v2 ^ v3;", "    return 0;")],
     # HMAC: no keyless re-init of a given-back context (message state of
     # the last use leaks into the next, and the last MAC stays in it)
-    "hmac-no-reinit": ("provider/hmac.c",
+    "hmac-no-reinit": ("provider/families/hmac.c",
         "    return fns(arg)->init(inner, NULL, 0, NULL);", "    return 1;"),
     # HMAC: a given-back context restarted when a hit takes it, not when
     # it is kept (as before stop 17): it holds its last MAC meanwhile
-    "hmac-restart-on-hit": [("provider/hmac.c",
+    "hmac-restart-on-hit": [("provider/families/hmac.c",
         "    return fns(arg)->init(inner, NULL, 0, NULL);", "    return 1;"),
-        ("provider/hmac.c",
+        ("provider/families/hmac.c",
          "            inner = lk.spare;\n        } else if ((inner = f->dupctx(tmpl)) == NULL) {",
          "            inner = lk.spare;\n            if (!f->init(inner, NULL, 0, NULL))\n                return -1;\n        } else if ((inner = f->dupctx(tmpl)) == NULL) {")],
     # GMAC: used contexts kept and handed out again (they hold their last
     # tag, and without a new IV differ from a fresh copy)
-    "gmac-spares": ("provider/gmac.c",
+    "gmac-spares": ("provider/families/gmac.c",
         "    .volatile_last_wins = 1,\n",
         "    .volatile_last_wins = 1,\n    .reinit_restores = 1,\n"),
     # CMAC: a given-back context kept with the last block of its message
-    "cmac-park-unscrubbed": ("provider/cmac.c",
+    "cmac-park-unscrubbed": ("provider/families/cmac.c",
         "    .park_scrub = 32,\n", ""),
     # HMAC: pass-through before the key to the inner default in keycache's
     # private context, which lacks another provider's digest (legacy MD4)
-    "hmac-foreign-digest-private": ("provider/hmac.c",
+    "hmac-foreign-digest-private": ("provider/families/hmac.c",
         " passthrough:\n    if (!go_passthrough_app(w))\n        return 0;",
         " passthrough:\n    if (!go_passthrough(w))\n        return 0;"),
     # HMAC: the digest carried from the thread's memo is taken whatever
     # name is given (HMAC-SHA512 after HMAC-SHA256 computes SHA-256)
-    "hmac-hint-any-name": ("provider/hmac.c",
+    "hmac-hint-any-name": ("provider/families/hmac.c",
         "        && strcmp(name, w->hint) == 0)\n        return w->hint_dg;",
         "        )\n        return w->hint_dg;"),
     # the straight-line compare of 32- and 16-byte keys skips their last
     # word (a key differing there hits the other key's entry)
-    "keys-equal-32-short": ("provider/cache.c",
+    "keys-equal-32-short": ("provider/cache/store.c",
         "            | word_diff(a + 16, b + 16) | word_diff(a + 24, b + 24);",
         "            | word_diff(a + 16, b + 16);"),
-    "keys-equal-16-short": ("provider/cache.c",
+    "keys-equal-16-short": ("provider/cache/store.c",
         "        d = word_diff(a, b) | word_diff(a + 8, b + 8);",
         "        d = word_diff(a, b);"),
     # the byte-wise tail of a key whose length is not a multiple of 8 is
     # compared without its last byte (a 1-byte key equals any other)
-    "keys-equal-tail-short": ("provider/cache.c",
+    "keys-equal-tail-short": ("provider/cache/store.c",
         "    for (; n > 0; a++, b++, n--) {\n        d |= (uint64_t)(*a ^ *b);",
         "    for (; n > 1; a++, b++, n--) {\n        d |= (uint64_t)(*a ^ *b);"),
     # the compare starts at the second byte, whatever the length (the
     # index still checks the hash: the most recently used entry does not)
-    "keys-equal-skip-first": ("provider/cache.c",
+    "keys-equal-skip-first": ("provider/cache/store.c",
         "    uint64_t d = 0;\n\n    /* straight-line for the usual AES and HMAC key sizes */",
         "    uint64_t d = 0;\n\n    if (n > 0) {\n        a++;\n        b++;\n        n--;\n    }\n"
         "    /* straight-line for the usual AES and HMAC key sizes */"),
     # the most recently used entry taken on its algorithm, parameter, key
     # length and record, without comparing the key
-    "mru-length-only": ("provider/cache.c",
+    "mru-length-only": ("provider/cache/store.c",
         "            && rec_matches(e, rec, reclen)\n"
         "            && keys_equal(e->key, key, keylen))\n            goto hit;",
         "            && rec_matches(e, rec, reclen))\n            goto hit;"),
@@ -159,7 +159,7 @@ MUTANTS = {
     # SHA-512 right after SHA-256 gets the SHA-256 context.  (Two keys are
     # confused only on a collision of SipHash under the thread's secret
     # key, which no test can produce: for keys, mru-length-only.)
-    "mru-hash-only": [("provider/cache.c",
+    "mru-hash-only": [("provider/cache/store.c",
         "    if (c->lru_head != KC_NIL) {\n        e = &c->entries[c->lru_head];\n"
         "        if (e->alg == alg && e->param == param && e->keylen == keylen\n"
         "            && rec_matches(e, rec, reclen)\n"
@@ -171,92 +171,92 @@ MUTANTS = {
         "    if (c->lru_head != KC_NIL) {\n        e = &c->entries[c->lru_head];\n"
         "        if (e->hash == lk->hash)\n            goto hit;\n    }\n")],
     # HMAC: a hit hands out the entry's template instead of a copy
-    "hmac-share-template": ("provider/hmac.c",
+    "hmac-share-template": ("provider/families/hmac.c",
         "} else if ((inner = f->dupctx(tmpl)) == NULL) {",
         "} else if ((inner = tmpl) == NULL) {"),
     # HMAC: a missed key's context is a copy of the per-thread base
     # context that is never re-keyed (it computes with the empty key)
-    "hmac-copy-no-rekey": ("provider/hmac.c",
+    "hmac-copy-no-rekey": ("provider/families/hmac.c",
         "    if ((inner = f->dupctx(base)) != NULL\n        && !f->init(inner, key, keylen, NULL)) {",
         "    if ((inner = f->dupctx(base)) != NULL\n        && 0) {"),
     # HMAC: digest-noinit / digest-oneshot / tls-data-size go to the cached
     # context instead of a private one
-    "hmac-flags-cached": ("provider/hmac.c",
+    "hmac-flags-cached": ("provider/families/hmac.c",
         "if (strcmp(k, OSSL_MAC_PARAM_TLS_DATA_SIZE) == 0)\n            return P_UNRESETTABLE;",
         "if (strcmp(k, OSSL_MAC_PARAM_TLS_DATA_SIZE) == 0)\n            return P_OTHER;"),
     # a context given back on another thread is parked in that thread's
     # entry with the same slot and generation (under another key)
-    "park-any-thread": ("provider/cache.c",
+    "park-any-thread": ("provider/cache/store.c",
         "if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)\n        return 0;\n    e = &c->entries[lease->idx];\n    /* per entry",
         "if (c == NULL || lease->idx >= c->hw)\n        return 0;\n    e = &c->entries[lease->idx];\n    /* per entry"),
     # every missed key is cached at once, whatever admit_after says
     # (per-connection TLS secrets end up in the cache)
-    "admit-at-once": ("provider/cache.c",
+    "admit-at-once": ("provider/cache/store.c",
         "    if (c->pctx->admit_after > 1 && ++s->seen < c->pctx->admit_after)",
         "    if (0 && c->pctx->admit_after > 1 && ++s->seen < c->pctx->admit_after)"),
     # the admission filter takes any fingerprint's slot for another's
     # (keys in rotation starve: test_admission)
-    "seen-direct-mapped": ("provider/cache.c",
+    "seen-direct-mapped": ("provider/cache/store.c",
         "    if (b2 == b1)\n        b2 = b1 ^ 1;\n    for (k = 0; k < 2; k++) {",
         "    if (b2 == b1)\n        b2 = b1 ^ 1;\n    c->seen[b1 * KC_SEEN_WAYS].fp = fp;\n    c->seen[b1 * KC_SEEN_WAYS].seen = 0;\n    return &c->seen[b1 * KC_SEEN_WAYS];\n    for (k = 0; k < 2; k++) {"),
 
     # the default's KDFs and HMAC-DRBG are not served as pass-through, so
     # their inner HMAC (keyed with derived secrets) reaches the cache
-    "kdf-not-passthrough": [("provider/keycache_prov.c",
+    "kdf-not-passthrough": [("provider/core/keycache_prov.c",
         "        return pctx->mac_algs[0].algorithm_names != NULL ? pctx->kdf_algs\n"
         "                                                          : NULL;",
         "        return NULL;"),
-        ("provider/keycache_prov.c",
+        ("provider/core/keycache_prov.c",
          "        return pctx->hmac_on ? pctx->rand_algs : NULL;",
          "        return NULL;")],
     # Cipher families with volatile calls (GCM): an expected tag or IV
     # given before the key is not replayed onto the copy
-    "ctmpl-volatile-dropped": ("provider/ctmpl.c",
+    "ctmpl-volatile-dropped": ("provider/layer/ctmpl.c",
         "           && replay(w, f, inner, w->shape_len, w->len);",
         "           && 1;"),
     # ... is replayed in the keying init's direction, not the one it was
     # made in (a tag set while decrypting meets an encrypt-keyed copy)
-    "ctmpl-volatile-direction": ("provider/ctmpl.c",
+    "ctmpl-volatile-direction": ("provider/layer/ctmpl.c",
         "    return inner_init(f, inner, w->vdir, NULL, 0, NULL, 0, NULL)\n",
         "    return inner_init(f, inner, 1, NULL, 0, NULL, 0, NULL)\n"),
     # ... is recorded whatever the default says of it
-    "ctmpl-volatile-unchecked": ("provider/ctmpl.c",
+    "ctmpl-volatile-unchecked": ("provider/layer/ctmpl.c",
         "    } else if ((learn_volatile(w, c) & CV_VALID) == 0) {",
         "    } else if (0) {"),
     # the in-place match against the thread's last shape ignores the data
     # (AES-128-CBC continues a shape learned with AES-256-CBC)
-    "trec-match-no-data": ("provider/tmpl.c",
+    "trec-match-no-data": ("provider/layer/tmpl.c",
         "            && memcmp(data, q->data, q->data_size) != 0)\n        || (q->data_type == OSSL_PARAM_UTF8_STRING",
         "            && 0)\n        || (q->data_type == OSSL_PARAM_UTF8_STRING"),
     # ... compares a string parameter without its last byte (a GMAC cipher
     # "AES-128-GCX" right after "AES-128-GCM" continues the latter's shape)
-    "trec-match-string-short": ("provider/tmpl.c",
+    "trec-match-string-short": ("provider/layer/tmpl.c",
         "            && memcmp(data, q->data, q->data_size) != 0)\n        || (q->data_type == OSSL_PARAM_UTF8_STRING",
         "            && memcmp(data, q->data, q->data_size\n"
         "                      - (q->data_type == OSSL_PARAM_UTF8_STRING)) != 0)\n"
         "        || (q->data_type == OSSL_PARAM_UTF8_STRING"),
     # ... takes a value that is a prefix of the recorded one (KMAC custom
     # "ab" right after "abc", CMAC cipher "AES-128-CB" after "AES-128-CBC")
-    "trec-match-prefix": ("provider/tmpl.c",
+    "trec-match-prefix": ("provider/layer/tmpl.c",
         "    if (it.tag != item || it.size != q->data_size\n",
         "    if (it.tag != item\n"
         "        || (it.size != q->data_size\n"
         "            && (item != KC_T_PARAM || it.size < q->data_size))\n"),
     # HMAC: a digest name that is a prefix of the context's last one, or of
     # one the thread resolved, taken as that digest ("SHA2-25")
-    "hmac-hint-prefix": ("provider/hmac.c",
+    "hmac-hint-prefix": ("provider/families/hmac.c",
         "        && strcmp(name, w->hint) == 0)\n        return w->hint_dg;",
         "        && strncmp(name, w->hint, strlen(name)) == 0)\n        return w->hint_dg;"),
-    "memo-name-prefix": ("provider/cache.c",
+    "memo-name-prefix": ("provider/cache/store.c",
         "        if (m->value != NULL && strcmp(m->name, name) == 0",
         "        if (m->value != NULL && strncmp(m->name, name, strlen(name)) == 0"),
     # the one-pass keying init (same_init_as_last) takes a volatile
     # signature the thread learned invalid
-    "tmpl-fast-sig-invalid": ("provider/tmpl.c",
+    "tmpl-fast-sig-invalid": ("provider/layer/tmpl.c",
         "                || palen != slen || (pvalue & KC_REC_VALID) == 0\n",
         "                || palen != slen\n"),
     # ... takes a call that gives only part of the last shape
-    "tmpl-fast-part-shape": ("provider/tmpl.c",
+    "tmpl-fast-part-shape": ("provider/layer/tmpl.c",
         "    if (s->ns == 0 || so != slen || po != plen)",
         "    if (s->ns == 0 || po != plen)"),
     # (Not mutants, for the families there are: a call giving part of the
@@ -267,26 +267,26 @@ MUTANTS = {
     # through as before, only dearer.)
     # the volatile parameters are set from the caller's array even where it
     # goes on with shape parameters (which then hit the keyed copy again)
-    "tmpl-volatile-suffix-any": ("provider/tmpl.c",
+    "tmpl-volatile-suffix-any": ("provider/layer/tmpl.c",
         "    if (i == s->nv && s->vol[0][i].key == NULL)",
         "    if (i == s->nv)"),
     # a fresh wrapper's empty shape taken as not valid (KMAC without
     # parameters never hits)
-    "tmpl-empty-invalid": ("provider/tmpl.c",
+    "tmpl-empty-invalid": ("provider/layer/tmpl.c",
         "        __atomic_store_n(&f->empty_value, shape_value(probe_w),",
         "        __atomic_store_n(&f->empty_value, 0 * shape_value(probe_w),"),
     # cipher layer: a copy of an unkeyed context sends its calls to the
     # original's wrapper (its record and state, not its own)
-    "ctmpl-dup-calls-original": ("provider/ctmpl.c",
+    "ctmpl-dup-calls-original": ("provider/layer/ctmpl.c",
         "    dst->arg = dst;\n", ""),
     # cipher layer: once a default context serves a wrapper, its calls
     # still go to the before-key functions (params recorded, not set;
     # a second key replaces the context)
-    "ctmpl-calls-stay-unkeyed": ("provider/ctmpl.c",
+    "ctmpl-calls-stay-unkeyed": ("provider/layer/ctmpl.c",
         "    w->to = ifn;\n    w->arg = inner;\n", ""),
     # a keyless init's direction (kept, not recorded) is not replayed onto
     # the plain or transient contexts that stand for the unkeyed state
-    "ctmpl-direction-dropped": ("provider/ctmpl.c",
+    "ctmpl-direction-dropped": ("provider/layer/ctmpl.c",
         "    return w->dir < 0\n           || inner_init(fns(w), ctx, w->dir, NULL, 0, NULL, 0, NULL);",
         "    return 1;"),
     # (Not a mutant: answering the IV length before the key from the shape
@@ -295,209 +295,209 @@ MUTANTS = {
     # callers of the dispatch table itself.)
     # Template families (tmpl.c): GMAC's IV set before the key is not
     # replayed onto the copy of the template
-    "tmpl-drop-volatile": ("provider/tmpl.c",
+    "tmpl-drop-volatile": ("provider/layer/tmpl.c",
         "    if (w->len > w->shape_len\n        && !replay_to(w, ops, inner, w->shape_len, w->len)) {",
         "    if (0) {"),
     # the shape (cipher, customisation string, size) is not part of the
     # cache key: a KMAC with another custom string hits the same entry
-    "tmpl-shape-not-key": ("provider/tmpl.c",
+    "tmpl-shape-not-key": ("provider/layer/tmpl.c",
         "    tmpl = kc_cache_find_rec(c, &f->alg, rec, w->shape_len, w->shape_hash,",
         "    tmpl = kc_cache_find_rec(c, &f->alg, rec, 0, 0,"),
     # entries with records match whatever their record
-    "cache-record-ignored": ("provider/cache.c",
+    "cache-record-ignored": ("provider/cache/store.c",
         "    return rec == NULL\n           || (e->reclen",
         "    return 1\n           || (e->reclen"),
     # a hit hands out the template itself, not a copy
-    "tmpl-share-template": [("provider/tmpl.c",
+    "tmpl-share-template": [("provider/layer/tmpl.c",
         "    if (inner == NULL && (inner = ops->dupctx(tmpl)) == NULL)",
         "    if (inner == NULL && (inner = tmpl) == NULL)"),
-        ("provider/tmpl.c", "    if (w->inner != NULL && !park(c, w))",
+        ("provider/layer/tmpl.c", "    if (w->inner != NULL && !park(c, w))",
          "    if (0 && w->inner != NULL && !park(c, w))")],
     # a record is taken as valid without asking the default (bad cipher
     # names, IV lengths, sizes answered 1)
-    "tmpl-shape-unchecked": ("provider/tmpl.c",
+    "tmpl-shape-unchecked": ("provider/layer/tmpl.c",
         "    if (needs_app(w, NULL, 0) || !probe(w, 0))\n        return 0;",
         "    if (needs_app(w, NULL, 0))\n        return 0;"),
-    "tmpl-volatile-unchecked": ("provider/tmpl.c",
+    "tmpl-volatile-unchecked": ("provider/layer/tmpl.c",
         "    v = probe(w, 1) ? KC_REC_VALID : 0;", "    v = KC_REC_VALID;"),
     # a call that fails to record leaves its half-recorded parameters
-    "tmpl-no-rollback": ("provider/tmpl.c",
+    "tmpl-no-rollback": ("provider/layer/tmpl.c",
         "        memcpy(w->rec + w->shape_len / 8, old, oldlen);\n    restore(w, &sv);\n    return 0;",
         "        memcpy(w->rec + w->shape_len / 8, old, oldlen);\n    return 0;"),
     # a context never keyed duplicates although the default cannot
-    "tmpl-dup-unkeyed": ("provider/tmpl.c",
+    "tmpl-dup-unkeyed": ("provider/layer/tmpl.c",
         "    if (src->inner == NULL && !unkeyed_dup_ok(src))", "    if (0)"),
     # a name twice in one call is recorded (the last "key" wins)
-    "tmpl-repeated-names": ("provider/tmpl.c",
+    "tmpl-repeated-names": ("provider/layer/tmpl.c",
         "            if (q->key[0] == p->key[0] && strcmp(q->key, p->key) == 0)\n                return 0;",
         "            if (0)\n                return 0;"),
-    # AES-SIV's own context (provider/siv.c), each step of S2V, CMAC, CTR
+    # AES-SIV's own context (provider/families/siv.c), each step of S2V, CMAC, CTR
     # and the default's state broken in turn; a broken computation is also
     # let past the start's one-message check (which turns SIV's own
     # context off when it disagrees with the default's), so that the
     # tests themselves must see it
-    "siv-short-no-dbl": [("provider/siv.c",
+    "siv-short-no-dbl": [("provider/families/siv.c",
         "        dbl(s->d);\n        xor_block(t, s->d);", "        xor_block(t, s->d);"), SIV_CHECK_OFF],
-    "siv-aad-no-dbl": [("provider/siv.c",
+    "siv-aad-no-dbl": [("provider/families/siv.c",
         "    dbl(s->d);\n    if (!cmac(s, aad, len, NULL, 0, t))",
         "    if (!cmac(s, aad, len, NULL, 0, t))"), SIV_CHECK_OFF],
-    "siv-q-bits-kept": [("provider/siv.c", "    q[8] &= 0x7f;\n", ""), SIV_CHECK_OFF],
-    "siv-subkeys-swapped": [("provider/siv.c",
+    "siv-q-bits-kept": [("provider/families/siv.c", "    q[8] &= 0x7f;\n", ""), SIV_CHECK_OFF],
+    "siv-subkeys-swapped": [("provider/families/siv.c",
         "        xor_block(m->blk, s->k1);", "        xor_block(m->blk, s->k2);"), SIV_CHECK_OFF],
-    "siv-last-block-early": [("provider/siv.c",
+    "siv-last-block-early": [("provider/families/siv.c",
         "            take = (len - 1) / SIV_BLOCK * SIV_BLOCK;",
         "            take = len / SIV_BLOCK * SIV_BLOCK;"), SIV_CHECK_OFF],
-    "siv-messages-unlimited": ("provider/siv.c",
+    "siv-messages-unlimited": ("provider/families/siv.c",
         "    if (s->crypto_ok == 0)\n        return 0;\n    s->crypto_ok--;\n    if (!s2v",
         "    if (!s2v"),
-    "siv-speed-ignored": ("provider/siv.c",
+    "siv-speed-ignored": ("provider/families/siv.c",
         "        s->crypto_ok = sp == 1 ? -1 : 1;", "        s->crypto_ok = 1;"),
-    "siv-tag-taken-encrypting": ("provider/siv.c",
+    "siv-tag-taken-encrypting": ("provider/families/siv.c",
         "        if (s->enc)\n            return 1;\n", ""),
-    "siv-final-always": ("provider/siv.c",
+    "siv-final-always": ("provider/families/siv.c",
         "    if (s->final_ret != 0)\n        return 0;\n", ""),
-    "siv-bad-tag-kept": ("provider/siv.c",
+    "siv-bad-tag-kept": ("provider/families/siv.c",
         "        OPENSSL_cleanse(out, len);\n        return 0;", "        return 0;"),
-    "siv-tag-given-decrypting": ("provider/siv.c",
+    "siv-tag-given-decrypting": ("provider/families/siv.c",
         "        if (!s->enc || p->data_type != OSSL_PARAM_OCTET_STRING",
         "        if (p->data_type != OSSL_PARAM_OCTET_STRING"),
-    "siv-keylen-unchecked": ("provider/siv.c",
+    "siv-keylen-unchecked": ("provider/families/siv.c",
         "(!kl_ok || kl != s->keylen)", "(!kl_ok)"),
-    "siv-set-keeps-final": ("provider/siv.c",
+    "siv-set-keeps-final": ("provider/families/siv.c",
         "    if ((s->f->quirks & SIV_Q_SET_REOPENS) != 0)\n        s->final_ret = -1;\n", ""),
-    "siv-refusal-own-error": ("provider/siv.c",
+    "siv-refusal-own-error": ("provider/families/siv.c",
         "    if (twice && (s->f->quirks & SIV_Q_NO_REPEATS) != 0)\n        return default_set(s, params);\n    if (tag != NULL) {\n        if (s->enc)\n            return 1;\n        if (tag->data_type != OSSL_PARAM_OCTET_STRING\n            || tag->data_size != SIV_BLOCK || tag->data == NULL)\n            return default_set(s, params);",
         "    if (twice && (s->f->quirks & SIV_Q_NO_REPEATS) != 0)\n        return default_set(s, params);\n    if (tag != NULL) {\n        if (s->enc)\n            return 1;\n        if (tag->data_type != OSSL_PARAM_OCTET_STRING\n            || tag->data_size != SIV_BLOCK || tag->data == NULL)\n            return 0;"),
     # ... and what differs between releases, each learned quirk ignored
     # (these survive where the running default lacks the quirk: 3.0.22
     # has the reopening by set_ctx_params only; run them through
     # tools/compat.sh trixie and sid-ossl4)
-    "siv-empty-never-message": ("provider/siv.c",
+    "siv-empty-never-message": ("provider/families/siv.c",
         "        if (inl == 0 && (s->f->quirks & SIV_Q_EMPTY_IS_MESSAGE) == 0) {",
         "        if (inl == 0) {"),
-    "siv-refusal-keeps-final": ("provider/siv.c",
+    "siv-refusal-keeps-final": ("provider/families/siv.c",
         "    if ((s->f->quirks & SIV_Q_TRY_REOPENS) != 0)\n        s->final_ret = -1;\n    /* one message",
         "    /* one message"),
-    "siv-forged-keeps-final": ("provider/siv.c",
+    "siv-forged-keeps-final": ("provider/families/siv.c",
         "    if ((s->f->quirks & SIV_Q_TRY_REOPENS) != 0)\n        s->final_ret = -1;\n    if (s->crypto_ok == 0)",
         "    if (s->crypto_ok == 0)"),
-    "siv-null-keeps-final": ("provider/siv.c",
+    "siv-null-keeps-final": ("provider/families/siv.c",
         "        if ((s->f->quirks & (params == NULL ? SIV_Q_NULL_REOPENS\n                                            : SIV_Q_EMPTY_REOPENS)) != 0)",
         "        if ((s->f->quirks & (params == NULL ? 0\n                                            : SIV_Q_EMPTY_REOPENS)) != 0)"),
-    "siv-repeats-taken": ("provider/siv.c",
+    "siv-repeats-taken": ("provider/families/siv.c",
         "    if (twice && (s->f->quirks & SIV_Q_NO_REPEATS) != 0)\n        return default_set(s, params);\n",
         ""),
     # KMAC's set_ctx_params key taken as keying (the default only stores
     # it: no update before an init)
-    "kmac-set-key-keys": ("provider/kmac.c",
+    "kmac-set-key-keys": ("provider/families/kmac.c",
         "        .shape_names = kmac_shape,",
         "        .shape_names = kmac_shape, .set_key_keys = 1,"),
     # CMAC: a spare is kept without the keyless init that restarts it
-    "cmac-spare-no-reinit": ("provider/tmpl.c",
+    "cmac-spare-no-reinit": ("provider/layer/tmpl.c",
         "           && w->ops->init(inner, NULL, 0, NULL);", ";"),
     # CMAC: a context given parameters after its key is still parked (a
     # cipher set after the key reaches the next user of the spare)
-    "cmac-park-after-set": ("provider/tmpl.c",
+    "cmac-park-after-set": ("provider/layer/tmpl.c",
         "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = w->sized = 0;",
         "        /* whatever it sets, a keyless init may not undo it */\n        w->sized = 0;"),
     # CMAC: a context re-keyed in place is still parked under the old key
-    "cmac-park-rekeyed": ("provider/tmpl.c",
+    "cmac-park-rekeyed": ("provider/layer/tmpl.c",
         "        if (key != NULL || params != NULL)\n            w->clean = w->sized = 0;",
         "        if (key != NULL || params != NULL)\n            w->sized = 0;"),
     # the size answered for a context re-keyed with another cipher
-    "cmac-size-kept": [("provider/tmpl.c",
+    "cmac-size-kept": [("provider/layer/tmpl.c",
         "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = w->sized = 0;",
         "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = 0;"),
-        ("provider/tmpl.c",
+        ("provider/layer/tmpl.c",
          "        if (key != NULL || params != NULL)\n            w->clean = w->sized = 0;",
          "        if (key != NULL || params != NULL)\n            w->clean = 0;")],
     # GMAC: an IV given with the key in init is not set on the copy
-    "gmac-drop-direct-iv": ("provider/tmpl.c",
+    "gmac-drop-direct-iv": ("provider/layer/tmpl.c",
         "        return !direct || apply_volatile(w, &s);", "        return 1;"),
     # fork: the child keeps everything it inherited (every thread's keys)
-    "fork-keeps-caches": ("provider/cache.c",
+    "fork-keeps-caches": ("provider/cache/store.c",
         "    KC_CACHE *c, *next, *mine;\n\n    for (pctx = live_instances;",
         "    KC_CACHE *c, *next, *mine;\n\n    return;\n    for (pctx = live_instances;"),
     # fork: the forking thread's own cache is not emptied
-    "fork-keeps-own": ("provider/cache.c",
+    "fork-keeps-own": ("provider/cache/store.c",
         "                pctx->fork_wiped += cache_renew(c);\n                continue;",
         "                continue;"),
     # fork: the other (vanished) threads' caches are kept
-    "fork-keeps-others": ("provider/cache.c",
+    "fork-keeps-others": ("provider/cache/store.c",
         "            cache_retire(pctx, c);\n            pctx->fork_wiped += cache_drop(c);\n"
         "            cache_release(c);",
         "            (void)0;"),
     # fork: the other threads' caches are freed but left linked, so the
     # child's teardown frees them again
-    "fork-others-linked": ("provider/cache.c",
+    "fork-others-linked": ("provider/cache/store.c",
         "            cache_retire(pctx, c);\n            pctx->fork_wiped += cache_drop(c);",
         "            pctx->fork_wiped += cache_drop(c);"),
     # a miss-heavy thread never goes back to the cache
-    "cold-forever": ("provider/cache.c",
+    "cold-forever": ("provider/cache/store.c",
         "    if (c == NULL || !c->bypass || ++c->cold_skips % KC_COLD_ONE_IN == 0)",
         "    if (c == NULL)"),
     # CMAC caches any cipher, not only AES-CBC
-    "cmac-any-cipher": ("provider/cmac.c",
+    "cmac-any-cipher": ("provider/families/cmac.c",
         "           && kc_cipher_is_one_of(pctx, cipher, props, aes_cbc);",
         "           ;"),
     # AES-SIV switched off is not passed through: its inner CMAC reaches
     # the cache
-    "siv-not-passthrough": ("provider/passthrough.c",
+    "siv-not-passthrough": ("provider/core/passthrough.c",
         "    int siv_pt = pctx->fam[KC_FAM_CMAC].on && !pctx->cfam[KC_CFAM_SIV128].on;",
         "    int siv_pt = 0;"),
     # OCB: one template for both directions (the bulk function follows the
     # direction the key was set in)
-    "ocb-one-direction": ("provider/ocb.c",
+    "ocb-one-direction": ("provider/families/ocb.c",
         "ocb_shape, ocb_per_message, 1, 0, 0,",
         "ocb_shape, ocb_per_message, 0, 0, 0,"),
     # cipher families: the rest of the keying init failing on the copy is
     # not handed to the default
-    "ctmpl-rest-unchecked": ("provider/ctmpl.c",
+    "ctmpl-rest-unchecked": ("provider/layer/ctmpl.c",
         "        || !inner_init(f->kfns, inner, enc, NULL, 0, iv, ivlen, params)) {",
         "        || (inner_init(f->kfns, inner, enc, NULL, 0, iv, ivlen, params)\n            && 0)) {"),
     # cipher families: templates keyed without the recorded shape
-    "ctmpl-template-no-replay": ("provider/ctmpl.c",
+    "ctmpl-template-no-replay": ("provider/layer/ctmpl.c",
         "    ok = t != NULL && replay(w, f, t, 0, w->shape_len)\n"
         "         && inner_init(f, t, enc, key, keylen, NULL, 0, NULL);",
         "    ok = t != NULL\n"
         "         && inner_init(f, t, enc, key, keylen, NULL, 0, NULL);"),
     # cipher families: the shape is not part of the cache key
-    "ctmpl-shape-not-key": [("provider/ctmpl.c",
+    "ctmpl-shape-not-key": [("provider/layer/ctmpl.c",
         "    tmpl = kc_cache_find_rec(c, alg, rec, w->shape_len, w->hash, key, keylen,",
         "    tmpl = kc_cache_find_rec(c, alg, rec, 0, 0, key, keylen,"),
-        ("provider/ctmpl.c",
+        ("provider/layer/ctmpl.c",
          "        if (!kc_cache_add_rec(c, alg, rec, w->shape_len, key, keylen, tmpl,",
          "        if (!kc_cache_add_rec(c, alg, rec, 0, key, keylen, tmpl,")],
     # cipher families: a hit hands out the template itself
-    "ctmpl-share-template": ("provider/ctmpl.c",
+    "ctmpl-share-template": ("provider/layer/ctmpl.c",
         "    if ((inner = f->kfns->dupctx(tmpl)) == NULL)\n        return 0;",
         "    if ((inner = tmpl) == NULL)\n        return 0;"),
     # cipher families: EVP's length queries before the key answered with a
     # fresh context's lengths whatever the record set
-    "ctmpl-lengths-stale": ("provider/ctmpl.c",
+    "ctmpl-lengths-stale": ("provider/layer/ctmpl.c",
         "        field = w->len == w->shape_len ? CV_IVLEN(w->value) : 0;",
         "        field = w->len == w->shape_len ? CV_IVLEN(w->f->empty_value) : 0;"),
     # cipher families: a call before the key recorded whatever the default
     # says of it
-    "ctmpl-record-unchecked": ("provider/ctmpl.c",
+    "ctmpl-record-unchecked": ("provider/layer/ctmpl.c",
         "        if (((v = learn_shape(w, c)) & CV_VALID) == 0)",
         "        if (((v = learn_shape(w, c)) | CV_VALID) == 0)"),
     # cipher families, just keyed: the IV length a lone "ivlen" set gives
     # is not noted, EVP's query before the IV init answered with the old
-    "ctmpl-jk-set-untracked": ("provider/ctmpl.c",
+    "ctmpl-jk-set-untracked": ("provider/layer/ctmpl.c",
         "            w->keyed_ivlen = v + 2;\n", ""),
     # just keyed: a refused "ivlen" set noted as if the default took it
-    "ctmpl-jk-refused-tracked": ("provider/ctmpl.c",
+    "ctmpl-jk-refused-tracked": ("provider/layer/ctmpl.c",
         "    if (ret == 1 && params != NULL && len_query(params) == 'i') {",
         "    if (params != NULL && len_query(params) == 'i') {"),
     # just keyed: other sets (the IV length among other params) leave
     # keycache answering with what it knew
-    "ctmpl-jk-other-set-stays": ("provider/ctmpl.c",
+    "ctmpl-jk-other-set-stays": ("provider/layer/ctmpl.c",
         "    set_inner(w, w->inner, w->ifn);\n    return ret;\n}",
         "    return ret;\n}"),
     # just keyed: the IV length answered is a fresh context's, not the
     # shape's (an IV length set before the key)
-    "ctmpl-jk-fresh-ivlen": ("provider/ctmpl.c",
+    "ctmpl-jk-fresh-ivlen": ("provider/layer/ctmpl.c",
         "        w->keyed_ivlen = CV_IVLEN(w->value);",
         "        w->keyed_ivlen = CV_IVLEN(w->f->empty_value);"),
     # (Not a mutant on OpenSSL 3.0: a just-keyed context kept so through
@@ -514,33 +514,33 @@ MUTANTS = {
     # entries carry their digest as param; the compare stays as a guard.)
     # GMAC's own keyed context (gmac.c): an IV length past an int taken
     # whole, where EVP's ctrl takes it as an int
-    "gmac-iv-no-int": ("provider/gmac.c",
+    "gmac-iv-no-int": ("provider/families/gmac.c",
         "    if (arg < 0)\n        return 0;\n    sz = (size_t)arg;",
         "    sz = len;"),
     # ... the IV set with GCM's default length, not the one just set
-    "gmac-iv-len-12": ("provider/gmac.c",
+    "gmac-iv-len-12": ("provider/families/gmac.c",
         "iv, iv == NULL ? 0 : sz, NULL);", "iv, iv == NULL ? 0 : 12, NULL);"),
     # ... a key of the wrong length refused without the default's error
-    "gmac-key-no-error": ("provider/gmac.c",
+    "gmac-key-no-error": ("provider/families/gmac.c",
         "        return default_says(g, p);", "        return 0;"),
     # ... a key after the key not set (the message goes on with the old)
-    "gmac-rekey-ignored": ("provider/gmac.c",
+    "gmac-rekey-ignored": ("provider/families/gmac.c",
         "    return g->c->einit(g->gcm, key, keylen, NULL, 0, NULL);\n}",
         "    return 1;\n}"),
     # ... the tag's final skipped: the tag read without GCM's final
-    "gmac-no-final": ("provider/gmac.c",
+    "gmac-no-final": ("provider/families/gmac.c",
         "    if (!g->c->final(g->gcm, out, &n, 0))\n        return 0;", ""),
     # a cipher after the key: the default's context taken even when the
     # cipher failed (the message so far is lost)
-    "gmac-recipher-adopts-failure": ("provider/tmpl.c",
+    "gmac-recipher-adopts-failure": ("provider/layer/tmpl.c",
         "    if (!ok\n        || (rest = without(",
         "    if (0\n        || (rest = without("),
     # ... the default's context made in the private library context
-    "gmac-recipher-private": ("provider/tmpl.c",
+    "gmac-recipher-private": ("provider/layer/tmpl.c",
         "    if ((t = new_inner(w, params, mac)) != NULL)",
         "    if ((t = w->f->mac.newctx(w->pctx->inner_provctx)) != NULL)"),
     # ... not intercepted: GMAC's own context refuses it
-    "gmac-recipher-none": ("provider/tmpl.c",
+    "gmac-recipher-none": ("provider/layer/tmpl.c",
         "        if (params->key[0] == c[0] && strcmp(params->key, c) == 0)\n"
         "            return 1;",
         "        if (params->key[0] == c[0] && strcmp(params->key, c) == 0)\n"
@@ -548,43 +548,43 @@ MUTANTS = {
 
     # a cipher named after the key that the application's context cannot
     # resolve: the private context's errors (naming it) left to show
-    "keyed-cipher-private-errors": ("provider/tmpl.c",
+    "keyed-cipher-private-errors": ("provider/layer/tmpl.c",
         "    if (w->app_mac != NULL || !needs_app(w, params, 0)",
         "    if (1 || w->app_mac != NULL || !needs_app(w, params, 0)"),
     # a GMAC IV without data before the key taken as the last IV, which
     # drops the IV set before (the default keeps it, or fails the message)
-    "gmac-null-iv-replaces": ("provider/tmpl.c",
+    "gmac-null-iv-replaces": ("provider/layer/tmpl.c",
         "        if (volatile_unset(s))\n            goto fail;", ""),
     # KMAC's own keyed context (kmac.c): XOF mode not encoded in the final
-    "kmac-xof-ignored": ("provider/kmac.c",
+    "kmac-xof-ignored": ("provider/families/kmac.c",
         "n = right_encode(enc, k->xof ? 0 : k->out_len * 8);",
         "n = right_encode(enc, k->out_len * 8);"),
     # ... no customisation string absorbed when none was set
-    "kmac-no-empty-custom": ("provider/kmac.c",
+    "kmac-no-empty-custom": ("provider/families/kmac.c",
         "        k->custom_len = encode_string(k->custom, NULL, 0);", ""),
     # ... a failing set_ctx_params taken whole, where the default stops at
     # the parameter that fails
-    "kmac-failure-taken-whole": ("provider/kmac.c",
+    "kmac-failure-taken-whole": ("provider/families/kmac.c",
         "            if (r != 1 && m->set_ctx_params(t, one) != 1)\n                break;\n",
         ""),
     # ... a key of the wrong length refused without the default's error
-    "kmac-key-no-error": ("provider/kmac.c",
+    "kmac-key-no-error": ("provider/families/kmac.c",
         "            (void)set_other(k, p);\n            return 0;",
         "            return 0;"),
     # ... any single query answered as the output size
-    "kmac-get-any-as-size": ("provider/kmac.c",
+    "kmac-get-any-as-size": ("provider/families/kmac.c",
         "        && is(&params[0], OSSL_MAC_PARAM_SIZE)\n", ""),
     # ... an output length past SP 800-185's bound taken
-    "kmac-size-unbounded": ("provider/kmac.c",
+    "kmac-size-unbounded": ("provider/families/kmac.c",
         "                 && *(const size_t *)p->data <= KMAC_OUT_MAX)",
         "                 )"),
     # ... the last of a name given twice taken, where the default takes
     # the first
-    "kmac-last-of-twice": ("provider/kmac.c",
+    "kmac-last-of-twice": ("provider/families/kmac.c",
         "        else if (size == NULL && is(p, OSSL_MAC_PARAM_SIZE)",
         "        else if (is(p, OSSL_MAC_PARAM_SIZE)"),
     # ... the bytepad of the key's block left out
-    "kmac-key-unpadded": ("provider/kmac.c",
+    "kmac-key-unpadded": ("provider/families/kmac.c",
         "    if (n % w != 0) {\n        memset(p + n, 0, w - n % w);\n        n += w - n % w;\n    }",
         ""),
 }

@@ -229,7 +229,7 @@ kc_clients_build()
 
 # How keycache's counters are read from an unchanged client, at its exit:
 #   KC_COUNTERS=debug (default): the provider's own report, KEYCACHE_DEBUG=
-#     file:PATH (provider/debug.c), one "report (exit): all hits=..." line
+#     file:PATH (provider/diag/debug.c), one "report (exit): all hits=..." line
 #     per process;
 #   KC_COUNTERS=preload: kc_counters.so, preloaded, asks the provider with
 #     OSSL_PROVIDER_get_params() (for a keycache without KEYCACHE_DEBUG).

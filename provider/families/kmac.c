@@ -29,7 +29,7 @@
 #include <openssl/err.h>
 #include <openssl/params.h>
 
-#include "kc_local.h"
+#include "families/families.h"
 
 static const char *const kmac_shape[] = {
     OSSL_MAC_PARAM_SIZE, OSSL_MAC_PARAM_XOF, OSSL_MAC_PARAM_CUSTOM, NULL

@@ -21,7 +21,7 @@
 #include <openssl/err.h>
 #include <openssl/params.h>
 
-#include "kc_early.h"
+#include "early/early.h"
 
 static void write_all(int fd, const char *p, size_t n)
 {

@@ -1,28 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * KEYCACHE_DEBUG: what an operator of an unchanged program can learn.
- *
- *   KEYCACHE_DEBUG=[file:PATH][,level:N][,interval:S]
- *
- * is read when the provider starts.  Lines go to PATH (appended, opened
- * for each write, so log rotation and fork() need no care; see early.c's
- * open_log() for what it must be) or to stderr, each with the time and the process
- * id.  Level 1, the default: the start,
- * load and configuration problems, routing warnings, and the counters per
- * algorithm when the process exits or the provider is unloaded.  Level 2
- * adds where the configuration came from and the checks that passed.
- * interval:S also writes the counters every S seconds, from whichever
- * thread is inside keycache when they are due: keycache starts no thread.
- *
- * When the variable is unset pctx->dbg stays NULL: the hot path pays
- * nothing, and start-up pays a NULL test per message.
+ * KEYCACHE_DEBUG's reports: the start line, the counters per family (the
+ * registry's names) at exit, at unload and every interval, the routing
+ * check, and what a process's work was that keycache could not help.
+ * Lines go through diag/debug.c's log.
  */
-#define _GNU_SOURCE            /* secure_getenv(), dladdr() */
+#define _GNU_SOURCE            /* dladdr() */
 #include <dlfcn.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,22 +17,9 @@
 #include <openssl/evp.h>
 #include <openssl/provider.h>
 
-#include "kc_local.h"
-
-#define KC_DEBUG_MAX_LEVEL 2
-/* a day is plenty for a report interval; more is a typo */
-#define KC_DEBUG_MAX_INTERVAL 86400
-
-struct kc_debug_st {
-    KC_DEBUG *next;              /* live instances, under dbg_lock */
-    KC_PROVCTX *pctx;
-    int level;
-    uint64_t interval;           /* seconds between reports, 0 = none */
-    KC_LOGTO to;                 /* where lines go, their prefix */
-    time_t next_report;          /* whoever advances it writes the report */
-    int linked, reported;
-    KC_COUNTERS base[KC_STAT_SLOTS]; /* counters inherited over fork() */
-};
+#include "core/core.h"
+#include "cache/cache.h"
+#include "families/families.h"
 
 /*
  * Guards the list of live instances against the exit handler, fork() and
@@ -58,64 +31,11 @@ static KC_DEBUG *live;
 static unsigned int serials;
 static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
 
+/* the counter slots' names: "other", then the registry's rows */
+#define KC_REG_SLOT_NAME(id, kind, conf, autorule, name, ...) name,
 static const char *const slot_names[KC_STAT_SLOTS] = {
-    "other", "HMAC", "CMAC", "GMAC", "KMAC-128", "KMAC-256", "AES-128-OCB",
-    "AES-192-OCB", "AES-256-OCB", "AES-128-SIV", "AES-192-SIV", "AES-256-SIV",
-    "AES-128-GCM", "AES-192-GCM", "AES-256-GCM"
+    "other", KC_REGISTRY(KC_REG_SLOT_NAME)
 };
-
-/* ---------------------------------------------------------------------- */
-/* Output                                                                 */
-
-/* Append one line to buf (of size len, filled to *used). */
-static void line_v(const KC_DEBUG *d, char *buf, size_t len, size_t *used,
-                   const char *fmt, va_list ap)
-{
-    int n;
-
-    if (*used + 2 >= len)
-        return;
-    *used += kc_log_prefix(&d->to, buf + *used, len - *used);
-    n = vsnprintf(buf + *used, len - *used - 1, fmt, ap);
-    if (n > 0)
-        *used += (size_t)n < len - *used - 1 ? (size_t)n : len - *used - 2;
-    buf[(*used)++] = '\n';
-}
-
-static void line(const KC_DEBUG *d, char *buf, size_t len, size_t *used,
-                 const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    line_v(d, buf, len, used, fmt, ap);
-    va_end(ap);
-}
-
-void kc_debug_log(KC_PROVCTX *pctx, int level, const char *fmt, ...)
-{
-    KC_DEBUG *d = pctx->dbg;
-    char buf[1024];
-    size_t used = 0;
-    va_list ap;
-
-    if (d == NULL || level > d->level)
-        return;
-    va_start(ap, fmt);
-    line_v(d, buf, sizeof(buf), &used, fmt, ap);
-    va_end(ap);
-    kc_log_emit(&d->to, buf, used);
-}
-
-int kc_debug_level(const KC_PROVCTX *pctx)
-{
-    return pctx->dbg != NULL ? pctx->dbg->level : 0;
-}
-
-uint64_t kc_debug_interval(const KC_PROVCTX *pctx)
-{
-    return pctx->dbg != NULL ? pctx->dbg->interval : 0;
-}
 
 /* ---------------------------------------------------------------------- */
 /* Reports                                                                */
@@ -137,7 +57,7 @@ static void counters_line(const KC_DEBUG *d, char *buf, size_t len,
     char rate[16];
 
     hit_rate(n, rate, sizeof(rate));
-    line(d, buf, len, used, "report (%s): %s hits=%llu misses=%llu "
+    kc_debug_line(d, buf, len, used, "report (%s): %s hits=%llu misses=%llu "
          "passthrough=%llu evictions=%llu hit_rate=%s", when, alg,
          (unsigned long long)n->hits, (unsigned long long)n->misses,
          (unsigned long long)n->passthrough,
@@ -178,7 +98,7 @@ static void little_to_gain(const KC_DEBUG *d, char *buf, size_t len,
                  "thread (admit_after): %llu hits of %llu keyed inits",
                  d->pctx->admit_after, (unsigned long long)all->hits,
                  (unsigned long long)keyed);
-    line(d, buf, len, used, "report (%s): little for keycache to gain "
+    kc_debug_line(d, buf, len, used, "report (%s): little for keycache to gain "
          "here%s; switching it off for this program costs nothing", when,
          why);
 }
@@ -270,31 +190,25 @@ static void check_routing(KC_DEBUG *d)
     kc_props_get(pctx, props, sizeof(props));
     fips = EVP_default_properties_is_fips_enabled(pctx->app_libctx);
     ERR_set_mark();
-    if (pctx->hmac_on) {
-        mac = EVP_MAC_fetch(pctx->app_libctx, "HMAC", NULL);
-        prov = mac != NULL ? EVP_MAC_get0_provider(mac) : NULL;
-        check_route(d, "HMAC",
-                    prov != NULL ? OSSL_PROVIDER_get0_name(prov) : "nothing",
-                    props, fips);
-        EVP_MAC_free(mac);
-    }
-    if (pctx->cfam[KC_CFAM_GCM256].on) {
-        cipher = EVP_CIPHER_fetch(pctx->app_libctx, "AES-256-GCM", NULL);
-        prov = cipher != NULL ? EVP_CIPHER_get0_provider(cipher) : NULL;
-        check_route(d, "AES-256-GCM",
-                    prov != NULL ? OSSL_PROVIDER_get0_name(prov) : "nothing",
-                    props, fips);
-        EVP_CIPHER_free(cipher);
-    }
-    for (i = 0; i < KC_FAM_COUNT; i++) {
-        if (!pctx->fam[i].on)
+    for (i = 0; i < KC_REGISTRY_ROWS; i++) {
+        const char *name = kc_registry[i].name;
+
+        if (!*kc_registry_on(pctx, i))
             continue;
-        mac = EVP_MAC_fetch(pctx->app_libctx, pctx->fam[i].d->name, NULL);
-        prov = mac != NULL ? EVP_MAC_get0_provider(mac) : NULL;
-        check_route(d, pctx->fam[i].d->name,
+        if (kc_registry[i].kind == KC_KIND_CIPHER) {
+            cipher = EVP_CIPHER_fetch(pctx->app_libctx, name, NULL);
+            prov = cipher != NULL ? EVP_CIPHER_get0_provider(cipher) : NULL;
+        } else {
+            mac = EVP_MAC_fetch(pctx->app_libctx, name, NULL);
+            prov = mac != NULL ? EVP_MAC_get0_provider(mac) : NULL;
+        }
+        check_route(d, name,
                     prov != NULL ? OSSL_PROVIDER_get0_name(prov) : "nothing",
                     props, fips);
-        EVP_MAC_free(mac);
+        if (kc_registry[i].kind == KC_KIND_CIPHER)
+            EVP_CIPHER_free(cipher);
+        else
+            EVP_MAC_free(mac);
     }
     ERR_pop_to_mark();
 }
@@ -361,108 +275,6 @@ static void hooks_register(void)
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-void kc_debug_tick(KC_PROVCTX *pctx, time_t now)
-{
-    KC_DEBUG *d = pctx->dbg;
-    time_t due;
-    char when[32];
-
-    if (d == NULL || d->interval == 0)
-        return;
-    due = __atomic_load_n(&d->next_report, __ATOMIC_RELAXED);
-    if (now < due
-        || !__atomic_compare_exchange_n(&d->next_report, &due,
-                                        now + (time_t)d->interval, 0,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        return;
-    snprintf(when, sizeof(when), "every %llus",
-             (unsigned long long)d->interval);
-    report(d, when);
-}
-
-/* ---------------------------------------------------------------------- */
-/* Life cycle                                                             */
-
-/* A whole number in [0, max], or -1. */
-static long number(const char *s, size_t len, long max)
-{
-    long n = 0;
-    size_t i;
-
-    if (len == 0 || len > 9)
-        return -1;
-    for (i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        n = n * 10 + (s[i] - '0');
-    }
-    return n <= max ? n : -1;
-}
-
-/* Parse the variable; a word it does not know is reported, not fatal. */
-static void parse(KC_DEBUG *d, const char *s)
-{
-    char bad[128] = "";
-    const char *val;
-    size_t len, klen;
-    long n;
-
-    while (*s != '\0') {
-        len = strcspn(s, ",");
-        val = memchr(s, ':', len);
-        klen = val != NULL ? (size_t)(val - s) : len;
-        if (val != NULL)
-            val++;
-        if (val != NULL && klen == 4 && strncmp(s, "file", 4) == 0
-            && s + len > val) {
-            OPENSSL_free(d->to.path);
-            d->to.path = OPENSSL_strndup(val, (size_t)(s + len - val));
-        } else if (val != NULL && klen == 5 && strncmp(s, "level", 5) == 0
-                   && (n = number(val, (size_t)(s + len - val),
-                                  KC_DEBUG_MAX_LEVEL)) >= 0) {
-            d->level = (int)n;
-        } else if (val != NULL && klen == 8
-                   && strncmp(s, "interval", 8) == 0
-                   && (n = number(val, (size_t)(s + len - val),
-                                  KC_DEBUG_MAX_INTERVAL)) >= 0) {
-            d->interval = (uint64_t)n;
-        } else if (val == NULL && (n = number(s, len,
-                                              KC_DEBUG_MAX_LEVEL)) >= 0) {
-            d->level = (int)n;      /* KEYCACHE_DEBUG=2 */
-        } else if (len > 0 && bad[0] == '\0') {
-            snprintf(bad, sizeof(bad), "%.*s", (int)len, s);
-        }
-        s += len;
-        if (*s == ',')
-            s++;
-    }
-    if (bad[0] != '\0' && d->level > 0)
-        kc_debug_log(d->pctx, 1, "warning: " KC_DEBUG_ENV ": ignoring "
-                     "\"%s\": want file:PATH, level:0-%d, interval:SECONDS "
-                     "(0-%d), separated by commas", bad, KC_DEBUG_MAX_LEVEL,
-                     KC_DEBUG_MAX_INTERVAL);
-}
-
-void kc_debug_init(KC_PROVCTX *pctx)
-{
-    /* not for set-uid programs: the variable could name any file */
-    const char *env = secure_getenv(KC_DEBUG_ENV);
-    KC_DEBUG *d;
-
-    if (env == NULL || *env == '\0'
-        || (d = OPENSSL_zalloc(sizeof(*d))) == NULL)
-        return;
-    d->pctx = pctx;
-    d->level = 1;
-    d->to.pid = (long)getpid();
-    pctx->dbg = d;
-    parse(d, env);
-    if (d->level == 0) {
-        pctx->dbg = NULL;
-        OPENSSL_free(d->to.path);
-        OPENSSL_free(d);
-    }
-}
 
 /* this module's file name: which build the loader started */
 static const char *module_file(void)
@@ -476,13 +288,31 @@ static const char *module_file(void)
     return base != NULL ? base + 1 : di.dli_fname;
 }
 
-void kc_debug_start(KC_PROVCTX *pctx)
+/* "hmac=on cmac=on ...": each configuration key of the registry's rows */
+static void families(KC_PROVCTX *pctx, char *buf, size_t len)
+{
+    size_t used = 0;
+    int i, j, seen;
+
+    buf[0] = '\0';
+    for (i = 0; i < KC_REGISTRY_ROWS && used < len; i++) {
+        for (seen = 0, j = 0; j < i; j++)
+            seen |= strcmp(kc_registry[j].conf, kc_registry[i].conf) == 0;
+        if (!seen)
+            used += (size_t)snprintf(buf + used, len - used, "%s%s=%s",
+                                     used > 0 ? " " : "", kc_registry[i].conf,
+                                     *kc_registry_on(pctx, i) ? "on" : "off");
+    }
+}
+
+void kc_report_start(KC_PROVCTX *pctx)
 {
     KC_DEBUG *d = pctx->dbg;
-    char when[64] = "at exit";
+    char when[64] = "at exit", fams[256];
 
     if (d == NULL)
         return;
+    d->report = report;
     pthread_once(&hooks_once, hooks_register);
     pthread_mutex_lock(&dbg_lock);
     d->to.serial = ++serials;
@@ -494,18 +324,17 @@ void kc_debug_start(KC_PROVCTX *pctx)
     if (d->interval != 0)
         snprintf(when, sizeof(when), "every %llus and at exit",
                  (unsigned long long)d->interval);
+    families(pctx, fams, sizeof(fams));
     kc_debug_log(pctx, 1, "start: %s %s (%s) with %s, cache_size=%llu "
-                 "hmac=%s aes_gcm=%s idle_ttl=%llu admit_after=%u; reports %s",
+                 "%s idle_ttl=%llu admit_after=%u; reports %s",
                  pctx->name, KC_VERSION_STR, module_file(),
                  OpenSSL_version(OPENSSL_VERSION),
-                 (unsigned long long)pctx->cache_size,
-                 pctx->hmac_on ? "on" : "off",
-                 pctx->cfam[KC_CFAM_GCM256].on ? "on" : "off",
+                 (unsigned long long)pctx->cache_size, fams,
                  (unsigned long long)pctx->idle_ttl, pctx->admit_after,
                  when);
 }
 
-void kc_debug_stop(KC_PROVCTX *pctx)
+void kc_report_stop(KC_PROVCTX *pctx)
 {
     KC_DEBUG *d = pctx->dbg, **pp;
 

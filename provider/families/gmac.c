@@ -30,7 +30,7 @@
 #include <openssl/core_names.h>
 #include <openssl/params.h>
 
-#include "kc_local.h"
+#include "families/families.h"
 
 static const char *const gmac_shape[] = {
     OSSL_MAC_PARAM_CIPHER, OSSL_MAC_PARAM_PROPERTIES, NULL
@@ -273,7 +273,7 @@ static void *gmac_direct_new(KC_PROVCTX *pctx, const unsigned char *shape,
      * An ENGINE registered for the cipher runs the default's GMAC through
      * EVP's legacy path (its errors differ): the default's own, uncached.
      */
-    if (aes_gcm[i] == NULL || kc_compat_cipher_engine(EVP_CIPHER_get_nid(ciph))
+    if (aes_gcm[i] == NULL || kc_quirk_cipher_engine(EVP_CIPHER_get_nid(ciph))
         || (g = OPENSSL_zalloc(sizeof(*g))) == NULL) {
         EVP_CIPHER_free(ciph);
         return NULL;

@@ -27,7 +27,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "kc_local.h"
+#include "cache/cache.h"
 
 typedef struct {
     const KC_ALG *alg;        /* NULL: free slot */

@@ -15,50 +15,7 @@
 #include <openssl/proverr.h>
 #include <openssl/provider.h>
 
-#include "kc_local.h"
-
-/*
- * The core registers a provider's own reason strings only once its init
- * has succeeded (provider_init() in crypto/provider_core.c), and every
- * error keycache raises makes its init fail.  Its own reasons would thus
- * print as "reason(2)", so it raises libcrypto's registered ones (a reason
- * with a library number is taken as such by core_vset_error) and says in
- * the text what is wrong.
- */
-static uint32_t registered_reason(int reason)
-{
-    if (reason == KC_R_BAD_CONFIG)
-        return ERR_PACK(ERR_LIB_PROV, 0, PROV_R_INVALID_CONFIG_DATA);
-    return ERR_PACK(ERR_LIB_PROV, 0, ERR_R_INIT_FAIL);
-}
-
-static void set_error(KC_PROVCTX *pctx, uint32_t reason, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    pctx->core_vset_error(pctx->handle, reason, fmt, ap);
-    va_end(ap);
-}
-
-void kc_raise_at(KC_PROVCTX *pctx, int reason, const char *file, int line,
-                 const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    kc_debug_log(pctx, 1, "error: %s", msg);
-    if (pctx->core_new_error == NULL || pctx->core_vset_error == NULL)
-        return;
-    pctx->core_new_error(pctx->handle);
-    /* file is a base name: no build paths in messages */
-    if (pctx->core_set_error_debug != NULL)
-        pctx->core_set_error_debug(pctx->handle, file, line, "keycache");
-    set_error(pctx, registered_reason(reason), "keycache: %s", msg);
-}
+#include "core/core.h"
 
 /*
  * Booleans: on/off, yes/no, true/false and 1/0 in any case, the spellings
@@ -78,42 +35,6 @@ static int parse_bool(const char *v, int *out)
     else
         return 0;
     return 1;
-}
-
-/*
- * aes_gcm = auto (the default): on where the cache was measured to pay.
- * Copying the cached template (the inner default's dupctx) beats keying a
- * fresh GCM context on OpenSSL 3.0 (0.82x per one-shot encryption); on 3.5
- * and 3.6 a hit saves 5% and a miss costs 9%, on 4.0 a hit saves 9% and a
- * miss costs 3-13%; 3.1-3.4 were not measured and are left alone too.  The version asked is that of the libcrypto keycache
- * runs its inner default provider from, which is the one that matters.
- */
-#define KC_GCM_AUTO_BELOW 0x30100000UL
-
-static int gcm_auto(void)
-{
-    return OpenSSL_version_num() < KC_GCM_AUTO_BELOW;
-}
-
-/*
- * cmac, gmac, kmac, aes_ocb, aes_siv = auto (the default): on where
- * caching was measured to pay, which is every version measured - 3.0, 3.5,
- * 3.6 and 4.0 (and 3.1-3.4 lie between): a hit saves the cipher or digest
- * fetch and the key set-up a fresh context pays, and a miss costs at most
- * 4% (docs/measurements.md).
- */
-static int fam_auto(void)
-{
-    return 1;
-}
-
-static int parse_onoffauto(const char *v, int (*autofn)(void), int *out)
-{
-    if (strcasecmp(v, "auto") == 0) {
-        *out = autofn();
-        return 1;
-    }
-    return parse_bool(v, out);
 }
 
 /* A plain decimal number: no sign, no spaces, no suffix. */
@@ -369,57 +290,40 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
  */
 static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
 {
-    static const struct {
-        const char *key;
-        int fam[2];             /* the families the key switches, -1 none */
-    } fams[] = {
-        { KEYCACHE_CONF_CMAC, { KC_FAM_CMAC, -1 } },
-        { KEYCACHE_CONF_GMAC, { KC_FAM_GMAC, -1 } },
-        { KEYCACHE_CONF_KMAC, { KC_FAM_KMAC128, KC_FAM_KMAC256 } },
-    };
-    static const struct {
-        const char *key;
-        int first;              /* the cipher families it switches, 3 */
-        int (*autofn)(void);
-    } cfams[] = {
-        { KEYCACHE_CONF_AES_GCM, KC_CFAM_GCM128, gcm_auto },
-        { KEYCACHE_CONF_AES_OCB, KC_CFAM_OCB128, fam_auto },
-        { KEYCACHE_CONF_AES_SIV, KC_CFAM_SIV128, fam_auto },
-    };
-#define KC_NCFAMKEYS (sizeof(cfams) / sizeof(cfams[0]))
-#define KC_NFAMKEYS (sizeof(fams) / sizeof(fams[0]))
-    char *size = NULL, *hmac = NULL, *ttl = NULL, *admit = NULL;
-    char *fam[KC_NFAMKEYS] = { NULL }, *cfam[KC_NCFAMKEYS] = { NULL };
+    /* the registry's configuration keys, each once: the row that has it first */
+    int keyrow[KC_REGISTRY_ROWS];
+    char *val[KC_REGISTRY_ROWS] = { NULL };
+    char *size = NULL, *ttl = NULL, *admit = NULL;
     char *name = NULL, *prefer = NULL;
-    OSSL_PARAM p[7 + KC_NFAMKEYS + KC_NCFAMKEYS];
+    OSSL_PARAM p[5 + KC_REGISTRY_ROWS + 1];
     uint64_t n;
-    size_t i;
-    int ok = 1, on, j;
+    size_t i, nkeys = 0;
+    int ok = 1, on, j, r;
 
     pctx->cache_size = KEYCACHE_DEFAULT_CACHE_SIZE;
-    pctx->hmac_on = 1;
     pctx->idle_ttl = 0;
     pctx->admit_after = KEYCACHE_DEFAULT_ADMIT_AFTER;
-    for (j = 0; j < KC_FAM_COUNT; j++)
-        pctx->fam[j].on = fam_auto();
-    for (i = 0; i < KC_NCFAMKEYS; i++)
-        for (j = 0; j < 3; j++)
-            pctx->cfam[cfams[i].first + j].on = cfams[i].autofn();
+    for (r = 0; r < KC_REGISTRY_ROWS; r++) {
+        *kc_registry_on(pctx, r) = kc_registry_auto(r);
+        for (i = 0; i < nkeys; i++)
+            if (strcmp(kc_registry[keyrow[i]].conf, kc_registry[r].conf) == 0)
+                break;
+        if (i == nkeys)
+            keyrow[nkeys++] = r;
+    }
     pctx->name = KEYCACHE_PROVIDER_NAME;
     if (get == NULL)
         return 1;
     p[0] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_CACHE_SIZE, &size, 0);
-    p[1] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_HMAC, &hmac, 0);
-    p[2] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_IDLE_TTL, &ttl, 0);
-    p[3] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_ADMIT_AFTER, &admit, 0);
-    p[4] = OSSL_PARAM_construct_utf8_ptr(OSSL_PROV_PARAM_CORE_PROV_NAME,
+    p[1] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_IDLE_TTL, &ttl, 0);
+    p[2] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_ADMIT_AFTER, &admit, 0);
+    p[3] = OSSL_PARAM_construct_utf8_ptr(OSSL_PROV_PARAM_CORE_PROV_NAME,
                                          &name, 0);
-    p[5] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_PREFER, &prefer, 0);
-    for (i = 0; i < KC_NFAMKEYS; i++)
-        p[6 + i] = OSSL_PARAM_construct_utf8_ptr(fams[i].key, &fam[i], 0);
-    for (j = 0; j < (int)KC_NCFAMKEYS; j++)
-        p[6 + i++] = OSSL_PARAM_construct_utf8_ptr(cfams[j].key, &cfam[j], 0);
-    p[6 + i] = OSSL_PARAM_construct_end();
+    p[4] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_PREFER, &prefer, 0);
+    for (i = 0; i < nkeys; i++)
+        p[5 + i] = OSSL_PARAM_construct_utf8_ptr(kc_registry[keyrow[i]].conf,
+                                                 &val[i], 0);
+    p[5 + i] = OSSL_PARAM_construct_end();
     if (!get(pctx->handle, p))
         return 1;
     if (name != NULL)
@@ -435,34 +339,25 @@ static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
             ok = 0;
         }
     }
-    if (hmac != NULL && !parse_bool(hmac, &pctx->hmac_on)) {
-        kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want " KC_BOOL_WORDS,
-                 KEYCACHE_CONF_HMAC, hmac);
-        ok = 0;
-    }
-    for (i = 0; i < KC_NFAMKEYS; i++) {
-        if (fam[i] == NULL)
+    /* a family's key: auto (its rows' own rule), or on or off for them all */
+    for (i = 0; i < nkeys; i++) {
+        const KC_FAMILY_ROW *k = &kc_registry[keyrow[i]];
+        int is_auto = 0;
+
+        if (val[i] == NULL)
             continue;
-        if (!parse_onoffauto(fam[i], fam_auto, &on)) {
-            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want auto, "
-                     KC_BOOL_WORDS, fams[i].key, fam[i]);
+        if (k->kind != KC_KIND_HMAC && strcasecmp(val[i], "auto") == 0) {
+            is_auto = 1;
+        } else if (!parse_bool(val[i], &on)) {
+            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want %s"
+                     KC_BOOL_WORDS, k->conf, val[i],
+                     k->kind != KC_KIND_HMAC ? "auto, " : "");
             ok = 0;
             continue;
         }
-        for (j = 0; j < 2 && fams[i].fam[j] >= 0; j++)
-            pctx->fam[fams[i].fam[j]].on = on;
-    }
-    for (i = 0; i < KC_NCFAMKEYS; i++) {
-        if (cfam[i] == NULL)
-            continue;
-        if (!parse_onoffauto(cfam[i], cfams[i].autofn, &on)) {
-            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want auto, "
-                     KC_BOOL_WORDS, cfams[i].key, cfam[i]);
-            ok = 0;
-            continue;
-        }
-        for (j = 0; j < 3; j++)
-            pctx->cfam[cfams[i].first + j].on = on;
+        for (j = keyrow[i]; j < KC_REGISTRY_ROWS; j++)
+            if (strcmp(kc_registry[j].conf, k->conf) == 0)
+                *kc_registry_on(pctx, j) = is_auto ? kc_registry_auto(j) : on;
     }
     if (ttl != NULL) {
         if (parse_uint(ttl, UINT32_MAX, &n)) {
@@ -599,8 +494,8 @@ static void kc_teardown(void *provctx)
     /* cached contexts belong to the inner provider: free them first */
     kc_cache_stop(pctx);
     /* the final report, with every cache's counters retired */
-    kc_debug_stop(pctx);
-    kc_inner_stop(pctx);
+    kc_report_stop(pctx);
+    kc_bind_stop(pctx);
     kc_props_stop(pctx);
     OPENSSL_clear_free(pctx, sizeof(*pctx));
 }
@@ -631,14 +526,14 @@ static int host_matches(const OSSL_CORE_HANDLE *handle,
     void *core_fn = NULL;
 
     /* a core that cannot say is taken at its word: it loaded a 3.x ABI */
-    if (version != NULL && !kc_compat_same_major(version)) {
+    if (version != NULL && !kc_quirk_same_major(version)) {
         kc_early_log(1, "not started: built for OpenSSL %s, loaded by "
                      "OpenSSL %s; the program runs without keycache (install "
                      "the keycache built for OpenSSL %d)",
-                     kc_compat_version, version, kc_early_major(version));
+                     kc_quirk_version, version, kc_early_major(version));
         kc_early_raise(handle, in, KC_FILE_NAME, __LINE__,
                        "built for OpenSSL %s, loaded by OpenSSL %s",
-                       kc_compat_version, version);
+                       kc_quirk_version, version);
         return 0;
     }
     /*
@@ -723,7 +618,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         goto err;
     }
     if (!kc_cache_start(pctx)
-        || !kc_inner_start(pctx))
+        || !kc_bind_start(pctx))
         goto err;
     pctx->hmac_alg.stat = KC_STAT_HMAC;
     pctx->timed = pctx->idle_ttl != 0 || kc_debug_interval(pctx) != 0;
@@ -738,7 +633,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     if (pctx->prefer && !kc_props_prefer(pctx))
         goto err;
     pctx->started = 1;
-    kc_debug_start(pctx);
+    kc_report_start(pctx);
     *out = kc_dispatch;
     *provctx = pctx;
     return 1;

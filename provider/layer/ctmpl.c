@@ -33,7 +33,7 @@
 #include <openssl/err.h>
 #include <openssl/params.h>
 
-#include "kc_local.h"
+#include "layer/layer.h"
 
 /* the most parameters one recorded call may have */
 #define KC_CCALL_MAX 8
@@ -1161,8 +1161,6 @@ int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg)
      * would make a DRBG in the private library context before rand.c
      * gives it the application's.
      */
-    f->draws_iv = kc_compat_gcm_draws_iv
-                  && (f->d == &kc_gcm_desc[0] || f->d == &kc_gcm_desc[1]
-                      || f->d == &kc_gcm_desc[2]);
+    f->draws_iv = kc_quirk_gcm_draws_iv && f->d->may_draw_iv;
     return keylen != 0;
 }

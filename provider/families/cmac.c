@@ -20,7 +20,7 @@
  */
 #include <openssl/core_names.h>
 
-#include "kc_local.h"
+#include "families/families.h"
 
 static const char *const cmac_shape[] = {
     OSSL_MAC_PARAM_CIPHER, OSSL_MAC_PARAM_PROPERTIES, NULL

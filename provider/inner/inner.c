@@ -14,25 +14,16 @@
 #include <openssl/err.h>
 #include <openssl/provider.h>
 
-#include "kc_local.h"
+#include "inner/inner.h"
 
-
-/* Does the colon separated name list |names| start with |first|? */
-int kc_names_start_with(const char *names, const char *first)
-{
-    size_t n = strlen(first);
-
-    return strncmp(names, first, n) == 0
-           && (names[n] == '\0' || names[n] == ':');
-}
 
 /*
  * The algorithm that has name anywhere in its colon separated list (4.0
  * lists KECCAK-KMAC-128 after CSHAKE-KECCAK-128), compared as OpenSSL
  * compares names.
  */
-static const OSSL_ALGORITHM *find_alg(const OSSL_ALGORITHM *algs,
-                                      const char *name)
+const OSSL_ALGORITHM *kc_inner_find(const OSSL_ALGORITHM *algs,
+                                    const char *name)
 {
     const char *s;
     size_t n = strlen(name);
@@ -200,9 +191,6 @@ static void add_digest(EVP_MD *md, void *arg)
     d->block_size = EVP_MD_get_block_size(md);
 }
 
-static int bind_claim(long *state);
-static void bind_done(long *state);
-
 /* (a binding taken over after fork() starts from whatever was added) */
 static void free_digests(KC_PROVCTX *pctx)
 {
@@ -223,14 +211,14 @@ static void free_digests(KC_PROVCTX *pctx)
 static int digests_ready(KC_PROVCTX *pctx)
 {
     if (__atomic_load_n(&pctx->digests_state, __ATOMIC_ACQUIRE)
-        == KC_DIRECT_BOUND)
+        == KC_ONCE_DONE)
         return 1;
-    if (!bind_claim(&pctx->digests_state))
+    if (!kc_once_claim(&pctx->digests_state))
         return __atomic_load_n(&pctx->digests_state, __ATOMIC_ACQUIRE)
-               == KC_DIRECT_BOUND;
+               == KC_ONCE_DONE;
     free_digests(pctx);
     EVP_MD_do_all_provided(pctx->libctx, add_digest, pctx);
-    bind_done(&pctx->digests_state);
+    kc_once_done(&pctx->digests_state);
     return 1;
 }
 
@@ -328,7 +316,7 @@ EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
     c = EVP_CIPHER_fetch(pctx->app_libctx != NULL ? pctx->app_libctx
                          : pctx->libctx, name, props);
     kc_err_top(&after);
-    if (c != NULL && kc_compat_load_keeps_errors
+    if (c != NULL && kc_quirk_load_keeps_errors
         && !kc_err_same(&before, &after)) {
         EVP_CIPHER_free(c);
         if (keep)
@@ -359,6 +347,18 @@ static int cipher_complete(const KC_CIPHER_FNS *f)
            && f->get_ctx_params != NULL && f->set_ctx_params != NULL;
 }
 
+int kc_inner_load_mac(KC_MAC_FNS *f, const OSSL_DISPATCH *d)
+{
+    load_mac_fns(f, d);
+    return mac_complete(f);
+}
+
+int kc_inner_load_cipher(KC_CIPHER_FNS *f, const OSSL_DISPATCH *d)
+{
+    load_cipher_fns(f, d);
+    return cipher_complete(f);
+}
+
 /* A size a digest's get_params reports ("blocksize", "size"), or 0. */
 static size_t digest_size(const KC_DIGEST_FNS *d, const char *name)
 {
@@ -374,155 +374,52 @@ static size_t digest_size(const KC_DIGEST_FNS *d, const char *name)
 }
 
 /*
- * A family with its own keyed context (GMAC, KMAC) runs on the default's
- * ciphers or digest it names; without all of them, or if what it learns
- * at start fails, it runs through the default's MAC, as any other family.
- */
-/*
  * The default's ciphers named in n (none if NULL) into fns[0, max): 0 if
  * there are more, or one is missing or incomplete.
  */
-static int bind_ciphers(const OSSL_ALGORITHM *ciphers, const char *const *n,
-                        KC_CIPHER_FNS *fns, size_t max)
+int kc_inner_bind_ciphers(const OSSL_ALGORITHM *ciphers,
+                          const char *const *n, KC_CIPHER_FNS *fns,
+                          size_t max)
 {
     const OSSL_ALGORITHM *a;
     size_t i;
 
     for (i = 0; n != NULL && n[i] != NULL; i++) {
-        if (i == max || (a = find_alg(ciphers, n[i])) == NULL)
+        if (i == max || (a = kc_inner_find(ciphers, n[i])) == NULL)
             return 0;
         memset(&fns[i], 0, sizeof(fns[i]));
-        load_cipher_fns(&fns[i], a->implementation);
-        if (!cipher_complete(&fns[i]))
+        if (!kc_inner_load_cipher(&fns[i], a->implementation))
             return 0;
     }
     return 1;
 }
 
-static void bind_direct(KC_PROVCTX *pctx, KC_TFAM *f,
-                        const OSSL_ALGORITHM *ciphers,
-                        const OSSL_ALGORITHM *digests)
+/* The default's digest name into g, with its block and output sizes. */
+int kc_inner_bind_digest(const OSSL_ALGORITHM *digests, const char *name,
+                         KC_DIGEST_FNS *g, size_t *block, size_t *size)
 {
-    const char *const *n = f->d->direct_ciphers;
-    const KC_DIGEST_FNS *g = &f->dig;
     const OSSL_ALGORITHM *a;
 
-    f->direct_on = 0;
-    if (f->d->direct == NULL || (n == NULL && f->d->direct_digest == NULL)
-        || !bind_ciphers(ciphers, n, f->ciph, KC_TFAM_CIPHERS))
-        return;
-    if (f->d->direct_digest != NULL) {
-        if ((a = find_alg(digests, f->d->direct_digest)) == NULL)
-            return;
-        memset(&f->dig, 0, sizeof(f->dig));
-        load_digest_fns(&f->dig, a->implementation);
-        if (g->newctx == NULL || g->dupctx == NULL || g->freectx == NULL
-            || g->init == NULL || g->update == NULL || g->final == NULL
-            || g->set_ctx_params == NULL
-            || (f->dig_block = digest_size(g, OSSL_DIGEST_PARAM_BLOCK_SIZE))
-               == 0
-            || (f->dig_size = digest_size(g, OSSL_DIGEST_PARAM_SIZE)) == 0)
-            return;
-    }
-    f->direct_on = f->d->direct_bind == NULL || f->d->direct_bind(pctx, f);
+    if ((a = kc_inner_find(digests, name)) == NULL)
+        return 0;
+    memset(g, 0, sizeof(*g));
+    load_digest_fns(g, a->implementation);
+    return g->newctx != NULL && g->dupctx != NULL && g->freectx != NULL
+           && g->init != NULL && g->update != NULL && g->final != NULL
+           && g->set_ctx_params != NULL
+           && (*block = digest_size(g, OSSL_DIGEST_PARAM_BLOCK_SIZE)) != 0
+           && (*size = digest_size(g, OSSL_DIGEST_PARAM_SIZE)) != 0;
 }
 
-/*
- * A cipher family's own keyed contexts (AES-SIV's), on the default's
- * ciphers it names, once kc_ctmpl_bind() has checked the default's own
- * (which direct_bind() asks first); the default's stay if any is missing
- * or incomplete, or if direct_bind() refuses what it finds.
- */
-static void bind_cdirect(KC_PROVCTX *pctx, KC_CFAM *f,
-                         const OSSL_ALGORITHM *ciphers)
-{
-    if (f->d->direct != NULL && f->d->direct_ciphers != NULL
-        && bind_ciphers(ciphers, f->d->direct_ciphers, f->sub, KC_CFAM_SUBS)
-        && f->d->direct_bind(pctx, f))
-        kc_ctmpl_keyed_fns(f, f->d->direct);
-}
-
-/*
- * The gate of kc_tfam_ready(), kc_cfam_ready() and the digest table:
- * *state is 0 (not bound), KC_DIRECT_BOUND, or who binds it, (pid << 24 |
- * tid) << 2 | 1.  One thread wins the binding (1: it binds, then calls
- * bind_done()); the others of the process wait for it, yielding, then
- * sleeping (a binder of lower real-time priority must get the CPU): it
- * runs once per family and instance, at its first use, and takes no lock
- * of keycache's.  A binding left by a thread that did not come with fork()
- * into this child is taken over (from scratch: the binders start over);
- * like any OpenSSL call in such a child, that can wait on a lock the lost
- * thread held.  One asked for again from inside its own binding answers 0.
- */
-static int bind_claim(long *state)
-{
-    long s, pid = (long)getpid(), mine = (pid << 24 | (long)gettid()) << 2 | 1;
-    const struct timespec nap = { 0, 100000 };
-    unsigned int waits = 0;
-
-    for (;;) {
-        s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
-        if (s == KC_DIRECT_BOUND)
-            return 0;
-        if (s == mine)
-            return 0;
-        if ((s & 1) != 0 && s >> 26 == pid) {
-            if (++waits < 64)
-                sched_yield();
-            else
-                nanosleep(&nap, NULL);
-            continue;
-        }
-        if (__atomic_compare_exchange_n(state, &s, mine, 0, __ATOMIC_ACQUIRE,
-                                        __ATOMIC_ACQUIRE))
-            return 1;
-    }
-}
-
-static void bind_done(long *state)
-{
-    __atomic_store_n(state, KC_DIRECT_BOUND, __ATOMIC_RELEASE);
-}
-
-static const OSSL_ALGORITHM *query(KC_PROVCTX *pctx, int op)
+const OSSL_ALGORITHM *kc_inner_query(KC_PROVCTX *pctx, int op)
 {
     int no_cache = 0;
 
     return OSSL_PROVIDER_query_operation(pctx->deflt, op, &no_cache);
 }
 
-int kc_inner_bind_tfam(KC_PROVCTX *pctx, const KC_TFAM *cf)
-{
-    /* the family's lazily completed part: this thread alone writes it */
-    KC_TFAM *f = (KC_TFAM *)cf;
-
-    if (!bind_claim(&f->direct_state))
-        return __atomic_load_n(&f->direct_state, __ATOMIC_ACQUIRE)
-               == KC_DIRECT_BOUND;
-    bind_direct(pctx, f, query(pctx, OSSL_OP_CIPHER),
-                query(pctx, OSSL_OP_DIGEST));
-    kc_tmpl_first_use(pctx, f);
-    bind_done(&f->direct_state);
-    return 1;
-}
-
-int kc_inner_bind_cfam(KC_PROVCTX *pctx, const KC_CFAM *cf)
-{
-    KC_CFAM *f = (KC_CFAM *)cf;
-
-    if (!bind_claim(&f->direct_state))
-        return __atomic_load_n(&f->direct_state, __ATOMIC_ACQUIRE)
-               == KC_DIRECT_BOUND;
-    bind_cdirect(pctx, f, query(pctx, OSSL_OP_CIPHER));
-    bind_done(&f->direct_state);
-    return 1;
-}
-
 int kc_inner_start(KC_PROVCTX *pctx)
 {
-    const OSSL_ALGORITHM *macs, *ciphers, *a;
-    int no_cache = 0, i, nmac = 0, ncipher = 0;
-
     if ((pctx->libctx = OSSL_LIB_CTX_new()) == NULL
         || !kc_rand_start(pctx)) {
         kc_raise(pctx, KC_R_INIT_FAILED, "cannot set up the inner context");
@@ -533,109 +430,11 @@ int kc_inner_start(KC_PROVCTX *pctx)
         return 0;
     }
     pctx->inner_provctx = OSSL_PROVIDER_get0_provider_ctx(pctx->deflt);
-
-    macs = OSSL_PROVIDER_query_operation(pctx->deflt, OSSL_OP_MAC, &no_cache);
-    ciphers = OSSL_PROVIDER_query_operation(pctx->deflt, OSSL_OP_CIPHER,
-                                            &no_cache);
-    a = find_alg(macs, "HMAC");
-    if (a == NULL) {
-        kc_raise(pctx, KC_R_INNER_MISSING, "default provider has no HMAC");
-        return 0;
-    }
-    load_mac_fns(&pctx->hmac, a->implementation);
-    if (!mac_complete(&pctx->hmac)) {
-        kc_raise(pctx, KC_R_INNER_MISSING, "default HMAC lacks functions");
-        return 0;
-    }
-    pctx->hmac_names = a->algorithm_names;
-    pctx->hmac_alg.names = a->algorithm_names;
-    pctx->hmac_alg.freectx = pctx->hmac.freectx;
-    pctx->hmac_alg.spare_max = KC_SPARE_MAX;
-    if (pctx->hmac_on) {
-        pctx->mac_algs[nmac].algorithm_names = a->algorithm_names;
-        pctx->mac_algs[nmac].property_definition =
-            "provider=" KEYCACHE_PROVIDER_NAME;
-        pctx->mac_algs[nmac].implementation = kc_hmac_functions;
-        pctx->mac_algs[nmac].algorithm_description =
-            "HMAC with a per-thread key cache";
-        nmac++;
-    }
-
-    /* the template families that are switched on */
-    for (i = 0; i < KC_FAM_COUNT; i++) {
-        static const KC_TDESC *const descs[KC_FAM_COUNT] = {
-            &kc_cmac_desc, &kc_gmac_desc, &kc_kmac128_desc, &kc_kmac256_desc
-        };
-        KC_TFAM *f = &pctx->fam[i];
-
-        f->d = descs[i];
-        if (!f->on)
-            continue;
-        a = find_alg(macs, f->d->name);
-        if (a == NULL) {
-            kc_raise(pctx, KC_R_INNER_MISSING, "default provider has no %s",
-                     f->d->name);
-            return 0;
-        }
-        load_mac_fns(&f->mac, a->implementation);
-        f->direct_on = 0;
-        f->direct_state = 0;
-        if (!kc_tmpl_bind(pctx, f, a)) {
-            kc_raise(pctx, KC_R_INNER_MISSING, "default %s lacks functions",
-                     f->d->name);
-            return 0;
-        }
-        pctx->mac_algs[nmac].algorithm_names = a->algorithm_names;
-        pctx->mac_algs[nmac].property_definition =
-            "provider=" KEYCACHE_PROVIDER_NAME;
-        pctx->mac_algs[nmac].implementation = f->d->functions;
-        pctx->mac_algs[nmac].algorithm_description = f->d->description;
-        nmac++;
-    }
-
-    /* the cipher template families that are switched on */
-    for (i = 0; i < KC_CFAM_COUNT; i++) {
-        KC_CFAM *f = &pctx->cfam[i];
-
-        f->d = i < KC_CFAM_SIV128 ? &kc_ocb_desc[i]
-               : i < KC_CFAM_GCM128 ? &kc_siv_desc[i - KC_CFAM_SIV128]
-               : &kc_gcm_desc[i - KC_CFAM_GCM128];
-        if (!f->on)
-            continue;
-        a = find_alg(ciphers, f->d->name);
-        if (a == NULL) {
-            kc_raise(pctx, KC_R_INNER_MISSING, "default provider has no %s",
-                     f->d->name);
-            return 0;
-        }
-        load_cipher_fns(&f->fns, a->implementation);
-        if (!kc_ctmpl_bind(pctx, f, a)) {
-            kc_raise(pctx, KC_R_INNER_MISSING, "default %s lacks functions",
-                     f->d->name);
-            return 0;
-        }
-        f->direct_state = f->d->direct != NULL ? 0 : KC_DIRECT_BOUND;
-        pctx->cipher_algs[ncipher].algorithm_names = a->algorithm_names;
-        pctx->cipher_algs[ncipher].property_definition =
-            "provider=" KEYCACHE_PROVIDER_NAME;
-        pctx->cipher_algs[ncipher].implementation = f->d->functions;
-        pctx->cipher_algs[ncipher].algorithm_description = f->d->description;
-        ncipher++;
-    }
-
-    if (!kc_passthrough_start(pctx)) {
-        kc_raise(pctx, KC_R_INIT_FAILED, "cannot offer the pass-through KDFs");
-        return 0;
-    }
-    for (a = pctx->cipher_pt_algs; a->algorithm_names != NULL
-         && ncipher < KC_CFAM_COUNT + KC_PT_CIPHERS; a++)
-        pctx->cipher_algs[ncipher++] = *a;
     return 1;
 }
 
 void kc_inner_stop(KC_PROVCTX *pctx)
 {
-    kc_passthrough_stop(pctx);
     free_digests(pctx);
     OSSL_PROVIDER_unload(pctx->deflt);
     pctx->deflt = NULL;

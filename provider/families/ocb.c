@@ -11,7 +11,7 @@
  */
 #include <openssl/core_names.h>
 
-#include "kc_local.h"
+#include "families/families.h"
 
 static const char *const ocb_shape[] = {
     OSSL_CIPHER_PARAM_AEAD_IVLEN, OSSL_CIPHER_PARAM_AEAD_TAG,
@@ -31,7 +31,7 @@ KC_TCIPH_IMPL(kc_aes256ocb, KC_CFAM_OCB256)
 #define KC_OCB_DESC(bits)                                                     \
     { "AES-" #bits "-OCB", "AES-OCB with a per-thread key cache",             \
       kc_aes##bits##ocb_functions, ocb_shape, ocb_per_message, 1, 0, 0,   \
-      NULL, NULL, NULL, NULL, 0 }
+      NULL, NULL, NULL, NULL, 0, 0 }
 
 const KC_CDESC kc_ocb_desc[3] = {
     KC_OCB_DESC(128), KC_OCB_DESC(192), KC_OCB_DESC(256)

@@ -3,16 +3,16 @@
  * keycache - what differs between the OpenSSL versions it builds against.
  *
  * Every difference between OpenSSL 3.x and 4.x that the sources have to
- * know about is behind these declarations; provider/compat.c is the only
+ * know about is behind these declarations; quirks.c is the only
  * file that tests OpenSSL's version or feature macros.
  */
-#ifndef KC_COMPAT_H
-#define KC_COMPAT_H
+#ifndef KC_QUIRKS_H
+#define KC_QUIRKS_H
 
 /* the major version of the OpenSSL headers this build was made with */
-extern const int kc_compat_major;
+extern const int kc_quirk_major;
 /* and their version, "4.0.3" */
-extern const char kc_compat_version[];
+extern const char kc_quirk_version[];
 
 /*
  * Whether the core's "openssl-version" ("3.6.5") is of the major version
@@ -21,34 +21,34 @@ extern const char kc_compat_version[];
  * process beside the core's, symbol versions keep them apart) with the
  * core's objects.  Calls nothing of libcrypto.
  */
-int kc_compat_same_major(const char *host_version);
+int kc_quirk_same_major(const char *host_version);
 
 /*
  * Whether k is the name of the "engine" parameter that OpenSSL 3's
  * algorithms take beside a digest or cipher name.  OpenSSL 4.0 removed the
  * ENGINE API and with it the parameter: no key is one there.
  */
-int kc_compat_is_engine_param(const char *k);
+int kc_quirk_is_engine_param(const char *k);
 
 /*
  * Whether an ENGINE is registered for the cipher nid, which OpenSSL 3's
  * EVP_EncryptInit_ex() then runs instead of a provider's (4.0: never).
  */
-int kc_compat_cipher_engine(int nid);
+int kc_quirk_cipher_engine(int nid);
 
 /*
  * Whether the default provider, loading a digest (HMAC) or a cipher (CMAC,
  * GMAC), keeps the errors that a successful fetch queued (OpenSSL 4: 1), or
  * drops them (3: 0).
  */
-extern const int kc_compat_load_keeps_errors;
+extern const int kc_quirk_load_keeps_errors;
 
 /*
  * Whether the default's AES-GCM draws a random IV at an encrypting init
  * that brings none, and reports and keeps it (OpenSSL 4: 1; 3.x draws at
  * the first update and fails an IV query before).
  */
-extern const int kc_compat_gcm_draws_iv;
+extern const int kc_quirk_gcm_draws_iv;
 
 /*
  * Have fn run once, when libcrypto is about to clean up at exit, while it
@@ -57,13 +57,13 @@ extern const int kc_compat_gcm_draws_iv;
  * the dynamic linker runs after this module's, so fn runs from keycache's
  * destructor, unless libcrypto was stopped already.
  */
-int kc_compat_at_cleanup(void (*fn)(void));
+int kc_quirk_at_cleanup(void (*fn)(void));
 
 /*
  * Symmetric key management (EVP_SKEY, OpenSSL 3.5+): the operation and the
  * function ids that take a provider context.  Numbers of the stable ABI,
  * spelled out so a build against 3.0's headers still offers it once
- * libcrypto is upgraded in place; compat.c checks them against the headers
+ * libcrypto is upgraded in place; quirks.c checks them against the headers
  * that have them.  A libcrypto without the operation answers no algorithms.
  */
 #define KC_OP_SKEYMGMT 15
@@ -71,5 +71,11 @@ int kc_compat_at_cleanup(void (*fn)(void));
 #define KC_FUNC_SKEYMGMT_GENERATE 4
 #define KC_FUNC_SKEYMGMT_IMP_SETTABLE_PARAMS 6
 #define KC_FUNC_SKEYMGMT_GEN_SETTABLE_PARAMS 7
+
+/*
+ * Does a hit of AES-GCM (a copy of the cached keyed context) pay on the
+ * running libcrypto?  What aes_gcm = auto means (the registry's rule).
+ */
+int kc_quirk_gcm_copy_pays(void);
 
 #endif

@@ -23,7 +23,7 @@
 #include <openssl/core_names.h>
 #include <openssl/provider.h>
 
-#include "kc_local.h"
+#include "core/core.h"
 
 /* enough for every KDF, the ciphers and key managers of 4.0 and room */
 #define KC_PT_SLOT_LIST(X)                                                  \

@@ -28,7 +28,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 
-#include "kc_local.h"
+#include "core/core.h"
 
 static int child_nop(const OSSL_CORE_HANDLE *prov, void *cbdata)
 {

@@ -35,7 +35,7 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
-#include "kc_local.h"
+#include "families/families.h"
 
 typedef struct {
     KC_PROVCTX *pctx;
@@ -310,7 +310,7 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
         return NULL;
     }
     kc_err_top(&after);
-    noisy = kc_compat_load_keeps_errors && !kc_err_same(&before, &after);
+    noisy = kc_quirk_load_keeps_errors && !kc_err_same(&before, &after);
     if (noisy)
         ERR_clear_last_mark();
     else
@@ -557,7 +557,7 @@ static int classify(const char *k)
             return P_UNRESETTABLE;
         break;
     case 'e':
-        if (kc_compat_is_engine_param(k))
+        if (kc_quirk_is_engine_param(k))
             return P_UNRESETTABLE;
         break;
     }
@@ -699,7 +699,7 @@ static int pt_set_ctx_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
 {
     const OSSL_PARAM *dig;
 
-    if (kc_compat_load_keeps_errors && w->app_mac == NULL
+    if (kc_quirk_load_keeps_errors && w->app_mac == NULL
         && params != NULL
         && (dig = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_DIGEST))
            != NULL)
@@ -727,11 +727,11 @@ static int kc_hmac_init(void *vctx, const unsigned char *key, size_t keylen,
 
     if (w->passthrough) {
         /* the default's init sets the params, then the key */
-        if (kc_compat_load_keeps_errors && params != NULL
+        if (kc_quirk_load_keeps_errors && params != NULL
             && params[0].key != NULL && !pt_set_ctx_params(w, params))
             return 0;
         return fns(w)->init(w->inner, key, keylen,
-                            kc_compat_load_keeps_errors ? NULL
+                            kc_quirk_load_keeps_errors ? NULL
                                                                : params);
     }
     if (!kc_hmac_set_ctx_params(w, params))

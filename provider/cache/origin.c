@@ -35,7 +35,7 @@
 #include <string.h>
 #include <unwind.h>
 
-#include "kc_local.h"
+#include "cache/cache.h"
 
 /*
  * libcrypto's exported functions through which an application keys one of

@@ -28,7 +28,7 @@
 #include <openssl/obj_mac.h>
 #include <openssl/params.h>
 
-#include "kc_local.h"
+#include "families/families.h"
 
 static const char *const siv_shape[] = {
     OSSL_CIPHER_PARAM_SPEED, OSSL_CIPHER_PARAM_KEYLEN, NULL
@@ -656,8 +656,8 @@ static void *siv_direct_new(KC_PROVCTX *pctx, const KC_CFAM *f)
     size_t bits = (size_t)(f - &pctx->cfam[KC_CFAM_SIV128]);
     KC_SIV_CTX *s;
 
-    if (bits > 2 || kc_compat_cipher_engine(nids[bits][0])
-        || kc_compat_cipher_engine(nids[bits][1])
+    if (bits > 2 || kc_quirk_cipher_engine(nids[bits][0])
+        || kc_quirk_cipher_engine(nids[bits][1])
         || (s = OPENSSL_zalloc(sizeof(*s))) == NULL)
         return NULL;
     s->f = f;
@@ -817,7 +817,7 @@ KC_TCIPH_IMPL(kc_aes256siv, KC_CFAM_SIV256)
 #define KC_SIV_DESC(bits, i)                                                  \
     { "AES-" #bits "-SIV", "AES-SIV with a per-thread key cache",             \
       kc_aes##bits##siv_functions, siv_shape, NULL, 0, 0, 0,                  \
-      &siv_direct, siv_ciphers[i], siv_direct_new, siv_direct_bind, 1 }
+      &siv_direct, siv_ciphers[i], siv_direct_new, siv_direct_bind, 1, 0 }
 
 const KC_CDESC kc_siv_desc[3] = {
     KC_SIV_DESC(128, 0), KC_SIV_DESC(192, 1), KC_SIV_DESC(256, 2)

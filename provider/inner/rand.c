@@ -43,7 +43,7 @@
 #include <openssl/provider.h>
 #include <openssl/rand.h>
 
-#include "kc_local.h"
+#include "inner/inner.h"
 
 #define KC_RAND_PROVIDER "keycache-rand"
 #define KC_RAND_NAME "KEYCACHE-APP-RAND"
@@ -319,7 +319,7 @@ static int pin_module(void)
         || info.dli_fname == NULL
         || dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE)
            == NULL
-        || !kc_compat_at_cleanup(kc_rand_atexit))
+        || !kc_quirk_at_cleanup(kc_rand_atexit))
         return 0;
     pinned = 1;
     return 1;

@@ -33,7 +33,7 @@
 #include <openssl/err.h>
 #include <openssl/params.h>
 
-#include "kc_local.h"
+#include "layer/layer.h"
 
 /* the most parameters one recorded call may have */
 #define KC_TCALL_MAX 8
@@ -421,14 +421,6 @@ int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
     return found;
 }
 
-int kc_name_in_list(const char *const *list, const char *name)
-{
-    for (; list != NULL && *list != NULL; list++)
-        if (kc_name_is(*list, name))
-            return 1;
-    return 0;
-}
-
 int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name, const char *props,
                         const char *const *names)
 {
@@ -439,23 +431,6 @@ int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name, const char *props,
         ok = EVP_CIPHER_is_a(c, *names);
     EVP_CIPHER_free(c);
     return ok;
-}
-
-/* ---------------------------------------------------------------------- */
-/* What the default says                                                  */
-
-void kc_err_top(KC_ERRTOP *t)
-{
-    /* an empty queue leaves the pointers alone */
-    memset(t, 0, sizeof(*t));
-    t->code = ERR_peek_last_error_all(&t->file, &t->line, &t->func,
-                                      &t->data, NULL);
-}
-
-int kc_err_same(const KC_ERRTOP *a, const KC_ERRTOP *b)
-{
-    return a->code == b->code && a->file == b->file && a->line == b->line
-           && a->func == b->func && a->data == b->data;
 }
 
 /* ---------------------------------------------------------------------- */

@@ -25,7 +25,7 @@
 #include <unistd.h>
 #include <openssl/core.h>
 
-#include "kc_early.h"
+#include "early/early.h"
 
 #ifndef KC_BUILD_PREFIX
 # define KC_BUILD_PREFIX "keycache-ossl"

@@ -10,7 +10,7 @@
  */
 #include <openssl/core_names.h>
 
-#include "kc_local.h"
+#include "families/families.h"
 
 static const char *const gcm_shape[] = {
     OSSL_CIPHER_PARAM_AEAD_IVLEN, OSSL_CIPHER_PARAM_KEYLEN, NULL
@@ -30,7 +30,7 @@ KC_TCIPH_IMPL(kc_gcm256, KC_CFAM_GCM256)
 #define KC_GCM_DESC(bits)                                                     \
     { "AES-" #bits "-GCM", "AES-GCM with a per-thread key cache",             \
       kc_gcm##bits##_functions, gcm_shape, gcm_per_message, 0, 1, 1,       \
-      NULL, NULL, NULL, NULL, 0 }
+      NULL, NULL, NULL, NULL, 0, 1 }
 
 const KC_CDESC kc_gcm_desc[3] = {
     KC_GCM_DESC(128), KC_GCM_DESC(192), KC_GCM_DESC(256)

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * keycache - what every layer shares: the provider context, the default's
+ * function tables, a cache entry's algorithm, small helpers.  The layers,
+ * bottom up (an arrow only points down; test/check_layers.sh checks it):
+ *
+ *   early/     before libcrypto may be called: host version, refusals, the
+ *              loader module
+ *   quirks/    what differs between OpenSSL versions, in one place
+ *   common/    this header, the family registry's list and types
+ *   diag/      KEYCACHE_DEBUG's log, raised errors, the report clock
+ *   cache/     the per-thread key -> context store, admission, origin
+ *   inner/     the private library context holding `default`
+ *   layer/     the template core the MAC and cipher families share
+ *   families/  one file per family, the registry's table
+ *   core/      entry point, configuration, pass-through, reports
+ */
+#ifndef KC_COMMON_H
+#define KC_COMMON_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <openssl/core.h>
+#include <openssl/core_dispatch.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "keycache.h"
+#include "early/early.h"
+#include "quirks/quirks.h"
+#include "common/registry.h"
+
+/* the build passes the project version */
+#ifndef KC_VERSION_STR
+# define KC_VERSION_STR "0.1.0"
+#endif
+
+typedef struct kc_provctx_st KC_PROVCTX;
+typedef struct kc_cache_st KC_CACHE;
+
+/* ---- inner (default provider) dispatch, see inner.c ---- */
+
+typedef struct {
+    OSSL_FUNC_mac_newctx_fn *newctx;
+    OSSL_FUNC_mac_dupctx_fn *dupctx;
+    OSSL_FUNC_mac_freectx_fn *freectx;
+    OSSL_FUNC_mac_init_fn *init;
+    OSSL_FUNC_mac_update_fn *update;
+    OSSL_FUNC_mac_final_fn *final;
+    OSSL_FUNC_mac_gettable_params_fn *gettable_params;
+    OSSL_FUNC_mac_get_params_fn *get_params;
+    OSSL_FUNC_mac_gettable_ctx_params_fn *gettable_ctx_params;
+    OSSL_FUNC_mac_get_ctx_params_fn *get_ctx_params;
+    OSSL_FUNC_mac_settable_ctx_params_fn *settable_ctx_params;
+    OSSL_FUNC_mac_set_ctx_params_fn *set_ctx_params;
+} KC_MAC_FNS;
+
+typedef struct {
+    OSSL_FUNC_cipher_newctx_fn *newctx;
+    OSSL_FUNC_cipher_dupctx_fn *dupctx;
+    OSSL_FUNC_cipher_freectx_fn *freectx;
+    OSSL_FUNC_cipher_encrypt_init_fn *einit;
+    OSSL_FUNC_cipher_decrypt_init_fn *dinit;
+    OSSL_FUNC_cipher_update_fn *update;
+    OSSL_FUNC_cipher_final_fn *final;
+    OSSL_FUNC_cipher_cipher_fn *cipher;
+    OSSL_FUNC_cipher_get_params_fn *get_params;
+    OSSL_FUNC_cipher_get_ctx_params_fn *get_ctx_params;
+    OSSL_FUNC_cipher_set_ctx_params_fn *set_ctx_params;
+    OSSL_FUNC_cipher_gettable_params_fn *gettable_params;
+    OSSL_FUNC_cipher_gettable_ctx_params_fn *gettable_ctx_params;
+    OSSL_FUNC_cipher_settable_ctx_params_fn *settable_ctx_params;
+} KC_CIPHER_FNS;
+
+typedef struct {
+    OSSL_FUNC_digest_newctx_fn *newctx;
+    OSSL_FUNC_digest_dupctx_fn *dupctx;
+    OSSL_FUNC_digest_freectx_fn *freectx;
+    OSSL_FUNC_digest_init_fn *init;
+    OSSL_FUNC_digest_update_fn *update;
+    OSSL_FUNC_digest_final_fn *final;
+    OSSL_FUNC_digest_get_params_fn *get_params;
+    OSSL_FUNC_digest_set_ctx_params_fn *set_ctx_params;
+} KC_DIGEST_FNS;
+
+/*
+ * What a cache entry's context is: the inner algorithm it belongs to and how
+ * to free it.  Entries match only when their KC_ALG pointers are equal.
+ */
+typedef struct {
+    const char *names;        /* the default provider's name string */
+    void (*freectx)(void *);  /* inner free, which cleanses key material */
+    unsigned int spare_max;   /* used contexts an entry keeps for reuse */
+    unsigned int stat;        /* counter slot, KC_STAT_* */
+} KC_ALG;
+
+/*
+ * The most used contexts any entry keeps (KC_ALG.spare_max); a thread keeps
+ * no more spares in all than it has entries (cache_size).
+ */
+#define KC_SPARE_MAX 8
+
+/* A digest the inner HMAC accepts, resolved once at provider start. */
+typedef struct {
+    EVP_MD *md;               /* fetched from the private library context */
+    const char *name;         /* canonical name, replayed into inner ctxs */
+    size_t size;              /* output size, what HMAC's "size" reports */
+    int block_size;
+} KC_DIGEST;
+
+/*
+ * Keeps a wrapper's rarely taken path out of line, so that the path it
+ * forwards on every call needs no stack frame.
+ */
+#if defined(__GNUC__)
+# define KC_NOINLINE __attribute__((noinline))
+#else
+# define KC_NOINLINE
+#endif
+
+/*
+ * Makes a loaded value opaque to the compiler.  A call forwarded through a
+ * wrapper's function table pins the function's load with it: gcc -O2
+ * otherwise loads the context argument into a scratch register first and
+ * moves it, an instruction more on every call of a reused context.
+ */
+#if defined(__GNUC__)
+# define KC_PIN(v) __asm__("" : "+r"(v))
+#else
+# define KC_PIN(v) ((void)0)
+#endif
+
+
+/*
+ * A process-wide slot that every instance's start may fill, from any
+ * thread (library contexts start keycache concurrently): the first value
+ * stays, and readers load it atomically.  Only for values that are the same
+ * for every instance, or equally valid.
+ */
+#define KC_PUBLISH_ONCE(slot, v)                                           \
+    do {                                                                   \
+        __typeof__(*(slot)) kc_unset_ = 0;                                 \
+        __atomic_compare_exchange_n((slot), &kc_unset_, (v), 0,            \
+                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED);   \
+    } while (0)
+/* Is key the parameter name name?  (The first byte settles most.) */
+static ossl_inline int kc_name_is(const char *key, const char *name)
+{
+    return key[0] == name[0] && strcmp(key, name) == 0;
+}
+/* Is name one of the NULL-terminated list (which may be NULL)? */
+int kc_name_in_list(const char *const *list, const char *name);
+/* Does the colon separated name list names start with first? */
+int kc_names_start_with(const char *names, const char *first);
+
+/*
+ * The newest error on the queue, to tell whether a call raised any: a call
+ * that raised one leaves another newest error (OpenSSL 3.0 cannot count
+ * errors since a mark).
+ */
+typedef struct {
+    unsigned long code;
+    const char *file, *func, *data;
+    int line;
+} KC_ERRTOP;
+void kc_err_top(KC_ERRTOP *t);
+int kc_err_same(const KC_ERRTOP *a, const KC_ERRTOP *b);
+
+/*
+ * Run-once work that one thread of the process claims (the first use of a
+ * family, the digest table): *state is 0, KC_ONCE_DONE, or its claimer.
+ * kc_once_claim() returns 1 to the one that must do it (who then calls
+ * kc_once_done()); the others wait for it.  0 when done, or when asked
+ * again from inside the claimer's own work.
+ */
+#define KC_ONCE_DONE 2
+int kc_once_claim(long *state);
+void kc_once_done(long *state);
+
+#include "common/family.h"
+
+/*
+ * ciphers passed through: AES-SIV, which keys a CMAC inside, or, with the
+ * EVP_SKEY key managers, every default cipher keycache does not wrap
+ */
+#define KC_PT_CIPHERS 192
+
+/* Counters kept per thread; only the owning thread writes them. */
+typedef struct {
+    uint64_t hits, misses, evictions, passthrough;
+} KC_COUNTERS;
+
+/*
+ * Counters are kept per algorithm (KC_ALG.stat), for KEYCACHE_DEBUG's
+ * reports; the provider's counter parameters are their sums.
+ */
+#define KC_STAT_OTHER 0       /* not attributed to an algorithm */
+#define KC_STAT_HMAC 1
+#define KC_STAT_FAM 2         /* + KC_FAM_* */
+#define KC_STAT_CFAM (KC_STAT_FAM + KC_FAM_COUNT)  /* + KC_CFAM_* */
+#define KC_STAT_SLOTS (KC_STAT_CFAM + KC_CFAM_COUNT)
+
+typedef struct kc_debug_st KC_DEBUG;
+
+struct kc_provctx_st {
+    const OSSL_CORE_HANDLE *handle;
+    OSSL_LIB_CTX *app_libctx;
+    OSSL_FUNC_core_thread_start_fn *core_thread_start;
+    OSSL_FUNC_core_new_error_fn *core_new_error;
+    OSSL_FUNC_core_set_error_debug_fn *core_set_error_debug;
+    OSSL_FUNC_core_vset_error_fn *core_vset_error;
+    const char *name;         /* the provider's name, as the core knows it */
+    const void *core_fn;      /* a core function: which libcrypto runs us */
+    KC_DEBUG *dbg;            /* KEYCACHE_DEBUG, NULL when unset */
+    int started;              /* OSSL_provider_init() succeeded */
+
+    /* configuration */
+    size_t cache_size;
+    int hmac_on;
+    uint64_t idle_ttl;        /* seconds, 0 = never expire */
+    int timed;                /* idle_ttl or periodic reports: check time */
+    unsigned int admit_after; /* keyed inits before a key is cached */
+    int prefer;               /* prefer = if_unset, see props.c */
+
+    /* the default properties in force in app_libctx, see props.c */
+    pthread_mutex_t props_lock;
+    int props_lock_ok, props_registered, props_lost;
+    char *props;              /* a copy, under props_lock */
+    OSSL_FUNC_provider_deregister_child_cb_fn *props_dereg;
+
+    /* the wrapped default provider */
+    OSSL_LIB_CTX *libctx;
+    OSSL_PROVIDER *deflt;
+    OSSL_PROVIDER *rand_prov;  /* the application's RAND, see rand.c */
+    void *inner_provctx;
+    KC_ALG hmac_alg;
+    KC_MAC_FNS hmac;
+    const char *hmac_names;
+    KC_TFAM fam[KC_FAM_COUNT];
+    KC_CFAM cfam[KC_CFAM_COUNT];
+    KC_DIGEST *digests;
+    size_t ndigests;
+    long digests_state;         /* the table built yet? (inner.c) */
+    OSSL_ALGORITHM mac_algs[KC_FAM_COUNT + 2];
+    /* AES-OCB, SIV, GCM if on, then pass-through ciphers (cipher_pt_algs) */
+    OSSL_ALGORITHM cipher_algs[KC_CFAM_COUNT + KC_PT_CIPHERS + 1];
+    /* pass-through KDFs, DRBGs, key managers, see passthrough.c */
+    struct kc_pt_st *pt;
+    size_t npt;
+    OSSL_ALGORITHM *kdf_algs, *rand_algs, *cipher_pt_algs;
+    OSSL_ALGORITHM *skeymgmt_algs;  /* 3.5+, with cipher_pt_algs */
+
+    /* registry of thread caches, under cache.c's registry lock */
+    KC_PROVCTX *next_live;
+    CRYPTO_THREAD_LOCAL tls;
+    int tls_ok;
+    KC_CACHE *caches;
+    KC_COUNTERS retired[KC_STAT_SLOTS]; /* of caches already freed */
+    /* for the report (debug.c): see kc_cache_lost() */
+    uint64_t threads_cached, threads_admitted, fork_wiped;
+};
+
+#endif

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * keycache - the family registry: every algorithm keycache wraps, one row
+ * each, in the order of its counters.  The provider (families/registry.c,
+ * core/), the tests and the fuzzer all read this list and nothing else to
+ * learn what the families are: a new family is one row here plus its file.
+ *
+ * X(id, kind, conf, auto, name, keylen, sub, sub_value, desc)
+ *   id         KC_FAM_<id> for a MAC template family, KC_CFAM_<id> for a
+ *              cipher one (HMAC has its own wrapper and no index)
+ *   kind       HMAC, MAC (layer/tmpl.c) or CIPHER (layer/ctmpl.c)
+ *   conf       the configuration key that switches it on or off
+ *   auto       what "auto" (the default) means on the running libcrypto:
+ *              1 where caching was measured to pay on every version
+ *              (3.0, 3.5, 3.6, 4.0; docs/families.md), else a quirk
+ *   name       the default provider's first name for it
+ *   keylen     a key length it takes, in bytes (the tests use it)
+ *   sub        the parameter naming the cipher or digest it runs on, or
+ *              NULL; sub_value one the tests use
+ *   desc       its descriptor (families/), what the template core reads
+ *
+ * Nothing else may be in this header: the tests include it after
+ * keycache.h alone.
+ */
+#ifndef KC_REGISTRY_H
+#define KC_REGISTRY_H
+
+#define KC_REGISTRY(X)                                                      \
+    X(HMAC, HMAC, KEYCACHE_CONF_HMAC, 1, "HMAC", 32, "digest", "SHA256", NULL)          \
+    X(CMAC, MAC, KEYCACHE_CONF_CMAC, 1, "CMAC", 32, "cipher", "AES-256-CBC",            \
+      &kc_cmac_desc)                                                        \
+    X(GMAC, MAC, KEYCACHE_CONF_GMAC, 1, "GMAC", 32, "cipher", "AES-256-GCM",            \
+      &kc_gmac_desc)                                                        \
+    X(KMAC128, MAC, KEYCACHE_CONF_KMAC, 1, "KMAC-128", 32, NULL, NULL,                  \
+      &kc_kmac128_desc)                                                     \
+    X(KMAC256, MAC, KEYCACHE_CONF_KMAC, 1, "KMAC-256", 32, NULL, NULL,                  \
+      &kc_kmac256_desc)                                                     \
+    X(OCB128, CIPHER, KEYCACHE_CONF_AES_OCB, 1, "AES-128-OCB", 16, NULL, NULL,          \
+      &kc_ocb_desc[0])                                                      \
+    X(OCB192, CIPHER, KEYCACHE_CONF_AES_OCB, 1, "AES-192-OCB", 24, NULL, NULL,          \
+      &kc_ocb_desc[1])                                                      \
+    X(OCB256, CIPHER, KEYCACHE_CONF_AES_OCB, 1, "AES-256-OCB", 32, NULL, NULL,          \
+      &kc_ocb_desc[2])                                                      \
+    X(SIV128, CIPHER, KEYCACHE_CONF_AES_SIV, 1, "AES-128-SIV", 32, NULL, NULL,          \
+      &kc_siv_desc[0])                                                      \
+    X(SIV192, CIPHER, KEYCACHE_CONF_AES_SIV, 1, "AES-192-SIV", 48, NULL, NULL,          \
+      &kc_siv_desc[1])                                                      \
+    X(SIV256, CIPHER, KEYCACHE_CONF_AES_SIV, 1, "AES-256-SIV", 64, NULL, NULL,          \
+      &kc_siv_desc[2])                                                      \
+    X(GCM128, CIPHER, KEYCACHE_CONF_AES_GCM, kc_quirk_gcm_copy_pays(), "AES-128-GCM",   \
+      16, NULL, NULL, &kc_gcm_desc[0])                                      \
+    X(GCM192, CIPHER, KEYCACHE_CONF_AES_GCM, kc_quirk_gcm_copy_pays(), "AES-192-GCM",   \
+      24, NULL, NULL, &kc_gcm_desc[1])                                      \
+    X(GCM256, CIPHER, KEYCACHE_CONF_AES_GCM, kc_quirk_gcm_copy_pays(), "AES-256-GCM",   \
+      32, NULL, NULL, &kc_gcm_desc[2])
+
+/* the indices: KC_FAM_<id> among the MACs, KC_CFAM_<id> among the ciphers */
+#define KC_REG_F_HMAC(id)
+#define KC_REG_F_MAC(id) KC_FAM_##id,
+#define KC_REG_F_CIPHER(id)
+#define KC_REG_C_HMAC(id)
+#define KC_REG_C_MAC(id)
+#define KC_REG_C_CIPHER(id) KC_CFAM_##id,
+#define KC_REG_FAM_INDEX(id, kind, ...) KC_REG_F_##kind(id)
+#define KC_REG_CFAM_INDEX(id, kind, ...) KC_REG_C_##kind(id)
+enum { KC_REGISTRY(KC_REG_FAM_INDEX) KC_FAM_COUNT };
+enum { KC_REGISTRY(KC_REG_CFAM_INDEX) KC_CFAM_COUNT };
+/* and KC_ROW_<id> among all rows, which is also its counter slot - 1 */
+#define KC_REG_ROW_INDEX(id, ...) KC_ROW_##id,
+enum { KC_REGISTRY(KC_REG_ROW_INDEX) KC_REGISTRY_ROWS };
+
+#endif

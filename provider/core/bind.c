@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The provider's start: the private default (inner/), then every family of
+ * the registry that is switched on, bound to the default's algorithm of
+ * its name, then what keycache passes through.  What each offers goes into
+ * the algorithm tables the query answers (keycache_prov.c).
+ */
+#include <openssl/core_names.h>
+
+#include "core/core.h"
+#include "families/families.h"
+
+/* One algorithm row: the default's names, keycache's functions. */
+static void offer(OSSL_ALGORITHM *row, const OSSL_ALGORITHM *a,
+                  const OSSL_DISPATCH *fns, const char *description)
+{
+    row->algorithm_names = a->algorithm_names;
+    row->property_definition = "provider=" KEYCACHE_PROVIDER_NAME;
+    row->implementation = fns;
+    row->algorithm_description = description;
+}
+
+static int bind_hmac(KC_PROVCTX *pctx, const OSSL_ALGORITHM *a)
+{
+    if (!kc_inner_load_mac(&pctx->hmac, a->implementation))
+        return 0;
+    pctx->hmac_names = a->algorithm_names;
+    pctx->hmac_alg.names = a->algorithm_names;
+    pctx->hmac_alg.freectx = pctx->hmac.freectx;
+    pctx->hmac_alg.spare_max = KC_SPARE_MAX;
+    return 1;
+}
+
+static int bind_mac(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *a)
+{
+    kc_inner_load_mac(&f->mac, a->implementation);
+    f->direct_on = 0;
+    f->direct_state = 0;
+    return kc_tmpl_bind(pctx, f, a);
+}
+
+static int bind_cipher(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *a)
+{
+    kc_inner_load_cipher(&f->fns, a->implementation);
+    if (!kc_ctmpl_bind(pctx, f, a))
+        return 0;
+    f->direct_state = f->d->direct != NULL ? 0 : KC_ONCE_DONE;
+    return 1;
+}
+
+int kc_bind_start(KC_PROVCTX *pctx)
+{
+    const OSSL_ALGORITHM *macs, *ciphers, *a;
+    size_t nmac = 0, ncipher = 0;
+    int i, ok;
+
+    if (!kc_inner_start(pctx))
+        return 0;
+    macs = kc_inner_query(pctx, OSSL_OP_MAC);
+    ciphers = kc_inner_query(pctx, OSSL_OP_CIPHER);
+    for (i = 0; i < KC_REGISTRY_ROWS; i++) {
+        const KC_FAMILY_ROW *r = &kc_registry[i];
+        int cipher = r->kind == KC_KIND_CIPHER;
+        KC_TFAM *f = r->kind == KC_KIND_MAC ? &pctx->fam[r->index] : NULL;
+        KC_CFAM *cf = cipher ? &pctx->cfam[r->index] : NULL;
+
+        if (f != NULL)
+            f->d = r->desc;
+        if (cf != NULL)
+            cf->d = r->desc;
+        /* HMAC's functions are bound even when off: others key HMACs */
+        if (!*kc_registry_on(pctx, i) && r->kind != KC_KIND_HMAC)
+            continue;
+        if ((a = kc_inner_find(cipher ? ciphers : macs, r->name)) == NULL) {
+            kc_raise(pctx, KC_R_INNER_MISSING, "default provider has no %s",
+                     r->name);
+            return 0;
+        }
+        ok = r->kind == KC_KIND_HMAC ? bind_hmac(pctx, a)
+             : cipher ? bind_cipher(pctx, cf, a) : bind_mac(pctx, f, a);
+        if (!ok) {
+            kc_raise(pctx, KC_R_INNER_MISSING, "default %s lacks functions",
+                     r->name);
+            return 0;
+        }
+        if (!*kc_registry_on(pctx, i))
+            continue;
+        if (cipher)
+            offer(&pctx->cipher_algs[ncipher++], a, cf->d->functions,
+                  cf->d->description);
+        else if (f != NULL)
+            offer(&pctx->mac_algs[nmac++], a, f->d->functions,
+                  f->d->description);
+        else
+            offer(&pctx->mac_algs[nmac++], a, kc_hmac_functions,
+                  "HMAC with a per-thread key cache");
+    }
+    if (!kc_passthrough_start(pctx)) {
+        kc_raise(pctx, KC_R_INIT_FAILED, "cannot offer the pass-through KDFs");
+        return 0;
+    }
+    for (a = pctx->cipher_pt_algs; a->algorithm_names != NULL
+         && ncipher < KC_CFAM_COUNT + KC_PT_CIPHERS; a++)
+        pctx->cipher_algs[ncipher++] = *a;
+    return 1;
+}
+
+void kc_bind_stop(KC_PROVCTX *pctx)
+{
+    kc_passthrough_stop(pctx);
+    kc_inner_stop(pctx);
+}

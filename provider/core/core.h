@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * keycache - the provider's entry (keycache_prov.c), configuration, its
+ * start with the registry (bind.c), the default's algorithms it passes
+ * through (passthrough.c), default properties (props.c), reports
+ * (report.c).
+ */
+#ifndef KC_CORE_H
+#define KC_CORE_H
+
+#include "families/families.h"
+
+/* props.c: the application's default properties */
+int kc_props_start(KC_PROVCTX *pctx, const OSSL_DISPATCH *in);
+void kc_props_stop(KC_PROVCTX *pctx);
+int kc_props_get(KC_PROVCTX *pctx, char *buf, size_t len);
+int kc_props_prefer(KC_PROVCTX *pctx);
+
+/* passthrough.c */
+int kc_passthrough_start(KC_PROVCTX *pctx);
+void kc_passthrough_stop(KC_PROVCTX *pctx);
+
+/* bind.c: the private default, the registry's families, the pass-through */
+int kc_bind_start(KC_PROVCTX *pctx);
+void kc_bind_stop(KC_PROVCTX *pctx);
+
+/* report.c: KEYCACHE_DEBUG's reports, from start to unload */
+void kc_report_start(KC_PROVCTX *pctx);
+void kc_report_stop(KC_PROVCTX *pctx);
+
+#endif

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * KEYCACHE_DEBUG: what an operator of an unchanged program can learn.
+ *
+ *   KEYCACHE_DEBUG=[file:PATH][,level:N][,interval:S]
+ *
+ * is read when the provider starts.  Lines go to PATH (appended, opened
+ * for each write, so log rotation and fork() need no care; see early.c's
+ * open_log() for what it must be) or to stderr, each with the time and the process
+ * id.  Level 1, the default: the start,
+ * load and configuration problems, routing warnings, and the counters per
+ * algorithm when the process exits or the provider is unloaded.  Level 2
+ * adds where the configuration came from and the checks that passed.
+ * interval:S also writes the counters every S seconds, from whichever
+ * thread is inside keycache when they are due: keycache starts no thread.
+ *
+ * When the variable is unset pctx->dbg stays NULL: the hot path pays
+ * nothing, and start-up pays a NULL test per message.
+ */
+#define _GNU_SOURCE            /* secure_getenv() */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/proverr.h>
+
+#include "diag/diag.h"
+
+#define KC_DEBUG_MAX_LEVEL 2
+/* a day is plenty for a report interval; more is a typo */
+#define KC_DEBUG_MAX_INTERVAL 86400
+
+/* ---------------------------------------------------------------------- */
+/* Output                                                                 */
+
+/* Append one line to buf (of size len, filled to *used). */
+static void line_v(const KC_DEBUG *d, char *buf, size_t len, size_t *used,
+                   const char *fmt, va_list ap)
+{
+    int n;
+
+    if (*used + 2 >= len)
+        return;
+    *used += kc_log_prefix(&d->to, buf + *used, len - *used);
+    n = vsnprintf(buf + *used, len - *used - 1, fmt, ap);
+    if (n > 0)
+        *used += (size_t)n < len - *used - 1 ? (size_t)n : len - *used - 2;
+    buf[(*used)++] = '\n';
+}
+
+void kc_debug_line(const KC_DEBUG *d, char *buf, size_t len, size_t *used,
+                 const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    line_v(d, buf, len, used, fmt, ap);
+    va_end(ap);
+}
+
+void kc_debug_log(KC_PROVCTX *pctx, int level, const char *fmt, ...)
+{
+    KC_DEBUG *d = pctx->dbg;
+    char buf[1024];
+    size_t used = 0;
+    va_list ap;
+
+    if (d == NULL || level > d->level)
+        return;
+    va_start(ap, fmt);
+    line_v(d, buf, sizeof(buf), &used, fmt, ap);
+    va_end(ap);
+    kc_log_emit(&d->to, buf, used);
+}
+
+int kc_debug_level(const KC_PROVCTX *pctx)
+{
+    return pctx->dbg != NULL ? pctx->dbg->level : 0;
+}
+
+uint64_t kc_debug_interval(const KC_PROVCTX *pctx)
+{
+    return pctx->dbg != NULL ? pctx->dbg->interval : 0;
+}
+
+void kc_debug_tick(KC_PROVCTX *pctx, time_t now)
+{
+    KC_DEBUG *d = pctx->dbg;
+    time_t due;
+    char when[32];
+
+    if (d == NULL || d->interval == 0)
+        return;
+    due = __atomic_load_n(&d->next_report, __ATOMIC_RELAXED);
+    if (now < due
+        || !__atomic_compare_exchange_n(&d->next_report, &due,
+                                        now + (time_t)d->interval, 0,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        return;
+    snprintf(when, sizeof(when), "every %llus",
+             (unsigned long long)d->interval);
+    d->report(d, when);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Life cycle                                                             */
+
+/* A whole number in [0, max], or -1. */
+static long number(const char *s, size_t len, long max)
+{
+    long n = 0;
+    size_t i;
+
+    if (len == 0 || len > 9)
+        return -1;
+    for (i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        n = n * 10 + (s[i] - '0');
+    }
+    return n <= max ? n : -1;
+}
+
+/* Parse the variable; a word it does not know is reported, not fatal. */
+static void parse(KC_DEBUG *d, const char *s)
+{
+    char bad[128] = "";
+    const char *val;
+    size_t len, klen;
+    long n;
+
+    while (*s != '\0') {
+        len = strcspn(s, ",");
+        val = memchr(s, ':', len);
+        klen = val != NULL ? (size_t)(val - s) : len;
+        if (val != NULL)
+            val++;
+        if (val != NULL && klen == 4 && strncmp(s, "file", 4) == 0
+            && s + len > val) {
+            OPENSSL_free(d->to.path);
+            d->to.path = OPENSSL_strndup(val, (size_t)(s + len - val));
+        } else if (val != NULL && klen == 5 && strncmp(s, "level", 5) == 0
+                   && (n = number(val, (size_t)(s + len - val),
+                                  KC_DEBUG_MAX_LEVEL)) >= 0) {
+            d->level = (int)n;
+        } else if (val != NULL && klen == 8
+                   && strncmp(s, "interval", 8) == 0
+                   && (n = number(val, (size_t)(s + len - val),
+                                  KC_DEBUG_MAX_INTERVAL)) >= 0) {
+            d->interval = (uint64_t)n;
+        } else if (val == NULL && (n = number(s, len,
+                                              KC_DEBUG_MAX_LEVEL)) >= 0) {
+            d->level = (int)n;      /* KEYCACHE_DEBUG=2 */
+        } else if (len > 0 && bad[0] == '\0') {
+            snprintf(bad, sizeof(bad), "%.*s", (int)len, s);
+        }
+        s += len;
+        if (*s == ',')
+            s++;
+    }
+    if (bad[0] != '\0' && d->level > 0)
+        kc_debug_log(d->pctx, 1, "warning: " KC_DEBUG_ENV ": ignoring "
+                     "\"%s\": want file:PATH, level:0-%d, interval:SECONDS "
+                     "(0-%d), separated by commas", bad, KC_DEBUG_MAX_LEVEL,
+                     KC_DEBUG_MAX_INTERVAL);
+}
+
+void kc_debug_init(KC_PROVCTX *pctx)
+{
+    /* not for set-uid programs: the variable could name any file */
+    const char *env = secure_getenv(KC_DEBUG_ENV);
+    KC_DEBUG *d;
+
+    if (env == NULL || *env == '\0'
+        || (d = OPENSSL_zalloc(sizeof(*d))) == NULL)
+        return;
+    d->pctx = pctx;
+    d->level = 1;
+    d->to.pid = (long)getpid();
+    pctx->dbg = d;
+    parse(d, env);
+    if (d->level == 0) {
+        pctx->dbg = NULL;
+        OPENSSL_free(d->to.path);
+        OPENSSL_free(d);
+    }
+}
+
+/*
+ * The core registers a provider's own reason strings only once its init
+ * has succeeded (provider_init() in crypto/provider_core.c), and every
+ * error keycache raises makes its init fail.  Its own reasons would thus
+ * print as "reason(2)", so it raises libcrypto's registered ones (a reason
+ * with a library number is taken as such by core_vset_error) and says in
+ * the text what is wrong.
+ */
+static uint32_t registered_reason(int reason)
+{
+    if (reason == KC_R_BAD_CONFIG)
+        return ERR_PACK(ERR_LIB_PROV, 0, PROV_R_INVALID_CONFIG_DATA);
+    return ERR_PACK(ERR_LIB_PROV, 0, ERR_R_INIT_FAIL);
+}
+
+static void set_error(KC_PROVCTX *pctx, uint32_t reason, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    pctx->core_vset_error(pctx->handle, reason, fmt, ap);
+    va_end(ap);
+}
+
+void kc_raise_at(KC_PROVCTX *pctx, int reason, const char *file, int line,
+                 const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    kc_debug_log(pctx, 1, "error: %s", msg);
+    if (pctx->core_new_error == NULL || pctx->core_vset_error == NULL)
+        return;
+    pctx->core_new_error(pctx->handle);
+    /* file is a base name: no build paths in messages */
+    if (pctx->core_set_error_debug != NULL)
+        pctx->core_set_error_debug(pctx->handle, file, line, "keycache");
+    set_error(pctx, registered_reason(reason), "keycache: %s", msg);
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * keycache - the private library context holding the real `default`
+ * (inner.c) and its RAND, the application's (rand.c).
+ */
+#ifndef KC_INNER_H
+#define KC_INNER_H
+
+#include "common/common.h"
+#include "diag/diag.h"
+
+/* inner.c */
+int kc_names_start_with(const char *names, const char *first);
+int kc_inner_start(KC_PROVCTX *pctx);
+void kc_inner_stop(KC_PROVCTX *pctx);
+const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md);
+/* the application's default's MACs, see inner.c */
+int kc_inner_is_default(const KC_PROVCTX *pctx, const OSSL_PROVIDER *prov);
+void *kc_inner_app_mac(KC_PROVCTX *pctx, const char *name,
+                       OSSL_FUNC_mac_newctx_fn *newctx, EVP_MAC **mac);
+EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
+                                  const char *props, int keep);
+
+/* rand.c: the private context's RAND is the application's */
+int kc_rand_start(KC_PROVCTX *pctx);
+void kc_rand_stop(KC_PROVCTX *pctx);
+/* The default's algorithm that has name anywhere in its names, or NULL. */
+const OSSL_ALGORITHM *kc_inner_find(const OSSL_ALGORITHM *algs,
+                                    const char *name);
+/* the default's algorithms of operation op */
+const OSSL_ALGORITHM *kc_inner_query(KC_PROVCTX *pctx, int op);
+/* Load a dispatch table's functions; 0 if one a wrapper calls is missing. */
+int kc_inner_load_mac(KC_MAC_FNS *f, const OSSL_DISPATCH *d);
+int kc_inner_load_cipher(KC_CIPHER_FNS *f, const OSSL_DISPATCH *d);
+/* For keycache's own keyed contexts: a family's ciphers and digest. */
+int kc_inner_bind_ciphers(const OSSL_ALGORITHM *ciphers,
+                          const char *const *names, KC_CIPHER_FNS *fns,
+                          size_t max);
+int kc_inner_bind_digest(const OSSL_ALGORITHM *digests, const char *name,
+                         KC_DIGEST_FNS *fns, size_t *block, size_t *size);
+
+#endif

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * keycache - the template core: MAC (tmpl.c) and cipher (ctmpl.c)
+ * adapters over records of the calls a context got before its key
+ * (record.c), and the first-use gate of each family (gate.c).
+ */
+#ifndef KC_LAYER_H
+#define KC_LAYER_H
+
+#include "common/common.h"
+#include "cache/cache.h"
+#include "inner/inner.h"
+
+/*
+ * A record: the set_ctx_params calls a context got before its key, each
+ * parameter as (name, type, size, bytes), so that it can be compared by
+ * content, hashed and replayed onto another context (see tmpl.c).
+ */
+#define KC_TREC_MAX 384
+
+/*
+ * An item of a record: a marker that starts a call, or a parameter of that
+ * call followed by its name and data (see tmpl.c).  Shared by the MAC
+ * (tmpl.c) and cipher (ctmpl.c) template layers.
+ */
+typedef struct {
+    uint16_t tag;             /* KC_T_* */
+    uint16_t namelen;         /* with the NUL */
+    uint32_t type;            /* OSSL_PARAM data_type, | KC_T_NULL */
+    uint64_t size;            /* data_size */
+} KC_TITEM;
+
+#define KC_T_CALL 1           /* marker: set_ctx_params */
+#define KC_T_PARAM 2          /* a parameter with its data */
+#define KC_T_SIG 3            /* a parameter without its data */
+#define KC_T_EINIT 4          /* marker: a keyless encrypt init */
+#define KC_T_DINIT 5          /* marker: a keyless decrypt init */
+#define KC_T_NULL 0x80000000u /* a parameter's data (a marker's params) NULL */
+
+/* Can p be recorded?  Its name's length, or 0. */
+size_t kc_trec_recordable(const OSSL_PARAM *p);
+/*
+ * Append a marker (p NULL) or p, whose name is namelen long, to buf (cap
+ * bytes) at *len; 0 if it does not fit.
+ */
+int kc_trec_put(unsigned char *buf, size_t cap, size_t *len, int tag,
+                const OSSL_PARAM *p, size_t namelen);
+/* Decode the item at off into it (and p for a parameter); the next offset. */
+size_t kc_trec_get(const unsigned char *buf, size_t off, KC_TITEM *it,
+                   OSSL_PARAM *p);
+/*
+ * Does the item at off of rec (len bytes) record exactly this call: a
+ * marker tag of type, then the params ps[0, n) with their data, and no
+ * more?  The offset after it, or 0.
+ */
+size_t kc_trec_match_call(const unsigned char *rec, size_t off, size_t len,
+                          int tag, uint32_t type,
+                          const OSSL_PARAM *const *ps, size_t n);
+/* The same with items of kind item: KC_T_PARAM, or KC_T_SIG (no data). */
+size_t kc_trec_match_sig(const unsigned char *rec, size_t off, size_t len,
+                         int tag, uint32_t type, int item,
+                         const OSSL_PARAM *const *ps, size_t n);
+/* A fast hash over whole words, for records (which are not secrets). */
+uint64_t kc_trec_hash(uint64_t h, const uint64_t *p, size_t nbytes);
+
+/*
+ * Does the running default's set_ctx_params of a family that takes a
+ * cipher (CMAC, GMAC) fail a call naming a parameter twice, setting
+ * nothing (OpenSSL 4's decoders), rather than take the first (3.x)?
+ * Asked of the default at the first such call, then kept.
+ */
+int kc_tmac_repeats_fail(KC_PROVCTX *pctx, const KC_TFAM *f);
+
+/*
+ * What a family learns of the default by trying it (its own keyed
+ * contexts' checks, d->direct_bind(): GMAC, KMAC, AES-SIV; a fresh MAC
+ * context's no-op calls) is learned at its first context, not at start:
+ * it costs millions of instructions that a process never using the family
+ * must not pay.  Every wrapper but a cold one is made after the gate
+ * below (gate.c), so whose functions keyed contexts run on (direct_on, kfns, the
+ * entries' free) never changes under one.  Another thread of the process
+ * waits while one learns; 0 only if asked again from inside that learning
+ * (a cold context, the default's, then).
+ */
+int kc_gate_tfam(KC_PROVCTX *pctx, const KC_TFAM *f);
+int kc_gate_cfam(KC_PROVCTX *pctx, const KC_CFAM *f);
+static ossl_inline int kc_tfam_ready(KC_PROVCTX *pctx, const KC_TFAM *f)
+{
+    return __atomic_load_n(&f->direct_state, __ATOMIC_ACQUIRE)
+           == KC_ONCE_DONE || kc_gate_tfam(pctx, f);
+}
+static ossl_inline int kc_cfam_ready(KC_PROVCTX *pctx, const KC_CFAM *f)
+{
+    return __atomic_load_n(&f->direct_state, __ATOMIC_ACQUIRE)
+           == KC_ONCE_DONE || kc_gate_cfam(pctx, f);
+}
+
+/* tmpl.c: the shared layer of the template families */
+int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg);
+void kc_tmpl_first_use(KC_PROVCTX *pctx, KC_TFAM *f);
+void *kc_tmac_newctx(KC_PROVCTX *pctx, int which);
+OSSL_FUNC_mac_dupctx_fn kc_tmac_dupctx;
+OSSL_FUNC_mac_freectx_fn kc_tmac_freectx;
+OSSL_FUNC_mac_init_fn kc_tmac_init;
+OSSL_FUNC_mac_update_fn kc_tmac_update;
+OSSL_FUNC_mac_final_fn kc_tmac_final;
+OSSL_FUNC_mac_get_ctx_params_fn kc_tmac_get_ctx_params;
+OSSL_FUNC_mac_set_ctx_params_fn kc_tmac_set_ctx_params;
+const OSSL_PARAM *kc_tmac_gettable_ctx_params(KC_PROVCTX *pctx, int which);
+const OSSL_PARAM *kc_tmac_settable_ctx_params(KC_PROVCTX *pctx, int which);
+const OSSL_PARAM *kc_tmac_gettable_params(KC_PROVCTX *pctx, int which);
+/*
+ * get_params (no provider context): the inner's, with a lone size_t "size"
+ * query answered from what it said at start.
+ */
+int kc_tmac_get_params(int which, OSSL_PARAM params[]);
+/* Replay a record's calls rec[0, len) onto ctx with m's set_ctx_params. */
+int kc_trec_replay(const unsigned char *rec, size_t len, const KC_MAC_FNS *m,
+                   void *ctx);
+/*
+ * For a family's cacheable(): the last UTF-8 parameter |name| of a record,
+ * and the UTF-8 parameter |with| of the same call (NULL if absent there).
+ * Returns 0 if the record has no such parameter.
+ */
+int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
+                      const char *with, const char **value,
+                      const char **with_value);
+/* ctmpl.c: the shared layer of the cipher families */
+int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg);
+void kc_ctmpl_keyed_fns(KC_CFAM *f, const KC_CIPHER_FNS *k);
+void *kc_tciph_newctx(KC_PROVCTX *pctx, int which);
+OSSL_FUNC_cipher_dupctx_fn kc_tciph_dupctx;
+OSSL_FUNC_cipher_freectx_fn kc_tciph_freectx;
+OSSL_FUNC_cipher_encrypt_init_fn kc_tciph_einit;
+OSSL_FUNC_cipher_decrypt_init_fn kc_tciph_dinit;
+OSSL_FUNC_cipher_update_fn kc_tciph_update;
+OSSL_FUNC_cipher_final_fn kc_tciph_final;
+OSSL_FUNC_cipher_cipher_fn kc_tciph_cipher;
+OSSL_FUNC_cipher_get_ctx_params_fn kc_tciph_get_ctx_params;
+OSSL_FUNC_cipher_set_ctx_params_fn kc_tciph_set_ctx_params;
+const OSSL_PARAM *kc_tciph_gettable_ctx_params(KC_PROVCTX *pctx, int which);
+const OSSL_PARAM *kc_tciph_settable_ctx_params(KC_PROVCTX *pctx, int which);
+const OSSL_PARAM *kc_tciph_gettable_params(KC_PROVCTX *pctx, int which);
+int kc_tciph_get_params(int which, OSSL_PARAM params[]);
+
+/*
+ * A cipher family's per-key-size entry points and dispatch table: the
+ * shared layer's functions with the family's index bound in.
+ */
+#define KC_TCIPH_IMPL(prefix, which)                                          \
+    static OSSL_FUNC_cipher_newctx_fn prefix##_newctx;                        \
+    static OSSL_FUNC_cipher_get_params_fn prefix##_get_params;                \
+    static OSSL_FUNC_cipher_gettable_params_fn prefix##_gettable_params;      \
+    static OSSL_FUNC_cipher_gettable_ctx_params_fn prefix##_gettable_ctx;     \
+    static OSSL_FUNC_cipher_settable_ctx_params_fn prefix##_settable_ctx;     \
+    static void *prefix##_newctx(void *provctx)                               \
+    {                                                                         \
+        return kc_tciph_newctx(provctx, which);                               \
+    }                                                                         \
+    static int prefix##_get_params(OSSL_PARAM params[])                       \
+    {                                                                         \
+        return kc_tciph_get_params(which, params);                            \
+    }                                                                         \
+    static const OSSL_PARAM *prefix##_gettable_params(void *provctx)          \
+    {                                                                         \
+        return kc_tciph_gettable_params(provctx, which);                      \
+    }                                                                         \
+    static const OSSL_PARAM *prefix##_gettable_ctx(void *cctx, void *provctx) \
+    {                                                                         \
+        return kc_tciph_gettable_ctx_params(provctx, which);                  \
+    }                                                                         \
+    static const OSSL_PARAM *prefix##_settable_ctx(void *cctx, void *provctx) \
+    {                                                                         \
+        return kc_tciph_settable_ctx_params(provctx, which);                  \
+    }                                                                         \
+    static const OSSL_DISPATCH prefix##_functions[] = {                       \
+        { OSSL_FUNC_CIPHER_NEWCTX, (void (*)(void))prefix##_newctx },         \
+        { OSSL_FUNC_CIPHER_FREECTX, (void (*)(void))kc_tciph_freectx },       \
+        { OSSL_FUNC_CIPHER_DUPCTX, (void (*)(void))kc_tciph_dupctx },         \
+        { OSSL_FUNC_CIPHER_ENCRYPT_INIT, (void (*)(void))kc_tciph_einit },    \
+        { OSSL_FUNC_CIPHER_DECRYPT_INIT, (void (*)(void))kc_tciph_dinit },    \
+        { OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))kc_tciph_update },         \
+        { OSSL_FUNC_CIPHER_FINAL, (void (*)(void))kc_tciph_final },           \
+        { OSSL_FUNC_CIPHER_CIPHER, (void (*)(void))kc_tciph_cipher },         \
+        { OSSL_FUNC_CIPHER_GET_PARAMS, (void (*)(void))prefix##_get_params }, \
+        { OSSL_FUNC_CIPHER_GETTABLE_PARAMS,                                   \
+          (void (*)(void))prefix##_gettable_params },                         \
+        { OSSL_FUNC_CIPHER_GET_CTX_PARAMS,                                    \
+          (void (*)(void))kc_tciph_get_ctx_params },                          \
+        { OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS,                               \
+          (void (*)(void))prefix##_gettable_ctx },                            \
+        { OSSL_FUNC_CIPHER_SET_CTX_PARAMS,                                    \
+          (void (*)(void))kc_tciph_set_ctx_params },                          \
+        { OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS,                               \
+          (void (*)(void))prefix##_settable_ctx },                            \
+        { 0, NULL }                                                           \
+    };
+
+/*
+ * Does the cipher |name| (with properties) resolve, in the application's
+ * library context, to one of |names| that the private default has?
+ */
+int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name,
+                        const char *props, const char *const *names);
+
+#endif
