@@ -12,7 +12,7 @@ template core only through what families/families.h brings in).
 """
 import os, re, subprocess, sys
 
-LAYERS = ["early", "quirks", "common", "diag", "cache", "inner", "layer",
+LAYERS = ["early", "common", "quirks", "diag", "cache", "inner", "layer",
           "families", "core"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

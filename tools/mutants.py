@@ -17,6 +17,19 @@ SIV_CHECK_OFF = ("provider/families/siv.c",
     "    ok = 1;")
 
 MUTANTS = {
+    # the registry: a row's on flag read from another row, "auto" off
+    "registry-on-first-cipher": ("provider/families/registry.c",
+        "           : &pctx->cfam[r->index].on;",
+        "           : &pctx->cfam[0].on;"),
+    "registry-auto-off": ("provider/families/registry.c",
+        "        return (autorule);", "        return 0;"),
+    # a quirk learned wrong: SIV's set_ctx_params never reopening the final
+    "quirk-siv-reopens-unlearned": ("provider/quirks/learn.c",
+        "        if (!final_ok(m, t))\n            q |= reopens[i];",
+        "        if (!final_ok(m, t))\n            (void)reopens[i];"),
+    # the quirks word read as if nothing were learned
+    "quirk-lookup-never": ("provider/quirks/quirks.h",
+        "    return (word & q) != 0;", "    return q == KC_Q_KNOWN;"),
     # every key admitted whoever keyed it: the default's KDFs, DRBGs and
     # libssl, fetched with provider=default, get their secrets cached
     "origin-admits-all": ("provider/cache/origin.c",
@@ -364,28 +377,28 @@ MUTANTS = {
     "siv-keylen-unchecked": ("provider/families/siv.c",
         "(!kl_ok || kl != s->keylen)", "(!kl_ok)"),
     "siv-set-keeps-final": ("provider/families/siv.c",
-        "    if ((s->f->quirks & SIV_Q_SET_REOPENS) != 0)\n        s->final_ret = -1;\n", ""),
+        "    if (kc_quirk(s->f->quirks, KC_Q_SET_REOPENS))\n        s->final_ret = -1;\n", ""),
     "siv-refusal-own-error": ("provider/families/siv.c",
-        "    if (twice && (s->f->quirks & SIV_Q_NO_REPEATS) != 0)\n        return default_set(s, params);\n    if (tag != NULL) {\n        if (s->enc)\n            return 1;\n        if (tag->data_type != OSSL_PARAM_OCTET_STRING\n            || tag->data_size != SIV_BLOCK || tag->data == NULL)\n            return default_set(s, params);",
-        "    if (twice && (s->f->quirks & SIV_Q_NO_REPEATS) != 0)\n        return default_set(s, params);\n    if (tag != NULL) {\n        if (s->enc)\n            return 1;\n        if (tag->data_type != OSSL_PARAM_OCTET_STRING\n            || tag->data_size != SIV_BLOCK || tag->data == NULL)\n            return 0;"),
+        "    if (twice && kc_quirk(s->f->quirks, KC_Q_REPEATS_FAIL))\n        return default_set(s, params);\n    if (tag != NULL) {\n        if (s->enc)\n            return 1;\n        if (tag->data_type != OSSL_PARAM_OCTET_STRING\n            || tag->data_size != SIV_BLOCK || tag->data == NULL)\n            return default_set(s, params);",
+        "    if (twice && kc_quirk(s->f->quirks, KC_Q_REPEATS_FAIL))\n        return default_set(s, params);\n    if (tag != NULL) {\n        if (s->enc)\n            return 1;\n        if (tag->data_type != OSSL_PARAM_OCTET_STRING\n            || tag->data_size != SIV_BLOCK || tag->data == NULL)\n            return 0;"),
     # ... and what differs between releases, each learned quirk ignored
     # (these survive where the running default lacks the quirk: 3.0.22
     # has the reopening by set_ctx_params only; run them through
     # tools/compat.sh trixie and sid-ossl4)
     "siv-empty-never-message": ("provider/families/siv.c",
-        "        if (inl == 0 && (s->f->quirks & SIV_Q_EMPTY_IS_MESSAGE) == 0) {",
+        "        if (inl == 0 && !kc_quirk(s->f->quirks, KC_Q_EMPTY_IS_MESSAGE)) {",
         "        if (inl == 0) {"),
     "siv-refusal-keeps-final": ("provider/families/siv.c",
-        "    if ((s->f->quirks & SIV_Q_TRY_REOPENS) != 0)\n        s->final_ret = -1;\n    /* one message",
+        "    if (kc_quirk(s->f->quirks, KC_Q_TRY_REOPENS))\n        s->final_ret = -1;\n    /* one message",
         "    /* one message"),
     "siv-forged-keeps-final": ("provider/families/siv.c",
-        "    if ((s->f->quirks & SIV_Q_TRY_REOPENS) != 0)\n        s->final_ret = -1;\n    if (s->crypto_ok == 0)",
+        "    if (kc_quirk(s->f->quirks, KC_Q_TRY_REOPENS))\n        s->final_ret = -1;\n    if (s->crypto_ok == 0)",
         "    if (s->crypto_ok == 0)"),
     "siv-null-keeps-final": ("provider/families/siv.c",
-        "        if ((s->f->quirks & (params == NULL ? SIV_Q_NULL_REOPENS\n                                            : SIV_Q_EMPTY_REOPENS)) != 0)",
-        "        if ((s->f->quirks & (params == NULL ? 0\n                                            : SIV_Q_EMPTY_REOPENS)) != 0)"),
+        "        if (kc_quirk(s->f->quirks, params == NULL ? KC_Q_NULL_REOPENS\n                                                  : KC_Q_EMPTY_REOPENS))",
+        "        if (kc_quirk(s->f->quirks, params == NULL ? 0\n                                                  : KC_Q_EMPTY_REOPENS))"),
     "siv-repeats-taken": ("provider/families/siv.c",
-        "    if (twice && (s->f->quirks & SIV_Q_NO_REPEATS) != 0)\n        return default_set(s, params);\n",
+        "    if (twice && kc_quirk(s->f->quirks, KC_Q_REPEATS_FAIL))\n        return default_set(s, params);\n",
         ""),
     # KMAC's set_ctx_params key taken as keying (the default only stores
     # it: no update before an init)

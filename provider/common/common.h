@@ -6,8 +6,8 @@
  *
  *   early/     before libcrypto may be called: host version, refusals, the
  *              loader module
- *   quirks/    what differs between OpenSSL versions, in one place
  *   common/    this header, the family registry's list and types
+ *   quirks/    what differs between OpenSSL versions, in one place
  *   diag/      KEYCACHE_DEBUG's log, raised errors, the report clock
  *   cache/     the per-thread key -> context store, admission, origin
  *   inner/     the private library context holding `default`
@@ -30,7 +30,6 @@
 
 #include "keycache.h"
 #include "early/early.h"
-#include "quirks/quirks.h"
 #include "common/registry.h"
 
 /* the build passes the project version */

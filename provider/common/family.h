@@ -107,8 +107,6 @@ struct kc_tfam_st {
     KC_ALG alg;
     KC_MAC_FNS mac;
     int on;                         /* offered: the config says so */
-    /* learned at start: set_ctx_params(NULL) and (empty) return 1 quietly */
-    int null_set_ok, empty_set_ok;
     /* learned at start: the record memo's value of the empty shape */
     int empty_value;
     /* learned at start: what get_params (no context) says "size" is, or 0 */
@@ -118,9 +116,8 @@ struct kc_tfam_st {
     KC_CIPHER_FNS ciph[KC_TFAM_CIPHERS];
     KC_DIGEST_FNS dig;
     size_t dig_block, dig_size;     /* its block and output sizes */
-    unsigned int quirks;            /* what direct_bind learned */
-    /* learned at the first repeated name, see kc_tmac_repeats_fail() */
-    int repeats;
+    /* KC_Q_* learned of the default: at first use, at the first name twice */
+    unsigned int quirks;
     /* learned at first use yet?  See kc_tfam_ready() */
     long direct_state;
 };
@@ -192,7 +189,7 @@ struct kc_cfam_st {
     /* a keyed context's functions: d->direct's once bound, else fns */
     const KC_CIPHER_FNS *kfns;
     KC_CIPHER_FNS sub[KC_CFAM_SUBS];
-    unsigned int quirks;            /* what direct_bind learned */
+    unsigned int quirks;            /* KC_Q_* direct_bind learned */
     int on;                         /* offered: the config says so */
     size_t keylen;                  /* the one the default accepts */
     int empty_value;                /* what a fresh context is (ctmpl.c) */

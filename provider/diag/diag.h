@@ -8,6 +8,7 @@
 #define KC_DIAG_H
 
 #include "common/common.h"
+#include "quirks/quirks.h"
 
 /*
  * debug.c: raise an error (and write it to KEYCACHE_DEBUG's log).

@@ -46,11 +46,6 @@ static const char *const kmac_shape[] = {
 /* encode_string(S) */
 #define KMAC_CUSTOM_ENC_MAX (KMAC_CUSTOM_MAX + 4)
 
-/* what kmac_direct_bind() learns of the running default (KC_TFAM.quirks) */
-/* EVP refuses a digest update after the final (3.2 and later) */
-#define KMAC_Q_SEALED 1
-/* set_ctx_params fails, setting nothing, on a parameter named twice (4.x) */
-#define KMAC_Q_NO_REPEATS 2
 
 typedef struct {
     const KC_TFAM *f;
@@ -277,7 +272,7 @@ static KC_NOINLINE int set_other(KC_KMAC_CTX *k, const OSSL_PARAM params[])
         return 0;
     r = m->set_ctx_params(t, params);
     if (params != NULL
-        && (r == 1 || (k->f->quirks & KMAC_Q_NO_REPEATS) == 0
+        && (r == 1 || !kc_quirk(k->f->quirks, KC_Q_REPEATS_FAIL)
             || !named_twice(params))) {
         ERR_set_mark();
         for (i = 0; settable[i] != NULL; i++) {
@@ -299,7 +294,7 @@ static int kmac_set_ctx_params(void *vk, const OSSL_PARAM params[])
 {
     KC_KMAC_CTX *k = vk;
 
-    if (params == NULL ? k->f->null_set_ok : set_plain(k, params))
+    if (params == NULL ? kc_quirk(k->f->quirks, KC_Q_NULL_SET_OK) : set_plain(k, params))
         return 1;
     return set_other(k, params);
 }
@@ -415,7 +410,7 @@ static int kmac_update(void *vk, const unsigned char *data, size_t datalen)
 
     if (datalen == 0)
         return 1;
-    if (k->finalised && (k->f->quirks & KMAC_Q_SEALED) != 0)
+    if (k->finalised && kc_quirk(k->f->quirks, KC_Q_FINAL_SEALS))
         return after_final(k, 0);
     return k->f->dig.update(k->md, data, datalen);
 }
@@ -435,7 +430,7 @@ static int kmac_final(void *vk, unsigned char *out, size_t *outl,
     OSSL_PARAM p[2];
     int ok;
 
-    if (k->finalised && (k->f->quirks & KMAC_Q_SEALED) != 0) {
+    if (k->finalised && kc_quirk(k->f->quirks, KC_Q_FINAL_SEALS)) {
         ok = after_final(k, 1);
     } else {
         n = right_encode(enc, k->xof ? 0 : k->out_len * 8);
@@ -482,35 +477,27 @@ static void *kmac_direct_new(KC_PROVCTX *pctx, int which,
 }
 
 /*
- * What the running default's KMAC does where versions differ: an update
- * after the final (EVP refuses it from 3.2 on), a parameter named twice
- * (4.x's parameter decoders fail the call).
+ * What the running default's KMAC does where versions differ (quirks.h):
+ * an update after the final, a parameter named twice.  Not learned: the
+ * default's own contexts.
  */
 static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
 {
-    static const unsigned char one[1];
     const KC_MAC_FNS *m = &f->mac;
-    int x = 0, ok;
-    OSSL_PARAM p[3];
-    void *t;
+    unsigned int seal, rep;
+    int x = 0;
+    OSSL_PARAM p = OSSL_PARAM_construct_int(OSSL_MAC_PARAM_XOF, &x);
 
     if (f->dig_block > KMAC_BLOCK_MAX || f->dig_size == 0
-        || f->dig_size > KMAC_OUT_MAX
-        || (t = m->newctx(pctx->inner_provctx)) == NULL)
+        || f->dig_size > KMAC_OUT_MAX)
         return 0;
-    f->quirks = 0;
-    ERR_set_mark();
-    ok = finished(m, t);
-    if (ok && m->update(t, one, sizeof(one)) != 1)
-        f->quirks |= KMAC_Q_SEALED;
-    p[0] = OSSL_PARAM_construct_int(OSSL_MAC_PARAM_XOF, &x);
-    p[1] = OSSL_PARAM_construct_int(OSSL_MAC_PARAM_XOF, &x);
-    p[2] = OSSL_PARAM_construct_end();
-    if (m->set_ctx_params(t, p) != 1)
-        f->quirks |= KMAC_Q_NO_REPEATS;
-    ERR_pop_to_mark();
-    m->freectx(t);
-    return ok;
+    seal = kc_quirk_learn_seal(pctx->inner_provctx, m);
+    rep = kc_quirk_learn_repeats(pctx->inner_provctx, m->newctx, m->freectx,
+                                 m->set_ctx_params, &p);
+    if (!kc_quirk(seal, KC_Q_KNOWN) || !kc_quirk(rep, KC_Q_KNOWN))
+        return 0;
+    f->quirks |= seal | rep;
+    return 1;
 }
 
 #define KC_KMAC_IMPL(bits, which)                                             \

@@ -34,21 +34,6 @@ static const char *const siv_shape[] = {
     OSSL_CIPHER_PARAM_SPEED, OSSL_CIPHER_PARAM_KEYLEN, NULL
 };
 
-/* what siv_direct_bind() learns of the running default (KC_CFAM.quirks) */
-/* an empty update with output is a message, not ignored (3.2 and later) */
-#define SIV_Q_EMPTY_IS_MESSAGE 1
-/*
- * set_ctx_params reopens the final: with a parameter, with an empty array
- * (both in 3.5, and in late 3.0 releases), with NULL (4.x: so every init)
- */
-#define SIV_Q_SET_REOPENS 2
-#define SIV_Q_EMPTY_REOPENS 4
-#define SIV_Q_NULL_REOPENS 8
-/* set_ctx_params fails, setting nothing, on a parameter named twice (4.x) */
-#define SIV_Q_NO_REPEATS 16
-/* a message reopens the final first, so a failed one leaves it open
- * (3.5.9, 3.6.5, 4.0.3; 3.0.22 leaves a forged one's final standing) */
-#define SIV_Q_TRY_REOPENS 32
 
 #define SIV_BLOCK 16
 /* CBC output that CMAC throws away, per call to the cipher */
@@ -300,7 +285,7 @@ static int encrypt(KC_SIV_CTX *s, const unsigned char *in, unsigned char *out,
 {
     unsigned char v[SIV_BLOCK];
 
-    if ((s->f->quirks & SIV_Q_TRY_REOPENS) != 0)
+    if (kc_quirk(s->f->quirks, KC_Q_TRY_REOPENS))
         s->final_ret = -1;
     /* one message per keying, unless the speed flag is set */
     if (s->crypto_ok == 0)
@@ -321,7 +306,7 @@ static int decrypt(KC_SIV_CTX *s, const unsigned char *in, unsigned char *out,
     unsigned char v[SIV_BLOCK];
     int ok;
 
-    if ((s->f->quirks & SIV_Q_TRY_REOPENS) != 0)
+    if (kc_quirk(s->f->quirks, KC_Q_TRY_REOPENS))
         s->final_ret = -1;
     if (s->crypto_ok == 0)
         return 0;
@@ -478,8 +463,8 @@ static int siv_set_ctx_params(void *vs, const OSSL_PARAM params[])
     int twice = 0, sp_ok, kl_ok;
 
     if (params == NULL || params[0].key == NULL) {
-        if ((s->f->quirks & (params == NULL ? SIV_Q_NULL_REOPENS
-                                            : SIV_Q_EMPTY_REOPENS)) != 0)
+        if (kc_quirk(s->f->quirks, params == NULL ? KC_Q_NULL_REOPENS
+                                                  : KC_Q_EMPTY_REOPENS))
             s->final_ret = -1;
         return 1;
     }
@@ -497,7 +482,7 @@ static int siv_set_ctx_params(void *vs, const OSSL_PARAM params[])
         else
             *slot = p;
     }
-    if (twice && (s->f->quirks & SIV_Q_NO_REPEATS) != 0)
+    if (twice && kc_quirk(s->f->quirks, KC_Q_REPEATS_FAIL))
         return default_set(s, params);
     if (tag != NULL) {
         if (s->enc)
@@ -521,7 +506,7 @@ static int siv_set_ctx_params(void *vs, const OSSL_PARAM params[])
     }
     if (klen != NULL && (!kl_ok || kl != s->keylen))
         return default_set(s, params);
-    if ((s->f->quirks & SIV_Q_SET_REOPENS) != 0)
+    if (kc_quirk(s->f->quirks, KC_Q_SET_REOPENS))
         s->final_ret = -1;
     return 1;
 }
@@ -596,7 +581,7 @@ static int siv_cipher(void *vs, unsigned char *out, size_t *outl,
     int ok;
 
     if (out != NULL) {
-        if (inl == 0 && (s->f->quirks & SIV_Q_EMPTY_IS_MESSAGE) == 0) {
+        if (inl == 0 && !kc_quirk(s->f->quirks, KC_Q_EMPTY_IS_MESSAGE)) {
             if (outl != NULL)
                 *outl = 0;
             return 1;
@@ -673,109 +658,31 @@ static void *siv_direct_new(KC_PROVCTX *pctx, const KC_CFAM *f)
     return s;
 }
 
-/* Does the final succeed: a message done and not reopened since? */
-static int final_ok(const KC_CIPHER_FNS *m, void *t)
-{
-    unsigned char out[1];
-    size_t outl;
-
-    return m->final(t, out, &outl, sizeof(out)) == 1;
-}
-
 /*
- * What the running default's SIV does where versions differ, asked of one
- * of its contexts: an empty message, the final after set_ctx_params with
- * and without params and after a failed message, a name twice.  Then one
- * message both ways, which must agree.  Anything siv.c does not model
- * keeps the family on the default's contexts.
+ * What the running default's SIV does where versions differ (quirks.h),
+ * then one message both ways, which must agree.  Anything this file does
+ * not model keeps the family on the default's contexts.
  */
 static int siv_direct_bind(KC_PROVCTX *pctx, KC_CFAM *f)
 {
-    static const char unknown[] = "keycache-probe";
-    static const unsigned int reopens[3] = {
-        SIV_Q_NULL_REOPENS, SIV_Q_EMPTY_REOPENS, SIV_Q_SET_REOPENS
-    };
     const KC_CIPHER_FNS *m = &f->fns;
     unsigned char key[64], msg[40], out[2][40], tag[2][SIV_BLOCK];
-    unsigned int one = 1;
     size_t keylen = f->keylen, outl, i;
     void *t = NULL, *k = NULL;
-    OSSL_PARAM speed[2], p[3];
-    int ok = 0, refused;
+    OSSL_PARAM p[2];
+    int ok = 0;
 
     /* CMAC runs on the CBC context's one-call cipher */
     if (keylen == 0 || keylen > sizeof(key) || f->sub[0].cipher == NULL)
+        return 0;
+    f->quirks = kc_quirk_learn_siv(pctx->inner_provctx, m, keylen);
+    if (!kc_quirk(f->quirks, KC_Q_KNOWN))
         return 0;
     for (i = 0; i < sizeof(msg); i++)
         msg[i] = (unsigned char)(i * 7 + 1);
     for (i = 0; i < sizeof(key); i++)
         key[i] = (unsigned char)(i * 13 + 5);
-    speed[0] = OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED, &one);
-    speed[1] = OSSL_PARAM_construct_end();
-    f->quirks = 0;
     ERR_set_mark();
-    if ((t = default_ctx(pctx, f, 1, key, keylen, speed)) == NULL
-        || !m->update(t, out[0], &outl, sizeof(out[0]), msg, 0))
-        goto end;
-    if (final_ok(m, t))
-        f->quirks |= SIV_Q_EMPTY_IS_MESSAGE;
-    if (!m->update(t, out[0], &outl, sizeof(out[0]), msg, 1)
-        || !final_ok(m, t))
-        goto end;
-    /* after a message: set NULL, an empty array, an unknown name */
-    p[1] = OSSL_PARAM_construct_end();
-    for (i = 0; i < 3; i++) {
-        p[0] = i == 1 ? OSSL_PARAM_construct_end()
-                      : OSSL_PARAM_construct_uint(unknown, &one);
-        if ((i > 0 && !m->update(t, out[0], &outl, sizeof(out[0]), msg, 1))
-            || !m->set_ctx_params(t, i == 0 ? NULL : p))
-            goto end;
-        if (!final_ok(m, t))
-            f->quirks |= reopens[i];
-    }
-    p[0] = p[1] = speed[0];
-    p[2] = OSSL_PARAM_construct_end();
-    if (m->set_ctx_params(t, p) != 1)
-        f->quirks |= SIV_Q_NO_REPEATS;
-    m->freectx(t);
-    /*
-     * A message that fails, refused (one per keying) or forged (a speed
-     * flag decryption whose tag does not match): siv.c models a release
-     * that reopens the final at every message or at none, so the two must
-     * agree.  Nothing else may reopen it: AAD after the message, an update
-     * refused for its output size, a second final.
-     */
-    p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
-                                             tag[0], SIV_BLOCK);
-    p[1] = OSSL_PARAM_construct_end();
-    if ((t = default_ctx(pctx, f, 1, key, keylen, NULL)) == NULL
-        || !m->update(t, out[1], &outl, sizeof(out[1]), msg, 20)
-        || !m->get_ctx_params(t, p)
-        || m->update(t, out[0], &outl, sizeof(out[0]), msg, 20) != 0)
-        goto end;
-    refused = final_ok(m, t);
-    m->freectx(t);
-    if ((t = default_ctx(pctx, f, 0, key, keylen, speed)) == NULL
-        || !m->set_ctx_params(t, p)
-        || !m->update(t, out[0], &outl, sizeof(out[0]), out[1], 20)
-        || !final_ok(m, t))
-        goto end;
-    out[1][3] ^= 1;
-    if (m->update(t, out[0], &outl, sizeof(out[0]), out[1], 20) != 0
-        || final_ok(m, t) != refused)
-        goto end;
-    if (!refused)
-        f->quirks |= SIV_Q_TRY_REOPENS;
-    m->freectx(t);
-    if ((t = default_ctx(pctx, f, 1, key, keylen, speed)) == NULL
-        || !m->update(t, out[0], &outl, sizeof(out[0]), msg, 20)
-        || !m->update(t, NULL, &outl, 0, msg, 5)
-        || !final_ok(m, t) || !final_ok(m, t)
-        || m->update(t, out[0], &outl, 0, msg, 5) != 0
-        || !final_ok(m, t))
-        goto end;
-    m->freectx(t);
-
     /* the default's answer and keycache's, for one message */
     if ((t = m->newctx(pctx->inner_provctx)) == NULL
         || (k = siv_direct_new(pctx, f)) == NULL)

@@ -842,7 +842,8 @@ static int record(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
 
     /* no parameters on a fresh context: nothing to record (see bind) */
     if (s->ns == 0 && s->nv == 0 && w->len == 0
-        && __atomic_load_n(&w->f->empty_set_ok, __ATOMIC_RELAXED))
+        && kc_quirk(__atomic_load_n(&w->f->quirks, __ATOMIC_RELAXED),
+                    KC_Q_EMPTY_SET_OK))
         return 1;
     save(w, &sv);
     if (s->ns > 0 || s->nv == 0) {
@@ -1125,31 +1126,25 @@ static int app_refuses(const KC_TMAC_CTX *w, const OSSL_PARAM params[])
     return !ok;
 }
 
-/* (kc_local.h) the default asked once, at the first repeated name */
+/* (layer.h) the default asked once, at the first repeated name */
 int kc_tmac_repeats_fail(KC_PROVCTX *pctx, const KC_TFAM *f)
 {
     const KC_MAC_FNS *m = &f->mac;
-    OSSL_PARAM twice[3];
-    int known = __atomic_load_n(&f->repeats, __ATOMIC_RELAXED);
-    void *t;
-
-    if (known != 0)
-        return known == 2;
+    unsigned int q = __atomic_load_n(&f->quirks, __ATOMIC_RELAXED);
     /* a properties given twice and no cipher: 3.x sets nothing, and is fine */
-    twice[0] = twice[1] =
+    OSSL_PARAM p =
         OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES, "", 0);
-    twice[2] = OSSL_PARAM_construct_end();
-    ERR_set_mark();
-    if ((t = m->newctx(pctx->inner_provctx)) != NULL)
-        known = m->set_ctx_params(t, twice) == 1 ? 1 : 2;
-    m->freectx(t);
-    ERR_pop_to_mark();
+
+    if (kc_quirk(q, KC_Q_REPEATS_KNOWN))
+        return kc_quirk(q, KC_Q_REPEATS_FAIL);
+    q = kc_quirk_learn_repeats(pctx->inner_provctx, m->newctx, m->freectx,
+                               m->set_ctx_params, &p);
     /* not learned (out of memory): the default's own context answers */
-    if (known == 0)
+    if (!kc_quirk(q, KC_Q_KNOWN))
         return 1;
     /* a memo of the default's answer, not part of the family's identity */
-    __atomic_store_n((int *)&f->repeats, known, __ATOMIC_RELAXED);
-    return known == 2;
+    __atomic_fetch_or((unsigned int *)&f->quirks, q, __ATOMIC_RELAXED);
+    return kc_quirk(q, KC_Q_REPEATS_FAIL);
 }
 
 /* Does params name one of the family's settable parameters twice? */
@@ -1381,12 +1376,14 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
     SAVED sv;
 
     if (params == NULL) {
-        if (__atomic_load_n(&w->f->null_set_ok, __ATOMIC_RELAXED))
+        if (kc_quirk(__atomic_load_n(&w->f->quirks, __ATOMIC_RELAXED),
+                     KC_Q_NULL_SET_OK))
             return 1;
         goto pass;
     }
     if (w->cold && !(params[0].key == NULL
-                     && __atomic_load_n(&w->f->empty_set_ok, __ATOMIC_RELAXED)))
+                     && kc_quirk(__atomic_load_n(&w->f->quirks, __ATOMIC_RELAXED),
+                    KC_Q_EMPTY_SET_OK)))
         goto pass;
     if (!split(w->f, params, &s) || (c = kc_cache_get(w->pctx)) == NULL)
         goto pass;
@@ -1638,7 +1635,7 @@ const OSSL_PARAM *kc_tmac_gettable_params(KC_PROVCTX *pctx, int which)
 /* Start                                                                  */
 
 /*
- * At the family's first context (inner.c's gate, after bind_direct()):
+ * At the family's first context (gate.c, after bind_direct()):
  * does the default take set_ctx_params with NULL, or with no parameters,
  * on a fresh context as a no-op?  (EVP_Q_mac makes both calls.)  Then they
  * need no record.  Asked here, not at start: a fresh KMAC context fetches
@@ -1648,26 +1645,11 @@ const OSSL_PARAM *kc_tmac_gettable_params(KC_PROVCTX *pctx, int which)
  */
 void kc_tmpl_first_use(KC_PROVCTX *pctx, KC_TFAM *f)
 {
-    static const OSSL_PARAM empty[] = { OSSL_PARAM_END };
-    const KC_MAC_FNS *m = &f->mac;
     KC_TMAC_CTX *probe_w;
-    KC_ERRTOP before, after;
-    int null_ok = 0, empty_ok = 0;
-    void *t;
 
-    ERR_set_mark();
-    kc_err_top(&before);
-    if ((t = m->newctx(pctx->inner_provctx)) != NULL) {
-        null_ok = m->set_ctx_params(t, NULL) == 1;
-        empty_ok = m->set_ctx_params(t, empty) == 1;
-        m->freectx(t);
-    }
-    kc_err_top(&after);
-    if (!kc_err_same(&before, &after))
-        null_ok = empty_ok = 0;
-    ERR_pop_to_mark();
-    __atomic_store_n(&f->null_set_ok, null_ok, __ATOMIC_RELAXED);
-    __atomic_store_n(&f->empty_set_ok, empty_ok, __ATOMIC_RELAXED);
+    __atomic_fetch_or(&f->quirks,
+                      kc_quirk_learn_sets(pctx->inner_provctx, &f->mac),
+                      __ATOMIC_RELAXED);
     /* what a fresh context's (empty) shape is, for every new wrapper */
     if ((probe_w = OPENSSL_zalloc(sizeof(*probe_w))) != NULL) {
         probe_w->pctx = pctx;
@@ -1699,7 +1681,7 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
     f->alg.stat = KC_STAT_FAM + (unsigned int)(f - pctx->fam);
     KC_PUBLISH_ONCE(&inner_get_params[f - pctx->fam], m->get_params);
     /* set_ctx_params' no-ops: learned at first use (kc_tmpl_first_use()) */
-    f->null_set_ok = f->empty_set_ok = 0;
+    f->quirks = 0;
     /* a context-free size (GMAC): ask once, answer EVP's query ever after */
     ERR_set_mark();
     kc_err_top(&before);
