@@ -229,7 +229,7 @@ static void test_gcm_off(void)
 /*
  * aes_gcm = auto, and no aes_gcm line at all (the default): AES-GCM is
  * offered where caching it was measured to pay, OpenSSL 3.0, and left
- * unwrapped elsewhere (see docs/measurements.md, and unwrapped_gcm()).
+ * unwrapped elsewhere (see docs/families.md, and unwrapped_gcm()).
  * HMAC is always offered.
  */
 static void test_gcm_auto(void)
@@ -321,7 +321,7 @@ static void test_fam_off(void)
     ERR_clear_error();
 }
 
-/* cmac, gmac, kmac = auto, and no line at all: offered (see docs/measurements.md). */
+/* cmac, gmac, kmac = auto, and no line at all: offered (see docs/families.md). */
 static void test_fam_auto(void)
 {
     static const char *const sets[2] = {

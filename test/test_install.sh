@@ -59,7 +59,7 @@ for f in "$moddir_rel/keycache.so" "$moddir_rel/$real" \
          share/keycache/keycache-include.cnf share/man/man7/provider-keycache.7 \
          share/doc/keycache/README.md share/doc/keycache/LICENSE \
          share/doc/keycache/copyright share/doc/keycache/deployment.md \
-         share/doc/keycache/design.md share/doc/keycache/measurements.md \
+         share/doc/keycache/architecture.md share/doc/keycache/families.md \
          share/doc/keycache/examples/keycache-systemd.conf; do
     [ -s "$P/$f" ] && ok "--prefix: $f" || bad "--prefix: $f missing"
 done

@@ -9,7 +9,7 @@
 #include "common/common.h"
 #include "diag/diag.h"
 
-/* cache.c */
+/* store.c */
 typedef struct {
     uint64_t cache_id;        /* 0 = not leased from any cache */
     uint64_t gen;
@@ -25,7 +25,7 @@ typedef struct {
 /*
  * A wrapper struct of size bytes from the thread's pool (or allocated), not
  * cleared; *cp (if cp) is the thread's cache or NULL, and *cold (if cold)
- * says whether this thread's hit rate is low (see the bypass in cache.c),
+ * says whether this thread's hit rate is low (see the bypass in store.c),
  * so that a new context of alg had better not look up at all - no for one
  * context in 32, which keeps the hit rate measured; a yes is counted as a
  * pass-through.  One look-up of the thread's cache for all of it.  Callers

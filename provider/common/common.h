@@ -2,7 +2,7 @@
 /*
  * keycache - what every layer shares: the provider context, the default's
  * function tables, a cache entry's algorithm, small helpers.  The layers,
- * bottom up (an arrow only points down; test/check_layers.sh checks it):
+ * bottom up (an arrow only points down; test/check_layers.py checks it):
  *
  *   early/     before libcrypto may be called: host version, refusals, the
  *              loader module
@@ -252,13 +252,13 @@ struct kc_provctx_st {
     OSSL_ALGORITHM *kdf_algs, *rand_algs, *cipher_pt_algs;
     OSSL_ALGORITHM *skeymgmt_algs;  /* 3.5+, with cipher_pt_algs */
 
-    /* registry of thread caches, under cache.c's registry lock */
+    /* registry of thread caches, under store.c's registry lock */
     KC_PROVCTX *next_live;
     CRYPTO_THREAD_LOCAL tls;
     int tls_ok;
     KC_CACHE *caches;
     KC_COUNTERS retired[KC_STAT_SLOTS]; /* of caches already freed */
-    /* for the report (debug.c): see kc_cache_lost() */
+    /* for the report (core/report.c): see kc_cache_lost() */
     uint64_t threads_cached, threads_admitted, fork_wiped;
 };
 

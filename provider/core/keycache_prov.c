@@ -226,7 +226,7 @@ static void check_routing(KC_PROVCTX *pctx, const CONF *conf,
      * alg_section module in [openssl_init] runs, in the section's order,
      * each replacing the string of the one before (and a program may set
      * its own).  The string in force is reported from the library (props.c)
-     * when keycache starts and at exit, with the fetch check (debug.c).
+     * when keycache starts and at exit, with the fetch check (report.c).
      */
     kc_debug_log(pctx, 2, "config: %s loads %s", file, pctx->name);
 }

@@ -23,7 +23,7 @@
 
 /*
  * Guards the list of live instances against the exit handler, fork() and
- * teardown in other threads.  Taken before cache.c's registry lock where
+ * teardown in other threads.  Taken before store.c's registry lock where
  * both are held.  Never taken on the hot path.
  */
 static pthread_mutex_t dbg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -251,7 +251,7 @@ static void fork_parent(void)
 
 /*
  * The child reports as itself, counting from the fork.  Registered after
- * cache.c's handlers, so its registry lock is free when this runs.  The
+ * store.c's handlers, so its registry lock is free when this runs.  The
  * forking thread took dbg_lock in fork_prepare and is the child's thread:
  * release it (re-initialising a locked mutex is undefined, and
  * ThreadSanitizer says so).

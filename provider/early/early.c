@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * keycache - before libcrypto may be called, see kc_early.h.
+ * keycache - before libcrypto may be called, see early.h.
  *
  * Nothing here calls libcrypto, allocates through it or needs it linked:
  * the loader links this file alone, and the module uses it before it knows

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * keycache - what it does before it may call libcrypto (provider/early.c).
+ * keycache - what it does before it may call libcrypto (early.c).
  *
- * Linked into the module and into the loader (provider/loader.c), which
+ * Linked into the module and into the loader (loader.c), which
  * links no libcrypto at all: only the core's functions and libc are used
  * here, and OpenSSL's headers only for types and macros.
  */

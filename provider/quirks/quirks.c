@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * keycache - the one place that knows OpenSSL versions apart, see
- * kc_compat.h.
+ * keycache - what the build knows of OpenSSL versions from its headers,
+ * see quirks.h.
  */
 /* ENGINE_get_cipher_engine(), deprecated in 3.0 and gone in 4.0 */
 #define OPENSSL_SUPPRESS_DEPRECATED
