@@ -373,12 +373,20 @@ static int offer_skey(KC_PROVCTX *pctx, int siv_pt)
 int kc_passthrough_start(KC_PROVCTX *pctx)
 {
     static const char *const drbgs[] = { "HMAC-DRBG", NULL };
-    /* AES-SIV's S2V is a CMAC keyed with half of the SIV key */
-    static const char *const sivs[] = {
-        "AES-128-SIV", "AES-192-SIV", "AES-256-SIV", NULL
-    };
     static const char *const none[] = { NULL };
-    int siv_pt = pctx->fam[KC_FAM_CMAC].on && !pctx->cfam[KC_CFAM_SIV128].on;
+    /*
+     * AES-SIV's S2V is a CMAC keyed with half of the SIV key: the
+     * registry's SIV rows, when CMAC is on and they are not
+     */
+    const char *sivs[KC_REGISTRY_ROWS + 1];
+    int siv_pt = 0, i, n = 0;
+
+    for (i = 0; i < KC_REGISTRY_ROWS; i++)
+        if (strcmp(kc_registry[i].conf, KEYCACHE_CONF_AES_SIV) == 0
+            && !*kc_registry_on(pctx, i))
+            sivs[n++] = kc_registry[i].name;
+    sivs[n] = NULL;
+    siv_pt = n > 0 && *kc_registry_on(pctx, KC_ROW_CMAC);
 
     pctx->pt = OPENSSL_zalloc(KC_PT_SLOTS * sizeof(*pctx->pt));
     if (pctx->pt == NULL)
