@@ -22,6 +22,7 @@
 
 #include "kc_test.h"
 #include "keycache.h"
+#include "common/registry.h"
 
 static const unsigned char msg[] = "keycache configuration test message";
 static const unsigned char aad[] = "additional data";
@@ -341,6 +342,64 @@ static void test_fam_auto(void)
     }
 }
 
+/*
+ * Every configuration key of the registry, switched off, leaves exactly
+ * its own rows to the default.  Told apart by the implementation's
+ * description: on 3.5+ keycache also passes the default's own ciphers
+ * through (the EVP_SKEY key managers), under its own name.
+ */
+#define ROW_NAME(id, kind, conf, autorule, name, ...) name,
+#define ROW_CONF(id, kind, conf, ...) conf,
+#define ROW_CIPHER(id, kind, ...) (sizeof(#kind) == sizeof("CIPHER")),
+static const char *const row_names[] = { KC_REGISTRY(ROW_NAME) };
+static const char *const row_confs[] = { KC_REGISTRY(ROW_CONF) };
+static const int row_cipher[] = { KC_REGISTRY(ROW_CIPHER) };
+#define NROWS (sizeof(row_names) / sizeof(row_names[0]))
+
+/* Is the implementation of row r in ctx keycache's own wrapper? */
+static int wrapped(OSSL_LIB_CTX *ctx, size_t r)
+{
+    EVP_CIPHER *c = row_cipher[r] ? EVP_CIPHER_fetch(ctx, row_names[r], NULL)
+                                  : NULL;
+    EVP_MAC *m = row_cipher[r] ? NULL : EVP_MAC_fetch(ctx, row_names[r], NULL);
+    const char *d = c != NULL ? EVP_CIPHER_get0_description(c)
+                    : m != NULL ? EVP_MAC_get0_description(m) : NULL;
+    int yes = d != NULL && strstr(d, "per-thread key cache") != NULL;
+
+    EVP_CIPHER_free(c);
+    EVP_MAC_free(m);
+    return yes;
+}
+
+static void test_registry_off(void)
+{
+    char lines[128];
+    size_t k, r;
+
+    for (k = 0; k < NROWS; k++) {
+        OSSL_LIB_CTX *ctx;
+
+        if (k > 0 && strcmp(row_confs[k], row_confs[k - 1]) == 0)
+            continue;           /* one key switches its rows together */
+        snprintf(lines, sizeof(lines), "%s%s = off",
+                 strcmp(row_confs[k], KEYCACHE_CONF_AES_GCM) == 0 ? ""
+                 : KEYCACHE_CONF_AES_GCM " = on\n", row_confs[k]);
+        ctx = ctx_with(lines);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+        for (r = 0; r < NROWS; r++) {
+            int off = strcmp(row_confs[r], row_confs[k]) == 0;
+
+            if (wrapped(ctx, r) == off) {
+                printf("\n  %s: %s is %s\n", lines, row_names[r],
+                       off ? "still keycache's" : "not keycache's");
+                CU_FAIL("a key switched another row");
+            }
+        }
+        OSSL_LIB_CTX_free(ctx);
+    }
+    ERR_clear_error();
+}
+
 /* cache_size = 0: nothing is ever cached, everything passes through. */
 static void test_cache_size_zero(void)
 {
@@ -572,6 +631,8 @@ static void add_suites(void)
     CU_add_test(s, "cmac, gmac, kmac = off leave them to default",
                 test_fam_off);
     CU_add_test(s, "cmac, gmac, kmac = auto", test_fam_auto);
+    CU_add_test(s, "each registry key switches its own rows",
+                test_registry_off);
     CU_add_test(s, "cache_size = 0 caches nothing", test_cache_size_zero);
     CU_add_test(s, "cache_size = 3 is the bound", test_cache_size_small);
     CU_add_test(s, "idle_ttl = 1 drops idle entries", test_idle_ttl);
