@@ -366,6 +366,14 @@ static int op_longkey(const ROW *r, long i)
     return qhmac(longkey, sizeof(longkey));
 }
 
+static int op_newkey_longkey(const ROW *r, long i)
+{
+    unsigned char key[sizeof(longkey)];
+
+    fill(key, sizeof(key));
+    return qhmac(key, sizeof(key));
+}
+
 static int op_cmac_3des(const ROW *r, long i)
 {
     return qmac_fam("CMAC", "DES-EDE3-CBC", keys[0], 24, 0);
@@ -609,6 +617,8 @@ static const ROW rows[] = {
       "a new HMAC key every message: HKDF/TLS-PRF-like derivation loops" },
     { "hmac-key-200B", K_OPS, NULL, op_longkey, 4, 500, 0,
       "HMAC-SHA256 under a 200-byte key: long secrets used as HMAC keys" },
+    { "newkey-hmac-200B", K_OPS, NULL, op_newkey_longkey, 4, 500, 0,
+      "a new 200-byte HMAC key every message: long per-request secrets" },
     { "cmac-3des", K_OPS, NULL, op_cmac_3des, 4, 500, 0,
       "CMAC with DES-EDE3-CBC, a family keycache passes through: EMV and "
       "payment MACs" },

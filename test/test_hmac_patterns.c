@@ -807,6 +807,47 @@ static void pat_key_lengths(OSSL_LIB_CTX *libctx, REC *r)
 }
 
 /*
+ * Keys longer than the cache holds (128 bytes): HMAC keys one longer than
+ * its digest's block with the key's digest, so such keys are cached by it
+ * (SHA-256, SHA-512, SHA-1 blocks are 64 or 128 bytes), while one of
+ * SHA3-256 no longer than its 136-byte block is not.  Each key twice (the
+ * second a hit where cached), then changed in place at its first, a middle
+ * and its last byte: a changed key must never be served the old entry.
+ */
+static void pat_long_keys(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const size_t lens[] = { 129, 136, 137, 200, 300 };
+    static const char *mds[] = { "SHA256", "SHA512", "SHA1", "SHA3-256" };
+    static const size_t flips[] = { 0, 150, 299 };
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    unsigned char key[300], out[EVP_MAX_MD_SIZE];
+    size_t outl, i, d, f;
+    int rep;
+
+    for (d = 0; d < sizeof(mds) / sizeof(mds[0]); d++) {
+        OSSL_PARAM params[2] = { p_digest(mds[d]), OSSL_PARAM_END };
+
+        for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+            kct_fill(key, sizeof(key), 700 + (uint32_t)i);
+            for (f = 0; f <= sizeof(flips) / sizeof(flips[0]); f++) {
+                if (f > 0)
+                    key[flips[f - 1] % lens[i]] ^= 0x01;
+                for (rep = 0; rep < 2; rep++) {
+                    EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+                    if (do_mac(r, ctx, key, lens[i], params, msgs[1],
+                               msglens[1], out, &outl))
+                        check_ref(r, mds[d], key, lens[i], msgs[1],
+                                  msglens[1], out, outl);
+                    EVP_MAC_CTX_free(ctx);
+                }
+            }
+        }
+    }
+    EVP_MAC_free(mac);
+}
+
+/*
  * Keys that differ in exactly one byte, at every position (the first, the
  * last and all between), for lengths that are and are not multiples of 8,
  * back to back on one thread: A, A', A, A' (the most recently used entry
@@ -1826,6 +1867,7 @@ static void test_rekey_kept_deployed(void)
 }
 static void test_many_keys(void) { run_pattern(pat_many_keys, 1); }
 static void test_key_lengths(void) { run_pattern(pat_key_lengths, 1); }
+static void test_long_keys(void) { run_pattern(pat_long_keys, 1); }
 static void test_listed_digests(void) { run_pattern(pat_listed_digests, 0); }
 static void test_offered_digests(void) { run_pattern(pat_offered_digests, 0); }
 static void test_sizes(void) { run_pattern(pat_sizes, 0); }
@@ -2116,6 +2158,7 @@ static void add_suites(void)
     CU_add_test(s, "the same, deployed admission", test_rekey_kept_deployed);
     CU_add_test(s, "more keys than the cache holds", test_many_keys);
     CU_add_test(s, "key lengths", test_key_lengths);
+    CU_add_test(s, "keys longer than the cache holds", test_long_keys);
     CU_add_test(s, "keys one byte apart, every position", test_near_keys);
     CU_add_test(s, "digest names a prefix of the last", test_digest_prefix);
     CU_add_test(s, "listed digests", test_listed_digests);

@@ -17,6 +17,14 @@ SIV_CHECK_OFF = ("provider/families/siv.c",
     "    ok = 1;")
 
 MUTANTS = {
+    # a long HMAC key cached by its digest: even one no longer than the
+    # digest's block (which HMAC uses as it is), or by a digest of a prefix
+    "hmac-long-key-any-length": ("provider/families/hmac.c",
+        "    if (w->dg->block_size <= 0 || keylen <= (size_t)w->dg->block_size",
+        "    if (w->dg->block_size <= 0"),
+    "hmac-long-key-prefix": ("provider/families/hmac.c",
+        "    ok = dc != NULL && g->init(dc, NULL) && g->update(dc, key, keylen)",
+        "    ok = dc != NULL && g->init(dc, NULL) && g->update(dc, key, 128)"),
     # the registry: a row's on flag read from another row, "auto" off
     "registry-on-first-cipher": ("provider/families/registry.c",
         "           : &pctx->cfam[r->index].on;",
@@ -456,8 +464,8 @@ MUTANTS = {
     # AES-SIV switched off is not passed through: its inner CMAC reaches
     # the cache
     "siv-not-passthrough": ("provider/core/passthrough.c",
-        "    int siv_pt = pctx->fam[KC_FAM_CMAC].on && !pctx->cfam[KC_CFAM_SIV128].on;",
-        "    int siv_pt = 0;"),
+        "    siv_pt = n > 0 && *kc_registry_on(pctx, KC_ROW_CMAC);",
+        "    siv_pt = 0;"),
     # OCB: one template for both directions (the bulk function follows the
     # direction the key was set in)
     "ocb-one-direction": ("provider/families/ocb.c",

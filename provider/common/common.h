@@ -108,6 +108,10 @@ typedef struct {
     const char *name;         /* canonical name, replayed into inner ctxs */
     size_t size;              /* output size, what HMAC's "size" reports */
     int block_size;
+    /* the default's functions for it, bound at first need (inner.c) */
+    KC_DIGEST_FNS fns;
+    long fns_state;
+    int fns_ok;
 } KC_DIGEST;
 
 /*

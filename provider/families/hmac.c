@@ -370,8 +370,8 @@ static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
  * Key the wrapper from the cache.  Returns 1/0 as the default would, or -1
  * when this key cannot be handled here and the caller must pass through.
  */
-static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
-                         size_t keylen)
+static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
+                            size_t keylen)
 {
     KC_PROVCTX *pctx = w->pctx;
     const KC_MAC_FNS *f = fns(w);
@@ -449,6 +449,40 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
     }
     w->lease = lk.lease;
     return 1;
+}
+
+/*
+ * A key longer than the digest's block is keyed by its digest (RFC 2104,
+ * as the default's HMAC does), so a long key is cached as that digest: the
+ * same keyed state, and a key the cache can hold.  Longer ones the cache
+ * cannot hold, no longer than the block, pass through.
+ */
+static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
+                         size_t keylen)
+{
+    unsigned char kd[EVP_MAX_MD_SIZE];
+    const KC_DIGEST_FNS *g;
+    size_t kdlen = 0;
+    void *dc;
+    int r, ok;
+
+    if (keylen <= KEYCACHE_MAX_KEY_LEN || key == NULL || w->dg == NULL)
+        return setkey_cached_as(w, key, keylen);
+    if (w->dg->block_size <= 0 || keylen <= (size_t)w->dg->block_size
+        || w->dg->size > sizeof(kd)
+        || (g = kc_inner_digest_fns(w->pctx, w->dg)) == NULL)
+        return -1;
+    /* the default's digest itself: no EVP layer to pay on top of it */
+    ERR_set_mark();
+    dc = g->newctx(w->pctx->inner_provctx);
+    ok = dc != NULL && g->init(dc, NULL) && g->update(dc, key, keylen)
+         && g->final(dc, kd, &kdlen, sizeof(kd)) && kdlen == w->dg->size;
+    if (dc != NULL)
+        g->freectx(dc);
+    ERR_pop_to_mark();
+    r = ok ? setkey_cached_as(w, kd, kdlen) : -1;
+    OPENSSL_cleanse(kd, sizeof(kd));
+    return r;
 }
 
 static void *kc_hmac_newctx(void *provctx)

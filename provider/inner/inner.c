@@ -252,6 +252,29 @@ const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md)
     return NULL;
 }
 
+const KC_DIGEST_FNS *kc_inner_digest_fns(KC_PROVCTX *pctx, const KC_DIGEST *cd)
+{
+    /* the entry's lazily bound part: the claiming thread alone writes it */
+    KC_DIGEST *d = (KC_DIGEST *)cd;
+    const OSSL_ALGORITHM *a;
+    const KC_DIGEST_FNS *g = &d->fns;
+
+    if (__atomic_load_n(&d->fns_state, __ATOMIC_ACQUIRE) != KC_ONCE_DONE
+        && kc_once_claim(&d->fns_state)) {
+        memset(&d->fns, 0, sizeof(d->fns));
+        if ((a = kc_inner_find(kc_inner_query(pctx, OSSL_OP_DIGEST),
+                               d->name)) != NULL)
+            load_digest_fns(&d->fns, a->implementation);
+        d->fns_ok = g->newctx != NULL && g->freectx != NULL
+                    && g->init != NULL && g->update != NULL
+                    && g->final != NULL;
+        kc_once_done(&d->fns_state);
+    }
+    if (__atomic_load_n(&d->fns_state, __ATOMIC_ACQUIRE) != KC_ONCE_DONE)
+        return NULL;
+    return d->fns_ok ? g : NULL;
+}
+
 /* Whether |prov| is the built-in default (in any library context). */
 int kc_inner_is_default(const KC_PROVCTX *pctx, const OSSL_PROVIDER *prov)
 {
