@@ -610,6 +610,22 @@ MUTANTS = {
         ""),
 }
 
+def tracked(root):
+    """What git tracks (work in progress elsewhere stays out), or, in a
+    copy without git (a tools/compat.sh chroot), every file but builds."""
+    try:
+        return subprocess.run(["git", "ls-files"], cwd=root,
+                              capture_output=True, text=True,
+                              check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        out = []
+        for d, dirs, names in os.walk(root):
+            dirs[:] = [x for x in dirs
+                       if x != ".git" and not x.startswith("build")]
+            out += [os.path.relpath(os.path.join(d, n), root) for n in names]
+        return out
+
+
 def run(cmd, cwd):
     return subprocess.run(cmd, cwd=cwd, shell=True, capture_output=True, text=True)
 
@@ -630,9 +646,7 @@ def main(argv):
         work = tempfile.mkdtemp(prefix="kc-mutant-")
         # same parent layout as the checkout so ../shared/vectors resolves
         src = os.path.join(os.path.dirname(root), os.path.basename(work))
-        # only what git tracks: work in progress elsewhere stays out
-        files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True,
-                               text=True, check=True).stdout.split()
+        files = tracked(root)
         for f in files:
             os.makedirs(os.path.join(src, os.path.dirname(f)), exist_ok=True)
             shutil.copy2(os.path.join(root, f), os.path.join(src, f))
