@@ -253,6 +253,8 @@ struct kc_provctx_st {
     /* pass-through KDFs, DRBGs, key managers, see passthrough.c */
     struct kc_pt_st *pt;
     size_t npt;
+    long pt_state;              /* built yet?  kc_passthrough_ready() */
+    int pt_ok;
     OSSL_ALGORITHM *kdf_algs, *rand_algs, *cipher_pt_algs;
     OSSL_ALGORITHM *skeymgmt_algs;  /* 3.5+, with cipher_pt_algs */
 

@@ -2,7 +2,8 @@
 /*
  * The provider's start: the private default (inner/), then every family of
  * the registry that is switched on, bound to the default's algorithm of
- * its name, then what keycache passes through.  What each offers goes into
+ * its name (what keycache passes through comes at the first query that
+ * needs it, core/passthrough.c).  What each offers goes into
  * the algorithm tables the query answers (keycache_prov.c).
  */
 #include <openssl/core_names.h>
@@ -95,13 +96,6 @@ int kc_bind_start(KC_PROVCTX *pctx)
             offer(&pctx->mac_algs[nmac++], a, kc_hmac_functions,
                   "HMAC with a per-thread key cache");
     }
-    if (!kc_passthrough_start(pctx)) {
-        kc_raise(pctx, KC_R_INIT_FAILED, "cannot offer the pass-through KDFs");
-        return 0;
-    }
-    for (a = pctx->cipher_pt_algs; a->algorithm_names != NULL
-         && ncipher < KC_CFAM_COUNT + KC_PT_CIPHERS; a++)
-        pctx->cipher_algs[ncipher++] = *a;
     return 1;
 }
 

@@ -16,8 +16,12 @@ void kc_props_stop(KC_PROVCTX *pctx);
 int kc_props_get(KC_PROVCTX *pctx, char *buf, size_t len);
 int kc_props_prefer(KC_PROVCTX *pctx);
 
-/* passthrough.c */
-int kc_passthrough_start(KC_PROVCTX *pctx);
+/*
+ * passthrough.c: the default's KDFs, HMAC-DRBG, key managers and other
+ * ciphers, offered as plain pass-throughs; built at the first query that
+ * needs them (0 if they could not be: then none is offered)
+ */
+int kc_passthrough_ready(KC_PROVCTX *pctx);
 void kc_passthrough_stop(KC_PROVCTX *pctx);
 
 /* bind.c: the private default, the registry's families, the pass-through */

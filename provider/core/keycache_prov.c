@@ -465,6 +465,8 @@ static const OSSL_ALGORITHM *kc_query(void *provctx, int operation_id,
         return pctx->mac_algs[0].algorithm_names != NULL ? pctx->mac_algs
                                                           : NULL;
     case OSSL_OP_CIPHER:
+        /* with the pass-through ciphers, if any (else the wrapped alone) */
+        kc_passthrough_ready(pctx);
         return pctx->cipher_algs[0].algorithm_names != NULL
                ? pctx->cipher_algs : NULL;
     /*
@@ -472,13 +474,14 @@ static const OSSL_ALGORITHM *kc_query(void *provctx, int operation_id,
      * HMAC, CMAC and KMAC (KBKDF, SSKDF), HMAC-DRBG only HMAC.
      */
     case OSSL_OP_KDF:
-        return pctx->mac_algs[0].algorithm_names != NULL ? pctx->kdf_algs
-                                                          : NULL;
+        return pctx->mac_algs[0].algorithm_names != NULL
+               && kc_passthrough_ready(pctx) ? pctx->kdf_algs : NULL;
     case OSSL_OP_RAND:
-        return pctx->hmac_on ? pctx->rand_algs : NULL;
+        return pctx->hmac_on && kc_passthrough_ready(pctx) ? pctx->rand_algs
+                                                           : NULL;
     /* EVP_SKEY keys for keycache's ciphers, see passthrough.c */
     case KC_OP_SKEYMGMT:
-        return pctx->skeymgmt_algs != NULL
+        return kc_passthrough_ready(pctx) && pctx->skeymgmt_algs != NULL
                && pctx->skeymgmt_algs[0].algorithm_names != NULL
                ? pctx->skeymgmt_algs : NULL;
     }

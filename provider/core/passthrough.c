@@ -16,8 +16,10 @@
  * that takes one is the inner function, called directly.  Only the few that
  * take a provider context need a thunk that hands over the inner provider's
  * instead; C has no closures, so there is a fixed set of thunk slots, one
- * per algorithm, generated below.  The tables are built at start because
- * the list of KDFs depends on the OpenSSL version.
+ * per algorithm, generated below.  The tables are built from the running
+ * default (the list of KDFs depends on the OpenSSL version) at the first
+ * query that needs one (kc_passthrough_ready()): a process that fetches
+ * no KDF, DRBG or cipher does not pay for them.
  */
 #include <string.h>
 #include <openssl/core_names.h>
@@ -370,7 +372,7 @@ static int offer_skey(KC_PROVCTX *pctx, int siv_pt)
                  &pctx->cipher_pt_algs) >= 0;
 }
 
-int kc_passthrough_start(KC_PROVCTX *pctx)
+static int build(KC_PROVCTX *pctx)
 {
     static const char *const drbgs[] = { "HMAC-DRBG", NULL };
     static const char *const none[] = { NULL };
@@ -379,6 +381,7 @@ int kc_passthrough_start(KC_PROVCTX *pctx)
      * registry's SIV rows, when CMAC is on and they are not
      */
     const char *sivs[KC_REGISTRY_ROWS + 1];
+    const OSSL_ALGORITHM *a;
     int siv_pt = 0, i, n = 0;
 
     for (i = 0; i < KC_REGISTRY_ROWS; i++)
@@ -397,10 +400,30 @@ int kc_passthrough_start(KC_PROVCTX *pctx)
         || !offer_skey(pctx, siv_pt))
         return 0;
     /* with the key managers every other cipher is passed through already */
-    if (pctx->cipher_pt_algs != NULL)
-        return 1;
-    return offer(pctx, OSSL_OP_CIPHER, siv_pt ? sivs : none, NULL,
-                 &pctx->cipher_pt_algs) >= 0;
+    if (pctx->cipher_pt_algs == NULL
+        && offer(pctx, OSSL_OP_CIPHER, siv_pt ? sivs : none, NULL,
+                 &pctx->cipher_pt_algs) < 0)
+        return 0;
+    /* after the wrapped ciphers in the table the query answers */
+    for (n = 0; n < KC_CFAM_COUNT + KC_PT_CIPHERS
+         && pctx->cipher_algs[n].algorithm_names != NULL; n++)
+        continue;
+    for (a = pctx->cipher_pt_algs; a->algorithm_names != NULL
+         && n < KC_CFAM_COUNT + KC_PT_CIPHERS; a++)
+        pctx->cipher_algs[n++] = *a;
+    return 1;
+}
+
+int kc_passthrough_ready(KC_PROVCTX *pctx)
+{
+    if (__atomic_load_n(&pctx->pt_state, __ATOMIC_ACQUIRE) != KC_ONCE_DONE
+        && kc_once_claim(&pctx->pt_state)) {
+        kc_passthrough_stop(pctx);      /* what a claim lost to fork() left */
+        pctx->pt_ok = build(pctx);
+        kc_once_done(&pctx->pt_state);
+    }
+    return __atomic_load_n(&pctx->pt_state, __ATOMIC_ACQUIRE) == KC_ONCE_DONE
+           && pctx->pt_ok;
 }
 
 void kc_passthrough_stop(KC_PROVCTX *pctx)
