@@ -224,11 +224,12 @@ MUTANTS = {
     # the default's KDFs and HMAC-DRBG are not served as pass-through, so
     # their inner HMAC (keyed with derived secrets) reaches the cache
     "kdf-not-passthrough": [("provider/core/keycache_prov.c",
-        "        return pctx->mac_algs[0].algorithm_names != NULL ? pctx->kdf_algs\n"
-        "                                                          : NULL;",
+        "        return pctx->mac_algs[0].algorithm_names != NULL\n"
+        "               && kc_passthrough_ready(pctx) ? pctx->kdf_algs : NULL;",
         "        return NULL;"),
         ("provider/core/keycache_prov.c",
-         "        return pctx->hmac_on ? pctx->rand_algs : NULL;",
+         "        return pctx->hmac_on && kc_passthrough_ready(pctx) ? pctx->rand_algs\n"
+         "                                                           : NULL;",
          "        return NULL;")],
     # Cipher families with volatile calls (GCM): an expected tag or IV
     # given before the key is not replayed onto the copy
