@@ -3,15 +3,17 @@
  * HMAC wrapper.
  *
  * A cache entry holds a template: an inner (default provider) HMAC context
- * that was created, given a digest and keyed, and never used.  A keyed init
- * on a hit takes one of the entry's spare contexts or, with no spare left,
+ * given a digest and keyed, in its "just keyed" state.  A keyed init on a
+ * hit takes one of the entry's spare contexts or, with no spare left,
  * duplicates the template.  So any number of live contexts can share one
  * entry.  Freeing the wrapper gives its context back as a spare (up to
  * spare_max), on the same thread only, re-initialised without a key -
  * HMAC_Init_ex() with a NULL key copies the saved inner pad state, so the
  * message state is back to "just keyed" while digest and key are unchanged,
  * and the last MAC (or an unfinished message's last block), which the
- * digest state held, is gone.
+ * digest state held, is gone.  The template itself is the context that
+ * admitted the key, given back the same way, or, while that one is still
+ * out, a copy of the next one keyed with the key (see setkey_cached()).
  *
  * Until a key arrives the wrapper only remembers the digest (resolved to an
  * entry of the table built at start, so the cache key is a pointer compare).
