@@ -618,7 +618,7 @@ static void rule_for(uintptr_t ip, KC_RULE *rule)
     r.bad = 0;
     if (hdr[0] != 1 || hdr[2] != 0x03 || hdr[3] != 0x3b)
         return;
-    r.end = (const unsigned char *)UINTPTR_MAX;
+    r.end = hdr + 4 + 8 + 4;     /* at most: an 8-byte pointer, a count */
     r.p = hdr + 4;
     (void)rd_enc(&r, hdr[1], 1);                 /* eh_frame_ptr */
     count = rd_fixed(&r, 4);
@@ -753,6 +753,12 @@ static const KC_RULE *rule_at(KC_WALK_MEMO *wm, uintptr_t ip)
  * exact there, a return address - 1 above).  1: the decision is in
  * *verdict; 0: walk the slow way.
  */
+#if defined(__has_attribute)
+# if __has_attribute(no_sanitize_address)
+/* it reads the callers' saved return addresses and rbp, as libgcc does */
+__attribute__((no_sanitize_address))
+# endif
+#endif
 static int fast_admits(uintptr_t ip, uintptr_t sp, uintptr_t bp, int cipher,
                        unsigned long long gen, int *verdict)
 {
