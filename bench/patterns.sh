@@ -29,9 +29,10 @@
 # not judged).
 #
 #   --markdown FILE   also write the table as Markdown (docs/performance.md)
-#   --update-bounds   rewrite this version's bounds from this run: the
+#   --update-bounds   rewrite this version's bounds of the rows run: the
 #                     target where the row meets it, else today's figure
-#                     + 1% (so that nothing gets worse meanwhile)
+#                     + 1% (so that nothing gets worse meanwhile); the
+#                     other rows' bounds are left as they are
 # Environment: KC_CONF, PATTERNS_BOUNDS, PATTERNS_JOBS (parallel runs,
 # default 2), PATTERNS_CMD (the command named in the Markdown).
 set -euo pipefail
@@ -217,8 +218,13 @@ fi
 
 if [ "$update" = 1 ]; then
     touch "$bounds"
-    awk -v v="$ver" '!($1 == "bound" && $2 == v)' "$bounds" >"$tmp/b"
-    cat "$tmp/newbounds" >>"$tmp/b"
+    # the rows this run measured, in place; other rows' bounds stay
+    awk -v v="$ver" '
+        NR == FNR { nb[$3] = $0; order[++n] = $3; next }
+        $1 == "bound" && $2 == v && ($3 in nb) { print nb[$3]; done[$3] = 1; next }
+        { print }
+        END { for (i = 1; i <= n; i++) if (!(order[i] in done)) print nb[order[i]] }
+    ' "$tmp/newbounds" "$bounds" >"$tmp/b"
     cp "$tmp/b" "$bounds"
     echo "bounds for $ver written to $bounds"
 fi
