@@ -29,6 +29,9 @@
 # not judged).
 #
 #   --markdown FILE   also write the table as Markdown (docs/performance.md)
+#   --profiles DIR    keep each run's callgrind files in DIR/<row>.<arm>
+#                     (for callgrind_annotate; in a chroot with
+#                     tools/compat.sh --keep)
 #   --update-bounds   rewrite this version's bounds of the rows run: the
 #                     target where the row meets it, else today's figure
 #                     + 1% (so that nothing gets worse meanwhile); the
@@ -37,14 +40,16 @@
 # default 2), PATTERNS_CMD (the command named in the Markdown).
 set -euo pipefail
 
-build=${1:?usage: $0 <build-dir> [--markdown FILE] [--update-bounds] [row ...]}
+build=${1:?usage: $0 <build-dir> [--markdown FILE] [--profiles DIR] [--update-bounds] [row ...]}
 shift
 markdown=
+profiles=
 update=0
 want=()
 while [ $# -gt 0 ]; do
     case $1 in
     --markdown) markdown=${2:?}; shift 2 ;;
+    --profiles) profiles=${2:?}; shift 2 ;;
     --update-bounds) update=1; shift ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) want+=("$1"); shift ;;
@@ -110,10 +115,18 @@ run_one() {
     cpu=$(OPENSSL_CONF=$conf "$bin" --cpu "$row" 2>/dev/null \
           | awk '/^cpu_ns/ { printf "%.0f", $2 / $4 }')
     echo "$ir ${cpu:-0}" >"$tmp/res.$row.$arm"
+    if [ -n "$profiles" ]; then
+        rm -rf "$profiles/$row.$arm"
+        cp -r "$d" "$profiles/$row.$arm"
+    fi
     rm -rf "$d"
 }
 export -f run_one cg_ir
-export tmp bin kc_conf
+if [ -n "$profiles" ]; then
+    mkdir -p "$profiles"
+    profiles=$(cd "$profiles" && pwd)
+fi
+export tmp bin kc_conf profiles
 
 awk -F'\t' '{ print $1, "default", $2; print $1, "keycache", $2 }' \
     "$tmp/rows" | xargs -P "$jobs" -n 3 bash -c 'run_one "$@"' _
