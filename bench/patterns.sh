@@ -29,22 +29,27 @@
 # not judged).
 #
 #   --markdown FILE   also write the table as Markdown (docs/performance.md)
+#   --profiles DIR    keep each run's callgrind files in DIR/<row>.<arm>
+#                     (for callgrind_annotate; in a chroot with
+#                     tools/compat.sh --keep)
 #   --update-bounds   rewrite this version's bounds of the rows run: the
 #                     target where the row meets it, else today's figure
-#                     + 1% (so that nothing gets worse meanwhile); other
-#                     rows' lines stay
+#                     + 1% (so that nothing gets worse meanwhile); the
+#                     other rows' bounds are left as they are
 # Environment: KC_CONF, PATTERNS_BOUNDS, PATTERNS_JOBS (parallel runs,
 # default 2), PATTERNS_CMD (the command named in the Markdown).
 set -euo pipefail
 
-build=${1:?usage: $0 <build-dir> [--markdown FILE] [--update-bounds] [row ...]}
+build=${1:?usage: $0 <build-dir> [--markdown FILE] [--profiles DIR] [--update-bounds] [row ...]}
 shift
 markdown=
+profiles=
 update=0
 want=()
 while [ $# -gt 0 ]; do
     case $1 in
     --markdown) markdown=${2:?}; shift 2 ;;
+    --profiles) profiles=${2:?}; shift 2 ;;
     --update-bounds) update=1; shift ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) want+=("$1"); shift ;;
@@ -110,10 +115,18 @@ run_one() {
     cpu=$(OPENSSL_CONF=$conf "$bin" --cpu "$row" 2>/dev/null \
           | awk '/^cpu_ns/ { printf "%.0f", $2 / $4 }')
     echo "$ir ${cpu:-0}" >"$tmp/res.$row.$arm"
+    if [ -n "$profiles" ]; then
+        rm -rf "$profiles/$row.$arm"
+        cp -r "$d" "$profiles/$row.$arm"
+    fi
     rm -rf "$d"
 }
 export -f run_one cg_ir
-export tmp bin kc_conf
+if [ -n "$profiles" ]; then
+    mkdir -p "$profiles"
+    profiles=$(cd "$profiles" && pwd)
+fi
+export tmp bin kc_conf profiles
 
 awk -F'\t' '{ print $1, "default", $2; print $1, "keycache", $2 }' \
     "$tmp/rows" | xargs -P "$jobs" -n 3 bash -c 'run_one "$@"' _
@@ -218,13 +231,13 @@ fi
 
 if [ "$update" = 1 ]; then
     touch "$bounds"
-    # only the rows of this run: a run of some rows keeps the others' lines
-    awk -v v="$ver" 'NR == FNR { if ($1 == "bound") mine[$3] = $0; next }
-        $1 == "bound" && $2 == v && ($3 in mine) { print mine[$3];
-                                                   delete mine[$3]; next }
+    # the rows this run measured, in place; other rows' bounds stay
+    awk -v v="$ver" '
+        NR == FNR { nb[$3] = $0; order[++n] = $3; next }
+        $1 == "bound" && $2 == v && ($3 in nb) { print nb[$3]; done[$3] = 1; next }
         { print }
-        END { for (r in mine) print mine[r] }' "$tmp/newbounds" "$bounds" \
-        >"$tmp/b"
+        END { for (i = 1; i <= n; i++) if (!(order[i] in done)) print nb[order[i]] }
+    ' "$tmp/newbounds" "$bounds" >"$tmp/b"
     cp "$tmp/b" "$bounds"
     echo "bounds for $ver written to $bounds"
 fi

@@ -159,6 +159,7 @@ typedef struct {
     uint64_t hash;            /* of the key, for kc_cache_add() */
     void *spare;              /* hit: a used context handed over, or NULL */
     int admit;                /* miss: cache this key now */
+    int pending;              /* miss: the key's entry awaits its template */
 } KC_LOOKUP;
 
 /*
@@ -172,7 +173,9 @@ void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
 /*
  * After an admitted miss: cache tmpl (keyed, never used) for the key looked
  * up into lk.  The cache owns tmpl on success; returns 0 if nothing was
- * cached, and the caller keeps it.
+ * cached, and the caller keeps it.  With tmpl NULL the entry's template is
+ * the first context parked on lk->lease; until then the key misses, with
+ * lk->pending set and the lease naming the entry.
  */
 int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
                  const unsigned char *key, size_t keylen, void *tmpl,

@@ -24,14 +24,18 @@
  *
  * It fails closed: an unknown path costs a cache entry, never a secret.
  * The walk stops at the first frame outside OpenSSL, so it reads a handful
- * of frames, and only on admissions.
+ * of frames, and only on admissions.  On x86-64 it reads them with rules
+ * kept per thread and keeps each call chain's decision (fast_admits()), so
+ * that an admission costs a few hundred instructions, not a libgcc walk.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unwind.h>
 
@@ -78,6 +82,14 @@ static struct {
 } origin;
 
 static pthread_once_t origin_once = PTHREAD_ONCE_INIT;
+
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(__GLIBC_PREREQ)
+# if __GLIBC_PREREQ(2, 35)
+#  define KC_FAST_WALK 1
+/* glibc's _dl_find_object, when it has one (kept in origin_init) */
+static int (*find_object_fn)(void *, struct dl_find_object *);
+# endif
+#endif
 
 /* the mapped extent of the loaded object containing each wanted address */
 typedef struct {
@@ -152,6 +164,10 @@ static void origin_init(void)
     }
     dlclose(h);
     origin.ok = origin.nentry > 0;
+#ifdef KC_FAST_WALK
+    /* looked up, not linked: the module still runs on glibc 2.34 */
+    *(void **)&find_object_fn = dlsym(RTLD_DEFAULT, "_dl_find_object");
+#endif
 }
 
 static ossl_inline int in_range(const KC_RANGE *r, uintptr_t a)
@@ -224,9 +240,16 @@ static int defines_libssl(const struct link_map *lm, const void *base)
     return ssl;
 }
 
-static int in_libssl(uintptr_t a)
+static unsigned long long load_gen(void)
 {
     unsigned long long gen = 0;
+
+    return dl_iterate_phdr(read_gen, &gen) == 1 ? gen : 0;
+}
+
+/* gen: load_gen()'s answer (0: unknown, nothing is kept) */
+static int in_libssl(uintptr_t a, unsigned long long gen)
+{
     struct link_map *lm = NULL;
     uintptr_t base;
     Dl_info di;
@@ -237,7 +260,7 @@ static int in_libssl(uintptr_t a)
         || lm == NULL)
         return 0;
     base = (uintptr_t)di.dli_fbase;
-    if (dl_iterate_phdr(read_gen, &gen) != 1)
+    if (gen == 0)
         return defines_libssl(lm, di.dli_fbase);
     if (ssl_memo.gen != gen) {
         memset(&ssl_memo, 0, sizeof(ssl_memo));
@@ -257,6 +280,7 @@ typedef struct {
     int in_crypto;            /* passed a libcrypto frame */
     uintptr_t outer;          /* start of the outermost libcrypto function */
     int verdict;              /* 1: the application keyed it */
+    unsigned long long gen;   /* load_gen() */
 } KC_WALK;
 
 static _Unwind_Reason_Code step(struct _Unwind_Context *uc, void *arg)
@@ -280,10 +304,533 @@ static _Unwind_Reason_Code step(struct _Unwind_Context *uc, void *arg)
         return _URC_NO_REASON;
     }
     /* the first frame outside: the code that called into OpenSSL */
-    w->verdict = !in_libssl(ip)
+    w->verdict = !in_libssl(ip, w->gen)
                  && (!w->in_crypto || is_entry(w->outer, w->cipher));
     return _URC_END_OF_STACK;
 }
+
+
+/*
+ * The same walk, made cheap (x86-64 with glibc's _dl_find_object).
+ *
+ * _Unwind_Backtrace finds each frame's FDE and runs its call-frame program
+ * on every call: some 16k instructions per admission, as much as the keyed
+ * init it judges.  Here each thread keeps, per code address, the rule its
+ * FDE gives there (where the CFA is, where the return address and the
+ * caller's rbp were saved), read once from the object's .eh_frame_hdr and
+ * .eh_frame the way libgcc reads them; the walk then takes a few loads per
+ * frame.  Only what GCC and clang emit for x86-64 is understood: a CFA
+ * that is rsp or rbp plus an offset, a return address and an rbp saved at
+ * an offset from it or left alone.  Anything else (a signal frame, an
+ * expression, another register as the CFA, no FDE) and the frame is walked
+ * the slow way above, which decides as it always did.
+ *
+ * The decision is then kept per call chain: every return address from
+ * keycache's frame up to and including the first frame outside OpenSSL,
+ * compared in full, never a hash or the nearest frames alone, so a chain
+ * that reaches the same libcrypto frames from libssl instead of the
+ * application is a chain of its own.  Rules and decisions are dropped
+ * when any object is loaded or unloaded (glibc's counts of both).
+ */
+#ifdef KC_FAST_WALK
+
+/* DWARF register numbers on x86-64 */
+#define KC_RBP 6
+#define KC_RSP 7
+#define KC_RA 16
+
+#define KC_RULES 64              /* per thread, a power of 2 */
+#define KC_CHAINS 8
+
+typedef struct {
+    uintptr_t ip;                /* the code address it is for; 0: none */
+    uintptr_t start;             /* its function's start (FDE pc_begin) */
+    int32_t cfa_off;             /* CFA = (cfa_rbp ? rbp : rsp) + cfa_off */
+    int32_t ra_off;              /* return address at CFA + ra_off */
+    int32_t rbp_off;             /* the caller's rbp at CFA + rbp_off */
+    unsigned char cfa_rbp, rbp_saved, ok;
+} KC_RULE;
+
+typedef struct {
+    unsigned int n;              /* frames in ip[]; 0: empty */
+    unsigned char cipher, verdict;
+    uint64_t hash;
+    uintptr_t ip[KC_ORIGIN_DEPTH];
+} KC_CHAIN;
+
+typedef struct {
+    unsigned long long gen;      /* load_gen() when filled */
+    KC_RULE rule[KC_RULES];
+    KC_CHAIN chain[KC_CHAINS];
+    unsigned int next;
+} KC_WALK_MEMO;
+
+static __thread KC_WALK_MEMO walk_memo;
+
+/* a register's rule in a call-frame program: how, and the offset */
+enum { KC_SAME, KC_AT, KC_OTHER };
+
+typedef struct {
+    uint64_t cfa_reg;
+    int64_t cfa_off;
+    int rbp_how, ra_how;
+    int64_t rbp_off, ra_off;
+} KC_CFI;
+
+typedef struct {
+    const unsigned char *p, *end;
+    int bad;
+} KC_RD;
+
+static uint64_t rd_uleb(KC_RD *r)
+{
+    uint64_t v = 0;
+    unsigned int shift = 0;
+
+    for (;;) {
+        unsigned char b;
+
+        if (r->p >= r->end || shift > 63) {
+            r->bad = 1;
+            return 0;
+        }
+        b = *r->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        shift += 7;
+        if ((b & 0x80) == 0)
+            return v;
+    }
+}
+
+static int64_t rd_sleb(KC_RD *r)
+{
+    uint64_t v = 0;
+    unsigned int shift = 0;
+    unsigned char b;
+
+    do {
+        if (r->p >= r->end || shift > 63) {
+            r->bad = 1;
+            return 0;
+        }
+        b = *r->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        shift += 7;
+    } while (b & 0x80);
+    if (shift < 64 && (b & 0x40))
+        v |= ~(uint64_t)0 << shift;
+    return (int64_t)v;
+}
+
+static uint64_t rd_fixed(KC_RD *r, size_t n)
+{
+    uint64_t v = 0;
+
+    if ((size_t)(r->end - r->p) < n) {
+        r->bad = 1;
+        return 0;
+    }
+    memcpy(&v, r->p, n);         /* little-endian */
+    r->p += n;
+    return v;
+}
+
+/*
+ * A pointer encoded as enc says (DW_EH_PE_*): absolute or relative to
+ * where it is stored, of a fixed size; with value_only, the application
+ * part is ignored (an FDE's pc_range).  Others are refused.
+ */
+static uintptr_t rd_enc(KC_RD *r, unsigned int enc, int value_only)
+{
+    uintptr_t at = (uintptr_t)r->p;
+    uint64_t v;
+
+    if (enc == 0xff || (enc & 0x80) != 0
+        || (!value_only && (enc & 0x70) != 0 && (enc & 0x70) != 0x10)) {
+        r->bad = 1;
+        return 0;
+    }
+    switch (enc & 0x0f) {
+    case 0x00: case 0x04: case 0x0c: v = rd_fixed(r, 8); break;
+    case 0x03: v = rd_fixed(r, 4); break;
+    case 0x0b: v = (uint64_t)(int64_t)(int32_t)rd_fixed(r, 4); break;
+    case 0x02: v = rd_fixed(r, 2); break;
+    case 0x0a: v = (uint64_t)(int64_t)(int16_t)rd_fixed(r, 2); break;
+    default: r->bad = 1; return 0;
+    }
+    if (!value_only && (enc & 0x70) == 0x10)
+        v += at;
+    return (uintptr_t)v;
+}
+
+static void cfi_set(KC_CFI *st, uint64_t reg, int how, int64_t off)
+{
+    if (reg == KC_RBP) {
+        st->rbp_how = how;
+        st->rbp_off = off;
+    } else if (reg == KC_RA) {
+        st->ra_how = how;
+        st->ra_off = off;
+    }
+}
+
+static void cfi_restore(KC_CFI *st, const KC_CFI *init, uint64_t reg)
+{
+    if (reg == KC_RBP)
+        cfi_set(st, reg, init->rbp_how, init->rbp_off);
+    else if (reg == KC_RA)
+        cfi_set(st, reg, init->ra_how, init->ra_off);
+}
+
+/*
+ * Runs a call-frame program from loc up to the row for ip (init: the CIE's
+ * rules, for DW_CFA_restore).  0: an instruction not understood.
+ */
+static int cfi_run(KC_RD *r, uintptr_t loc, uintptr_t ip, int64_t daf,
+                   KC_CFI *st, const KC_CFI *init)
+{
+    KC_CFI saved[4];
+    unsigned int nsaved = 0;
+    uint64_t reg, u;
+    int64_t off;
+
+    while (r->p < r->end && !r->bad) {
+        unsigned int op = *r->p++;
+
+        switch (op & 0xc0) {
+        case 0x40:                                /* advance_loc */
+            loc += op & 0x3f;
+            if (loc > ip)
+                return 1;
+            continue;
+        case 0x80:                                /* offset */
+            u = rd_uleb(r);
+            cfi_set(st, op & 0x3f, KC_AT, (int64_t)u * daf);
+            continue;
+        case 0xc0:                                /* restore */
+            cfi_restore(st, init, op & 0x3f);
+            continue;
+        }
+        switch (op) {
+        case 0x00:                                /* nop */
+            break;
+        case 0x02: case 0x03: case 0x04:          /* advance_loc1/2/4 */
+            loc += (uintptr_t)rd_fixed(r, op == 0x02 ? 1 : op == 0x03 ? 2 : 4);
+            if (loc > ip)
+                return !r->bad;
+            break;
+        case 0x05:                                /* offset_extended */
+            reg = rd_uleb(r);
+            u = rd_uleb(r);
+            cfi_set(st, reg, KC_AT, (int64_t)u * daf);
+            break;
+        case 0x11:                                /* offset_extended_sf */
+            reg = rd_uleb(r);
+            off = rd_sleb(r);
+            cfi_set(st, reg, KC_AT, off * daf);
+            break;
+        case 0x06:                                /* restore_extended */
+            cfi_restore(st, init, rd_uleb(r));
+            break;
+        case 0x07:                                /* undefined */
+        case 0x14: case 0x15:                     /* val_offset(_sf) */
+            reg = rd_uleb(r);
+            if (op != 0x07)
+                (void)(op == 0x14 ? (int64_t)rd_uleb(r) : rd_sleb(r));
+            cfi_set(st, reg, KC_OTHER, 0);
+            break;
+        case 0x08:                                /* same_value */
+            cfi_set(st, rd_uleb(r), KC_SAME, 0);
+            break;
+        case 0x09:                                /* register */
+            reg = rd_uleb(r);
+            (void)rd_uleb(r);
+            cfi_set(st, reg, KC_OTHER, 0);
+            break;
+        case 0x10: case 0x16:                     /* (val_)expression */
+            reg = rd_uleb(r);
+            u = rd_uleb(r);
+            if ((uint64_t)(r->end - r->p) < u)
+                return 0;
+            r->p += u;
+            cfi_set(st, reg, KC_OTHER, 0);
+            break;
+        case 0x0a:                                /* remember_state */
+            if (nsaved == sizeof(saved) / sizeof(saved[0]))
+                return 0;
+            saved[nsaved++] = *st;
+            break;
+        case 0x0b:                                /* restore_state */
+            if (nsaved == 0)
+                return 0;
+            *st = saved[--nsaved];
+            break;
+        case 0x0c:                                /* def_cfa */
+            st->cfa_reg = rd_uleb(r);
+            st->cfa_off = (int64_t)rd_uleb(r);
+            break;
+        case 0x12:                                /* def_cfa_sf */
+            st->cfa_reg = rd_uleb(r);
+            st->cfa_off = rd_sleb(r) * daf;
+            break;
+        case 0x0d:                                /* def_cfa_register */
+            st->cfa_reg = rd_uleb(r);
+            break;
+        case 0x0e:                                /* def_cfa_offset */
+            st->cfa_off = (int64_t)rd_uleb(r);
+            break;
+        case 0x13:                                /* def_cfa_offset_sf */
+            st->cfa_off = rd_sleb(r) * daf;
+            break;
+        case 0x2e:                                /* GNU_args_size */
+            (void)rd_uleb(r);
+            break;
+        default:          /* set_loc, def_cfa_expression, anything else */
+            return 0;
+        }
+    }
+    return !r->bad;
+}
+
+/* The rule at ip from its FDE, as libgcc would find and run it. */
+static void rule_for(uintptr_t ip, KC_RULE *rule)
+{
+    struct dl_find_object fo;
+    const unsigned char *hdr, *cie, *fde;
+    KC_RD r, c;
+    KC_CFI st, init;
+    uint64_t count, lo, hi, len, id;
+    uintptr_t begin, range;
+    unsigned int fde_enc = 0, ver;
+    int64_t daf;
+    const char *aug;
+    size_t i;
+
+    memset(rule, 0, sizeof(*rule));
+    rule->ip = ip;
+    if (find_object_fn == NULL || find_object_fn((void *)ip, &fo) != 0
+        || (hdr = fo.dlfo_eh_frame) == NULL)
+        return;
+
+    /* .eh_frame_hdr: version 1, a sorted table of (start, FDE) pairs */
+    r.p = hdr;
+    r.end = hdr + 4;
+    r.bad = 0;
+    if (hdr[0] != 1 || hdr[2] != 0x03 || hdr[3] != 0x3b)
+        return;
+    r.end = hdr + 4 + 8 + 4;     /* at most: an 8-byte pointer, a count */
+    r.p = hdr + 4;
+    (void)rd_enc(&r, hdr[1], 1);                 /* eh_frame_ptr */
+    count = rd_fixed(&r, 4);
+    if (r.bad || count == 0)
+        return;
+    lo = 0;
+    hi = count;
+    while (lo < hi) {                            /* first start > ip */
+        uint64_t mid = lo + (hi - lo) / 2;
+        int32_t at;
+
+        memcpy(&at, r.p + mid * 8, 4);
+        if ((uintptr_t)(hdr + at) <= ip)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return;
+    {
+        int32_t at;
+
+        memcpy(&at, r.p + (lo - 1) * 8 + 4, 4);
+        fde = hdr + at;
+    }
+
+    /* the FDE and its CIE */
+    r.p = fde;
+    r.end = fde + 4;
+    len = rd_fixed(&r, 4);
+    if (len == 0 || len >= 0xfffffff0)
+        return;
+    r.end = fde + 4 + len;
+    id = rd_fixed(&r, 4);
+    if (r.bad || id == 0)
+        return;
+    cie = r.p - 4 - id;
+    c.p = cie;
+    c.end = cie + 4;
+    c.bad = 0;
+    len = rd_fixed(&c, 4);
+    if (len == 0 || len >= 0xfffffff0)
+        return;
+    c.end = cie + 4 + len;
+    if (rd_fixed(&c, 4) != 0)
+        return;
+    ver = (unsigned int)rd_fixed(&c, 1);
+    aug = (const char *)c.p;
+    while (c.p < c.end && *c.p != 0)
+        c.p++;
+    if (c.bad || c.p++ >= c.end || (ver != 1 && ver != 3))
+        return;
+    if (rd_uleb(&c) != 1)                        /* code alignment */
+        return;
+    daf = rd_sleb(&c);
+    if ((ver == 1 ? rd_fixed(&c, 1) : rd_uleb(&c)) != KC_RA || c.bad)
+        return;
+    if (aug[0] == 'z') {
+        uint64_t alen = rd_uleb(&c);
+        const unsigned char *aend = c.p + alen;
+
+        if (c.bad || alen > (uint64_t)(c.end - c.p))
+            return;
+        for (i = 1; aug[i] != '\0'; i++) {
+            if (aug[i] == 'R') {
+                fde_enc = (unsigned int)rd_fixed(&c, 1);
+            } else if (aug[i] == 'L') {
+                (void)rd_fixed(&c, 1);
+            } else if (aug[i] != 'P') {
+                return;                          /* 'S': a signal frame */
+            } else {
+                unsigned int penc = (unsigned int)rd_fixed(&c, 1);
+                KC_RD pr = { c.p, aend, 0 };
+
+                (void)rd_enc(&pr, penc & 0x0f, 1);
+                if (pr.bad)
+                    return;
+                c.p = pr.p;
+            }
+        }
+        if (c.bad || c.p > aend)
+            return;
+        c.p = aend;
+    } else if (aug[0] != '\0') {
+        return;
+    }
+    begin = rd_enc(&r, fde_enc, 0);
+    range = rd_enc(&r, fde_enc, 1);
+    if (r.bad || ip < begin || ip - begin >= range)
+        return;
+    if (aug[0] == 'z') {
+        len = rd_uleb(&r);
+        if (r.bad || len > (uint64_t)(r.end - r.p))
+            return;
+        r.p += len;
+    }
+
+    memset(&st, 0, sizeof(st));
+    st.cfa_reg = UINT64_MAX;
+    st.rbp_how = st.ra_how = KC_SAME;
+    if (!cfi_run(&c, begin, UINTPTR_MAX, daf, &st, &st))
+        return;
+    init = st;
+    if (!cfi_run(&r, begin, ip, daf, &st, &init))
+        return;
+    if ((st.cfa_reg != KC_RSP && st.cfa_reg != KC_RBP)
+        || st.ra_how != KC_AT || st.rbp_how == KC_OTHER
+        || st.cfa_off != (int32_t)st.cfa_off
+        || st.ra_off != (int32_t)st.ra_off
+        || st.rbp_off != (int32_t)st.rbp_off)
+        return;
+    rule->start = begin;
+    rule->cfa_rbp = st.cfa_reg == KC_RBP;
+    rule->cfa_off = (int32_t)st.cfa_off;
+    rule->ra_off = (int32_t)st.ra_off;
+    rule->rbp_saved = st.rbp_how == KC_AT;
+    rule->rbp_off = (int32_t)st.rbp_off;
+    rule->ok = 1;
+}
+
+static const KC_RULE *rule_at(KC_WALK_MEMO *wm, uintptr_t ip)
+{
+    KC_RULE *rule = &wm->rule[(ip * 0x9e3779b97f4a7c15ULL) >> 58];
+
+    if (rule->ip != ip)
+        rule_for(ip, rule);
+    return rule;
+}
+
+/*
+ * The fast walk from the registers captured in kc_origin_admits (ip
+ * exact there, a return address - 1 above).  1: the decision is in
+ * *verdict; 0: walk the slow way.
+ */
+#if defined(__has_attribute)
+# if __has_attribute(no_sanitize_address)
+/* it reads the callers' saved return addresses and rbp, as libgcc does */
+__attribute__((no_sanitize_address))
+# endif
+#endif
+static int fast_admits(uintptr_t ip, uintptr_t sp, uintptr_t bp, int cipher,
+                       unsigned long long gen, int *verdict)
+{
+    uintptr_t chain[KC_ORIGIN_DEPTH], outer = 0;
+    uint64_t h = (uint64_t)cipher + 1;
+    unsigned int n = 0, i;
+    int in_crypto = 0;
+    KC_WALK_MEMO *wm = &walk_memo;
+    KC_CHAIN *m;
+
+    /* one TLS look-up: GCC would otherwise call __tls_get_addr per use */
+    __asm__("" : "+r"(wm));
+    if (gen == 0)
+        return 0;
+    if (wm->gen != gen) {
+        memset(wm, 0, sizeof(*wm));
+        wm->gen = gen;
+    }
+    for (;;) {
+        const KC_RULE *rule;
+        uintptr_t cfa, ra;
+
+        if (n == KC_ORIGIN_DEPTH)
+            return 0;
+        chain[n++] = ip;
+        h = (h ^ ip) * 0x100000001b3ULL;
+        if (in_range(&origin.self, ip)) {
+            if (in_crypto) {                   /* as step() refuses */
+                *verdict = 0;
+                return 1;
+            }
+        } else if (in_range(&origin.crypto, ip)) {
+            in_crypto = 1;
+        } else {
+            break;                             /* the caller into OpenSSL */
+        }
+        rule = rule_at(wm, ip);
+        if (!rule->ok)
+            return 0;
+        if (in_crypto)
+            outer = rule->start;
+        cfa = (rule->cfa_rbp ? bp : sp) + (uintptr_t)(intptr_t)rule->cfa_off;
+        ra = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)rule->ra_off);
+        if (rule->rbp_saved)
+            bp = *(const uintptr_t *)(cfa
+                                      + (uintptr_t)(intptr_t)rule->rbp_off);
+        sp = cfa;
+        if (ra == 0)
+            return 0;
+        ip = ra - 1;
+    }
+
+    /* the same chain decided before: its decision, compared in full */
+    for (i = 0; i < KC_CHAINS; i++) {
+        m = &wm->chain[i];
+        if (m->hash == h && m->n == n && m->cipher == (unsigned char)cipher
+            && memcmp(m->ip, chain, n * sizeof(chain[0])) == 0) {
+            *verdict = m->verdict;
+            return 1;
+        }
+    }
+    *verdict = !in_libssl(ip, gen) && (!in_crypto || is_entry(outer, cipher));
+    m = &wm->chain[wm->next++ % KC_CHAINS];
+    m->hash = h;
+    m->n = n;
+    m->cipher = (unsigned char)cipher;
+    m->verdict = (unsigned char)*verdict;
+    memcpy(m->ip, chain, n * sizeof(chain[0]));
+    return 1;
+}
+
+#endif /* KC_FAST_WALK */
 
 
 /*
@@ -295,12 +842,41 @@ static _Unwind_Reason_Code step(struct _Unwind_Context *uc, void *arg)
  */
 int kc_origin_admits(const KC_PROVCTX *pctx, int cipher)
 {
-    KC_WALK w = { 0, 0, 0, 0, 0 };
+    KC_WALK w = { 0, 0, 0, 0, 0, 0 };
 
     pthread_once(&origin_once, origin_init);
     if (!origin.ok || !in_range(&origin.crypto, (uintptr_t)pctx->core_fn))
         return 0;
     w.cipher = cipher;
+    w.gen = load_gen();
+#ifdef KC_FAST_WALK
+    {
+        uintptr_t ip, sp, bp;
+        int verdict;
+
+        /* this frame's registers: rbp first, in case an output is rbp */
+        __asm__ volatile("movq %%rbp, %0\n\t"
+                         "movq %%rsp, %1\n\t"
+                         "leaq 0(%%rip), %2"
+                         : "=r"(bp), "=r"(sp), "=r"(ip));
+        if (fast_admits(ip, sp, bp, cipher, w.gen, &verdict)) {
+# ifdef KC_ORIGIN_SELFCHECK
+            /* a test build: the slow walk must agree, every time */
+            _Unwind_Backtrace(step, &w);
+            if (getenv("KC_ORIGIN_TRACE") != NULL)
+                fprintf(stderr, "origin: fast %d slow %d\n", verdict,
+                        w.verdict);
+            if (w.verdict != verdict)
+                abort();
+# endif
+            return verdict;
+        }
+    }
+#endif
+#ifdef KC_ORIGIN_SELFCHECK
+    if (getenv("KC_ORIGIN_TRACE") != NULL)
+        fprintf(stderr, "origin: slow only\n");
+#endif
     _Unwind_Backtrace(step, &w);
     return w.verdict;
 }

@@ -334,7 +334,8 @@ static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
     }
     tmpl = e->tmpl;
     e->tmpl = NULL;
-    e->alg->freectx(tmpl);
+    if (tmpl != NULL)
+        e->alg->freectx(tmpl);
     OPENSSL_cleanse(e->key, e->keylen);
     rec = e->rec;
     e->rec = NULL;
@@ -1156,6 +1157,7 @@ void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
 
     lk->spare = NULL;
     lk->admit = 0;
+    lk->pending = 0;
     if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
         return NULL;
     /*
@@ -1198,14 +1200,20 @@ void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
     }
     if (c->pctx->idle_ttl != 0)
         e->last_time = time(NULL);
+    lk->lease.cache_id = c->id;
+    lk->lease.gen = e->gen;
+    lk->lease.idx = slot;
+    if (e->tmpl == NULL) {
+        /* its first context has not given it back yet: a miss (see park) */
+        lk->pending = 1;
+        window_note(c, 0);
+        return NULL;
+    }
     if (e->nspare > 0) {
         lk->spare = e->spare[--e->nspare];
         e->spare[e->nspare] = NULL;
         c->nspares--;
     }
-    lk->lease.cache_id = c->id;
-    lk->lease.gen = e->gen;
-    lk->lease.idx = slot;
     KC_BUMP(c, alg->stat, hits);
     window_note(c, 1);
     return e->tmpl;
@@ -1237,7 +1245,7 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     KC_ENTRY *e;
     uint32_t i;
 
-    if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN || tmpl == NULL)
+    if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
         return 0;
     if (reclen > 0 && (copy = OPENSSL_memdup(rec, reclen)) == NULL)
         return 0;
@@ -1297,6 +1305,8 @@ int kc_cache_add_rec(KC_CACHE *c, const KC_ALG *alg, const unsigned char *rec,
                      size_t reclen, const unsigned char *key, size_t keylen,
                      void *tmpl, KC_LOOKUP *lk)
 {
+    if (tmpl == NULL)
+        return 0;
     return cache_add(c, alg, NULL, rec, reclen, key, keylen, tmpl, lk);
 }
 
@@ -1327,9 +1337,17 @@ int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
     if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)
         return 0;
     e = &c->entries[lease->idx];
+    if (e->gen != lease->gen || e->alg == NULL)
+        return 0;
+    /* an entry added without a template (kc_cache_add()): this is it */
+    if (e->tmpl == NULL) {
+        if (!ready(arg, ctx))
+            return 0;
+        __atomic_store_n(&e->tmpl, ctx, __ATOMIC_RELEASE);
+        return 1;
+    }
     /* per entry, and no more spares in all than entries */
-    if (e->gen != lease->gen || e->alg == NULL
-        || e->nspare >= e->alg->spare_max || c->nspares >= c->size
+    if (e->nspare >= e->alg->spare_max || c->nspares >= c->size
         || !ready(arg, ctx))
         return 0;
     e->spare[e->nspare] = ctx;

@@ -3,15 +3,17 @@
  * HMAC wrapper.
  *
  * A cache entry holds a template: an inner (default provider) HMAC context
- * that was created, given a digest and keyed, and never used.  A keyed init
- * on a hit takes one of the entry's spare contexts or, with no spare left,
+ * given a digest and keyed, in its "just keyed" state.  A keyed init on a
+ * hit takes one of the entry's spare contexts or, with no spare left,
  * duplicates the template.  So any number of live contexts can share one
  * entry.  Freeing the wrapper gives its context back as a spare (up to
  * spare_max), on the same thread only, re-initialised without a key -
  * HMAC_Init_ex() with a NULL key copies the saved inner pad state, so the
  * message state is back to "just keyed" while digest and key are unchanged,
  * and the last MAC (or an unfinished message's last block), which the
- * digest state held, is gone.
+ * digest state held, is gone.  The template itself is the context that
+ * admitted the key, given back the same way, or, while that one is still
+ * out, a copy of the next one keyed with the key (see setkey_cached()).
  *
  * Until a key arrives the wrapper only remembers the digest (resolved to an
  * entry of the table built at start, so the cache key is a pointer compare).
@@ -150,6 +152,12 @@ static void free_inner(KC_HMAC_CTX *w)
 static int restart(const void *arg, void *inner)
 {
     return fns(arg)->init(inner, NULL, 0, NULL);
+}
+
+/* A context keyed a moment ago, never used: as a template it is ready. */
+static int as_is(const void *arg, void *inner)
+{
+    return 1;
 }
 
 /* The inner context back to its cache entry (c: this thread's); 0: not. */
@@ -437,13 +445,24 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
     if (lk.hash != 0 && lk.hash == w->missed_hash)
         remember_key(w, key, keylen, 0);
     w->missed_hash = lk.hash;
-    /* cached from its admit_after-th use on: the cache gets a pristine copy */
-    if (!lk.admit || (tmpl = f->dupctx(inner)) == NULL) {
-        kc_count_passthrough(pctx, &pctx->hmac_alg);
-        return 1;
+    /*
+     * Cached from its admit_after-th use on.  The entry's template is this
+     * very context, restarted when it is given back (park_inner()), not a
+     * copy made now: a key used exactly admit_after times never hits, so
+     * its admission must cost next to nothing.  Till then the key misses,
+     * and the next context keyed with it gives the entry the copy made at
+     * admission before (the first one may never come back: freed on
+     * another thread, gone pass-through, kept), then leases it as a hit's
+     * would be leased.
+     */
+    if (lk.pending) {
+        if ((tmpl = f->dupctx(inner)) != NULL
+            && !kc_cache_park_in(c, &lk.lease, tmpl, as_is, w))
+            f->freectx(tmpl);
+        w->lease = lk.lease;
     }
-    if (!kc_cache_add(c, &pctx->hmac_alg, w->dg, key, keylen, tmpl, &lk)) {
-        f->freectx(tmpl);
+    if (!lk.admit
+        || !kc_cache_add(c, &pctx->hmac_alg, w->dg, key, keylen, NULL, &lk)) {
         kc_count_passthrough(pctx, &pctx->hmac_alg);
         return 1;
     }
