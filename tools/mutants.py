@@ -225,19 +225,19 @@ MUTANTS = {
         "    } else if (0) {"),
     # the in-place match against the thread's last shape ignores the data
     # (AES-128-CBC continues a shape learned with AES-256-CBC)
-    "trec-match-no-data": ("provider/layer/tmpl.c",
+    "trec-match-no-data": ("provider/layer/layer.h",
         "            && memcmp(data, q->data, q->data_size) != 0)\n        || (q->data_type == OSSL_PARAM_UTF8_STRING",
         "            && 0)\n        || (q->data_type == OSSL_PARAM_UTF8_STRING"),
     # ... compares a string parameter without its last byte (a GMAC cipher
     # "AES-128-GCX" right after "AES-128-GCM" continues the latter's shape)
-    "trec-match-string-short": ("provider/layer/tmpl.c",
+    "trec-match-string-short": ("provider/layer/layer.h",
         "            && memcmp(data, q->data, q->data_size) != 0)\n        || (q->data_type == OSSL_PARAM_UTF8_STRING",
         "            && memcmp(data, q->data, q->data_size\n"
         "                      - (q->data_type == OSSL_PARAM_UTF8_STRING)) != 0)\n"
         "        || (q->data_type == OSSL_PARAM_UTF8_STRING"),
     # ... takes a value that is a prefix of the recorded one (KMAC custom
     # "ab" right after "abc", CMAC cipher "AES-128-CB" after "AES-128-CBC")
-    "trec-match-prefix": ("provider/layer/tmpl.c",
+    "trec-match-prefix": ("provider/layer/layer.h",
         "    if (it.tag != item || it.size != q->data_size\n",
         "    if (it.tag != item\n"
         "        || (it.size != q->data_size\n"

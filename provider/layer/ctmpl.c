@@ -15,7 +15,7 @@
  * copy is dropped and the whole init is passed to a plain default context,
  * so the error is the default's own.
  *
- * Before the key, the wrapper records its calls (tmpl.c's records) when
+ * Before the key, the wrapper records its calls (record.c) when
  * every parameter is one the family lists as part of a shape and none of
  * them changes per message; the record is part of the cache key.  Whether
  * the default accepts a record (and what IV and key length such a context

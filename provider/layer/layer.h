@@ -14,14 +14,15 @@
 /*
  * A record: the set_ctx_params calls a context got before its key, each
  * parameter as (name, type, size, bytes), so that it can be compared by
- * content, hashed and replayed onto another context (see tmpl.c).
+ * content, hashed and replayed onto another context (record.c).
  */
 #define KC_TREC_MAX 384
 
 /*
- * An item of a record: a marker that starts a call, or a parameter of that
- * call followed by its name and data (see tmpl.c).  Shared by the MAC
- * (tmpl.c) and cipher (ctmpl.c) template layers.
+ * An item of a record: a call marker, or a parameter followed by its name
+ * (with the NUL) and its data (with a NUL after it, so that a replayed
+ * UTF-8 string is terminated), each padded to 8 bytes so that replayed
+ * integers are aligned.  A signature item is a parameter without its data.
  */
 typedef struct {
     uint16_t tag;             /* KC_T_* */
@@ -36,6 +37,71 @@ typedef struct {
 #define KC_T_EINIT 4          /* marker: a keyless encrypt init */
 #define KC_T_DINIT 5          /* marker: a keyless decrypt init */
 #define KC_T_NULL 0x80000000u /* a parameter's data (a marker's params) NULL */
+
+/* an item's name and data are padded to whole words */
+#define KC_TPAD8(n) (((n) + 7) & ~(size_t)7)
+
+/*
+ * Does a UTF-8 parameter's string end where a record can keep all of it?
+ * The default reads the string up to its NUL, whatever data_size says, and
+ * OpenSSL lets data_size count that NUL or not: a NUL inside the data_size
+ * bytes, or else the one just after them.  Only a string that counts no
+ * NUL is read one past data_size, where its own NUL is.
+ */
+static ossl_inline int kc_trec_utf8_ends(const OSSL_PARAM *p)
+{
+    const char *s = p->data;
+
+    return s == NULL || memchr(s, '\0', p->data_size) != NULL
+           || s[p->data_size] == '\0';
+}
+
+/*
+ * Does the item at off of rec (len bytes) record q, as an item of kind item
+ * (KC_T_PARAM: with its data, KC_T_SIG: name, type and size)?  The offset
+ * after it, or 0.  Items are decoded in place: this runs on every recorded
+ * call.
+ */
+static ossl_inline size_t kc_trec_item_at(const unsigned char *rec,
+                                          size_t off, size_t len, int item,
+                                          const OSSL_PARAM *q)
+{
+    const unsigned char *name, *data;
+    KC_TITEM it;
+
+    if (len - off < sizeof(it))
+        return 0;
+    memcpy(&it, rec + off, sizeof(it));
+    name = rec + off + sizeof(it);
+    data = name + KC_TPAD8(it.namelen);
+    if (it.tag != item || it.size != q->data_size
+        || it.type != (q->data_type | (q->data == NULL ? KC_T_NULL : 0))
+        || strcmp((const char *)name, q->key) != 0
+        || (item == KC_T_PARAM && q->data != NULL && q->data_size > 0
+            && memcmp(data, q->data, q->data_size) != 0)
+        || (q->data_type == OSSL_PARAM_UTF8_STRING
+            && !kc_trec_utf8_ends(q)))
+        return 0;
+    /* a signature item has no data */
+    if (item != KC_T_PARAM || q->data == NULL)
+        return (size_t)(data - rec);
+    return (size_t)(data - rec) + KC_TPAD8(q->data_size + 1);
+}
+
+/* A call marker tag of type at off, and the offset after it, or 0. */
+static ossl_inline size_t kc_trec_marker_at(const unsigned char *rec,
+                                            size_t off, size_t len, int tag,
+                                            uint32_t type)
+{
+    KC_TITEM it;
+
+    if (len - off < sizeof(it))
+        return 0;
+    memcpy(&it, rec + off, sizeof(it));
+    if (it.tag != tag || it.type != type)
+        return 0;
+    return off + sizeof(it);
+}
 
 /* Can p be recorded?  Its name's length, or 0. */
 size_t kc_trec_recordable(const OSSL_PARAM *p);
@@ -62,6 +128,14 @@ size_t kc_trec_match_sig(const unsigned char *rec, size_t off, size_t len,
                          const OSSL_PARAM *const *ps, size_t n);
 /* A fast hash over whole words, for records (which are not secrets). */
 uint64_t kc_trec_hash(uint64_t h, const uint64_t *p, size_t nbytes);
+/*
+ * For a family's cacheable(): the last UTF-8 parameter |name| of a record,
+ * and the UTF-8 parameter |with| of the same call (NULL if absent there).
+ * Returns 0 if the record has no such parameter.
+ */
+int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
+                      const char *with, const char **value,
+                      const char **with_value);
 
 /*
  * Does the running default's set_ctx_params of a family that takes a
@@ -117,14 +191,6 @@ int kc_tmac_get_params(int which, OSSL_PARAM params[]);
 /* Replay a record's calls rec[0, len) onto ctx with m's set_ctx_params. */
 int kc_trec_replay(const unsigned char *rec, size_t len, const KC_MAC_FNS *m,
                    void *ctx);
-/*
- * For a family's cacheable(): the last UTF-8 parameter |name| of a record,
- * and the UTF-8 parameter |with| of the same call (NULL if absent there).
- * Returns 0 if the record has no such parameter.
- */
-int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
-                      const char *with, const char **value,
-                      const char **with_value);
 /* ctmpl.c: the shared layer of the cipher families */
 int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg);
 void kc_ctmpl_keyed_fns(KC_CFAM *f, const KC_CIPHER_FNS *k);

@@ -10,7 +10,7 @@
  *
  * Before the key arrives, the wrapper records the set_ctx_params calls it
  * gets, each parameter as (name, type, size, bytes), in the order they came
- * (see "records" below).  The record of the shape is part of the cache key,
+ * (record.c).  The record of the shape is part of the cache key,
  * compared by content; a family may name volatile parameters (GMAC's IV)
  * that are recorded apart and replayed onto each copy after the key, so a
  * new IV per message still hits.
@@ -37,25 +37,12 @@
 
 /* the most parameters one recorded call may have */
 #define KC_TCALL_MAX 8
-/* the longest parameter name recorded */
-#define KC_TNAME_MAX 64
 /* room for the volatile calls' signatures */
 #define KC_TSIG_MAX 64
 
 /* what the record memo learns about a record */
 #define KC_REC_VALID 1          /* every call returned 1 and raised nothing */
 #define KC_REC_CACHEABLE 2      /* a shape whose templates may be cached */
-
-/* ---------------------------------------------------------------------- */
-/* Records                                                                */
-
-/*
- * An item of a record: a call marker, or a parameter followed by its name
- * (with the NUL) and its data (with a NUL after it, so that a replayed
- * UTF-8 string is terminated), each padded to 8 bytes so that replayed
- * integers are aligned.  A signature item is a parameter without its data.
- */
-#define PAD8(n) (((n) + 7) & ~(size_t)7)
 
 typedef struct {
     KC_PROVCTX *pctx;
@@ -109,99 +96,6 @@ static void restore(KC_TMAC_CTX *w, const SAVED *s)
     w->shape_hash = s->shape_hash;
     w->sig_hash = s->sig_hash;
 }
-
-/*
- * A fast hash over whole words, for the record memo and to spread entries
- * with the same key (the key itself is hashed with SipHash by the cache).
- * Records are the application's parameters, not secrets.
- */
-uint64_t kc_trec_hash(uint64_t h, const uint64_t *p, size_t nbytes)
-{
-    size_t i;
-
-    for (i = 0; i < nbytes / 8; i++) {
-        h = (h ^ p[i]) * 0x9e3779b97f4a7c15ULL;
-        h ^= h >> 31;
-    }
-    return h;
-}
-
-/*
- * Does a UTF-8 parameter's string end where a record can keep all of it?
- * The default reads the string up to its NUL, whatever data_size says, and
- * OpenSSL lets data_size count that NUL or not: a NUL inside the data_size
- * bytes, or else the one just after them.  Only a string that counts no
- * NUL is read one past data_size, where its own NUL is.
- */
-static ossl_inline int utf8_ends(const OSSL_PARAM *p)
-{
-    const char *s = p->data;
-
-    return s == NULL || memchr(s, '\0', p->data_size) != NULL
-           || s[p->data_size] == '\0';
-}
-
-/* Can the parameter be recorded?  Returns its name's length, or 0. */
-size_t kc_trec_recordable(const OSSL_PARAM *p)
-{
-    size_t n = strlen(p->key);
-
-    if (n == 0 || n >= KC_TNAME_MAX || p->data_size >= KC_TREC_MAX)
-        return 0;
-    switch (p->data_type) {
-    case OSSL_PARAM_INTEGER:
-    case OSSL_PARAM_UNSIGNED_INTEGER:
-    case OSSL_PARAM_REAL:
-    case OSSL_PARAM_OCTET_STRING:
-        return n;
-    case OSSL_PARAM_UTF8_STRING:
-        if (utf8_ends(p))
-            return n;
-    }
-    return 0;
-}
-
-/*
- * Append an item (a call marker if p is NULL, else p with namelen = the
- * length of its name) to buf (of cap bytes) at *len; 0 if it does not fit.
- */
-int kc_trec_put(unsigned char *buf, size_t cap, size_t *len,
-                    int tag, const OSSL_PARAM *p, size_t namelen)
-{
-    size_t datalen = 0, need, npad;
-    KC_TITEM it;
-
-    memset(&it, 0, sizeof(it));
-    it.tag = (uint16_t)tag;
-    if (p != NULL) {
-        namelen++;
-        it.namelen = (uint16_t)namelen;
-        it.type = p->data_type | (p->data == NULL ? KC_T_NULL : 0);
-        it.size = p->data_size;
-        if (tag == KC_T_PARAM && p->data != NULL)
-            datalen = p->data_size + 1;
-    }
-    npad = PAD8(namelen);
-    need = sizeof(it) + npad + PAD8(datalen);
-    if (need > cap - *len)
-        return 0;
-    buf += *len;
-    memcpy(buf, &it, sizeof(it));
-    if (namelen > 0) {
-        /* the name's last word, zero padded, then the name over it */
-        memset(buf + sizeof(it) + npad - 8, 0, 8);
-        memcpy(buf + sizeof(it), p->key, namelen);
-    }
-    if (datalen > 0) {
-        buf += sizeof(it) + npad;
-        memset(buf + PAD8(datalen) - 8, 0, 8);
-        if (p->data_size > 0)
-            memcpy(buf, p->data, p->data_size);
-    }
-    *len += need;
-    return 1;
-}
-
 /*
  * Append one call to the shape (vol == 0), or to the volatile calls and
  * their signature (vol == 1), or to the volatile calls alone (vol == 2).
@@ -239,99 +133,6 @@ static int append_call(KC_TMAC_CTX *w, const OSSL_PARAM *const *ps, size_t n,
         w->shape_len = w->len;
     }
     return 1;
-}
-
-/* Decode the item at off; returns the offset of the next one. */
-size_t kc_trec_get(const unsigned char *buf, size_t off, KC_TITEM *it,
-                       OSSL_PARAM *p)
-{
-    const unsigned char *name, *data;
-
-    memcpy(it, buf + off, sizeof(*it));
-    if (it->tag != KC_T_PARAM && it->tag != KC_T_SIG)
-        return off + sizeof(*it);
-    name = buf + off + sizeof(*it);
-    data = name + PAD8(it->namelen);
-    p->key = (const char *)name;
-    p->data_type = it->type & ~KC_T_NULL;
-    p->data = (it->type & KC_T_NULL) != 0 ? NULL : (void *)data;
-    p->data_size = (size_t)it->size;
-    p->return_size = OSSL_PARAM_UNMODIFIED;
-    if (it->tag == KC_T_SIG || (it->type & KC_T_NULL) != 0)
-        return (size_t)(data - buf);
-    return (size_t)(data - buf) + PAD8((size_t)it->size + 1);
-}
-
-/*
- * Does the item at off of rec (len bytes) record q, as an item of kind item
- * (KC_T_PARAM: with its data, KC_T_SIG: name, type and size)?  The offset
- * after it, or 0.  Items are decoded in place: this runs on every recorded
- * call.
- */
-static ossl_inline size_t item_at(const unsigned char *rec, size_t off,
-                                  size_t len, int item, const OSSL_PARAM *q)
-{
-    const unsigned char *name, *data;
-    KC_TITEM it;
-
-    if (len - off < sizeof(it))
-        return 0;
-    memcpy(&it, rec + off, sizeof(it));
-    name = rec + off + sizeof(it);
-    data = name + PAD8(it.namelen);
-    if (it.tag != item || it.size != q->data_size
-        || it.type != (q->data_type | (q->data == NULL ? KC_T_NULL : 0))
-        || strcmp((const char *)name, q->key) != 0
-        || (item == KC_T_PARAM && q->data != NULL && q->data_size > 0
-            && memcmp(data, q->data, q->data_size) != 0)
-        || (q->data_type == OSSL_PARAM_UTF8_STRING && !utf8_ends(q)))
-        return 0;
-    /* a signature item has no data */
-    if (item != KC_T_PARAM || q->data == NULL)
-        return (size_t)(data - rec);
-    return (size_t)(data - rec) + PAD8(q->data_size + 1);
-}
-
-/* A call marker tag of type at off, and the offset after it, or 0. */
-static ossl_inline size_t marker_at(const unsigned char *rec, size_t off,
-                                    size_t len, int tag, uint32_t type)
-{
-    KC_TITEM it;
-
-    if (len - off < sizeof(it))
-        return 0;
-    memcpy(&it, rec + off, sizeof(it));
-    if (it.tag != tag || it.type != type)
-        return 0;
-    return off + sizeof(it);
-}
-
-size_t kc_trec_match_sig(const unsigned char *rec, size_t off, size_t len,
-                         int tag, uint32_t type, int item,
-                         const OSSL_PARAM *const *ps, size_t n)
-{
-    size_t i;
-    KC_TITEM it;
-
-    if ((off = marker_at(rec, off, len, tag, type)) == 0)
-        return 0;
-    for (i = 0; i < n; i++)
-        if ((off = item_at(rec, off, len, item, ps[i])) == 0)
-            return 0;
-    /* and the call ends there */
-    if (len - off >= sizeof(it)) {
-        memcpy(&it, rec + off, sizeof(it));
-        if (it.tag == item)
-            return 0;
-    }
-    return off;
-}
-
-size_t kc_trec_match_call(const unsigned char *rec, size_t off, size_t len,
-                          int tag, uint32_t type,
-                          const OSSL_PARAM *const *ps, size_t n)
-{
-    return kc_trec_match_sig(rec, off, len, tag, type, KC_T_PARAM, ps, n);
 }
 
 /* Replay the recorded calls in rec[from, to) onto ctx with m. */
@@ -382,43 +183,6 @@ static int replay_to(const KC_TMAC_CTX *w, const KC_MAC_FNS *m, void *ctx,
 static int replay(const KC_TMAC_CTX *w, void *ctx, size_t from, size_t to)
 {
     return replay_to(w, &w->f->mac, ctx, from, to);
-}
-
-int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
-                      const char *with, const char **value,
-                      const char **with_value)
-{
-    const char *cur_with = NULL;
-    size_t off = 0;
-    int found = 0, in_call = 0;
-    OSSL_PARAM p;
-    KC_TITEM it;
-
-    *value = *with_value = NULL;
-    while (off < len) {
-        off = kc_trec_get(rec, off, &it, &p);
-        if (it.tag != KC_T_PARAM && it.tag != KC_T_SIG) {
-            in_call = 0;
-            cur_with = NULL;
-            continue;
-        }
-        /* the same call's |with| may come after |name| */
-        if (with != NULL && strcmp(p.key, with) == 0
-            && p.data_type == OSSL_PARAM_UTF8_STRING) {
-            cur_with = p.data;
-            if (in_call)
-                *with_value = cur_with;
-        }
-        if (strcmp(p.key, name) == 0) {
-            if (p.data_type != OSSL_PARAM_UTF8_STRING || p.data == NULL)
-                return 0;
-            *value = p.data;
-            *with_value = cur_with;
-            in_call = 1;
-            found = 1;
-        }
-    }
-    return found;
 }
 
 int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name, const char *props,
@@ -481,9 +245,9 @@ static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
     }
     if (np != NULL) {
         /* the default fetches only what it reads as a string */
-        if (np->data_type != OSSL_PARAM_UTF8_STRING || !utf8_ends(np)
+        if (np->data_type != OSSL_PARAM_UTF8_STRING || !kc_trec_utf8_ends(np)
             || (pp != NULL && (pp->data_type != OSSL_PARAM_UTF8_STRING
-                               || !utf8_ends(pp))))
+                               || !kc_trec_utf8_ends(pp))))
             return 0;
         name = np->data;
         props = pp != NULL ? pp->data : NULL;
@@ -719,7 +483,7 @@ static int same_init_as_last(KC_TMAC_CTX *w, KC_CACHE *c,
 
     shape = kc_cache_rec_last(c, f, 0, &alen, &slen, &hash, &value);
     if (shape == NULL || alen != slen || (value & KC_REC_VALID) == 0
-        || (so = marker_at(shape, 0, slen, KC_T_CALL, 0)) == 0)
+        || (so = kc_trec_marker_at(shape, 0, slen, KC_T_CALL, 0)) == 0)
         return 0;
     s->key = NULL;
     s->ns = s->nv = 0;
@@ -733,7 +497,7 @@ static int same_init_as_last(KC_TMAC_CTX *w, KC_CACHE *c,
          * signature item's is, so matching one tells which p is, without
          * the family's list.  (A "key" matches neither: never recorded.)
          */
-        if ((next = item_at(shape, so, slen, KC_T_PARAM, p)) != 0) {
+        if ((next = kc_trec_item_at(shape, so, slen, KC_T_PARAM, p)) != 0) {
             so = next;
             s->shape[s->ns++] = p;
             continue;
@@ -744,10 +508,11 @@ static int same_init_as_last(KC_TMAC_CTX *w, KC_CACHE *c,
                                              &pvalue)) == NULL
                 || palen != slen || (pvalue & KC_REC_VALID) == 0
                 || memcmp(pair, shape, slen) != 0
-                || (po = marker_at(pair, slen, plen, KC_T_CALL, 0)) == 0)
+                || (po = kc_trec_marker_at(pair, slen, plen, KC_T_CALL,
+                                           0)) == 0)
                 return 0;
         }
-        if ((po = item_at(pair, po, plen, KC_T_SIG, p)) == 0)
+        if ((po = kc_trec_item_at(pair, po, plen, KC_T_SIG, p)) == 0)
             return 0;
         s->vol[s->nv++] = p;
     }
