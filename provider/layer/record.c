@@ -60,25 +60,21 @@ int kc_trec_put(unsigned char *buf, size_t cap, size_t *len, int tag,
 
     memset(&it, 0, sizeof(it));
     it.tag = (uint16_t)tag;
-    if (p != NULL) {
-        namelen++;
-        it.namelen = (uint16_t)namelen;
-        it.type = p->data_type | (p->data == NULL ? KC_T_NULL : 0);
-        it.size = p->data_size;
-        if (tag == KC_T_PARAM && p->data != NULL)
-            datalen = p->data_size + 1;
-    }
+    namelen++;
+    it.namelen = (uint16_t)namelen;
+    it.type = p->data_type | (p->data == NULL ? KC_T_NULL : 0);
+    it.size = p->data_size;
+    if (tag == KC_T_PARAM && p->data != NULL)
+        datalen = p->data_size + 1;
     npad = KC_TPAD8(namelen);
     need = sizeof(it) + npad + KC_TPAD8(datalen);
     if (need > cap - *len)
         return 0;
     buf += *len;
     memcpy(buf, &it, sizeof(it));
-    if (namelen > 0) {
-        /* the name's last word, zero padded, then the name over it */
-        memset(buf + sizeof(it) + npad - 8, 0, 8);
-        memcpy(buf + sizeof(it), p->key, namelen);
-    }
+    /* the name's last word, zero padded, then the name over it */
+    memset(buf + sizeof(it) + npad - 8, 0, 8);
+    memcpy(buf + sizeof(it), p->key, namelen);
     if (datalen > 0) {
         buf += sizeof(it) + npad;
         memset(buf + KC_TPAD8(datalen) - 8, 0, 8);
@@ -86,6 +82,18 @@ int kc_trec_put(unsigned char *buf, size_t cap, size_t *len, int tag,
             memcpy(buf, p->data, p->data_size);
     }
     *len += need;
+    return 1;
+}
+
+int kc_trec_marker(unsigned char *buf, size_t cap, size_t *len, int tag,
+                   uint32_t type)
+{
+    KC_TITEM it = { (uint16_t)tag, 0, type, 0 };
+
+    if (sizeof(it) > cap - *len)
+        return 0;
+    memcpy(buf + *len, &it, sizeof(it));
+    *len += sizeof(it);
     return 1;
 }
 
@@ -173,4 +181,28 @@ int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
         }
     }
     return found;
+}
+
+int kc_trec_replay_calls(const unsigned char *rec, size_t from, size_t to,
+                         KC_TCALL_FN *call, const void *fns, void *ctx)
+{
+    /* a cipher's keyless init records its IV as an item before its params */
+    OSSL_PARAM p[KC_TCALL_MAX + 2];
+    KC_TITEM it, mark;
+    size_t off = from, n = 0;
+    int open = 0;
+
+    while (off < to) {
+        off = kc_trec_get(rec, off, &it, &p[n]);
+        if (it.tag == KC_T_PARAM) {
+            n++;
+            continue;
+        }
+        if (open && !call(fns, ctx, &mark, p, n))
+            return 0;
+        mark = it;
+        open = 1;
+        n = 0;
+    }
+    return !open || call(fns, ctx, &mark, p, n);
 }
