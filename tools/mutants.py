@@ -305,17 +305,16 @@ MUTANTS = {
         "    tmpl = kc_cache_find_rec(c, alg, rec, t->shape_len, t->hash, key, keylen,",
         "    tmpl = kc_cache_find_rec(c, alg, rec, 0, 0, key, keylen,"),
         ("provider/layer/layer.h",
-         "        if (!kc_cache_add_rec(c, alg, rec, t->shape_len, key, keylen, tmpl,",
-         "        if (!kc_cache_add_rec(c, alg, rec, 0, key, keylen, tmpl,")],
+         "    if (!kc_cache_add_rec(c, alg, rec, t->shape_len, key, keylen, tmpl, lk)) {",
+         "    if (!kc_cache_add_rec(c, alg, rec, 0, key, keylen, tmpl, lk)) {")],
     # entries with records match whatever their record
     "cache-record-ignored": ("provider/cache/store.c",
         "    return rec == NULL\n           || (e->reclen",
         "    return 1\n           || (e->reclen"),
-    # a hit hands out the template itself, not a copy (the core's, for
-    # both sides: ctmpl-share-template merged)
-    "tmpl-share-template": [("provider/layer/layer.h",
-        "    return (*inner = dup(tmpl)) != NULL ? 1 : -1;",
-        "    return (*inner = tmpl) != NULL ? 1 : -1;"),
+    # a hit hands out the template itself, not a copy
+    "tmpl-share-template": [("provider/layer/tmpl.c",
+        "    if ((inner = lk.spare) == NULL && (inner = ops->dupctx(tmpl)) == NULL)",
+        "    if ((inner = lk.spare) == NULL && (inner = tmpl) == NULL)"),
         ("provider/layer/tmpl.c", "    if (w->t.inner != NULL && !park(c, w))",
          "    if (0 && w->t.inner != NULL && !park(c, w))")],
     # a record is taken as valid without asking the default (bad cipher
@@ -467,6 +466,10 @@ MUTANTS = {
         "          && inner_init(f, tmpl, enc, key, keylen, NULL, 0, NULL);",
         "    *ok = tmpl != NULL\n"
         "          && inner_init(f, tmpl, enc, key, keylen, NULL, 0, NULL);"),
+    # cipher families: a hit hands out the template itself
+    "ctmpl-share-template": ("provider/layer/ctmpl.c",
+        "        || (inner = f->kfns->dupctx(tmpl)) == NULL)\n        return 0;",
+        "        || (inner = tmpl) == NULL)\n        return 0;"),
     # cipher families: EVP's length queries before the key answered with a
     # fresh context's lengths whatever the record set
     "ctmpl-lengths-stale": ("provider/layer/ctmpl.c",

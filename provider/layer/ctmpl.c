@@ -594,7 +594,7 @@ static const KC_TSIDE cipher_side = {
 
 /*
  * The key arrives: a copy of the template for (shape, key)
- * (kc_tcore_copy()), the volatile calls, then the rest of the init.  1
+ * (kc_tcore_template()), the volatile calls, then the rest of the init.  1
  * done, 0 when this cannot be served from the cache (the caller passes
  * the whole init through).
  */
@@ -606,7 +606,8 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
     const KC_ALG *alg = &f->alg[f->d->key_by_direction ? enc : 1];
     KC_LOOKUP lk;
     KC_CACHE *c;
-    void *inner;
+    void *tmpl, *inner;
+    int why;
 
     if (w->t.cold || keylen != f->keylen || keylen > KEYCACHE_MAX_KEY_LEN
         || (c = kc_cache_get(w->pctx)) == NULL)
@@ -615,8 +616,9 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
         w->t.value = learn_shape(w, c);
     if ((w->t.value & CV_VALID) == 0)
         return 0;
-    if (kc_tcore_copy(&w->t, &cipher_side, c, alg, enc, key, keylen, &lk,
-                      f->kfns->dupctx, &inner) < 0)
+    if ((tmpl = kc_tcore_template(&w->t, &cipher_side, c, alg, enc, key,
+                                  keylen, &lk, &why)) == NULL
+        || (inner = f->kfns->dupctx(tmpl)) == NULL)
         return 0;
     /*
      * The usual init: nothing volatile, no params, and an IV (if any) of

@@ -229,17 +229,17 @@ void *kc_tcore_make(KC_TCORE *t, const KC_TSIDE *s, const KC_ALG *alg,
                     int enc, const unsigned char *key, size_t keylen);
 
 /*
- * A keyed context for (t's shape, key): a copy (dup) of the template,
- * made and cached on a miss once the key is admitted, or a spare the
- * entry hands over.  1 with *inner; -1 if this cannot be served from the
- * cache, -2 the same for a key not admitted yet.  Inline: every keying
- * init runs it.
+ * The template for (t's shape, key), made and cached on a miss once the
+ * key is admitted; the caller copies it (or takes the spare a hit may
+ * hand over in lk).  NULL if this cannot be served from the cache, with
+ * *why -2 if the key is not admitted yet (else left alone).  Inline:
+ * every keying init runs it.
  */
-static ossl_inline int kc_tcore_copy(KC_TCORE *t, const KC_TSIDE *s,
-                                     KC_CACHE *c, const KC_ALG *alg, int enc,
-                                     const unsigned char *key, size_t keylen,
-                                     KC_LOOKUP *lk, void *(*dup)(void *),
-                                     void **inner)
+static ossl_inline void *kc_tcore_template(KC_TCORE *t, const KC_TSIDE *s,
+                                           KC_CACHE *c, const KC_ALG *alg,
+                                           int enc, const unsigned char *key,
+                                           size_t keylen, KC_LOOKUP *lk,
+                                           int *why)
 {
     const unsigned char *rec = (const unsigned char *)t->rec;
     void *tmpl;
@@ -247,23 +247,20 @@ static ossl_inline int kc_tcore_copy(KC_TCORE *t, const KC_TSIDE *s,
     lk->counted = &t->counted;
     tmpl = kc_cache_find_rec(c, alg, rec, t->shape_len, t->hash, key, keylen,
                              lk);
-    if (tmpl == NULL) {
-        /* not (yet) seen often enough: the default's own calls, uncached */
-        if (!lk->admit)
-            return -2;
-        if ((tmpl = kc_tcore_make(t, s, alg, enc, key, keylen)) == NULL)
-            return -1;
-        if (!kc_cache_add_rec(c, alg, rec, t->shape_len, key, keylen, tmpl,
-                              lk)) {
-            alg->freectx(tmpl);
-            return -1;
-        }
-    } else if (lk->spare != NULL) {
-        /* a used context, restarted by a keyless init when given back */
-        *inner = lk->spare;
-        return 1;
+    if (tmpl != NULL)
+        return tmpl;
+    /* not (yet) seen often enough: the default's own calls, uncached */
+    if (!lk->admit) {
+        *why = -2;
+        return NULL;
     }
-    return (*inner = dup(tmpl)) != NULL ? 1 : -1;
+    if ((tmpl = kc_tcore_make(t, s, alg, enc, key, keylen)) == NULL)
+        return NULL;
+    if (!kc_cache_add_rec(c, alg, rec, t->shape_len, key, keylen, tmpl, lk)) {
+        alg->freectx(tmpl);
+        return NULL;
+    }
+    return tmpl;
 }
 
 /*

@@ -569,7 +569,7 @@ static const KC_TSIDE mac_side = {
 
 /*
  * The key arrives on a wrapper that has none: give it a copy of the
- * template for (shape, key) (kc_tcore_copy()), with the volatile calls
+ * template for (shape, key) (kc_tcore_template()), with the volatile calls
  * replayed.  1 done, -1 when this cannot be served from the cache (the
  * caller passes through), -2 the same for a cacheable shape whose key is
  * not admitted yet.
@@ -580,8 +580,8 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
     const KC_TFAM *f = w->f;
     const KC_MAC_FNS *ops;
     KC_LOOKUP lk;
-    void *inner;
-    int r;
+    void *tmpl, *inner;
+    int why = -1;
 
     if (key == NULL || keylen > KEYCACHE_MAX_KEY_LEN)
         return -1;
@@ -591,9 +591,12 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
         w->t.value = learn_shape(w, c);
     if ((w->t.value & KC_REC_CACHEABLE) == 0)
         return -1;
-    if ((r = kc_tcore_copy(&w->t, &mac_side, c, &f->alg, 1, key, keylen, &lk,
-                           ops->dupctx, &inner)) < 0)
-        return r;
+    if ((tmpl = kc_tcore_template(&w->t, &mac_side, c, &f->alg, 1, key,
+                                  keylen, &lk, &why)) == NULL)
+        return why;
+    /* a spare: a used context, restarted by a keyless init when given back */
+    if ((inner = lk.spare) == NULL && (inner = ops->dupctx(tmpl)) == NULL)
+        return -1;
     /* validated without the key; keying first ends in the same state */
     if (w->t.len > w->t.shape_len
         && !replay_to(w, ops, inner, w->t.shape_len, w->t.len)) {
