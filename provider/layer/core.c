@@ -65,6 +65,33 @@ int kc_tcore_append(KC_TCORE *t, const KC_TSIDE *s, int tag, uint32_t type,
     return 1;
 }
 
+int kc_tcore_same_as_last(KC_TCORE *t, const KC_TSIDE *s, KC_CACHE *c,
+                          const void *owner, int tag, uint32_t type,
+                          const OSSL_PARAM *const *ps, size_t n)
+{
+    const unsigned char *last;
+    size_t alen, len, off;
+    uint64_t hash;
+    int value;
+
+    last = kc_cache_rec_last(c, owner, 0, &alen, &len, &hash, &value);
+    if (last == NULL || alen != len || len <= t->len
+        || (s->prefix && (value & KC_TVALID) == 0)
+        || (t->len > 0 && memcmp(last, t->rec, t->len) != 0))
+        return 0;
+    off = kc_trec_match_call(last, t->len, len, tag, type, ps, n);
+    if (off == 0 || (off != len && !s->prefix))
+        return 0;
+    memcpy((unsigned char *)t->rec + t->len, last + t->len, off - t->len);
+    /* the whole record: its hash is the one learned with it */
+    t->hash = off == len ? hash ^ s->shape_salt
+              : kc_trec_hash(t->hash ^ s->call_salt,
+                             (const uint64_t *)(last + t->len), off - t->len);
+    t->len = t->shape_len = off;
+    t->value = off == len ? value : -1;
+    return 1;
+}
+
 int kc_tcore_learn(KC_TCORE *t, const KC_TSIDE *s, KC_CACHE *c,
                    const void *owner, int vol)
 {

@@ -33,7 +33,7 @@
  * and leaves the value alone, else the value + 2.  Of a shape with
  * volatile calls it learns CV_VALID only.
  */
-#define CV_VALID 1
+#define CV_VALID KC_TVALID
 #define CV_IVLEN_SHIFT 1
 #define CV_KEYLEN_SHIFT 12
 #define CV_LEN_MAX 0x7ff
@@ -265,47 +265,20 @@ static int probe(const KC_TCIPH_CTX *w, size_t to)
     return v;
 }
 
-/*
- * The usual case, cheaply: the call continues the shape this thread learned
- * last (the same keyless init and lengths as the previous message).  It is
- * compared with that record in place and copied, instead of encoded,
- * looked up and checked.  A prefix of a record the default accepted is
- * accepted too (each call's outcome depends only on the calls before it);
- * its lengths are learned when asked for (value -1).
- */
+/* kc_tcore_same_as_last() with params: the same keyless init and lengths. */
 static int same_as_last(KC_TCIPH_CTX *w, KC_CACHE *c, int tag,
                         const OSSL_PARAM params[])
 {
     const OSSL_PARAM *ps[KC_TCALL_MAX];
-    const unsigned char *last;
-    size_t alen, len, off, n = 0;
-    uint64_t hash;
-    int value;
+    size_t n = 0;
 
-    last = kc_cache_rec_last(c, w->f, 0, &alen, &len, &hash, &value);
-    if (last == NULL || alen != len || len <= w->t.len
-        || (value & CV_VALID) == 0
-        || (w->t.len > 0 && memcmp(last, w->t.rec, w->t.len) != 0))
-        return 0;
     for (; params != NULL && params[n].key != NULL; n++)
         if (n == KC_TCALL_MAX)
             return 0;
         else
             ps[n] = &params[n];
-    off = kc_trec_match_call(last, w->t.len, len, tag,
-                             params == NULL ? KC_T_NULL : 0, ps, n);
-    if (off == 0)
-        return 0;
-    memcpy((unsigned char *)w->t.rec + w->t.len, last + w->t.len,
-           off - w->t.len);
-    /* the whole record: its hash is the one learned with it */
-    w->t.hash = off == len ? hash
-                : kc_trec_hash(w->t.hash ^ KC_CALL_SALT,
-                               (const uint64_t *)(last + w->t.len),
-                               off - w->t.len);
-    w->t.len = w->t.shape_len = off;
-    w->t.value = off == len ? value : -1;
-    return 1;
+    return kc_tcore_same_as_last(&w->t, &cipher_side, c, w->f, tag,
+                                 params == NULL ? KC_T_NULL : 0, ps, n);
 }
 
 /* The memo value of the shape, or of the volatile calls (CV_VALID). */
@@ -589,7 +562,7 @@ static void *cipher_make(KC_TCORE *t, int enc, const unsigned char *key,
 }
 
 static const KC_TSIDE cipher_side = {
-    replay_call, cipher_make, cipher_value, KC_CALL_SALT, 0
+    replay_call, cipher_make, cipher_value, KC_CALL_SALT, 0, 1
 };
 
 /*

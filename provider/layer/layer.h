@@ -202,7 +202,16 @@ typedef struct {
     int (*value)(KC_TCORE *t, int vol);
     uint64_t call_salt;         /* mixed into each call's hash */
     uint64_t shape_salt;        /* and into a shape's memo key */
+    /*
+     * Is a prefix of a record the default accepted accepted too (each
+     * call's outcome depends only on the calls before it), its memo value
+     * learned when needed?  (The cipher side's; a MAC call may not.)
+     */
+    int prefix;
 } KC_TSIDE;
+
+/* bit 0 of a memo value: every call returned 1 and raised nothing */
+#define KC_TVALID 1
 
 /* how kc_tcore_append() appends a call */
 #define KC_AS_SHAPE 0
@@ -214,6 +223,15 @@ typedef struct {
  */
 int kc_tcore_append(KC_TCORE *t, const KC_TSIDE *s, int tag, uint32_t type,
                     const OSSL_PARAM *const *ps, size_t n, int how);
+/*
+ * The usual case, cheaply: the call (a marker tag of type, then ps[0, n))
+ * makes t's shape the one the thread learned last, or a start of it (see
+ * prefix).  Compared with that record in place and copied, instead of
+ * encoded, hashed and looked up; 0 (t untouched) if it does not.
+ */
+int kc_tcore_same_as_last(KC_TCORE *t, const KC_TSIDE *s, KC_CACHE *c,
+                          const void *owner, int tag, uint32_t type,
+                          const OSSL_PARAM *const *ps, size_t n);
 /*
  * What the default says of t's shape (vol 0) or of its volatile calls by
  * their signature (sizes, not bytes): owner's record memo, else asked.

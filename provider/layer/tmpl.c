@@ -16,7 +16,7 @@
 #include "layer/layer.h"
 
 /* what the record memo learns about a record */
-#define KC_REC_VALID 1          /* every call returned 1 and raised nothing */
+#define KC_REC_VALID KC_TVALID  /* every call returned 1 and raised nothing */
 #define KC_REC_CACHEABLE 2      /* a shape whose templates may be cached */
 /* a shape's memo entry is keyed by its hash and this */
 #define KC_SHAPE_SALT 0x5851f42d4c957f2dULL
@@ -313,44 +313,15 @@ static int split(const KC_TFAM *f, const OSSL_PARAM params[], SPLIT *s)
 }
 
 /*
- * The usual case, cheaply: the call makes the shape exactly the one the
- * thread learned last (the same cipher or custom string as the previous
- * message).  Compares the call with that record's tail in place and
- * copies it, instead of encoding, hashing and looking it up.
- */
-static int same_as_last(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
-{
-    const unsigned char *last;
-    size_t alen, len, off;
-    uint64_t hash;
-    int value;
-
-    last = kc_cache_rec_last(c, w->f, 0, &alen, &len, &hash, &value);
-    if (last == NULL || alen != len || len <= w->t.len
-        || (w->t.len > 0 && memcmp(last, w->t.rec, w->t.len) != 0))
-        return 0;
-    /* this call, and it completes that record */
-    off = kc_trec_match_call(last, w->t.len, len, KC_T_CALL, 0, s->shape,
-                             s->ns);
-    if (off != len)
-        return 0;
-    memcpy((unsigned char *)w->t.rec + w->t.len, last + w->t.len,
-           len - w->t.len);
-    w->t.len = w->t.shape_len = len;
-    w->t.hash = hash ^ KC_SHAPE_SALT;
-    w->t.value = value;
-    return 1;
-}
-
-/*
  * The usual keying init of a fresh context, in one pass: init(key, params)
  * whose shape parameters are exactly the thread's last learned shape, a
  * single call, and (for a volatile_last_wins family) whose volatile ones
  * have the signature last learned valid with that shape.  What split(),
  * record() and volatile_valid() would conclude, without splitting,
- * encoding or looking anything up: the shape is copied as same_as_last()
- * does (spelt out here: a shared helper cost 3 instructions a message)
- * and s lists the parameters.  0 (and w untouched) for anything else.
+ * encoding or looking anything up: the shape is copied as
+ * kc_tcore_same_as_last() does (spelt out here: a shared helper cost 3
+ * instructions a message) and s lists the parameters.  0 (and w
+ * untouched) for anything else.
  */
 static int same_init_as_last(KC_TMAC_CTX *w, KC_CACHE *c,
                              const OSSL_PARAM params[], SPLIT *s)
@@ -496,7 +467,8 @@ static int record(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
         /* the shape is replayed before the volatile calls: no going back */
         if (w->t.len > w->t.shape_len)
             goto fail;
-        if (!same_as_last(w, c, s)) {
+        if (!kc_tcore_same_as_last(&w->t, &mac_side, c, w->f, KC_T_CALL, 0,
+                                   s->shape, s->ns)) {
             if (!append_call(w, s->shape, s->ns, KC_AS_SHAPE))
                 goto fail;
             /* (what it was is another shape's: see needs_app()) */
@@ -564,7 +536,7 @@ static void *mac_make(KC_TCORE *t, int enc, const unsigned char *key,
 }
 
 static const KC_TSIDE mac_side = {
-    mac_call, mac_make, mac_value, 0, KC_SHAPE_SALT
+    mac_call, mac_make, mac_value, 0, KC_SHAPE_SALT, 0
 };
 
 /*
