@@ -208,8 +208,8 @@ MUTANTS = {
     # a context given back on another thread is parked in that thread's
     # entry with the same slot and generation (under another key)
     "park-any-thread": ("provider/cache/store.c",
-        "if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)\n        return 0;\n    e = &c->entries[lease->idx];\n    /* per entry",
-        "if (c == NULL || lease->idx >= c->hw)\n        return 0;\n    e = &c->entries[lease->idx];\n    /* per entry"),
+        "if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)\n        return 0;\n    e = &c->entries[lease->idx];\n    if (e->gen != lease->gen || e->alg == NULL)\n        return 0;\n    /* an entry added",
+        "if (c == NULL || lease->idx >= c->hw)\n        return 0;\n    e = &c->entries[lease->idx];\n    if (e->gen != lease->gen || e->alg == NULL)\n        return 0;\n    /* an entry added"),
     # every missed key is cached at once, whatever admit_after says
     # (per-connection TLS secrets end up in the cache)
     "admit-at-once": ("provider/cache/store.c",
@@ -234,7 +234,7 @@ MUTANTS = {
     # Cipher families with volatile calls (GCM): an expected tag or IV
     # given before the key is not replayed onto the copy
     "ctmpl-volatile-dropped": ("provider/layer/ctmpl.c",
-        "           && replay(w, f, inner, w->shape_len, w->len);",
+        "           && replay(w, f, inner, w->t.shape_len, w->t.len);",
         "           && 1;"),
     # ... is replayed in the keying init's direction, not the one it was
     # made in (a tag set while decrypting meets an encrypt-keyed copy)
@@ -247,19 +247,19 @@ MUTANTS = {
         "    } else if (0) {"),
     # the in-place match against the thread's last shape ignores the data
     # (AES-128-CBC continues a shape learned with AES-256-CBC)
-    "trec-match-no-data": ("provider/layer/tmpl.c",
+    "trec-match-no-data": ("provider/layer/layer.h",
         "            && memcmp(data, q->data, q->data_size) != 0)\n        || (q->data_type == OSSL_PARAM_UTF8_STRING",
         "            && 0)\n        || (q->data_type == OSSL_PARAM_UTF8_STRING"),
     # ... compares a string parameter without its last byte (a GMAC cipher
     # "AES-128-GCX" right after "AES-128-GCM" continues the latter's shape)
-    "trec-match-string-short": ("provider/layer/tmpl.c",
+    "trec-match-string-short": ("provider/layer/layer.h",
         "            && memcmp(data, q->data, q->data_size) != 0)\n        || (q->data_type == OSSL_PARAM_UTF8_STRING",
         "            && memcmp(data, q->data, q->data_size\n"
         "                      - (q->data_type == OSSL_PARAM_UTF8_STRING)) != 0)\n"
         "        || (q->data_type == OSSL_PARAM_UTF8_STRING"),
     # ... takes a value that is a prefix of the recorded one (KMAC custom
     # "ab" right after "abc", CMAC cipher "AES-128-CB" after "AES-128-CBC")
-    "trec-match-prefix": ("provider/layer/tmpl.c",
+    "trec-match-prefix": ("provider/layer/layer.h",
         "    if (it.tag != item || it.size != q->data_size\n",
         "    if (it.tag != item\n"
         "        || (it.size != q->data_size\n"
@@ -318,37 +318,42 @@ MUTANTS = {
     # Template families (tmpl.c): GMAC's IV set before the key is not
     # replayed onto the copy of the template
     "tmpl-drop-volatile": ("provider/layer/tmpl.c",
-        "    if (w->len > w->shape_len\n        && !replay_to(w, ops, inner, w->shape_len, w->len)) {",
+        "    if (w->t.len > w->t.shape_len\n        && !replay_to(w, ops, inner, w->t.shape_len, w->t.len)) {",
         "    if (0) {"),
-    # the shape (cipher, customisation string, size) is not part of the
-    # cache key: a KMAC with another custom string hits the same entry
-    "tmpl-shape-not-key": ("provider/layer/tmpl.c",
-        "    tmpl = kc_cache_find_rec(c, &f->alg, rec, w->shape_len, w->shape_hash,",
-        "    tmpl = kc_cache_find_rec(c, &f->alg, rec, 0, 0,"),
+    # the shape (cipher, customisation string, size; OCB's tag length) is
+    # not part of the cache key: a KMAC with another custom string hits the
+    # same entry (the core's, for both sides: ctmpl-shape-not-key merged)
+    "tmpl-shape-not-key": [("provider/layer/layer.h",
+        "    tmpl = kc_cache_find_rec(c, alg, rec, t->shape_len, t->hash, key, keylen,",
+        "    tmpl = kc_cache_find_rec(c, alg, rec, 0, 0, key, keylen,"),
+        ("provider/layer/layer.h",
+         "    if (!kc_cache_add_rec(c, alg, rec, t->shape_len, key, keylen, tmpl, lk)) {",
+         "    if (!kc_cache_add_rec(c, alg, rec, 0, key, keylen, tmpl, lk)) {")],
     # entries with records match whatever their record
     "cache-record-ignored": ("provider/cache/store.c",
         "    return rec == NULL\n           || (e->reclen",
         "    return 1\n           || (e->reclen"),
     # a hit hands out the template itself, not a copy
     "tmpl-share-template": [("provider/layer/tmpl.c",
-        "    if (inner == NULL && (inner = ops->dupctx(tmpl)) == NULL)",
-        "    if (inner == NULL && (inner = tmpl) == NULL)"),
-        ("provider/layer/tmpl.c", "    if (w->inner != NULL && !park(c, w))",
-         "    if (0 && w->inner != NULL && !park(c, w))")],
+        "    if ((inner = lk.spare) == NULL && (inner = ops->dupctx(tmpl)) == NULL)",
+        "    if ((inner = lk.spare) == NULL && (inner = tmpl) == NULL)"),
+        ("provider/layer/tmpl.c", "    if (w->t.inner != NULL && !park(c, w))",
+         "    if (0 && w->t.inner != NULL && !park(c, w))")],
     # a record is taken as valid without asking the default (bad cipher
     # names, IV lengths, sizes answered 1)
     "tmpl-shape-unchecked": ("provider/layer/tmpl.c",
         "    if (needs_app(w, NULL, 0) || !probe(w, 0))\n        return 0;",
         "    if (needs_app(w, NULL, 0))\n        return 0;"),
     "tmpl-volatile-unchecked": ("provider/layer/tmpl.c",
-        "    v = probe(w, 1) ? KC_REC_VALID : 0;", "    v = KC_REC_VALID;"),
+        "    return probe(W(t), 1) ? KC_REC_VALID : 0;",
+        "    return KC_REC_VALID;"),
     # a call that fails to record leaves its half-recorded parameters
     "tmpl-no-rollback": ("provider/layer/tmpl.c",
-        "        memcpy(w->rec + w->shape_len / 8, old, oldlen);\n    restore(w, &sv);\n    return 0;",
-        "        memcpy(w->rec + w->shape_len / 8, old, oldlen);\n    return 0;"),
+        "        memcpy(w->t.rec + w->t.shape_len / 8, old, oldlen);\n    kc_tcore_back(&w->t, &sv);\n    return 0;",
+        "        memcpy(w->t.rec + w->t.shape_len / 8, old, oldlen);\n    return 0;"),
     # a context never keyed duplicates although the default cannot
     "tmpl-dup-unkeyed": ("provider/layer/tmpl.c",
-        "    if (src->inner == NULL && !unkeyed_dup_ok(src))", "    if (0)"),
+        "    if (src->t.inner == NULL && !unkeyed_dup_ok(src))", "    if (0)"),
     # a name twice in one call is recorded (the last "key" wins)
     "tmpl-repeated-names": ("provider/layer/tmpl.c",
         "            if (q->key[0] == p->key[0] && strcmp(q->key, p->key) == 0)\n                return 0;",
@@ -479,26 +484,19 @@ MUTANTS = {
         "        || (inner_init(f->kfns, inner, enc, NULL, 0, iv, ivlen, params)\n            && 0)) {"),
     # cipher families: templates keyed without the recorded shape
     "ctmpl-template-no-replay": ("provider/layer/ctmpl.c",
-        "    ok = t != NULL && replay(w, f, t, 0, w->shape_len)\n"
-        "         && inner_init(f, t, enc, key, keylen, NULL, 0, NULL);",
-        "    ok = t != NULL\n"
-        "         && inner_init(f, t, enc, key, keylen, NULL, 0, NULL);"),
-    # cipher families: the shape is not part of the cache key
-    "ctmpl-shape-not-key": [("provider/layer/ctmpl.c",
-        "    tmpl = kc_cache_find_rec(c, alg, rec, w->shape_len, w->hash, key, keylen,",
-        "    tmpl = kc_cache_find_rec(c, alg, rec, 0, 0, key, keylen,"),
-        ("provider/layer/ctmpl.c",
-         "        if (!kc_cache_add_rec(c, alg, rec, w->shape_len, key, keylen, tmpl,",
-         "        if (!kc_cache_add_rec(c, alg, rec, 0, key, keylen, tmpl,")],
+        "    *ok = tmpl != NULL && replay(w, f, tmpl, 0, t->shape_len)\n"
+        "          && inner_init(f, tmpl, enc, key, keylen, NULL, 0, NULL);",
+        "    *ok = tmpl != NULL\n"
+        "          && inner_init(f, tmpl, enc, key, keylen, NULL, 0, NULL);"),
     # cipher families: a hit hands out the template itself
     "ctmpl-share-template": ("provider/layer/ctmpl.c",
-        "    if ((inner = f->kfns->dupctx(tmpl)) == NULL)\n        return 0;",
-        "    if ((inner = tmpl) == NULL)\n        return 0;"),
+        "        || (inner = f->kfns->dupctx(tmpl)) == NULL)\n        return 0;",
+        "        || (inner = tmpl) == NULL)\n        return 0;"),
     # cipher families: EVP's length queries before the key answered with a
     # fresh context's lengths whatever the record set
     "ctmpl-lengths-stale": ("provider/layer/ctmpl.c",
-        "        field = w->len == w->shape_len ? CV_IVLEN(w->value) : 0;",
-        "        field = w->len == w->shape_len ? CV_IVLEN(w->f->empty_value) : 0;"),
+        "        field = w->t.len == w->t.shape_len ? CV_IVLEN(w->t.value) : 0;",
+        "        field = w->t.len == w->t.shape_len ? CV_IVLEN(w->f->empty_value) : 0;"),
     # cipher families: a call before the key recorded whatever the default
     # says of it
     "ctmpl-record-unchecked": ("provider/layer/ctmpl.c",
@@ -515,12 +513,12 @@ MUTANTS = {
     # just keyed: other sets (the IV length among other params) leave
     # keycache answering with what it knew
     "ctmpl-jk-other-set-stays": ("provider/layer/ctmpl.c",
-        "    set_inner(w, w->inner, w->ifn);\n    return ret;\n}",
+        "    set_inner(w, w->t.inner, w->ifn);\n    return ret;\n}",
         "    return ret;\n}"),
     # just keyed: the IV length answered is a fresh context's, not the
     # shape's (an IV length set before the key)
     "ctmpl-jk-fresh-ivlen": ("provider/layer/ctmpl.c",
-        "        w->keyed_ivlen = CV_IVLEN(w->value);",
+        "        w->keyed_ivlen = CV_IVLEN(w->t.value);",
         "        w->keyed_ivlen = CV_IVLEN(w->f->empty_value);"),
     # (Not a mutant on OpenSSL 3.0: a just-keyed context kept so through
     # an init.  EVP asks the IV length before an init with an IV and

@@ -1,32 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The template layer for ciphers (AES-OCB, AES-SIV): what tmpl.c is for
- * the MAC families, with a cipher's calls.
+ * The template core's cipher side (core.c): AES-OCB, AES-SIV, AES-GCM.
  *
- * A cache entry is a pristine template: an inner (default provider) cipher
- * context that got the calls the application made before the key (its
- * "shape": keyless inits, an IV or tag length ...) and was then keyed with
- * init(key) alone, and never used.  The keying init of a wrapper, init(key,
- * iv, params), becomes on a hit a copy of the template and init(NULL, iv,
- * params) on the copy: the default handles the IV and the params of an
- * init apart from the key and keys without looking at them, so both end in
- * the same state (a family whose key set-up depends on the direction, OCB,
- * keeps a template per direction).  If that rest of the init fails, the
- * copy is dropped and the whole init is passed to a plain default context,
- * so the error is the default's own.
+ * The keying init of a wrapper, init(key, iv, params), becomes on a hit a
+ * copy of the template and init(NULL, iv, params) on the copy: the default
+ * handles the IV and the params of an init apart from the key and keys
+ * without looking at them, so both end in the same state (a family whose
+ * key set-up depends on the direction, OCB, keeps a template per
+ * direction).  If that rest of the init fails, the copy is dropped and the
+ * whole init is passed to a plain default context, so the error is the
+ * default's own.
  *
- * Before the key, the wrapper records its calls (tmpl.c's records) when
- * every parameter is one the family lists as part of a shape and none of
- * them changes per message; the record is part of the cache key.  Whether
- * the default accepts a record (and what IV and key length such a context
- * reports, which EVP asks before every init) is learned once per thread
- * and record from a transient default context.  Anything else - an IV or a
- * tag given before the key, an update before the key, a name the family
- * does not list - makes the wrapper build a plain default context, replay
- * the record onto it and pass everything through from then on.
- *
- * Used contexts are never handed out again (as for GCM: a used cipher
- * context keeps per-message state that no call resets).
+ * Before the key, calls are recorded when every parameter is one the
+ * family lists as part of a shape and none of them changes per message
+ * (or, for GCM, is a volatile IV or tag).  The memo also keeps the IV and
+ * key length a context in a shape's state reports, which EVP asks before
+ * every init.  An update before the key, a name the family does not list
+ * ... pass through.  Used contexts are never handed out again (a used
+ * cipher context keeps per-message state that no call resets).
  */
 #include <string.h>
 #include <openssl/core_names.h>
@@ -35,11 +26,6 @@
 
 #include "layer/layer.h"
 
-/* the most parameters one recorded call may have */
-#define KC_CCALL_MAX 8
-/* room for the volatile calls' signature */
-#define KC_CSIG_MAX 64
-
 /*
  * What the record memo learns about a shape: accepted (every call returned
  * 1 and raised nothing), and the IV and key lengths a context in that state
@@ -47,7 +33,7 @@
  * and leaves the value alone, else the value + 2.  Of a shape with
  * volatile calls it learns CV_VALID only.
  */
-#define CV_VALID 1
+#define CV_VALID KC_TVALID
 #define CV_IVLEN_SHIFT 1
 #define CV_KEYLEN_SHIFT 12
 #define CV_LEN_MAX 0x7ff
@@ -59,9 +45,8 @@
 /* a signature's first marker: the direction the volatile calls began in */
 #define KC_TF_VDIR 2
 
-/* mixes a record's hash; a volatile signature's memo key */
+/* mixes a record's hash */
 #define KC_CALL_SALT 0x2545f4914f6cdd1dULL
-#define KC_VOL_MIX 0xc2b2ae3d27d4eb4fULL
 
 typedef struct {
     /*
@@ -74,29 +59,18 @@ typedef struct {
     void *arg;
     KC_PROVCTX *pctx;
     const KC_CFAM *f;
-    void *inner;                /* the inner context, once there is one */
-    const KC_CIPHER_FNS *ifn;   /* its functions: the default's, or f->kfns */
-    int value;                  /* memo value of the shape, -1: not learned */
+    const KC_CIPHER_FNS *ifn;   /* t.inner's functions: fns, or f->kfns */
     int dir;                    /* the last recorded init's direction, -1 */
     int vdir;                   /* dir when the volatile calls began */
-    /*
-     * The thread's hit rate is low: no recording, no look-up; the first
-     * call that needs a context makes a plain one (EVP's length queries
-     * before it are still answered from the fresh context's).
-     */
-    int cold;
     /* just keyed (see there): the IV length it has now, as a CV_ field */
     size_t keyed_ivlen;
-    uint64_t counted;           /* see KC_LOOKUP */
-    /* rec: the shape's calls [0, shape_len), then the volatile ones */
-    size_t shape_len, len, sig_len;
-    uint64_t hash, sig_hash;
-    uint64_t rec[KC_TREC_MAX / 8];
-    uint64_t sig[KC_CSIG_MAX / 8];  /* the volatile calls without data */
+    KC_TCORE t;                 /* t.value: the shape's CV_ fields */
 } KC_TCIPH_CTX;
 
-/* a new wrapper clears only this much: the records are written before read */
-#define KC_TCIPH_HEAD offsetof(KC_TCIPH_CTX, rec)
+#define KC_TCIPH_HEAD KC_TCORE_HEAD(KC_TCIPH_CTX)
+#define W(core) KC_TCORE_OF(KC_TCIPH_CTX, core)
+
+static const KC_TSIDE cipher_side;
 
 static const KC_CIPHER_FNS *fns(const KC_TCIPH_CTX *w)
 {
@@ -106,7 +80,7 @@ static const KC_CIPHER_FNS *fns(const KC_TCIPH_CTX *w)
 /* From now on every call goes to the inner context. */
 static void set_inner(KC_TCIPH_CTX *w, void *inner, const KC_CIPHER_FNS *ifn)
 {
-    w->inner = inner;
+    w->t.inner = inner;
     w->ifn = ifn;
     w->to = ifn;
     w->arg = inner;
@@ -124,9 +98,9 @@ static int inner_init(const KC_CIPHER_FNS *f, void *inner, int enc,
 /* ---------------------------------------------------------------------- */
 /* Records                                                                */
 
-/* One recorded call onto an inner context: its items are p[0, n). */
-static int replay_call(const KC_CIPHER_FNS *f, void *ctx,
-                       const KC_TITEM *call, OSSL_PARAM *p, size_t n)
+/* One recorded call onto an inner context of f's (a KC_TCALL_FN). */
+static int replay_call(const void *f, void *ctx, const KC_TITEM *call,
+                       OSSL_PARAM *p, size_t n)
 {
     const unsigned char *iv = NULL;
     size_t ivlen = 0;
@@ -141,7 +115,7 @@ static int replay_call(const KC_CIPHER_FNS *f, void *ctx,
     if ((call->type & KC_T_NULL) != 0)
         p = NULL;
     if (call->tag == KC_T_CALL)
-        return f->set_ctx_params(ctx, p);
+        return ((const KC_CIPHER_FNS *)f)->set_ctx_params(ctx, p);
     return inner_init(f, ctx, call->tag == KC_T_EINIT, NULL, 0, iv, ivlen, p);
 }
 
@@ -149,25 +123,8 @@ static int replay_call(const KC_CIPHER_FNS *f, void *ctx,
 static int replay(const KC_TCIPH_CTX *w, const KC_CIPHER_FNS *f, void *ctx,
                   size_t from, size_t to)
 {
-    const unsigned char *rec = (const unsigned char *)w->rec;
-    OSSL_PARAM p[KC_CCALL_MAX + 2];
-    KC_TITEM it, call;
-    size_t off = from, n = 0;
-    int open = 0;
-
-    while (off < to) {
-        off = kc_trec_get(rec, off, &it, &p[n]);
-        if (it.tag == KC_T_PARAM) {
-            n++;
-            continue;
-        }
-        if (open && !replay_call(f, ctx, &call, p, n))
-            return 0;
-        call = it;
-        open = 1;
-        n = 0;
-    }
-    return !open || replay_call(f, ctx, &call, p, n);
+    return kc_trec_replay_calls((const unsigned char *)w->t.rec, from, to,
+                                replay_call, f, ctx);
 }
 
 /*
@@ -178,7 +135,7 @@ static int replay_volatile(const KC_TCIPH_CTX *w, const KC_CIPHER_FNS *f,
                            void *inner)
 {
     return inner_init(f, inner, w->vdir, NULL, 0, NULL, 0, NULL)
-           && replay(w, f, inner, w->shape_len, w->len);
+           && replay(w, f, inner, w->t.shape_len, w->t.len);
 }
 
 /*
@@ -189,9 +146,9 @@ static int replay_volatile(const KC_TCIPH_CTX *w, const KC_CIPHER_FNS *f,
  */
 static int replay_state(const KC_TCIPH_CTX *w, void *ctx)
 {
-    if (!replay(w, fns(w), ctx, 0, w->shape_len))
+    if (!replay(w, fns(w), ctx, 0, w->t.shape_len))
         return 0;
-    if (w->len > w->shape_len)
+    if (w->t.len > w->t.shape_len)
         return replay_volatile(w, fns(w), ctx);
     return w->dir < 0
            || inner_init(fns(w), ctx, w->dir, NULL, 0, NULL, 0, NULL);
@@ -210,21 +167,6 @@ static int in_volatile(const KC_CDESC *d, const OSSL_PARAM *p)
     return d->volatile_ok && d->per_message != NULL && d->per_message(p);
 }
 
-/* Put a marker whose type is type (kc_trec_put writes 0 there). */
-static int put_marker(unsigned char *buf, size_t cap, size_t *len, int tag,
-                      uint32_t type)
-{
-    size_t at = *len;
-    KC_TITEM it;
-
-    if (!kc_trec_put(buf, cap, len, tag, NULL, 0))
-        return 0;
-    memcpy(&it, buf + at, sizeof(it));
-    it.type = type;
-    memcpy(buf + at, &it, sizeof(it));
-    return 1;
-}
-
 /*
  * Append one call to the record: a marker, the IV of a keyless init (as an
  * item named "iv"), then its params, which must all be shape parameters
@@ -236,55 +178,34 @@ static int put_marker(unsigned char *buf, size_t cap, size_t *len, int tag,
 static int append(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
                   size_t ivlen, const OSSL_PARAM params[], int vol)
 {
-    unsigned char *rec = (unsigned char *)w->rec;
-    unsigned char *sig = (unsigned char *)w->sig;
+    const OSSL_PARAM *ps[KC_TCALL_MAX + 1], *p, *q;
     uint32_t type = (params == NULL ? KC_T_NULL : 0)
                     | (iv != NULL ? KC_TF_IV : 0);
-    size_t start = w->len, sstart = w->sig_len, n = 0, nl;
-    const OSSL_PARAM *p, *q;
     OSSL_PARAM ivp;
+    size_t n = 0;
 
-    /* the volatile calls' signature starts with the direction they began in */
-    if (vol && w->len == w->shape_len
-        && !put_marker(sig, KC_CSIG_MAX, &w->sig_len,
-                       w->vdir ? KC_T_EINIT : KC_T_DINIT, KC_TF_VDIR))
-        return 0;
-    if (!put_marker(rec, KC_TREC_MAX, &w->len, tag, type)
-        || (vol && !put_marker(sig, KC_CSIG_MAX, &w->sig_len, tag, type)))
-        return 0;
     if (iv != NULL) {
         ivp = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_IV,
                                                 (void *)iv, ivlen);
-        if ((nl = kc_trec_recordable(&ivp)) == 0
-            || !kc_trec_put(rec, KC_TREC_MAX, &w->len, KC_T_PARAM, &ivp, nl)
-            || !kc_trec_put(sig, KC_CSIG_MAX, &w->sig_len, KC_T_SIG, &ivp,
-                            nl))
-            return 0;
+        ps[n++] = &ivp;
     }
-    for (p = params; p != NULL && p->key != NULL; p++, n++) {
-        if (n == KC_CCALL_MAX
-            || !(vol ? in_volatile(w->f->d, p) : in_shape(w->f->d, p))
-            || (nl = kc_trec_recordable(p)) == 0)
+    for (p = params; p != NULL && p->key != NULL; p++) {
+        if (p - params == KC_TCALL_MAX
+            || !(vol ? in_volatile(w->f->d, p) : in_shape(w->f->d, p)))
             return 0;
         for (q = params; q < p; q++)
             if (strcmp(q->key, p->key) == 0)
                 return 0;
-        if (!kc_trec_put(rec, KC_TREC_MAX, &w->len, KC_T_PARAM, p, nl)
-            || (vol && !kc_trec_put(sig, KC_CSIG_MAX, &w->sig_len, KC_T_SIG,
-                                    p, nl)))
-            return 0;
+        ps[n++] = p;
     }
-    if (vol) {
-        w->sig_hash = kc_trec_hash(w->sig_hash ^ KC_CALL_SALT,
-                                   (const uint64_t *)(sig + sstart),
-                                   w->sig_len - sstart);
-    } else {
-        w->hash = kc_trec_hash(w->hash ^ KC_CALL_SALT,
-                               (const uint64_t *)(rec + start),
-                               w->len - start);
-        w->shape_len = w->len;
-    }
-    return 1;
+    /* the volatile calls' signature starts with the direction they began in */
+    if (vol && w->t.len == w->t.shape_len
+        && !kc_trec_marker((unsigned char *)w->t.sig, KC_TSIG_MAX,
+                           &w->t.sig_len, w->vdir ? KC_T_EINIT : KC_T_DINIT,
+                           KC_TF_VDIR))
+        return 0;
+    return kc_tcore_append(&w->t, &cipher_side, tag, type, ps, n,
+                           vol ? KC_AS_VOLATILE : KC_AS_SHAPE);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -324,12 +245,12 @@ static int probe(const KC_TCIPH_CTX *w, size_t to)
     ERR_set_mark();
     kc_err_top(&before);
     if ((t = f->newctx(w->pctx->inner_provctx)) != NULL) {
-        if (replay(w, f, t, 0, w->shape_len)
-            && (to == w->shape_len || replay_volatile(w, f, t))) {
+        if (replay(w, f, t, 0, w->t.shape_len)
+            && (to == w->t.shape_len || replay_volatile(w, f, t))) {
             kc_err_top(&after);
             v = kc_err_same(&before, &after) ? CV_VALID : 0;
         }
-        if (v != 0 && to == w->shape_len && f->get_ctx_params != NULL) {
+        if (v != 0 && to == w->t.shape_len && f->get_ctx_params != NULL) {
             ivlen = ask_len(f, t, OSSL_CIPHER_PARAM_IVLEN);
             keylen = ask_len(f, t, OSSL_CIPHER_PARAM_KEYLEN);
             kc_err_top(&after);
@@ -344,79 +265,43 @@ static int probe(const KC_TCIPH_CTX *w, size_t to)
     return v;
 }
 
-/*
- * The usual case, cheaply: the call continues the shape this thread learned
- * last (the same keyless init and lengths as the previous message).  It is
- * compared with that record in place and copied, instead of encoded,
- * looked up and checked.  A prefix of a record the default accepted is
- * accepted too (each call's outcome depends only on the calls before it);
- * its lengths are learned when asked for (value -1).
- */
+/* kc_tcore_same_as_last() with params: the same keyless init and lengths. */
 static int same_as_last(KC_TCIPH_CTX *w, KC_CACHE *c, int tag,
                         const OSSL_PARAM params[])
 {
-    const OSSL_PARAM *ps[KC_CCALL_MAX];
-    const unsigned char *last;
-    size_t alen, len, off, n = 0;
-    uint64_t hash;
-    int value;
+    const OSSL_PARAM *ps[KC_TCALL_MAX];
+    size_t n = 0;
 
-    last = kc_cache_rec_last(c, w->f, 0, &alen, &len, &hash, &value);
-    if (last == NULL || alen != len || len <= w->len
-        || (value & CV_VALID) == 0
-        || (w->len > 0 && memcmp(last, w->rec, w->len) != 0))
-        return 0;
     for (; params != NULL && params[n].key != NULL; n++)
-        if (n == KC_CCALL_MAX)
+        if (n == KC_TCALL_MAX)
             return 0;
         else
             ps[n] = &params[n];
-    off = kc_trec_match_call(last, w->len, len, tag,
-                             params == NULL ? KC_T_NULL : 0, ps, n);
-    if (off == 0)
-        return 0;
-    memcpy((unsigned char *)w->rec + w->len, last + w->len, off - w->len);
-    /* the whole record: its hash is the one learned with it */
-    w->hash = off == len ? hash
-              : kc_trec_hash(w->hash ^ KC_CALL_SALT,
-                             (const uint64_t *)(last + w->len), off - w->len);
-    w->len = w->shape_len = off;
-    w->value = off == len ? value : -1;
-    return 1;
+    return kc_tcore_same_as_last(&w->t, &cipher_side, c, w->f, tag,
+                                 params == NULL ? KC_T_NULL : 0, ps, n);
+}
+
+/* The memo value of the shape, or of the volatile calls (CV_VALID). */
+static int cipher_value(KC_TCORE *t, int vol)
+{
+    return vol ? probe(W(t), t->len) & CV_VALID : probe(W(t), t->shape_len);
 }
 
 /* The shape's memo value, learned once per thread. */
-static KC_NOINLINE int learn_shape(const KC_TCIPH_CTX *w, KC_CACHE *c)
+static KC_NOINLINE int learn_shape(KC_TCIPH_CTX *w, KC_CACHE *c)
 {
-    const unsigned char *rec = (const unsigned char *)w->rec;
-    int v;
-
-    if (w->shape_len == 0)
+    if (w->t.shape_len == 0)
         return w->f->empty_value;
-    v = kc_cache_rec_get(c, w->f, w->hash, rec, w->shape_len, NULL, 0);
-    if (v >= 0)
-        return v;
-    v = probe(w, w->shape_len);
-    kc_cache_rec_put(c, w->f, w->hash, rec, w->shape_len, NULL, 0, v);
-    return v;
+    return kc_tcore_learn(&w->t, &cipher_side, c, w->f, 0);
 }
 
 /*
  * The volatile calls' validity, by the shape and their signature (sizes,
  * not bytes: a tag's or an IV's bytes do not make a call fail).
  */
-static KC_NOINLINE int learn_volatile(const KC_TCIPH_CTX *w, KC_CACHE *c)
+static KC_NOINLINE int learn_volatile(KC_TCIPH_CTX *w, KC_CACHE *c)
 {
-    const unsigned char *rec = (const unsigned char *)w->rec;
-    const unsigned char *sig = (const unsigned char *)w->sig;
-    uint64_t h = w->hash ^ (w->sig_hash * KC_VOL_MIX);
-    int v = kc_cache_rec_get(c, w->f, h, rec, w->shape_len, sig, w->sig_len);
-
-    if (v >= 0)
-        return v;
-    v = probe(w, w->len) & CV_VALID;
-    kc_cache_rec_put(c, w->f, h, rec, w->shape_len, sig, w->sig_len, v);
-    return v;
+    return kc_tcore_learn(&w->t, &cipher_side, c, w->f, 1);
 }
 
 /*
@@ -431,12 +316,11 @@ static KC_NOINLINE int learn_volatile(const KC_TCIPH_CTX *w, KC_CACHE *c)
 static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
                   size_t ivlen, const OSSL_PARAM params[])
 {
-    size_t shape_len = w->shape_len, len = w->len, sig_len = w->sig_len;
-    uint64_t hash = w->hash, sig_hash = w->sig_hash;
     int dir = w->dir, vdir = w->vdir, vol, v;
+    KC_TMARK m;
     KC_CACHE *c;
 
-    if (w->cold)
+    if (w->t.cold)
         return 0;
     /*
      * A keyless init without an IV or params only sets the direction in
@@ -445,7 +329,7 @@ static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
      * volatile calls: kept in dir, not recorded.  Unless an empty array
      * does something of its own there (SIV): then it passes through.
      */
-    if (tag != KC_T_CALL && iv == NULL && w->len == w->shape_len
+    if (tag != KC_T_CALL && iv == NULL && w->t.len == w->t.shape_len
         && (params == NULL || params[0].key == NULL)) {
         if (params != NULL && w->f->d->empty_set_acts)
             return 0;
@@ -454,23 +338,24 @@ static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
     }
     if ((c = kc_cache_get(w->pctx)) == NULL)
         return 0;
+    kc_tcore_mark(&w->t, &m);
     if (tag == KC_T_CALL)
         vol = params != NULL && params[0].key != NULL
               && in_volatile(w->f->d, &params[0]);
     else
-        vol = iv != NULL || w->len > w->shape_len;
+        vol = iv != NULL || w->t.len > w->t.shape_len;
     if (vol) {
         /*
          * The direction a volatile set was made in is set again before
          * the replay (an init sets its own); a volatile init has no params.
          */
         if (!w->f->d->volatile_ok
-            || (tag == KC_T_CALL && w->len == w->shape_len && w->dir < 0)
+            || (tag == KC_T_CALL && w->t.len == w->t.shape_len && w->dir < 0)
             || (tag != KC_T_CALL && params != NULL && params[0].key != NULL))
             goto fail;
-        if (w->len == w->shape_len)
+        if (w->t.len == w->t.shape_len)
             w->vdir = tag == KC_T_CALL ? w->dir : tag == KC_T_EINIT;
-    } else if (w->len > w->shape_len) {
+    } else if (w->t.len > w->t.shape_len) {
         /* the shape is replayed before the volatile calls: no going back */
         goto fail;
     }
@@ -481,7 +366,7 @@ static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
     if (!vol) {
         if (((v = learn_shape(w, c)) & CV_VALID) == 0)
             goto fail;
-        w->value = v;
+        w->t.value = v;
     } else if ((learn_volatile(w, c) & CV_VALID) == 0) {
         goto fail;
     }
@@ -490,11 +375,7 @@ static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
         w->dir = tag == KC_T_EINIT;
     return 1;
  fail:
-    w->shape_len = shape_len;
-    w->len = len;
-    w->sig_len = sig_len;
-    w->hash = hash;
-    w->sig_hash = sig_hash;
+    kc_tcore_back(&w->t, &m);
     w->dir = dir;
     w->vdir = vdir;
     return 0;
@@ -505,7 +386,7 @@ static KC_NOINLINE int materialize(KC_TCIPH_CTX *w)
 {
     void *inner;
 
-    if (w->inner != NULL)
+    if (w->t.inner != NULL)
         return 1;
     if ((inner = fns(w)->newctx(w->pctx->inner_provctx)) == NULL)
         return 0;
@@ -515,7 +396,7 @@ static KC_NOINLINE int materialize(KC_TCIPH_CTX *w)
     }
     set_inner(w, inner, fns(w));
     /* a cold wrapper was counted when it was made */
-    if (!w->cold)
+    if (!w->t.cold)
         kc_count_passthrough(w->pctx, &w->f->alg[1]);
     return 1;
 }
@@ -574,8 +455,8 @@ static KC_NOINLINE int jk_init(KC_TCIPH_CTX *w, int enc,
                                const unsigned char *iv, size_t ivlen,
                                const OSSL_PARAM params[])
 {
-    set_inner(w, w->inner, w->ifn);
-    return inner_init(w->ifn, w->inner, enc, key, keylen, iv, ivlen, params);
+    set_inner(w, w->t.inner, w->ifn);
+    return inner_init(w->ifn, w->t.inner, enc, key, keylen, iv, ivlen, params);
 }
 
 static int jk_einit(void *vctx, const unsigned char *key, size_t keylen,
@@ -597,8 +478,8 @@ static int jk_update(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_TCIPH_CTX *w = vctx;
 
-    set_inner(w, w->inner, w->ifn);
-    return w->ifn->update(w->inner, out, outl, outsize, in, inl);
+    set_inner(w, w->t.inner, w->ifn);
+    return w->ifn->update(w->t.inner, out, outl, outsize, in, inl);
 }
 
 static int jk_final(void *vctx, unsigned char *out, size_t *outl,
@@ -606,8 +487,8 @@ static int jk_final(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_TCIPH_CTX *w = vctx;
 
-    set_inner(w, w->inner, w->ifn);
-    return w->ifn->final(w->inner, out, outl, outsize);
+    set_inner(w, w->t.inner, w->ifn);
+    return w->ifn->final(w->t.inner, out, outl, outsize);
 }
 
 static int jk_cipher(void *vctx, unsigned char *out, size_t *outl,
@@ -615,8 +496,8 @@ static int jk_cipher(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_TCIPH_CTX *w = vctx;
 
-    set_inner(w, w->inner, w->ifn);
-    return w->ifn->cipher(w->inner, out, outl, outsize, in, inl);
+    set_inner(w, w->t.inner, w->ifn);
+    return w->ifn->cipher(w->t.inner, out, outl, outsize, in, inl);
 }
 
 static int jk_get_ctx_params(void *vctx, OSSL_PARAM params[])
@@ -626,15 +507,15 @@ static int jk_get_ctx_params(void *vctx, OSSL_PARAM params[])
 
     /* a getter changes no length: forwarded, and this goes on */
     if (params != NULL && (q = len_query(params)) != 0
-        && put_len(params, q == 'i' ? w->keyed_ivlen : CV_KEYLEN(w->value)))
+        && put_len(params, q == 'i' ? w->keyed_ivlen : CV_KEYLEN(w->t.value)))
         return 1;
-    return w->ifn->get_ctx_params(w->inner, params);
+    return w->ifn->get_ctx_params(w->t.inner, params);
 }
 
 static int jk_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     KC_TCIPH_CTX *w = vctx;
-    int ret = w->ifn->set_ctx_params(w->inner, params);
+    int ret = w->ifn->set_ctx_params(w->t.inner, params);
     size_t v;
 
     /* EVP_CTRL_AEAD_SET_IVLEN's call: "ivlen" alone, a size_t */
@@ -645,7 +526,7 @@ static int jk_set_ctx_params(void *vctx, const OSSL_PARAM params[])
             return ret;
         }
     }
-    set_inner(w, w->inner, w->ifn);
+    set_inner(w, w->t.inner, w->ifn);
     return ret;
 }
 
@@ -663,41 +544,32 @@ static const KC_CIPHER_FNS just_keyed = {
 /* Keying                                                                 */
 
 /*
- * A new template: a fresh keyed-context (the family's own, or the
- * default's) with the shape replayed and keyed with init(key) alone.  NULL
- * if any of it fails or raises an error (the caller passes through and the
- * default says why); the error queue is left as it was.
+ * A template (KC_TSIDE.make): a keyed context's (the family's own, or the
+ * default's) with the shape replayed, keyed with init(key) alone.
  */
-static void *make_template(const KC_TCIPH_CTX *w, int enc,
-                           const unsigned char *key, size_t keylen)
+static void *cipher_make(KC_TCORE *t, int enc, const unsigned char *key,
+                         size_t keylen, int *ok)
 {
+    const KC_TCIPH_CTX *w = W(t);
     const KC_CFAM *fam = w->f;
     const KC_CIPHER_FNS *f = fam->kfns;
-    KC_ERRTOP before, after;
-    void *t;
-    int ok;
+    void *tmpl = f != &fam->fns ? fam->d->direct_new(w->pctx, fam)
+                                : f->newctx(w->pctx->inner_provctx);
 
-    ERR_set_mark();
-    kc_err_top(&before);
-    t = f != &fam->fns ? fam->d->direct_new(w->pctx, fam)
-                       : f->newctx(w->pctx->inner_provctx);
-    ok = t != NULL && replay(w, f, t, 0, w->shape_len)
-         && inner_init(f, t, enc, key, keylen, NULL, 0, NULL);
-    kc_err_top(&after);
-    if (!ok || !kc_err_same(&before, &after)) {
-        if (t != NULL)
-            f->freectx(t);
-        t = NULL;
-    }
-    ERR_pop_to_mark();
-    return t;
+    *ok = tmpl != NULL && replay(w, f, tmpl, 0, t->shape_len)
+          && inner_init(f, tmpl, enc, key, keylen, NULL, 0, NULL);
+    return tmpl;
 }
 
+static const KC_TSIDE cipher_side = {
+    replay_call, cipher_make, cipher_value, KC_CALL_SALT, 0, 1
+};
+
 /*
- * The key arrives: a copy of the template for (shape, key), made and
- * cached on a miss once the key is admitted, the volatile calls, then the
- * rest of the init.  1 done, 0 when this cannot be served from the cache
- * (the caller passes the whole init through).
+ * The key arrives: a copy of the template for (shape, key)
+ * (kc_tcore_template()), the volatile calls, then the rest of the init.  1
+ * done, 0 when this cannot be served from the cache (the caller passes
+ * the whole init through).
  */
 static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
                       size_t keylen, const unsigned char *iv, size_t ivlen,
@@ -705,32 +577,21 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
 {
     const KC_CFAM *f = w->f;
     const KC_ALG *alg = &f->alg[f->d->key_by_direction ? enc : 1];
-    const unsigned char *rec = (const unsigned char *)w->rec;
     KC_LOOKUP lk;
     KC_CACHE *c;
     void *tmpl, *inner;
+    int why;
 
-    if (w->cold || keylen != f->keylen || keylen > KEYCACHE_MAX_KEY_LEN
+    if (w->t.cold || keylen != f->keylen || keylen > KEYCACHE_MAX_KEY_LEN
         || (c = kc_cache_get(w->pctx)) == NULL)
         return 0;
-    if (w->value < 0)
-        w->value = learn_shape(w, c);
-    if ((w->value & CV_VALID) == 0)
+    if (w->t.value < 0)
+        w->t.value = learn_shape(w, c);
+    if ((w->t.value & CV_VALID) == 0)
         return 0;
-    lk.counted = &w->counted;
-    tmpl = kc_cache_find_rec(c, alg, rec, w->shape_len, w->hash, key, keylen,
-                             &lk);
-    if (tmpl == NULL) {
-        /* not (yet) seen often enough: the default's own calls, uncached */
-        if (!lk.admit || (tmpl = make_template(w, enc, key, keylen)) == NULL)
-            return 0;
-        if (!kc_cache_add_rec(c, alg, rec, w->shape_len, key, keylen, tmpl,
-                              &lk)) {
-            f->kfns->freectx(tmpl);
-            return 0;
-        }
-    }
-    if ((inner = f->kfns->dupctx(tmpl)) == NULL)
+    if ((tmpl = kc_tcore_template(&w->t, &cipher_side, c, alg, enc, key,
+                                  keylen, &lk, &why)) == NULL
+        || (inner = f->kfns->dupctx(tmpl)) == NULL)
         return 0;
     /*
      * The usual init: nothing volatile, no params, and an IV (if any) of
@@ -738,8 +599,8 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
      * init checks nothing else about an IV, so the rest cannot fail: no
      * error mark.
      */
-    if (w->len == w->shape_len && params == NULL) {
-        if (iv != NULL && ivlen + 2 == CV_IVLEN(w->value)) {
+    if (w->t.len == w->t.shape_len && params == NULL) {
+        if (iv != NULL && ivlen + 2 == CV_IVLEN(w->t.value)) {
             if (!inner_init(f->kfns, inner, enc, NULL, 0, iv, ivlen, NULL)) {
                 f->kfns->freectx(inner);
                 return 0;
@@ -757,17 +618,17 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
                 return 1;
             }
             /* the IV comes in a later init: just keyed (see there) */
-            w->inner = inner;
+            w->t.inner = inner;
             w->ifn = f->kfns;
             w->to = &just_keyed;
             w->arg = w;
-            w->keyed_ivlen = CV_IVLEN(w->value);
+            w->keyed_ivlen = CV_IVLEN(w->t.value);
             return 1;
         }
     }
     /* otherwise, if the default refuses any of it, it says so itself */
     ERR_set_mark();
-    if ((w->len > w->shape_len && !replay_volatile(w, f->kfns, inner))
+    if ((w->t.len > w->t.shape_len && !replay_volatile(w, f->kfns, inner))
         || !inner_init(f->kfns, inner, enc, NULL, 0, iv, ivlen, params)) {
         ERR_pop_to_mark();
         f->kfns->freectx(inner);
@@ -793,8 +654,8 @@ void kc_tciph_freectx(void *vctx)
 
     if (w == NULL)
         return;
-    if (w->inner != NULL)
-        w->ifn->freectx(w->inner);
+    if (w->t.inner != NULL)
+        w->ifn->freectx(w->t.inner);
     kc_wrapper_free(w->pctx, KC_POOL_CTMPL, w, sizeof(*w));
 }
 
@@ -815,18 +676,18 @@ void *kc_tciph_dupctx(void *vctx)
 {
     KC_TCIPH_CTX *src = vctx, *dst;
 
-    if (src->inner == NULL && !unkeyed_dup_ok(src))
+    if (src->t.inner == NULL && !unkeyed_dup_ok(src))
         return NULL;
     dst = kc_wrapper_new_head(src->pctx, KC_POOL_CTMPL, sizeof(*dst),
                               KC_TCIPH_HEAD);
     if (dst == NULL)
         return NULL;
     memcpy(dst, src, KC_TCIPH_HEAD);
-    memcpy(dst->rec, src->rec, src->len);
-    memcpy(dst->sig, src->sig, src->sig_len);
+    memcpy(dst->t.rec, src->t.rec, src->t.len);
+    memcpy(dst->t.sig, src->t.sig, src->t.sig_len);
     dst->arg = dst;
-    if (src->inner != NULL) {
-        void *inner = src->ifn->dupctx(src->inner);
+    if (src->t.inner != NULL) {
+        void *inner = src->ifn->dupctx(src->t.inner);
 
         if (inner == NULL) {
             kc_wrapper_free(src->pctx, KC_POOL_CTMPL, dst, sizeof(*dst));
@@ -853,7 +714,7 @@ static KC_NOINLINE int unkeyed_init(KC_TCIPH_CTX *w, int enc,
         return 1;
     }
     return materialize(w)
-           && inner_init(w->ifn, w->inner, enc, key, keylen, iv, ivlen,
+           && inner_init(w->ifn, w->t.inner, enc, key, keylen, iv, ivlen,
                          params);
 }
 
@@ -877,7 +738,7 @@ static int unkeyed_update(void *vctx, unsigned char *out, size_t *outl,
     KC_TCIPH_CTX *w = vctx;
 
     return materialize(w)
-           && w->ifn->update(w->inner, out, outl, outsize, in, inl);
+           && w->ifn->update(w->t.inner, out, outl, outsize, in, inl);
 }
 
 static int unkeyed_final(void *vctx, unsigned char *out, size_t *outl,
@@ -885,7 +746,7 @@ static int unkeyed_final(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_TCIPH_CTX *w = vctx;
 
-    return materialize(w) && w->ifn->final(w->inner, out, outl, outsize);
+    return materialize(w) && w->ifn->final(w->t.inner, out, outl, outsize);
 }
 
 static int unkeyed_cipher(void *vctx, unsigned char *out, size_t *outl,
@@ -894,7 +755,7 @@ static int unkeyed_cipher(void *vctx, unsigned char *out, size_t *outl,
     KC_TCIPH_CTX *w = vctx;
 
     return materialize(w)
-           && w->ifn->cipher(w->inner, out, outl, outsize, in, inl);
+           && w->ifn->cipher(w->t.inner, out, outl, outsize, in, inl);
 }
 
 static int unkeyed_set_params(void *vctx, const OSSL_PARAM params[])
@@ -902,7 +763,7 @@ static int unkeyed_set_params(void *vctx, const OSSL_PARAM params[])
     KC_TCIPH_CTX *w = vctx;
 
     return record(w, KC_T_CALL, NULL, 0, params)
-           || (materialize(w) && w->ifn->set_ctx_params(w->inner, params));
+           || (materialize(w) && w->ifn->set_ctx_params(w->t.inner, params));
 }
 
 /*
@@ -915,13 +776,13 @@ static ossl_inline int answer_len(const KC_TCIPH_CTX *w, OSSL_PARAM *p)
     size_t field;
     int q;
 
-    if (w->value < 0 || (q = len_query(p)) == 0)
+    if (w->t.value < 0 || (q = len_query(p)) == 0)
         return 0;
     if (q == 'i')
         /* a volatile init's IV sets the IV length: a real context says */
-        field = w->len == w->shape_len ? CV_IVLEN(w->value) : 0;
+        field = w->t.len == w->t.shape_len ? CV_IVLEN(w->t.value) : 0;
     else
-        field = CV_KEYLEN(w->value);
+        field = CV_KEYLEN(w->t.value);
     return put_len(p, field);
 }
 
@@ -947,8 +808,8 @@ static KC_NOINLINE int unkeyed_get_params(KC_TCIPH_CTX *w,
     int ok;
 
     /* a shape taken as a prefix of the last one: its lengths, learned */
-    if (w->value < 0 && (c = kc_cache_get(w->pctx)) != NULL)
-        w->value = learn_shape(w, c);
+    if (w->t.value < 0 && (c = kc_cache_get(w->pctx)) != NULL)
+        w->t.value = learn_shape(w, c);
     if (params != NULL && answer_len(w, params))
         return 1;
     /*
@@ -958,7 +819,7 @@ static KC_NOINLINE int unkeyed_get_params(KC_TCIPH_CTX *w,
      * default's own, the IV it reports the one it will use.
      */
     if (w->f->draws_iv && params != NULL && asks_iv(params))
-        return materialize(w) && w->ifn->get_ctx_params(w->inner, params);
+        return materialize(w) && w->ifn->get_ctx_params(w->t.inner, params);
     if ((t = fns(w)->newctx(w->pctx->inner_provctx)) == NULL)
         return 0;
     ok = replay_state(w, t) && fns(w)->get_ctx_params(t, params);
@@ -971,7 +832,7 @@ static int unkeyed_get_ctx_params(void *vctx, OSSL_PARAM params[])
     KC_TCIPH_CTX *w = vctx;
 
     /* EVP's length queries before every init, without a further call */
-    if (params != NULL && w->value >= 0 && answer_len(w, params))
+    if (params != NULL && w->t.value >= 0 && answer_len(w, params))
         return 1;
     return unkeyed_get_params(w, params);
 }
@@ -998,15 +859,20 @@ void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
                             &f->alg[1], &cold);
     if (w == NULL)
         return NULL;
-    /* the family's first context binds its own (inner.c's gate) */
+    /* the family's first context binds its own (gate.c) */
     cold = cold || !kc_cfam_ready(pctx, f);
     w->to = &before_key;
     w->arg = w;
     w->pctx = pctx;
     w->f = f;
-    w->value = f->empty_value;
+    w->t.value = f->empty_value;
     w->dir = -1;
-    w->cold = cold;
+    /*
+     * A thread whose hit rate is low records nothing and looks nothing up:
+     * the first call that needs a context makes a plain one (EVP's length
+     * queries before it are still answered from a fresh context's).
+     */
+    w->t.cold = cold;
     return w;
 }
 
@@ -1082,26 +948,17 @@ int kc_tciph_get_ctx_params(void *vctx, OSSL_PARAM params[])
 
 const OSSL_PARAM *kc_tciph_gettable_ctx_params(KC_PROVCTX *pctx, int which)
 {
-    const KC_CIPHER_FNS *f = &pctx->cfam[which].fns;
-
-    return f->gettable_ctx_params == NULL ? NULL
-           : f->gettable_ctx_params(NULL, pctx->inner_provctx);
+    return KC_CTX_TABLE(pctx->cfam[which].fns.gettable_ctx_params, pctx);
 }
 
 const OSSL_PARAM *kc_tciph_settable_ctx_params(KC_PROVCTX *pctx, int which)
 {
-    const KC_CIPHER_FNS *f = &pctx->cfam[which].fns;
-
-    return f->settable_ctx_params == NULL ? NULL
-           : f->settable_ctx_params(NULL, pctx->inner_provctx);
+    return KC_CTX_TABLE(pctx->cfam[which].fns.settable_ctx_params, pctx);
 }
 
 const OSSL_PARAM *kc_tciph_gettable_params(KC_PROVCTX *pctx, int which)
 {
-    const KC_CIPHER_FNS *f = &pctx->cfam[which].fns;
-
-    return f->gettable_params == NULL ? NULL
-           : f->gettable_params(pctx->inner_provctx);
+    return KC_TABLE(pctx->cfam[which].fns.gettable_params, pctx);
 }
 
 int kc_tciph_get_params(int which, OSSL_PARAM params[])

@@ -14,14 +14,15 @@
 /*
  * A record: the set_ctx_params calls a context got before its key, each
  * parameter as (name, type, size, bytes), so that it can be compared by
- * content, hashed and replayed onto another context (see tmpl.c).
+ * content, hashed and replayed onto another context (record.c).
  */
 #define KC_TREC_MAX 384
 
 /*
- * An item of a record: a marker that starts a call, or a parameter of that
- * call followed by its name and data (see tmpl.c).  Shared by the MAC
- * (tmpl.c) and cipher (ctmpl.c) template layers.
+ * An item of a record: a call marker, or a parameter followed by its name
+ * (with the NUL) and its data (with a NUL after it, so that a replayed
+ * UTF-8 string is terminated), each padded to 8 bytes so that replayed
+ * integers are aligned.  A signature item is a parameter without its data.
  */
 typedef struct {
     uint16_t tag;             /* KC_T_* */
@@ -37,14 +38,82 @@ typedef struct {
 #define KC_T_DINIT 5          /* marker: a keyless decrypt init */
 #define KC_T_NULL 0x80000000u /* a parameter's data (a marker's params) NULL */
 
+/* an item's name and data are padded to whole words */
+#define KC_TPAD8(n) (((n) + 7) & ~(size_t)7)
+
+/*
+ * Does a UTF-8 parameter's string end where a record can keep all of it?
+ * The default reads the string up to its NUL, whatever data_size says, and
+ * OpenSSL lets data_size count that NUL or not: a NUL inside the data_size
+ * bytes, or else the one just after them.  Only a string that counts no
+ * NUL is read one past data_size, where its own NUL is.
+ */
+static ossl_inline int kc_trec_utf8_ends(const OSSL_PARAM *p)
+{
+    const char *s = p->data;
+
+    return s == NULL || memchr(s, '\0', p->data_size) != NULL
+           || s[p->data_size] == '\0';
+}
+
+/*
+ * Does the item at off of rec (len bytes) record q, as an item of kind item
+ * (KC_T_PARAM: with its data, KC_T_SIG: name, type and size)?  The offset
+ * after it, or 0.  Items are decoded in place: this runs on every recorded
+ * call.
+ */
+static ossl_inline size_t kc_trec_item_at(const unsigned char *rec,
+                                          size_t off, size_t len, int item,
+                                          const OSSL_PARAM *q)
+{
+    const unsigned char *name, *data;
+    KC_TITEM it;
+
+    if (len - off < sizeof(it))
+        return 0;
+    memcpy(&it, rec + off, sizeof(it));
+    name = rec + off + sizeof(it);
+    data = name + KC_TPAD8(it.namelen);
+    if (it.tag != item || it.size != q->data_size
+        || it.type != (q->data_type | (q->data == NULL ? KC_T_NULL : 0))
+        || strcmp((const char *)name, q->key) != 0
+        || (item == KC_T_PARAM && q->data != NULL && q->data_size > 0
+            && memcmp(data, q->data, q->data_size) != 0)
+        || (q->data_type == OSSL_PARAM_UTF8_STRING
+            && !kc_trec_utf8_ends(q)))
+        return 0;
+    /* a signature item has no data */
+    if (item != KC_T_PARAM || q->data == NULL)
+        return (size_t)(data - rec);
+    return (size_t)(data - rec) + KC_TPAD8(q->data_size + 1);
+}
+
+/* A call marker tag of type at off, and the offset after it, or 0. */
+static ossl_inline size_t kc_trec_marker_at(const unsigned char *rec,
+                                            size_t off, size_t len, int tag,
+                                            uint32_t type)
+{
+    KC_TITEM it;
+
+    if (len - off < sizeof(it))
+        return 0;
+    memcpy(&it, rec + off, sizeof(it));
+    if (it.tag != tag || it.type != type)
+        return 0;
+    return off + sizeof(it);
+}
+
 /* Can p be recorded?  Its name's length, or 0. */
 size_t kc_trec_recordable(const OSSL_PARAM *p);
 /*
- * Append a marker (p NULL) or p, whose name is namelen long, to buf (cap
- * bytes) at *len; 0 if it does not fit.
+ * Append p, whose name is namelen long, as an item tag (KC_T_PARAM or
+ * KC_T_SIG) to buf (cap bytes) at *len; 0 if it does not fit.
  */
 int kc_trec_put(unsigned char *buf, size_t cap, size_t *len, int tag,
                 const OSSL_PARAM *p, size_t namelen);
+/* The same for a call marker tag of type (KC_T_NULL, a side's flags). */
+int kc_trec_marker(unsigned char *buf, size_t cap, size_t *len, int tag,
+                   uint32_t type);
 /* Decode the item at off into it (and p for a parameter); the next offset. */
 size_t kc_trec_get(const unsigned char *buf, size_t off, KC_TITEM *it,
                    OSSL_PARAM *p);
@@ -62,6 +131,155 @@ size_t kc_trec_match_sig(const unsigned char *rec, size_t off, size_t len,
                          const OSSL_PARAM *const *ps, size_t n);
 /* A fast hash over whole words, for records (which are not secrets). */
 uint64_t kc_trec_hash(uint64_t h, const uint64_t *p, size_t nbytes);
+/*
+ * For a family's cacheable(): the last UTF-8 parameter |name| of a record,
+ * and the UTF-8 parameter |with| of the same call (NULL if absent there).
+ * Returns 0 if the record has no such parameter.
+ */
+int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
+                      const char *with, const char **value,
+                      const char **with_value);
+/*
+ * Replay one recorded call onto ctx, a context of fns: its marker, its
+ * items p[0, n), with room for an end after them.
+ */
+typedef int KC_TCALL_FN(const void *fns, void *ctx, const KC_TITEM *call,
+                        OSSL_PARAM *p, size_t n);
+/* Replay the calls recorded in rec[from, to), each with call(). */
+int kc_trec_replay_calls(const unsigned char *rec, size_t from, size_t to,
+                         KC_TCALL_FN *call, const void *fns, void *ctx);
+
+/* ---- the core (core.c): what the MAC and cipher sides both do ---- */
+
+/* the most parameters one recorded call may have */
+#define KC_TCALL_MAX 8
+/* room for the volatile calls' signature */
+#define KC_TSIG_MAX 64
+
+/*
+ * What the core keeps of a wrapper before its key.  The last member (t)
+ * of each side's wrapper: its record buffers end the wrapper, which a new
+ * one clears only up to (KC_TCORE_HEAD).
+ */
+typedef struct {
+    void *inner;                /* the inner context, once there is one */
+    int cold;                   /* the thread's hit rate is low: pass */
+    uint64_t counted;           /* see KC_LOOKUP */
+    /* value to sig_hash, in this order: see KC_TMARK */
+    int value;                  /* the shape's memo value, -1: not learned */
+    /* rec: the shape's calls [0, shape_len), then the volatile ones */
+    size_t shape_len, len, sig_len;
+    uint64_t hash, sig_hash;
+    uint64_t rec[KC_TREC_MAX / 8];
+    uint64_t sig[KC_TSIG_MAX / 8];  /* the volatile calls without data */
+} KC_TCORE;
+
+#define KC_TCORE_HEAD(type) offsetof(type, t.rec)
+/* the side's wrapper holding t */
+#define KC_TCORE_OF(type, core) ((type *)((char *)(core) - offsetof(type, t)))
+
+/* What a call that fails to record rolls back to: t's value to sig_hash. */
+typedef struct {
+    unsigned char b[offsetof(KC_TCORE, rec) - offsetof(KC_TCORE, value)];
+} KC_TMARK;
+#define kc_tcore_mark(t, m) memcpy((m)->b, &(t)->value, sizeof((m)->b))
+#define kc_tcore_back(t, m) memcpy(&(t)->value, (m)->b, sizeof((m)->b))
+
+/*
+ * What differs between the sides, as in OpenSSL's ciphercommon_gcm.c: a
+ * table of each side's few steps that the generic ones call.
+ */
+typedef struct {
+    KC_TCALL_FN *call;
+    /*
+     * A template for t's shape and key: a fresh context with the shape
+     * replayed, keyed the canonical way (key alone); *ok if all of it
+     * returned 1 (kc_tcore_make() checks for errors).
+     */
+    void *(*make)(KC_TCORE *t, int enc, const unsigned char *key,
+                  size_t keylen, int *ok);
+    /* what the default says of the shape (vol 0) or the volatile calls */
+    int (*value)(KC_TCORE *t, int vol);
+    uint64_t call_salt;         /* mixed into each call's hash */
+    uint64_t shape_salt;        /* and into a shape's memo key */
+    /*
+     * Is a prefix of a record the default accepted accepted too (each
+     * call's outcome depends only on the calls before it), its memo value
+     * learned when needed?  (The cipher side's; a MAC call may not.)
+     */
+    int prefix;
+} KC_TSIDE;
+
+/* bit 0 of a memo value: every call returned 1 and raised nothing */
+#define KC_TVALID 1
+
+/* how kc_tcore_append() appends a call */
+#define KC_AS_SHAPE 0
+#define KC_AS_VOLATILE 1        /* to the volatile calls and the signature */
+#define KC_AS_VOLATILE_ONLY 2   /* to the volatile calls (signature known) */
+/*
+ * Append a call: a marker tag of type, then ps[0, n).  0 if it does not
+ * fit or cannot be recorded; the caller rolls back.
+ */
+int kc_tcore_append(KC_TCORE *t, const KC_TSIDE *s, int tag, uint32_t type,
+                    const OSSL_PARAM *const *ps, size_t n, int how);
+/*
+ * The usual case, cheaply: the call (a marker tag of type, then ps[0, n))
+ * makes t's shape the one the thread learned last, or a start of it (see
+ * prefix).  Compared with that record in place and copied, instead of
+ * encoded, hashed and looked up; 0 (t untouched) if it does not.
+ */
+int kc_tcore_same_as_last(KC_TCORE *t, const KC_TSIDE *s, KC_CACHE *c,
+                          const void *owner, int tag, uint32_t type,
+                          const OSSL_PARAM *const *ps, size_t n);
+/*
+ * What the default says of t's shape (vol 0) or of its volatile calls by
+ * their signature (sizes, not bytes): owner's record memo, else asked.
+ */
+int kc_tcore_learn(KC_TCORE *t, const KC_TSIDE *s, KC_CACHE *c,
+                   const void *owner, int vol);
+/*
+ * A new template (s->make()), or NULL if any of it fails or raises an
+ * error (the caller passes through, and the default says why); the error
+ * queue is left as it was.
+ */
+void *kc_tcore_make(KC_TCORE *t, const KC_TSIDE *s, const KC_ALG *alg,
+                    int enc, const unsigned char *key, size_t keylen);
+
+/*
+ * The template for (t's shape, key), made and cached on a miss once the
+ * key is admitted; the caller copies it (or takes the spare a hit may
+ * hand over in lk).  NULL if this cannot be served from the cache, with
+ * *why -2 if the key is not admitted yet (else left alone).  Inline:
+ * every keying init runs it.
+ */
+static ossl_inline void *kc_tcore_template(KC_TCORE *t, const KC_TSIDE *s,
+                                           KC_CACHE *c, const KC_ALG *alg,
+                                           int enc, const unsigned char *key,
+                                           size_t keylen, KC_LOOKUP *lk,
+                                           int *why)
+{
+    const unsigned char *rec = (const unsigned char *)t->rec;
+    void *tmpl;
+
+    lk->counted = &t->counted;
+    tmpl = kc_cache_find_rec(c, alg, rec, t->shape_len, t->hash, key, keylen,
+                             lk);
+    if (tmpl != NULL)
+        return tmpl;
+    /* not (yet) seen often enough: the default's own calls, uncached */
+    if (!lk->admit) {
+        *why = -2;
+        return NULL;
+    }
+    if ((tmpl = kc_tcore_make(t, s, alg, enc, key, keylen)) == NULL)
+        return NULL;
+    if (!kc_cache_add_rec(c, alg, rec, t->shape_len, key, keylen, tmpl, lk)) {
+        alg->freectx(tmpl);
+        return NULL;
+    }
+    return tmpl;
+}
 
 /*
  * Does the running default's set_ctx_params of a family that takes a
@@ -95,7 +313,12 @@ static ossl_inline int kc_cfam_ready(KC_PROVCTX *pctx, const KC_CFAM *f)
            == KC_ONCE_DONE || kc_gate_cfam(pctx, f);
 }
 
-/* tmpl.c: the shared layer of the template families */
+/* The default's parameter table fn of a family (its ctx's, or its own). */
+#define KC_CTX_TABLE(fn, pctx)                                                \
+    ((fn) == NULL ? NULL : (fn)(NULL, (pctx)->inner_provctx))
+#define KC_TABLE(fn, pctx) ((fn) == NULL ? NULL : (fn)((pctx)->inner_provctx))
+
+/* tmpl.c: the template core's MAC side */
 int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg);
 void kc_tmpl_first_use(KC_PROVCTX *pctx, KC_TFAM *f);
 void *kc_tmac_newctx(KC_PROVCTX *pctx, int which);
@@ -117,15 +340,7 @@ int kc_tmac_get_params(int which, OSSL_PARAM params[]);
 /* Replay a record's calls rec[0, len) onto ctx with m's set_ctx_params. */
 int kc_trec_replay(const unsigned char *rec, size_t len, const KC_MAC_FNS *m,
                    void *ctx);
-/*
- * For a family's cacheable(): the last UTF-8 parameter |name| of a record,
- * and the UTF-8 parameter |with| of the same call (NULL if absent there).
- * Returns 0 if the record has no such parameter.
- */
-int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
-                      const char *with, const char **value,
-                      const char **with_value);
-/* ctmpl.c: the shared layer of the cipher families */
+/* ctmpl.c: the template core's cipher side */
 int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg);
 void kc_ctmpl_keyed_fns(KC_CFAM *f, const KC_CIPHER_FNS *k);
 void *kc_tciph_newctx(KC_PROVCTX *pctx, int which);

@@ -1,31 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The template layer: what every keyed family (CMAC, GMAC, KMAC) shares.
- *
- * A cache entry is a pristine template: an inner (default provider)
- * context that was created, given the parameters the application set
- * before the key (its "shape": a cipher, a customisation string ...) and
- * keyed, and never used.  A keyed init on a hit duplicates it; from then on
- * the wrapper only forwards.  Used contexts are never handed out again.
- *
- * Before the key arrives, the wrapper records the set_ctx_params calls it
- * gets, each parameter as (name, type, size, bytes), in the order they came
- * (see "records" below).  The record of the shape is part of the cache key,
- * compared by content; a family may name volatile parameters (GMAC's IV)
- * that are recorded apart and replayed onto each copy after the key, so a
- * new IV per message still hits.
- *
- * Return values and errors are the default's.  A recorded call must return
- * at once what the default would have returned, so the first time a thread
- * sees a record the call is replayed on a real inner context, and what the
- * default says is remembered for that record (the cache's record memo): a
- * valid record (1, no error) is answered 1 from then on; anything else, and
- * everything the record cannot describe - parameters of other types, a
- * name twice in one call, updates, finals and keyless inits before the key,
- * a key setup that fails or raises an error - makes the wrapper build a
- * private plain inner context, replay the record onto it and pass the call
- * and every later one through, so the default decides every odd case and
- * raises its own errors.
+ * The template core's MAC side (core.c): CMAC, GMAC, KMAC.  Before the key
+ * a wrapper records the set_ctx_params calls it gets; a valid record (1,
+ * no error) is answered 1 from then on.  Parameters of other types, a name
+ * twice in one call, updates, finals and keyless inits before the key pass
+ * through.  From the keying init on the wrapper only forwards; used
+ * contexts are never handed out again (but CMAC's, restarted as spares).
  */
 #include <stddef.h>
 #include <string.h>
@@ -35,33 +15,16 @@
 
 #include "layer/layer.h"
 
-/* the most parameters one recorded call may have */
-#define KC_TCALL_MAX 8
-/* the longest parameter name recorded */
-#define KC_TNAME_MAX 64
-/* room for the volatile calls' signatures */
-#define KC_TSIG_MAX 64
-
 /* what the record memo learns about a record */
-#define KC_REC_VALID 1          /* every call returned 1 and raised nothing */
+#define KC_REC_VALID KC_TVALID  /* every call returned 1 and raised nothing */
 #define KC_REC_CACHEABLE 2      /* a shape whose templates may be cached */
-
-/* ---------------------------------------------------------------------- */
-/* Records                                                                */
-
-/*
- * An item of a record: a call marker, or a parameter followed by its name
- * (with the NUL) and its data (with a NUL after it, so that a replayed
- * UTF-8 string is terminated), each padded to 8 bytes so that replayed
- * integers are aligned.  A signature item is a parameter without its data.
- */
-#define PAD8(n) (((n) + 7) & ~(size_t)7)
+/* a shape's memo entry is keyed by its hash and this */
+#define KC_SHAPE_SALT 0x5851f42d4c957f2dULL
 
 typedef struct {
     KC_PROVCTX *pctx;
     const KC_TFAM *f;
-    void *inner;                /* the inner context, once there is one */
-    /* what inner is: the default's (f->mac) or the family's own (direct) */
+    /* what t.inner is: the default's (f->mac) or the family's own (direct) */
     const KC_MAC_FNS *ops;
     /*
      * reinit_restores families: where inner goes back to when freed, and
@@ -71,302 +34,33 @@ typedef struct {
     int clean;
     /* keyed with a cacheable shape and nothing set since: keyed_size holds */
     int sized;
-    int shape_value;            /* learned value of the shape, -1: not yet */
-    uint64_t counted;           /* see KC_LOOKUP */
-    /* the thread's hit rate is low: see kc_tmac_newctx() */
-    int cold;
     EVP_MAC *app_mac;           /* inner is the application's default's */
-    /* rec: the shape's calls, then the volatile calls (never interleaved) */
-    size_t shape_len, len, sig_len;
-    uint64_t shape_hash, sig_hash;
-    uint64_t rec[KC_TREC_MAX / 8];
-    uint64_t sig[KC_TSIG_MAX / 8];  /* the volatile calls without data */
+    /* the record: the shape's calls, then the volatile calls, never mixed */
+    KC_TCORE t;
 } KC_TMAC_CTX;
 
-/* What a call that fails to record rolls back to. */
-typedef struct {
-    int shape_value;
-    size_t shape_len, len, sig_len;
-    uint64_t shape_hash, sig_hash;
-} SAVED;
+#define W(core) KC_TCORE_OF(KC_TMAC_CTX, core)
 
-static void save(const KC_TMAC_CTX *w, SAVED *s)
-{
-    s->shape_value = w->shape_value;
-    s->shape_len = w->shape_len;
-    s->len = w->len;
-    s->sig_len = w->sig_len;
-    s->shape_hash = w->shape_hash;
-    s->sig_hash = w->sig_hash;
-}
+static const KC_TSIDE mac_side;
 
-static void restore(KC_TMAC_CTX *w, const SAVED *s)
-{
-    w->shape_value = s->shape_value;
-    w->shape_len = s->shape_len;
-    w->len = s->len;
-    w->sig_len = s->sig_len;
-    w->shape_hash = s->shape_hash;
-    w->sig_hash = s->sig_hash;
-}
-
-/*
- * A fast hash over whole words, for the record memo and to spread entries
- * with the same key (the key itself is hashed with SipHash by the cache).
- * Records are the application's parameters, not secrets.
- */
-uint64_t kc_trec_hash(uint64_t h, const uint64_t *p, size_t nbytes)
-{
-    size_t i;
-
-    for (i = 0; i < nbytes / 8; i++) {
-        h = (h ^ p[i]) * 0x9e3779b97f4a7c15ULL;
-        h ^= h >> 31;
-    }
-    return h;
-}
-
-/*
- * Does a UTF-8 parameter's string end where a record can keep all of it?
- * The default reads the string up to its NUL, whatever data_size says, and
- * OpenSSL lets data_size count that NUL or not: a NUL inside the data_size
- * bytes, or else the one just after them.  Only a string that counts no
- * NUL is read one past data_size, where its own NUL is.
- */
-static ossl_inline int utf8_ends(const OSSL_PARAM *p)
-{
-    const char *s = p->data;
-
-    return s == NULL || memchr(s, '\0', p->data_size) != NULL
-           || s[p->data_size] == '\0';
-}
-
-/* Can the parameter be recorded?  Returns its name's length, or 0. */
-size_t kc_trec_recordable(const OSSL_PARAM *p)
-{
-    size_t n = strlen(p->key);
-
-    if (n == 0 || n >= KC_TNAME_MAX || p->data_size >= KC_TREC_MAX)
-        return 0;
-    switch (p->data_type) {
-    case OSSL_PARAM_INTEGER:
-    case OSSL_PARAM_UNSIGNED_INTEGER:
-    case OSSL_PARAM_REAL:
-    case OSSL_PARAM_OCTET_STRING:
-        return n;
-    case OSSL_PARAM_UTF8_STRING:
-        if (utf8_ends(p))
-            return n;
-    }
-    return 0;
-}
-
-/*
- * Append an item (a call marker if p is NULL, else p with namelen = the
- * length of its name) to buf (of cap bytes) at *len; 0 if it does not fit.
- */
-int kc_trec_put(unsigned char *buf, size_t cap, size_t *len,
-                    int tag, const OSSL_PARAM *p, size_t namelen)
-{
-    size_t datalen = 0, need, npad;
-    KC_TITEM it;
-
-    memset(&it, 0, sizeof(it));
-    it.tag = (uint16_t)tag;
-    if (p != NULL) {
-        namelen++;
-        it.namelen = (uint16_t)namelen;
-        it.type = p->data_type | (p->data == NULL ? KC_T_NULL : 0);
-        it.size = p->data_size;
-        if (tag == KC_T_PARAM && p->data != NULL)
-            datalen = p->data_size + 1;
-    }
-    npad = PAD8(namelen);
-    need = sizeof(it) + npad + PAD8(datalen);
-    if (need > cap - *len)
-        return 0;
-    buf += *len;
-    memcpy(buf, &it, sizeof(it));
-    if (namelen > 0) {
-        /* the name's last word, zero padded, then the name over it */
-        memset(buf + sizeof(it) + npad - 8, 0, 8);
-        memcpy(buf + sizeof(it), p->key, namelen);
-    }
-    if (datalen > 0) {
-        buf += sizeof(it) + npad;
-        memset(buf + PAD8(datalen) - 8, 0, 8);
-        if (p->data_size > 0)
-            memcpy(buf, p->data, p->data_size);
-    }
-    *len += need;
-    return 1;
-}
-
-/*
- * Append one call to the shape (vol == 0), or to the volatile calls and
- * their signature (vol == 1), or to the volatile calls alone (vol == 2).
- * 0 if it does not fit or cannot be recorded; the caller rolls back.
- */
-#define AS_SHAPE 0
-#define AS_VOLATILE 1
-#define AS_VOLATILE_ONLY 2
 static int append_call(KC_TMAC_CTX *w, const OSSL_PARAM *const *ps, size_t n,
-                       int vol)
+                       int how)
 {
-    unsigned char *rec = (unsigned char *)w->rec;
-    unsigned char *sig = (unsigned char *)w->sig;
-    size_t start = w->len, sstart = w->sig_len, i, nl;
-
-    if (!kc_trec_put(rec, KC_TREC_MAX, &w->len, KC_T_CALL, NULL, 0)
-        || (vol == AS_VOLATILE
-            && !kc_trec_put(sig, KC_TSIG_MAX, &w->sig_len, KC_T_CALL, NULL, 0)))
-        return 0;
-    for (i = 0; i < n; i++)
-        if ((nl = kc_trec_recordable(ps[i])) == 0
-            || !kc_trec_put(rec, KC_TREC_MAX, &w->len, KC_T_PARAM, ps[i], nl)
-            || (vol == AS_VOLATILE
-                && !kc_trec_put(sig, KC_TSIG_MAX, &w->sig_len, KC_T_SIG, ps[i],
-                             nl)))
-            return 0;
-    if (vol == AS_VOLATILE_ONLY)
-        return 1;
-    if (vol) {
-        w->sig_hash = kc_trec_hash(w->sig_hash, (uint64_t *)(sig + sstart),
-                                 w->sig_len - sstart);
-    } else {
-        w->shape_hash = kc_trec_hash(w->shape_hash, (uint64_t *)(rec + start),
-                                   w->len - start);
-        w->shape_len = w->len;
-    }
-    return 1;
+    return kc_tcore_append(&w->t, &mac_side, KC_T_CALL, 0, ps, n, how);
 }
 
-/* Decode the item at off; returns the offset of the next one. */
-size_t kc_trec_get(const unsigned char *buf, size_t off, KC_TITEM *it,
-                       OSSL_PARAM *p)
+/* One recorded call: set_ctx_params with its params. */
+static int mac_call(const void *fns, void *ctx, const KC_TITEM *call,
+                    OSSL_PARAM *p, size_t n)
 {
-    const unsigned char *name, *data;
-
-    memcpy(it, buf + off, sizeof(*it));
-    if (it->tag != KC_T_PARAM && it->tag != KC_T_SIG)
-        return off + sizeof(*it);
-    name = buf + off + sizeof(*it);
-    data = name + PAD8(it->namelen);
-    p->key = (const char *)name;
-    p->data_type = it->type & ~KC_T_NULL;
-    p->data = (it->type & KC_T_NULL) != 0 ? NULL : (void *)data;
-    p->data_size = (size_t)it->size;
-    p->return_size = OSSL_PARAM_UNMODIFIED;
-    if (it->tag == KC_T_SIG || (it->type & KC_T_NULL) != 0)
-        return (size_t)(data - buf);
-    return (size_t)(data - buf) + PAD8((size_t)it->size + 1);
-}
-
-/*
- * Does the item at off of rec (len bytes) record q, as an item of kind item
- * (KC_T_PARAM: with its data, KC_T_SIG: name, type and size)?  The offset
- * after it, or 0.  Items are decoded in place: this runs on every recorded
- * call.
- */
-static ossl_inline size_t item_at(const unsigned char *rec, size_t off,
-                                  size_t len, int item, const OSSL_PARAM *q)
-{
-    const unsigned char *name, *data;
-    KC_TITEM it;
-
-    if (len - off < sizeof(it))
-        return 0;
-    memcpy(&it, rec + off, sizeof(it));
-    name = rec + off + sizeof(it);
-    data = name + PAD8(it.namelen);
-    if (it.tag != item || it.size != q->data_size
-        || it.type != (q->data_type | (q->data == NULL ? KC_T_NULL : 0))
-        || strcmp((const char *)name, q->key) != 0
-        || (item == KC_T_PARAM && q->data != NULL && q->data_size > 0
-            && memcmp(data, q->data, q->data_size) != 0)
-        || (q->data_type == OSSL_PARAM_UTF8_STRING && !utf8_ends(q)))
-        return 0;
-    /* a signature item has no data */
-    if (item != KC_T_PARAM || q->data == NULL)
-        return (size_t)(data - rec);
-    return (size_t)(data - rec) + PAD8(q->data_size + 1);
-}
-
-/* A call marker tag of type at off, and the offset after it, or 0. */
-static ossl_inline size_t marker_at(const unsigned char *rec, size_t off,
-                                    size_t len, int tag, uint32_t type)
-{
-    KC_TITEM it;
-
-    if (len - off < sizeof(it))
-        return 0;
-    memcpy(&it, rec + off, sizeof(it));
-    if (it.tag != tag || it.type != type)
-        return 0;
-    return off + sizeof(it);
-}
-
-size_t kc_trec_match_sig(const unsigned char *rec, size_t off, size_t len,
-                         int tag, uint32_t type, int item,
-                         const OSSL_PARAM *const *ps, size_t n)
-{
-    size_t i;
-    KC_TITEM it;
-
-    if ((off = marker_at(rec, off, len, tag, type)) == 0)
-        return 0;
-    for (i = 0; i < n; i++)
-        if ((off = item_at(rec, off, len, item, ps[i])) == 0)
-            return 0;
-    /* and the call ends there */
-    if (len - off >= sizeof(it)) {
-        memcpy(&it, rec + off, sizeof(it));
-        if (it.tag == item)
-            return 0;
-    }
-    return off;
-}
-
-size_t kc_trec_match_call(const unsigned char *rec, size_t off, size_t len,
-                          int tag, uint32_t type,
-                          const OSSL_PARAM *const *ps, size_t n)
-{
-    return kc_trec_match_sig(rec, off, len, tag, type, KC_T_PARAM, ps, n);
-}
-
-/* Replay the recorded calls in rec[from, to) onto ctx with m. */
-static int replay_range(const unsigned char *rec, const KC_MAC_FNS *m,
-                        void *ctx, size_t from, size_t to)
-{
-    OSSL_PARAM p[KC_TCALL_MAX + 1];
-    size_t off = from, n = 0;
-    int open = 0;
-    KC_TITEM it;
-
-    while (off < to) {
-        off = kc_trec_get(rec, off, &it, &p[n]);
-        if (it.tag != KC_T_CALL) {
-            n++;
-            continue;
-        }
-        if (open) {
-            p[n] = OSSL_PARAM_construct_end();
-            if (!m->set_ctx_params(ctx, p))
-                return 0;
-        }
-        open = 1;
-        n = 0;
-    }
-    if (!open)
-        return 1;
     p[n] = OSSL_PARAM_construct_end();
-    return m->set_ctx_params(ctx, p);
+    return ((const KC_MAC_FNS *)fns)->set_ctx_params(ctx, p);
 }
 
 int kc_trec_replay(const unsigned char *rec, size_t len, const KC_MAC_FNS *m,
                    void *ctx)
 {
-    return replay_range(rec, m, ctx, 0, len);
+    return kc_trec_replay_calls(rec, 0, len, mac_call, m, ctx);
 }
 
 /*
@@ -376,49 +70,13 @@ int kc_trec_replay(const unsigned char *rec, size_t len, const KC_MAC_FNS *m,
 static int replay_to(const KC_TMAC_CTX *w, const KC_MAC_FNS *m, void *ctx,
                      size_t from, size_t to)
 {
-    return replay_range((const unsigned char *)w->rec, m, ctx, from, to);
+    return kc_trec_replay_calls((const unsigned char *)w->t.rec, from, to,
+                                mac_call, m, ctx);
 }
 
 static int replay(const KC_TMAC_CTX *w, void *ctx, size_t from, size_t to)
 {
     return replay_to(w, &w->f->mac, ctx, from, to);
-}
-
-int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
-                      const char *with, const char **value,
-                      const char **with_value)
-{
-    const char *cur_with = NULL;
-    size_t off = 0;
-    int found = 0, in_call = 0;
-    OSSL_PARAM p;
-    KC_TITEM it;
-
-    *value = *with_value = NULL;
-    while (off < len) {
-        off = kc_trec_get(rec, off, &it, &p);
-        if (it.tag != KC_T_PARAM && it.tag != KC_T_SIG) {
-            in_call = 0;
-            cur_with = NULL;
-            continue;
-        }
-        /* the same call's |with| may come after |name| */
-        if (with != NULL && strcmp(p.key, with) == 0
-            && p.data_type == OSSL_PARAM_UTF8_STRING) {
-            cur_with = p.data;
-            if (in_call)
-                *with_value = cur_with;
-        }
-        if (strcmp(p.key, name) == 0) {
-            if (p.data_type != OSSL_PARAM_UTF8_STRING || p.data == NULL)
-                return 0;
-            *value = p.data;
-            *with_value = cur_with;
-            in_call = 1;
-            found = 1;
-        }
-    }
-    return found;
 }
 
 int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name, const char *props,
@@ -481,19 +139,20 @@ static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
     }
     if (np != NULL) {
         /* the default fetches only what it reads as a string */
-        if (np->data_type != OSSL_PARAM_UTF8_STRING || !utf8_ends(np)
+        if (np->data_type != OSSL_PARAM_UTF8_STRING || !kc_trec_utf8_ends(np)
             || (pp != NULL && (pp->data_type != OSSL_PARAM_UTF8_STRING
-                               || !utf8_ends(pp))))
+                               || !kc_trec_utf8_ends(pp))))
             return 0;
         name = np->data;
         props = pp != NULL ? pp->data : NULL;
-    } else if (w->shape_value > 0 && (w->shape_value & KC_REC_CACHEABLE)) {
+    } else if (w->t.value > 0 && (w->t.value & KC_REC_CACHEABLE)) {
         /* its cipher was resolved when the shape was learned */
         return 0;
     } else {
         /* (a recorded cipher is a string: the default took the call) */
-        (void)kc_trec_last_utf8((const unsigned char *)w->rec, w->len, param,
-                                OSSL_MAC_PARAM_PROPERTIES, &name, &props);
+        (void)kc_trec_last_utf8((const unsigned char *)w->t.rec, w->t.len,
+                                param, OSSL_MAC_PARAM_PROPERTIES, &name,
+                                &props);
     }
     if (name == NULL)
         return passing;
@@ -563,8 +222,8 @@ static int probe(const KC_TMAC_CTX *w, int vol)
     ERR_set_mark();
     kc_err_top(&before);
     ok = (t = f->newctx(w->pctx->inner_provctx)) != NULL
-         && replay(w, t, 0, w->shape_len)
-         && (!vol || replay(w, t, w->shape_len, w->len));
+         && replay(w, t, 0, w->t.shape_len)
+         && (!vol || replay(w, t, w->t.shape_len, w->t.len));
     kc_err_top(&after);
     ok = ok && kc_err_same(&before, &after);
     if (t != NULL)
@@ -576,24 +235,21 @@ static int probe(const KC_TMAC_CTX *w, int vol)
 /* Every name of the shape is one the family caches, and it agrees. */
 static int shape_cacheable(const KC_TMAC_CTX *w)
 {
-    const unsigned char *rec = (const unsigned char *)w->rec;
+    const unsigned char *rec = (const unsigned char *)w->t.rec;
     const KC_TDESC *d = w->f->d;
     size_t off = 0;
     OSSL_PARAM p;
     KC_TITEM it;
 
-    while (off < w->shape_len) {
+    while (off < w->t.shape_len) {
         off = kc_trec_get(rec, off, &it, &p);
         if ((it.tag == KC_T_PARAM || it.tag == KC_T_SIG)
             && !kc_name_in_list(d->shape_names, p.key))
             return 0;
     }
     return d->cacheable == NULL
-           || d->cacheable(w->pctx, rec, w->shape_len);
+           || d->cacheable(w->pctx, rec, w->t.shape_len);
 }
-
-/* a shape's memo entry is keyed by its hash and this */
-#define KC_SHAPE_SALT 0x5851f42d4c957f2dULL
 
 /* What the default says of w's shape, as a record memo value. */
 static int shape_value(const KC_TMAC_CTX *w)
@@ -604,34 +260,22 @@ static int shape_value(const KC_TMAC_CTX *w)
     return KC_REC_VALID | (shape_cacheable(w) ? KC_REC_CACHEABLE : 0);
 }
 
-static KC_NOINLINE int learn_shape(KC_TMAC_CTX *w, KC_CACHE *c)
+/* The memo value of the shape, or of the volatile calls (valid or not). */
+static int mac_value(KC_TCORE *t, int vol)
 {
-    uint64_t h = w->shape_hash ^ KC_SHAPE_SALT;
-    int v = kc_cache_rec_get(c, w->f, h, (unsigned char *)w->rec,
-                             w->shape_len, NULL, 0);
-
-    if (v >= 0)
-        return v;
-    v = shape_value(w);
-    kc_cache_rec_put(c, w->f, h, (unsigned char *)w->rec, w->shape_len,
-                     NULL, 0, v);
-    return v;
+    if (!vol)
+        return shape_value(W(t));
+    return probe(W(t), 1) ? KC_REC_VALID : 0;
 }
 
-/* The volatile calls' validity, by their signature (sizes, not bytes). */
+static KC_NOINLINE int learn_shape(KC_TMAC_CTX *w, KC_CACHE *c)
+{
+    return kc_tcore_learn(&w->t, &mac_side, c, w->f, 0);
+}
+
 static KC_NOINLINE int learn_volatile(KC_TMAC_CTX *w, KC_CACHE *c)
 {
-    uint64_t h = w->shape_hash ^ (w->sig_hash * 0xc2b2ae3d27d4eb4fULL);
-    int v = kc_cache_rec_get(c, w->f, h, (unsigned char *)w->rec,
-                             w->shape_len, (unsigned char *)w->sig,
-                             w->sig_len);
-
-    if (v >= 0)
-        return v;
-    v = probe(w, 1) ? KC_REC_VALID : 0;
-    kc_cache_rec_put(c, w->f, h, (unsigned char *)w->rec, w->shape_len,
-                     (unsigned char *)w->sig, w->sig_len, v);
-    return v;
+    return kc_tcore_learn(&w->t, &mac_side, c, w->f, 1);
 }
 
 /*
@@ -669,43 +313,15 @@ static int split(const KC_TFAM *f, const OSSL_PARAM params[], SPLIT *s)
 }
 
 /*
- * The usual case, cheaply: the call makes the shape exactly the one the
- * thread learned last (the same cipher or custom string as the previous
- * message).  Compares the call with that record's tail in place and
- * copies it, instead of encoding, hashing and looking it up.
- */
-static int same_as_last(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
-{
-    const unsigned char *last;
-    size_t alen, len, off;
-    uint64_t hash;
-    int value;
-
-    last = kc_cache_rec_last(c, w->f, 0, &alen, &len, &hash, &value);
-    if (last == NULL || alen != len || len <= w->len
-        || (w->len > 0 && memcmp(last, w->rec, w->len) != 0))
-        return 0;
-    /* this call, and it completes that record */
-    off = kc_trec_match_call(last, w->len, len, KC_T_CALL, 0, s->shape,
-                             s->ns);
-    if (off != len)
-        return 0;
-    memcpy((unsigned char *)w->rec + w->len, last + w->len, len - w->len);
-    w->len = w->shape_len = len;
-    w->shape_hash = hash ^ KC_SHAPE_SALT;
-    w->shape_value = value;
-    return 1;
-}
-
-/*
  * The usual keying init of a fresh context, in one pass: init(key, params)
  * whose shape parameters are exactly the thread's last learned shape, a
  * single call, and (for a volatile_last_wins family) whose volatile ones
  * have the signature last learned valid with that shape.  What split(),
  * record() and volatile_valid() would conclude, without splitting,
- * encoding or looking anything up: the shape is copied as same_as_last()
- * does (spelt out here: a shared helper cost 3 instructions a message)
- * and s lists the parameters.  0 (and w untouched) for anything else.
+ * encoding or looking anything up: the shape is copied as
+ * kc_tcore_same_as_last() does (spelt out here: a shared helper cost 3
+ * instructions a message) and s lists the parameters.  0 (and w
+ * untouched) for anything else.
  */
 static int same_init_as_last(KC_TMAC_CTX *w, KC_CACHE *c,
                              const OSSL_PARAM params[], SPLIT *s)
@@ -719,7 +335,7 @@ static int same_init_as_last(KC_TMAC_CTX *w, KC_CACHE *c,
 
     shape = kc_cache_rec_last(c, f, 0, &alen, &slen, &hash, &value);
     if (shape == NULL || alen != slen || (value & KC_REC_VALID) == 0
-        || (so = marker_at(shape, 0, slen, KC_T_CALL, 0)) == 0)
+        || (so = kc_trec_marker_at(shape, 0, slen, KC_T_CALL, 0)) == 0)
         return 0;
     s->key = NULL;
     s->ns = s->nv = 0;
@@ -733,7 +349,7 @@ static int same_init_as_last(KC_TMAC_CTX *w, KC_CACHE *c,
          * signature item's is, so matching one tells which p is, without
          * the family's list.  (A "key" matches neither: never recorded.)
          */
-        if ((next = item_at(shape, so, slen, KC_T_PARAM, p)) != 0) {
+        if ((next = kc_trec_item_at(shape, so, slen, KC_T_PARAM, p)) != 0) {
             so = next;
             s->shape[s->ns++] = p;
             continue;
@@ -744,20 +360,21 @@ static int same_init_as_last(KC_TMAC_CTX *w, KC_CACHE *c,
                                              &pvalue)) == NULL
                 || palen != slen || (pvalue & KC_REC_VALID) == 0
                 || memcmp(pair, shape, slen) != 0
-                || (po = marker_at(pair, slen, plen, KC_T_CALL, 0)) == 0)
+                || (po = kc_trec_marker_at(pair, slen, plen, KC_T_CALL,
+                                           0)) == 0)
                 return 0;
         }
-        if ((po = item_at(pair, po, plen, KC_T_SIG, p)) == 0)
+        if ((po = kc_trec_item_at(pair, po, plen, KC_T_SIG, p)) == 0)
             return 0;
         s->vol[s->nv++] = p;
     }
     /* every recorded item matched, once: no name twice, nothing left */
     if (s->ns == 0 || so != slen || po != plen)
         return 0;
-    memcpy(w->rec, shape, slen);
-    w->len = w->shape_len = slen;
-    w->shape_hash = hash ^ KC_SHAPE_SALT;
-    w->shape_value = value;
+    memcpy(w->t.rec, shape, slen);
+    w->t.len = w->t.shape_len = slen;
+    w->t.hash = hash ^ KC_SHAPE_SALT;
+    w->t.value = value;
     return 1;
 }
 
@@ -775,8 +392,9 @@ static int volatile_known(const KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
 
     last = kc_cache_rec_last(c, w->f, 1, &alen, &len, &hash, &value);
     /* (a parameter whose signature matches a recorded one is recordable) */
-    return last != NULL && alen == w->shape_len && (value & KC_REC_VALID) != 0
-           && memcmp(last, w->rec, alen) == 0
+    return last != NULL && alen == w->t.shape_len
+           && (value & KC_REC_VALID) != 0
+           && memcmp(last, w->t.rec, alen) == 0
            && kc_trec_match_sig(last, alen, len, KC_T_CALL, 0, KC_T_SIG,
                                 s->vol, s->nv) == len;
 }
@@ -789,10 +407,10 @@ static int volatile_valid(const KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
     if (volatile_known(w, c, s))
         return 1;
     tmp = *w;
-    tmp.len = tmp.shape_len;
-    tmp.sig_len = 0;
-    tmp.sig_hash = 0;
-    return append_call(&tmp, s->vol, s->nv, AS_VOLATILE)
+    tmp.t.len = tmp.t.shape_len;
+    tmp.t.sig_len = 0;
+    tmp.t.sig_hash = 0;
+    return append_call(&tmp, s->vol, s->nv, KC_AS_VOLATILE)
            && (learn_volatile(&tmp, c) & KC_REC_VALID) != 0;
 }
 
@@ -807,11 +425,11 @@ static int apply_volatile(const KC_TMAC_CTX *w, const SPLIT *s)
     for (i = 1; i < s->nv && s->vol[i] == s->vol[0] + i; i++)
         continue;
     if (i == s->nv && s->vol[0][i].key == NULL)
-        return w->ops->set_ctx_params(w->inner, s->vol[0]);
+        return w->ops->set_ctx_params(w->t.inner, s->vol[0]);
     for (i = 0; i < s->nv; i++)
         post[i] = *s->vol[i];
     post[i] = end;
-    return w->ops->set_ctx_params(w->inner, post);
+    return w->ops->set_ctx_params(w->t.inner, post);
 }
 
 /*
@@ -838,44 +456,45 @@ static int record(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
 {
     uint64_t old[KC_TREC_MAX / 8];
     size_t oldlen = 0;
-    SAVED sv;
+    KC_TMARK sv;
 
     /* no parameters on a fresh context: nothing to record (see bind) */
-    if (s->ns == 0 && s->nv == 0 && w->len == 0
+    if (s->ns == 0 && s->nv == 0 && w->t.len == 0
         && kc_quirk(__atomic_load_n(&w->f->quirks, __ATOMIC_RELAXED),
                     KC_Q_EMPTY_SET_OK))
         return 1;
-    save(w, &sv);
+    kc_tcore_mark(&w->t, &sv);
     if (s->ns > 0 || s->nv == 0) {
         /* the shape is replayed before the volatile calls: no going back */
-        if (w->len > w->shape_len)
+        if (w->t.len > w->t.shape_len)
             goto fail;
-        if (!same_as_last(w, c, s)) {
-            if (!append_call(w, s->shape, s->ns, AS_SHAPE))
+        if (!kc_tcore_same_as_last(&w->t, &mac_side, c, w->f, KC_T_CALL, 0,
+                                   s->shape, s->ns)) {
+            if (!append_call(w, s->shape, s->ns, KC_AS_SHAPE))
                 goto fail;
             /* (what it was is another shape's: see needs_app()) */
-            w->shape_value = -1;
-            w->shape_value = learn_shape(w, c);
+            w->t.value = -1;
+            w->t.value = learn_shape(w, c);
         }
-        if ((w->shape_value & KC_REC_VALID) == 0)
+        if ((w->t.value & KC_REC_VALID) == 0)
             goto fail;
     }
     if (s->nv > 0) {
         if (volatile_unset(s))
             goto fail;
         /* a call that replaces the last: keep only it (and the old one) */
-        if (w->f->d->volatile_last_wins && w->len > w->shape_len) {
-            oldlen = w->len - w->shape_len;
-            memcpy(old, w->rec + w->shape_len / 8, oldlen);
-            w->len = w->shape_len;
-            w->sig_len = 0;
-            w->sig_hash = 0;
+        if (w->f->d->volatile_last_wins && w->t.len > w->t.shape_len) {
+            oldlen = w->t.len - w->t.shape_len;
+            memcpy(old, w->t.rec + w->t.shape_len / 8, oldlen);
+            w->t.len = w->t.shape_len;
+            w->t.sig_len = 0;
+            w->t.sig_hash = 0;
         }
         if (w->f->d->volatile_last_wins && volatile_known(w, c, s)) {
             /* its signature stays unwritten: no later call needs it */
-            if (!append_call(w, s->vol, s->nv, AS_VOLATILE_ONLY))
+            if (!append_call(w, s->vol, s->nv, KC_AS_VOLATILE_ONLY))
                 goto fail;
-        } else if (!append_call(w, s->vol, s->nv, AS_VOLATILE)
+        } else if (!append_call(w, s->vol, s->nv, KC_AS_VOLATILE)
                    || (learn_volatile(w, c) & KC_REC_VALID) == 0) {
             goto fail;
         }
@@ -883,8 +502,8 @@ static int record(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
     return 1;
  fail:
     if (oldlen > 0)
-        memcpy(w->rec + w->shape_len / 8, old, oldlen);
-    restore(w, &sv);
+        memcpy(w->t.rec + w->t.shape_len / 8, old, oldlen);
+    kc_tcore_back(&w->t, &sv);
     return 0;
 }
 
@@ -892,94 +511,72 @@ static int record(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
 /* Keying                                                                 */
 
 /*
- * A new template: a fresh inner context with the shape replayed and keyed
- * the canonical way, init(key) without params.  NULL if any of it fails or
- * raises an error (then the caller passes through and the default says
- * why), with the error queue left as it was.  A direct family's template
- * is its own context, made once the default's has taken shape and key.
+ * A template (KC_TSIDE.make): the default's context, keyed the canonical
+ * way, init(key) without params; a direct family's is its own, made once
+ * the default's has taken shape and key.
  */
-static void *make_template(const KC_TMAC_CTX *w, const unsigned char *key,
-                           size_t keylen)
+static void *mac_make(KC_TCORE *t, int enc, const unsigned char *key,
+                      size_t keylen, int *ok)
 {
+    const KC_TMAC_CTX *w = W(t);
     const KC_MAC_FNS *f = &w->f->mac;
-    KC_ERRTOP before, after;
-    void *t;
-    int ok;
+    void *tmpl;
 
-    ERR_set_mark();
-    kc_err_top(&before);
-    ok = (t = f->newctx(w->pctx->inner_provctx)) != NULL
-         && replay(w, t, 0, w->shape_len)
-         && f->init(t, key, keylen, NULL);
-    if (w->f->direct_on && t != NULL) {
-        f->freectx(t);
-        t = NULL;
-        if (ok)
-            ok = (t = w->f->d->direct_new(w->pctx,
-                                          (const unsigned char *)w->rec,
-                                          w->shape_len, key, keylen)) != NULL;
-    }
-    kc_err_top(&after);
-    if (!ok || !kc_err_same(&before, &after)) {
-        if (t != NULL)
-            w->f->alg.freectx(t);
-        t = NULL;
-    }
-    ERR_pop_to_mark();
-    return t;
+    *ok = (tmpl = f->newctx(w->pctx->inner_provctx)) != NULL
+          && replay(w, tmpl, 0, t->shape_len)
+          && f->init(tmpl, key, keylen, NULL);
+    if (!w->f->direct_on || tmpl == NULL)
+        return tmpl;
+    f->freectx(tmpl);
+    if (!*ok)
+        return NULL;
+    tmpl = w->f->d->direct_new(w->pctx, (const unsigned char *)t->rec,
+                               t->shape_len, key, keylen);
+    *ok = tmpl != NULL;
+    return tmpl;
 }
+
+static const KC_TSIDE mac_side = {
+    mac_call, mac_make, mac_value, 0, KC_SHAPE_SALT, 0
+};
 
 /*
  * The key arrives on a wrapper that has none: give it a copy of the
- * template for (shape, key), made and cached on a miss once the key is
- * admitted, with the volatile calls replayed.  1 done, -1 when this cannot
- * be served from the cache (the caller passes through), -2 the same for a
- * cacheable shape whose key is not admitted yet.
+ * template for (shape, key) (kc_tcore_template()), with the volatile calls
+ * replayed.  1 done, -1 when this cannot be served from the cache (the
+ * caller passes through), -2 the same for a cacheable shape whose key is
+ * not admitted yet.
  */
 static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
                  size_t keylen)
 {
     const KC_TFAM *f = w->f;
     const KC_MAC_FNS *ops;
-    const unsigned char *rec = (const unsigned char *)w->rec;
     KC_LOOKUP lk;
-    void *tmpl, *inner = NULL;
+    void *tmpl, *inner;
+    int why = -1;
 
     if (key == NULL || keylen > KEYCACHE_MAX_KEY_LEN)
         return -1;
     /* settled before this wrapper was made (kc_tmac_newctx()) */
     ops = f->direct_on ? f->d->direct : &f->mac;
-    if (w->shape_value < 0)
-        w->shape_value = learn_shape(w, c);
-    if ((w->shape_value & KC_REC_CACHEABLE) == 0)
+    if (w->t.value < 0)
+        w->t.value = learn_shape(w, c);
+    if ((w->t.value & KC_REC_CACHEABLE) == 0)
         return -1;
-    lk.counted = &w->counted;
-    tmpl = kc_cache_find_rec(c, &f->alg, rec, w->shape_len, w->shape_hash,
-                             key, keylen, &lk);
-    if (tmpl == NULL) {
-        /* not (yet) seen often enough: the default's own calls, uncached */
-        if (!lk.admit)
-            return -2;
-        if ((tmpl = make_template(w, key, keylen)) == NULL)
-            return -1;
-        if (!kc_cache_add_rec(c, &f->alg, rec, w->shape_len, key, keylen,
-                              tmpl, &lk)) {
-            f->alg.freectx(tmpl);
-            return -1;
-        }
-    } else if (lk.spare != NULL) {
-        /* a used context, restarted by a keyless init when given back */
-        inner = lk.spare;
-    }
-    if (inner == NULL && (inner = ops->dupctx(tmpl)) == NULL)
+    if ((tmpl = kc_tcore_template(&w->t, &mac_side, c, &f->alg, 1, key,
+                                  keylen, &lk, &why)) == NULL)
+        return why;
+    /* a spare: a used context, restarted by a keyless init when given back */
+    if ((inner = lk.spare) == NULL && (inner = ops->dupctx(tmpl)) == NULL)
         return -1;
     /* validated without the key; keying first ends in the same state */
-    if (w->len > w->shape_len
-        && !replay_to(w, ops, inner, w->shape_len, w->len)) {
+    if (w->t.len > w->t.shape_len
+        && !replay_to(w, ops, inner, w->t.shape_len, w->t.len)) {
         ops->freectx(inner);
         return -1;
     }
-    w->inner = inner;
+    w->t.inner = inner;
     w->ops = ops;
     w->sized = f->d->keyed_size != 0;
     if (f->d->reinit_restores) {
@@ -998,19 +595,19 @@ static KC_NOINLINE int materialize(KC_TMAC_CTX *w, const OSSL_PARAM params[])
     EVP_MAC *mac;
     void *inner;
 
-    if (w->inner != NULL)
+    if (w->t.inner != NULL)
         return 1;
     if ((inner = new_inner(w, params, &mac)) == NULL)
         return 0;
-    if (w->len > 0 && !replay(w, inner, 0, w->len)) {
+    if (!replay(w, inner, 0, w->t.len)) {
         free_inner(w, inner, mac);
         return 0;
     }
-    w->inner = inner;
+    w->t.inner = inner;
     w->ops = &w->f->mac;
     w->app_mac = mac;
     /* (a cold context was counted when it was made) */
-    if (!w->cold)
+    if (!w->t.cold)
         kc_count_passthrough(w->pctx, &w->f->alg);
     return 1;
 }
@@ -1089,8 +686,8 @@ static KC_NOINLINE int direct_recipher(KC_TMAC_CTX *w,
     ok = f->mac.set_ctx_params(t, rest);
     if (rest != b)
         OPENSSL_free(rest);
-    w->ops->freectx(w->inner);
-    w->inner = t;
+    w->ops->freectx(w->t.inner);
+    w->t.inner = t;
     w->ops = &f->mac;
     EVP_MAC_free(w->app_mac);
     w->app_mac = mac;
@@ -1187,17 +784,17 @@ static KC_NOINLINE int cipher_call(KC_TMAC_CTX *w, int init,
      */
     if (repeats(w->pctx, w->f, params)
         && kc_tmac_repeats_fail(w->pctx, w->f))
-        return init ? w->ops->init(w->inner, key, keylen, params)
-                    : w->ops->set_ctx_params(w->inner, params);
+        return init ? w->ops->init(w->t.inner, key, keylen, params)
+                    : w->ops->set_ctx_params(w->t.inner, params);
     if (w->ops != &w->f->mac)
         return direct_recipher(w, params)
-               && (!init || w->ops->init(w->inner, key, keylen, NULL));
+               && (!init || w->ops->init(w->t.inner, key, keylen, NULL));
     if ((refused = app_refuses(w, params)))
         ERR_set_mark();
     if (init)
-        init = w->ops->init(w->inner, key, keylen, params);
+        init = w->ops->init(w->t.inner, key, keylen, params);
     else
-        init = w->ops->set_ctx_params(w->inner, params);
+        init = w->ops->set_ctx_params(w->t.inner, params);
     if (!refused)
         return init;
     ERR_pop_to_mark();
@@ -1213,7 +810,7 @@ static KC_NOINLINE int keyed_set(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
     if (names_cipher(w->f->d->cipher_param, params))
         return cipher_call(w, 0, NULL, 0, params);
-    return w->ops->set_ctx_params(w->inner, params);
+    return w->ops->set_ctx_params(w->t.inner, params);
 }
 
 static KC_NOINLINE int keyed_init(KC_TMAC_CTX *w, const unsigned char *key,
@@ -1221,7 +818,7 @@ static KC_NOINLINE int keyed_init(KC_TMAC_CTX *w, const unsigned char *key,
 {
     if (names_cipher(w->f->d->cipher_param, params))
         return cipher_call(w, 1, key, keylen, params);
-    return w->ops->init(w->inner, key, keylen, params);
+    return w->ops->init(w->t.inner, key, keylen, params);
 }
 
 /* Does a parameter's name start as the cipher parameter's (c) does? */
@@ -1246,7 +843,7 @@ static OSSL_FUNC_mac_get_params_fn *inner_get_params[KC_FAM_COUNT];
 static size_t fixed_size[KC_FAM_COUNT];
 
 /* A new wrapper: the record buffers are written before they are read. */
-#define KC_TMAC_HEAD offsetof(KC_TMAC_CTX, rec)
+#define KC_TMAC_HEAD KC_TCORE_HEAD(KC_TMAC_CTX)
 
 void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
 {
@@ -1258,21 +855,21 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
                             &f->alg, &cold);
     if (w == NULL)
         return NULL;
-    /* the family's first context learns what it needs (inner.c's gate) */
+    /* the family's first context learns what it needs (gate.c) */
     cold = cold || !kc_tfam_ready(pctx, f);
     w->pctx = pctx;
     w->f = f;
     w->ops = &f->mac;
-    w->shape_value = __atomic_load_n(&f->empty_value, __ATOMIC_RELAXED);
+    w->t.value = __atomic_load_n(&f->empty_value, __ATOMIC_RELAXED);
     /*
      * Almost every key misses on this thread (a new key per message):
      * recording and looking up would only add to each message, so this
      * context is the default's from the start, or from its first call
      * where the cipher that call names decides whose default it is.
      */
-    w->cold = cold;
+    w->t.cold = cold;
     if (cold && f->d->cipher_param == NULL
-        && (w->inner = f->mac.newctx(pctx->inner_provctx)) == NULL) {
+        && (w->t.inner = f->mac.newctx(pctx->inner_provctx)) == NULL) {
         kc_wrapper_free(pctx, KC_POOL_TMPL, w, sizeof(*w));
         return NULL;
     }
@@ -1298,7 +895,7 @@ static int restart(const void *arg, void *inner)
 static int park(KC_CACHE *c, const KC_TMAC_CTX *w)
 {
     return w->clean
-           && kc_cache_park_in(c, &w->lease, w->inner, restart, w);
+           && kc_cache_park_in(c, &w->lease, w->t.inner, restart, w);
 }
 
 void kc_tmac_freectx(void *vctx)
@@ -1309,8 +906,8 @@ void kc_tmac_freectx(void *vctx)
     if (w == NULL)
         return;
     c = kc_cache_here(w->pctx);
-    if (w->inner != NULL && !park(c, w))
-        w->ops->freectx(w->inner);
+    if (w->t.inner != NULL && !park(c, w))
+        w->ops->freectx(w->t.inner);
     if (w->app_mac != NULL)
         EVP_MAC_free(w->app_mac);
     kc_wrapper_free_in(c, KC_POOL_TMPL, w, sizeof(*w));
@@ -1330,7 +927,7 @@ static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
 
     if ((t = new_inner(w, NULL, &mac)) == NULL)
         return 0;
-    if (replay(w, t, 0, w->len) && (d = f->dupctx(t)) != NULL)
+    if (replay(w, t, 0, w->t.len) && (d = f->dupctx(t)) != NULL)
         f->freectx(d);
     free_inner(w, t, mac);
     return d != NULL;
@@ -1340,7 +937,7 @@ void *kc_tmac_dupctx(void *vctx)
 {
     KC_TMAC_CTX *src = vctx, *dst;
 
-    if (src->inner == NULL && !unkeyed_dup_ok(src))
+    if (src->t.inner == NULL && !unkeyed_dup_ok(src))
         return NULL;
     dst = kc_wrapper_new_head(src->pctx, KC_POOL_TMPL, sizeof(*dst),
                               KC_TMAC_HEAD);
@@ -1348,8 +945,8 @@ void *kc_tmac_dupctx(void *vctx)
         return NULL;
     /* the used part of the record only */
     memcpy(dst, src, KC_TMAC_HEAD);
-    memcpy(dst->rec, src->rec, src->len);
-    memcpy(dst->sig, src->sig, src->sig_len);
+    memcpy(dst->t.rec, src->t.rec, src->t.len);
+    memcpy(dst->t.sig, src->t.sig, src->t.sig_len);
     /* the copy owns its inner outright; only the original holds the lease */
     memset(&dst->lease, 0, sizeof(dst->lease));
     dst->clean = 0;
@@ -1357,8 +954,8 @@ void *kc_tmac_dupctx(void *vctx)
         kc_wrapper_free(src->pctx, KC_POOL_TMPL, dst, sizeof(*dst));
         return NULL;
     }
-    if (src->inner != NULL
-        && (dst->inner = src->ops->dupctx(src->inner)) == NULL) {
+    if (src->t.inner != NULL
+        && (dst->t.inner = src->ops->dupctx(src->t.inner)) == NULL) {
         EVP_MAC_free(dst->app_mac);
         kc_wrapper_free(src->pctx, KC_POOL_TMPL, dst, sizeof(*dst));
         return NULL;
@@ -1373,7 +970,7 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
     const KC_MAC_FNS *f = &w->f->mac;
     KC_CACHE *c;
     SPLIT s;
-    SAVED sv;
+    KC_TMARK sv;
 
     if (params == NULL) {
         if (kc_quirk(__atomic_load_n(&w->f->quirks, __ATOMIC_RELAXED),
@@ -1381,9 +978,10 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
             return 1;
         goto pass;
     }
-    if (w->cold && !(params[0].key == NULL
-                     && kc_quirk(__atomic_load_n(&w->f->quirks, __ATOMIC_RELAXED),
-                    KC_Q_EMPTY_SET_OK)))
+    if (w->t.cold
+        && !(params[0].key == NULL
+             && kc_quirk(__atomic_load_n(&w->f->quirks, __ATOMIC_RELAXED),
+                         KC_Q_EMPTY_SET_OK)))
         goto pass;
     if (!split(w->f, params, &s) || (c = kc_cache_get(w->pctx)) == NULL)
         goto pass;
@@ -1398,7 +996,7 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
      */
     if (!w->f->d->set_key_keys || s.key->data_type != OSSL_PARAM_OCTET_STRING)
         goto pass;
-    save(w, &sv);
+    kc_tcore_mark(&w->t, &sv);
     if (s.ns > 0) {
         SPLIT pre = s;
 
@@ -1407,14 +1005,14 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
             goto pass;
     }
     if (keyed(w, c, s.key->data, s.key->data_size) < 0) {
-        restore(w, &sv);
+        kc_tcore_back(&w->t, &sv);
         goto pass;
     }
     /* the default sets them after the key, failing or not: so do we */
     return s.nv == 0 || apply_volatile(w, &s);
 
  pass:
-    return materialize(w, params) && f->set_ctx_params(w->inner, params);
+    return materialize(w, params) && f->set_ctx_params(w->t.inner, params);
 }
 
 int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
@@ -1422,13 +1020,13 @@ int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     KC_TMAC_CTX *w = vctx;
     const char *c;
 
-    if (w->inner != NULL) {
+    if (w->t.inner != NULL) {
         /* whatever it sets, a keyless init may not undo it */
         w->clean = w->sized = 0;
         if ((c = w->f->d->cipher_param) != NULL && params != NULL
             && may_name(c, params))
             return keyed_set(w, params);
-        return w->ops->set_ctx_params(w->inner, params);
+        return w->ops->set_ctx_params(w->t.inner, params);
     }
     return unkeyed_set_params(w, params);
 }
@@ -1439,13 +1037,13 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
 {
     KC_CACHE *c;
     SPLIT s;
-    SAVED sv;
+    KC_TMARK sv;
     int direct = 0, r = -1;
 
-    if (key == NULL || w->cold || (c = kc_cache_get(w->pctx)) == NULL)
+    if (key == NULL || w->t.cold || (c = kc_cache_get(w->pctx)) == NULL)
         goto pass;
-    save(w, &sv);
-    if (params != NULL && params[0].key != NULL && w->len == 0
+    kc_tcore_mark(&w->t, &sv);
+    if (params != NULL && params[0].key != NULL && w->t.len == 0
         && same_init_as_last(w, c, params, &s)) {
         direct = s.nv > 0;
     } else if (params != NULL) {
@@ -1466,10 +1064,10 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
             if (pre.ns > 0 && !record(w, c, &pre))
                 goto pass;
             if (!volatile_valid(w, c, &s)) {
-                restore(w, &sv);
+                kc_tcore_back(&w->t, &sv);
                 goto pass;
             }
-            w->len = w->shape_len;
+            w->t.len = w->t.shape_len;
             direct = 1;
         } else if (!record(w, c, &s)) {
             goto pass;
@@ -1477,10 +1075,10 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
     }
     if ((r = keyed(w, c, key, keylen)) > 0)
         return !direct || apply_volatile(w, &s);
-    restore(w, &sv);
+    kc_tcore_back(&w->t, &sv);
  pass:
     if (!materialize(w, params)
-        || !w->f->mac.init(w->inner, key, keylen, params))
+        || !w->f->mac.init(w->t.inner, key, keylen, params))
         return 0;
     /* keyed the default's way with a shape it caches: as if cached */
     w->sized = r == -2 && w->f->d->keyed_size != 0;
@@ -1493,13 +1091,13 @@ int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
     KC_TMAC_CTX *w = vctx;
     const char *c;
 
-    if (w->inner != NULL) {
+    if (w->t.inner != NULL) {
         if (key != NULL || params != NULL)
             w->clean = w->sized = 0;
         if ((c = w->f->d->cipher_param) != NULL && params != NULL
             && may_name(c, params))
             return keyed_init(w, key, keylen, params);
-        return w->ops->init(w->inner, key, keylen, params);
+        return w->ops->init(w->t.inner, key, keylen, params);
     }
     return unkeyed_init(w, key, keylen, params);
 }
@@ -1508,15 +1106,15 @@ static KC_NOINLINE int unkeyed_update(KC_TMAC_CTX *w,
                                       const unsigned char *data,
                                       size_t datalen)
 {
-    return materialize(w, NULL) && w->f->mac.update(w->inner, data, datalen);
+    return materialize(w, NULL) && w->f->mac.update(w->t.inner, data, datalen);
 }
 
 int kc_tmac_update(void *vctx, const unsigned char *data, size_t datalen)
 {
     KC_TMAC_CTX *w = vctx;
 
-    if (w->inner != NULL)
-        return w->ops->update(w->inner, data, datalen);
+    if (w->t.inner != NULL)
+        return w->ops->update(w->t.inner, data, datalen);
     return unkeyed_update(w, data, datalen);
 }
 
@@ -1524,7 +1122,7 @@ static KC_NOINLINE int unkeyed_final(KC_TMAC_CTX *w, unsigned char *out,
                                      size_t *outl, size_t outsize)
 {
     return materialize(w, NULL)
-           && w->f->mac.final(w->inner, out, outl, outsize);
+           && w->f->mac.final(w->t.inner, out, outl, outsize);
 }
 
 int kc_tmac_final(void *vctx, unsigned char *out, size_t *outl,
@@ -1532,28 +1130,9 @@ int kc_tmac_final(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_TMAC_CTX *w = vctx;
 
-    if (w->inner != NULL)
-        return w->ops->final(w->inner, out, outl, outsize);
+    if (w->t.inner != NULL)
+        return w->ops->final(w->t.inner, out, outl, outsize);
     return unkeyed_final(w, out, outl, outsize);
-}
-
-/*
- * Never keyed: ask a transient default context with the record replayed,
- * so that the answer and any error come from the default's own code and
- * this context stays cacheable.
- */
-static KC_NOINLINE int unkeyed_get_params(KC_TMAC_CTX *w, OSSL_PARAM params[])
-{
-    const KC_MAC_FNS *f = &w->f->mac;
-    EVP_MAC *mac;
-    void *t = new_inner(w, NULL, &mac);
-    int ok;
-
-    if (t == NULL)
-        return 0;
-    ok = replay(w, t, 0, w->len) && f->get_ctx_params(t, params);
-    free_inner(w, t, mac);
-    return ok;
 }
 
 static ossl_inline int answer_size(OSSL_PARAM params[], size_t size)
@@ -1590,43 +1169,53 @@ static KC_NOINLINE int sized_get_params(KC_TMAC_CTX *w, OSSL_PARAM params[])
 {
     if (answer_size(params, w->f->d->keyed_size))
         return 1;
-    return w->ops->get_ctx_params(w->inner, params);
+    return w->ops->get_ctx_params(w->t.inner, params);
+}
+
+/*
+ * Never keyed: ask a transient default context with the record replayed,
+ * so that the answer and any error come from the default's own code and
+ * this context stays cacheable.
+ */
+static KC_NOINLINE int unkeyed_get_params(KC_TMAC_CTX *w, OSSL_PARAM params[])
+{
+    const KC_MAC_FNS *f = &w->f->mac;
+    EVP_MAC *mac;
+    void *t = new_inner(w, NULL, &mac);
+    int ok;
+
+    if (t == NULL)
+        return 0;
+    ok = replay(w, t, 0, w->t.len) && f->get_ctx_params(t, params);
+    free_inner(w, t, mac);
+    return ok;
 }
 
 int kc_tmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     KC_TMAC_CTX *w = vctx;
 
-    if (w->inner != NULL) {
+    if (w->t.inner != NULL) {
         if (w->sized)
             return sized_get_params(w, params);
-        return w->ops->get_ctx_params(w->inner, params);
+        return w->ops->get_ctx_params(w->t.inner, params);
     }
     return unkeyed_get_params(w, params);
 }
 
 const OSSL_PARAM *kc_tmac_gettable_ctx_params(KC_PROVCTX *pctx, int which)
 {
-    const KC_MAC_FNS *f = &pctx->fam[which].mac;
-
-    return f->gettable_ctx_params == NULL ? NULL
-           : f->gettable_ctx_params(NULL, pctx->inner_provctx);
+    return KC_CTX_TABLE(pctx->fam[which].mac.gettable_ctx_params, pctx);
 }
 
 const OSSL_PARAM *kc_tmac_settable_ctx_params(KC_PROVCTX *pctx, int which)
 {
-    const KC_MAC_FNS *f = &pctx->fam[which].mac;
-
-    return f->settable_ctx_params == NULL ? NULL
-           : f->settable_ctx_params(NULL, pctx->inner_provctx);
+    return KC_CTX_TABLE(pctx->fam[which].mac.settable_ctx_params, pctx);
 }
 
 const OSSL_PARAM *kc_tmac_gettable_params(KC_PROVCTX *pctx, int which)
 {
-    const KC_MAC_FNS *f = &pctx->fam[which].mac;
-
-    return f->gettable_params == NULL ? NULL
-           : f->gettable_params(pctx->inner_provctx);
+    return KC_TABLE(pctx->fam[which].mac.gettable_params, pctx);
 }
 
 
