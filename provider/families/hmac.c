@@ -476,8 +476,8 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
  * same keyed state, and a key the cache can hold.  Longer ones the cache
  * cannot hold, no longer than the block, pass through.
  */
-static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
-                         size_t keylen)
+static KC_NOINLINE int setkey_long(KC_HMAC_CTX *w, const unsigned char *key,
+                                   size_t keylen)
 {
     unsigned char kd[EVP_MAX_MD_SIZE];
     const KC_DIGEST_FNS *g;
@@ -485,7 +485,7 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
     void *dc;
     int r, ok;
 
-    if (keylen <= KEYCACHE_MAX_KEY_LEN || key == NULL || w->dg == NULL)
+    if (key == NULL || w->dg == NULL)
         return setkey_cached_as(w, key, keylen);
     if (w->dg->block_size <= 0 || keylen <= (size_t)w->dg->block_size
         || w->dg->size > sizeof(kd)
@@ -502,6 +502,13 @@ static int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
     r = ok ? setkey_cached_as(w, kd, kdlen) : -1;
     OPENSSL_cleanse(kd, sizeof(kd));
     return r;
+}
+
+static ossl_inline int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
+                                     size_t keylen)
+{
+    return keylen <= KEYCACHE_MAX_KEY_LEN ? setkey_cached_as(w, key, keylen)
+                                          : setkey_long(w, key, keylen);
 }
 
 static void *kc_hmac_newctx(void *provctx)
