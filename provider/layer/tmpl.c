@@ -917,19 +917,35 @@ void kc_tmac_freectx(void *vctx)
  * Before the key, whether the default can duplicate a context (CMAC and
  * KMAC cannot until keyed, GMAC not without a cipher) is asked of a
  * transient context with the record replayed, which also raises the
- * default's errors if it cannot.
+ * default's errors if it cannot; a quiet yes is remembered per thread and
+ * record, since the answer depends on nothing else.
  */
+#define KC_DUP_SALT 0x9e3779b97f4a7c15ULL
+
 static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
 {
+    /* the thread's record memo keeps a yes: a copy then costs no trial */
+    static const char dup_owner[1];
+    const unsigned char *rec = (const unsigned char *)w->t.rec;
     const KC_MAC_FNS *f = &w->f->mac;
+    KC_CACHE *c = kc_cache_get(w->pctx);
+    uint64_t h = kc_trec_hash(KC_DUP_SALT, w->t.rec, w->t.len);
+    KC_ERRTOP before, after;
     EVP_MAC *mac;
     void *t, *d = NULL;
 
+    if (c != NULL
+        && kc_cache_rec_get(c, dup_owner, h, rec, w->t.len, NULL, 0) == 1)
+        return 1;
+    kc_err_top(&before);
     if ((t = new_inner(w, NULL, &mac)) == NULL)
         return 0;
     if (replay(w, t, 0, w->t.len) && (d = f->dupctx(t)) != NULL)
         f->freectx(d);
     free_inner(w, t, mac);
+    kc_err_top(&after);
+    if (d != NULL && c != NULL && kc_err_same(&before, &after))
+        kc_cache_rec_put(c, dup_owner, h, rec, w->t.len, NULL, 0, 1);
     return d != NULL;
 }
 
