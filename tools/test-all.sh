@@ -51,12 +51,14 @@ if want asan; then
 fi
 
 if want tsan; then
-    step "ThreadSanitizer, threaded tests"
-    cmake -S . -B build-tsan -DKEYCACHE_TSAN=ON -DCMAKE_BUILD_TYPE=Debug
+    # (also an -O0 build whose origin walk is checked against libgcc's)
+    step "ThreadSanitizer, threaded tests; origin walks checked"
+    cmake -S . -B build-tsan -DKEYCACHE_TSAN=ON -DCMAKE_BUILD_TYPE=Debug \
+          -DKEYCACHE_ORIGIN_SELFCHECK=ON
     cmake --build build-tsan -j"$jobs"
     TSAN_OPTIONS=halt_on_error=1 \
         ctest --test-dir build-tsan --output-on-failure \
-              -R 'threads|patterns|lifecycle|spare|diagnostics|fork'
+              -R 'threads|patterns|lifecycle|spare|diagnostics|fork|origin|admission|pending|tls_secrets'
 fi
 
 if want fuzz && [ -f fuzz/run.sh ]; then

@@ -199,7 +199,8 @@ static int is_entry(uintptr_t start, int cipher)
 #define KC_SSL_MEMO 4
 
 static __thread struct {
-    unsigned long long gen;      /* loads + unloads when filled, + 1 */
+    unsigned long long gen;      /* load_gen() when filled: it rises at
+                                  * every load and unload */
     uintptr_t base[KC_SSL_MEMO];
     unsigned char ssl[KC_SSL_MEMO];
     unsigned int next;
@@ -340,6 +341,8 @@ static _Unwind_Reason_Code step(struct _Unwind_Context *uc, void *arg)
 #define KC_RA 16
 
 #define KC_RULES 64              /* per thread, a power of 2 */
+/* how far above the first frame the walk may find its callers' frames */
+#define KC_WALK_SPAN (1u << 20)
 #define KC_CHAINS 8
 
 typedef struct {
@@ -375,6 +378,7 @@ typedef struct {
     int64_t cfa_off;
     int rbp_how, ra_how;
     int64_t rbp_off, ra_off;
+    int rsp_set;                 /* a rule for rsp: the walk assumes CFA */
 } KC_CFI;
 
 typedef struct {
@@ -426,7 +430,7 @@ static uint64_t rd_fixed(KC_RD *r, size_t n)
 {
     uint64_t v = 0;
 
-    if ((size_t)(r->end - r->p) < n) {
+    if (r->p > r->end || (size_t)(r->end - r->p) < n) {
         r->bad = 1;
         return 0;
     }
@@ -471,6 +475,8 @@ static void cfi_set(KC_CFI *st, uint64_t reg, int how, int64_t off)
     } else if (reg == KC_RA) {
         st->ra_how = how;
         st->ra_off = off;
+    } else if (reg == KC_RSP) {
+        st->rsp_set = how != KC_SAME;
     }
 }
 
@@ -480,6 +486,8 @@ static void cfi_restore(KC_CFI *st, const KC_CFI *init, uint64_t reg)
         cfi_set(st, reg, init->rbp_how, init->rbp_off);
     else if (reg == KC_RA)
         cfi_set(st, reg, init->ra_how, init->ra_off);
+    else if (reg == KC_RSP)
+        st->rsp_set = init->rsp_set;
 }
 
 /*
@@ -592,6 +600,16 @@ static int cfi_run(KC_RD *r, uintptr_t loc, uintptr_t ip, int64_t daf,
     return !r->bad;
 }
 
+/* Do the n bytes at p lie inside the object fo maps? */
+static int inside(const struct dl_find_object *fo, const unsigned char *p,
+                  uint64_t n)
+{
+    uintptr_t a = (uintptr_t)p, lo = (uintptr_t)fo->dlfo_map_start;
+    uintptr_t hi = (uintptr_t)fo->dlfo_map_end;
+
+    return a >= lo && a <= hi && n <= hi - a;
+}
+
 /* The rule at ip from its FDE, as libgcc would find and run it. */
 static void rule_for(uintptr_t ip, KC_RULE *rule)
 {
@@ -622,7 +640,9 @@ static void rule_for(uintptr_t ip, KC_RULE *rule)
     r.p = hdr + 4;
     (void)rd_enc(&r, hdr[1], 1);                 /* eh_frame_ptr */
     count = rd_fixed(&r, 4);
-    if (r.bad || count == 0)
+    /* the table, and every FDE and CIE below, inside the object's mapping */
+    if (r.bad || count == 0 || (uintptr_t)r.p > (uintptr_t)fo.dlfo_map_end
+        || count > ((uintptr_t)fo.dlfo_map_end - (uintptr_t)r.p) / 8)
         return;
     lo = 0;
     hi = count;
@@ -646,21 +666,26 @@ static void rule_for(uintptr_t ip, KC_RULE *rule)
     }
 
     /* the FDE and its CIE */
+    if (!inside(&fo, fde, 8))
+        return;
     r.p = fde;
     r.end = fde + 4;
     len = rd_fixed(&r, 4);
-    if (len == 0 || len >= 0xfffffff0)
+    if (len == 0 || len >= 0xfffffff0 || !inside(&fo, fde, 4 + len))
         return;
     r.end = fde + 4 + len;
     id = rd_fixed(&r, 4);
     if (r.bad || id == 0)
         return;
     cie = r.p - 4 - id;
+    if (id > (uint64_t)(r.p - 4 - (const unsigned char *)fo.dlfo_map_start)
+        || !inside(&fo, cie, 8))
+        return;
     c.p = cie;
     c.end = cie + 4;
     c.bad = 0;
     len = rd_fixed(&c, 4);
-    if (len == 0 || len >= 0xfffffff0)
+    if (len == 0 || len >= 0xfffffff0 || !inside(&fo, cie, 4 + len))
         return;
     c.end = cie + 4 + len;
     if (rd_fixed(&c, 4) != 0)
@@ -678,30 +703,27 @@ static void rule_for(uintptr_t ip, KC_RULE *rule)
         return;
     if (aug[0] == 'z') {
         uint64_t alen = rd_uleb(&c);
-        const unsigned char *aend = c.p + alen;
+        KC_RD a;
 
         if (c.bad || alen > (uint64_t)(c.end - c.p))
             return;
+        /* the augmentation data, read no further than its length */
+        a.p = c.p;
+        a.end = c.p + alen;
+        a.bad = 0;
         for (i = 1; aug[i] != '\0'; i++) {
-            if (aug[i] == 'R') {
-                fde_enc = (unsigned int)rd_fixed(&c, 1);
-            } else if (aug[i] == 'L') {
-                (void)rd_fixed(&c, 1);
-            } else if (aug[i] != 'P') {
+            if (aug[i] == 'R')
+                fde_enc = (unsigned int)rd_fixed(&a, 1);
+            else if (aug[i] == 'L')
+                (void)rd_fixed(&a, 1);
+            else if (aug[i] == 'P')
+                (void)rd_enc(&a, (unsigned int)rd_fixed(&a, 1) & 0x0f, 1);
+            else
                 return;                          /* 'S': a signal frame */
-            } else {
-                unsigned int penc = (unsigned int)rd_fixed(&c, 1);
-                KC_RD pr = { c.p, aend, 0 };
-
-                (void)rd_enc(&pr, penc & 0x0f, 1);
-                if (pr.bad)
-                    return;
-                c.p = pr.p;
-            }
         }
-        if (c.bad || c.p > aend)
+        if (a.bad)
             return;
-        c.p = aend;
+        c.p = a.end;
     } else if (aug[0] != '\0') {
         return;
     }
@@ -724,7 +746,7 @@ static void rule_for(uintptr_t ip, KC_RULE *rule)
     init = st;
     if (!cfi_run(&r, begin, ip, daf, &st, &init))
         return;
-    if ((st.cfa_reg != KC_RSP && st.cfa_reg != KC_RBP)
+    if ((st.cfa_reg != KC_RSP && st.cfa_reg != KC_RBP) || st.rsp_set
         || st.ra_how != KC_AT || st.rbp_how == KC_OTHER
         || st.cfa_off != (int32_t)st.cfa_off
         || st.ra_off != (int32_t)st.ra_off
@@ -762,7 +784,8 @@ __attribute__((no_sanitize_address))
 static int fast_admits(uintptr_t ip, uintptr_t sp, uintptr_t bp, int cipher,
                        unsigned long long gen, int *verdict)
 {
-    uintptr_t chain[KC_ORIGIN_DEPTH], outer = 0;
+    uintptr_t chain[KC_ORIGIN_DEPTH], outer = 0, sp0 = sp;
+    struct dl_find_object fo;
     uint64_t h = (uint64_t)cipher + 1;
     unsigned int n = 0, i;
     int in_crypto = 0;
@@ -778,7 +801,7 @@ static int fast_admits(uintptr_t ip, uintptr_t sp, uintptr_t bp, int cipher,
         wm->gen = gen;
     }
     for (;;) {
-        const KC_RULE *rule;
+        KC_RULE rule;                    /* a copy: a signal may refill it */
         uintptr_t cfa, ra;
 
         if (n == KC_ORIGIN_DEPTH)
@@ -795,16 +818,22 @@ static int fast_admits(uintptr_t ip, uintptr_t sp, uintptr_t bp, int cipher,
         } else {
             break;                             /* the caller into OpenSSL */
         }
-        rule = rule_at(wm, ip);
-        if (!rule->ok)
+        rule = *rule_at(wm, ip);
+        if (!rule.ok)
             return 0;
         if (in_crypto)
-            outer = rule->start;
-        cfa = (rule->cfa_rbp ? bp : sp) + (uintptr_t)(intptr_t)rule->cfa_off;
-        ra = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)rule->ra_off);
-        if (rule->rbp_saved)
+            outer = rule.start;
+        cfa = (rule.cfa_rbp ? bp : sp) + (uintptr_t)(intptr_t)rule.cfa_off;
+        /*
+         * Callers' frames lie above, near (these few frames use little
+         * stack): anything else is a walk gone wrong, left to libgcc's.
+         */
+        if (cfa <= sp || cfa - sp0 > KC_WALK_SPAN)
+            return 0;
+        ra = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)rule.ra_off);
+        if (rule.rbp_saved)
             bp = *(const uintptr_t *)(cfa
-                                      + (uintptr_t)(intptr_t)rule->rbp_off);
+                                      + (uintptr_t)(intptr_t)rule.rbp_off);
         sp = cfa;
         if (ra == 0)
             return 0;
@@ -820,6 +849,9 @@ static int fast_admits(uintptr_t ip, uintptr_t sp, uintptr_t bp, int cipher,
             return 1;
         }
     }
+    /* a caller in no loaded object: a walk gone wrong, left to libgcc's */
+    if (find_object_fn((void *)ip, &fo) != 0)
+        return 0;
     *verdict = !in_libssl(ip, gen) && (!in_crypto || is_entry(outer, cipher));
     m = &wm->chain[wm->next++ % KC_CHAINS];
     m->hash = h;
