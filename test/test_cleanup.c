@@ -18,6 +18,7 @@
 #include <openssl/params.h>
 #include <openssl/provider.h>
 
+#include "kc_family.h"
 #include "kc_test.h"
 #include "keycache.h"
 
@@ -96,11 +97,17 @@ static int seal(OSSL_LIB_CTX *ctx, const unsigned char *key,
     return ok;
 }
 
-/* Every key twice through keycache, compared with the default provider. */
+/*
+ * Every key twice through keycache, compared with the default provider:
+ * HMAC and AES-256-GCM the way applications call them (EVP_Q_mac, a
+ * legacy EVP_aes_256_gcm()), then every row of the family registry on a
+ * context of its own, each with its key length.
+ */
 static int warm(uint32_t base)
 {
-    unsigned char key[32], msg[MSGLEN];
+    unsigned char key[KCT_FAM_MAXKEY], msg[MSGLEN];
     unsigned char got[MSGLEN + 16], want[MSGLEN + 16];
+    size_t f;
     int i, round, bad = 0;
 
     for (round = 0; round < 2; round++) {
@@ -113,6 +120,10 @@ static int warm(uint32_t base)
             if (!seal(ref, key, msg, want) || !seal(NULL, key, msg, got)
                 || memcmp(got, want, sizeof(got)) != 0)
                 bad++;
+            for (f = 0; f < kct_nfams; f++)
+                bad += !kct_fam_same_ref("cleanup", ref, NULL, &kct_fams[f],
+                                         key, kct_fams[f].keylen, msg,
+                                         MSGLEN);
         }
     }
     return bad;
@@ -152,7 +163,7 @@ int main(void)
           "exited thread results");
     /* warm again after the thread: main's cache is the one left warm */
     check(warm(200) == 0, "main thread results, second key set");
-    check(counter(KEYCACHE_PARAM_HITS) >= 3 * 2 * NKEYS,
+    check(counter(KEYCACHE_PARAM_HITS) >= 3 * (2 + kct_nfams) * NKEYS,
           "caches were hit");
     check(counter(KEYCACHE_PARAM_ENTRIES) > 0, "main cache is warm");
 
