@@ -86,66 +86,117 @@ OSSL_PARAM *kct_fam_mac_params(const KCT_FAM *f, OSSL_PARAM p[3],
     return p;
 }
 
-static size_t mac_run(OSSL_LIB_CTX *libctx, const KCT_FAM *f,
-                      const unsigned char *key, size_t keylen,
-                      const unsigned char *msg, size_t msglen,
-                      unsigned char *out)
-{
-    EVP_MAC *mac = EVP_MAC_fetch(libctx, f->name, NULL);
-    EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
-    OSSL_PARAM p[3];
-    size_t outl = 0;
-    int ok;
+struct kct_fam_ctx_st {
+    const KCT_FAM *f;
+    int enc;
+    EVP_MAC_CTX *mac;
+    EVP_CIPHER_CTX *cipher;
+};
 
-    ok = c != NULL && EVP_MAC_init(c, key, keylen, kct_fam_mac_params(f, p, NULL))
-         && EVP_MAC_update(c, msg, msglen)
-         && EVP_MAC_final(c, out, &outl, KCT_FAM_OUT(msglen));
-    EVP_MAC_CTX_free(c);
-    EVP_MAC_free(mac);
-    /*
-     * Under valgrind, a GMAC tag of the default provider's own (OpenSSL
-     * 3.0, AES-NI + PCLMULQDQ GHASH of the AAD) is reported uninitialised;
-     * with OPENSSL_ia32cap="~0x200000200000000" (no AES-NI, no PCLMUL) it
-     * is not.  A false positive of the assembler, not keycache's: the tag
-     * is marked defined so the comparison can be made.
-     */
-    if (ok && kct_fam_ivlen(f) != 0)
-        VALGRIND_MAKE_MEM_DEFINED(out, outl);
-    return ok ? outl : 0;
+KCT_FAM_CTX *kct_fam_begin(OSSL_LIB_CTX *libctx, const KCT_FAM *f, int enc,
+                           const unsigned char *key, size_t keylen)
+{
+    KCT_FAM_CTX *c = OPENSSL_zalloc(sizeof(*c));
+    int ok = c != NULL;
+
+    if (!ok)
+        return NULL;
+    c->f = f;
+    c->enc = enc;
+    if (f->kind == KCT_CIPHER) {
+        EVP_CIPHER *cipher = EVP_CIPHER_fetch(libctx, f->name, NULL);
+
+        ok = cipher != NULL && (c->cipher = EVP_CIPHER_CTX_new()) != NULL
+             && (int)keylen == EVP_CIPHER_get_key_length(cipher)
+             && EVP_CipherInit_ex2(c->cipher, cipher, key,
+                                   kct_fam_ivlen(f) != 0 ? kct_fam_iv : NULL,
+                                   enc, NULL);
+        EVP_CIPHER_free(cipher);
+    } else {
+        EVP_MAC *mac = EVP_MAC_fetch(libctx, f->name, NULL);
+        OSSL_PARAM p[3];
+
+        ok = enc && mac != NULL && (c->mac = EVP_MAC_CTX_new(mac)) != NULL
+             && EVP_MAC_init(c->mac, key, keylen,
+                             kct_fam_mac_params(f, p, NULL));
+        EVP_MAC_free(mac);
+    }
+    if (!ok) {
+        kct_fam_free(c);
+        return NULL;
+    }
+    return c;
 }
 
-/* Seal (enc = 1) or open: data then tag; the output's length or 0. */
-static size_t aead_run(OSSL_LIB_CTX *libctx, const KCT_FAM *f, int enc,
-                       const unsigned char *key, size_t keylen,
-                       const unsigned char *in, size_t inlen,
-                       unsigned char *out)
+KCT_FAM_CTX *kct_fam_dup(const KCT_FAM_CTX *src)
 {
-    EVP_CIPHER *cipher = EVP_CIPHER_fetch(libctx, f->name, NULL);
-    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-    const unsigned char *iv = kct_fam_ivlen(f) != 0 ? kct_fam_iv : NULL;
-    size_t datalen = enc ? inlen : inlen - KCT_FAM_TAGLEN;
+    KCT_FAM_CTX *c = OPENSSL_zalloc(sizeof(*c));
+    int ok;
+
+    if (c == NULL)
+        return NULL;
+    *c = *src;
+    c->mac = NULL;
+    c->cipher = NULL;
+    if (src->mac != NULL)
+        ok = (c->mac = EVP_MAC_CTX_dup(src->mac)) != NULL;
+    else
+        ok = (c->cipher = EVP_CIPHER_CTX_new()) != NULL
+             && EVP_CIPHER_CTX_copy(c->cipher, src->cipher);
+    if (!ok) {
+        kct_fam_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void kct_fam_free(KCT_FAM_CTX *c)
+{
+    if (c == NULL)
+        return;
+    EVP_MAC_CTX_free(c->mac);
+    EVP_CIPHER_CTX_free(c->cipher);
+    OPENSSL_free(c);
+}
+
+size_t kct_fam_finish(KCT_FAM_CTX *c, const unsigned char *in, size_t inlen,
+                      unsigned char *out)
+{
+    size_t datalen = c->enc ? inlen : inlen - KCT_FAM_TAGLEN, outl = 0;
     int len = 0, fin = 0, alen = 0, ok;
 
-    if (!enc && inlen < KCT_FAM_TAGLEN)
-        return 0;
-    ok = cipher != NULL && c != NULL
-         && (int)keylen == EVP_CIPHER_get_key_length(cipher)
-         && EVP_CipherInit_ex2(c, cipher, key, iv, enc, NULL);
+    if (c->mac != NULL) {
+        ok = EVP_MAC_update(c->mac, in, inlen)
+             && EVP_MAC_final(c->mac, out, &outl, KCT_FAM_OUT(inlen));
+        /*
+         * Under valgrind, a GMAC tag of the default provider's own (OpenSSL
+         * 3.0, AES-NI + PCLMULQDQ GHASH of the AAD) is reported
+         * uninitialised; with OPENSSL_ia32cap="~0x200000200000000" (no
+         * AES-NI, no PCLMUL) it is not.  A false positive of the
+         * assembler, not keycache's: the tag is marked defined so the
+         * comparison can be made.
+         */
+        if (ok && kct_fam_ivlen(c->f) != 0)
+            VALGRIND_MAKE_MEM_DEFINED(out, outl);
+        kct_fam_free(c);
+        return ok ? outl : 0;
+    }
+    ok = c->enc || inlen >= KCT_FAM_TAGLEN;
     /* the tag to check goes in before the data (SIV checks at update) */
-    if (ok && !enc)
-        ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, KCT_FAM_TAGLEN,
-                                 (void *)(in + datalen)) > 0;
-    ok = ok && EVP_CipherUpdate(c, NULL, &alen, kct_fam_aad,
+    if (ok && !c->enc)
+        ok = EVP_CIPHER_CTX_ctrl(c->cipher, EVP_CTRL_AEAD_SET_TAG,
+                                 KCT_FAM_TAGLEN, (void *)(in + datalen)) > 0;
+    ok = ok && EVP_CipherUpdate(c->cipher, NULL, &alen, kct_fam_aad,
                                 sizeof(kct_fam_aad))
-         && EVP_CipherUpdate(c, out, &len, in, (int)datalen)
-         && EVP_CipherFinal_ex(c, out + len, &fin)
+         && EVP_CipherUpdate(c->cipher, out, &len, in, (int)datalen)
+         && EVP_CipherFinal_ex(c->cipher, out + len, &fin)
          && (size_t)(len + fin) == datalen;
-    if (ok && enc)
-        ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, KCT_FAM_TAGLEN,
-                                 out + datalen) > 0;
-    EVP_CIPHER_CTX_free(c);
-    EVP_CIPHER_free(cipher);
-    return ok ? datalen + (enc ? KCT_FAM_TAGLEN : 0) : 0;
+    if (ok && c->enc)
+        ok = EVP_CIPHER_CTX_ctrl(c->cipher, EVP_CTRL_AEAD_GET_TAG,
+                                 KCT_FAM_TAGLEN, out + datalen) > 0;
+    outl = datalen + (c->enc ? KCT_FAM_TAGLEN : 0);
+    kct_fam_free(c);
+    return ok ? outl : 0;
 }
 
 size_t kct_fam_run(OSSL_LIB_CTX *libctx, const KCT_FAM *f,
@@ -153,18 +204,20 @@ size_t kct_fam_run(OSSL_LIB_CTX *libctx, const KCT_FAM *f,
                    const unsigned char *msg, size_t msglen,
                    unsigned char *out)
 {
-    if (f->kind == KCT_CIPHER)
-        return aead_run(libctx, f, 1, key, keylen, msg, msglen, out);
-    return mac_run(libctx, f, key, keylen, msg, msglen, out);
+    KCT_FAM_CTX *c = kct_fam_begin(libctx, f, 1, key, keylen);
+
+    return c != NULL ? kct_fam_finish(c, msg, msglen, out) : 0;
 }
 
 int kct_fam_open(OSSL_LIB_CTX *libctx, const KCT_FAM *f,
                  const unsigned char *key, size_t keylen,
                  const unsigned char *in, size_t inlen, unsigned char *out)
 {
+    KCT_FAM_CTX *c;
+
     return f->kind == KCT_CIPHER && inlen >= KCT_FAM_TAGLEN
-           && aead_run(libctx, f, 0, key, keylen, in, inlen, out)
-              == inlen - KCT_FAM_TAGLEN;
+           && (c = kct_fam_begin(libctx, f, 0, key, keylen)) != NULL
+           && kct_fam_finish(c, in, inlen, out) == inlen - KCT_FAM_TAGLEN;
 }
 
 int kct_fam_same(const char *what, OSSL_LIB_CTX *libctx, const KCT_FAM *f,

@@ -72,6 +72,24 @@ size_t kct_fam_run(OSSL_LIB_CTX *libctx, const KCT_FAM *f,
                    unsigned char *out);
 
 /*
+ * The same in two halves, so that a keyed context can go to another
+ * thread: kct_fam_begin() makes row f's context in libctx keyed with key
+ * (a MAC's parameters, a cipher's IV; enc 0 opens, ciphers only), NULL on
+ * failure; kct_fam_finish() runs the message (a MAC's data, or what
+ * kct_fam_run()/kct_fam_open() take) through it as kct_fam_run() or
+ * kct_fam_open() would, frees it and returns the output length, 0 on
+ * failure.  kct_fam_dup() copies a context (EVP_MAC_CTX_dup,
+ * EVP_CIPHER_CTX_copy); kct_fam_free() frees one unfinished.
+ */
+typedef struct kct_fam_ctx_st KCT_FAM_CTX;
+KCT_FAM_CTX *kct_fam_begin(OSSL_LIB_CTX *libctx, const KCT_FAM *f, int enc,
+                           const unsigned char *key, size_t keylen);
+size_t kct_fam_finish(KCT_FAM_CTX *c, const unsigned char *in, size_t inlen,
+                      unsigned char *out);
+KCT_FAM_CTX *kct_fam_dup(const KCT_FAM_CTX *c);
+void kct_fam_free(KCT_FAM_CTX *c);
+
+/*
  * A cipher row's open of ciphertext + tag (|inlen| bytes, as kct_fam_run()
  * gave them) on a fresh context: 1 if the tag verified, and the plaintext
  * in |out|; 0 otherwise.
