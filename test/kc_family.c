@@ -31,7 +31,7 @@
     _Static_assert(keylen <= KCT_FAM_MAXKEY, #id ": a key longer than KCT_FAM_MAXKEY");
 KC_REGISTRY(KCT_KEYLEN_OK)
 
-const KCT_FAM kct_fams[] = { KC_REGISTRY(KCT_ROW) };
+const KCT_FAM kct_fams[KC_REGISTRY_ROWS] = { KC_REGISTRY(KCT_ROW) };
 const size_t kct_nfams = sizeof(kct_fams) / sizeof(kct_fams[0]);
 
 int kct_fam_mode(const KCT_FAM *f)

@@ -19,6 +19,9 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include "keycache.h"
+#include "common/registry.h"    /* KC_REGISTRY, KC_REGISTRY_ROWS */
+
 enum { KCT_HMAC, KCT_MAC, KCT_CIPHER };
 enum { KCT_MODE_NONE, KCT_MODE_GCM, KCT_MODE_OCB, KCT_MODE_SIV };
 
@@ -31,8 +34,8 @@ typedef struct {
     const char *sub, *sub_value; /* a MAC's "digest"/"cipher" parameter */
 } KCT_FAM;
 
-extern const KCT_FAM kct_fams[];
-extern const size_t kct_nfams;
+extern const KCT_FAM kct_fams[KC_REGISTRY_ROWS];
+extern const size_t kct_nfams;  /* KC_REGISTRY_ROWS */
 
 /* A cipher row's KCT_MODE_* (KCT_MODE_NONE for a MAC); aborts on an
  * unknown cipher mode, so a new cipher row is taught to the helpers. */
