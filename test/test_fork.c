@@ -487,11 +487,6 @@ static unsigned long scan_copies(int k, const char *say)
 #define CF_FIRST    0x08        /* first use hit (or was admitted) */
 #define CF_READMIT  0x10        /* not admitted again, or no hit after */
 
-static uint64_t counter(OSSL_LIB_CTX *ctx, const char *name)
-{
-    return kct_counter_in(ctx, name);
-}
-
 /*
  * In the child, with keycache: key |k| must behave as never seen.  The
  * first use gives the default's MAC and neither hits nor is admitted; with
@@ -500,8 +495,8 @@ static uint64_t counter(OSSL_LIB_CTX *ctx, const char *name)
 static int child_reuse(OSSL_LIB_CTX *ctx, int k)
 {
     unsigned char got[SCAN_OUT], want[SCAN_OUT];
-    uint64_t hits = counter(ctx, KEYCACHE_PARAM_HITS);
-    uint64_t misses = counter(ctx, KEYCACHE_PARAM_MISSES);
+    uint64_t hits = kct_counter_in(ctx, KEYCACHE_PARAM_HITS);
+    uint64_t misses = kct_counter_in(ctx, KEYCACHE_PARAM_MISSES);
     int bad = 0, i;
 
     if (!scan_mac(kct_default(), k, want))
@@ -509,13 +504,13 @@ static int child_reuse(OSSL_LIB_CTX *ctx, int k)
     for (i = 0; i < 4; i++) {
         if (!scan_mac(ctx, k, got) || memcmp(got, want, scan_wantlen) != 0)
             bad |= CF_OUTPUT;
-        if (i == 0 && (counter(ctx, KEYCACHE_PARAM_HITS) != hits
-                       || counter(ctx, KEYCACHE_PARAM_MISSES) != misses))
+        if (i == 0 && (kct_counter_in(ctx, KEYCACHE_PARAM_HITS) != hits
+                       || kct_counter_in(ctx, KEYCACHE_PARAM_MISSES) != misses))
             bad |= CF_FIRST;
-        if (i == 2 && (counter(ctx, KEYCACHE_PARAM_MISSES) != misses + 1
-                       || counter(ctx, KEYCACHE_PARAM_ENTRIES) != 1))
+        if (i == 2 && (kct_counter_in(ctx, KEYCACHE_PARAM_MISSES) != misses + 1
+                       || kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES) != 1))
             bad |= CF_READMIT;
-        if (i == 3 && counter(ctx, KEYCACHE_PARAM_HITS) != hits + 1)
+        if (i == 3 && kct_counter_in(ctx, KEYCACHE_PARAM_HITS) != hits + 1)
             bad |= CF_READMIT;
     }
     return bad;
@@ -540,7 +535,7 @@ static void scan_child(OSSL_LIB_CTX *ctx, int kc, int k, int stop)
         fprintf(stderr, "\n  fork child: %lu copies of key %d\n", copies, k);
         bad |= CF_COPIES;
     }
-    if (kc && counter(ctx, KEYCACHE_PARAM_ENTRIES) != 0)
+    if (kc && kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES) != 0)
         bad |= CF_ENTRIES;
     if (kc)
         bad |= child_reuse(ctx, k);
@@ -630,7 +625,7 @@ static void fork_one_thread(int kc)
         CU_ASSERT_TRUE(scan_mac(ctx, 0, got) && memcmp(got, want, scan_wantlen) == 0);
     if (kc) {
         /* the parent does hold copies, and the scan sees them */
-        CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 1);
+        CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES), 1);
         CU_ASSERT_TRUE(scan_copies(0, NULL) >= 1);
     } else {
         CU_ASSERT_EQUAL(scan_copies(0, "default alone, parent: key copy"),
@@ -643,9 +638,9 @@ static void fork_one_thread(int kc)
 
     /* the parent is unaffected: its entry hits */
     if (kc) {
-        hits = counter(ctx, KEYCACHE_PARAM_HITS);
+        hits = kct_counter_in(ctx, KEYCACHE_PARAM_HITS);
         CU_ASSERT_TRUE(scan_mac(ctx, 0, got) && memcmp(got, want, scan_wantlen) == 0);
-        CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), hits + 1);
+        CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_HITS), hits + 1);
     }
     OSSL_LIB_CTX_free(ctx);
 }
@@ -700,10 +695,10 @@ static void *worker_main(void *arg)
         pthread_cond_wait(&w->cv, &w->mu);
     pthread_mutex_unlock(&w->mu);
     /* in the parent the worker keeps its entry */
-    w->hits = counter(w->ctx, KEYCACHE_PARAM_HITS);
+    w->hits = kct_counter_in(w->ctx, KEYCACHE_PARAM_HITS);
     if (!scan_mac(w->ctx, 1, got) || memcmp(got, want, scan_wantlen) != 0)
         w->bad++;
-    w->hits_after = counter(w->ctx, KEYCACHE_PARAM_HITS);
+    w->hits_after = kct_counter_in(w->ctx, KEYCACHE_PARAM_HITS);
     return NULL;
 }
 
@@ -730,7 +725,7 @@ static void fork_worker(int kc)
         pthread_cond_wait(&w.cv, &w.mu);
     pthread_mutex_unlock(&w.mu);
     if (kc) {
-        CU_ASSERT_EQUAL(counter(w.ctx, KEYCACHE_PARAM_ENTRIES), 1);
+        CU_ASSERT_EQUAL(kct_counter_in(w.ctx, KEYCACHE_PARAM_ENTRIES), 1);
         CU_ASSERT_TRUE(scan_copies(1, NULL) >= 1);
     }
 

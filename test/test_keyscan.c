@@ -61,28 +61,9 @@ static unsigned long violations(void)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Counters                                                               */
-
-/* A keycache counter of the provider inside |ctx|. */
-static uint64_t counter(OSSL_LIB_CTX *ctx, const char *name)
-{
-    return kct_counter_in(ctx, name);
-}
-
-/* ---------------------------------------------------------------------- */
 /* Operations, each checked against the default provider                  */
 
 static const unsigned char msg[] = "key material scan message";
-
-static int hmac(OSSL_LIB_CTX *ctx, const unsigned char *key, size_t keylen,
-                unsigned char out[32])
-{
-    size_t outlen = 0;
-
-    return EVP_Q_mac(ctx, "HMAC", NULL, "SHA256", NULL, key, keylen, msg,
-                     sizeof(msg), out, 32, &outlen) != NULL
-           && outlen == 32;
-}
 
 /*
  * Every row of the family registry with |key| (its first keylen bytes) on
@@ -187,25 +168,25 @@ static void test_eviction(void)
         e = evictor(f, &elen);
         ctx = kct_keycache_conf("cache_size = 4\n");
         CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-        CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_CACHE_SIZE), 4);
+        CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_CACHE_SIZE), 4);
         /* four keys fill the cache (each used twice: cached) */
         for (i = 0; i < 4; i++)
             bad += use_row(ctx, f, keys[K_EV + i], f->keylen)
                    + use_row(ctx, f, keys[K_EV + i], f->keylen);
-        if (counter(ctx, KEYCACHE_PARAM_ENTRIES) != 4)
+        if (kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES) != 4)
             fprintf(stderr, "\n  %s: %llu entries, not 4\n", f->id,
-                    (unsigned long long)counter(ctx, KEYCACHE_PARAM_ENTRIES));
-        CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 4);
+                    (unsigned long long)kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES));
+        CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES), 4);
         /* the keys are in the cache right now: the live scan sees them */
         CU_ASSERT_TRUE(scan_live(K_EV, K_EV + 4, 0) >= 1);
 
         /* the evictor's keys take every slot and must leave no tail */
-        ev = counter(ctx, KEYCACHE_PARAM_EVICTIONS);
+        ev = kct_counter_in(ctx, KEYCACHE_PARAM_EVICTIONS);
         for (i = 0; i < 6; i++) {
             kct_fill(shortkey, elen, 0x5000 + 16 * (uint32_t)r + (uint32_t)i);
             bad += use_row(ctx, e, shortkey, elen);
         }
-        CU_ASSERT_TRUE(counter(ctx, KEYCACHE_PARAM_EVICTIONS) >= ev + 4);
+        CU_ASSERT_TRUE(kct_counter_in(ctx, KEYCACHE_PARAM_EVICTIONS) >= ev + 4);
         if (scan_live(K_EV, K_EV + 4, 0) != 0)
             fprintf(stderr, "\n  %s evicted by %s:", f->id, e->id);
         CU_ASSERT_EQUAL(scan_live(K_EV, K_EV + 4, 1), 0);
@@ -257,7 +238,7 @@ static void test_thread_exit(void)
      * may have one per direction) or a full cache, and took them along
      */
     CU_ASSERT_TRUE(a.entries - before
-                   >= min_entries(counter(kct_keycache(),
+                   >= min_entries(kct_counter_in(kct_keycache(),
                                           KEYCACHE_PARAM_CACHE_SIZE)));
     CU_ASSERT_EQUAL(kct_counter(KEYCACHE_PARAM_ENTRIES), before);
     CU_ASSERT_EQUAL(violations(), 0);
@@ -288,8 +269,8 @@ static void test_teardown(void)
     pthread_join(t, &tret);
     CU_ASSERT_PTR_NULL(tret);
     CU_ASSERT_EQUAL(bad, 0);
-    CU_ASSERT_TRUE(counter(ctx, KEYCACHE_PARAM_ENTRIES)
-                   >= min_entries(counter(ctx, KEYCACHE_PARAM_CACHE_SIZE)));
+    CU_ASSERT_TRUE(kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES)
+                   >= min_entries(kct_counter_in(ctx, KEYCACHE_PARAM_CACHE_SIZE)));
     CU_ASSERT_TRUE(scan_live(K_TEARDOWN, K_TEARDOWN + 4, 0) >= 1);
     /* the main thread's cache is warm: teardown frees it */
     OSSL_LIB_CTX_free(ctx);
@@ -338,7 +319,7 @@ static void bounded_mac(BOUNDED *b, const unsigned char *key,
 /* Keys first..first+n-1, each used |reps| times, after the hot key if set. */
 static void bounded_run(BOUNDED *b, long first, long n, int reps, int hot)
 {
-    unsigned char out[32], want[32];
+    unsigned char out[32], want[KCT_FAM_OUT(sizeof(msg))];
     size_t blocks, bytes;
     long i;
     int r;
@@ -350,8 +331,9 @@ static void bounded_run(BOUNDED *b, long first, long n, int reps, int hot)
         for (r = 0; r < reps; r++) {
             bounded_mac(b, b->key, out);
             if (i % 25000 == 7
-                && (!hmac(kct_default(), b->key, sizeof(b->key), want)
-                    || memcmp(out, want, sizeof(want)) != 0))
+                && (kct_fam_run(kct_default(), kct_fam_find("HMAC"), b->key,
+                                sizeof(b->key), msg, sizeof(msg), want) != 32
+                    || memcmp(out, want, 32) != 0))
                 b->bad++;
         }
         if (i % 1000 == 0) {
@@ -367,7 +349,7 @@ static void bounded_run(BOUNDED *b, long first, long n, int reps, int hot)
 static void test_bounded(void)
 {
     OSSL_LIB_CTX *ctx = kct_keycache();
-    uint64_t size = counter(ctx, KEYCACHE_PARAM_CACHE_SIZE);
+    uint64_t size = kct_counter_in(ctx, KEYCACHE_PARAM_CACHE_SIZE);
     uint64_t misses, pass, hits, ev;
     size_t blocks0, bytes0, blocks, bytes;
     long half = BOUNDED_KEYS / 2;
@@ -391,29 +373,29 @@ static void test_bounded(void)
     b.max_blocks = blocks0;
     b.max_bytes = bytes0;
 
-    misses = counter(ctx, KEYCACHE_PARAM_MISSES);
-    pass = counter(ctx, KEYCACHE_PARAM_PASSTHROUGH);
-    hits = counter(ctx, KEYCACHE_PARAM_HITS);
+    misses = kct_counter_in(ctx, KEYCACHE_PARAM_MISSES);
+    pass = kct_counter_in(ctx, KEYCACHE_PARAM_PASSTHROUGH);
+    hits = kct_counter_in(ctx, KEYCACHE_PARAM_HITS);
     bounded_run(&b, WARMUP, half - WARMUP, 1, 0);
     /* every key missed or, with the cache bypassed, passed through */
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), hits);
-    CU_ASSERT_TRUE(counter(ctx, KEYCACHE_PARAM_MISSES) - misses
-                   + counter(ctx, KEYCACHE_PARAM_PASSTHROUGH) - pass
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_HITS), hits);
+    CU_ASSERT_TRUE(kct_counter_in(ctx, KEYCACHE_PARAM_MISSES) - misses
+                   + kct_counter_in(ctx, KEYCACHE_PARAM_PASSTHROUGH) - pass
                    >= (uint64_t)(half - WARMUP));
-    CU_ASSERT_TRUE(counter(ctx, KEYCACHE_PARAM_ENTRIES) <= size);
+    CU_ASSERT_TRUE(kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES) <= size);
 
-    misses = counter(ctx, KEYCACHE_PARAM_MISSES);
-    hits = counter(ctx, KEYCACHE_PARAM_HITS);
-    ev = counter(ctx, KEYCACHE_PARAM_EVICTIONS);
+    misses = kct_counter_in(ctx, KEYCACHE_PARAM_MISSES);
+    hits = kct_counter_in(ctx, KEYCACHE_PARAM_HITS);
+    ev = kct_counter_in(ctx, KEYCACHE_PARAM_EVICTIONS);
     bounded_run(&b, half, BOUNDED_KEYS - half, 2, 1);
     /* here the cache was in use: each key missed, hit, and was evicted */
-    CU_ASSERT_TRUE(counter(ctx, KEYCACHE_PARAM_MISSES) - misses
+    CU_ASSERT_TRUE(kct_counter_in(ctx, KEYCACHE_PARAM_MISSES) - misses
                    >= (uint64_t)(BOUNDED_KEYS - half) / 2);
-    CU_ASSERT_TRUE(counter(ctx, KEYCACHE_PARAM_HITS) - hits
+    CU_ASSERT_TRUE(kct_counter_in(ctx, KEYCACHE_PARAM_HITS) - hits
                    >= (uint64_t)(BOUNDED_KEYS - half) / 2);
-    CU_ASSERT_TRUE(counter(ctx, KEYCACHE_PARAM_EVICTIONS) - ev
+    CU_ASSERT_TRUE(kct_counter_in(ctx, KEYCACHE_PARAM_EVICTIONS) - ev
                    >= (uint64_t)(BOUNDED_KEYS - half) / 2 - size);
-    CU_ASSERT_TRUE(counter(ctx, KEYCACHE_PARAM_ENTRIES) <= size);
+    CU_ASSERT_TRUE(kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES) <= size);
 
     kch_counts(&blocks, &bytes);
     EVP_MAC_free(b.mac);
