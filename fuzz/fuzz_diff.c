@@ -3,7 +3,8 @@
  * Differential libFuzzer target for keycache, and (built with
  * KC_DIFF_MAIN, any compiler) the ctest diff_families, which feeds the
  * same engine 3,000 seeded pseudo-random inputs per family of families[]
- * instead (see main() at the end).
+ * instead (see main() at the end).  The families, their MAC and cipher
+ * names come from the family registry (provider/common/registry.h).
  *
  * The input is decoded into a sequence of operations on a few live HMAC,
  * cipher (AES-GCM, AES-OCB, AES-SIV), CMAC, GMAC and KMAC contexts (new,
@@ -49,6 +50,7 @@
 #include <openssl/provider.h>
 
 #include "keycache.h"
+#include "common/registry.h"
 
 #ifndef KC_CONF
 # error "define KC_CONF as the path of the build tree's keycache-test.cnf"
@@ -70,22 +72,86 @@ static const char *const side_name[NSIDES] = {
     "default", "keycache", "keycache(cache_size=2)"
 };
 
-/* The template families (provider/layer/tmpl.c): a slot byte with bit 6 set */
-#define NFAMS 4
-static const char *const fam_names[NFAMS] = {
-    "CMAC", "GMAC", "KMAC-128", "KMAC-256"
+/*
+ * The families come from the registry (provider/common/registry.h), so a
+ * row added there is fuzzed with no change here, as far as the decoder's
+ * encoding allows (below).
+ *
+ * The template families (provider/layer/tmpl.c), the registry's MAC rows
+ * in its order: a slot byte with bit 6 set.  The model below knows some of
+ * them by name (GMAC's IV, KMAC's XOF).
+ */
+#define FZ_MAC_HMAC(name)
+#define FZ_MAC_MAC(name) name,
+#define FZ_MAC_CIPHER(name)
+#define FZ_MAC_NAME(id, kind, conf, au, name, ...) FZ_MAC_##kind(name)
+#define NFAMS KC_FAM_COUNT
+static const char *const fam_names[NFAMS] = { KC_REGISTRY(FZ_MAC_NAME) };
+enum {
+    F_CMAC = KC_FAM_CMAC, F_GMAC = KC_FAM_GMAC, F_KMAC128 = KC_FAM_KMAC128,
+    F_KMAC256 = KC_FAM_KMAC256
 };
-enum { F_CMAC, F_GMAC, F_KMAC128, F_KMAC256 };
 
-/* The cipher families (provider/layer/ctmpl.c), chosen by a cipher slot's init */
-#define NAEADS 6
-static const char *const aead_names[NAEADS] = {
-    "AES-128-OCB", "AES-192-OCB", "AES-256-OCB",
-    "AES-128-SIV", "AES-192-SIV", "AES-256-SIV"
+/*
+ * The cipher families (provider/layer/ctmpl.c), chosen by a cipher slot's
+ * init: the registry's GCM rows are gcm_names[] (op->cipher 1-3 fetched,
+ * 4-6 EVP_aes_*_gcm()), every other cipher row is aead_names[] (7 on),
+ * filled from the registry by tables_init().  A cipher of a mode the
+ * model does not know (it steers round OpenSSL's own crashes per mode)
+ * stops the program there.
+ */
+#define FZ_CIPHER_HMAC(name)
+#define FZ_CIPHER_MAC(name)
+#define FZ_CIPHER_CIPHER(name) name,
+#define FZ_CIPHER_NAME(id, kind, conf, au, name, ...) FZ_CIPHER_##kind(name)
+static const char *const cipher_rows[KC_CFAM_COUNT] = {
+    KC_REGISTRY(FZ_CIPHER_NAME)
 };
+#define NGCMS 3
+#define NAEADS (KC_CFAM_COUNT - NGCMS)
+static const char *gcm_names[NGCMS];
+static const char *aead_names[NAEADS];
 /* what a cipher slot holds now: GCM, OCB or SIV (by op->cipher) */
 enum { C_GCM, C_OCB, C_SIV };
-#define CIPHER_FAMILY(c) ((c) < 7 ? C_GCM : (c) < 10 ? C_OCB : C_SIV)
+static int aead_mode[NAEADS];
+#define CIPHER_FAMILY(c) ((c) < 7 ? C_GCM : aead_mode[(c) - 7])
+
+static int name_ends(const char *name, const char *end)
+{
+    size_t n = strlen(name), e = strlen(end);
+
+    return n >= e && strcmp(name + n - e, end) == 0;
+}
+
+static void tables_init(void)
+{
+    int i, g = 0, a = 0;
+
+    for (i = 0; i < KC_CFAM_COUNT; i++) {
+        const char *n = cipher_rows[i];
+
+        if (name_ends(n, "-GCM")) {
+            if (g == NGCMS)
+                break;
+            gcm_names[g++] = n;
+            continue;
+        }
+        if (a == NAEADS)
+            break;
+        if (!name_ends(n, "-OCB") && !name_ends(n, "-SIV")) {
+            fprintf(stderr, "fuzz_diff: registry cipher %s: a mode the "
+                    "model does not know (see tables_init())\n", n);
+            abort();
+        }
+        aead_mode[a] = name_ends(n, "-OCB") ? C_OCB : C_SIV;
+        aead_names[a++] = n;
+    }
+    if (g != NGCMS || a != NAEADS) {
+        fprintf(stderr, "fuzz_diff: the registry's GCM rows are not the %d"
+                " the decoder encodes\n", NGCMS);
+        abort();
+    }
+}
 
 typedef struct {
     OSSL_LIB_CTX *libctx;
@@ -111,10 +177,6 @@ static int skip_known;
 
 /* ---------------------------------------------------------------------- */
 /* Fixed tables the decoder picks from                                    */
-
-static const char *const gcm_names[3] = {
-    "AES-128-GCM", "AES-192-GCM", "AES-256-GCM"
-};
 
 static const size_t key_lens[NKEYS] = { 16, 32, 24, 0, 1, 64, 128, 129 };
 
@@ -213,16 +275,77 @@ typedef struct {
 } FAMILY;
 
 #ifdef KC_DIFF_MAIN
-static const FAMILY families[] = {
-    { "HMAC", K_HMAC, 0, 0, 0, 0 },
-    { "AES-GCM", K_GCM, 0, 0, 1, 6 },   /* fetched and EVP_aes_*_gcm() */
-    { "AES-OCB", K_GCM, 0, 0, 7, 3 },
-    { "AES-SIV", K_GCM, 0, 0, 10, 3 },
-    { "CMAC", K_FAM, F_CMAC, 1, 0, 0 },
-    { "GMAC", K_FAM, F_GMAC, 1, 0, 0 },
-    { "KMAC", K_FAM, F_KMAC128, 2, 0, 0 },
-};
-#define NFAMILIES (int)(sizeof(families) / sizeof(families[0]))
+/*
+ * One family per configuration key of the registry (families_init()),
+ * named by its first row's name less its size ("AES-128-OCB" is
+ * "AES-OCB", "KMAC-128" "KMAC"): the name seeds its sequences.
+ */
+static FAMILY families[KC_REGISTRY_ROWS];
+static char family_names[KC_REGISTRY_ROWS][32];
+static const char *family_conf[KC_REGISTRY_ROWS];
+static int nfamilies;
+#define NFAMILIES nfamilies
+
+#define FZ_K_HMAC K_HMAC
+#define FZ_K_MAC K_FAM
+#define FZ_K_CIPHER K_GCM
+#define FZ_ROW(id, kind, conf, au, name, ...) { name, conf, FZ_K_##kind },
+static const struct {
+    const char *name, *conf;
+    int kind;
+} fz_rows[KC_REGISTRY_ROWS] = { KC_REGISTRY(FZ_ROW) };
+
+static void families_init(void)
+{
+    int r, f, mac = 0;
+
+    for (r = 0; r < KC_REGISTRY_ROWS; r++) {
+        FAMILY *fa = NULL;
+        const char *n = fz_rows[r].name, *d;
+        char *out;
+        int c;
+
+        /* the family of this row's configuration key, or a new one */
+        for (f = 0; f < nfamilies; f++)
+            if (strcmp(family_conf[f], fz_rows[r].conf) == 0)
+                fa = &families[f];
+        if (fa == NULL) {
+            fa = &families[nfamilies];
+            family_conf[nfamilies] = fz_rows[r].conf;
+            out = family_names[nfamilies++];
+            /* the name less a "-<digits>" part */
+            for (d = n; *d != '\0' && out < family_names[nfamilies - 1] + 31;
+                 d++) {
+                if (*d == '-' && d[1] >= '0' && d[1] <= '9') {
+                    for (d++; d[1] >= '0' && d[1] <= '9'; d++)
+                        ;
+                    continue;
+                }
+                *out++ = *d;
+            }
+            *out = '\0';
+            fa->name = family_names[nfamilies - 1];
+            fa->kind = fz_rows[r].kind;
+        }
+        if (fz_rows[r].kind == K_FAM) {
+            if (fa->nfam++ == 0)
+                fa->fam0 = mac;
+            mac++;
+        } else if (fz_rows[r].kind == K_GCM) {
+            if (name_ends(n, "-GCM")) {
+                /* fetched and EVP_aes_*_gcm() */
+                fa->cipher0 = 1;
+                fa->ncipher = 2 * NGCMS;
+            } else {
+                for (c = 0; c < NAEADS; c++)
+                    if (strcmp(aead_names[c], n) == 0)
+                        break;
+                if (fa->ncipher++ == 0)
+                    fa->cipher0 = 7 + c;
+            }
+        }
+    }
+}
 #endif
 
 static const FAMILY *only;
@@ -299,7 +422,7 @@ typedef struct {
     int code, slot, slot2, kind, fam;
     /*
      * cipher init: enc 1/0/-1; cipher 0 keep, 1-3 GCM fetched, 4-6 GCM
-     * legacy, 7-12 aead_names[cipher - 7]
+     * legacy, 7 on aead_names[cipher - 7]
      */
     int enc, cipher;
     const unsigned char *key;
@@ -1491,7 +1614,8 @@ static void decode_gcm_set(STATE *st, RD *rd, OP *op, int max)
     }
     /* siv-keyless-end: NULL instead of {END} */
     if (skip_known && op->code == OP_INIT && op->key == NULL && op->np == 0
-        && (op->cipher >= 10 || (op->cipher == 0 && s->cur == C_SIV)))
+        && ((op->cipher != 0 && CIPHER_FAMILY(op->cipher) == C_SIV)
+            || (op->cipher == 0 && s->cur == C_SIV)))
         op->pnull = 1;
     if (skip_known) {
         int ivl = 0, tag = 0;
@@ -2113,6 +2237,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
     (void)argc;
     (void)argv;
+    tables_init();
     selftest = st != NULL && strcmp(st, "1") == 0;
     tracing = getenv("KC_FUZZ_TRACE") != NULL;
     skip_known = getenv("KC_FUZZ_SKIP_KNOWN") != NULL;
@@ -2272,7 +2397,8 @@ static int run_family(const FAMILY *f, uint64_t seed, unsigned long nseq,
 }
 
 /*
- * diff_families [FAMILY...]: every family of families[] (or those named),
+ * diff_families [FAMILY...]: every family of families[] (one per
+ * configuration key of the registry: families_init()) or those named,
  * each in a child process, so that one family's divergence (an abort()
  * with its op trace) does not hide the others'.  KC_DIFF_SEED (default 1),
  * KC_DIFF_SEQS (3000 per family), KC_DIFF_OPS (ops per sequence),
@@ -2286,6 +2412,8 @@ int main(int argc, char **argv)
                                               : -1;
     int f, a, failed = 0, ran = 0;
 
+    tables_init();
+    families_init();
     maxops = (int)env_num("KC_DIFF_OPS", MAXOPS);
     skew_max = (unsigned)env_num("KC_DIFF_SKEW", 3);
     if (maxops < 1 || maxops > MAXOPS)

@@ -352,3 +352,140 @@ unsigned long kch_mapped(const unsigned char *masked, size_t len,
             best = counts[i];
     return best;
 }
+
+/*
+ * kch_mapped_many(): every mapping read once for all strings.  A piece is
+ * found by its first byte (a table of the pieces starting with each byte
+ * value) and then compared, unmasking as it goes, so the scan costs about
+ * one pass whatever the number of strings.
+ */
+#define KCH_MANY_PIECES (KCH_MANY_MAX * KCH_MAX_PIECES)
+typedef struct {
+    const unsigned char *masked;        /* the piece, masked */
+    size_t len;
+    int str;                            /* its string */
+    unsigned long count;
+} KCH_PIECE;
+
+KCH_RAW_LOADS
+static void count_many(const unsigned char *p, size_t n, size_t starts,
+                       KCH_PIECE *pc, const int *next, const int *head,
+                       unsigned char mask)
+{
+    size_t i, j;
+    int k;
+
+    for (i = 0; i < starts && i < n; i++) {
+        for (k = head[p[i]]; k >= 0; k = next[k]) {
+            if (i + pc[k].len > n)
+                continue;
+            for (j = 1; j < pc[k].len; j++)
+                if (p[i + j] != (unsigned char)(pc[k].masked[j] ^ mask))
+                    break;
+            pc[k].count += j == pc[k].len;
+        }
+    }
+}
+
+int kch_mapped_many(const unsigned char *const *masked, const size_t *lens,
+                    int n, unsigned char mask, unsigned long *found,
+                    const char *say)
+{
+    static KCH_PIECE pc[KCH_MANY_PIECES];
+    static int next[KCH_MANY_PIECES];
+    int head[256], npc = 0, s, k;
+    unsigned long before[KCH_MANY_PIECES];
+    size_t minlen = PIECE, maxlen = 0, off, piece;
+    char line[512], perms[8];
+    static unsigned char *buf;
+    uintptr_t lo, hi, at;
+    ssize_t got;
+    FILE *f;
+    int fd;
+
+    if (n <= 0 || n > KCH_MANY_MAX)
+        return 0;
+    memset(head, -1, sizeof(head));
+    for (s = 0; s < n; s++) {
+        found[s] = 0;
+        if (lens[s] == 0)
+            continue;
+        piece = lens[s] < PIECE ? lens[s] : PIECE;
+        for (off = 0; ; off += piece) {
+            int last = off + piece > lens[s];
+
+            if (last)
+                off = lens[s] - piece;
+            if (npc == KCH_MANY_PIECES)
+                return 0;
+            pc[npc].masked = masked[s] + off;
+            pc[npc].len = piece;
+            pc[npc].str = s;
+            pc[npc].count = 0;
+            next[npc] = head[(unsigned char)(masked[s][off] ^ mask)];
+            head[(unsigned char)(masked[s][off] ^ mask)] = npc++;
+            if (last || off + piece == lens[s])
+                break;
+        }
+        if (piece < minlen)
+            minlen = piece;
+        if (piece > maxlen)
+            maxlen = piece;
+    }
+    if (npc == 0)
+        return 1;
+    if (buf == NULL) {
+        void *m = mmap(NULL, KCH_CHUNK, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+        if (m == MAP_FAILED)
+            return 0;
+        buf = m;
+    }
+    if ((f = fopen("/proc/self/maps", "r")) == NULL)
+        return 0;
+    if ((fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC)) < 0) {
+        fclose(f);
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        unsigned long here = 0;
+
+        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s", &lo, &hi, perms)
+                != 3
+            || perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p'
+            || hi <= lo || hi - lo > KCH_MAP_MAX)
+            continue;
+        for (k = 0; k < npc; k++)
+            before[k] = pc[k].count;
+        /* chunks overlap by the longest piece less one, as count_region's */
+        for (at = lo; at < hi && hi - at >= minlen;
+             at += KCH_CHUNK - (maxlen - 1)) {
+            size_t len = hi - at < KCH_CHUNK ? hi - at : KCH_CHUNK;
+
+            if (at < (uintptr_t)buf + KCH_CHUNK && at + len > (uintptr_t)buf)
+                continue;
+            got = pread(fd, buf, len, (off_t)at);
+            /* a match starting in the overlap is the next chunk's */
+            if (got > 0)
+                count_many(buf, (size_t)got,
+                           len == KCH_CHUNK && at + len < hi
+                           ? KCH_CHUNK - (maxlen - 1) : (size_t)got,
+                           pc, next, head, mask);
+            memset(buf, 0, KCH_CHUNK);
+            if (len < KCH_CHUNK)
+                break;
+        }
+        for (k = 0; k < npc; k++)
+            here += pc[k].count - before[k];
+        if (say != NULL && here != 0)
+            fprintf(stderr, "\n  %s in %s", say, line);
+    }
+    fclose(f);
+    close(fd);
+    for (k = 0; k < npc; k++)
+        if (pc[k].count > found[pc[k].str])
+            found[pc[k].str] = pc[k].count;
+    return 1;
+}
+

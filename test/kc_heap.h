@@ -72,4 +72,15 @@ void kch_counts(size_t *blocks, size_t *bytes);
 unsigned long kch_mapped(const unsigned char *masked, size_t len,
                          unsigned char mask, const char *say);
 
+/*
+ * The same for |n| strings at once (masked[i], lens[i] bytes each, up to
+ * KCH_MANY_MAX of them), every mapping read once: found[i] is what
+ * kch_mapped() would return for string i.  With |say|, each mapping that
+ * holds a piece of any is printed.  1 on success.
+ */
+#define KCH_MANY_MAX 32
+int kch_mapped_many(const unsigned char *const *masked, const size_t *lens,
+                    int n, unsigned char mask, unsigned long *found,
+                    const char *say);
+
 #endif

@@ -25,11 +25,12 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include "kc_family.h"
 #include "kc_test.h"
 #include "keycache.h"
 
-#define MAX_STEPS 48
-#define MAX_OUT   4096
+#define MAX_STEPS 128            /* the registry tables' rows take more */
+#define MAX_OUT   8192
 
 typedef struct {
     int nsteps;
@@ -1307,6 +1308,490 @@ static const ROW gcm_rows[] = {
     { "long tag, shorter tags, then encrypt", g_tag_image },
 };
 
+/* ---- every row of the family registry ----------------------------------- */
+
+/*
+ * The same abuse for every row of KC_REGISTRY (kc_family), whatever the
+ * family: a table for the MAC rows and one for the cipher rows, each run
+ * with |alg| the row's id.  The HMAC and AES-GCM tables above go further
+ * into what only those take (digest flags, TLS modes, EVP_Cipher() ...).
+ */
+static unsigned char fam_key[KCT_FAM_MAXKEY];
+static unsigned char fam_key2[KCT_FAM_MAXKEY];
+
+static const KCT_FAM *fam_of(const char *id)
+{
+    const KCT_FAM *f = kct_fam_find(id);
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    return f;
+}
+
+static EVP_MAC_CTX *fm_new(OSSL_LIB_CTX *lc, const KCT_FAM *f)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(lc, f->name, NULL);
+    EVP_MAC_CTX *c = EVP_MAC_CTX_new(mac);
+
+    EVP_MAC_free(mac);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    return c;
+}
+
+/* init with the row's parameters (its sub value, GMAC's IV) */
+static int fm_init(RECORD *r, EVP_MAC_CTX *c, const KCT_FAM *f,
+                   const unsigned char *key, size_t keylen)
+{
+    OSSL_PARAM p[3];
+
+    return rec(r, EVP_MAC_init(c, key, keylen,
+                               kct_fam_mac_params(f, p, std_iv)));
+}
+
+static void fm_final(RECORD *r, EVP_MAC_CTX *c, size_t outsize)
+{
+    unsigned char out[128];
+    size_t outl = 0;
+
+    if (rec(r, EVP_MAC_final(c, out, &outl, outsize)))
+        rec_out(r, out, outl);
+}
+
+static void fm_finish(RECORD *r, EVP_MAC_CTX *c)
+{
+    rec(r, EVP_MAC_update(c, std_msg, sizeof(std_msg)));
+    fm_final(r, c, 128);
+}
+
+static void fam_mac_good(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    const KCT_FAM *f = fam_of(id);
+    EVP_MAC_CTX *c = fm_new(lc, f);
+
+    fm_init(r, c, f, fam_key, f->keylen);
+    fm_finish(r, c);
+    EVP_MAC_CTX_free(c);
+}
+
+static void fm_null_key(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    const KCT_FAM *f = fam_of(id);
+    EVP_MAC_CTX *c = fm_new(lc, f);
+
+    fm_init(r, c, f, NULL, 0);
+    fm_finish(r, c);
+    /* then a key: the context recovers */
+    fm_init(r, c, f, fam_key, f->keylen);
+    fm_finish(r, c);
+    EVP_MAC_CTX_free(c);
+}
+
+static void fm_key_lengths(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    static const size_t lens[] = { 0, 1, 3, 4, 7, 15, 16, 17, 24, 31, 33,
+                                   48, 63, 64 };
+    const KCT_FAM *f = fam_of(id);
+    size_t i;
+
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        EVP_MAC_CTX *c = fm_new(lc, f);
+
+        fm_init(r, c, f, fam_key, lens[i]);
+        fm_finish(r, c);
+        EVP_MAC_CTX_free(c);
+    }
+}
+
+/* no parameters at all: no digest or cipher, no GMAC IV */
+static void fm_no_params(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    const KCT_FAM *f = fam_of(id);
+    EVP_MAC_CTX *c = fm_new(lc, f);
+
+    /* GMAC without an IV draws one at random */
+    r->random_bytes = kct_fam_ivlen(f) != 0;
+    rec(r, EVP_MAC_init(c, fam_key, f->keylen, NULL));
+    fm_finish(r, c);
+    EVP_MAC_CTX_free(c);
+}
+
+/* the sub parameter naming nothing, or the wrong kind of thing */
+static void fm_bad_sub(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    static const char *const subs[] = { "no-such-alg", "", "SHAKE256",
+                                        "AES-128-XTS" };
+    const KCT_FAM *f = fam_of(id);
+    size_t i;
+
+    for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+        EVP_MAC_CTX *c = fm_new(lc, f);
+        KCT_FAM g = *f;
+        OSSL_PARAM p[3];
+
+        g.sub = f->sub != NULL ? f->sub : OSSL_MAC_PARAM_DIGEST;
+        g.sub_value = subs[i];
+        mask_libctx = 1;
+        rec(r, EVP_MAC_init(c, fam_key, f->keylen,
+                            kct_fam_mac_params(&g, p, std_iv)));
+        mask_libctx = 0;
+        fm_finish(r, c);
+        EVP_MAC_CTX_free(c);
+    }
+}
+
+/* an IV of odd lengths: GMAC's own parameter, unknown to the others */
+static void fm_iv_lengths(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    static const size_t lens[] = { 0, 1, 12, 16, 17, 128 };
+    const KCT_FAM *f = fam_of(id);
+    size_t i;
+
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        EVP_MAC_CTX *c = fm_new(lc, f);
+        OSSL_PARAM p[3];
+        int n = 0;
+
+        if (f->sub != NULL)
+            p[n++] = OSSL_PARAM_construct_utf8_string(f->sub,
+                                                      (char *)f->sub_value, 0);
+        p[n++] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV,
+                                                   std_iv, lens[i]);
+        p[n] = OSSL_PARAM_construct_end();
+        rec(r, EVP_MAC_init(c, fam_key, f->keylen, p));
+        fm_finish(r, c);
+        EVP_MAC_CTX_free(c);
+    }
+}
+
+static void fm_after_final(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    const KCT_FAM *f = fam_of(id);
+    EVP_MAC_CTX *c = fm_new(lc, f);
+
+    fm_init(r, c, f, fam_key, f->keylen);
+    fm_finish(r, c);
+    /* update after final, final twice, then a keyless re-init */
+    fm_finish(r, c);
+    fm_final(r, c, 128);
+    rec(r, EVP_MAC_init(c, NULL, 0, NULL));
+    fm_finish(r, c);
+    EVP_MAC_CTX_free(c);
+}
+
+/* final into too small a buffer, and empty or NULL updates */
+static void fm_odd_sizes(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    static const size_t sizes[] = { 0, 1, 15, 16, 31, 32, 63 };
+    const KCT_FAM *f = fam_of(id);
+    size_t i;
+
+    for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        EVP_MAC_CTX *c = fm_new(lc, f);
+
+        fm_init(r, c, f, fam_key, f->keylen);
+        rec(r, EVP_MAC_update(c, NULL, 0));
+        rec(r, EVP_MAC_update(c, std_msg, 0));
+        rec(r, EVP_MAC_update(c, std_msg, 1));
+        fm_final(r, c, sizes[i]);
+        EVP_MAC_CTX_free(c);
+    }
+}
+
+/* one context: keys changed, re-init without key, dup mid-message */
+static void fm_rekey_dup(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    const KCT_FAM *f = fam_of(id);
+    EVP_MAC_CTX *c = fm_new(lc, f), *d;
+
+    fm_init(r, c, f, fam_key, f->keylen);
+    rec(r, EVP_MAC_update(c, std_msg, 10));
+    fm_init(r, c, f, fam_key2, f->keylen);
+    fm_finish(r, c);
+    rec(r, EVP_MAC_init(c, NULL, 0, NULL));
+    rec(r, EVP_MAC_update(c, std_msg, 33));
+    d = EVP_MAC_CTX_dup(c);
+    rec(r, d != NULL);
+    fm_finish(r, c);
+    if (d != NULL) {
+        fm_finish(r, d);
+        fm_init(r, d, f, fam_key, f->keylen);
+        fm_finish(r, d);
+    }
+    EVP_MAC_CTX_free(d);
+    EVP_MAC_CTX_free(c);
+}
+
+static const ROW fam_mac_rows[] = {
+    { "NULL key, then a key", fm_null_key },
+    { "key lengths 0..64", fm_key_lengths },
+    { "no parameters", fm_no_params },
+    { "digest/cipher naming nothing or the wrong kind", fm_bad_sub },
+    { "IV of odd lengths", fm_iv_lengths },
+    { "update and final after final", fm_after_final },
+    { "empty updates, small final buffers", fm_odd_sizes },
+    { "re-key, keyless re-init, dup mid-message", fm_rekey_dup },
+};
+
+/* The row's cipher through the GCM helpers above, which are EVP's own. */
+static const unsigned char *fc_iv(const KCT_FAM *f)
+{
+    return kct_fam_ivlen(f) != 0 ? std_iv : NULL;
+}
+
+/*
+ * OpenSSL's own AES-SIV dereferences NULL on data, a final or a copy
+ * before an init with a key has worked (the fuzzer steers round it the
+ * same way): may the row go on after a key init that returned |ret|?
+ */
+static int fc_may_go_on(const KCT_FAM *f, int keyed_ret)
+{
+    return kct_fam_mode(f) != KCT_MODE_SIV || keyed_ret == 1;
+}
+
+static void fam_cipher_good(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    const KCT_FAM *f = fam_of(id);
+    GCM g;
+
+    gcm_open(&g, lc, f->name);
+    g_init(r, &g, 1, fam_key, fc_iv(f), 1);
+    g_seal_rest(r, &g);
+    gcm_close(&g);
+}
+
+/* What the default seals with fam_key: ciphertext and 16-byte tag. */
+static void fc_sealed(const KCT_FAM *f, unsigned char ct[sizeof(std_msg)],
+                      unsigned char tag[16])
+{
+    RECORD s;
+
+    memset(&s, 0, sizeof(s));
+    fam_cipher_good(kct_default(), f->id, &s);
+    CU_ASSERT_FATAL(s.used == sizeof(std_msg) + 16);
+    memcpy(ct, s.out, sizeof(std_msg));
+    memcpy(tag, s.out + sizeof(std_msg), 16);
+}
+
+/* Open ct/tag on a fresh context, the tag set first as SIV needs. */
+static void fc_open(RECORD *r, OSSL_LIB_CTX *lc, const KCT_FAM *f,
+                    const unsigned char *key, const unsigned char *iv,
+                    const unsigned char *ct, const unsigned char *tag,
+                    int taglen)
+{
+    GCM g;
+
+    gcm_open(&g, lc, f->name);
+    g_init(r, &g, 1, key, iv, 0);
+    if (tag != NULL)
+        g_set_tag(r, &g, taglen, tag);
+    g_aad(r, &g, std_aad, sizeof(std_aad));
+    g_data(r, &g, ct, sizeof(std_msg));
+    g_final(r, &g);
+    gcm_close(&g);
+}
+
+static void fc_null_key(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    const KCT_FAM *f = fam_of(id);
+    GCM g;
+
+    gcm_open(&g, lc, f->name);
+    g_init(r, &g, 1, NULL, fc_iv(f), 1);
+    if (kct_fam_mode(f) != KCT_MODE_SIV)       /* see fc_may_go_on() */
+        g_seal_rest(r, &g);
+    /* the key later, on the same context */
+    g_init(r, &g, 0, fam_key, NULL, 1);
+    g_seal_rest(r, &g);
+    gcm_close(&g);
+}
+
+static void fc_no_iv(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    const KCT_FAM *f = fam_of(id);
+    unsigned char ct[sizeof(std_msg)], tag[16];
+    GCM g;
+
+    /* an IV the default may make up: return values and errors only */
+    r->random_bytes = kct_fam_ivlen(f) != 0;
+    gcm_open(&g, lc, f->name);
+    g_init(r, &g, 1, fam_key, NULL, 1);
+    g_seal_rest(r, &g);
+    gcm_close(&g);
+    fc_sealed(f, ct, tag);
+    fc_open(r, lc, f, fam_key, NULL, ct, tag, 16);
+}
+
+static void fc_iv_lengths(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    static const size_t lens[] = { 0, 1, 7, 8, 15, 16, 17, 64, 1024 };
+    const KCT_FAM *f = fam_of(id);
+    size_t i;
+
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        OSSL_PARAM p[2];
+        size_t len = lens[i];
+        GCM g;
+
+        p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN,
+                                           &len);
+        p[1] = OSSL_PARAM_construct_end();
+        gcm_open(&g, lc, f->name);
+        g_init(r, &g, 1, NULL, NULL, 1);
+        rec(r, EVP_CIPHER_CTX_set_params(g.ctx, p));
+        if (fc_may_go_on(f, g_init(r, &g, 0, fam_key, std_iv, 1)))
+            g_seal_rest(r, &g);
+        gcm_close(&g);
+    }
+}
+
+static void fc_tag_lengths(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    static const int lens[] = { 0, 1, 3, 4, 8, 12, 15, 17, 32 };
+    const KCT_FAM *f = fam_of(id);
+    unsigned char ct[sizeof(std_msg)], tag[32];
+    size_t i;
+
+    fc_sealed(f, ct, tag);
+    memset(tag + 16, 0, 16);
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        GCM g;
+
+        /* decrypt with a tag of that length */
+        fc_open(r, lc, f, fam_key, fc_iv(f), ct, tag, lens[i]);
+        /* encrypt, then get a tag of that length */
+        gcm_open(&g, lc, f->name);
+        g_init(r, &g, 1, fam_key, fc_iv(f), 1);
+        g_aad(r, &g, std_aad, sizeof(std_aad));
+        g_data(r, &g, std_msg, sizeof(std_msg));
+        g_final(r, &g);
+        if (lens[i] <= 16)
+            g_get_tag(r, &g, lens[i]);
+        gcm_close(&g);
+    }
+}
+
+static void fc_wrong_tag(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    const KCT_FAM *f = fam_of(id);
+    unsigned char ct[sizeof(std_msg)], tag[16];
+
+    fc_sealed(f, ct, tag);
+    tag[15] ^= 1;
+    fc_open(r, lc, f, fam_key, fc_iv(f), ct, tag, 16);
+    tag[15] ^= 1;
+    ct[0] ^= 0x80;
+    fc_open(r, lc, f, fam_key, fc_iv(f), ct, tag, 16);
+    ct[0] ^= 0x80;
+    /* another key, and no tag at all */
+    fc_open(r, lc, f, fam_key2, fc_iv(f), ct, tag, 16);
+    fc_open(r, lc, f, fam_key, fc_iv(f), ct, NULL, 16);
+    /* and the right one still opens */
+    fc_open(r, lc, f, fam_key, fc_iv(f), ct, tag, 16);
+}
+
+static void fc_after_final(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    const KCT_FAM *f = fam_of(id);
+    GCM g;
+
+    gcm_open(&g, lc, f->name);
+    g_init(r, &g, 1, fam_key, fc_iv(f), 1);
+    g_get_tag(r, &g, 16);               /* before final */
+    g_seal_rest(r, &g);
+    /* update and final after final, and the tag again */
+    g_aad(r, &g, std_aad, sizeof(std_aad));
+    g_data(r, &g, std_msg, sizeof(std_msg));
+    g_final(r, &g);
+    g_get_tag(r, &g, 16);
+    /* set tag on an encryption */
+    g_set_tag(r, &g, 16, std_iv);
+    gcm_close(&g);
+}
+
+static void fc_odd_sizes(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    static const int lens[] = { 0, 1, 15, 16, 17, 33 };
+    const KCT_FAM *f = fam_of(id);
+    size_t i;
+
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        GCM g;
+
+        gcm_open(&g, lc, f->name);
+        g_init(r, &g, 1, fam_key, fc_iv(f), 1);
+        g_aad(r, &g, NULL, 0);
+        g_aad(r, &g, std_aad, lens[i] < 20 ? lens[i] : 20);
+        g_data(r, &g, NULL, 0);
+        g_data(r, &g, std_msg, lens[i]);
+        g_data(r, &g, std_msg + lens[i], lens[i]);
+        g_final(r, &g);
+        g_get_tag(r, &g, 16);
+        gcm_close(&g);
+    }
+}
+
+static void fc_key_length(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    static const size_t lens[] = { 0, 1, 16, 24, 32, 48, 64, 65 };
+    const KCT_FAM *f = fam_of(id);
+    size_t i;
+
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        OSSL_PARAM p[2];
+        size_t len = lens[i];
+        GCM g;
+
+        p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN, &len);
+        p[1] = OSSL_PARAM_construct_end();
+        gcm_open(&g, lc, f->name);
+        g_init(r, &g, 1, NULL, NULL, 1);
+        rec(r, EVP_CIPHER_CTX_set_params(g.ctx, p));
+        if (fc_may_go_on(f, g_init(r, &g, 0, fam_key, fc_iv(f), 1)))
+            g_seal_rest(r, &g);
+        gcm_close(&g);
+    }
+}
+
+/* one context: re-init, key changes, copy mid-message */
+static void fc_rekey_copy(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    const KCT_FAM *f = fam_of(id);
+    EVP_CIPHER_CTX *d = EVP_CIPHER_CTX_new();
+    GCM g, h;
+
+    gcm_open(&g, lc, f->name);
+    g_init(r, &g, 1, fam_key, fc_iv(f), 1);
+    g_aad(r, &g, std_aad, sizeof(std_aad));
+    g_init(r, &g, 0, fam_key2, fc_iv(f), 1);
+    g_seal_rest(r, &g);
+    g_init(r, &g, 0, NULL, fc_iv(f), 1);
+    g_seal_rest(r, &g);
+    g_init(r, &g, 0, fam_key, NULL, 1);
+    g_aad(r, &g, std_aad, sizeof(std_aad));
+    g_data(r, &g, std_msg, 40);
+    rec(r, d != NULL && EVP_CIPHER_CTX_copy(d, g.ctx));
+    g_data(r, &g, std_msg + 40, 60);
+    g_final(r, &g);
+    g_get_tag(r, &g, 16);
+    h.ctx = d;
+    g_data(r, &h, std_msg + 40, 60);
+    g_final(r, &h);
+    g_get_tag(r, &h, 16);
+    EVP_CIPHER_CTX_free(d);
+    gcm_close(&g);
+}
+
+static const ROW fam_cipher_rows[] = {
+    { "NULL key, then a key", fc_null_key },
+    { "no IV", fc_no_iv },
+    { "IV lengths 0..1024", fc_iv_lengths },
+    { "tag lengths 0..32", fc_tag_lengths },
+    { "wrong tag, ciphertext, key; no tag", fc_wrong_tag },
+    { "after final; tag before final; set tag on encrypt", fc_after_final },
+    { "NULL and odd-length updates", fc_odd_sizes },
+    { "key lengths 0..65", fc_key_length },
+    { "re-key, keyless re-init, copy mid-message", fc_rekey_copy },
+};
+
 /* ---- drivers ------------------------------------------------------------ */
 
 static void hmac_good(OSSL_LIB_CTX *libctx, const char *md, RECORD *r)
@@ -1413,6 +1898,66 @@ static void test_gcm_256(void)
               "AES-256-GCM", gcm_good);
 }
 
+/* Every row of the family registry through its kind's table. */
+static void test_registry_rows(void)
+{
+    size_t i;
+
+    for (i = 0; i < kct_nfams; i++) {
+        const KCT_FAM *f = &kct_fams[i];
+
+        if (f->kind == KCT_CIPHER)
+            run_table(fam_cipher_rows,
+                      sizeof(fam_cipher_rows) / sizeof(fam_cipher_rows[0]),
+                      f->id, fam_cipher_good);
+        else
+            run_table(fam_mac_rows,
+                      sizeof(fam_mac_rows) / sizeof(fam_mac_rows[0]),
+                      f->id, fam_mac_good);
+    }
+}
+
+/* The registry's rows mean something only if keycache serves them. */
+static void test_registry_in_use(void)
+{
+    size_t i;
+
+    for (i = 0; i < kct_nfams; i++) {
+        const KCT_FAM *f = &kct_fams[i];
+        GOOD_FN good = f->kind == KCT_CIPHER ? fam_cipher_good : fam_mac_good;
+        const OSSL_PROVIDER *prov;
+        uint64_t hits;
+        RECORD r;
+
+        if (f->kind == KCT_CIPHER) {
+            EVP_CIPHER *c = EVP_CIPHER_fetch(kct_keycache(), f->name, NULL);
+
+            prov = c != NULL ? EVP_CIPHER_get0_provider(c) : NULL;
+            EVP_CIPHER_free(c);
+        } else {
+            EVP_MAC *m = EVP_MAC_fetch(kct_keycache(), f->name, NULL);
+
+            prov = m != NULL ? EVP_MAC_get0_provider(m) : NULL;
+            EVP_MAC_free(m);
+        }
+        if (prov == NULL
+            || strcmp(kct_provider_name(prov), KEYCACHE_PROVIDER_NAME) != 0)
+            fprintf(stderr, "\n  %s (%s) not served by keycache\n", f->id,
+                    f->name);
+        CU_ASSERT_TRUE(prov != NULL && strcmp(kct_provider_name(prov),
+                                              KEYCACHE_PROVIDER_NAME) == 0);
+        /* the same key twice: the second keyed init is a cache hit */
+        memset(&r, 0, sizeof(r));
+        good(kct_keycache(), f->id, &r);
+        hits = kct_counter(KEYCACHE_PARAM_HITS);
+        memset(&r, 0, sizeof(r));
+        good(kct_keycache(), f->id, &r);
+        if (kct_counter(KEYCACHE_PARAM_HITS) <= hits)
+            fprintf(stderr, "\n  %s: no hit on the second use\n", f->id);
+        CU_ASSERT(kct_counter(KEYCACHE_PARAM_HITS) > hits);
+    }
+}
+
 /* The known-good HMAC must also match RFC 4231 test case 2, not just default. */
 static void test_rfc4231_after_abuse(void)
 {
@@ -1442,12 +1987,18 @@ static void add_suites(void)
     kct_fill(std_iv, sizeof(std_iv), 2);
     kct_fill(std_msg, sizeof(std_msg), 3);
     kct_fill(std_aad, sizeof(std_aad), 4);
+    kct_fill(fam_key, sizeof(fam_key), 5);
+    kct_fill(fam_key2, sizeof(fam_key2), 6);
     CU_add_test(s, "keycache serves HMAC and AES-GCM", test_keycache_in_use);
     CU_add_test(s, "HMAC-SHA256 bad input table", test_hmac_sha256);
     CU_add_test(s, "HMAC-SHA512 bad input table", test_hmac_sha512);
     CU_add_test(s, "AES-128-GCM bad input table", test_gcm_128);
     CU_add_test(s, "AES-256-GCM bad input table", test_gcm_256);
     CU_add_test(s, "RFC 4231 TC2 after abuse", test_rfc4231_after_abuse);
+    CU_add_test(s, "keycache serves every registry row",
+                test_registry_in_use);
+    CU_add_test(s, "every registry row: its kind's bad input table",
+                test_registry_rows);
 }
 
 int main(int argc, char **argv)

@@ -10,8 +10,8 @@
  *   generated decoders refuse the list (PROV_R_REPEATED_PARAMETER).
  *   keycache reads some lists itself (HMAC digest and key, GCM IV length
  *   and tag before the key) and must end up in the default's state anyway.
- * - New dispatch functions.  Every function the default's HMAC and AES-GCM
- *   implement must be offered by keycache too, or EVP takes another path
+ * - New dispatch functions.  Every function the default implements for a
+ *   row of the family registry must be offered by keycache too, or EVP takes another path
  *   (3.5 added cipher/MAC "skey" inits and cipher pipelining).
  * - EVP_SKEY (3.5+): a key object belongs to the provider of its key
  *   manager, and EVP_CipherInit_SKEY() refuses a cipher of another one;
@@ -29,6 +29,7 @@
 #include <openssl/opensslv.h>
 #include <openssl/params.h>
 
+#include "kc_family.h"
 #include "kc_test.h"
 #include "keycache.h"
 
@@ -255,6 +256,227 @@ static void test_gcm_repeated(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Every row of the family registry                                       */
+
+static const unsigned char fam_key[KCT_FAM_MAXKEY] =
+    "a key for every registry row, as long as the longest one needs..";
+
+/*
+ * Row f's MAC with |params| given to EVP_MAC_init() (keyed, its own
+ * parameters first) or to EVP_MAC_CTX_set_params() (then an init with
+ * the row's parameters and, unless the list had one, the key).
+ */
+static void fam_mac_with(OSSL_LIB_CTX *libctx, const char *want_prov,
+                         const KCT_FAM *f, int how, const OSSL_PARAM *params,
+                         OUTCOME *o)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(libctx, f->name, NULL);
+    EVP_MAC_CTX *ctx = NULL;
+    OSSL_PARAM p[3];
+
+    memset(o, 0, sizeof(*o));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mac);
+    CU_ASSERT_STRING_EQUAL(kct_provider_name(EVP_MAC_get0_provider(mac)),
+                           want_prov);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx = EVP_MAC_CTX_new(mac));
+    ERR_clear_error();
+    if (how == HMAC_BY_INIT) {
+        o->ok = EVP_MAC_CTX_set_params(ctx, kct_fam_mac_params(f, p, NULL));
+        o->set_ok = EVP_MAC_init(ctx, fam_key, f->keylen, params);
+        o->set_err = first_error();
+        o->ok = o->ok && o->set_ok;
+    } else {
+        int keyed = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_KEY) != NULL;
+
+        o->set_ok = EVP_MAC_CTX_set_params(ctx, params);
+        o->set_err = first_error();
+        o->ok = keyed ? EVP_MAC_init(ctx, NULL, 0,
+                                     kct_fam_mac_params(f, p, NULL))
+                      : EVP_MAC_init(ctx, fam_key, f->keylen,
+                                     kct_fam_mac_params(f, p, NULL));
+    }
+    o->ok = o->ok && EVP_MAC_update(ctx, msg, sizeof(msg))
+            && EVP_MAC_final(ctx, o->out, &o->outlen, sizeof(o->out));
+    if (!o->ok)
+        o->outlen = 0;
+    ERR_clear_error();
+    EVP_MAC_CTX_free(ctx);
+    EVP_MAC_free(mac);
+}
+
+/*
+ * Row f's cipher with |params| set before or after the key, then msg
+ * sealed (ciphertext || tag) or, with |ct| given, opened (plaintext).
+ */
+static void fam_cipher_with(OSSL_LIB_CTX *libctx, const char *want_prov,
+                            const KCT_FAM *f, int when,
+                            const OSSL_PARAM *params, const unsigned char *ct,
+                            size_t ctlen, OUTCOME *o)
+{
+    EVP_CIPHER *c = EVP_CIPHER_fetch(libctx, f->name, NULL);
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    const unsigned char *iv = kct_fam_ivlen(f) != 0 ? gcm_iv : NULL;
+    int enc = ct == NULL, n = 0, fin = 0;
+
+    memset(o, 0, sizeof(*o));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_STRING_EQUAL(kct_provider_name(EVP_CIPHER_get0_provider(c)),
+                           want_prov);
+    ERR_clear_error();
+    if (when == GCM_BEFORE_KEY) {
+        o->ok = EVP_CipherInit_ex2(ctx, c, NULL, NULL, enc, NULL);
+        o->set_ok = EVP_CIPHER_CTX_set_params(ctx, params);
+        o->set_err = first_error();
+        o->ok = o->ok && EVP_CipherInit_ex2(ctx, NULL, fam_key, iv, -1, NULL);
+    } else {
+        o->ok = EVP_CipherInit_ex2(ctx, c, fam_key, NULL, enc, NULL);
+        o->set_ok = EVP_CIPHER_CTX_set_params(ctx, params);
+        o->set_err = first_error();
+        o->ok = o->ok && EVP_CipherInit_ex2(ctx, NULL, NULL, iv, -1, NULL);
+    }
+    o->ivlen = EVP_CIPHER_CTX_get_iv_length(ctx);
+    if (enc) {
+        o->ok = o->ok && EVP_EncryptUpdate(ctx, o->out, &n, msg, sizeof(msg))
+                && EVP_EncryptFinal_ex(ctx, o->out + n, &fin)
+                && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16,
+                                       o->out + n + fin);
+        o->outlen = o->ok ? (size_t)(n + fin) + 16 : 0;
+    } else {
+        o->ok = o->ok && EVP_DecryptUpdate(ctx, o->out, &n, ct, (int)ctlen)
+                && EVP_DecryptFinal_ex(ctx, o->out + n, &fin);
+        o->outlen = o->ok ? (size_t)(n + fin) : 0;
+    }
+    ERR_clear_error();
+    EVP_CIPHER_CTX_free(ctx);
+    EVP_CIPHER_free(c);
+}
+
+static void check_fam_mac(const KCT_FAM *f, int how,
+                          const OSSL_PARAM *params, const char *what)
+{
+    char name[96];
+    OUTCOME d, k;
+
+    snprintf(name, sizeof(name), "%s %s", f->id, what);
+    fam_mac_with(kct_default(), "default", f, how, params, &d);
+    fam_mac_with(kct_keycache(), KEYCACHE_PROVIDER_NAME, f, how, params, &k);
+    same_outcome(&d, &k, name);
+}
+
+static void check_fam_cipher(const KCT_FAM *f, int when,
+                             const OSSL_PARAM *params,
+                             const unsigned char *ct, size_t ctlen,
+                             const char *what)
+{
+    char name[96];
+    OUTCOME d, k;
+
+    snprintf(name, sizeof(name), "%s %s", f->id, what);
+    fam_cipher_with(kct_default(), "default", f, when, params, ct, ctlen, &d);
+    fam_cipher_with(kct_keycache(), KEYCACHE_PROVIDER_NAME, f, when, params,
+                    ct, ctlen, &k);
+    same_outcome(&d, &k, name);
+}
+
+/* A second value of a MAC row's sub parameter, of the same kind. */
+static const char *other_sub(const KCT_FAM *f)
+{
+    if (strcmp(f->sub, OSSL_MAC_PARAM_DIGEST) == 0)
+        return "SHA1";
+    return strstr(f->sub_value, "GCM") != NULL ? "AES-128-GCM"
+                                                : "AES-128-CBC";
+}
+
+static void fam_mac_repeated(const KCT_FAM *f)
+{
+    static unsigned char k1[] = "first key of 32 bytes, for all!";
+    static unsigned char k2[] = "second key of 32 bytes, for all";
+    unsigned char iv2[12] = "another iv!";
+    size_t size1 = 20, size2 = 32;
+    OSSL_PARAM p[4];
+
+    if (f->sub != NULL) {
+        p[0] = OSSL_PARAM_construct_utf8_string(f->sub, (char *)f->sub_value,
+                                                0);
+        p[1] = OSSL_PARAM_construct_utf8_string(f->sub,
+                                                (char *)other_sub(f), 0);
+        /* GMAC: a cipher set drops the IV, which would then be random */
+        p[2] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV,
+                                                 (void *)gcm_iv, 12);
+        if (kct_fam_ivlen(f) == 0)
+            p[2] = OSSL_PARAM_construct_end();
+        p[3] = OSSL_PARAM_construct_end();
+        check_fam_mac(f, HMAC_BY_INIT, p, "init, digest/cipher twice");
+        check_fam_mac(f, HMAC_BY_SET_PARAMS, p, "set, digest/cipher twice");
+    }
+    p[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, k1, 32);
+    p[1] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, k2, 32);
+    p[2] = OSSL_PARAM_construct_end();
+    check_fam_mac(f, HMAC_BY_SET_PARAMS, p, "set, key twice");
+    check_fam_mac(f, HMAC_BY_INIT, p, "init, key twice");
+    p[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &size1);
+    p[1] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &size2);
+    check_fam_mac(f, HMAC_BY_INIT, p, "init, size twice");
+    p[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV,
+                                             (void *)gcm_iv, 12);
+    p[1] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV, iv2, 12);
+    check_fam_mac(f, HMAC_BY_SET_PARAMS, p, "set, IV twice");
+}
+
+static void fam_cipher_repeated(const KCT_FAM *f)
+{
+    size_t len12 = 12, len8 = 8, kl1 = f->keylen, kl2 = f->keylen + 8;
+    unsigned char good[16], bad[16];
+    OSSL_PARAM two_ivlens[] = {
+        OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &len12),
+        OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &len8),
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM two_keylens[] = {
+        OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, &kl1),
+        OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, &kl2),
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM two_tags[] = {
+        OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, good, 16),
+        OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, bad, 16),
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM none[] = { OSSL_PARAM_END };
+    OUTCOME ref;
+
+    check_fam_cipher(f, GCM_BEFORE_KEY, two_ivlens, NULL, 0,
+                     "ivlen twice, no key");
+    check_fam_cipher(f, GCM_AFTER_KEY, two_ivlens, NULL, 0,
+                     "ivlen twice, keyed");
+    check_fam_cipher(f, GCM_BEFORE_KEY, two_keylens, NULL, 0,
+                     "keylen twice, no key");
+    fam_cipher_with(kct_default(), "default", f, GCM_BEFORE_KEY, none, NULL,
+                    0, &ref);
+    CU_ASSERT_TRUE_FATAL(ref.ok && ref.outlen == sizeof(msg) + 16);
+    memcpy(good, ref.out + sizeof(msg), 16);
+    memcpy(bad, good, 16);
+    bad[0] ^= 1;
+    check_fam_cipher(f, GCM_BEFORE_KEY, two_tags, ref.out, sizeof(msg),
+                     "tag twice, no key");
+    check_fam_cipher(f, GCM_AFTER_KEY, two_tags, ref.out, sizeof(msg),
+                     "tag twice, keyed");
+}
+
+/* Repeated parameters for every registry row, compared with the default. */
+static void test_registry_repeated(void)
+{
+    size_t i;
+
+    for (i = 0; i < kct_nfams; i++)
+        if (kct_fams[i].kind == KCT_CIPHER)
+            fam_cipher_repeated(&kct_fams[i]);
+        else
+            fam_mac_repeated(&kct_fams[i]);
+}
+
+/* ---------------------------------------------------------------------- */
 /* Dispatch tables                                                        */
 
 static const OSSL_DISPATCH *implementation(OSSL_PROVIDER *prov, int op,
@@ -305,13 +527,15 @@ static void test_same_functions(void)
 {
     OSSL_PROVIDER *def = OSSL_PROVIDER_load(kct_keycache(), "default");
     OSSL_PROVIDER *kc = kct_keycache_provider();
+    size_t i;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(def);
     CU_ASSERT_PTR_NOT_NULL_FATAL(kc);
-    check_functions(def, kc, OSSL_OP_MAC, "HMAC");
-    check_functions(def, kc, OSSL_OP_CIPHER, "AES-128-GCM");
-    check_functions(def, kc, OSSL_OP_CIPHER, "AES-192-GCM");
-    check_functions(def, kc, OSSL_OP_CIPHER, "AES-256-GCM");
+    /* every row of the family registry */
+    for (i = 0; i < kct_nfams; i++)
+        check_functions(def, kc, kct_fams[i].kind == KCT_CIPHER
+                                 ? OSSL_OP_CIPHER : OSSL_OP_MAC,
+                        kct_fams[i].name);
     OSSL_PROVIDER_unload(def);
 }
 
@@ -382,7 +606,10 @@ static void add_suites(void)
 
     CU_add_test(s, "HMAC repeated parameters", test_hmac_repeated);
     CU_add_test(s, "AES-GCM repeated parameters", test_gcm_repeated);
-    CU_add_test(s, "same dispatch functions as default", test_same_functions);
+    CU_add_test(s, "every registry row: repeated parameters",
+                test_registry_repeated);
+    CU_add_test(s, "same dispatch functions as default, every registry row",
+                test_same_functions);
 #if OPENSSL_VERSION_NUMBER >= 0x30500000L
     CU_add_test(s, "EVP_CipherInit_SKEY (3.5+)", test_skey_init);
 #endif

@@ -59,12 +59,6 @@ static OSSL_LIB_CTX *ctx_with(const char *lines)
     return ctx;
 }
 
-/* A keycache counter of the provider inside |ctx|. */
-static uint64_t counter(OSSL_LIB_CTX *ctx, const char *name)
-{
-    return kct_counter_in(ctx, name);
-}
-
 /* ---------------------------------------------------------------------- */
 /* Operations, run the same way against keycache and the reference        */
 
@@ -157,15 +151,15 @@ static void test_defaults_cache(void)
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     check_routed(ctx);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_CACHE_SIZE), 64);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_CACHE_SIZE), 64);
     kct_fill(key, sizeof(key), 1);
     for (i = 0; i < 3; i++)
         check_output(ctx, key);
     /* first HMAC and first seal miss, the other four hit */
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_MISSES), 2);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), 4);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_PASSTHROUGH), 0);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 2);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_MISSES), 2);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_HITS), 4);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_PASSTHROUGH), 0);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES), 2);
     OSSL_LIB_CTX_free(ctx);
 }
 
@@ -204,16 +198,16 @@ static void check_off(int cipher)
         CU_ASSERT_EQUAL(memcmp(got, want, n), 0);
     }
     /* keycache never saw a call for the switched-off algorithm */
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_PASSTHROUGH), 0);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), 0);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_MISSES), 0);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 0);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_PASSTHROUGH), 0);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_HITS), 0);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_MISSES), 0);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES), 0);
 
     /* the other algorithm is unaffected: its second use is a hit */
     check_output(ctx, key);
     check_output(ctx, key);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), 1);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 1);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_HITS), 1);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES), 1);
     OSSL_LIB_CTX_free(ctx);
 }
 
@@ -250,9 +244,9 @@ static void test_gcm_auto(void)
         CU_ASSERT_STRING_EQUAL(served_by(ctx, 1), want);
         check_output(ctx, key);
         /* the HMAC's miss, and the seal's where AES-GCM is wrapped */
-        CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_MISSES),
+        CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_MISSES),
                         strcmp(want, KEYCACHE_PROVIDER_NAME) == 0 ? 2 : 1);
-        CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_PASSTHROUGH), 0);
+        CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_PASSTHROUGH), 0);
         OSSL_LIB_CTX_free(ctx);
     }
 }
@@ -410,17 +404,17 @@ static void test_cache_size_zero(void)
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     check_routed(ctx);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_CACHE_SIZE), 0);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_CACHE_SIZE), 0);
     kct_fill(key, sizeof(key), 4);
     for (i = 0; i < 4; i++) {
-        pass = counter(ctx, KEYCACHE_PARAM_PASSTHROUGH);
+        pass = kct_counter_in(ctx, KEYCACHE_PARAM_PASSTHROUGH);
         check_output(ctx, key);
         /* one HMAC and one seal, both uncached */
-        CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_PASSTHROUGH), pass + 2);
+        CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_PASSTHROUGH), pass + 2);
     }
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), 0);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 0);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_EVICTIONS), 0);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_HITS), 0);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES), 0);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_EVICTIONS), 0);
     OSSL_LIB_CTX_free(ctx);
 }
 
@@ -432,16 +426,16 @@ static void test_cache_size_small(void)
     uint32_t i;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_CACHE_SIZE), 3);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_CACHE_SIZE), 3);
     for (i = 0; i < 10; i++) {
         kct_fill(key, sizeof(key), 100 + i);
         check_output(ctx, key);
-        CU_ASSERT_TRUE(counter(ctx, KEYCACHE_PARAM_ENTRIES) <= 3);
+        CU_ASSERT_TRUE(kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES) <= 3);
     }
     /* 20 misses into 3 slots: 17 evictions */
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_MISSES), 20);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_EVICTIONS), 17);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 3);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_MISSES), 20);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_EVICTIONS), 17);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES), 3);
     OSSL_LIB_CTX_free(ctx);
 }
 
@@ -470,27 +464,27 @@ static void test_idle_ttl(void)
     CU_ASSERT_TRUE(hmac(ctx, a, sizeof(a), out));
     CU_ASSERT_TRUE(hmac(ctx, b, sizeof(b), out));
     CU_ASSERT_TRUE(hmac(ctx, c, sizeof(c), out));
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 3);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES), 3);
     /* still fresh: a hit */
-    hits = counter(ctx, KEYCACHE_PARAM_HITS);
+    hits = kct_counter_in(ctx, KEYCACHE_PARAM_HITS);
     CU_ASSERT_TRUE(hmac(ctx, a, sizeof(a), out));
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), hits + 1);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_HITS), hits + 1);
 
-    ev = counter(ctx, KEYCACHE_PARAM_EVICTIONS);
-    hits = counter(ctx, KEYCACHE_PARAM_HITS);
-    misses = counter(ctx, KEYCACHE_PARAM_MISSES);
+    ev = kct_counter_in(ctx, KEYCACHE_PARAM_EVICTIONS);
+    hits = kct_counter_in(ctx, KEYCACHE_PARAM_HITS);
+    misses = kct_counter_in(ctx, KEYCACHE_PARAM_MISSES);
     usleep(2100 * 1000);
     /* the use of a sweeps all three, then caches a again (a miss) */
     check_output(ctx, a);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_EVICTIONS), ev + 3);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), hits);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_MISSES), misses + 2);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_EVICTIONS), ev + 3);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_HITS), hits);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_MISSES), misses + 2);
     /* a (HMAC) and a (GCM) are cached; b and c are gone */
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_ENTRIES), 2);
-    misses = counter(ctx, KEYCACHE_PARAM_MISSES);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES), 2);
+    misses = kct_counter_in(ctx, KEYCACHE_PARAM_MISSES);
     check_output(ctx, b);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_MISSES), misses + 2);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), hits);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_MISSES), misses + 2);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_HITS), hits);
     OSSL_LIB_CTX_free(ctx);
 }
 
@@ -577,7 +571,7 @@ static void test_load_by_hand(void)
     CU_ASSERT_FALSE(OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME));
     prov = OSSL_PROVIDER_load(ctx, KEYCACHE_PROVIDER_NAME);
     CU_ASSERT_PTR_NOT_NULL_FATAL(prov);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_CACHE_SIZE), 5);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_CACHE_SIZE), 5);
     OSSL_PROVIDER_unload(prov);
     OSSL_LIB_CTX_free(ctx);
 }
@@ -607,7 +601,7 @@ static void test_boundary_values(void)
     kct_fill(key, sizeof(key), 11);
     ctx = ctx_with("cache_size = 4096");
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_CACHE_SIZE), 4096);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_CACHE_SIZE), 4096);
     check_output(ctx, key);
     OSSL_LIB_CTX_free(ctx);
 
@@ -615,7 +609,7 @@ static void test_boundary_values(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     check_output(ctx, key);
     check_output(ctx, key);
-    CU_ASSERT_EQUAL(counter(ctx, KEYCACHE_PARAM_HITS), 2);
+    CU_ASSERT_EQUAL(kct_counter_in(ctx, KEYCACHE_PARAM_HITS), 2);
     OSSL_LIB_CTX_free(ctx);
 }
 

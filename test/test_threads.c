@@ -2,8 +2,9 @@
 /*
  * Threads: contexts that cross threads, and many threads sharing keys.
  *
- * A keyed HMAC or AES-GCM context may come from one thread's cache and be
- * updated, finalised and freed on another, possibly after the first thread
+ * A keyed context of any row of the family registry (kc_family: HMAC,
+ * CMAC, GMAC, KMAC, AES-OCB/SIV/GCM) may come from one thread's cache and
+ * be updated, finalised and freed on another, possibly after the first thread
  * (and with it its cache) is gone.  Meanwhile other threads use the same keys
  * one-shot and counters are read.  Every result is compared with the default
  * provider's, computed up front.  Built with -DKEYCACHE_TSAN=ON this is the
@@ -20,6 +21,7 @@
 #include <openssl/params.h>
 #include <openssl/provider.h>
 
+#include "kc_family.h"
 #include "kc_test.h"
 #include "keycache.h"
 
@@ -33,47 +35,18 @@
 
 static const unsigned char aad[] = "threads aad";
 
-static unsigned char keys[NKEYS][32];
+static unsigned char keys[NKEYS][KCT_FAM_MAXKEY];
 static unsigned char msgs[NMSGS][MSGLEN];
 static unsigned char ivs[NMSGS][12];
 /* the default provider's answers */
 static unsigned char want_mac[NKEYS][NMSGS][32];
 static unsigned char want_ct[NKEYS][NMSGS][MSGLEN + 16];
+/* ... and every registry row's (kc_family: MAC, or ciphertext and tag) */
+static unsigned char want_row[KC_REGISTRY_ROWS][NKEYS][NMSGS][KCT_FAM_OUT(MSGLEN)];
+static size_t want_row_len[KC_REGISTRY_ROWS][NKEYS][NMSGS];
 
 /* ---------------------------------------------------------------------- */
 /* Operations                                                             */
-
-static EVP_MAC_CTX *mac_keyed(OSSL_LIB_CTX *ctx, const unsigned char *key)
-{
-    EVP_MAC *mac = EVP_MAC_fetch(ctx, "HMAC", NULL);
-    EVP_MAC_CTX *c = mac == NULL ? NULL : EVP_MAC_CTX_new(mac);
-    OSSL_PARAM params[2];
-
-    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
-                                                 "SHA256", 0);
-    params[1] = OSSL_PARAM_construct_end();
-    EVP_MAC_free(mac);
-    if (c != NULL && !EVP_MAC_init(c, key, 32, params)) {
-        EVP_MAC_CTX_free(c);
-        c = NULL;
-    }
-    return c;
-}
-
-/* Update, finalise and free; 1 if the MAC is |want|. */
-static int mac_finish(EVP_MAC_CTX *c, const unsigned char *msg,
-                      const unsigned char *want)
-{
-    unsigned char out[32];
-    size_t outlen = 0;
-    int ok;
-
-    ok = c != NULL && EVP_MAC_update(c, msg, MSGLEN)
-         && EVP_MAC_final(c, out, &outlen, sizeof(out)) && outlen == 32
-         && memcmp(out, want, 32) == 0;
-    EVP_MAC_CTX_free(c);
-    return ok;
-}
 
 static EVP_CIPHER_CTX *gcm_keyed(OSSL_LIB_CTX *ctx, int enc,
                                  const unsigned char *key,
@@ -89,42 +62,6 @@ static EVP_CIPHER_CTX *gcm_keyed(OSSL_LIB_CTX *ctx, int enc,
     }
     EVP_CIPHER_free(cipher);
     return c;
-}
-
-/* Seal |msg| on a keyed context and free it; 1 if it gives |want|. */
-static int gcm_seal_finish(EVP_CIPHER_CTX *c, const unsigned char *msg,
-                           const unsigned char *want)
-{
-    unsigned char out[MSGLEN + 16];
-    int len = 0, fin = 0, ok;
-
-    ok = c != NULL
-         && EVP_EncryptUpdate(c, NULL, &len, aad, sizeof(aad))
-         && EVP_EncryptUpdate(c, out, &len, msg, MSGLEN)
-         && EVP_EncryptFinal_ex(c, out + len, &fin) && len + fin == MSGLEN
-         && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16,
-                                out + MSGLEN) > 0
-         && memcmp(out, want, sizeof(out)) == 0;
-    EVP_CIPHER_CTX_free(c);
-    return ok;
-}
-
-/* Open |ct| on a keyed context and free it; 1 if it verifies to |msg|. */
-static int gcm_open_finish(EVP_CIPHER_CTX *c, const unsigned char *ct,
-                           const unsigned char *msg)
-{
-    unsigned char out[MSGLEN];
-    int len = 0, fin = 0, ok;
-
-    ok = c != NULL
-         && EVP_DecryptUpdate(c, NULL, &len, aad, sizeof(aad))
-         && EVP_DecryptUpdate(c, out, &len, ct, MSGLEN)
-         && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, 16,
-                                (void *)(ct + MSGLEN)) > 0
-         && EVP_DecryptFinal_ex(c, out + len, &fin) > 0
-         && len + fin == MSGLEN && memcmp(out, msg, MSGLEN) == 0;
-    EVP_CIPHER_CTX_free(c);
-    return ok;
 }
 
 /* One-shot use through the thread's default context, as apps do it. */
@@ -155,59 +92,81 @@ static int oneshot(int k, int m)
 /* ---------------------------------------------------------------------- */
 /* Work items handed from thread to thread                                */
 
-enum { W_MAC, W_MAC_DUP, W_SEAL, W_OPEN, W_KINDS };
+/*
+ * An item is a context of one registry row keyed on one thread and
+ * finished on another: W_RUN a MAC or a seal, W_DUP a copy of one made
+ * and finished where the original was, W_OPEN a cipher's open (a MAC
+ * row's W_OPEN is a W_RUN).
+ */
+enum { W_RUN, W_DUP, W_OPEN, W_KINDS };
 
 typedef struct {
-    int kind, k, m;
-    void *ctx;
+    int kind, row, k, m;
+    KCT_FAM_CTX *ctx;
 } ITEM;
 
-/* Make an item of |kind| for key k and message m on the calling thread. */
-static int item_make(ITEM *it, int kind, int k, int m)
+static const KCT_FAM *row_of(int row)
 {
-    EVP_MAC_CTX *orig;
+    return &kct_fams[row];
+}
 
+/* Finish a row context on message m with key k: 1 if it is the default's */
+static int row_finish(KCT_FAM_CTX *c, int enc, int row, int k, int m)
+{
+    unsigned char out[KCT_FAM_OUT(MSGLEN)];
+    size_t want = want_row_len[row][k][m];
+
+    if (c == NULL)
+        return 0;
+    if (enc)
+        return kct_fam_finish(c, msgs[m], MSGLEN, out) == want
+               && memcmp(out, want_row[row][k][m], want) == 0;
+    return kct_fam_finish(c, want_row[row][k][m], want, out) == MSGLEN
+           && memcmp(out, msgs[m], MSGLEN) == 0;
+}
+
+/* Make an item of |kind| for row, key k and message m here. */
+static int item_make(ITEM *it, int kind, int row, int k, int m)
+{
+    const KCT_FAM *f = row_of(row);
+    KCT_FAM_CTX *orig;
+
+    if (kind == W_OPEN && f->kind != KCT_CIPHER)
+        kind = W_RUN;
     it->kind = kind;
+    it->row = row;
     it->k = k;
     it->m = m;
     switch (kind) {
-    case W_MAC:
-        it->ctx = mac_keyed(kct_keycache(), keys[k]);
+    case W_RUN:
+    case W_OPEN:
+        it->ctx = kct_fam_begin(kct_keycache(), f, kind == W_RUN, keys[k],
+                                f->keylen);
         break;
-    case W_MAC_DUP:
+    case W_DUP:
         /* the duplicate travels; the original is used up here */
-        orig = mac_keyed(kct_keycache(), keys[k]);
-        it->ctx = orig == NULL ? NULL : EVP_MAC_CTX_dup(orig);
-        if (!mac_finish(orig, msgs[m], want_mac[k][m])) {
-            EVP_MAC_CTX_free(it->ctx);
+        orig = kct_fam_begin(kct_keycache(), f, 1, keys[k], f->keylen);
+        it->ctx = orig == NULL ? NULL : kct_fam_dup(orig);
+        if (!row_finish(orig, 1, row, k, m)) {
+            kct_fam_free(it->ctx);
             it->ctx = NULL;
         }
         break;
-    case W_SEAL:
-        it->ctx = gcm_keyed(kct_keycache(), 1, keys[k], ivs[m]);
-        break;
-    case W_OPEN:
-        it->ctx = gcm_keyed(kct_keycache(), 0, keys[k], ivs[m]);
-        break;
     }
+    if (it->ctx == NULL)
+        fprintf(stderr, "\n  %s: item %d not made\n", f->id, kind);
     return it->ctx != NULL;
 }
 
 /* Use up an item on the calling thread; 1 if the result is right. */
 static int item_finish(ITEM *it)
 {
-    int k = it->k, m = it->m;
+    int ok = row_finish(it->ctx, it->kind != W_OPEN, it->row, it->k, it->m);
 
-    switch (it->kind) {
-    case W_MAC:
-    case W_MAC_DUP:
-        return mac_finish(it->ctx, msgs[m], want_mac[k][m]);
-    case W_SEAL:
-        return gcm_seal_finish(it->ctx, msgs[m], want_ct[k][m]);
-    case W_OPEN:
-        return gcm_open_finish(it->ctx, want_ct[k][m], msgs[m]);
-    }
-    return 0;
+    if (!ok)
+        fprintf(stderr, "\n  %s: item %d not as the default\n",
+                row_of(it->row)->id, it->kind);
+    return ok;
 }
 
 /* A bounded queue between producer and consumer threads. */
@@ -269,8 +228,9 @@ static void *producer(void *arg)
     for (i = 0; i < ROUNDS; i++) {
         ITEM it;
 
-        if (item_make(&it, (w->id + i) % W_KINDS, (w->id * 3 + i) % NKEYS,
-                      i % NMSGS)) {
+        if (item_make(&it, (w->id + i) % W_KINDS,
+                      (int)((size_t)(w->id * 5 + i) % kct_nfams),
+                      (w->id * 3 + i) % NKEYS, i % NMSGS)) {
             q_push(&it);
             w->done++;
         } else {
@@ -334,11 +294,11 @@ static void *counter_reader(void *arg)
 
 static int suite_init(void)
 {
-    int k, m;
+    int k, m, row;
     EVP_CIPHER_CTX *c;
 
     for (k = 0; k < NKEYS; k++)
-        kct_fill(keys[k], 32, 0x7000 + (uint32_t)k);
+        kct_fill(keys[k], sizeof(keys[k]), 0x7000 + (uint32_t)k);
     for (m = 0; m < NMSGS; m++) {
         kct_fill(msgs[m], MSGLEN, 0x8000 + (uint32_t)m);
         kct_fill(ivs[m], 12, 0x9000 + (uint32_t)m);
@@ -364,26 +324,41 @@ static int suite_init(void)
                 return 1;
             }
             EVP_CIPHER_CTX_free(c);
+            for (row = 0; row < (int)kct_nfams; row++)
+                if ((want_row_len[row][k][m] = kct_fam_run(
+                         kct_default(), row_of(row), keys[k],
+                         row_of(row)->keylen, msgs[m], MSGLEN,
+                         want_row[row][k][m])) == 0)
+                    return 1;
         }
     }
     return 0;
 }
 
-/* Made on one thread, which exits; used and freed on another. */
+/*
+ * Made on one thread, which exits; used and freed on another: every kind
+ * for every registry row, with two keys each.
+ */
+#define BATCH_KEYS 2
+#define BATCH_ITEMS (W_KINDS * KC_REGISTRY_ROWS * BATCH_KEYS)
 typedef struct {
-    ITEM items[W_KINDS * NKEYS];
+    ITEM items[BATCH_ITEMS];
     int n, bad;
 } BATCH;
 
 static void *batch_make(void *arg)
 {
     BATCH *b = arg;
-    int kind, k;
+    int kind, row, j, k;
 
     for (kind = 0; kind < W_KINDS; kind++)
-        for (k = 0; k < NKEYS; k++)
-            if (!item_make(&b->items[b->n++], kind, k, (kind + k) % NMSGS))
-                b->bad++;
+        for (row = 0; row < (int)kct_nfams; row++)
+            for (j = 0; j < BATCH_KEYS; j++) {
+                k = (row + 3 * j) % NKEYS;
+                if (!item_make(&b->items[b->n++], kind, row, k,
+                               (kind + k) % NMSGS))
+                    b->bad++;
+            }
     return NULL;
 }
 
@@ -420,7 +395,7 @@ static void test_handoff_after_exit(void)
                                                  &b[i]), 0);
         for (i = 0; i < 2; i++) {
             pthread_join(t[i], NULL);
-            CU_ASSERT_EQUAL(b[i].n, W_KINDS * NKEYS);
+            CU_ASSERT_EQUAL(b[i].n, BATCH_ITEMS);
             CU_ASSERT_EQUAL(b[i].bad, 0);
         }
     }
@@ -616,49 +591,38 @@ static size_t ocb_keylen(OSSL_LIB_CTX *ctx)
 /*
  * Every family's first contexts in a fresh instance, from several threads
  * at once: what each family learns at its first context (inner.c's gate)
- * is learned once while the others wait.  Into out: KMAC-128 and CMAC
- * one-shots, an AES-128-SIV and an AES-256-GCM seal, twice each (the
- * second from the cache where the first admitted the key).
+ * is learned once while the others wait.  Into out: every registry row's
+ * output (kc_family: a MAC, or a seal) for one key, twice each (the second
+ * from the cache where the first admitted the key).
  */
-static int first_uses(OSSL_LIB_CTX *ctx, unsigned char out[8][48])
+#define FIRST_OUT KCT_FAM_OUT(32)
+static int first_uses(OSSL_LIB_CTX *ctx,
+                      unsigned char out[2 * KC_REGISTRY_ROWS][FIRST_OUT])
 {
-    static const char *const ciphers[2] = { "AES-128-SIV", "AES-256-GCM" };
-    OSSL_PARAM cm[2];
-    size_t len;
-    int i, k, n, ok = 1;
+    size_t row;
+    int i, ok = 1;
 
-    cm[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
-                                             "AES-256-CBC", 0);
-    cm[1] = OSSL_PARAM_construct_end();
-    for (i = 0; i < 2; i++) {
-        ok &= EVP_Q_mac(ctx, "KMAC-128", NULL, NULL, NULL, keys[1], 32,
-                        msgs[1], MSGLEN, out[i], 32, &len) != NULL;
-        ok &= EVP_Q_mac(ctx, "CMAC", NULL, NULL, cm, keys[1], 32, msgs[1],
-                        MSGLEN, out[2 + i], 16, &len) != NULL;
-        for (k = 0; k < 2; k++) {
-            EVP_CIPHER *ci = EVP_CIPHER_fetch(ctx, ciphers[k], NULL);
-            EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-
-            ok &= ci != NULL && c != NULL
-                  && EVP_EncryptInit_ex2(c, ci, keys[1], ivs[1], NULL)
-                  && EVP_EncryptUpdate(c, out[4 + 2 * k + i], &n, msgs[1],
-                                       32)
-                  && EVP_EncryptFinal_ex(c, out[4 + 2 * k + i] + n, &n);
-            EVP_CIPHER_CTX_free(c);
-            EVP_CIPHER_free(ci);
-        }
-    }
+    for (row = 0; row < kct_nfams; row++)
+        for (i = 0; i < 2; i++)
+            ok &= kct_fam_run(ctx, row_of((int)row), keys[1],
+                              row_of((int)row)->keylen, msgs[1], 32,
+                              out[2 * row + i]) != 0;
     return ok;
 }
+
+static int starter_bad[NSTARTERS];
 
 static void *starter(void *arg)
 {
     int *bad = arg, round;
-    unsigned char want[16], got[16], want1[8][48], got1[8][48];
+    static unsigned char want1[NSTARTERS][2 * KC_REGISTRY_ROWS][FIRST_OUT];
+    static unsigned char got1[NSTARTERS][2 * KC_REGISTRY_ROWS][FIRST_OUT];
+    unsigned char want[16], got[16];
+    int me = (int)(bad - starter_bad);
     OSSL_LIB_CTX *ctx;
 
-    memset(want1, 0, sizeof(want1));
-    if (!gmac_tag(kct_default(), want) || !first_uses(kct_default(), want1)) {
+    memset(want1[me], 0, sizeof(want1[me]));
+    if (!gmac_tag(kct_default(), want) || !first_uses(kct_default(), want1[me])) {
         (*bad)++;
         return NULL;
     }
@@ -669,8 +633,9 @@ static void *starter(void *arg)
             || !OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME)
             || !gmac_tag(ctx, got) || memcmp(got, want, 16) != 0
             || ocb_keylen(ctx) != ocb_keylen(kct_default())
-            || (memset(got1, 0, sizeof(got1)), !first_uses(ctx, got1))
-            || memcmp(got1, want1, sizeof(got1)) != 0) {
+            || (memset(got1[me], 0, sizeof(got1[me])),
+                !first_uses(ctx, got1[me]))
+            || memcmp(got1[me], want1[me], sizeof(got1[me])) != 0) {
             fprintf(stderr, "\nown library context, round %d: not as the "
                     "default\n", round);
             (*bad)++;
@@ -683,8 +648,9 @@ static void *starter(void *arg)
 static void test_concurrent_starts(void)
 {
     pthread_t t[NSTARTERS];
-    int bad[NSTARTERS] = { 0 }, i, made = 0;
+    int *bad = starter_bad, i, made = 0;
 
+    memset(starter_bad, 0, sizeof(starter_bad));
     CU_ASSERT_FATAL(pthread_barrier_init(&start_line, NULL, NSTARTERS) == 0);
     for (i = 0; i < NSTARTERS; i++)
         made += pthread_create(&t[i], NULL, starter, &bad[i]) == 0;
