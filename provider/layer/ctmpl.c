@@ -678,8 +678,9 @@ void *kc_tciph_dupctx(void *vctx)
 
     if (src->t.inner == NULL && !unkeyed_dup_ok(src))
         return NULL;
-    dst = kc_wrapper_new_head(src->pctx, KC_POOL_CTMPL, sizeof(*dst),
-                              KC_TCIPH_HEAD);
+    /* not cleared: the head is copied whole, the rest written before read */
+    dst = kc_wrapper_take(src->pctx, KC_POOL_CTMPL, sizeof(*dst), NULL, NULL,
+                          NULL);
     if (dst == NULL)
         return NULL;
     memcpy(dst, src, KC_TCIPH_HEAD);

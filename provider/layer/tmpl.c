@@ -955,8 +955,9 @@ void *kc_tmac_dupctx(void *vctx)
 
     if (src->t.inner == NULL && !unkeyed_dup_ok(src))
         return NULL;
-    dst = kc_wrapper_new_head(src->pctx, KC_POOL_TMPL, sizeof(*dst),
-                              KC_TMAC_HEAD);
+    /* not cleared: the head is copied whole, the rest written before read */
+    dst = kc_wrapper_take(src->pctx, KC_POOL_TMPL, sizeof(*dst), NULL, NULL,
+                          NULL);
     if (dst == NULL)
         return NULL;
     /* the used part of the record only */
