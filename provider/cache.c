@@ -61,15 +61,31 @@ typedef struct {
 #define KC_SEEN_REFUSED UINT32_MAX
 #define KC_SEEN_WAYS 4
 
-/* Remembers resolved digest names, so a repeated name costs a strcmp. */
-#define KC_MEMO_SLOTS 8
+/*
+ * Remembers resolved digest names, so a repeated name costs a strcmp.  One
+ * memo per instance, shared by its threads: what one thread resolved no
+ * other resolves again (a thread per task, a forked child).  A slot is
+ * claimed once (compare-and-swap on a miss only), written, then published
+ * by a release store of its state and never written again while the
+ * instance lives, so readers take no lock and see whole slots.  Values are
+ * the instance's own (KC_DIGEST tables), names and properties no secrets.
+ */
+#define KC_MEMO_SLOTS 32
 #define KC_MEMO_NAME 64
+#define KC_MEMO_FREE 0
+#define KC_MEMO_WRITING 1
+#define KC_MEMO_READY 2
 typedef struct {
+    int state;                /* KC_MEMO_* */
     const void *value;
     size_t namelen;
     char name[KC_MEMO_NAME];
     char props[KC_MEMO_NAME];
 } KC_MEMO;
+
+struct kc_memo_st {
+    KC_MEMO slot[KC_MEMO_SLOTS];
+};
 
 struct kc_cache_st {
     KC_PROVCTX *pctx;
@@ -98,8 +114,7 @@ struct kc_cache_st {
     KC_SEEN *seen;            /* admission filter */
     uint32_t seen_clock;
     KC_COUNTERS n[KC_STAT_SLOTS]; /* per algorithm, KC_ALG.stat */
-    KC_MEMO memo[KC_MEMO_SLOTS];
-    unsigned int memo_next, memo_last;
+    unsigned int memo_last;   /* the thread's last slot of pctx->memo */
     /* the last answer about a string pair, see kc_cache_pair_hint() */
     struct {
         const void *owner;
@@ -572,8 +587,9 @@ static size_t cache_drop(KC_CACHE *c)
 /*
  * The forking thread's cache, dropped and made as new: a new hash key (the
  * parent's keeps hashing the parent's keys), no admission fingerprints, no
- * memos, no bypass.  Its counters stay (the child's parameters go on from
- * the parent's, and KEYCACHE_DEBUG reports from the fork on); each slot
+ * bypass (the instance's memo of names stays: it holds no secrets).  Its
+ * counters stay (the child's parameters go on from the parent's, and
+ * KEYCACHE_DEBUG reports from the fork on); each slot
  * gets a generation never used before, so no context made in the parent
  * is given back to a slot.
  */
@@ -588,8 +604,6 @@ static size_t cache_renew(KC_CACHE *c)
     sipkey_new(c);
     memset(c->idx, 0, c->nidx * sizeof(*c->idx));
     memset(c->seen, 0, c->nseen * sizeof(*c->seen));
-    memset(c->memo, 0, sizeof(c->memo));
-    c->memo_next = c->memo_last = 0;
     /* slots are made anew as they are used (gen goes on: no old lease fits) */
     c->lru_head = c->lru_tail = c->free_head = KC_NIL;
     c->hw = 0;
@@ -605,9 +619,17 @@ static void caches_forked(void)
 {
     KC_PROVCTX *pctx;
     KC_CACHE *c, *next, *mine;
+    unsigned int k;
 
     for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live) {
         mine = tls_get(pctx);
+        /*
+         * The memo holds no secrets and stays; a slot another thread was
+         * writing at fork time will never be finished: free it again.
+         */
+        for (k = 0; k < KC_MEMO_SLOTS; k++)
+            if (pctx->memo->slot[k].state == KC_MEMO_WRITING)
+                pctx->memo->slot[k].state = KC_MEMO_FREE;
         /* the child's own report counts from here (debug.c) */
         pctx->threads_cached = pctx->threads_admitted = pctx->fork_wiped = 0;
         for (c = pctx->caches; c != NULL; c = next) {
@@ -705,17 +727,29 @@ KC_CACHE *kc_cache_get(KC_PROVCTX *pctx)
     return c;
 }
 
+static ossl_inline int memo_ready(const KC_MEMO *m)
+{
+    return __atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == KC_MEMO_READY;
+}
+
 const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props)
 {
+    KC_MEMO *slot = c->pctx->memo->slot;
     unsigned int i;
 
     if (props == NULL)
         props = "";
     for (i = 0; i < KC_MEMO_SLOTS; i++) {
-        const KC_MEMO *m = &c->memo[i];
+        const KC_MEMO *m = &slot[i];
 
-        if (m->value != NULL && strcmp(m->name, name) == 0
+        /* slots are claimed in order: the first one not ready ends them */
+        if (!memo_ready(m)) {
+            if (__atomic_load_n(&m->state, __ATOMIC_RELAXED) == KC_MEMO_FREE)
+                break;
+            continue;
+        }
+        if (strcmp(m->name, name) == 0
             && (m->props[0] == props[0]
                 && (props[0] == '\0' || strcmp(m->props, props) == 0))) {
             c->memo_last = i;
@@ -728,18 +762,30 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
 void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
                        const void *value)
 {
-    KC_MEMO *m;
+    KC_MEMO *slot = c->pctx->memo->slot, *m;
+    unsigned int i;
+    int expect;
 
     if (props == NULL)
         props = "";
     if (strlen(name) >= KC_MEMO_NAME || strlen(props) >= KC_MEMO_NAME)
         return;
-    c->memo_last = c->memo_next++ % KC_MEMO_SLOTS;
-    m = &c->memo[c->memo_last];
-    m->namelen = strlen(name);
-    strcpy(m->name, name);
-    strcpy(m->props, props);
-    m->value = value;
+    for (i = 0; i < KC_MEMO_SLOTS; i++) {
+        m = &slot[i];
+        expect = KC_MEMO_FREE;
+        if (!__atomic_compare_exchange_n(&m->state, &expect,
+                                         KC_MEMO_WRITING, 0,
+                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            continue;
+        m->namelen = strlen(name);
+        strcpy(m->name, name);
+        strcpy(m->props, props);
+        m->value = value;
+        __atomic_store_n(&m->state, KC_MEMO_READY, __ATOMIC_RELEASE);
+        c->memo_last = i;
+        return;
+    }
+    /* full: the name is resolved again next time */
 }
 
 int kc_cache_pair_hint(const KC_CACHE *c, const void *owner, const char *a,
@@ -769,10 +815,10 @@ void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
 
 const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME])
 {
-    const KC_MEMO *m = &c->memo[c->memo_last];
+    const KC_MEMO *m = &c->pctx->memo->slot[c->memo_last];
 
     /* a whole name with room for its NUL, no properties */
-    if (m->value == NULL || m->props[0] != '\0'
+    if (!memo_ready(m) || m->props[0] != '\0'
         || m->namelen >= KC_HINT_NAME)
         return NULL;
     memcpy(name, m->name, KC_HINT_NAME);
@@ -1381,8 +1427,13 @@ void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries)
 
 int kc_cache_start(KC_PROVCTX *pctx)
 {
-    if (!CRYPTO_THREAD_init_local(&pctx->tls, NULL))
+    if ((pctx->memo = OPENSSL_zalloc(sizeof(*pctx->memo))) == NULL)
         return 0;
+    if (!CRYPTO_THREAD_init_local(&pctx->tls, NULL)) {
+        OPENSSL_free(pctx->memo);
+        pctx->memo = NULL;
+        return 0;
+    }
     pthread_once(&atfork_once, atfork_register);
     pctx->tls_ok = 1;
     pthread_mutex_lock(&registry_lock);
@@ -1416,4 +1467,6 @@ void kc_cache_stop(KC_PROVCTX *pctx)
     pthread_mutex_unlock(&registry_lock);
     CRYPTO_THREAD_cleanup_local(&pctx->tls);
     pctx->tls_ok = 0;
+    OPENSSL_free(pctx->memo);
+    pctx->memo = NULL;
 }

@@ -526,6 +526,7 @@ struct kc_provctx_st {
     int tls_ok;
     KC_CACHE *caches;
     KC_COUNTERS retired[KC_STAT_SLOTS]; /* of caches already freed */
+    struct kc_memo_st *memo;    /* resolved names, shared (cache.c) */
     /* for the report (debug.c): see kc_cache_lost() */
     uint64_t threads_cached, threads_admitted, fork_wiped;
 };
@@ -704,7 +705,7 @@ int kc_key_equal(const unsigned char *a, const unsigned char *b, size_t n);
  * fork() in a child)?  Counts this call as one.
  */
 int kc_cache_missed_before(KC_CACHE *c, const KC_ALG *alg);
-/* Per-thread memo of (name, properties) -> value, e.g. resolved digests. */
+/* The instance's memo of (name, properties) -> value (resolved digests). */
 const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props);
 void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
