@@ -338,7 +338,7 @@ static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
     /*
      * Each context leaves the entry before it is freed, so that a child
      * forked while this thread is in here frees none twice (see
-     * cache_drop()).
+     * cache_drop_entries()).
      */
     while (e->nspare > 0) {
         void *spare = e->spare[--e->nspare];
@@ -371,8 +371,8 @@ static size_t cache_bytes(size_t size, size_t nidx, size_t nseen)
 
 /*
  * The cache's own memory, once its entries are killed (entry_kill() and
- * cache_drop() wipe every key): what is left that derives from keys is
- * the hash key and the admission fingerprints.  Wiped, then freed.
+ * cache_drop_entries() wipe every key): what is left that derives from
+ * keys is the hash key and the admission fingerprints.  Wiped, then freed.
  */
 static void cache_release(KC_CACHE *c)
 {
@@ -503,11 +503,12 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
  * of keys the parent has long freed and wiped would be there for it to
  * leak; the other threads' caches cannot even be dropped later, since
  * their threads do not exist in the child and no thread stop will come.
- * So every thread's entries, spares, side templates, records and pooled
- * wrapper structs are cleansed and freed here, in the pthread_atfork child
- * handler, before fork() returns; the forking thread keeps its cache,
- * emptied and under a new hash key, and the others' are unlinked and
- * freed, so that teardown in the child never meets them.
+ * So every thread's entries and spares are cleansed and freed here, in the
+ * pthread_atfork child handler, before fork() returns; the forking thread
+ * keeps its cache, emptied and under a new hash key, with what holds no
+ * secret (side templates, records, pooled wrapper structs: the child uses
+ * them as the parent would), and the others' are unlinked and freed whole,
+ * so that teardown in the child never meets them.
  *
  * Why this cannot hang: only the forking thread runs, and this takes no
  * lock.  registry_lock is held across fork() by this very thread, so the
@@ -524,14 +525,14 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
  * or the child could not call OpenSSL at all.
  *
  * Another thread may have been anywhere in its cache when fork() came,
- * lock-free on its hot path: cache_drop() therefore walks slots, not the
- * LRU list or the index, bounds every count, and skips NULL; the writers
- * unlink an object before freeing it and publish one (release store) only
- * once it is in place, so nothing is freed twice.  What that thread was
- * holding between the two, it alone knew of: left alone, as the default
- * provider's contexts on such a thread are.
+ * lock-free on its hot path: cache_drop_entries() therefore walks slots,
+ * not the LRU list or the index, bounds every count, and skips NULL; the
+ * writers unlink an object before freeing it and publish one (release
+ * store) only once it is in place, so nothing is freed twice.  What that
+ * thread was holding between the two, it alone knew of: left alone, as the
+ * default provider's contexts on such a thread are.
  */
-static size_t cache_drop(KC_CACHE *c)
+static size_t cache_drop_entries(KC_CACHE *c)
 {
     size_t i, hw = __atomic_load_n(&c->hw, __ATOMIC_ACQUIRE), dropped = 0;
     unsigned int k, n;
@@ -563,6 +564,18 @@ static size_t cache_drop(KC_CACHE *c)
         e->hash = 0;
     }
     c->nspares = 0;
+    return dropped;
+}
+
+/*
+ * What else a cache holds: side templates with no key (kc_cache_aux_put()),
+ * records (no secrets) and pooled wrapper structs (keys wiped before they
+ * are pooled).  No secrets, but another thread's cache is freed whole.
+ */
+static void cache_drop_side(KC_CACHE *c)
+{
+    unsigned int k, n;
+
     for (k = 0; k < KC_AUX_SLOTS; k++)
         if (c->aux[k].ctx != NULL && c->aux[k].freectx != NULL)
             c->aux[k].freectx(c->aux[k].ctx);
@@ -581,7 +594,6 @@ static size_t cache_drop(KC_CACHE *c)
         c->npool[k] = 0;
     }
     memset(c->pool, 0, sizeof(c->pool));
-    return dropped;
 }
 
 /*
@@ -600,7 +612,7 @@ static size_t cache_renew(KC_CACHE *c)
     for (i = 0; i < c->hw; i++)
         if (c->entries[i].alg != NULL)
             c->n[c->entries[i].alg->stat].evictions++;
-    dropped = cache_drop(c);
+    dropped = cache_drop_entries(c);
     sipkey_new(c);
     memset(c->idx, 0, c->nidx * sizeof(*c->idx));
     memset(c->seen, 0, c->nseen * sizeof(*c->seen));
@@ -640,7 +652,8 @@ static void caches_forked(void)
                 continue;
             }
             cache_retire(pctx, c);
-            pctx->fork_wiped += cache_drop(c);
+            pctx->fork_wiped += cache_drop_entries(c);
+            cache_drop_side(c);
             cache_release(c);
         }
     }
@@ -841,7 +854,7 @@ void kc_cache_aux_put(KC_CACHE *c, const void *tag, void *ctx,
     unsigned int i = c->aux_next++ % KC_AUX_SLOTS;
     void *old = c->aux[i].ctx;
 
-    /* in this order for a child forked meanwhile, see cache_drop() */
+    /* in this order for a child forked meanwhile, see cache_drop_side() */
     c->aux[i].ctx = NULL;
     if (old != NULL)
         c->aux[i].freectx(old);
@@ -927,7 +940,7 @@ void kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
         i = (unsigned int)((hash + c->rec_next++ % KC_REC_PROBE)
                            % KC_REC_SLOTS);
     old = c->recs[i].bytes;
-    /* in this order for a child forked meanwhile, see cache_drop() */
+    /* in this order for a child forked meanwhile, see cache_drop_side() */
     c->recs[i].bytes = NULL;
     OPENSSL_clear_free(old, c->recs[i].len);
     c->recs[i].owner = owner;
@@ -1084,7 +1097,8 @@ void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size)
     }
     c->pool_size[kind] = size;
     c->pool[kind][c->npool[kind]] = p;
-    /* counted once in place, for a child forked meanwhile (cache_drop()) */
+    /* counted once in place, for a child forked meanwhile (see
+     * cache_drop_side()) */
     __atomic_store_n(&c->npool[kind], c->npool[kind] + 1, __ATOMIC_RELEASE);
 }
 
@@ -1312,7 +1326,8 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     memcpy(e->key, key, keylen);
     /*
      * The entry is there once it has an alg, and its template once stored:
-     * a child forked meanwhile (cache_drop()) frees what it sees of them.
+     * a child forked meanwhile (cache_drop_entries()) frees what it sees of
+     * them.
      */
     __atomic_store_n(&e->alg, alg, __ATOMIC_RELEASE);
     __atomic_store_n(&e->tmpl, tmpl, __ATOMIC_RELEASE);
@@ -1379,7 +1394,8 @@ int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
         || !ready(arg, ctx))
         return 0;
     e->spare[e->nspare] = ctx;
-    /* counted once in place, for a child forked meanwhile (cache_drop()) */
+    /* counted once in place, for a child forked meanwhile, see
+     * cache_drop_entries() */
     __atomic_store_n(&e->nspare, e->nspare + 1, __ATOMIC_RELEASE);
     c->nspares++;
     return 1;

@@ -530,6 +530,34 @@ static int scan_mac(OSSL_LIB_CTX *ctx, int k, unsigned char out[32])
     return ok;
 }
 
+/*
+ * The same MAC from one context keyed with key |k| twice, then freed: the
+ * second keying of a context keycache had to key again copies the key into
+ * its wrapper (hmac.c), which must wipe it before the wrapper is pooled.
+ */
+static int scan_mac_rekeyed(OSSL_LIB_CTX *ctx, int k, unsigned char out[32])
+{
+    unsigned char *key = OPENSSL_malloc(SCAN_KEYLEN);
+    EVP_MAC *mac = EVP_MAC_fetch(ctx, "HMAC", NULL);
+    EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM p[2];
+    size_t i, outlen = 0;
+    int ok = key != NULL && c != NULL, n;
+
+    p[0] = OSSL_PARAM_construct_utf8_string("digest", "SHA256", 0);
+    p[1] = OSSL_PARAM_construct_end();
+    for (i = 0; ok && i < SCAN_KEYLEN; i++)
+        key[i] = masked_keys[k][i] ^ SCAN_MASK;
+    for (n = 0; ok && n < 2; n++)
+        ok = EVP_MAC_init(c, key, SCAN_KEYLEN, p)
+             && EVP_MAC_update(c, scan_msg, sizeof(scan_msg))
+             && EVP_MAC_final(c, out, &outlen, 32) && outlen == 32;
+    EVP_MAC_CTX_free(c);
+    EVP_MAC_free(mac);
+    OPENSSL_clear_free(key, SCAN_KEYLEN);
+    return ok;
+}
+
 /* Copies of key |k| anywhere in this process's writable memory. */
 static unsigned long scan_copies(int k, const char *say)
 {
@@ -629,9 +657,10 @@ static OSSL_LIB_CTX *scan_ctx(int kc)
 }
 
 /*
- * One thread: three EVP_Q_mac calls with key 0 (with keycache: an entry,
- * its template and a spare, each holding the key), every copy of the
- * program's freed and wiped, then fork.
+ * One thread: a context keyed twice with key 0 and freed (with keycache:
+ * a wrapper that held a copy, pooled), three EVP_Q_mac calls with key 0
+ * (an entry, its template and a spare, each holding the key), every copy
+ * of the program's freed and wiped, then fork.
  */
 static void fork_one_thread(int kc)
 {
@@ -643,6 +672,8 @@ static void fork_one_thread(int kc)
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     CU_ASSERT_FATAL(scan_mac(kct_default(), 0, want));
+    CU_ASSERT_TRUE(scan_mac_rekeyed(ctx, 0, got)
+                   && memcmp(got, want, 32) == 0);
     for (i = 0; i < 3; i++)
         CU_ASSERT_TRUE(scan_mac(ctx, 0, got) && memcmp(got, want, 32) == 0);
     if (kc) {
