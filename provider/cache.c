@@ -83,11 +83,20 @@ typedef struct {
     char props[KC_MEMO_NAME];
 } KC_MEMO;
 
-struct kc_memo_st {
-    KC_MEMO slot[KC_MEMO_SLOTS];
+struct kc_shared_st {
+    KC_MEMO memo[KC_MEMO_SLOTS];
+    /*
+     * The hash key of the threads that hold no cache yet (KC_LITE): a
+     * thread's cache takes it over with their fingerprints.  Written at
+     * start and in a forked child only, when no other thread runs here.
+     */
+    uint64_t key[2];
+    /* pass-throughs counted by threads without a cache */
+    uint64_t passthrough[KC_STAT_SLOTS];
 };
 
 struct kc_cache_st {
+    int lite;                 /* 0: see KC_LITE */
     KC_PROVCTX *pctx;
     KC_CACHE *next, *prev;    /* registry list, under registry_lock */
     uint64_t id;              /* unique for the process's lifetime */
@@ -114,7 +123,7 @@ struct kc_cache_st {
     KC_SEEN *seen;            /* admission filter */
     uint32_t seen_clock;
     KC_COUNTERS n[KC_STAT_SLOTS]; /* per algorithm, KC_ALG.stat */
-    unsigned int memo_last;   /* the thread's last slot of pctx->memo */
+    unsigned int memo_last;   /* the thread's last slot of the memo */
     /* the last answer about a string pair, see kc_cache_pair_hint() */
     struct {
         const void *owner;
@@ -148,6 +157,48 @@ struct kc_cache_st {
 };
 
 /*
+ * A thread's record before it holds anything: a thread that keys a few
+ * times and never admits a key (a thread per task) counts its keys here,
+ * in static thread-local storage, and allocates nothing, registers no
+ * thread-stop work and leaves nothing to free.  Its first admission (or
+ * the first thing it must keep: a record, a side template) makes its
+ * cache (body), which takes over the hash key and fingerprints.  One
+ * instance owns a thread's record at a time (inst); a thread's caches of
+ * other instances are made at once, as before.  Handed to callers as a
+ * KC_CACHE (lite: 1 where KC_CACHE has 0; see is_lite()).
+ */
+#define KC_LITE_SEEN 8
+typedef struct {
+    int lite;                 /* 1 */
+    uint32_t seen_clock;
+    uint64_t inst;            /* the owner's KC_PROVCTX.inst, 0: none */
+    KC_PROVCTX *pctx;
+    KC_CACHE *body;           /* the thread's cache of inst, or NULL */
+    time_t last_tick;         /* KEYCACHE_DEBUG's periodic report */
+    unsigned int memo_last;
+    KC_SEEN seen[KC_LITE_SEEN];   /* fingerprints under shared->key */
+} KC_LITE;
+
+_Static_assert(sizeof(KC_LITE) <= 256, "a thread's record stays small");
+
+static __thread KC_LITE kc_lite __attribute__((tls_model("initial-exec")));
+
+static ossl_inline int is_lite(const KC_CACHE *c)
+{
+    int v;
+
+    memcpy(&v, c, sizeof(v));
+    return v;
+}
+
+static ossl_inline KC_LITE *as_lite(KC_CACHE *c)
+{
+    return (KC_LITE *)(void *)c;
+}
+
+static KC_SEEN *seen_slot(KC_CACHE *c, uint64_t fp);
+
+/*
  * One lock for every instance's registry of caches and for the list of live
  * instances.  It is static and never freed because a thread-stop handler
  * may run while (or after) its instance is torn down: OpenSSL deregisters
@@ -157,10 +208,13 @@ struct kc_cache_st {
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static KC_PROVCTX *live_instances;
 static uint64_t next_cache_id = 1;
+static uint64_t next_inst = 1;
 
 /* the calling thread's cache of an instance, or NULL */
 static ossl_inline KC_CACHE *tls_get(KC_PROVCTX *pctx)
 {
+    if (kc_lite.inst == pctx->inst)
+        return kc_lite.body;
     return CRYPTO_THREAD_get_local(&pctx->tls);
 }
 
@@ -442,9 +496,17 @@ static void kc_thread_stop(void *arg)
     KC_CACHE *c;
 
     pthread_mutex_lock(&registry_lock);
-    if (instance_live(pctx)
-        && (c = CRYPTO_THREAD_get_local(&pctx->tls)) != NULL) {
+    if (!instance_live(pctx)) {
+        c = NULL;
+    } else if (kc_lite.inst == pctx->inst) {
+        c = kc_lite.body;
+        kc_lite.body = NULL;
+        /* the record goes on for a thread that goes on, without keys */
+        OPENSSL_cleanse(kc_lite.seen, sizeof(kc_lite.seen));
+    } else if ((c = CRYPTO_THREAD_get_local(&pctx->tls)) != NULL) {
         CRYPTO_THREAD_set_local(&pctx->tls, NULL);
+    }
+    if (c != NULL) {
         cache_retire(pctx, c);
         cache_free(c);
     }
@@ -465,6 +527,15 @@ static void sipkey_new(KC_CACHE *c)
         != (ssize_t)sizeof(c->sipkey)) {
         c->sipkey[0] = (uint64_t)(uintptr_t)c ^ (uint64_t)time(NULL);
         c->sipkey[1] = (uint64_t)(uintptr_t)&c ^ (uint64_t)clock();
+    }
+}
+
+static void shared_key_new(struct kc_shared_st *sh)
+{
+    if (getrandom(sh->key, sizeof(sh->key), GRND_NONBLOCK)
+        != (ssize_t)sizeof(sh->key)) {
+        sh->key[0] = (uint64_t)(uintptr_t)sh ^ (uint64_t)time(NULL);
+        sh->key[1] = (uint64_t)(uintptr_t)&sh ^ (uint64_t)clock();
     }
 }
 
@@ -640,8 +711,18 @@ static void caches_forked(void)
          * writing at fork time will never be finished: free it again.
          */
         for (k = 0; k < KC_MEMO_SLOTS; k++)
-            if (pctx->memo->slot[k].state == KC_MEMO_WRITING)
-                pctx->memo->slot[k].state = KC_MEMO_FREE;
+            if (pctx->shared->memo[k].state == KC_MEMO_WRITING)
+                pctx->shared->memo[k].state = KC_MEMO_FREE;
+        /*
+         * A new key for the records of threads without a cache: what the
+         * others' records (not to be read again) hold is of the old one,
+         * and this thread's counts go.
+         */
+        shared_key_new(pctx->shared);
+        if (kc_lite.inst == pctx->inst) {
+            memset(kc_lite.seen, 0, sizeof(kc_lite.seen));
+            kc_lite.seen_clock = 0;
+        }
         /* the child's own report counts from here (debug.c) */
         pctx->threads_cached = pctx->threads_admitted = pctx->fork_wiped = 0;
         for (c = pctx->caches; c != NULL; c = next) {
@@ -659,12 +740,32 @@ static void caches_forked(void)
     }
 }
 
-static KC_CACHE *cache_create(KC_PROVCTX *pctx)
+/*
+ * A cache for the calling thread, registered with the instance and with
+ * OpenSSL's thread stop: the body of the thread's record l, which it
+ * takes over (hash key, fingerprints), or (l NULL) found
+ * through the instance's thread-local key.
+ */
+static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
 {
     KC_CACHE *c = cache_new(pctx);
+    unsigned int k;
 
     if (c == NULL)
         return NULL;
+    if (l != NULL) {
+        memcpy(c->sipkey, pctx->shared->key, sizeof(c->sipkey));
+        for (k = 0; k < KC_LITE_SEEN; k++) {
+            KC_SEEN *s;
+
+            if (l->seen[k].fp == 0)
+                continue;
+            s = seen_slot(c, l->seen[k].fp);
+            s->seen = l->seen[k].seen;
+            s->stamp = ++c->seen_clock;
+        }
+        c->memo_last = l->memo_last;
+    }
     /* Not under our lock: OpenSSL takes its own locks in here. */
     if (!pctx->core_thread_start(pctx->handle, kc_thread_stop, pctx)) {
         cache_free(c);
@@ -672,18 +773,64 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx)
     }
     pthread_mutex_lock(&registry_lock);
     c->id = next_cache_id++;
-    pctx->threads_cached++;
+    /* a thread with a record was counted when it took the record */
+    if (l == NULL)
+        __atomic_add_fetch(&pctx->threads_cached, 1, __ATOMIC_RELAXED);
     c->next = pctx->caches;
     if (c->next != NULL)
         c->next->prev = c;
     pctx->caches = c;
-    if (!CRYPTO_THREAD_set_local(&pctx->tls, c)) {
+    if (l != NULL) {
+        l->body = c;
+        OPENSSL_cleanse(l->seen, sizeof(l->seen));
+        l->seen_clock = 0;
+    } else if (!CRYPTO_THREAD_set_local(&pctx->tls, c)) {
         cache_retire(pctx, c);
         cache_free(c);
         c = NULL;
     }
     pthread_mutex_unlock(&registry_lock);
     return c;
+}
+
+/* the calling thread's record as a handle (see KC_LITE) */
+static ossl_inline KC_CACHE *lite_handle(void)
+{
+    return (KC_CACHE *)(void *)&kc_lite;
+}
+
+/* l's cache, made now if it has none; NULL: none could be made */
+static KC_CACHE *lite_body(KC_LITE *l)
+{
+    if (l->body != NULL)
+        return l->body;
+    return cache_create(l->pctx, l);
+}
+
+/*
+ * Make the calling thread's record pctx's if it is no live instance's
+ * (instance numbers are never reused, so one torn down is never live).
+ */
+static int lite_claim(KC_PROVCTX *pctx)
+{
+    const KC_PROVCTX *p;
+    int taken = 0;
+
+    if (kc_lite.inst != 0) {
+        pthread_mutex_lock(&registry_lock);
+        for (p = live_instances; p != NULL; p = p->next_live)
+            taken |= p->inst == kc_lite.inst;
+        pthread_mutex_unlock(&registry_lock);
+        if (taken)
+            return 0;
+    }
+    OPENSSL_cleanse(&kc_lite, sizeof(kc_lite));
+    kc_lite.lite = 1;
+    kc_lite.pctx = pctx;
+    kc_lite.inst = pctx->inst;
+    /* the threads that used keycache, for the report (kc_cache_lost()) */
+    __atomic_add_fetch(&pctx->threads_cached, 1, __ATOMIC_RELAXED);
+    return 1;
 }
 
 /* Drop entries idle for longer than idle_ttl; checked about once a second. */
@@ -724,10 +871,21 @@ static KC_NOINLINE void cache_timed(KC_CACHE *c)
 
 static KC_NOINLINE KC_CACHE *cache_get_slow(KC_PROVCTX *pctx, KC_CACHE *c)
 {
-    if (c == NULL)
-        return cache_create(pctx);
-    cache_timed(c);
-    return c;
+    time_t now;
+
+    if (c != NULL) {
+        cache_timed(c);
+        return c;
+    }
+    if (kc_lite.inst != pctx->inst && !lite_claim(pctx))
+        return cache_create(pctx, NULL);
+    /* a record without a cache: only the periodic report is timed */
+    if (pctx->timed && kc_debug_interval(pctx) != 0
+        && (now = time(NULL)) != kc_lite.last_tick) {
+        kc_lite.last_tick = now;
+        kc_debug_tick(pctx, now);
+    }
+    return lite_handle();
 }
 
 KC_CACHE *kc_cache_get(KC_PROVCTX *pctx)
@@ -745,10 +903,20 @@ static ossl_inline int memo_ready(const KC_MEMO *m)
     return __atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == KC_MEMO_READY;
 }
 
+static ossl_inline KC_PROVCTX *pctx_of(KC_CACHE *c)
+{
+    return is_lite(c) ? as_lite(c)->pctx : c->pctx;
+}
+
+static ossl_inline unsigned int *memo_last_of(KC_CACHE *c)
+{
+    return is_lite(c) ? &as_lite(c)->memo_last : &c->memo_last;
+}
+
 const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props)
 {
-    KC_MEMO *slot = c->pctx->memo->slot;
+    KC_MEMO *slot = pctx_of(c)->shared->memo;
     unsigned int i;
 
     if (props == NULL)
@@ -765,7 +933,7 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
         if (strcmp(m->name, name) == 0
             && (m->props[0] == props[0]
                 && (props[0] == '\0' || strcmp(m->props, props) == 0))) {
-            c->memo_last = i;
+            *memo_last_of(c) = i;
             return m->value;
         }
     }
@@ -775,7 +943,7 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
 void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
                        const void *value)
 {
-    KC_MEMO *slot = c->pctx->memo->slot, *m;
+    KC_MEMO *slot = pctx_of(c)->shared->memo, *m;
     unsigned int i;
     int expect;
 
@@ -795,7 +963,7 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
         strcpy(m->props, props);
         m->value = value;
         __atomic_store_n(&m->state, KC_MEMO_READY, __ATOMIC_RELEASE);
-        c->memo_last = i;
+        *memo_last_of(c) = i;
         return;
     }
     /* full: the name is resolved again next time */
@@ -804,6 +972,9 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
 int kc_cache_pair_hint(const KC_CACHE *c, const void *owner, const char *a,
                        size_t alen, const char *b, size_t blen)
 {
+    if (is_lite(c)
+        && (c = ((const KC_LITE *)(const void *)c)->body) == NULL)
+        return -1;
     if (c->pair.owner != owner || c->pair.alen != alen
         || c->pair.blen != blen || memcmp(c->pair.a, a, alen) != 0
         || memcmp(c->pair.b, b, blen) != 0)
@@ -817,6 +988,8 @@ void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
 {
     if (alen > KC_PAIR_HINT_MAX || blen > KC_PAIR_HINT_MAX)
         return;
+    if (is_lite(c) && (c = lite_body(as_lite(c))) == NULL)
+        return;
     c->pair.owner = NULL;
     c->pair.alen = alen;
     c->pair.blen = blen;
@@ -828,7 +1001,7 @@ void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
 
 const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME])
 {
-    const KC_MEMO *m = &c->pctx->memo->slot[c->memo_last];
+    const KC_MEMO *m = &pctx_of(c)->shared->memo[*memo_last_of(c)];
 
     /* a whole name with room for its NUL, no properties */
     if (!memo_ready(m) || m->props[0] != '\0'
@@ -842,6 +1015,8 @@ void *kc_cache_aux_get(KC_CACHE *c, const void *tag)
 {
     unsigned int i;
 
+    if (is_lite(c) && (c = as_lite(c)->body) == NULL)
+        return NULL;
     for (i = 0; i < KC_AUX_SLOTS; i++)
         if (c->aux[i].tag == tag && c->aux[i].ctx != NULL)
             return c->aux[i].ctx;
@@ -851,8 +1026,14 @@ void *kc_cache_aux_get(KC_CACHE *c, const void *tag)
 void kc_cache_aux_put(KC_CACHE *c, const void *tag, void *ctx,
                       void (*freectx)(void *))
 {
-    unsigned int i = c->aux_next++ % KC_AUX_SLOTS;
-    void *old = c->aux[i].ctx;
+    unsigned int i;
+    void *old;
+
+    /* a thread without a cache keeps none: ctx stays the caller's */
+    if (is_lite(c) && (c = as_lite(c)->body) == NULL)
+        return;
+    i = c->aux_next++ % KC_AUX_SLOTS;
+    old = c->aux[i].ctx;
 
     /* in this order for a child forked meanwhile, see cache_drop_side() */
     c->aux[i].ctx = NULL;
@@ -887,6 +1068,8 @@ int kc_cache_rec_get(KC_CACHE *c, const void *owner, uint64_t hash,
 {
     unsigned int i, n;
 
+    if (is_lite(c) && (c = as_lite(c)->body) == NULL)
+        return -1;
     if (rec_slot_is(c, c->rec_last[blen != 0], owner, hash, a, alen, b,
                     blen))
         return c->recs[c->rec_last[blen != 0]].value;
@@ -906,7 +1089,11 @@ const unsigned char *kc_cache_rec_last(KC_CACHE *c, const void *owner,
                                        int pair, size_t *alen, size_t *len,
                                        uint64_t *hash, int *value)
 {
-    unsigned int i = c->rec_last[pair != 0];
+    unsigned int i;
+
+    if (is_lite(c) && (c = as_lite(c)->body) == NULL)
+        return NULL;
+    i = c->rec_last[pair != 0];
 
     /* the slot may since hold a record of the other kind */
     if (c->recs[i].owner != owner
@@ -926,6 +1113,9 @@ void kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
     unsigned char *bytes, *old;
     unsigned int i, n;
 
+    /* something to keep: the thread's cache is made for it */
+    if (is_lite(c) && (c = lite_body(as_lite(c))) == NULL)
+        return;
     if ((bytes = OPENSSL_malloc(alen + blen + 1)) == NULL)
         return;
     if (alen > 0)
@@ -1032,19 +1222,18 @@ static KC_SEEN *seen_slot(KC_CACHE *c, uint64_t fp)
     return old;
 }
 
-static int admit(KC_CACHE *c, const KC_ALG *alg, uint64_t fp)
+/* fp seen once more in slot s (of c's filter, or c NULL: a KC_LITE's) */
+static int admit_in(KC_PROVCTX *pctx, KC_CACHE *c, KC_SEEN *s,
+                    const KC_ALG *alg, uint64_t fp)
 {
-    KC_SEEN *s = seen_slot(c, fp);
-
-    s->stamp = ++c->seen_clock;
     if (s->seen == KC_SEEN_REFUSED)
         return 0;
-    if (c->pctx->admit_after > 1 && ++s->seen < c->pctx->admit_after)
+    if (pctx->admit_after > 1 && ++s->seen < pctx->admit_after)
         return 0;
-    if (!bypass_allows(c))
+    if (c != NULL && !bypass_allows(c))
         return 0;
     /* a key OpenSSL keyed inside its own code stays refused (origin.c) */
-    if (!kc_origin_admits(c->pctx, alg->stat >= KC_STAT_CFAM)) {
+    if (!kc_origin_admits(pctx, alg->stat >= KC_STAT_CFAM)) {
         s->fp = fp;
         s->seen = KC_SEEN_REFUSED;
         return 0;
@@ -1052,6 +1241,14 @@ static int admit(KC_CACHE *c, const KC_ALG *alg, uint64_t fp)
     s->fp = 0;
     s->seen = 0;
     return 1;
+}
+
+static int admit(KC_CACHE *c, const KC_ALG *alg, uint64_t fp)
+{
+    KC_SEEN *s = seen_slot(c, fp);
+
+    s->stamp = ++c->seen_clock;
+    return admit_in(c->pctx, c, s, alg, fp);
 }
 
 static uint64_t fingerprint(uint64_t h, const KC_ALG *alg, const void *param)
@@ -1072,10 +1269,16 @@ void *kc_wrapper_take(KC_PROVCTX *pctx, int kind, size_t size,
 {
     KC_CACHE *c = kc_cache_get(pctx);
 
-    if (cold != NULL)
-        *cold = cold_in(c, alg);
     if (cp != NULL)
         *cp = c;
+    /* a thread without a cache keeps no pool: it would have to be freed */
+    if (c != NULL && is_lite(c)) {
+        if (cold != NULL)
+            *cold = 0;
+        return OPENSSL_malloc(size);
+    }
+    if (cold != NULL)
+        *cold = cold_in(c, alg);
     /* the caller zeroes what must start zeroed (kc_wrapper_new_head()) */
     if (c == NULL || c->npool[kind] == 0)
         return OPENSSL_malloc(size);
@@ -1112,8 +1315,12 @@ _Static_assert(KC_STAT_SLOTS <= 32, "KC_CACHE.missed has a bit per slot");
 int kc_cache_missed_before(KC_CACHE *c, const KC_ALG *alg)
 {
     uint32_t bit = (uint32_t)1 << alg->stat;
-    int before = (c->missed & bit) != 0;
+    int before;
 
+    /* a thread without a cache keeps nothing for its misses */
+    if (is_lite(c))
+        return 0;
+    before = (c->missed & bit) != 0;
     c->missed |= bit;
     return before;
 }
@@ -1122,6 +1329,10 @@ void kc_count_hit(KC_PROVCTX *pctx, const KC_ALG *alg)
 {
     KC_CACHE *c = tls_get(pctx);
 
+    /* a hit without a cache (a context re-keyed): the cache is made to
+     * count it, and the ones after it, on the thread */
+    if (c == NULL && kc_lite.inst == pctx->inst)
+        c = lite_body(&kc_lite);
     if (c != NULL)
         KC_BUMP(c, alg->stat, hits);
 }
@@ -1132,6 +1343,10 @@ void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg)
 
     if (c != NULL)
         KC_BUMP(c, alg->stat, passthrough);
+    else if (kc_lite.inst == pctx->inst)
+        /* no cache to count in: the instance's (a miss's path, not a hit's) */
+        __atomic_add_fetch(&pctx->shared->passthrough[alg->stat], 1,
+                           __ATOMIC_RELAXED);
 }
 
 /*
@@ -1205,6 +1420,68 @@ static ossl_inline int rec_matches(const KC_ENTRY *e, const unsigned char *rec,
                && (reclen == 0 || memcmp(e->rec, rec, reclen) == 0));
 }
 
+/*
+ * fp's slot in a record's filter, or an empty one for it (seen 0), or NULL
+ * when all are taken: a record never drops a key it counts, or keys in
+ * rotation could push each other out before their admission.
+ */
+static KC_SEEN *lite_seen_slot(KC_LITE *l, uint64_t fp)
+{
+    KC_SEEN *s, *empty = NULL;
+    unsigned int i;
+
+    for (i = 0; i < KC_LITE_SEEN; i++) {
+        s = &l->seen[i];
+        if (s->fp == fp)
+            return s;
+        if (s->fp == 0 && empty == NULL)
+            empty = s;
+    }
+    if (empty != NULL) {
+        empty->fp = fp;
+        empty->seen = 0;
+    }
+    return empty;
+}
+
+/* A look-up on a thread without a cache: always a miss, counted. */
+static KC_NOINLINE void *lite_find(KC_LITE *l, const KC_ALG *alg,
+                                   const void *param,
+                                   const unsigned char *rec,
+                                   uint64_t rechash,
+                                   const unsigned char *key, size_t keylen,
+                                   KC_LOOKUP *lk)
+{
+    KC_CACHE *c;
+    KC_SEEN *s;
+    uint64_t fp;
+
+    if (l->pctx->cache_size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
+        return NULL;
+    lk->hash = kc_hash(l->pctx->shared->key, key, keylen);
+    if (rec != NULL)
+        lk->hash ^= rechash * 0x9fb21c651e98df25ULL;
+    fp = fingerprint(lk->hash, alg, param);
+    if (*lk->counted == fp)
+        return NULL;
+    *lk->counted = fp;
+    if ((s = lite_seen_slot(l, fp)) != NULL) {
+        s->stamp = ++l->seen_clock;
+        lk->admit = admit_in(l->pctx, NULL, s, alg, fp);
+        return NULL;
+    }
+    /*
+     * More keys than the record holds: the thread's cache, whose filter
+     * holds as many as it has slots, takes them over and counts this one
+     * (under the same hash key: lk->hash stays good).
+     */
+    if ((c = lite_body(l)) != NULL) {
+        window_note(c, 0);
+        lk->admit = admit(c, alg, fp);
+    }
+    return NULL;
+}
+
 static ossl_inline __attribute__((always_inline))
 void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
                  const unsigned char *rec, size_t reclen, uint64_t rechash,
@@ -1216,6 +1493,12 @@ void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
 
     lk->spare = NULL;
     lk->admit = 0;
+    if (is_lite(c)) {
+        if (as_lite(c)->body == NULL)
+            return lite_find(as_lite(c), alg, param, rec, rechash, key,
+                             keylen, lk);
+        c = as_lite(c)->body;
+    }
     if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
         return NULL;
     /*
@@ -1351,6 +1634,9 @@ int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
                  const unsigned char *key, size_t keylen, void *tmpl,
                  KC_LOOKUP *lk)
 {
+    /* a thread's first admission makes its cache */
+    if (is_lite(c) && (c = lite_body(as_lite(c))) == NULL)
+        return 0;
     return cache_add(c, alg, param, NULL, 0, key, keylen, tmpl, lk);
 }
 
@@ -1358,6 +1644,8 @@ int kc_cache_add_rec(KC_CACHE *c, const KC_ALG *alg, const unsigned char *rec,
                      size_t reclen, const unsigned char *key, size_t keylen,
                      void *tmpl, KC_LOOKUP *lk)
 {
+    if (is_lite(c) && (c = lite_body(as_lite(c))) == NULL)
+        return 0;
     return cache_add(c, alg, NULL, rec, reclen, key, keylen, tmpl, lk);
 }
 
@@ -1373,6 +1661,8 @@ int kc_cache_lease_is(KC_CACHE *c, const KC_LEASE *lease,
 {
     const KC_ENTRY *e;
 
+    if (c != NULL && is_lite(c))
+        c = as_lite(c)->body;
     if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)
         return 0;
     e = &c->entries[lease->idx];
@@ -1385,6 +1675,8 @@ int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
 {
     KC_ENTRY *e;
 
+    if (c != NULL && is_lite(c))
+        c = as_lite(c)->body;
     if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)
         return 0;
     e = &c->entries[lease->idx];
@@ -1405,10 +1697,14 @@ void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
                               uint64_t *entries)
 {
     KC_CACHE *c;
+    unsigned int i;
 
     *entries = 0;
     pthread_mutex_lock(&registry_lock);
     memcpy(by, pctx->retired, sizeof(pctx->retired));
+    for (i = 0; pctx->shared != NULL && i < KC_STAT_SLOTS; i++)
+        by[i].passthrough += __atomic_load_n(&pctx->shared->passthrough[i],
+                                             __ATOMIC_RELAXED);
     for (c = pctx->caches; c != NULL; c = c->next) {
         add_counters(by, c->n);
         *entries += KC_READ(c->used);
@@ -1420,7 +1716,7 @@ void kc_cache_lost(KC_PROVCTX *pctx, uint64_t *threads, uint64_t *admitted,
                    uint64_t *wiped)
 {
     pthread_mutex_lock(&registry_lock);
-    *threads = pctx->threads_cached;
+    *threads = __atomic_load_n(&pctx->threads_cached, __ATOMIC_RELAXED);
     *admitted = __atomic_load_n(&pctx->threads_admitted, __ATOMIC_RELAXED);
     *wiped = pctx->fork_wiped;
     pthread_mutex_unlock(&registry_lock);
@@ -1443,16 +1739,18 @@ void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries)
 
 int kc_cache_start(KC_PROVCTX *pctx)
 {
-    if ((pctx->memo = OPENSSL_zalloc(sizeof(*pctx->memo))) == NULL)
+    if ((pctx->shared = OPENSSL_zalloc(sizeof(*pctx->shared))) == NULL)
         return 0;
     if (!CRYPTO_THREAD_init_local(&pctx->tls, NULL)) {
-        OPENSSL_free(pctx->memo);
-        pctx->memo = NULL;
+        OPENSSL_free(pctx->shared);
+        pctx->shared = NULL;
         return 0;
     }
+    shared_key_new(pctx->shared);
     pthread_once(&atfork_once, atfork_register);
     pctx->tls_ok = 1;
     pthread_mutex_lock(&registry_lock);
+    pctx->inst = next_inst++;
     pctx->next_live = live_instances;
     live_instances = pctx;
     pthread_mutex_unlock(&registry_lock);
@@ -1463,6 +1761,7 @@ void kc_cache_stop(KC_PROVCTX *pctx)
 {
     KC_PROVCTX **pp;
     KC_CACHE *c, *next;
+    unsigned int i;
 
     if (!pctx->tls_ok)
         return;
@@ -1478,11 +1777,21 @@ void kc_cache_stop(KC_PROVCTX *pctx)
         cache_free(c);
     }
     pctx->caches = NULL;
-    /* the calling thread may still point at a cache freed above */
+    /* the report at unload (debug.c) comes after this */
+    for (i = 0; i < KC_STAT_SLOTS; i++)
+        pctx->retired[i].passthrough += pctx->shared->passthrough[i];
+    /*
+     * The calling thread may still point at a cache freed above.  Other
+     * threads' records of this instance are never read again: instance
+     * numbers are not reused (lite_claim()).
+     */
     CRYPTO_THREAD_set_local(&pctx->tls, NULL);
+    if (kc_lite.inst == pctx->inst)
+        OPENSSL_cleanse(&kc_lite, sizeof(kc_lite));
     pthread_mutex_unlock(&registry_lock);
     CRYPTO_THREAD_cleanup_local(&pctx->tls);
     pctx->tls_ok = 0;
-    OPENSSL_free(pctx->memo);
-    pctx->memo = NULL;
+    OPENSSL_cleanse(pctx->shared->key, sizeof(pctx->shared->key));
+    OPENSSL_free(pctx->shared);
+    pctx->shared = NULL;
 }

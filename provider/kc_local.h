@@ -526,7 +526,8 @@ struct kc_provctx_st {
     int tls_ok;
     KC_CACHE *caches;
     KC_COUNTERS retired[KC_STAT_SLOTS]; /* of caches already freed */
-    struct kc_memo_st *memo;    /* resolved names, shared (cache.c) */
+    struct kc_shared_st *shared; /* shared by its threads (cache.c) */
+    uint64_t inst;              /* this instance's number, never reused */
     /* for the report (debug.c): see kc_cache_lost() */
     uint64_t threads_cached, threads_admitted, fork_wiped;
 };
@@ -702,7 +703,8 @@ void kc_count_hit(KC_PROVCTX *pctx, const KC_ALG *alg);
 int kc_key_equal(const unsigned char *a, const unsigned char *b, size_t n);
 /*
  * Has alg missed on this cache's thread before (since it started, or since
- * fork() in a child)?  Counts this call as one.
+ * fork() in a child)?  Counts this call as one.  Always no on a thread
+ * that has no cache yet (it keeps nothing for a second miss).
  */
 int kc_cache_missed_before(KC_CACHE *c, const KC_ALG *alg);
 /* The instance's memo of (name, properties) -> value (resolved digests). */
@@ -732,7 +734,9 @@ void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
 /*
  * Per-thread side templates that hold no key material (say, an HMAC context
  * with a digest set and an empty key), found by a tag the caller chooses;
- * the cache frees them with the thread's cache.  A put may evict another.
+ * the cache frees them with the thread's cache.  A put may evict another;
+ * on a thread without a cache it keeps nothing (the caller still owns ctx:
+ * kc_cache_aux_get() says whether it was kept).
  */
 #define KC_AUX_SLOTS 8
 void *kc_cache_aux_get(KC_CACHE *c, const void *tag);

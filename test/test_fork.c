@@ -708,6 +708,56 @@ static void test_fork_default_own(void)
     fork_one_thread(0);
 }
 
+/*
+ * A parent thread that has used key 1 once and holds no cache (only its
+ * small record, which counts keys towards admission: a new thread, whose
+ * record no other instance took) forks: the child counts afresh, so with
+ * admit_after = 3 its second use is no entry yet and its third is.  Every
+ * MAC is the default's.
+ */
+static void *record_fork(void *arg)
+{
+    OSSL_LIB_CTX *ctx = arg;
+    unsigned char got[32], want[32];
+    intptr_t bad = 0;
+    pid_t pid;
+    int i;
+
+    if (!scan_mac(kct_default(), 1, want) || !scan_mac(ctx, 1, got)
+        || memcmp(got, want, 32) != 0
+        || counter(ctx, KEYCACHE_PARAM_ENTRIES) != 0)
+        return (void *)1;
+    fflush(NULL);
+    if ((pid = fork()) == 0) {
+        alarm(KCT_CHILD_ALARM);
+        for (i = 0; i < 3; i++) {
+            if (!scan_mac(ctx, 1, got) || memcmp(got, want, 32) != 0)
+                bad |= CF_OUTPUT;
+            if (counter(ctx, KEYCACHE_PARAM_ENTRIES) != (i == 2 ? 1 : 0))
+                bad |= CF_READMIT;
+        }
+        if (bad != 0)
+            fprintf(stderr, "\n  fork child of a record: failures %#x\n",
+                    (unsigned int)bad);
+        fflush(stderr);
+        _exit((int)bad);
+    }
+    return (void *)(intptr_t)(scan_wait(pid) != 0);
+}
+
+static void test_fork_record_counts_afresh(void)
+{
+    OSSL_LIB_CTX *ctx = scan_ctx(1);
+    pthread_t t;
+    void *bad = (void *)1;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, record_fork, ctx), 0);
+    pthread_join(t, &bad);
+    CU_ASSERT_PTR_NULL(bad);
+    OSSL_LIB_CTX_free(ctx);
+}
+
 /* A worker of a pool: uses key 1, then idles until told to go on. */
 typedef struct {
     OSSL_LIB_CTX *ctx;
@@ -809,6 +859,8 @@ static void add_suites(void)
 
     s = CU_add_suite("fork drops key material", NULL, NULL);
     scan_keys_init();
+    CU_add_test(s, "a child of a thread without a cache counts afresh",
+                test_fork_record_counts_afresh);
     CU_add_test(s, "default alone: no copy in the child (one thread)",
                 test_fork_default_own);
     CU_add_test(s, "no copy of the forking thread's key in the child",
