@@ -317,6 +317,21 @@ uint64_t kc_hash(const uint64_t k[2], const unsigned char *p, size_t n)
     return v0 ^ v1 ^ v2 ^ v3;
 }
 
+/*
+ * Wipe and free a wrapper struct (which holds no key: this is for what
+ * else it held, a keyed hash say): explicit_bzero() is a store loop the
+ * compiler keeps, as OPENSSL_cleanse() is, but of whole vectors, where
+ * OPENSSL_cleanse() stores byte by byte (a wrapper is some 300 bytes, and
+ * a thread without a cache frees one for every context).
+ */
+static void wipe_free(void *p, size_t n)
+{
+    if (p == NULL)
+        return;
+    explicit_bzero(p, n);
+    OPENSSL_free(p);
+}
+
 /* LRU as a doubly linked list of slot numbers: O(1) touch and evict. */
 #define KC_NIL UINT32_MAX
 
@@ -449,7 +464,7 @@ static void cache_free(KC_CACHE *c)
         OPENSSL_clear_free(c->recs[k].bytes, c->recs[k].len);
     for (k = 0; k < KC_POOL_KINDS; k++)
         while (c->npool[k] > 0)
-            OPENSSL_clear_free(c->pool[k][--c->npool[k]], c->pool_size[k]);
+            wipe_free(c->pool[k][--c->npool[k]], c->pool_size[k]);
     cache_release(c);
 }
 
@@ -621,9 +636,13 @@ static size_t cache_drop_entries(KC_CACHE *c)
             if (e->tmpl != NULL)
                 alg->freectx(e->tmpl);
         }
-        /* every slot's, whatever it said its length was */
-        OPENSSL_cleanse(e->key, sizeof(e->key));
-        OPENSSL_clear_free(e->rec, e->reclen);
+        /*
+         * every slot's, whatever it said its length was (vector stores
+         * the compiler keeps, see wipe_free())
+         */
+        explicit_bzero(e->key, sizeof(e->key));
+        if (e->rec != NULL)
+            OPENSSL_clear_free(e->rec, e->reclen);
         memset(e->spare, 0, sizeof(e->spare));
         e->alg = NULL;
         e->param = NULL;
@@ -661,7 +680,7 @@ static void cache_drop_side(KC_CACHE *c)
     for (k = 0; k < KC_POOL_KINDS; k++) {
         n = c->npool[k] < KC_POOL_MAX ? c->npool[k] : KC_POOL_MAX;
         while (n > 0)
-            OPENSSL_clear_free(c->pool[k][--n], c->pool_size[k]);
+            wipe_free(c->pool[k][--n], c->pool_size[k]);
         c->npool[k] = 0;
     }
     memset(c->pool, 0, sizeof(c->pool));
@@ -710,7 +729,8 @@ static void caches_forked(void)
          * The memo holds no secrets and stays; a slot another thread was
          * writing at fork time will never be finished: free it again.
          */
-        for (k = 0; k < KC_MEMO_SLOTS; k++)
+        for (k = 0; k < KC_MEMO_SLOTS
+                    && pctx->shared->memo[k].state != KC_MEMO_FREE; k++)
             if (pctx->shared->memo[k].state == KC_MEMO_WRITING)
                 pctx->shared->memo[k].state = KC_MEMO_FREE;
         /*
@@ -1295,7 +1315,7 @@ void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size)
     if (p == NULL)
         return;
     if (c == NULL || c->npool[kind] == KC_POOL_MAX) {
-        OPENSSL_clear_free(p, size);
+        wipe_free(p, size);
         return;
     }
     c->pool_size[kind] = size;
