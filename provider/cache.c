@@ -844,7 +844,9 @@ static int lite_claim(KC_PROVCTX *pctx)
         if (taken)
             return 0;
     }
-    OPENSSL_cleanse(&kc_lite, sizeof(kc_lite));
+    /* a new thread's is all zero; another instance's is wiped */
+    if (kc_lite.inst != 0)
+        explicit_bzero(&kc_lite, sizeof(kc_lite));
     kc_lite.lite = 1;
     kc_lite.pctx = pctx;
     kc_lite.inst = pctx->inst;
