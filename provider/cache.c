@@ -10,11 +10,12 @@
  * that is taken only when a thread's cache is created or destroyed and when
  * counters are read, so that teardown can free every thread's cache.
  *
- * Keys are found through SipHash-1-3 under a secret per-thread key and
- * confirmed with a constant-time compare of the full key.  Entries are
- * evicted least recently used first; an entry's key bytes are cleansed when
- * it dies and its contexts are freed by the inner provider, which cleanses
- * its own copies.
+ * Keys are found through SipHash-1-3 under a secret key (the instance's,
+ * taken over from the thread's record, see KC_LITE; drawn anew in a forked
+ * child) and confirmed with a constant-time compare of the full key.
+ * Entries are evicted least recently used first; an entry's key bytes are
+ * cleansed when it dies and its contexts are freed by the inner provider,
+ * which cleanses its own copies.
  *
  * A key is cached only once it has been seen in several keyed inits
  * (admit_after): a key that lives in one context, or in the two ends of one
@@ -100,7 +101,7 @@ struct kc_cache_st {
     KC_PROVCTX *pctx;
     KC_CACHE *next, *prev;    /* registry list, under registry_lock */
     uint64_t id;              /* unique for the process's lifetime */
-    uint64_t sipkey[2];       /* secret, per thread */
+    uint64_t sipkey[2];       /* secret (see kc_hash()) */
     uint32_t lru_head, lru_tail; /* most / least recently used */
     uint32_t free_head;
     /*
