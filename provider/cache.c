@@ -65,27 +65,25 @@ typedef struct {
 /*
  * Remembers resolved digest names, so a repeated name costs a strcmp.  One
  * memo per instance, shared by its threads: what one thread resolved no
- * other resolves again (a thread per task, a forked child).  A slot is
- * claimed once (compare-and-swap on a miss only), written, then published
- * by a release store of its state and never written again while the
- * instance lives, so readers take no lock and see whole slots.  Values are
- * the instance's own (KC_DIGEST tables), names and properties no secrets.
+ * other resolves again (a thread per task, a forked child).  A name is
+ * written into a block of its own, which a compare-and-swap (on a miss
+ * only) publishes in the first empty slot; a published block is never
+ * written again while the instance lives, so readers take no lock and see
+ * whole names.  Values are the instance's own (KC_DIGEST tables), names
+ * and properties no secrets.
  */
-#define KC_MEMO_SLOTS 32
+#define KC_MEMO_SLOTS 16
 #define KC_MEMO_NAME 64
-#define KC_MEMO_FREE 0
-#define KC_MEMO_WRITING 1
-#define KC_MEMO_READY 2
 typedef struct {
-    int state;                /* KC_MEMO_* */
     const void *value;
     size_t namelen;
     char name[KC_MEMO_NAME];
     char props[KC_MEMO_NAME];
 } KC_MEMO;
 
+/* small (one malloc below glibc's large-request path, which consolidates) */
 struct kc_shared_st {
-    KC_MEMO memo[KC_MEMO_SLOTS];
+    KC_MEMO *memo[KC_MEMO_SLOTS]; /* published in order, never changed */
     /*
      * The hash key of the threads that hold no cache yet (KC_LITE): a
      * thread's cache takes it over with their fingerprints.  Written at
@@ -169,6 +167,13 @@ struct kc_cache_st {
  * KC_CACHE (lite: 1 where KC_CACHE has 0; see is_lite()).
  */
 #define KC_LITE_SEEN 8
+/*
+ * Wrapper structs a thread frees before it keeps them in a pool (which
+ * needs its cache): a task's few contexts allocate theirs, a thread that
+ * makes contexts all along (copies of one keyed context, keys used once
+ * each) soon allocates none.
+ */
+#define KC_LITE_FREES 8
 typedef struct {
     int lite;                 /* 1 */
     uint32_t seen_clock;
@@ -177,6 +182,7 @@ typedef struct {
     KC_CACHE *body;           /* the thread's cache of inst, or NULL */
     time_t last_tick;         /* KEYCACHE_DEBUG's periodic report */
     unsigned int memo_last;
+    unsigned int frees;       /* wrapper structs freed, up to KC_LITE_FREES */
     KC_SEEN seen[KC_LITE_SEEN];   /* fingerprints under shared->key */
 } KC_LITE;
 
@@ -555,6 +561,25 @@ static void shared_key_new(struct kc_shared_st *sh)
     }
 }
 
+static struct kc_shared_st *shared_new(void)
+{
+    struct kc_shared_st *sh = OPENSSL_zalloc(sizeof(*sh));
+
+    if (sh != NULL)
+        shared_key_new(sh);
+    return sh;
+}
+
+static void shared_free(struct kc_shared_st *sh)
+{
+    unsigned int k;
+
+    for (k = 0; k < KC_MEMO_SLOTS; k++)
+        OPENSSL_free(sh->memo[k]);
+    OPENSSL_cleanse(sh->key, sizeof(sh->key));
+    OPENSSL_free(sh);
+}
+
 static KC_CACHE *cache_new(KC_PROVCTX *pctx)
 {
     KC_CACHE *c;
@@ -722,19 +747,13 @@ static void caches_forked(void)
 {
     KC_PROVCTX *pctx;
     KC_CACHE *c, *next, *mine;
-    unsigned int k;
 
     for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live) {
         mine = tls_get(pctx);
         /*
-         * The memo holds no secrets and stays; a slot another thread was
-         * writing at fork time will never be finished: free it again.
-         */
-        for (k = 0; k < KC_MEMO_SLOTS
-                    && pctx->shared->memo[k].state != KC_MEMO_FREE; k++)
-            if (pctx->shared->memo[k].state == KC_MEMO_WRITING)
-                pctx->shared->memo[k].state = KC_MEMO_FREE;
-        /*
+         * (The memo holds no secrets and stays: a name another thread was
+         * writing at fork time was not published, and is only not freed.)
+         *
          * A new key for the records of threads without a cache: what the
          * others' records (not to be read again) hold is of the old one,
          * and this thread's counts go.
@@ -921,9 +940,10 @@ KC_CACHE *kc_cache_get(KC_PROVCTX *pctx)
     return c;
 }
 
-static ossl_inline int memo_ready(const KC_MEMO *m)
+static ossl_inline const KC_MEMO *memo_at(const struct kc_shared_st *sh,
+                                           unsigned int i)
 {
-    return __atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == KC_MEMO_READY;
+    return __atomic_load_n(&sh->memo[i], __ATOMIC_ACQUIRE);
 }
 
 static ossl_inline KC_PROVCTX *pctx_of(KC_CACHE *c)
@@ -939,20 +959,14 @@ static ossl_inline unsigned int *memo_last_of(KC_CACHE *c)
 const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props)
 {
-    KC_MEMO *slot = pctx_of(c)->shared->memo;
+    const struct kc_shared_st *sh = pctx_of(c)->shared;
+    const KC_MEMO *m;
     unsigned int i;
 
     if (props == NULL)
         props = "";
-    for (i = 0; i < KC_MEMO_SLOTS; i++) {
-        const KC_MEMO *m = &slot[i];
-
-        /* slots are claimed in order: the first one not ready ends them */
-        if (!memo_ready(m)) {
-            if (__atomic_load_n(&m->state, __ATOMIC_RELAXED) == KC_MEMO_FREE)
-                break;
-            continue;
-        }
+    /* slots are filled in order: the first empty one ends them */
+    for (i = 0; i < KC_MEMO_SLOTS && (m = memo_at(sh, i)) != NULL; i++) {
         if (strcmp(m->name, name) == 0
             && (m->props[0] == props[0]
                 && (props[0] == '\0' || strcmp(m->props, props) == 0))) {
@@ -966,30 +980,30 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
 void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
                        const void *value)
 {
-    KC_MEMO *slot = pctx_of(c)->shared->memo, *m;
+    struct kc_shared_st *sh = pctx_of(c)->shared;
+    KC_MEMO *m, *expect;
     unsigned int i;
-    int expect;
 
     if (props == NULL)
         props = "";
-    if (strlen(name) >= KC_MEMO_NAME || strlen(props) >= KC_MEMO_NAME)
+    if (strlen(name) >= KC_MEMO_NAME || strlen(props) >= KC_MEMO_NAME
+        || memo_at(sh, KC_MEMO_SLOTS - 1) != NULL
+        || (m = OPENSSL_malloc(sizeof(*m))) == NULL)
         return;
+    m->namelen = strlen(name);
+    strcpy(m->name, name);
+    strcpy(m->props, props);
+    m->value = value;
     for (i = 0; i < KC_MEMO_SLOTS; i++) {
-        m = &slot[i];
-        expect = KC_MEMO_FREE;
-        if (!__atomic_compare_exchange_n(&m->state, &expect,
-                                         KC_MEMO_WRITING, 0,
-                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-            continue;
-        m->namelen = strlen(name);
-        strcpy(m->name, name);
-        strcpy(m->props, props);
-        m->value = value;
-        __atomic_store_n(&m->state, KC_MEMO_READY, __ATOMIC_RELEASE);
-        *memo_last_of(c) = i;
-        return;
+        expect = NULL;
+        if (__atomic_compare_exchange_n(&sh->memo[i], &expect, m, 0,
+                                        __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+            *memo_last_of(c) = i;
+            return;
+        }
     }
     /* full: the name is resolved again next time */
+    OPENSSL_free(m);
 }
 
 int kc_cache_pair_hint(const KC_CACHE *c, const void *owner, const char *a,
@@ -1024,10 +1038,10 @@ void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
 
 const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME])
 {
-    const KC_MEMO *m = &pctx_of(c)->shared->memo[*memo_last_of(c)];
+    const KC_MEMO *m = memo_at(pctx_of(c)->shared, *memo_last_of(c));
 
     /* a whole name with room for its NUL, no properties */
-    if (!memo_ready(m) || m->props[0] != '\0'
+    if (m == NULL || m->props[0] != '\0'
         || m->namelen >= KC_HINT_NAME)
         return NULL;
     memcpy(name, m->name, KC_HINT_NAME);
@@ -1310,13 +1324,24 @@ void *kc_wrapper_take(KC_PROVCTX *pctx, int kind, size_t size,
 
 KC_CACHE *kc_cache_here(KC_PROVCTX *pctx)
 {
-    return tls_get(pctx);
+    KC_CACHE *c = tls_get(pctx);
+
+    if (c == NULL && kc_lite.inst == pctx->inst)
+        return lite_handle();
+    return c;
 }
 
 void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size)
 {
     if (p == NULL)
         return;
+    if (c != NULL && is_lite(c)) {
+        KC_LITE *l = as_lite(c);
+
+        /* pooled by the thread's cache, made at the KC_LITE_FREES-th */
+        c = l->body != NULL || ++l->frees >= KC_LITE_FREES ? lite_body(l)
+                                                             : NULL;
+    }
     if (c == NULL || c->npool[kind] == KC_POOL_MAX) {
         wipe_free(p, size);
         return;
@@ -1330,7 +1355,7 @@ void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size)
 
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
 {
-    kc_wrapper_free_in(tls_get(pctx), kind, p, size);
+    kc_wrapper_free_in(kc_cache_here(pctx), kind, p, size);
 }
 
 _Static_assert(KC_STAT_SLOTS <= 32, "KC_CACHE.missed has a bit per slot");
@@ -1762,14 +1787,13 @@ void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries)
 
 int kc_cache_start(KC_PROVCTX *pctx)
 {
-    if ((pctx->shared = OPENSSL_zalloc(sizeof(*pctx->shared))) == NULL)
+    if ((pctx->shared = shared_new()) == NULL)
         return 0;
     if (!CRYPTO_THREAD_init_local(&pctx->tls, NULL)) {
         OPENSSL_free(pctx->shared);
         pctx->shared = NULL;
         return 0;
     }
-    shared_key_new(pctx->shared);
     pthread_once(&atfork_once, atfork_register);
     pctx->tls_ok = 1;
     pthread_mutex_lock(&registry_lock);
@@ -1814,7 +1838,6 @@ void kc_cache_stop(KC_PROVCTX *pctx)
     pthread_mutex_unlock(&registry_lock);
     CRYPTO_THREAD_cleanup_local(&pctx->tls);
     pctx->tls_ok = 0;
-    OPENSSL_cleanse(pctx->shared->key, sizeof(pctx->shared->key));
-    OPENSSL_free(pctx->shared);
+    shared_free(pctx->shared);
     pctx->shared = NULL;
 }

@@ -669,8 +669,9 @@ static ossl_inline void *kc_wrapper_new(KC_PROVCTX *pctx, int kind,
 
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size);
 /*
- * The thread's cache if it has one (never creates one), for freectx: one
- * look-up serves kc_cache_park_in() and kc_wrapper_free_in() both.
+ * The thread's cache (or its record, cache.c's KC_LITE) if it has one
+ * (never creates one), for freectx: one look-up serves kc_cache_park_in()
+ * and kc_wrapper_free_in() both.
  */
 KC_CACHE *kc_cache_here(KC_PROVCTX *pctx);
 void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size);
