@@ -29,7 +29,7 @@
 # not judged).
 #
 #   --markdown FILE   also write the table as Markdown (docs/performance.md)
-#   --update-bounds   rewrite this version's bounds from this run: the
+#   --update-bounds   rewrite this version's bounds of the rows run: the
 #                     target where the row meets it, else today's figure
 #                     + 1% (so that nothing gets worse meanwhile)
 # Environment: KC_CONF, PATTERNS_BOUNDS, PATTERNS_JOBS (parallel runs,
@@ -217,8 +217,12 @@ fi
 
 if [ "$update" = 1 ]; then
     touch "$bounds"
-    awk -v v="$ver" '!($1 == "bound" && $2 == v)' "$bounds" >"$tmp/b"
-    cat "$tmp/newbounds" >>"$tmp/b"
+    # the rows of this run in place (new ones at the end), the others kept
+    awk -v v="$ver" 'NR == FNR { nb[$3] = $0; next }
+        $1 == "bound" && $2 == v && ($3 in nb) { print nb[$3]; done[$3] = 1; next }
+        { print }
+        END { for (r in nb) if (!(r in done)) print nb[r] }' \
+        "$tmp/newbounds" "$bounds" >"$tmp/b"
     cp "$tmp/b" "$bounds"
     echo "bounds for $ver written to $bounds"
 fi
