@@ -159,9 +159,11 @@ struct kc_cache_st {
  * A thread's record before it holds anything: a thread that keys a few
  * times and never admits a key (a thread per task) counts its keys here,
  * in static thread-local storage, and allocates nothing, registers no
- * thread-stop work and leaves nothing to free.  Its first admission (or
- * the first thing it must keep: a record, a side template) makes its
- * cache (body), which takes over the hash key and fingerprints.  One
+ * thread-stop work and leaves nothing to free.  Its cache (body) is made
+ * when it first has something to keep: an admission, a 9th key to count,
+ * a record (kc_cache_rec_put(), kc_cache_pair_hint_put()), a hit to count,
+ * an 8th wrapper struct to pool; it takes over the hash key and the
+ * fingerprints.  A side template is not kept (kc_cache_aux_put()).  One
  * instance owns a thread's record at a time (inst); a thread's caches of
  * other instances are made at once, as before.  Handed to callers as a
  * KC_CACHE (lite: 1 where KC_CACHE has 0; see is_lite()).
@@ -524,7 +526,7 @@ static void kc_thread_stop(void *arg)
         c = kc_lite.body;
         kc_lite.body = NULL;
         /* the record goes on for a thread that goes on, without keys */
-        OPENSSL_cleanse(kc_lite.seen, sizeof(kc_lite.seen));
+        explicit_bzero(kc_lite.seen, sizeof(kc_lite.seen));
     } else if ((c = CRYPTO_THREAD_get_local(&pctx->tls)) != NULL) {
         CRYPTO_THREAD_set_local(&pctx->tls, NULL);
     }
@@ -717,9 +719,9 @@ static void cache_drop_side(KC_CACHE *c)
  * parent's keeps hashing the parent's keys), no admission fingerprints, no
  * bypass (the instance's memo of names stays: it holds no secrets).  Its
  * counters stay (the child's parameters go on from the parent's, and
- * KEYCACHE_DEBUG reports from the fork on); each slot
- * gets a generation never used before, so no context made in the parent
- * is given back to a slot.
+ * KEYCACHE_DEBUG reports from the fork on); each slot gets a generation
+ * never used before, so no context made in the parent is given back to a
+ * slot.
  */
 static size_t cache_renew(KC_CACHE *c)
 {
@@ -783,8 +785,8 @@ static void caches_forked(void)
 /*
  * A cache for the calling thread, registered with the instance and with
  * OpenSSL's thread stop: the body of the thread's record l, which it
- * takes over (hash key, fingerprints), or (l NULL) found
- * through the instance's thread-local key.
+ * takes over (hash key, fingerprints), or (l NULL) found through the
+ * instance's thread-local key.
  */
 static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
 {
