@@ -37,10 +37,13 @@ worse while the targets are worked on.  A row above 1.00× is a pattern
 where keycache makes a program slower today.
 
 Where the losses come from today:
-- `fork-*` and `thread-per-task`: every thread that keys anything gets a
-  cache (its slots made only as used, but registered for thread stop and
-  freed at exit) and resolves its digest again; a forked child frees and
-  wipes every entry it inherited, one by one.
+- `fork-*`: a forked child frees the default's contexts every entry it
+  inherited holds, before `fork()` returns: a template and a given-back
+  context for a key used as these rows use it, ~2.6k instructions each
+  on 3.0 (keycache's own work is ~90 an entry); `fork-child-empty` and
+  `thread-per-task`: a thread that never admits a key keeps only a small
+  thread-local record, but its contexts still cost a wrapper struct
+  (allocated and freed) and counting the key towards admission.
 - `first-*`: what a family learns of the running default (its own
   contexts' checks, the no-op calls of a fresh MAC context) is learned at
   the family's first context, not at every process's start, and keycache's

@@ -2,13 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """The provider's layers point one way (provider/common/common.h lists them).
 
-usage: check_layers.py SOURCE_DIR OBJECT_DIR
+usage: check_layers.py SOURCE_DIR OBJECT_DIR [MODULE]
 
 Fails when a source includes a header of a layer above its own, when headers
 include each other in a cycle, when an object file calls a kc_* function
 defined in a layer above its own (a link-level cycle), or when a family file
 includes anything but its folder's header (families reach the cache and the
-template core only through what families/families.h brings in).
+template core only through what families/families.h brings in).  With the
+built MODULE: its thread-local block is at most 256 bytes, since a thread
+record in initial-exec TLS makes all of it come out of glibc's small static
+reserve for dlopen()ed modules (512 bytes, shared with every other module).
 """
 import os, re, subprocess, sys
 
@@ -24,7 +27,7 @@ def folder(path):
     return parts[-2] if len(parts) >= 2 and parts[-2] in RANK else None
 
 
-def main(src, objdir):
+def main(src, objdir, module=None):
     prov = os.path.join(src, "provider")
     errors = []
     files = {}
@@ -102,6 +105,15 @@ def main(src, objdir):
         if sym in defined and RANK[defined[sym][0]] > RANK[layer]:
             errors.append("%s/%s calls %s of %s/%s, a layer above"
                           % (layer, f, sym, *defined[sym]))
+    if module is not None:
+        out = subprocess.run(["readelf", "-lW", module], capture_output=True,
+                             text=True, check=True).stdout
+        for line in out.splitlines():
+            f = line.split()
+            if f and f[0] == "TLS" and int(f[5], 16) > 256:
+                errors.append("%s: thread-local block of %d bytes (at most "
+                              "256: keep per-thread data on the heap)"
+                              % (os.path.basename(module), int(f[5], 16)))
     for e in sorted(set(errors)):
         print("FAIL:", e)
     print("%d files, %d calls between objects checked, %d problems"
@@ -110,4 +122,4 @@ def main(src, objdir):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(*sys.argv[1:4]))

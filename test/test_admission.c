@@ -3,13 +3,15 @@
  * Admission never starves a key.
  *
  * A key is cached at its admit_after-th keyed init on a thread; until then
- * the thread keeps a fingerprint of it in its admission filter, under a
- * hash key of its own drawn at random.  Keys used in rotation - a key ring,
- * multi-tenant JWT verification - must all get in, whichever hash key the
- * thread drew: a filter whose slots overwrite each other let two keys that
- * share one evict each other's count forever, in 5 to 11 of 50 random sets
- * of 3 to 10 keys.  Here many random sets of 3, 5 and 10 keys each run on
- * a new thread (so a new hash key), under the deployed admission policy,
+ * the thread keeps a fingerprint of it, under a secret hash key drawn at
+ * random, in its small record (up to 8 keys) and then in its cache's
+ * admission filter, which takes the record's over.  Keys used in rotation
+ * - a key ring, multi-tenant JWT verification - must all get in, whatever
+ * their fingerprints: a filter whose slots overwrite each other let two
+ * keys that share one evict each other's count forever, in 5 to 11 of 50
+ * random sets of 3 to 10 keys.  Here many random sets of 3, 5 and 10 keys
+ * each run on a new thread (a new record, then a new cache), under the
+ * deployed admission policy,
  * for ROUNDS rounds of EVP_Q_mac: every key must hit in every round after
  * its admission (ROUNDS - admit_after hits each), and every MAC must be the
  * default provider's.

@@ -469,6 +469,37 @@ static size_t scan_mac(OSSL_LIB_CTX *ctx, size_t row, int k,
     return n;
 }
 
+/*
+ * HMAC from one context keyed with key |k| twice, then freed: the second
+ * keying of a context keycache had to key again copies the key into its
+ * wrapper (hmac.c), which must wipe it before the wrapper is pooled.  The
+ * output, or 0.
+ */
+static size_t scan_mac_rekeyed(OSSL_LIB_CTX *ctx, int k, unsigned char *out)
+{
+    const KCT_FAM *f = kct_fam_find("HMAC");
+    unsigned char *key = OPENSSL_malloc(KCT_FAM_MAXKEY);
+    EVP_MAC *mac = EVP_MAC_fetch(ctx, "HMAC", NULL);
+    EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM p[2];
+    size_t i, outlen = 0, row = (size_t)(f - kct_fams);
+    int ok = key != NULL && c != NULL, n;
+
+    p[0] = OSSL_PARAM_construct_utf8_string("digest", (char *)f->sub_value,
+                                            0);
+    p[1] = OSSL_PARAM_construct_end();
+    for (i = 0; ok && i < KCT_FAM_MAXKEY; i++)
+        key[i] = masked_keys[row][k][i] ^ SCAN_MASK;
+    for (n = 0; ok && n < 2; n++)
+        ok = EVP_MAC_init(c, key, f->keylen, p)
+             && EVP_MAC_update(c, scan_msg, sizeof(scan_msg))
+             && EVP_MAC_final(c, out, &outlen, SCAN_OUT);
+    EVP_MAC_CTX_free(c);
+    EVP_MAC_free(mac);
+    OPENSSL_clear_free(key, KCT_FAM_MAXKEY);
+    return ok ? outlen : 0;
+}
+
 /* Row |row|'s output on |ctx| is the default's: 1 if so. */
 static int scan_same(OSSL_LIB_CTX *ctx, size_t row, int k)
 {
@@ -680,9 +711,10 @@ static void parent_copies(OSSL_LIB_CTX *ctx, int kc, int k)
 }
 
 /*
- * One thread: key 0 of every row three times (with keycache: an entry,
- * its template and a spare, each holding the key), every copy of the
- * program's freed and wiped, then fork.
+ * One thread: an HMAC context keyed twice with key 0 and freed (with
+ * keycache: a wrapper that held a copy, pooled), then key 0 of every row
+ * three times (an entry, its template and a spare, each holding the key),
+ * every copy of the program's freed and wiped, then fork.
  */
 static void fork_one_thread(int kc)
 {
@@ -691,6 +723,13 @@ static void fork_one_thread(int kc)
     pid_t pid;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    {
+        unsigned char got[SCAN_OUT], want[SCAN_OUT];
+        size_t n = scan_mac_rekeyed(kct_default(), 0, want);
+
+        CU_ASSERT_TRUE(n != 0 && scan_mac_rekeyed(ctx, 0, got) == n
+                       && memcmp(got, want, n) == 0);
+    }
     CU_ASSERT_EQUAL(use_rows_3(ctx, 0), 0);
     parent_copies(ctx, kc, 0);
     fflush(NULL);
@@ -716,6 +755,56 @@ static void test_fork_drops_own(void)
 static void test_fork_default_own(void)
 {
     fork_one_thread(0);
+}
+
+/*
+ * A parent thread that has used HMAC key 1 once and holds no cache (only
+ * its small record, which counts keys towards admission: a new thread,
+ * whose record no other instance took) forks: the child counts afresh, so
+ * with admit_after = 3 its second use is no entry yet and its third is.
+ * Every MAC is the default's.
+ */
+static void *record_fork(void *arg)
+{
+    OSSL_LIB_CTX *ctx = arg;
+    size_t row = (size_t)(kct_fam_find("HMAC") - kct_fams);
+    intptr_t bad = 0;
+    pid_t pid;
+    int i;
+
+    if (!scan_same(ctx, row, 1)
+        || kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES) != 0)
+        return (void *)1;
+    fflush(NULL);
+    if ((pid = fork()) == 0) {
+        alarm(KCT_CHILD_ALARM);
+        for (i = 0; i < 3; i++) {
+            if (!scan_same(ctx, row, 1))
+                bad |= CF_OUTPUT;
+            if (kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES)
+                != (uint64_t)(i == 2 ? 1 : 0))
+                bad |= CF_READMIT;
+        }
+        if (bad != 0)
+            fprintf(stderr, "\n  fork child of a record: failures %#x\n",
+                    (unsigned int)bad);
+        fflush(stderr);
+        _exit((int)bad);
+    }
+    return (void *)(intptr_t)(scan_wait(pid) != 0);
+}
+
+static void test_fork_record_counts_afresh(void)
+{
+    OSSL_LIB_CTX *ctx = scan_ctx(1);
+    pthread_t t;
+    void *bad = (void *)1;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, record_fork, ctx), 0);
+    pthread_join(t, &bad);
+    CU_ASSERT_PTR_NULL(bad);
+    OSSL_LIB_CTX_free(ctx);
 }
 
 /* A worker of a pool: uses key 1 of every row, then idles until told. */
@@ -809,6 +898,8 @@ static void add_suites(void)
 
     s = CU_add_suite("fork drops key material", NULL, NULL);
     scan_keys_init();
+    CU_add_test(s, "a child of a thread without a cache counts afresh",
+                test_fork_record_counts_afresh);
     CU_add_test(s, "default alone: no copy in the child (one thread)",
                 test_fork_default_own);
     CU_add_test(s, "no copy of the forking thread's key in the child",

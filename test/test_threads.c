@@ -662,6 +662,101 @@ static void test_concurrent_starts(void)
     pthread_barrier_destroy(&start_line);
 }
 
+/*
+ * Threads of a fresh instance resolving digest names at the same time, in
+ * different orders: the instance's memo of names is filled by all of them
+ * at once, and more pairs are asked than it holds.  Every HMAC must be the
+ * default's for that name.
+ */
+#define NNAMERS 4
+static const char *const dg_names[] = {
+    "SHA1", "SHA224", "SHA256", "SHA384", "SHA512", "SHA512-224",
+    "SHA512-256", "SHA3-224", "SHA3-256", "SHA3-384", "SHA3-512", "MD5",
+    "sha256", "SHA2-256", "SHA-256", "sha1", "SHA2-512", "sha3-256",
+    "BLAKE2S-256", "SM3"
+};
+#define NDG (sizeof(dg_names) / sizeof(dg_names[0]))
+static const char *const dg_props[] = { NULL, "provider=default" };
+static unsigned char want_dg[NDG][64];
+static size_t want_dglen[NDG];
+static OSSL_LIB_CTX *namers_ctx;
+static int namer_bad[NNAMERS];
+
+static int dg_mac(OSSL_LIB_CTX *ctx, size_t d, const char *props,
+                  unsigned char out[64], size_t *len)
+{
+    EVP_MAC *m = EVP_MAC_fetch(ctx, "HMAC", NULL);
+    EVP_MAC_CTX *c = m != NULL ? EVP_MAC_CTX_new(m) : NULL;
+    OSSL_PARAM p[3], *q = p;
+    int ok;
+
+    *q++ = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                            (char *)dg_names[d], 0);
+    if (props != NULL)
+        *q++ = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
+                                                (char *)props, 0);
+    *q = OSSL_PARAM_construct_end();
+    ok = c != NULL && EVP_MAC_init(c, keys[d % NKEYS], 32, p)
+         && EVP_MAC_update(c, msgs[0], MSGLEN)
+         && EVP_MAC_final(c, out, len, 64);
+    EVP_MAC_CTX_free(c);
+    EVP_MAC_free(m);
+    return ok;
+}
+
+static void *namer(void *arg)
+{
+    int *bad = arg, round;
+    size_t i, d, len;
+    unsigned char got[64];
+
+    pthread_barrier_wait(&start_line);
+    for (round = 0; round < 3; round++)
+        for (i = 0; i < NDG * 2; i++) {
+            d = (i / 2 + (size_t)(bad - namer_bad) * 7) % NDG;
+            if (want_dglen[d] == 0)
+                continue;
+            len = 0;
+            if (!dg_mac(namers_ctx, d, dg_props[(i + round) % 2], got, &len)
+                || len != want_dglen[d]
+                || memcmp(got, want_dg[d], len) != 0) {
+                fprintf(stderr, "\n  HMAC-%s: not the default's\n",
+                        dg_names[d]);
+                (*bad)++;
+            }
+        }
+    return NULL;
+}
+
+static void test_concurrent_names(void)
+{
+    pthread_t t[NNAMERS];
+    int i, made = 0;
+    size_t d;
+
+    /* a name the default does not have here is left out (its length 0) */
+    for (d = 0; d < NDG; d++)
+        if (!dg_mac(kct_default(), d, NULL, want_dg[d], &want_dglen[d]))
+            want_dglen[d] = 0;
+    ERR_clear_error();
+    namers_ctx = OSSL_LIB_CTX_new();
+    CU_ASSERT_FATAL(namers_ctx != NULL
+                    && OSSL_LIB_CTX_load_config(namers_ctx, kct_conf_path())
+                    && OSSL_PROVIDER_available(namers_ctx,
+                                               KEYCACHE_PROVIDER_NAME));
+    CU_ASSERT_FATAL(pthread_barrier_init(&start_line, NULL, NNAMERS) == 0);
+    for (i = 0; i < NNAMERS; i++)
+        made += pthread_create(&t[i], NULL, namer, &namer_bad[i]) == 0;
+    CU_ASSERT_FATAL(made == NNAMERS);
+    for (i = 0; i < NNAMERS; i++) {
+        pthread_join(t[i], NULL);
+        CU_ASSERT_EQUAL(namer_bad[i], 0);
+    }
+    pthread_barrier_destroy(&start_line);
+    OSSL_LIB_CTX_free(namers_ctx);
+    namers_ctx = NULL;
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("threads", suite_init, NULL);
@@ -676,6 +771,8 @@ static void add_suites(void)
                 test_stop_and_go);
     CU_add_test(s, "library contexts start keycache at the same time",
                 test_concurrent_starts);
+    CU_add_test(s, "threads resolve digest names at the same time",
+                test_concurrent_names);
 }
 
 int main(int argc, char **argv)

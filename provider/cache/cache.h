@@ -76,8 +76,9 @@ static ossl_inline void *kc_wrapper_new(KC_PROVCTX *pctx, int kind,
 
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size);
 /*
- * The thread's cache if it has one (never creates one), for freectx: one
- * look-up serves kc_cache_park_in() and kc_wrapper_free_in() both.
+ * The thread's cache (or its record, store.c's KC_LITE) if it has one
+ * (never creates one), for freectx: one look-up serves kc_cache_park_in()
+ * and kc_wrapper_free_in() both.
  */
 KC_CACHE *kc_cache_here(KC_PROVCTX *pctx);
 void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size);
@@ -110,10 +111,11 @@ void kc_count_hit(KC_PROVCTX *pctx, const KC_ALG *alg);
 int kc_key_equal(const unsigned char *a, const unsigned char *b, size_t n);
 /*
  * Has alg missed on this cache's thread before (since it started, or since
- * fork() in a child)?  Counts this call as one.
+ * fork() in a child)?  Counts this call as one.  Always no on a thread
+ * that has no cache yet (it keeps nothing for a second miss).
  */
 int kc_cache_missed_before(KC_CACHE *c, const KC_ALG *alg);
-/* Per-thread memo of (name, properties) -> value, e.g. resolved digests. */
+/* The instance's memo of (name, properties) -> value (resolved digests). */
 const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props);
 void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
@@ -140,7 +142,9 @@ void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
 /*
  * Per-thread side templates that hold no key material (say, an HMAC context
  * with a digest set and an empty key), found by a tag the caller chooses;
- * the cache frees them with the thread's cache.  A put may evict another.
+ * the cache frees them with the thread's cache.  A put may evict another;
+ * on a thread without a cache it keeps nothing (the caller still owns ctx:
+ * kc_cache_aux_get() says whether it was kept).
  */
 #define KC_AUX_SLOTS 8
 void *kc_cache_aux_get(KC_CACHE *c, const void *tag);

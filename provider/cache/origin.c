@@ -88,6 +88,9 @@ static pthread_once_t origin_once = PTHREAD_ONCE_INIT;
 #  define KC_FAST_WALK 1
 /* glibc's _dl_find_object, when it has one (kept in origin_init) */
 static int (*find_object_fn)(void *, struct dl_find_object *);
+/* each thread's KC_WALK_MEMO */
+static pthread_key_t walk_key;
+static int walk_key_ok;
 # endif
 #endif
 
@@ -167,6 +170,7 @@ static void origin_init(void)
 #ifdef KC_FAST_WALK
     /* looked up, not linked: the module still runs on glibc 2.34 */
     *(void **)&find_object_fn = dlsym(RTLD_DEFAULT, "_dl_find_object");
+    walk_key_ok = pthread_key_create(&walk_key, free) == 0;
 #endif
 }
 
@@ -368,7 +372,28 @@ typedef struct {
     unsigned int next;
 } KC_WALK_MEMO;
 
-static __thread KC_WALK_MEMO walk_memo;
+/*
+ * Per thread on the heap (walk_key), made at its first admission: a thread
+ * that never admits pays nothing, and the module's thread-local block
+ * stays small (store.c's record is initial-exec TLS, so the whole block
+ * comes out of glibc's small static reserve for dlopen()ed modules).
+ * Freed by libc's free() at thread exit, which outlives any unload of
+ * this module.
+ */
+static KC_WALK_MEMO *walk_memo(void)
+{
+    KC_WALK_MEMO *wm;
+
+    if (!walk_key_ok)
+        return NULL;
+    if ((wm = pthread_getspecific(walk_key)) == NULL
+        && (wm = calloc(1, sizeof(*wm))) != NULL
+        && pthread_setspecific(walk_key, wm) != 0) {
+        free(wm);
+        wm = NULL;
+    }
+    return wm;
+}
 
 /* a register's rule in a call-frame program: how, and the offset */
 enum { KC_SAME, KC_AT, KC_OTHER };
@@ -789,12 +814,10 @@ static int fast_admits(uintptr_t ip, uintptr_t sp, uintptr_t bp, int cipher,
     uint64_t h = (uint64_t)cipher + 1;
     unsigned int n = 0, i;
     int in_crypto = 0;
-    KC_WALK_MEMO *wm = &walk_memo;
+    KC_WALK_MEMO *wm;
     KC_CHAIN *m;
 
-    /* one TLS look-up: GCC would otherwise call __tls_get_addr per use */
-    __asm__("" : "+r"(wm));
-    if (gen == 0)
+    if (gen == 0 || (wm = walk_memo()) == NULL)
         return 0;
     if (wm->gen != gen) {
         memset(wm, 0, sizeof(*wm));

@@ -10,11 +10,12 @@
  * that is taken only when a thread's cache is created or destroyed and when
  * counters are read, so that teardown can free every thread's cache.
  *
- * Keys are found through SipHash-1-3 under a secret per-thread key and
- * confirmed with a constant-time compare of the full key.  Entries are
- * evicted least recently used first; an entry's key bytes are cleansed when
- * it dies and its contexts are freed by the inner provider, which cleanses
- * its own copies.
+ * Keys are found through SipHash-1-3 under a secret key (the instance's,
+ * taken over from the thread's record, see KC_LITE; drawn anew in a forked
+ * child) and confirmed with a constant-time compare of the full key.
+ * Entries are evicted least recently used first; an entry's key bytes are
+ * cleansed when it dies and its contexts are freed by the inner provider,
+ * which cleanses its own copies.
  *
  * A key is cached only once it has been seen in several keyed inits
  * (admit_after): a key that lives in one context, or in the two ends of one
@@ -61,8 +62,17 @@ typedef struct {
 #define KC_SEEN_REFUSED UINT32_MAX
 #define KC_SEEN_WAYS 4
 
-/* Remembers resolved digest names, so a repeated name costs a strcmp. */
-#define KC_MEMO_SLOTS 8
+/*
+ * Remembers resolved digest names, so a repeated name costs a strcmp.  One
+ * memo per instance, shared by its threads: what one thread resolved no
+ * other resolves again (a thread per task, a forked child).  A name is
+ * written into a block of its own, which a compare-and-swap (on a miss
+ * only) publishes in the first empty slot; a published block is never
+ * written again while the instance lives, so readers take no lock and see
+ * whole names.  Values are the instance's own (KC_DIGEST tables), names
+ * and properties no secrets.
+ */
+#define KC_MEMO_SLOTS 16
 #define KC_MEMO_NAME 64
 typedef struct {
     const void *value;
@@ -71,11 +81,25 @@ typedef struct {
     char props[KC_MEMO_NAME];
 } KC_MEMO;
 
+/* small (one malloc below glibc's large-request path, which consolidates) */
+struct kc_shared_st {
+    KC_MEMO *memo[KC_MEMO_SLOTS]; /* published in order, never changed */
+    /*
+     * The hash key of the threads that hold no cache yet (KC_LITE): a
+     * thread's cache takes it over with their fingerprints.  Written at
+     * start and in a forked child only, when no other thread runs here.
+     */
+    uint64_t key[2];
+    /* pass-throughs counted by threads without a cache */
+    uint64_t passthrough[KC_STAT_SLOTS];
+};
+
 struct kc_cache_st {
+    int lite;                 /* 0: see KC_LITE */
     KC_PROVCTX *pctx;
     KC_CACHE *next, *prev;    /* registry list, under registry_lock */
     uint64_t id;              /* unique for the process's lifetime */
-    uint64_t sipkey[2];       /* secret, per thread */
+    uint64_t sipkey[2];       /* secret (see kc_hash()) */
     uint32_t lru_head, lru_tail; /* most / least recently used */
     uint32_t free_head;
     /*
@@ -98,8 +122,7 @@ struct kc_cache_st {
     KC_SEEN *seen;            /* admission filter */
     uint32_t seen_clock;
     KC_COUNTERS n[KC_STAT_SLOTS]; /* per algorithm, KC_ALG.stat */
-    KC_MEMO memo[KC_MEMO_SLOTS];
-    unsigned int memo_next, memo_last;
+    unsigned int memo_last;   /* the thread's last slot of the memo */
     /* the last answer about a string pair, see kc_cache_pair_hint() */
     struct {
         const void *owner;
@@ -133,6 +156,58 @@ struct kc_cache_st {
 };
 
 /*
+ * A thread's record before it holds anything: a thread that keys a few
+ * times and never admits a key (a thread per task) counts its keys here,
+ * in static thread-local storage, and allocates nothing, registers no
+ * thread-stop work and leaves nothing to free.  Its cache (body) is made
+ * when it first has something to keep: an admission, a 9th key to count,
+ * a record (kc_cache_rec_put(), kc_cache_pair_hint_put()), a hit to count,
+ * an 8th wrapper struct to pool; it takes over the hash key and the
+ * fingerprints.  A side template is not kept (kc_cache_aux_put()).  One
+ * instance owns a thread's record at a time (inst); a thread's caches of
+ * other instances are made at once, as before.  Handed to callers as a
+ * KC_CACHE (lite: 1 where KC_CACHE has 0; see is_lite()).
+ */
+#define KC_LITE_SEEN 8
+/*
+ * Wrapper structs a thread frees before it keeps them in a pool (which
+ * needs its cache): a task's few contexts allocate theirs, a thread that
+ * makes contexts all along (copies of one keyed context, keys used once
+ * each) soon allocates none.
+ */
+#define KC_LITE_FREES 8
+typedef struct {
+    int lite;                 /* 1 */
+    uint32_t seen_clock;
+    uint64_t inst;            /* the owner's KC_PROVCTX.inst, 0: none */
+    KC_PROVCTX *pctx;
+    KC_CACHE *body;           /* the thread's cache of inst, or NULL */
+    time_t last_tick;         /* KEYCACHE_DEBUG's periodic report */
+    unsigned int memo_last;
+    unsigned int frees;       /* wrapper structs freed, up to KC_LITE_FREES */
+    KC_SEEN seen[KC_LITE_SEEN];   /* fingerprints under shared->key */
+} KC_LITE;
+
+_Static_assert(sizeof(KC_LITE) <= 256, "a thread's record stays small");
+
+static __thread KC_LITE kc_lite __attribute__((tls_model("initial-exec")));
+
+static ossl_inline int is_lite(const KC_CACHE *c)
+{
+    int v;
+
+    memcpy(&v, c, sizeof(v));
+    return v;
+}
+
+static ossl_inline KC_LITE *as_lite(KC_CACHE *c)
+{
+    return (KC_LITE *)(void *)c;
+}
+
+static KC_SEEN *seen_slot(KC_CACHE *c, uint64_t fp);
+
+/*
  * One lock for every instance's registry of caches and for the list of live
  * instances.  It is static and never freed because a thread-stop handler
  * may run while (or after) its instance is torn down: OpenSSL deregisters
@@ -142,10 +217,13 @@ struct kc_cache_st {
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static KC_PROVCTX *live_instances;
 static uint64_t next_cache_id = 1;
+static uint64_t next_inst = 1;
 
 /* the calling thread's cache of an instance, or NULL */
 static ossl_inline KC_CACHE *tls_get(KC_PROVCTX *pctx)
 {
+    if (kc_lite.inst == pctx->inst)
+        return kc_lite.body;
     return CRYPTO_THREAD_get_local(&pctx->tls);
 }
 
@@ -248,6 +326,21 @@ uint64_t kc_hash(const uint64_t k[2], const unsigned char *p, size_t n)
     return v0 ^ v1 ^ v2 ^ v3;
 }
 
+/*
+ * Wipe and free a wrapper struct (which holds no key: this is for what
+ * else it held, a keyed hash say): explicit_bzero() is a store loop the
+ * compiler keeps, as OPENSSL_cleanse() is, but of whole vectors, where
+ * OPENSSL_cleanse() stores byte by byte (a wrapper is some 300 bytes, and
+ * a thread without a cache frees one for every context).
+ */
+static void wipe_free(void *p, size_t n)
+{
+    if (p == NULL)
+        return;
+    explicit_bzero(p, n);
+    OPENSSL_free(p);
+}
+
 /* LRU as a doubly linked list of slot numbers: O(1) touch and evict. */
 #define KC_NIL UINT32_MAX
 
@@ -323,7 +416,7 @@ static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
     /*
      * Each context leaves the entry before it is freed, so that a child
      * forked while this thread is in here frees none twice (see
-     * cache_drop()).
+     * cache_drop_entries()).
      */
     while (e->nspare > 0) {
         void *spare = e->spare[--e->nspare];
@@ -357,8 +450,8 @@ static size_t cache_bytes(size_t size, size_t nidx, size_t nseen)
 
 /*
  * The cache's own memory, once its entries are killed (entry_kill() and
- * cache_drop() wipe every key): what is left that derives from keys is
- * the hash key and the admission fingerprints.  Wiped, then freed.
+ * cache_drop_entries() wipe every key): what is left that derives from
+ * keys is the hash key and the admission fingerprints.  Wiped, then freed.
  */
 static void cache_release(KC_CACHE *c)
 {
@@ -381,7 +474,7 @@ static void cache_free(KC_CACHE *c)
         OPENSSL_clear_free(c->recs[k].bytes, c->recs[k].len);
     for (k = 0; k < KC_POOL_KINDS; k++)
         while (c->npool[k] > 0)
-            OPENSSL_clear_free(c->pool[k][--c->npool[k]], c->pool_size[k]);
+            wipe_free(c->pool[k][--c->npool[k]], c->pool_size[k]);
     cache_release(c);
 }
 
@@ -428,9 +521,17 @@ static void kc_thread_stop(void *arg)
     KC_CACHE *c;
 
     pthread_mutex_lock(&registry_lock);
-    if (instance_live(pctx)
-        && (c = CRYPTO_THREAD_get_local(&pctx->tls)) != NULL) {
+    if (!instance_live(pctx)) {
+        c = NULL;
+    } else if (kc_lite.inst == pctx->inst) {
+        c = kc_lite.body;
+        kc_lite.body = NULL;
+        /* the record goes on for a thread that goes on, without keys */
+        explicit_bzero(kc_lite.seen, sizeof(kc_lite.seen));
+    } else if ((c = CRYPTO_THREAD_get_local(&pctx->tls)) != NULL) {
         CRYPTO_THREAD_set_local(&pctx->tls, NULL);
+    }
+    if (c != NULL) {
         cache_retire(pctx, c);
         cache_free(c);
     }
@@ -452,6 +553,34 @@ static void sipkey_new(KC_CACHE *c)
         c->sipkey[0] = (uint64_t)(uintptr_t)c ^ (uint64_t)time(NULL);
         c->sipkey[1] = (uint64_t)(uintptr_t)&c ^ (uint64_t)clock();
     }
+}
+
+static void shared_key_new(struct kc_shared_st *sh)
+{
+    if (getrandom(sh->key, sizeof(sh->key), GRND_NONBLOCK)
+        != (ssize_t)sizeof(sh->key)) {
+        sh->key[0] = (uint64_t)(uintptr_t)sh ^ (uint64_t)time(NULL);
+        sh->key[1] = (uint64_t)(uintptr_t)&sh ^ (uint64_t)clock();
+    }
+}
+
+static struct kc_shared_st *shared_new(void)
+{
+    struct kc_shared_st *sh = OPENSSL_zalloc(sizeof(*sh));
+
+    if (sh != NULL)
+        shared_key_new(sh);
+    return sh;
+}
+
+static void shared_free(struct kc_shared_st *sh)
+{
+    unsigned int k;
+
+    for (k = 0; k < KC_MEMO_SLOTS; k++)
+        OPENSSL_free(sh->memo[k]);
+    OPENSSL_cleanse(sh->key, sizeof(sh->key));
+    OPENSSL_free(sh);
 }
 
 static KC_CACHE *cache_new(KC_PROVCTX *pctx)
@@ -489,11 +618,12 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
  * of keys the parent has long freed and wiped would be there for it to
  * leak; the other threads' caches cannot even be dropped later, since
  * their threads do not exist in the child and no thread stop will come.
- * So every thread's entries, spares, side templates, records and pooled
- * wrapper structs are cleansed and freed here, in the pthread_atfork child
- * handler, before fork() returns; the forking thread keeps its cache,
- * emptied and under a new hash key, and the others' are unlinked and
- * freed, so that teardown in the child never meets them.
+ * So every thread's entries and spares are cleansed and freed here, in the
+ * pthread_atfork child handler, before fork() returns; the forking thread
+ * keeps its cache, emptied and under a new hash key, with what holds no
+ * secret (side templates, records, pooled wrapper structs: the child uses
+ * them as the parent would), and the others' are unlinked and freed whole,
+ * so that teardown in the child never meets them.
  *
  * Why this cannot hang: only the forking thread runs, and this takes no
  * lock.  registry_lock is held across fork() by this very thread, so the
@@ -510,14 +640,14 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
  * or the child could not call OpenSSL at all.
  *
  * Another thread may have been anywhere in its cache when fork() came,
- * lock-free on its hot path: cache_drop() therefore walks slots, not the
- * LRU list or the index, bounds every count, and skips NULL; the writers
- * unlink an object before freeing it and publish one (release store) only
- * once it is in place, so nothing is freed twice.  What that thread was
- * holding between the two, it alone knew of: left alone, as the default
- * provider's contexts on such a thread are.
+ * lock-free on its hot path: cache_drop_entries() therefore walks slots,
+ * not the LRU list or the index, bounds every count, and skips NULL; the
+ * writers unlink an object before freeing it and publish one (release
+ * store) only once it is in place, so nothing is freed twice.  What that
+ * thread was holding between the two, it alone knew of: left alone, as the
+ * default provider's contexts on such a thread are.
  */
-static size_t cache_drop(KC_CACHE *c)
+static size_t cache_drop_entries(KC_CACHE *c)
 {
     size_t i, hw = __atomic_load_n(&c->hw, __ATOMIC_ACQUIRE), dropped = 0;
     unsigned int k, n;
@@ -535,9 +665,13 @@ static size_t cache_drop(KC_CACHE *c)
             if (e->tmpl != NULL)
                 alg->freectx(e->tmpl);
         }
-        /* every slot's, whatever it said its length was */
-        OPENSSL_cleanse(e->key, sizeof(e->key));
-        OPENSSL_clear_free(e->rec, e->reclen);
+        /*
+         * every slot's, whatever it said its length was (vector stores
+         * the compiler keeps, see wipe_free())
+         */
+        explicit_bzero(e->key, sizeof(e->key));
+        if (e->rec != NULL)
+            OPENSSL_clear_free(e->rec, e->reclen);
         memset(e->spare, 0, sizeof(e->spare));
         e->alg = NULL;
         e->param = NULL;
@@ -549,6 +683,18 @@ static size_t cache_drop(KC_CACHE *c)
         e->hash = 0;
     }
     c->nspares = 0;
+    return dropped;
+}
+
+/*
+ * What else a cache holds: side templates with no key (kc_cache_aux_put()),
+ * records (no secrets) and pooled wrapper structs (keys wiped before they
+ * are pooled).  No secrets, but another thread's cache is freed whole.
+ */
+static void cache_drop_side(KC_CACHE *c)
+{
+    unsigned int k, n;
+
     for (k = 0; k < KC_AUX_SLOTS; k++)
         if (c->aux[k].ctx != NULL && c->aux[k].freectx != NULL)
             c->aux[k].freectx(c->aux[k].ctx);
@@ -563,20 +709,20 @@ static size_t cache_drop(KC_CACHE *c)
     for (k = 0; k < KC_POOL_KINDS; k++) {
         n = c->npool[k] < KC_POOL_MAX ? c->npool[k] : KC_POOL_MAX;
         while (n > 0)
-            OPENSSL_clear_free(c->pool[k][--n], c->pool_size[k]);
+            wipe_free(c->pool[k][--n], c->pool_size[k]);
         c->npool[k] = 0;
     }
     memset(c->pool, 0, sizeof(c->pool));
-    return dropped;
 }
 
 /*
  * The forking thread's cache, dropped and made as new: a new hash key (the
  * parent's keeps hashing the parent's keys), no admission fingerprints, no
- * memos, no bypass.  Its counters stay (the child's parameters go on from
- * the parent's, and KEYCACHE_DEBUG reports from the fork on); each slot
- * gets a generation never used before, so no context made in the parent
- * is given back to a slot.
+ * bypass (the instance's memo of names stays: it holds no secrets).  Its
+ * counters stay (the child's parameters go on from the parent's, and
+ * KEYCACHE_DEBUG reports from the fork on); each slot gets a generation
+ * never used before, so no context made in the parent is given back to a
+ * slot.
  */
 static size_t cache_renew(KC_CACHE *c)
 {
@@ -585,12 +731,10 @@ static size_t cache_renew(KC_CACHE *c)
     for (i = 0; i < c->hw; i++)
         if (c->entries[i].alg != NULL)
             c->n[c->entries[i].alg->stat].evictions++;
-    dropped = cache_drop(c);
+    dropped = cache_drop_entries(c);
     sipkey_new(c);
     memset(c->idx, 0, c->nidx * sizeof(*c->idx));
     memset(c->seen, 0, c->nseen * sizeof(*c->seen));
-    memset(c->memo, 0, sizeof(c->memo));
-    c->memo_next = c->memo_last = 0;
     /* slots are made anew as they are used (gen goes on: no old lease fits) */
     c->lru_head = c->lru_tail = c->free_head = KC_NIL;
     c->hw = 0;
@@ -609,6 +753,19 @@ static void caches_forked(void)
 
     for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live) {
         mine = tls_get(pctx);
+        /*
+         * (The memo holds no secrets and stays: a name another thread was
+         * writing at fork time was not published, and is only not freed.)
+         *
+         * A new key for the records of threads without a cache: what the
+         * others' records (not to be read again) hold is of the old one,
+         * and this thread's counts go.
+         */
+        shared_key_new(pctx->shared);
+        if (kc_lite.inst == pctx->inst) {
+            memset(kc_lite.seen, 0, sizeof(kc_lite.seen));
+            kc_lite.seen_clock = 0;
+        }
         /* the child's own report counts from here (debug.c) */
         pctx->threads_cached = pctx->threads_admitted = pctx->fork_wiped = 0;
         for (c = pctx->caches; c != NULL; c = next) {
@@ -619,18 +776,39 @@ static void caches_forked(void)
                 continue;
             }
             cache_retire(pctx, c);
-            pctx->fork_wiped += cache_drop(c);
+            pctx->fork_wiped += cache_drop_entries(c);
+            cache_drop_side(c);
             cache_release(c);
         }
     }
 }
 
-static KC_CACHE *cache_create(KC_PROVCTX *pctx)
+/*
+ * A cache for the calling thread, registered with the instance and with
+ * OpenSSL's thread stop: the body of the thread's record l, which it
+ * takes over (hash key, fingerprints), or (l NULL) found through the
+ * instance's thread-local key.
+ */
+static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
 {
     KC_CACHE *c = cache_new(pctx);
+    unsigned int k;
 
     if (c == NULL)
         return NULL;
+    if (l != NULL) {
+        memcpy(c->sipkey, pctx->shared->key, sizeof(c->sipkey));
+        for (k = 0; k < KC_LITE_SEEN; k++) {
+            KC_SEEN *s;
+
+            if (l->seen[k].fp == 0)
+                continue;
+            s = seen_slot(c, l->seen[k].fp);
+            s->seen = l->seen[k].seen;
+            s->stamp = ++c->seen_clock;
+        }
+        c->memo_last = l->memo_last;
+    }
     /* Not under our lock: OpenSSL takes its own locks in here. */
     if (!pctx->core_thread_start(pctx->handle, kc_thread_stop, pctx)) {
         cache_free(c);
@@ -638,18 +816,66 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx)
     }
     pthread_mutex_lock(&registry_lock);
     c->id = next_cache_id++;
-    pctx->threads_cached++;
+    /* a thread with a record was counted when it took the record */
+    if (l == NULL)
+        __atomic_add_fetch(&pctx->threads_cached, 1, __ATOMIC_RELAXED);
     c->next = pctx->caches;
     if (c->next != NULL)
         c->next->prev = c;
     pctx->caches = c;
-    if (!CRYPTO_THREAD_set_local(&pctx->tls, c)) {
+    if (l != NULL) {
+        l->body = c;
+        OPENSSL_cleanse(l->seen, sizeof(l->seen));
+        l->seen_clock = 0;
+    } else if (!CRYPTO_THREAD_set_local(&pctx->tls, c)) {
         cache_retire(pctx, c);
         cache_free(c);
         c = NULL;
     }
     pthread_mutex_unlock(&registry_lock);
     return c;
+}
+
+/* the calling thread's record as a handle (see KC_LITE) */
+static ossl_inline KC_CACHE *lite_handle(void)
+{
+    return (KC_CACHE *)(void *)&kc_lite;
+}
+
+/* l's cache, made now if it has none; NULL: none could be made */
+static KC_CACHE *lite_body(KC_LITE *l)
+{
+    if (l->body != NULL)
+        return l->body;
+    return cache_create(l->pctx, l);
+}
+
+/*
+ * Make the calling thread's record pctx's if it is no live instance's
+ * (instance numbers are never reused, so one torn down is never live).
+ */
+static int lite_claim(KC_PROVCTX *pctx)
+{
+    const KC_PROVCTX *p;
+    int taken = 0;
+
+    if (kc_lite.inst != 0) {
+        pthread_mutex_lock(&registry_lock);
+        for (p = live_instances; p != NULL; p = p->next_live)
+            taken |= p->inst == kc_lite.inst;
+        pthread_mutex_unlock(&registry_lock);
+        if (taken)
+            return 0;
+    }
+    /* a new thread's is all zero; another instance's is wiped */
+    if (kc_lite.inst != 0)
+        explicit_bzero(&kc_lite, sizeof(kc_lite));
+    kc_lite.lite = 1;
+    kc_lite.pctx = pctx;
+    kc_lite.inst = pctx->inst;
+    /* the threads that used keycache, for the report (kc_cache_lost()) */
+    __atomic_add_fetch(&pctx->threads_cached, 1, __ATOMIC_RELAXED);
+    return 1;
 }
 
 /* Drop entries idle for longer than idle_ttl; checked about once a second. */
@@ -690,10 +916,21 @@ static KC_NOINLINE void cache_timed(KC_CACHE *c)
 
 static KC_NOINLINE KC_CACHE *cache_get_slow(KC_PROVCTX *pctx, KC_CACHE *c)
 {
-    if (c == NULL)
-        return cache_create(pctx);
-    cache_timed(c);
-    return c;
+    time_t now;
+
+    if (c != NULL) {
+        cache_timed(c);
+        return c;
+    }
+    if (kc_lite.inst != pctx->inst && !lite_claim(pctx))
+        return cache_create(pctx, NULL);
+    /* a record without a cache: only the periodic report is timed */
+    if (pctx->timed && kc_debug_interval(pctx) != 0
+        && (now = time(NULL)) != kc_lite.last_tick) {
+        kc_lite.last_tick = now;
+        kc_debug_tick(pctx, now);
+    }
+    return lite_handle();
 }
 
 KC_CACHE *kc_cache_get(KC_PROVCTX *pctx)
@@ -706,20 +943,37 @@ KC_CACHE *kc_cache_get(KC_PROVCTX *pctx)
     return c;
 }
 
+static ossl_inline const KC_MEMO *memo_at(const struct kc_shared_st *sh,
+                                           unsigned int i)
+{
+    return __atomic_load_n(&sh->memo[i], __ATOMIC_ACQUIRE);
+}
+
+static ossl_inline KC_PROVCTX *pctx_of(KC_CACHE *c)
+{
+    return is_lite(c) ? as_lite(c)->pctx : c->pctx;
+}
+
+static ossl_inline unsigned int *memo_last_of(KC_CACHE *c)
+{
+    return is_lite(c) ? &as_lite(c)->memo_last : &c->memo_last;
+}
+
 const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props)
 {
+    const struct kc_shared_st *sh = pctx_of(c)->shared;
+    const KC_MEMO *m;
     unsigned int i;
 
     if (props == NULL)
         props = "";
-    for (i = 0; i < KC_MEMO_SLOTS; i++) {
-        const KC_MEMO *m = &c->memo[i];
-
-        if (m->value != NULL && strcmp(m->name, name) == 0
+    /* slots are filled in order: the first empty one ends them */
+    for (i = 0; i < KC_MEMO_SLOTS && (m = memo_at(sh, i)) != NULL; i++) {
+        if (strcmp(m->name, name) == 0
             && (m->props[0] == props[0]
                 && (props[0] == '\0' || strcmp(m->props, props) == 0))) {
-            c->memo_last = i;
+            *memo_last_of(c) = i;
             return m->value;
         }
     }
@@ -729,23 +983,38 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
 void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
                        const void *value)
 {
-    KC_MEMO *m;
+    struct kc_shared_st *sh = pctx_of(c)->shared;
+    KC_MEMO *m, *expect;
+    unsigned int i;
 
     if (props == NULL)
         props = "";
-    if (strlen(name) >= KC_MEMO_NAME || strlen(props) >= KC_MEMO_NAME)
+    if (strlen(name) >= KC_MEMO_NAME || strlen(props) >= KC_MEMO_NAME
+        || memo_at(sh, KC_MEMO_SLOTS - 1) != NULL
+        || (m = OPENSSL_malloc(sizeof(*m))) == NULL)
         return;
-    c->memo_last = c->memo_next++ % KC_MEMO_SLOTS;
-    m = &c->memo[c->memo_last];
     m->namelen = strlen(name);
     strcpy(m->name, name);
     strcpy(m->props, props);
     m->value = value;
+    for (i = 0; i < KC_MEMO_SLOTS; i++) {
+        expect = NULL;
+        if (__atomic_compare_exchange_n(&sh->memo[i], &expect, m, 0,
+                                        __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+            *memo_last_of(c) = i;
+            return;
+        }
+    }
+    /* full: the name is resolved again next time */
+    OPENSSL_free(m);
 }
 
 int kc_cache_pair_hint(const KC_CACHE *c, const void *owner, const char *a,
                        size_t alen, const char *b, size_t blen)
 {
+    if (is_lite(c)
+        && (c = ((const KC_LITE *)(const void *)c)->body) == NULL)
+        return -1;
     if (c->pair.owner != owner || c->pair.alen != alen
         || c->pair.blen != blen || memcmp(c->pair.a, a, alen) != 0
         || memcmp(c->pair.b, b, blen) != 0)
@@ -759,6 +1028,8 @@ void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
 {
     if (alen > KC_PAIR_HINT_MAX || blen > KC_PAIR_HINT_MAX)
         return;
+    if (is_lite(c) && (c = lite_body(as_lite(c))) == NULL)
+        return;
     c->pair.owner = NULL;
     c->pair.alen = alen;
     c->pair.blen = blen;
@@ -770,10 +1041,10 @@ void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
 
 const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME])
 {
-    const KC_MEMO *m = &c->memo[c->memo_last];
+    const KC_MEMO *m = memo_at(pctx_of(c)->shared, *memo_last_of(c));
 
     /* a whole name with room for its NUL, no properties */
-    if (m->value == NULL || m->props[0] != '\0'
+    if (m == NULL || m->props[0] != '\0'
         || m->namelen >= KC_HINT_NAME)
         return NULL;
     memcpy(name, m->name, KC_HINT_NAME);
@@ -784,6 +1055,8 @@ void *kc_cache_aux_get(KC_CACHE *c, const void *tag)
 {
     unsigned int i;
 
+    if (is_lite(c) && (c = as_lite(c)->body) == NULL)
+        return NULL;
     for (i = 0; i < KC_AUX_SLOTS; i++)
         if (c->aux[i].tag == tag && c->aux[i].ctx != NULL)
             return c->aux[i].ctx;
@@ -793,10 +1066,16 @@ void *kc_cache_aux_get(KC_CACHE *c, const void *tag)
 void kc_cache_aux_put(KC_CACHE *c, const void *tag, void *ctx,
                       void (*freectx)(void *))
 {
-    unsigned int i = c->aux_next++ % KC_AUX_SLOTS;
-    void *old = c->aux[i].ctx;
+    unsigned int i;
+    void *old;
 
-    /* in this order for a child forked meanwhile, see cache_drop() */
+    /* a thread without a cache keeps none: ctx stays the caller's */
+    if (is_lite(c) && (c = as_lite(c)->body) == NULL)
+        return;
+    i = c->aux_next++ % KC_AUX_SLOTS;
+    old = c->aux[i].ctx;
+
+    /* in this order for a child forked meanwhile, see cache_drop_side() */
     c->aux[i].ctx = NULL;
     if (old != NULL)
         c->aux[i].freectx(old);
@@ -829,6 +1108,8 @@ int kc_cache_rec_get(KC_CACHE *c, const void *owner, uint64_t hash,
 {
     unsigned int i, n;
 
+    if (is_lite(c) && (c = as_lite(c)->body) == NULL)
+        return -1;
     if (rec_slot_is(c, c->rec_last[blen != 0], owner, hash, a, alen, b,
                     blen))
         return c->recs[c->rec_last[blen != 0]].value;
@@ -848,7 +1129,11 @@ const unsigned char *kc_cache_rec_last(KC_CACHE *c, const void *owner,
                                        int pair, size_t *alen, size_t *len,
                                        uint64_t *hash, int *value)
 {
-    unsigned int i = c->rec_last[pair != 0];
+    unsigned int i;
+
+    if (is_lite(c) && (c = as_lite(c)->body) == NULL)
+        return NULL;
+    i = c->rec_last[pair != 0];
 
     /* the slot may since hold a record of the other kind */
     if (c->recs[i].owner != owner
@@ -868,6 +1153,9 @@ void kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
     unsigned char *bytes, *old;
     unsigned int i, n;
 
+    /* something to keep: the thread's cache is made for it */
+    if (is_lite(c) && (c = lite_body(as_lite(c))) == NULL)
+        return;
     if ((bytes = OPENSSL_malloc(alen + blen + 1)) == NULL)
         return;
     if (alen > 0)
@@ -882,7 +1170,7 @@ void kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
         i = (unsigned int)((hash + c->rec_next++ % KC_REC_PROBE)
                            % KC_REC_SLOTS);
     old = c->recs[i].bytes;
-    /* in this order for a child forked meanwhile, see cache_drop() */
+    /* in this order for a child forked meanwhile, see cache_drop_side() */
     c->recs[i].bytes = NULL;
     OPENSSL_clear_free(old, c->recs[i].len);
     c->recs[i].owner = owner;
@@ -974,19 +1262,18 @@ static KC_SEEN *seen_slot(KC_CACHE *c, uint64_t fp)
     return old;
 }
 
-static int admit(KC_CACHE *c, const KC_ALG *alg, uint64_t fp)
+/* fp seen once more in slot s (of c's filter, or c NULL: a KC_LITE's) */
+static int admit_in(KC_PROVCTX *pctx, KC_CACHE *c, KC_SEEN *s,
+                    const KC_ALG *alg, uint64_t fp)
 {
-    KC_SEEN *s = seen_slot(c, fp);
-
-    s->stamp = ++c->seen_clock;
     if (s->seen == KC_SEEN_REFUSED)
         return 0;
-    if (c->pctx->admit_after > 1 && ++s->seen < c->pctx->admit_after)
+    if (pctx->admit_after > 1 && ++s->seen < pctx->admit_after)
         return 0;
-    if (!bypass_allows(c))
+    if (c != NULL && !bypass_allows(c))
         return 0;
     /* a key OpenSSL keyed inside its own code stays refused (origin.c) */
-    if (!kc_origin_admits(c->pctx, alg->stat >= KC_STAT_CFAM)) {
+    if (!kc_origin_admits(pctx, alg->stat >= KC_STAT_CFAM)) {
         s->fp = fp;
         s->seen = KC_SEEN_REFUSED;
         return 0;
@@ -994,6 +1281,14 @@ static int admit(KC_CACHE *c, const KC_ALG *alg, uint64_t fp)
     s->fp = 0;
     s->seen = 0;
     return 1;
+}
+
+static int admit(KC_CACHE *c, const KC_ALG *alg, uint64_t fp)
+{
+    KC_SEEN *s = seen_slot(c, fp);
+
+    s->stamp = ++c->seen_clock;
+    return admit_in(c->pctx, c, s, alg, fp);
 }
 
 static uint64_t fingerprint(uint64_t h, const KC_ALG *alg, const void *param)
@@ -1014,10 +1309,16 @@ void *kc_wrapper_take(KC_PROVCTX *pctx, int kind, size_t size,
 {
     KC_CACHE *c = kc_cache_get(pctx);
 
-    if (cold != NULL)
-        *cold = cold_in(c, alg);
     if (cp != NULL)
         *cp = c;
+    /* a thread without a cache keeps no pool: it would have to be freed */
+    if (c != NULL && is_lite(c)) {
+        if (cold != NULL)
+            *cold = 0;
+        return OPENSSL_malloc(size);
+    }
+    if (cold != NULL)
+        *cold = cold_in(c, alg);
     /* the caller zeroes what must start zeroed (kc_wrapper_new_head()) */
     if (c == NULL || c->npool[kind] == 0)
         return OPENSSL_malloc(size);
@@ -1026,26 +1327,38 @@ void *kc_wrapper_take(KC_PROVCTX *pctx, int kind, size_t size,
 
 KC_CACHE *kc_cache_here(KC_PROVCTX *pctx)
 {
-    return tls_get(pctx);
+    KC_CACHE *c = tls_get(pctx);
+
+    if (c == NULL && kc_lite.inst == pctx->inst)
+        return lite_handle();
+    return c;
 }
 
 void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size)
 {
     if (p == NULL)
         return;
+    if (c != NULL && is_lite(c)) {
+        KC_LITE *l = as_lite(c);
+
+        /* pooled by the thread's cache, made at the KC_LITE_FREES-th */
+        c = l->body != NULL || ++l->frees >= KC_LITE_FREES ? lite_body(l)
+                                                             : NULL;
+    }
     if (c == NULL || c->npool[kind] == KC_POOL_MAX) {
-        OPENSSL_clear_free(p, size);
+        wipe_free(p, size);
         return;
     }
     c->pool_size[kind] = size;
     c->pool[kind][c->npool[kind]] = p;
-    /* counted once in place, for a child forked meanwhile (cache_drop()) */
+    /* counted once in place, for a child forked meanwhile (see
+     * cache_drop_side()) */
     __atomic_store_n(&c->npool[kind], c->npool[kind] + 1, __ATOMIC_RELEASE);
 }
 
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
 {
-    kc_wrapper_free_in(tls_get(pctx), kind, p, size);
+    kc_wrapper_free_in(kc_cache_here(pctx), kind, p, size);
 }
 
 _Static_assert(KC_STAT_SLOTS <= 32, "KC_CACHE.missed has a bit per slot");
@@ -1053,8 +1366,12 @@ _Static_assert(KC_STAT_SLOTS <= 32, "KC_CACHE.missed has a bit per slot");
 int kc_cache_missed_before(KC_CACHE *c, const KC_ALG *alg)
 {
     uint32_t bit = (uint32_t)1 << alg->stat;
-    int before = (c->missed & bit) != 0;
+    int before;
 
+    /* a thread without a cache keeps nothing for its misses */
+    if (is_lite(c))
+        return 0;
+    before = (c->missed & bit) != 0;
     c->missed |= bit;
     return before;
 }
@@ -1063,6 +1380,10 @@ void kc_count_hit(KC_PROVCTX *pctx, const KC_ALG *alg)
 {
     KC_CACHE *c = tls_get(pctx);
 
+    /* a hit without a cache (a context re-keyed): the cache is made to
+     * count it, and the ones after it, on the thread */
+    if (c == NULL && kc_lite.inst == pctx->inst)
+        c = lite_body(&kc_lite);
     if (c != NULL)
         KC_BUMP(c, alg->stat, hits);
 }
@@ -1073,6 +1394,10 @@ void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg)
 
     if (c != NULL)
         KC_BUMP(c, alg->stat, passthrough);
+    else if (kc_lite.inst == pctx->inst)
+        /* no cache to count in: the instance's (a miss's path, not a hit's) */
+        __atomic_add_fetch(&pctx->shared->passthrough[alg->stat], 1,
+                           __ATOMIC_RELAXED);
 }
 
 /*
@@ -1146,6 +1471,68 @@ static ossl_inline int rec_matches(const KC_ENTRY *e, const unsigned char *rec,
                && (reclen == 0 || memcmp(e->rec, rec, reclen) == 0));
 }
 
+/*
+ * fp's slot in a record's filter, or an empty one for it (seen 0), or NULL
+ * when all are taken: a record never drops a key it counts, or keys in
+ * rotation could push each other out before their admission.
+ */
+static KC_SEEN *lite_seen_slot(KC_LITE *l, uint64_t fp)
+{
+    KC_SEEN *s, *empty = NULL;
+    unsigned int i;
+
+    for (i = 0; i < KC_LITE_SEEN; i++) {
+        s = &l->seen[i];
+        if (s->fp == fp)
+            return s;
+        if (s->fp == 0 && empty == NULL)
+            empty = s;
+    }
+    if (empty != NULL) {
+        empty->fp = fp;
+        empty->seen = 0;
+    }
+    return empty;
+}
+
+/* A look-up on a thread without a cache: always a miss, counted. */
+static KC_NOINLINE void *lite_find(KC_LITE *l, const KC_ALG *alg,
+                                   const void *param,
+                                   const unsigned char *rec,
+                                   uint64_t rechash,
+                                   const unsigned char *key, size_t keylen,
+                                   KC_LOOKUP *lk)
+{
+    KC_CACHE *c;
+    KC_SEEN *s;
+    uint64_t fp;
+
+    if (l->pctx->cache_size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
+        return NULL;
+    lk->hash = kc_hash(l->pctx->shared->key, key, keylen);
+    if (rec != NULL)
+        lk->hash ^= rechash * 0x9fb21c651e98df25ULL;
+    fp = fingerprint(lk->hash, alg, param);
+    if (*lk->counted == fp)
+        return NULL;
+    *lk->counted = fp;
+    if ((s = lite_seen_slot(l, fp)) != NULL) {
+        s->stamp = ++l->seen_clock;
+        lk->admit = admit_in(l->pctx, NULL, s, alg, fp);
+        return NULL;
+    }
+    /*
+     * More keys than the record holds: the thread's cache, whose filter
+     * holds as many as it has slots, takes them over and counts this one
+     * (under the same hash key: lk->hash stays good).
+     */
+    if ((c = lite_body(l)) != NULL) {
+        window_note(c, 0);
+        lk->admit = admit(c, alg, fp);
+    }
+    return NULL;
+}
+
 static ossl_inline __attribute__((always_inline))
 void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
                  const unsigned char *rec, size_t reclen, uint64_t rechash,
@@ -1158,6 +1545,12 @@ void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
     lk->spare = NULL;
     lk->admit = 0;
     lk->pending = 0;
+    if (is_lite(c)) {
+        if (as_lite(c)->body == NULL)
+            return lite_find(as_lite(c), alg, param, rec, rechash, key,
+                             keylen, lk);
+        c = as_lite(c)->body;
+    }
     if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
         return NULL;
     /*
@@ -1274,7 +1667,8 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     memcpy(e->key, key, keylen);
     /*
      * The entry is there once it has an alg, and its template once stored:
-     * a child forked meanwhile (cache_drop()) frees what it sees of them.
+     * a child forked meanwhile (cache_drop_entries()) frees what it sees of
+     * them.
      */
     __atomic_store_n(&e->alg, alg, __ATOMIC_RELEASE);
     __atomic_store_n(&e->tmpl, tmpl, __ATOMIC_RELEASE);
@@ -1298,6 +1692,9 @@ int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
                  const unsigned char *key, size_t keylen, void *tmpl,
                  KC_LOOKUP *lk)
 {
+    /* a thread's first admission makes its cache */
+    if (is_lite(c) && (c = lite_body(as_lite(c))) == NULL)
+        return 0;
     return cache_add(c, alg, param, NULL, 0, key, keylen, tmpl, lk);
 }
 
@@ -1305,7 +1702,7 @@ int kc_cache_add_rec(KC_CACHE *c, const KC_ALG *alg, const unsigned char *rec,
                      size_t reclen, const unsigned char *key, size_t keylen,
                      void *tmpl, KC_LOOKUP *lk)
 {
-    if (tmpl == NULL)
+    if (tmpl == NULL || (is_lite(c) && (c = lite_body(as_lite(c))) == NULL))
         return 0;
     return cache_add(c, alg, NULL, rec, reclen, key, keylen, tmpl, lk);
 }
@@ -1322,6 +1719,8 @@ int kc_cache_lease_is(KC_CACHE *c, const KC_LEASE *lease,
 {
     const KC_ENTRY *e;
 
+    if (c != NULL && is_lite(c))
+        c = as_lite(c)->body;
     if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)
         return 0;
     e = &c->entries[lease->idx];
@@ -1334,6 +1733,8 @@ int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
 {
     KC_ENTRY *e;
 
+    if (c != NULL && is_lite(c))
+        c = as_lite(c)->body;
     if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)
         return 0;
     e = &c->entries[lease->idx];
@@ -1351,7 +1752,8 @@ int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
         || !ready(arg, ctx))
         return 0;
     e->spare[e->nspare] = ctx;
-    /* counted once in place, for a child forked meanwhile (cache_drop()) */
+    /* counted once in place, for a child forked meanwhile, see
+     * cache_drop_entries() */
     __atomic_store_n(&e->nspare, e->nspare + 1, __ATOMIC_RELEASE);
     c->nspares++;
     return 1;
@@ -1361,10 +1763,14 @@ void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
                               uint64_t *entries)
 {
     KC_CACHE *c;
+    unsigned int i;
 
     *entries = 0;
     pthread_mutex_lock(&registry_lock);
     memcpy(by, pctx->retired, sizeof(pctx->retired));
+    for (i = 0; pctx->shared != NULL && i < KC_STAT_SLOTS; i++)
+        by[i].passthrough += __atomic_load_n(&pctx->shared->passthrough[i],
+                                             __ATOMIC_RELAXED);
     for (c = pctx->caches; c != NULL; c = c->next) {
         add_counters(by, c->n);
         *entries += KC_READ(c->used);
@@ -1376,7 +1782,7 @@ void kc_cache_lost(KC_PROVCTX *pctx, uint64_t *threads, uint64_t *admitted,
                    uint64_t *wiped)
 {
     pthread_mutex_lock(&registry_lock);
-    *threads = pctx->threads_cached;
+    *threads = __atomic_load_n(&pctx->threads_cached, __ATOMIC_RELAXED);
     *admitted = __atomic_load_n(&pctx->threads_admitted, __ATOMIC_RELAXED);
     *wiped = pctx->fork_wiped;
     pthread_mutex_unlock(&registry_lock);
@@ -1399,11 +1805,17 @@ void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries)
 
 int kc_cache_start(KC_PROVCTX *pctx)
 {
-    if (!CRYPTO_THREAD_init_local(&pctx->tls, NULL))
+    if ((pctx->shared = shared_new()) == NULL)
         return 0;
+    if (!CRYPTO_THREAD_init_local(&pctx->tls, NULL)) {
+        OPENSSL_free(pctx->shared);
+        pctx->shared = NULL;
+        return 0;
+    }
     pthread_once(&atfork_once, atfork_register);
     pctx->tls_ok = 1;
     pthread_mutex_lock(&registry_lock);
+    pctx->inst = next_inst++;
     pctx->next_live = live_instances;
     live_instances = pctx;
     pthread_mutex_unlock(&registry_lock);
@@ -1414,6 +1826,7 @@ void kc_cache_stop(KC_PROVCTX *pctx)
 {
     KC_PROVCTX **pp;
     KC_CACHE *c, *next;
+    unsigned int i;
 
     if (!pctx->tls_ok)
         return;
@@ -1429,9 +1842,20 @@ void kc_cache_stop(KC_PROVCTX *pctx)
         cache_free(c);
     }
     pctx->caches = NULL;
-    /* the calling thread may still point at a cache freed above */
+    /* the report at unload (debug.c) comes after this */
+    for (i = 0; i < KC_STAT_SLOTS; i++)
+        pctx->retired[i].passthrough += pctx->shared->passthrough[i];
+    /*
+     * The calling thread may still point at a cache freed above.  Other
+     * threads' records of this instance are never read again: instance
+     * numbers are not reused (lite_claim()).
+     */
     CRYPTO_THREAD_set_local(&pctx->tls, NULL);
+    if (kc_lite.inst == pctx->inst)
+        OPENSSL_cleanse(&kc_lite, sizeof(kc_lite));
     pthread_mutex_unlock(&registry_lock);
     CRYPTO_THREAD_cleanup_local(&pctx->tls);
     pctx->tls_ok = 0;
+    shared_free(pctx->shared);
+    pctx->shared = NULL;
 }

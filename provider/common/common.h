@@ -264,6 +264,8 @@ struct kc_provctx_st {
     int tls_ok;
     KC_CACHE *caches;
     KC_COUNTERS retired[KC_STAT_SLOTS]; /* of caches already freed */
+    struct kc_shared_st *shared; /* shared by its threads (store.c) */
+    uint64_t inst;              /* this instance's number, never reused */
     /* for the report (core/report.c): see kc_cache_lost() */
     uint64_t threads_cached, threads_admitted, fork_wiped;
 };

@@ -350,6 +350,7 @@ static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
     static const unsigned char empty[1];
     const KC_MAC_FNS *f = fns(w);
     void *base = kc_cache_aux_get(c, w->dg), *inner;
+    int mine = 0;
 
     if (base == NULL) {
         ERR_set_mark();
@@ -363,6 +364,7 @@ static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
         if (base == NULL)
             return NULL;
         kc_cache_aux_put(c, w->dg, base, f->freectx);
+        mine = kc_cache_aux_get(c, w->dg) != base;
     }
     ERR_set_mark();
     if ((inner = f->dupctx(base)) != NULL
@@ -371,6 +373,8 @@ static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
         inner = NULL;
     }
     ERR_pop_to_mark();
+    if (mine)
+        f->freectx(base);
     return inner;
 }
 
