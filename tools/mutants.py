@@ -217,8 +217,8 @@ MUTANTS = {
     # every missed key is cached at once, whatever admit_after says
     # (per-connection TLS secrets end up in the cache)
     "admit-at-once": ("provider/cache/store.c",
-        "    if (c->pctx->admit_after > 1 && ++s->seen < c->pctx->admit_after)",
-        "    if (0 && c->pctx->admit_after > 1 && ++s->seen < c->pctx->admit_after)"),
+        "    if (pctx->admit_after > 1 && ++s->seen < pctx->admit_after)",
+        "    if (0 && pctx->admit_after > 1 && ++s->seen < pctx->admit_after)"),
     # the admission filter takes any fingerprint's slot for another's
     # (keys in rotation starve: test_admission)
     "seen-direct-mapped": ("provider/cache/store.c",
@@ -274,8 +274,8 @@ MUTANTS = {
         "        && strcmp(name, w->hint) == 0)\n        return w->hint_dg;",
         "        && strncmp(name, w->hint, strlen(name)) == 0)\n        return w->hint_dg;"),
     "memo-name-prefix": ("provider/cache/store.c",
-        "        if (m->value != NULL && strcmp(m->name, name) == 0",
-        "        if (m->value != NULL && strncmp(m->name, name, strlen(name)) == 0"),
+        "        if (strcmp(m->name, name) == 0\n            && (m->props[0]",
+        "        if (strncmp(m->name, name, strlen(name)) == 0\n            && (m->props[0]"),
     # the one-pass keying init (same_init_as_last) takes a volatile
     # signature the thread learned invalid
     "tmpl-fast-sig-invalid": ("provider/layer/tmpl.c",
@@ -455,14 +455,14 @@ MUTANTS = {
         "                continue;"),
     # fork: the other (vanished) threads' caches are kept
     "fork-keeps-others": ("provider/cache/store.c",
-        "            cache_retire(pctx, c);\n            pctx->fork_wiped += cache_drop(c);\n"
-        "            cache_release(c);",
+        "            cache_retire(pctx, c);\n            pctx->fork_wiped += cache_drop_entries(c);\n"
+        "            cache_drop_side(c);\n            cache_release(c);",
         "            (void)0;"),
     # fork: the other threads' caches are freed but left linked, so the
     # child's teardown frees them again
     "fork-others-linked": ("provider/cache/store.c",
-        "            cache_retire(pctx, c);\n            pctx->fork_wiped += cache_drop(c);",
-        "            pctx->fork_wiped += cache_drop(c);"),
+        "            cache_retire(pctx, c);\n            pctx->fork_wiped += cache_drop_entries(c);",
+        "            pctx->fork_wiped += cache_drop_entries(c);"),
     # a miss-heavy thread never goes back to the cache
     "cold-forever": ("provider/cache/store.c",
         "    if (c == NULL || !c->bypass || ++c->cold_skips % KC_COLD_ONE_IN == 0)",
