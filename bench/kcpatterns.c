@@ -545,8 +545,9 @@ static int op_thread(const ROW *r, long i)
 
 /*
  * Warmed up over 16 keys: a thread makes its cache (its one-off cost) once
- * it counts a 9th key or frees an 8th context, not at its first (cache.c,
- * KC_LITE), and the rows count what each op costs from then on.
+ * it counts a 9th key or frees an 8th context, not at its first
+ * (cache/store.c, KC_LITE), and the rows count what each op costs from
+ * then on.
  */
 #define KT(k) \
     { "keys-used-" #k "x", K_OPS, NULL, op_ktimes, 16 * (k), 60 * (k), k, \

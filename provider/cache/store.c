@@ -766,7 +766,7 @@ static void caches_forked(void)
             memset(kc_lite.seen, 0, sizeof(kc_lite.seen));
             kc_lite.seen_clock = 0;
         }
-        /* the child's own report counts from here (debug.c) */
+        /* the child's own report counts from here (core/report.c) */
         pctx->threads_cached = pctx->threads_admitted = pctx->fork_wiped = 0;
         for (c = pctx->caches; c != NULL; c = next) {
             next = c->next;
@@ -1842,7 +1842,7 @@ void kc_cache_stop(KC_PROVCTX *pctx)
         cache_free(c);
     }
     pctx->caches = NULL;
-    /* the report at unload (debug.c) comes after this */
+    /* the report at unload (core/report.c) comes after this */
     for (i = 0; i < KC_STAT_SLOTS; i++)
         pctx->retired[i].passthrough += pctx->shared->passthrough[i];
     /*
