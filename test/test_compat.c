@@ -155,58 +155,26 @@ static void test_hmac_repeated(void)
 /* ---------------------------------------------------------------------- */
 /* AES-GCM                                                                */
 
-static const unsigned char gcm_key[32] = "AES-256 key for repeated params";
 static const unsigned char gcm_iv[16] = "sixteen byte iv";
 
 enum { GCM_BEFORE_KEY, GCM_AFTER_KEY };
 
+static void fam_cipher_with(OSSL_LIB_CTX *libctx, const char *want_prov,
+                            const KCT_FAM *f, int when,
+                            const OSSL_PARAM *params, const unsigned char *ct,
+                            size_t ctlen, OUTCOME *o);
+
 /*
  * AES-256-GCM with |params| set before or after the key, then msg
  * encrypted (out = ciphertext || tag) or, with |ct| given, decrypted and
- * verified (out = plaintext).
+ * verified (out = plaintext): the registry row's driver below.
  */
 static void gcm_with(OSSL_LIB_CTX *libctx, const char *want_prov, int when,
                      const OSSL_PARAM *params, const unsigned char *ct,
                      size_t ctlen, OUTCOME *o)
 {
-    EVP_CIPHER *c = EVP_CIPHER_fetch(libctx, "AES-256-GCM", NULL);
-    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
-    int enc = ct == NULL, n = 0, f = 0;
-
-    memset(o, 0, sizeof(*o));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    CU_ASSERT_STRING_EQUAL(kct_provider_name(EVP_CIPHER_get0_provider(c)),
-                           want_prov);
-    ERR_clear_error();
-    if (when == GCM_BEFORE_KEY) {
-        o->ok = EVP_CipherInit_ex2(ctx, c, NULL, NULL, enc, NULL);
-        o->set_ok = EVP_CIPHER_CTX_set_params(ctx, params);
-        o->set_err = first_error();
-        /* EVP passes the IV length it believes in along with the IV */
-        o->ok = o->ok && EVP_CipherInit_ex2(ctx, NULL, gcm_key, gcm_iv, -1,
-                                            NULL);
-    } else {
-        o->ok = EVP_CipherInit_ex2(ctx, c, gcm_key, NULL, enc, NULL);
-        o->set_ok = EVP_CIPHER_CTX_set_params(ctx, params);
-        o->set_err = first_error();
-        o->ok = o->ok && EVP_CipherInit_ex2(ctx, NULL, NULL, gcm_iv, -1, NULL);
-    }
-    o->ivlen = EVP_CIPHER_CTX_get_iv_length(ctx);
-    if (enc) {
-        o->ok = o->ok && EVP_EncryptUpdate(ctx, o->out, &n, msg, sizeof(msg))
-                && EVP_EncryptFinal_ex(ctx, o->out + n, &f)
-                && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16,
-                                       o->out + n + f);
-        o->outlen = o->ok ? (size_t)(n + f) + 16 : 0;
-    } else {
-        o->ok = o->ok && EVP_DecryptUpdate(ctx, o->out, &n, ct, (int)ctlen)
-                && EVP_DecryptFinal_ex(ctx, o->out + n, &f);
-        o->outlen = o->ok ? (size_t)(n + f) : 0;
-    }
-    ERR_clear_error();
-    EVP_CIPHER_CTX_free(ctx);
-    EVP_CIPHER_free(c);
+    fam_cipher_with(libctx, want_prov, kct_fam_find("AES-256-GCM"), when,
+                    params, ct, ctlen, o);
 }
 
 static void check_gcm(int when, const OSSL_PARAM *params,
