@@ -255,6 +255,7 @@ struct kc_provctx_st {
     size_t npt;
     long pt_state;              /* built yet?  kc_passthrough_ready() */
     int pt_ok;
+    size_t ncipher_wrapped;     /* cipher_algs' rows before pass-through */
     OSSL_ALGORITHM *kdf_algs, *rand_algs, *cipher_pt_algs;
     OSSL_ALGORITHM *skeymgmt_algs;  /* 3.5+, with cipher_pt_algs */
 

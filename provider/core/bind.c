@@ -96,6 +96,7 @@ int kc_bind_start(KC_PROVCTX *pctx)
             offer(&pctx->mac_algs[nmac++], a, kc_hmac_functions,
                   "HMAC with a per-thread key cache");
     }
+    pctx->ncipher_wrapped = ncipher;
     return 1;
 }
 

@@ -462,6 +462,10 @@ static const OSSL_ALGORITHM *kc_query(void *provctx, int operation_id,
     switch (operation_id) {
     /* an algorithm switched off is not offered: default serves it directly */
     case OSSL_OP_MAC:
+        /* none if the pass-through failed: KDFs must not reach these */
+        if (__atomic_load_n(&pctx->pt_state, __ATOMIC_ACQUIRE) == KC_ONCE_DONE
+            && !pctx->pt_ok)
+            return NULL;
         return pctx->mac_algs[0].algorithm_names != NULL ? pctx->mac_algs
                                                           : NULL;
     case OSSL_OP_CIPHER:

@@ -321,9 +321,9 @@ static int offer(KC_PROVCTX *pctx, int op, const char *const *want,
             continue;
         if (pctx->npt == KC_PT_SLOTS) {
             /* more than we have thunks for: those stay with default */
-            kc_raise(pctx, KC_R_INIT_FAILED,
-                     "too many algorithms to pass through, %s not offered",
-                     a->algorithm_names);
+            /* (at a query: the application's error queue is not ours) */
+            kc_debug_log(pctx, 1, "warning: too many algorithms to pass "
+                         "through, %s not offered", a->algorithm_names);
             break;
         }
         if (!bind_slot(pctx, pctx->npt, op, a->implementation))
@@ -405,9 +405,7 @@ static int build(KC_PROVCTX *pctx)
                  &pctx->cipher_pt_algs) < 0)
         return 0;
     /* after the wrapped ciphers in the table the query answers */
-    for (n = 0; n < KC_CFAM_COUNT + KC_PT_CIPHERS
-         && pctx->cipher_algs[n].algorithm_names != NULL; n++)
-        continue;
+    n = (int)pctx->ncipher_wrapped;
     for (a = pctx->cipher_pt_algs; a->algorithm_names != NULL
          && n < KC_CFAM_COUNT + KC_PT_CIPHERS; a++)
         pctx->cipher_algs[n++] = *a;
@@ -418,8 +416,15 @@ int kc_passthrough_ready(KC_PROVCTX *pctx)
 {
     if (__atomic_load_n(&pctx->pt_state, __ATOMIC_ACQUIRE) != KC_ONCE_DONE
         && kc_once_claim(&pctx->pt_state)) {
-        kc_passthrough_stop(pctx);      /* what a claim lost to fork() left */
-        pctx->pt_ok = build(pctx);
+        /* what a claim lost to fork() left: rows first, then their tables */
+        memset(&pctx->cipher_algs[pctx->ncipher_wrapped], 0,
+               (KC_CFAM_COUNT + KC_PT_CIPHERS + 1 - pctx->ncipher_wrapped)
+               * sizeof(pctx->cipher_algs[0]));
+        kc_passthrough_stop(pctx);
+        if (!(pctx->pt_ok = build(pctx)))
+            kc_debug_log(pctx, 1, "error: cannot build the pass-through "
+                         "tables: keycache withdraws its MACs, so that the "
+                         "default's KDFs and DRBGs cannot reach them");
         kc_once_done(&pctx->pt_state);
     }
     return __atomic_load_n(&pctx->pt_state, __ATOMIC_ACQUIRE) == KC_ONCE_DONE

@@ -496,7 +496,8 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
                                  m->set_ctx_params, &p);
     if (!kc_quirk(seal, KC_Q_KNOWN) || !kc_quirk(rep, KC_Q_KNOWN))
         return 0;
-    f->quirks |= seal | rep;
+    /* (cold contexts made meanwhile read it) */
+    __atomic_fetch_or(&f->quirks, seal | rep, __ATOMIC_RELAXED);
     return 1;
 }
 

@@ -200,6 +200,8 @@ static void add_digest(EVP_MD *md, void *arg)
     }
     pctx->digests = d;
     d += pctx->ndigests++;
+    /* the lazily bound part (kc_inner_digest_fns()) starts unbound */
+    memset(d, 0, sizeof(*d));
     d->md = md;
     d->name = EVP_MD_get0_name(md);
     d->size = (size_t)EVP_MD_get_size(md);

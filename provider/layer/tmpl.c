@@ -924,8 +924,8 @@ void kc_tmac_freectx(void *vctx)
 
 static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
 {
-    /* the thread's record memo keeps a yes: a copy then costs no trial */
-    static const char dup_owner[1];
+    /* the thread's record memo keeps a yes, per family: no trial then */
+    static const char dup_owner[KC_FAM_COUNT];
     const unsigned char *rec = (const unsigned char *)w->t.rec;
     const KC_MAC_FNS *f = &w->f->mac;
     KC_CACHE *c = kc_cache_get(w->pctx);
@@ -935,7 +935,8 @@ static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
     void *t, *d = NULL;
 
     if (c != NULL
-        && kc_cache_rec_get(c, dup_owner, h, rec, w->t.len, NULL, 0) == 1)
+        && kc_cache_rec_get(c, &dup_owner[w->f - w->pctx->fam], h, rec,
+                            w->t.len, NULL, 0) == 1)
         return 1;
     kc_err_top(&before);
     if ((t = new_inner(w, NULL, &mac)) == NULL)
@@ -945,7 +946,8 @@ static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
     free_inner(w, t, mac);
     kc_err_top(&after);
     if (d != NULL && c != NULL && kc_err_same(&before, &after))
-        kc_cache_rec_put(c, dup_owner, h, rec, w->t.len, NULL, 0, 1);
+        kc_cache_rec_put(c, &dup_owner[w->f - w->pctx->fam], h, rec,
+                         w->t.len, NULL, 0, 1);
     return d != NULL;
 }
 
