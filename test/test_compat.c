@@ -522,7 +522,7 @@ static int skey_encrypt(OSSL_LIB_CTX *libctx, const char *key_propq,
 
     memset(o, 0, sizeof(*o));
     skey = EVP_SKEY_import_raw_key(libctx, "GENERIC-SECRET",
-                                   (unsigned char *)gcm_key, sizeof(gcm_key),
+                                   (unsigned char *)fam_key, 32,
                                    key_propq);
     if (c == NULL || ctx == NULL || skey == NULL) {
         o->ok = -1;
