@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# compat.sh <suite> [--keep] [--refresh] [--bench [--patterns]]
+# compat.sh <suite> [--keep] [--refresh] [--bench [--patterns] | --mutants]
 #
 # Build and test keycache against a newer OpenSSL in a Debian chroot:
 #   trixie  OpenSSL 3.5
@@ -33,12 +33,15 @@
 #              KC_COMPAT_PATTERNS_ARGS adds patterns.sh arguments (e.g.
 #              "--update-bounds": the bound lines it would write for that
 #              OpenSSL are printed, to be copied into the checkout's file)
+#   --mutants  instead of ctest, run tools/mutants.py with the arguments in
+#              KC_COMPAT_MUTANTS_ARGS (mutant names, --tests REGEX; all of
+#              them by default) on that OpenSSL
 #
 # Environment: KC_VECTORS (vectors folder, default <src>/../shared/vectors),
 # KC_COMPAT_CACHE, KC_COMPAT_MIRROR, KC_COMPAT_CTEST_ARGS (extra ctest args,
 # e.g. "-R test_vectors" or "-j2"), KC_COMPAT_BENCH, SIZES, SHARED_DETAIL
 # (callgrind.sh's shared-state calls by function), KC_COMPAT_PATTERNS,
-# KC_COMPAT_PATTERNS_ARGS.
+# KC_COMPAT_PATTERNS_ARGS, KC_COMPAT_MUTANTS_ARGS.
 #
 # Needs root (re-runs itself with sudo) and network for the first run.
 
@@ -51,7 +54,7 @@ PKGS=$PKGS,openssl,xxd
 
 usage()
 {
-    echo "usage: $0 <trixie|sid|sid-ossl4|suite> [--keep] [--refresh] [--bench [--patterns]]" >&2
+    echo "usage: $0 <trixie|sid|sid-ossl4|suite> [--keep] [--refresh] [--bench [--patterns] | --mutants]" >&2
     exit 2
 }
 
@@ -61,6 +64,7 @@ shift
 KEEP=0
 REFRESH=0
 BENCH=0
+MUTANTS=0
 PATTERNS=${KC_COMPAT_PATTERNS:-0}
 for arg in "$@"; do
     case $arg in
@@ -68,6 +72,7 @@ for arg in "$@"; do
     --refresh) REFRESH=1 ;;
     --bench) BENCH=1 ;;
     --patterns) PATTERNS=1 ;;
+    --mutants) MUTANTS=1 ;;
     *) usage ;;
     esac
 done
@@ -76,7 +81,9 @@ case $SUITE in
 *) usage ;;
 esac
 [ "$PATTERNS" = 1 ] && [ "$BENCH" = 0 ] && usage
+[ "$MUTANTS" = 1 ] && [ "$BENCH" = 1 ] && usage
 PATTERNS_ARGS=${KC_COMPAT_PATTERNS_ARGS:-}
+MUTANTS_ARGS=${KC_COMPAT_MUTANTS_ARGS:-}
 # <dist>-ossl4: debootstrap <dist>, then take OpenSSL from experimental
 DIST=$SUITE
 EXP_PKGS=
@@ -104,6 +111,7 @@ if [ "$(id -u)" -ne 0 ]; then
         KC_COMPAT_BENCH="$BENCH_SCEN" SIZES="$BENCH_SIZES" \
         KC_COMPAT_BENCH_CONF="$BENCH_CONF" SHARED_DETAIL="${SHARED_DETAIL:-}" \
         KC_COMPAT_PATTERNS="$PATTERNS" KC_COMPAT_PATTERNS_ARGS="$PATTERNS_ARGS" \
+        KC_COMPAT_MUTANTS_ARGS="$MUTANTS_ARGS" \
         "$0" "$SUITE" "$@"
 fi
 
@@ -283,6 +291,13 @@ fi
 # compiler warnings are worth seeing: new headers deprecate things
 grep -E 'warning:' build.log | sort -u
 t=$(date +%s)
+if [ "$3" = mutants ]; then
+    # word splitting of $4 (mutants.py's arguments) is intended
+    python3 tools/mutants.py $4
+    rc=$?
+    echo "== mutants: $(( $(date +%s) - t ))s"
+    exit $rc
+fi
 if [ "$3" = patterns ]; then
     # word splitting of $4 (patterns.sh's extra arguments) is intended
     PATTERNS_CMD="tools/compat.sh $9 --bench --patterns" \
@@ -320,6 +335,7 @@ set +e
 MODE=test
 [ "$BENCH" = 1 ] && MODE=bench
 [ "$PATTERNS" = 1 ] && MODE=patterns && BENCH_SCEN=$PATTERNS_ARGS
+[ "$MUTANTS" = 1 ] && MODE=mutants && BENCH_SCEN=$MUTANTS_ARGS
 in_chroot /bin/bash "$RUN_IN/run.sh" "$RUN_IN/$NAME" "$CTEST_ARGS" "$MODE" \
     "$BENCH_SCEN" "$BENCH_SIZES" "$BENCH_CONF" "${SHARED_DETAIL:-}" \
     "$FOREIGN" "$SUITE"

@@ -6,15 +6,26 @@ Each mutant is one small edit to a copy of the provider that makes the cache
 hand out a wrong or stale context.  For every mutant the copy is built and
 the test suite run; a mutant that no test kills is a hole in the tests.
 
-usage: tools/mutants.py [--keep] [--tests REGEX] [NAME ...]   (from the root)
+usage: tools/mutants.py [--keep] [--every-test] [--tests REGEX] [NAME ...]
+(from the root; tools/compat.sh SUITE --mutants runs it on another OpenSSL)
 
---tests REGEX runs only the ctests matching REGEX (ctest -R) per mutant.
+The copy is built once; each mutant is then an incremental build and the
+suite, stopped at the first test that fails (--every-test: all of them, to
+see every test that kills it).  --tests REGEX runs only the ctests matching
+REGEX (ctest -R).  A mutant in ONLY_ON is skipped, and reported so, on a
+libcrypto that cannot tell it apart.
 """
 import os, shutil, subprocess, sys, tempfile
 
 SIV_CHECK_OFF = ("provider/families/siv.c",
     "    ok = ok && memcmp(out[0], out[1], sizeof(out[0])) == 0\n         && memcmp(tag[0], tag[1], SIV_BLOCK) == 0;",
     "    ok = 1;")
+
+# Mutants that break the handling of a difference only some versions have:
+# on the others the mutated path is never taken, so no test can fail there.
+# tools/compat.sh sid-ossl4 --mutants runs them where they can be killed.
+ONLY_ON = {
+}
 
 MUTANTS = {
     # an unkeyed MAC context's copy: remembered as possible for any record
@@ -632,54 +643,87 @@ def tracked(root):
 def run(cmd, cwd):
     return subprocess.run(cmd, cwd=cwd, shell=True, capture_output=True, text=True)
 
+def libcrypto_version():
+    """The running libcrypto's "major.minor" ("3.0", "4.0"), from openssl(1)."""
+    try:
+        out = subprocess.run(["openssl", "version"], capture_output=True,
+                             text=True).stdout.split()
+        return ".".join(out[1].split(".")[:2])
+    except (OSError, IndexError):
+        return "?"
+
 def main(argv):
     keep = "--keep" in argv
+    every = "--every-test" in argv
     tests = ""
     if "--tests" in argv:
         i = argv.index("--tests")
         tests = f" -R '{argv[i + 1]}'"
         argv = argv[:i] + argv[i + 2:]
     names = [a for a in argv if not a.startswith("--")] or list(MUTANTS)
+    unknown = [n for n in names if n not in MUTANTS]
+    if unknown:
+        print("no such mutant:", " ".join(unknown))
+        return 2
     root = os.getcwd()
-    failed = 0
+    version = libcrypto_version()
+    # One copy and one build; each mutant is an edit, an incremental build
+    # and the suite, stopped at its first failure, then the edit undone.
+    # The copy sits beside the checkout so ../shared/vectors resolves.
+    src = tempfile.mkdtemp(prefix="kc-mutant-", dir=os.path.dirname(root))
+    for f in tracked(root):
+        os.makedirs(os.path.join(src, os.path.dirname(f)), exist_ok=True)
+        shutil.copy2(os.path.join(root, f), os.path.join(src, f))
+    b = run("cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null"
+            " && cmake --build build -j2", src)
+    if b.returncode != 0:
+        print(f"the unmutated copy does not build\n{b.stdout[-2000:]}{b.stderr[-2000:]}")
+        return 1
+    stop = "" if every else " --stop-on-failure"
+    failed = skipped = 0
     for name in names:
         edits = MUTANTS[name]
         if isinstance(edits, tuple):
             edits = [edits]
-        work = tempfile.mkdtemp(prefix="kc-mutant-")
-        # same parent layout as the checkout so ../shared/vectors resolves
-        src = os.path.join(os.path.dirname(root), os.path.basename(work))
-        files = tracked(root)
-        for f in files:
-            os.makedirs(os.path.join(src, os.path.dirname(f)), exist_ok=True)
-            shutil.copy2(os.path.join(root, f), os.path.join(src, f))
+        only = ONLY_ON.get(name)
+        if only is not None and not version.startswith(only):
+            print(f"{name:20} n/a on {version}: only OpenSSL {', '.join(only)} can tell")
+            skipped += 1
+            continue
+        saved = {}
         applies = True
         for path, old, new in edits:
-            text = open(os.path.join(src, path)).read()
-            applies = applies and old in text
-            open(os.path.join(src, path), "w").write(text.replace(old, new, 1))
-        if not applies:
+            f = os.path.join(src, path)
+            text = open(f).read()
+            saved.setdefault(f, text)
+            applies = applies and text.count(old) == 1
+            open(f, "w").write(text.replace(old, new, 1))
+        if applies:
+            b = run("cmake --build build -j2", src)
+            if b.returncode != 0:
+                print(f"{name:20} BUILD FAILED\n{b.stdout[-2000:]}{b.stderr[-2000:]}")
+                failed += 1
+            else:
+                t = run(f"ctest --test-dir build -j2 -E valgrind{stop}{tests} 2>&1", src)
+                killed = [l.split(" - ")[1].split()[0] for l in t.stdout.splitlines()
+                          if l.strip().startswith(tuple("0123456789")) and " - " in l]
+                if t.returncode == 0:
+                    print(f"{name:20} SURVIVED: no test failed")
+                    failed += 1
+                else:
+                    print(f"{name:20} killed by: {', '.join(killed)}")
+        else:
             print(f"{name:20} PATCH DOES NOT APPLY (update tools/mutants.py)")
             failed += 1
-            shutil.rmtree(src, ignore_errors=True)
-            shutil.rmtree(work, ignore_errors=True)
-            continue
-        b = run(f"cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build -j2", src)
-        if b.returncode != 0:
-            print(f"{name:20} BUILD FAILED\n{b.stdout[-2000:]}{b.stderr[-2000:]}")
-            failed += 1
-            continue
-        t = run(f"ctest --test-dir build -E valgrind{tests} 2>&1", src)
-        killed = [l.split(" - ")[1].split()[0] for l in t.stdout.splitlines()
-                  if l.strip().startswith(tuple("0123456789")) and " - " in l]
-        if t.returncode == 0:
-            print(f"{name:20} SURVIVED: no test failed")
-            failed += 1
-        else:
-            print(f"{name:20} killed by: {', '.join(killed)}")
-        if not keep:
-            shutil.rmtree(src, ignore_errors=True)
-        shutil.rmtree(work, ignore_errors=True)
+        for f, text in saved.items():
+            open(f, "w").write(text)
+        sys.stdout.flush()
+    print(f"{len(names)} mutants on OpenSSL {version}: {failed} survived or failed,"
+          f" {skipped} left to another version")
+    if keep:
+        print("kept", src)
+    else:
+        shutil.rmtree(src, ignore_errors=True)
     return 1 if failed else 0
 
 if __name__ == "__main__":
