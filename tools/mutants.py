@@ -220,11 +220,11 @@ MUTANTS = {
     "hmac-flags-cached": ("provider/families/hmac.c",
         "if (strcmp(k, OSSL_MAC_PARAM_TLS_DATA_SIZE) == 0)\n            return P_UNRESETTABLE;",
         "if (strcmp(k, OSSL_MAC_PARAM_TLS_DATA_SIZE) == 0)\n            return P_OTHER;"),
-    # a context given back on another thread is parked in that thread's
-    # entry with the same slot and generation (under another key)
+    # a lease names another thread's entry with the same slot and
+    # generation (under another key): a context is parked there
     "park-any-thread": ("provider/cache/store.c",
-        "if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)\n        return 0;\n    e = &c->entries[lease->idx];\n    if (e->gen != lease->gen || e->alg == NULL)\n        return 0;\n    /* an entry added",
-        "if (c == NULL || lease->idx >= c->hw)\n        return 0;\n    e = &c->entries[lease->idx];\n    if (e->gen != lease->gen || e->alg == NULL)\n        return 0;\n    /* an entry added"),
+        "    if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)\n        return NULL;",
+        "    if (c == NULL || lease->idx >= c->hw)\n        return NULL;"),
     # every missed key is cached at once, whatever admit_after says
     # (per-connection TLS secrets end up in the cache)
     "admit-at-once": ("provider/cache/store.c",
@@ -462,18 +462,22 @@ MUTANTS = {
         "    KC_CACHE *c, *next, *mine;\n\n    return;\n    for (pctx = live_instances;"),
     # fork: the forking thread's own cache is not emptied
     "fork-keeps-own": ("provider/cache/store.c",
-        "                pctx->fork_wiped += cache_renew(c);\n                continue;",
-        "                continue;"),
+        "                pctx->fork_wiped += cache_renew(c);",
+        "                (void)0;"),
     # fork: the other (vanished) threads' caches are kept
     "fork-keeps-others": ("provider/cache/store.c",
-        "            cache_retire(pctx, c);\n            pctx->fork_wiped += cache_drop_entries(c);\n"
-        "            cache_drop_side(c);\n            cache_release(c);",
-        "            (void)0;"),
+        "                pctx->fork_wiped += cache_retire(pctx, c, 1);",
+        "                (void)0;"),
     # fork: the other threads' caches are freed but left linked, so the
     # child's teardown frees them again
     "fork-others-linked": ("provider/cache/store.c",
-        "            cache_retire(pctx, c);\n            pctx->fork_wiped += cache_drop_entries(c);",
-        "            pctx->fork_wiped += cache_drop_entries(c);"),
+        "    if (c->prev != NULL)\n        c->prev->next = c->next;\n    else\n"
+        "        pctx->caches = c->next;\n    if (c->next != NULL)\n"
+        "        c->next->prev = c->prev;\n    dropped",
+        "    if (!forked && c->prev != NULL)\n        c->prev->next = c->next;\n"
+        "    else if (!forked)\n        pctx->caches = c->next;\n"
+        "    if (!forked && c->next != NULL)\n        c->next->prev = c->prev;\n"
+        "    dropped"),
     # a miss-heavy thread never goes back to the cache
     "cold-forever": ("provider/cache/store.c",
         "    if (c == NULL || !c->bypass || ++c->cold_skips % KC_COLD_ONE_IN == 0)",

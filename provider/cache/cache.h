@@ -1,8 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
- * keycache - the per-thread key -> keyed context store (store.c) and who
- * may add to it (origin.c).
- */
+/* The per-thread key -> keyed context store (store.c); who adds (origin.c). */
 #ifndef KC_CACHE_H
 #define KC_CACHE_H
 
@@ -24,13 +21,10 @@ typedef struct {
 #define KC_POOL_MAX 8
 /*
  * A wrapper struct of size bytes from the thread's pool (or allocated), not
- * cleared; *cp (if cp) is the thread's cache or NULL, and *cold (if cold)
- * says whether this thread's hit rate is low (see the bypass in store.c),
- * so that a new context of alg had better not look up at all - no for one
- * context in 32, which keeps the hit rate measured; a yes is counted as a
- * pass-through.  One look-up of the thread's cache for all of it.  Callers
- * use the kc_wrapper_new*() below, which clear the struct (or its first
- * head bytes) where the size is known at compile time.
+ * cleared.  *cp (if cp): the thread's cache or NULL.  *cold (if cold): the
+ * thread's hit rate is low, so a new context of alg had better not look up
+ * (counted as a pass-through; no for one in 32, to keep measuring).  The
+ * kc_wrapper_new*() below clear its first head bytes.
  */
 void *kc_wrapper_take(KC_PROVCTX *pctx, int kind, size_t size,
                       const KC_ALG *alg, int *cold, KC_CACHE **cp);
@@ -46,7 +40,6 @@ static ossl_inline void *kc_wrapper_new_cold(KC_PROVCTX *pctx, int kind,
     return p;
 }
 
-/* zeroing the first head bytes (the rest is written before it is read) */
 static ossl_inline void *kc_wrapper_new_in(KC_PROVCTX *pctx, int kind,
                                            size_t size, size_t head,
                                            KC_CACHE **cp)
@@ -61,24 +54,13 @@ static ossl_inline void *kc_wrapper_new_in(KC_PROVCTX *pctx, int kind,
 static ossl_inline void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind,
                                              size_t size, size_t head)
 {
-    void *p = kc_wrapper_take(pctx, kind, size, NULL, NULL, NULL);
-
-    if (p != NULL)
-        memset(p, 0, head);
-    return p;
-}
-
-static ossl_inline void *kc_wrapper_new(KC_PROVCTX *pctx, int kind,
-                                        size_t size)
-{
-    return kc_wrapper_new_head(pctx, kind, size, size);
+    return kc_wrapper_new_in(pctx, kind, size, head, NULL);
 }
 
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size);
 /*
- * The thread's cache (or its record, store.c's KC_LITE) if it has one
- * (never creates one), for freectx: one look-up serves kc_cache_park_in()
- * and kc_wrapper_free_in() both.
+ * The thread's cache or record (store.c's KC_LITE), never made here: one
+ * look-up for freectx's kc_cache_park_in() and kc_wrapper_free_in().
  */
 KC_CACHE *kc_cache_here(KC_PROVCTX *pctx);
 void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size);
@@ -87,22 +69,15 @@ int kc_cache_start(KC_PROVCTX *pctx);
 void kc_cache_stop(KC_PROVCTX *pctx);
 KC_CACHE *kc_cache_get(KC_PROVCTX *pctx);
 void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries);
-/*
- * What keycache could not help with in this process: threads that made a
- * cache, those of them that admitted a key, entries a forked child wiped.
- */
+/* threads that made a cache, those that admitted a key, entries fork wiped */
 void kc_cache_lost(KC_PROVCTX *pctx, uint64_t *threads, uint64_t *admitted,
                    uint64_t *wiped);
 /* the same per algorithm, by[KC_STAT_SLOTS] */
 void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
                               uint64_t *entries);
-/* Count a pass-through of alg in this thread's cache if any (never
- * creates one). */
+/* a pass-through of alg, in this thread's cache if any (never made here) */
 void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg);
-/*
- * Is the entry a lease names still there (on c, the calling thread's
- * cache) and keyed with key?  Constant-time in the key.
- */
+/* Is the entry a lease names still in c and keyed with key?  Constant-time. */
 int kc_cache_lease_is(KC_CACHE *c, const KC_LEASE *lease,
                       const unsigned char *key, size_t keylen);
 /* A hit served without the cache (a context re-keyed with its own key). */
@@ -110,9 +85,8 @@ void kc_count_hit(KC_PROVCTX *pctx, const KC_ALG *alg);
 /* Constant-time: do the n bytes at a and b agree? */
 int kc_key_equal(const unsigned char *a, const unsigned char *b, size_t n);
 /*
- * Has alg missed on this cache's thread before (since it started, or since
- * fork() in a child)?  Counts this call as one.  Always no on a thread
- * that has no cache yet (it keeps nothing for a second miss).
+ * Has alg missed on this thread before (since start, or fork() in a
+ * child)?  Counts this call as one.  Always no on a thread without a cache.
  */
 int kc_cache_missed_before(KC_CACHE *c, const KC_ALG *alg);
 /* The instance's memo of (name, properties) -> value (resolved digests). */
@@ -120,17 +94,13 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props);
 void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
                        const void *value);
-/*
- * The value last found or put, if its properties are empty and its name
- * fits in KC_HINT_NAME bytes with its NUL; the name is copied to name.
- */
+/* the value last found or put, if it has no properties and its name fits */
 #define KC_HINT_NAME 16
 const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME]);
 /*
  * The thread's last answer about a pair of strings (a[alen], b[blen], by
- * content) for owner, or -1 if that was another pair: a one-entry memo in
- * front of the record memo for what a new context asks every time.  Pairs
- * longer than KC_PAIR_HINT_MAX are not kept.  Not for secrets.
+ * content) for owner, or -1 if another pair: a one-entry memo for what a
+ * new context asks every time.  Longer pairs are not kept.  No secrets.
  */
 #define KC_PAIR_HINT_MAX 32
 int kc_cache_pair_hint(const KC_CACHE *c, const void *owner, const char *a,
@@ -140,11 +110,10 @@ void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
                             int value);
 
 /*
- * Per-thread side templates that hold no key material (say, an HMAC context
- * with a digest set and an empty key), found by a tag the caller chooses;
- * the cache frees them with the thread's cache.  A put may evict another;
- * on a thread without a cache it keeps nothing (the caller still owns ctx:
- * kc_cache_aux_get() says whether it was kept).
+ * Per-thread side templates holding no key material (an HMAC context with
+ * a digest and an empty key), by a tag the caller chooses, freed with the
+ * cache.  A put may evict another; without a cache nothing is kept (the
+ * caller still owns ctx: kc_cache_aux_get() says whether it was kept).
  */
 #define KC_AUX_SLOTS 8
 void *kc_cache_aux_get(KC_CACHE *c, const void *tag);
@@ -154,9 +123,8 @@ void kc_cache_aux_put(KC_CACHE *c, const void *tag, void *ctx,
 /* What a lookup found, and what kc_cache_add() and a later park need. */
 typedef struct {
     /*
-     * In: the context's record of the key it last counted towards
-     * admission (0 for none), so that a key keyed again and again in one
-     * context (a DRBG's, a program's single long-lived one) counts once.
+     * In: the fingerprint the context last counted towards admission (0:
+     * none), so that a key keyed again and again in one context counts once.
      */
     uint64_t *counted;
     KC_LEASE lease;           /* names the entry (hit or add) */
@@ -167,28 +135,25 @@ typedef struct {
 } KC_LOOKUP;
 
 /*
- * Look up (alg, param, key).  On a hit returns the entry's keyed template,
- * which stays the cache's (duplicate it), and hands over a spare context
- * in lk->spare if the entry has one.  On a miss returns NULL and says in
- * lk->admit whether the key has now been seen often enough to be cached.
+ * Look up (alg, param, key).  A hit returns the entry's keyed template,
+ * which stays the cache's (duplicate it), and a spare in lk->spare if any.
+ * A miss returns NULL; lk->admit says whether to cache the key now.
  */
 void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
                     const unsigned char *key, size_t keylen, KC_LOOKUP *lk);
 /*
  * After an admitted miss: cache tmpl (keyed, never used) for the key looked
- * up into lk.  The cache owns tmpl on success; returns 0 if nothing was
- * cached, and the caller keeps it.  With tmpl NULL the entry's template is
- * the first context parked on lk->lease; until then the key misses, with
- * lk->pending set and the lease naming the entry.
+ * up into lk; the cache owns it on success, 0 leaves it the caller's.  With
+ * tmpl NULL the template is the first context parked on lk->lease; until
+ * then the key misses with lk->pending set and the lease naming the entry.
  */
 int kc_cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
                  const unsigned char *key, size_t keylen, void *tmpl,
                  KC_LOOKUP *lk);
 /*
- * The same for entries that also carry a record, compared by content
- * (reclen bytes; rechash is the record's hash, mixed into the key's).
- * The cache keeps a copy of the record.  An algorithm uses one kind of
- * lookup only.
+ * The same for entries that also carry a record, compared by content (the
+ * cache keeps a copy; rechash is mixed into the key's hash).  An algorithm
+ * uses one kind of lookup only.
  */
 void *kc_cache_find_rec(KC_CACHE *c, const KC_ALG *alg,
                         const unsigned char *rec, size_t reclen,
@@ -198,9 +163,8 @@ int kc_cache_add_rec(KC_CACHE *c, const KC_ALG *alg, const unsigned char *rec,
                      size_t reclen, const unsigned char *key, size_t keylen,
                      void *tmpl, KC_LOOKUP *lk);
 /*
- * Per-thread values learned about records (the bytes a + b, owned by
- * owner): kc_cache_rec_get() returns the value put, or -1 if none is known
- * (never put, or overwritten since).  Not for secrets.
+ * Per-thread values learned about records (the bytes a + b, of owner):
+ * the value put, or -1 if none is known (or overwritten).  No secrets.
  */
 #define KC_REC_SLOTS 32
 int kc_cache_rec_get(KC_CACHE *c, const void *owner, uint64_t hash,
@@ -210,37 +174,30 @@ void kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
                       const unsigned char *a, size_t alen,
                       const unsigned char *b, size_t blen, int value);
 /*
- * The record last found or put for owner, of one piece (pair 0) or of
- * two (pair 1): its bytes, the length of its first piece, its whole
- * length, hash and value; NULL if that was another owner's.
+ * The record last found or put for owner, of one piece (pair 0) or two:
+ * its bytes, first piece's and whole length, hash and value; or NULL.
  */
 const unsigned char *kc_cache_rec_last(KC_CACHE *c, const void *owner,
                                        int pair, size_t *alen, size_t *len,
                                        uint64_t *hash, int *value);
 /*
  * Give a used context back to the entry the lease names in c
- * (kc_cache_here()'s, may be NULL) for a later hit.  Only if it can be
- * kept, ready(arg, ctx) first makes it what a hit takes (re-initialised
- * without a key, nothing of its messages left).  0 if it is not kept
- * (entry gone, another thread, spares full, ready failed): the caller
- * frees it.
+ * (kc_cache_here()'s, may be NULL) for a later hit.  If it can be kept,
+ * ready(arg, ctx) first makes it what a hit takes (re-initialised without
+ * a key, nothing of its messages left).  0: not kept, the caller frees it.
  */
 int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
                      int (*ready)(const void *arg, void *ctx),
                      const void *arg);
 
 /*
- * origin.c: was the context being keyed keyed by the application through
- * one of libcrypto's MAC or cipher entry points (1), or by OpenSSL's own
- * code - libssl, a KDF, a DRBG, a signature - or by a path it cannot read
- * (0)?  A cipher's key counts only from a cipher entry point, a MAC's from
- * a MAC one.  Asked before a key is admitted, never on a hit.
+ * origin.c: was the context keyed by the application, directly or through
+ * a libcrypto entry point of its kind (1), or by OpenSSL's own code -
+ * libssl, a KDF, a DRBG, a signature - or a path it cannot read (0)?
+ * Asked before a key is admitted, never on a hit.
  */
 int kc_origin_admits(const KC_PROVCTX *pctx, int cipher);
-/*
- * Do a and b lie in the same loaded object?  (Its mapped extent, found
- * with dl_iterate_phdr: dladdr's symbol search costs far more.)
- */
+/* Do a and b lie in the same loaded object?  (Cheaper than dladdr.) */
 int kc_same_object(const void *a, const void *b);
 /* The file of the loaded object holding a (for messages), or "?". */
 const char *kc_object_path(const void *a);

@@ -1,26 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The per-thread cache: key bytes (plus the algorithm and whatever else
- * shapes the keyed state) -> a keyed inner template, and a few used inner
- * contexts given back for reuse ("spares").
- *
- * Each thread owns its cache outright: the hot path reads a thread-local
- * pointer and touches nothing shared, so it takes no lock and does no atomic
- * read-modify-write.  The provider keeps a list of all caches under a lock
- * that is taken only when a thread's cache is created or destroyed and when
- * counters are read, so that teardown can free every thread's cache.
- *
- * Keys are found through SipHash-1-3 under a secret key (the instance's,
- * taken over from the thread's record, see KC_LITE; drawn anew in a forked
- * child) and confirmed with a constant-time compare of the full key.
- * Entries are evicted least recently used first; an entry's key bytes are
- * cleansed when it dies and its contexts are freed by the inner provider,
- * which cleanses its own copies.
- *
- * A key is cached only once it has been seen in several keyed inits
- * (admit_after): a key that lives in one context, or in the two ends of one
- * TLS connection, never becomes an entry.  Until then the cache keeps only
- * a 64-bit keyed fingerprint of it, never the key.
+ * The per-thread cache: key (and what else shapes the keyed state) -> a
+ * keyed inner template, plus used contexts given back ("spares").  The hot
+ * path takes no lock and no atomic read-modify-write.  A key becomes an
+ * entry only once seen in admit_after keyed inits; until then only a keyed
+ * fingerprint of it is kept.  Design: docs/architecture.md.
  */
 #include <pthread.h>
 #include <stddef.h>
@@ -47,12 +31,10 @@ typedef struct {
 } KC_ENTRY;
 
 /*
- * Admission filter: keyed fingerprints of keys that missed, with how often
- * they were seen.  Buckets of KC_SEEN_WAYS slots; a fingerprint may live in
- * either of two buckets, and a new one replaces the least recently seen of
- * their slots.  At most half full with up to cache_size keys, so keys used
- * in rotation never push each other out, whatever the hash key: a
- * direct-mapped table starved two colliding keys forever.
+ * Admission filter: keyed fingerprints of missed keys and how often each
+ * was seen, in buckets of KC_SEEN_WAYS.  A fingerprint lives in either of
+ * two buckets and replaces the least recently seen slot; at most half full,
+ * so keys in rotation never push each other out, whatever the hash key.
  */
 typedef struct {
     uint64_t fp;              /* 0: empty */
@@ -63,14 +45,10 @@ typedef struct {
 #define KC_SEEN_WAYS 4
 
 /*
- * Remembers resolved digest names, so a repeated name costs a strcmp.  One
- * memo per instance, shared by its threads: what one thread resolved no
- * other resolves again (a thread per task, a forked child).  A name is
- * written into a block of its own, which a compare-and-swap (on a miss
- * only) publishes in the first empty slot; a published block is never
- * written again while the instance lives, so readers take no lock and see
- * whole names.  Values are the instance's own (KC_DIGEST tables), names
- * and properties no secrets.
+ * Resolved digest names, one memo per instance shared by its threads.  A
+ * name goes in a block of its own, published by compare-and-swap (on a
+ * miss only) in the first empty slot and never written again while the
+ * instance lives: readers take no lock and see whole names.  No secrets.
  */
 #define KC_MEMO_SLOTS 16
 #define KC_MEMO_NAME 64
@@ -81,13 +59,12 @@ typedef struct {
     char props[KC_MEMO_NAME];
 } KC_MEMO;
 
-/* small (one malloc below glibc's large-request path, which consolidates) */
+/* small: one malloc below glibc's large-request path, which consolidates */
 struct kc_shared_st {
     KC_MEMO *memo[KC_MEMO_SLOTS]; /* published in order, never changed */
     /*
-     * The hash key of the threads that hold no cache yet (KC_LITE): a
-     * thread's cache takes it over with their fingerprints.  Written at
-     * start and in a forked child only, when no other thread runs here.
+     * The hash key of threads without a cache (KC_LITE), taken over by
+     * their caches.  Written at start and in a forked child only.
      */
     uint64_t key[2];
     /* pass-throughs counted by threads without a cache */
@@ -103,11 +80,9 @@ struct kc_cache_st {
     uint32_t lru_head, lru_tail; /* most / least recently used */
     uint32_t free_head;
     /*
-     * Slots [0, hw) have held an entry; [hw, size) never did, are never
-     * read, and so are neither initialised, walked nor wiped: a thread
-     * that admits nothing pays for none of them, nor does a forked child.
-     * Raised (release) before a new slot is written, so that a child
-     * forked meanwhile wipes it.
+     * Slots [0, hw) have held an entry; the rest are never read, so never
+     * initialised, walked nor wiped.  Raised (release) before a new slot is
+     * written, so that a child forked meanwhile wipes it.
      */
     uint32_t hw;
     int admitted;             /* has admitted a key (kc_cache_lost()) */
@@ -156,25 +131,16 @@ struct kc_cache_st {
 };
 
 /*
- * A thread's record before it holds anything: a thread that keys a few
- * times and never admits a key (a thread per task) counts its keys here,
- * in static thread-local storage, and allocates nothing, registers no
- * thread-stop work and leaves nothing to free.  Its cache (body) is made
- * when it first has something to keep: an admission, a 9th key to count,
- * a record (kc_cache_rec_put(), kc_cache_pair_hint_put()), a hit to count,
- * an 8th wrapper struct to pool; it takes over the hash key and the
- * fingerprints.  A side template is not kept (kc_cache_aux_put()).  One
- * instance owns a thread's record at a time (inst); a thread's caches of
- * other instances are made at once, as before.  Handed to callers as a
- * KC_CACHE (lite: 1 where KC_CACHE has 0; see is_lite()).
+ * A thread's record before it has a cache: a thread that keys a few times
+ * and admits nothing (a thread per task) counts its keys here, in static
+ * TLS, and allocates nothing, registers no thread stop, leaves nothing to
+ * free.  Its cache (body) is made once it has something to keep, and takes
+ * over the hash key and fingerprints.  One instance owns the record at a
+ * time (inst); other instances make a cache at once.  Handed to callers as
+ * a KC_CACHE: lite is 1 where KC_CACHE's is 0 (is_lite()).
  */
 #define KC_LITE_SEEN 8
-/*
- * Wrapper structs a thread frees before it keeps them in a pool (which
- * needs its cache): a task's few contexts allocate theirs, a thread that
- * makes contexts all along (copies of one keyed context, keys used once
- * each) soon allocates none.
- */
+/* wrapper structs freed before the thread's cache is made to pool them */
 #define KC_LITE_FREES 8
 typedef struct {
     int lite;                 /* 1 */
@@ -208,11 +174,9 @@ static ossl_inline KC_LITE *as_lite(KC_CACHE *c)
 static KC_SEEN *seen_slot(KC_CACHE *c, uint64_t fp);
 
 /*
- * One lock for every instance's registry of caches and for the list of live
- * instances.  It is static and never freed because a thread-stop handler
- * may run while (or after) its instance is torn down: OpenSSL deregisters
- * the handlers only after teardown.  The handler takes this lock and only
- * touches an instance that is still live.  Never taken on the hot path.
+ * The registries of caches and the list of live instances, never on the
+ * hot path.  Static and never freed: OpenSSL deregisters thread-stop
+ * handlers only after teardown, so one may run after its instance is gone.
  */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static KC_PROVCTX *live_instances;
@@ -228,13 +192,10 @@ static ossl_inline KC_CACHE *tls_get(KC_PROVCTX *pctx)
 }
 
 /*
- * fork(): a thread that held registry_lock (say, one reading counters) does
- * not exist in the child, so the child would wait for it forever at its
- * first cache creation or at exit.  Hold the lock across fork() so that it
- * is in a known state; the child, whose one thread is the one that took
- * it, drops what it inherited under it and releases it.  (Unlocking, not
- * re-initialising a held mutex: ThreadSanitizer otherwise still sees it
- * held and reports the child's next lock of it as a double lock.)
+ * fork(): a thread holding registry_lock does not exist in the child, which
+ * would wait for it forever.  The forking thread holds it across fork();
+ * the child drops what it inherited, then unlocks it (not re-initialises
+ * it: ThreadSanitizer would still see it held).
  */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -262,20 +223,20 @@ static void atfork_register(void)
                    registry_postfork_child);
 }
 
-static int instance_live(const KC_PROVCTX *pctx)
+/* Is pctx, or the instance numbered inst, live?  (registry_lock held) */
+static int instance_live(const KC_PROVCTX *pctx, uint64_t inst)
 {
     const KC_PROVCTX *p;
 
     for (p = live_instances; p != NULL; p = p->next_live)
-        if (p == pctx)
+        if (p == pctx || p->inst == inst)
             return 1;
     return 0;
 }
 
 /*
- * Counters are written only by the owning thread but read by whoever asks
- * the provider for them: relaxed atomic loads and stores make that a plain
- * move on the hot path and keep it race-free.
+ * Counters are written by the owning thread only and read by others:
+ * relaxed atomics keep that race-free at the cost of a plain move.
  */
 #define KC_BUMP(c, slot, field) \
     __atomic_store_n(&(c)->n[slot].field, (c)->n[slot].field + 1, \
@@ -283,10 +244,8 @@ static int instance_live(const KC_PROVCTX *pctx)
 #define KC_READ(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 /*
- * SipHash-1-3 (Aumasson and Bernstein) under the cache's secret key: the
- * index and the admission filter need a keyed PRF, or keys chosen to collide
- * (say, differing only in their last bytes) would pile into one probe run.
- * Words are read in host order, which is fine for a table index.
+ * SipHash-1-3 under the cache's secret key: without a keyed PRF, keys
+ * chosen to collide would pile into one probe run.  Host word order.
  */
 #define KC_ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
 #define KC_SIPROUND                                                         \
@@ -327,11 +286,9 @@ uint64_t kc_hash(const uint64_t k[2], const unsigned char *p, size_t n)
 }
 
 /*
- * Wipe and free a wrapper struct (which holds no key: this is for what
- * else it held, a keyed hash say): explicit_bzero() is a store loop the
- * compiler keeps, as OPENSSL_cleanse() is, but of whole vectors, where
- * OPENSSL_cleanse() stores byte by byte (a wrapper is some 300 bytes, and
- * a thread without a cache frees one for every context).
+ * Wipe and free a wrapper struct (no key, but maybe a keyed hash):
+ * explicit_bzero() is kept by the compiler as OPENSSL_cleanse() is, but
+ * stores whole vectors where that stores byte by byte.
  */
 static void wipe_free(void *p, size_t n)
 {
@@ -371,10 +328,7 @@ static void lru_push_front(KC_CACHE *c, uint32_t i)
     c->lru_head = i;
 }
 
-/*
- * Open-addressing index over the entries' hashes (linear probing, deletion
- * by backward shift), so a lookup costs a probe or two, not a scan.
- */
+/* hash index: linear probing, deletion by backward shift */
 static void idx_insert(KC_CACHE *c, uint32_t slot)
 {
     size_t m = c->nidx - 1, i = c->entries[slot].hash & m;
@@ -401,57 +355,63 @@ static void idx_remove(KC_CACHE *c, uint32_t slot)
     c->idx[i] = 0;
 }
 
-static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
+/*
+ * Free e's contexts, cleanse its whole key and free its record; 1 if it
+ * was live.  Each context leaves e before it is freed and the spare count
+ * is bounded, so that the fork child (cache_drop_entries()) may run this
+ * on a slot another thread was writing and frees nothing twice.
+ */
+static int entry_clear(KC_CACHE *c, KC_ENTRY *e)
 {
-    uint32_t i = (uint32_t)(e - c->entries);
-    unsigned char *rec;
-    void *tmpl;
+    const KC_ALG *alg = e->alg;
+    unsigned int n = e->nspare < KC_SPARE_MAX ? e->nspare : KC_SPARE_MAX;
+    void *ctx;
 
-    if (e->alg == NULL)
-        return;
-    idx_remove(c, i);
-    lru_unlink(c, i);
-    e->next = c->free_head;
-    c->free_head = i;
-    /*
-     * Each context leaves the entry before it is freed, so that a child
-     * forked while this thread is in here frees none twice (see
-     * cache_drop_entries()).
-     */
-    while (e->nspare > 0) {
-        void *spare = e->spare[--e->nspare];
-
-        e->spare[e->nspare] = NULL;
-        c->nspares--;
-        e->alg->freectx(spare);
+    if (alg != NULL) {
+        while (n > 0) {
+            ctx = e->spare[--n];
+            e->spare[n] = NULL;
+            e->nspare = n;
+            c->nspares--;
+            if (ctx != NULL)
+                alg->freectx(ctx);
+        }
+        ctx = e->tmpl;
+        e->tmpl = NULL;
+        if (ctx != NULL)
+            alg->freectx(ctx);
     }
-    tmpl = e->tmpl;
-    e->tmpl = NULL;
-    if (tmpl != NULL)
-        e->alg->freectx(tmpl);
-    OPENSSL_cleanse(e->key, e->keylen);
-    rec = e->rec;
+    /* vector stores the compiler keeps, see wipe_free() */
+    explicit_bzero(e->key, sizeof(e->key));
+    ctx = e->rec;
     e->rec = NULL;
-    OPENSSL_clear_free(rec, e->reclen);
+    OPENSSL_clear_free(ctx, e->reclen);
     e->reclen = 0;
     e->alg = NULL;
     e->param = NULL;
     e->keylen = 0;
     e->hash = 0;
+    return alg != NULL;
+}
+
+/* Evict live entry e (counted) and put its slot on the free list. */
+static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
+{
+    uint32_t i = (uint32_t)(e - c->entries);
+
+    KC_BUMP(c, e->alg->stat, evictions);
+    idx_remove(c, i);
+    lru_unlink(c, i);
+    e->next = c->free_head;
+    c->free_head = i;
+    entry_clear(c, e);
     e->gen = ++c->gen;
     __atomic_store_n(&c->used, c->used - 1, __ATOMIC_RELAXED);
 }
 
-static size_t cache_bytes(size_t size, size_t nidx, size_t nseen)
-{
-    return sizeof(KC_CACHE) + size * sizeof(KC_ENTRY)
-           + nseen * sizeof(KC_SEEN) + nidx * sizeof(uint32_t);
-}
-
 /*
- * The cache's own memory, once its entries are killed (entry_kill() and
- * cache_drop_entries() wipe every key): what is left that derives from
- * keys is the hash key and the admission fingerprints.  Wiped, then freed.
+ * What derives from keys in a cache once its entries are cleared: the hash
+ * key and the admission fingerprints.  Wiped, then freed.
  */
 static void cache_release(KC_CACHE *c)
 {
@@ -460,22 +420,47 @@ static void cache_release(KC_CACHE *c)
     OPENSSL_free(c);
 }
 
-static void cache_free(KC_CACHE *c)
+/*
+ * Clear every slot ever filled, counting live entries as evictions; returns
+ * how many were live.  Walks slots (not the LRU list or the index) up to a
+ * bounded hw: the fork child runs it on other threads' caches.
+ */
+static size_t cache_drop_entries(KC_CACHE *c)
 {
-    size_t i;
-    unsigned int k;
+    size_t i, hw = __atomic_load_n(&c->hw, __ATOMIC_ACQUIRE), dropped = 0;
 
-    for (i = 0; i < c->hw; i++)
-        entry_kill(c, &c->entries[i]);
+    for (i = 0; i < hw && i < c->size; i++) {
+        if (c->entries[i].alg != NULL)
+            c->n[c->entries[i].alg->stat].evictions++;
+        dropped += entry_clear(c, &c->entries[i]);
+    }
+    c->nspares = 0;
+    return dropped;
+}
+
+/*
+ * What else a cache holds, none of it secret (side templates, records,
+ * pooled wrapper structs), freed with bounded counts.  In a forked child a
+ * record's length may be a newer one's than its bytes: freed, not cleansed.
+ */
+static void cache_drop_side(KC_CACHE *c, int forked)
+{
+    unsigned int k, n;
+
     for (k = 0; k < KC_AUX_SLOTS; k++)
-        if (c->aux[k].ctx != NULL)
+        if (c->aux[k].ctx != NULL && c->aux[k].freectx != NULL)
             c->aux[k].freectx(c->aux[k].ctx);
-    for (k = 0; k < KC_REC_SLOTS; k++)
-        OPENSSL_clear_free(c->recs[k].bytes, c->recs[k].len);
-    for (k = 0; k < KC_POOL_KINDS; k++)
-        while (c->npool[k] > 0)
-            wipe_free(c->pool[k][--c->npool[k]], c->pool_size[k]);
-    cache_release(c);
+    for (k = 0; k < KC_REC_SLOTS; k++) {
+        if (forked)
+            OPENSSL_free(c->recs[k].bytes);
+        else
+            OPENSSL_clear_free(c->recs[k].bytes, c->recs[k].len);
+    }
+    for (k = 0; k < KC_POOL_KINDS; k++) {
+        n = c->npool[k] < KC_POOL_MAX ? c->npool[k] : KC_POOL_MAX;
+        while (n > 0)
+            wipe_free(c->pool[k][--n], c->pool_size[k]);
+    }
 }
 
 /* to[] += from[], KC_STAT_SLOTS counters each */
@@ -491,10 +476,13 @@ static void add_counters(KC_COUNTERS *to, const KC_COUNTERS *from)
     }
 }
 
-/* Unlink c from the registry (lock held) and keep its counters. */
-static void cache_retire(KC_PROVCTX *pctx, KC_CACHE *c)
+/*
+ * Unlink c from the registry (lock held), keep its counters, wipe and free
+ * it; returns how many entries it held.
+ */
+static size_t cache_retire(KC_PROVCTX *pctx, KC_CACHE *c, int forked)
 {
-    size_t i;
+    size_t dropped;
 
     if (c->prev != NULL)
         c->prev->next = c->next;
@@ -502,18 +490,16 @@ static void cache_retire(KC_PROVCTX *pctx, KC_CACHE *c)
         pctx->caches = c->next;
     if (c->next != NULL)
         c->next->prev = c->prev;
-    /* entries still cached die now: count them as evictions */
-    for (i = 0; i < c->hw; i++)
-        if (c->entries[i].alg != NULL)
-            c->n[c->entries[i].alg->stat].evictions++;
+    dropped = cache_drop_entries(c);
     add_counters(pctx->retired, c->n);
+    cache_drop_side(c, forked);
+    cache_release(c);
+    return dropped;
 }
 
 /*
- * Thread-stop handler registered through core_thread_start.  Runs on the
- * exiting thread; frees its cache under the registry lock, so a teardown
- * running at the same time either already freed it (and the instance is no
- * longer live) or waits for us.
+ * Thread-stop handler: under the registry lock, so a teardown at the same
+ * time either freed the cache already (instance not live) or waits for us.
  */
 static void kc_thread_stop(void *arg)
 {
@@ -521,7 +507,7 @@ static void kc_thread_stop(void *arg)
     KC_CACHE *c;
 
     pthread_mutex_lock(&registry_lock);
-    if (!instance_live(pctx)) {
+    if (!instance_live(pctx, 0)) {
         c = NULL;
     } else if (kc_lite.inst == pctx->inst) {
         c = kc_lite.body;
@@ -531,46 +517,24 @@ static void kc_thread_stop(void *arg)
     } else if ((c = CRYPTO_THREAD_get_local(&pctx->tls)) != NULL) {
         CRYPTO_THREAD_set_local(&pctx->tls, NULL);
     }
-    if (c != NULL) {
-        cache_retire(pctx, c);
-        cache_free(c);
-    }
+    if (c != NULL)
+        cache_retire(pctx, c, 0);
     pthread_mutex_unlock(&registry_lock);
 }
 
 /*
  * Straight from the kernel, not RAND_bytes_ex(): a DRBG in the private
- * library context would leave per-thread state there, and OpenSSL 3.0
- * crashes when a library context is freed while threads that used its
- * RAND exit (seen with the default provider alone).  A hash key is not
- * the application's randomness: nothing it produces leaves keycache.
- * (A system call and no lock, so a forked child can call it too.)
+ * library context leaves per-thread state there, and 3.0 crashes when a
+ * library context is freed while threads that used its RAND exit.  No lock,
+ * so a forked child can call it.  Nothing it keys leaves keycache.
  */
-static void sipkey_new(KC_CACHE *c)
+static void hash_key_new(uint64_t key[2])
 {
-    if (getrandom(c->sipkey, sizeof(c->sipkey), GRND_NONBLOCK)
-        != (ssize_t)sizeof(c->sipkey)) {
-        c->sipkey[0] = (uint64_t)(uintptr_t)c ^ (uint64_t)time(NULL);
-        c->sipkey[1] = (uint64_t)(uintptr_t)&c ^ (uint64_t)clock();
+    if (getrandom(key, 2 * sizeof(*key), GRND_NONBLOCK)
+        != (ssize_t)(2 * sizeof(*key))) {
+        key[0] = (uint64_t)(uintptr_t)key ^ (uint64_t)time(NULL);
+        key[1] = (uint64_t)(uintptr_t)&key ^ (uint64_t)clock();
     }
-}
-
-static void shared_key_new(struct kc_shared_st *sh)
-{
-    if (getrandom(sh->key, sizeof(sh->key), GRND_NONBLOCK)
-        != (ssize_t)sizeof(sh->key)) {
-        sh->key[0] = (uint64_t)(uintptr_t)sh ^ (uint64_t)time(NULL);
-        sh->key[1] = (uint64_t)(uintptr_t)&sh ^ (uint64_t)clock();
-    }
-}
-
-static struct kc_shared_st *shared_new(void)
-{
-    struct kc_shared_st *sh = OPENSSL_zalloc(sizeof(*sh));
-
-    if (sh != NULL)
-        shared_key_new(sh);
-    return sh;
 }
 
 static void shared_free(struct kc_shared_st *sh)
@@ -593,7 +557,8 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
     while (nseen < 2 * pctx->cache_size)
         nseen *= 2;
     /* the slots are made as they are first used (hw) */
-    c = OPENSSL_malloc(cache_bytes(pctx->cache_size, nidx, nseen));
+    c = OPENSSL_malloc(sizeof(KC_CACHE) + pctx->cache_size * sizeof(KC_ENTRY)
+                       + nseen * sizeof(KC_SEEN) + nidx * sizeof(uint32_t));
     if (c == NULL)
         return NULL;
     memset(c, 0, sizeof(*c));
@@ -606,136 +571,24 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
     c->idx = (uint32_t *)(c->seen + nseen);
     memset(c->seen, 0, nseen * sizeof(*c->seen));
     memset(c->idx, 0, nidx * sizeof(*c->idx));
-    sipkey_new(c);
+    hash_key_new(c->sipkey);
     c->lru_head = c->lru_tail = c->free_head = KC_NIL;
     c->last_sweep = time(NULL);
     return c;
 }
 
 /*
- * fork(), the child: it starts with nothing the parent cached.  A child
- * often drops privileges to handle untrusted input, and what it inherited
- * of keys the parent has long freed and wiped would be there for it to
- * leak; the other threads' caches cannot even be dropped later, since
- * their threads do not exist in the child and no thread stop will come.
- * So every thread's entries and spares are cleansed and freed here, in the
- * pthread_atfork child handler, before fork() returns; the forking thread
- * keeps its cache, emptied and under a new hash key, with what holds no
- * secret (side templates, records, pooled wrapper structs: the child uses
- * them as the parent would), and the others' are unlinked and freed whole,
- * so that teardown in the child never meets them.
- *
- * Why this cannot hang: only the forking thread runs, and this takes no
- * lock.  registry_lock is held across fork() by this very thread, so the
- * registry is whole, and released once this is done.  It calls the default provider's
- * freectx of MAC and cipher contexts, OPENSSL_cleanse, OPENSSL_clear_free
- * and getrandom(): those take no OpenSSL lock (the freectx functions
- * cleanse and free memory and drop references to fetched digests and
- * ciphers with atomic decrements, which do not reach zero here: keycache's
- * private library context holds its own), so an OpenSSL lock that another
- * thread held at fork time is never waited for.  free() is usable: glibc
- * resets malloc's locks in the child before the child handlers run (and
- * the sanitizers' fork handling does the same for theirs); an allocator
- * installed with CRYPTO_set_mem_functions must be as usable after fork(),
- * or the child could not call OpenSSL at all.
- *
- * Another thread may have been anywhere in its cache when fork() came,
- * lock-free on its hot path: cache_drop_entries() therefore walks slots,
- * not the LRU list or the index, bounds every count, and skips NULL; the
- * writers unlink an object before freeing it and publish one (release
- * store) only once it is in place, so nothing is freed twice.  What that
- * thread was holding between the two, it alone knew of: left alone, as the
- * default provider's contexts on such a thread are.
- */
-static size_t cache_drop_entries(KC_CACHE *c)
-{
-    size_t i, hw = __atomic_load_n(&c->hw, __ATOMIC_ACQUIRE), dropped = 0;
-    unsigned int k, n;
-
-    for (i = 0; i < hw && i < c->size; i++) {
-        KC_ENTRY *e = &c->entries[i];
-        const KC_ALG *alg = e->alg;
-
-        if (alg != NULL) {
-            dropped++;
-            n = e->nspare < KC_SPARE_MAX ? e->nspare : KC_SPARE_MAX;
-            for (k = 0; k < n; k++)
-                if (e->spare[k] != NULL)
-                    alg->freectx(e->spare[k]);
-            if (e->tmpl != NULL)
-                alg->freectx(e->tmpl);
-        }
-        /*
-         * every slot's, whatever it said its length was (vector stores
-         * the compiler keeps, see wipe_free())
-         */
-        explicit_bzero(e->key, sizeof(e->key));
-        if (e->rec != NULL)
-            OPENSSL_clear_free(e->rec, e->reclen);
-        memset(e->spare, 0, sizeof(e->spare));
-        e->alg = NULL;
-        e->param = NULL;
-        e->rec = NULL;
-        e->reclen = 0;
-        e->tmpl = NULL;
-        e->nspare = 0;
-        e->keylen = 0;
-        e->hash = 0;
-    }
-    c->nspares = 0;
-    return dropped;
-}
-
-/*
- * What else a cache holds: side templates with no key (kc_cache_aux_put()),
- * records (no secrets) and pooled wrapper structs (keys wiped before they
- * are pooled).  No secrets, but another thread's cache is freed whole.
- */
-static void cache_drop_side(KC_CACHE *c)
-{
-    unsigned int k, n;
-
-    for (k = 0; k < KC_AUX_SLOTS; k++)
-        if (c->aux[k].ctx != NULL && c->aux[k].freectx != NULL)
-            c->aux[k].freectx(c->aux[k].ctx);
-    memset(c->aux, 0, sizeof(c->aux));
-    c->aux_next = 0;
-    /* records are no secrets, and their length may be a newer one's */
-    for (k = 0; k < KC_REC_SLOTS; k++)
-        OPENSSL_free(c->recs[k].bytes);
-    memset(c->recs, 0, sizeof(c->recs));
-    memset(c->rec_last, 0, sizeof(c->rec_last));
-    c->rec_next = 0;
-    for (k = 0; k < KC_POOL_KINDS; k++) {
-        n = c->npool[k] < KC_POOL_MAX ? c->npool[k] : KC_POOL_MAX;
-        while (n > 0)
-            wipe_free(c->pool[k][--n], c->pool_size[k]);
-        c->npool[k] = 0;
-    }
-    memset(c->pool, 0, sizeof(c->pool));
-}
-
-/*
- * The forking thread's cache, dropped and made as new: a new hash key (the
- * parent's keeps hashing the parent's keys), no admission fingerprints, no
- * bypass (the instance's memo of names stays: it holds no secrets).  Its
- * counters stay (the child's parameters go on from the parent's, and
- * KEYCACHE_DEBUG reports from the fork on); each slot gets a generation
- * never used before, so no context made in the parent is given back to a
- * slot.
+ * The forking thread's cache in the child, emptied: a new hash key, no
+ * fingerprints, no bypass.  Counters go on; gen goes on too, so no context
+ * made in the parent is given back to a slot.
  */
 static size_t cache_renew(KC_CACHE *c)
 {
-    size_t i, dropped;
+    size_t dropped = cache_drop_entries(c);
 
-    for (i = 0; i < c->hw; i++)
-        if (c->entries[i].alg != NULL)
-            c->n[c->entries[i].alg->stat].evictions++;
-    dropped = cache_drop_entries(c);
-    sipkey_new(c);
+    hash_key_new(c->sipkey);
     memset(c->idx, 0, c->nidx * sizeof(*c->idx));
     memset(c->seen, 0, c->nseen * sizeof(*c->seen));
-    /* slots are made anew as they are used (gen goes on: no old lease fits) */
     c->lru_head = c->lru_tail = c->free_head = KC_NIL;
     c->hw = 0;
     __atomic_store_n(&c->used, 0, __ATOMIC_RELAXED);
@@ -746,6 +599,26 @@ static size_t cache_renew(KC_CACHE *c)
     return dropped;
 }
 
+/*
+ * fork(), the child: it starts with nothing the parent cached.  A child
+ * often drops privileges to handle untrusted input, and other threads'
+ * caches would never be freed there (no thread stop comes).  So the
+ * pthread_atfork child handler cleanses and frees every thread's entries:
+ * the forking thread keeps its cache, emptied, with what holds no secret;
+ * the others' are unlinked and freed whole.
+ *
+ * It cannot hang: only this thread runs, holding registry_lock, and nothing
+ * here takes an OpenSSL lock (the default's freectx functions cleanse, free
+ * and drop references with atomic decrements that never reach zero, since
+ * keycache's library context holds its own).  glibc resets malloc's locks
+ * before child handlers run; an allocator set with CRYPTO_set_mem_functions
+ * must be as usable after fork(), or the child could not use OpenSSL.
+ *
+ * Other threads may have been anywhere on their lock-free hot path: their
+ * writers unlink an object before freeing it and publish one (release)
+ * only once in place, so nothing is freed twice; what a thread held between
+ * the two is left alone, as the default provider's contexts are.
+ */
 static void caches_forked(void)
 {
     KC_PROVCTX *pctx;
@@ -753,15 +626,8 @@ static void caches_forked(void)
 
     for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live) {
         mine = tls_get(pctx);
-        /*
-         * (The memo holds no secrets and stays: a name another thread was
-         * writing at fork time was not published, and is only not freed.)
-         *
-         * A new key for the records of threads without a cache: what the
-         * others' records (not to be read again) hold is of the old one,
-         * and this thread's counts go.
-         */
-        shared_key_new(pctx->shared);
+        /* the memo (no secrets) stays; thread records get a new hash key */
+        hash_key_new(pctx->shared->key);
         if (kc_lite.inst == pctx->inst) {
             memset(kc_lite.seen, 0, sizeof(kc_lite.seen));
             kc_lite.seen_clock = 0;
@@ -771,23 +637,18 @@ static void caches_forked(void)
         for (c = pctx->caches; c != NULL; c = next) {
             next = c->next;
             c->admitted = 0;
-            if (c == mine) {
+            if (c == mine)
                 pctx->fork_wiped += cache_renew(c);
-                continue;
-            }
-            cache_retire(pctx, c);
-            pctx->fork_wiped += cache_drop_entries(c);
-            cache_drop_side(c);
-            cache_release(c);
+            else
+                pctx->fork_wiped += cache_retire(pctx, c, 1);
         }
     }
 }
 
 /*
- * A cache for the calling thread, registered with the instance and with
- * OpenSSL's thread stop: the body of the thread's record l, which it
- * takes over (hash key, fingerprints), or (l NULL) found through the
- * instance's thread-local key.
+ * A cache for the calling thread, registered with the instance and for
+ * thread stop: the body of the thread's record l (taking over its hash key
+ * and fingerprints), or (l NULL) found through the instance's TLS key.
  */
 static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
 {
@@ -811,7 +672,7 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
     }
     /* Not under our lock: OpenSSL takes its own locks in here. */
     if (!pctx->core_thread_start(pctx->handle, kc_thread_stop, pctx)) {
-        cache_free(c);
+        cache_release(c);
         return NULL;
     }
     pthread_mutex_lock(&registry_lock);
@@ -828,8 +689,7 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
         OPENSSL_cleanse(l->seen, sizeof(l->seen));
         l->seen_clock = 0;
     } else if (!CRYPTO_THREAD_set_local(&pctx->tls, c)) {
-        cache_retire(pctx, c);
-        cache_free(c);
+        cache_retire(pctx, c, 0);
         c = NULL;
     }
     pthread_mutex_unlock(&registry_lock);
@@ -856,20 +716,17 @@ static KC_CACHE *lite_body(KC_LITE *l)
  */
 static int lite_claim(KC_PROVCTX *pctx)
 {
-    const KC_PROVCTX *p;
-    int taken = 0;
+    int taken;
 
     if (kc_lite.inst != 0) {
         pthread_mutex_lock(&registry_lock);
-        for (p = live_instances; p != NULL; p = p->next_live)
-            taken |= p->inst == kc_lite.inst;
+        taken = instance_live(NULL, kc_lite.inst);
         pthread_mutex_unlock(&registry_lock);
         if (taken)
             return 0;
-    }
-    /* a new thread's is all zero; another instance's is wiped */
-    if (kc_lite.inst != 0)
+        /* a dead instance's (a new thread's is all zero) */
         explicit_bzero(&kc_lite, sizeof(kc_lite));
+    }
     kc_lite.lite = 1;
     kc_lite.pctx = pctx;
     kc_lite.inst = pctx->inst;
@@ -878,38 +735,21 @@ static int lite_claim(KC_PROVCTX *pctx)
     return 1;
 }
 
-/* Drop entries idle for longer than idle_ttl; checked about once a second. */
-static void cache_sweep(KC_CACHE *c, time_t now)
-{
-    size_t i;
-
-    c->last_sweep = now;
-    for (i = 0; i < c->hw; i++) {
-        KC_ENTRY *e = &c->entries[i];
-
-        if (e->alg != NULL
-            && (uint64_t)(now - e->last_time) >= c->pctx->idle_ttl) {
-            KC_BUMP(c, e->alg->stat, evictions);
-            entry_kill(c, e);
-        }
-    }
-}
-
-/*
- * Once a second at most per thread: drop idle entries, and let
- * KEYCACHE_DEBUG write a periodic report if one is due.
- */
+/* At most once a second: drop idle entries, KEYCACHE_DEBUG's report. */
 static KC_NOINLINE void cache_timed(KC_CACHE *c)
 {
     time_t now;
+    size_t i;
 
     if (c->used == 0 && kc_debug_interval(c->pctx) == 0)
         return;
     now = time(NULL);
     if (now == c->last_sweep)
         return;
-    if (c->pctx->idle_ttl != 0)
-        cache_sweep(c, now);
+    for (i = 0; c->pctx->idle_ttl != 0 && i < c->hw; i++)
+        if (c->entries[i].alg != NULL
+            && (uint64_t)(now - c->entries[i].last_time) >= c->pctx->idle_ttl)
+            entry_kill(c, &c->entries[i]);
     c->last_sweep = now;
     kc_debug_tick(c->pctx, now);
 }
@@ -1085,9 +925,8 @@ void kc_cache_aux_put(KC_CACHE *c, const void *tag, void *ctx,
 }
 
 /*
- * Learned values of records, in two pieces compared as they were given
- * (the split point is part of the identity).  Open addressing over
- * KC_REC_SLOTS slots, tried on the last one found first; a full probe
+ * Learned values of records in two pieces (the split is part of the
+ * identity): the last one found first, then open addressing; a full probe
  * window overwrites a slot round robin.
  */
 #define KC_REC_PROBE 4
@@ -1183,13 +1022,10 @@ void kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
 }
 
 /*
- * When almost every lookup misses (a new key per call, or more keys in
- * rotation than the cache holds), admitting every missed key only adds
- * work: its entry is built, then evicted unused.  After a window of
- * KC_WINDOW lookups with fewer than KC_WINDOW_MIN_HITS hits, only one
- * admission in KC_ADMIT_ONE_IN goes ahead (so a new hot key still gets in
- * within a few calls); lookups go on, so cached keys keep hitting and the
- * next window with enough hits ends the bypass.
+ * When almost every lookup misses, admitting every missed key only builds
+ * entries that die unused.  After a window of KC_WINDOW lookups with fewer
+ * than KC_WINDOW_MIN_HITS hits, one admission in KC_ADMIT_ONE_IN goes ahead
+ * (a new hot key still gets in soon); a window with enough hits ends it.
  */
 #define KC_WINDOW 64
 #define KC_WINDOW_MIN_HITS 8
@@ -1203,11 +1039,7 @@ static int bypass_allows(KC_CACHE *c)
     return ++c->bypass_misses % KC_ADMIT_ONE_IN == 0;
 }
 
-/*
- * Every KC_COLD_ONE_IN-th context still looks up, to see hits return: a
- * window of KC_WINDOW lookups then takes KC_WINDOW * KC_COLD_ONE_IN new
- * contexts (2048).
- */
+/* every KC_COLD_ONE_IN-th new context still looks up, to see hits return */
 #define KC_COLD_ONE_IN 32
 
 static int cold_in(KC_CACHE *c, const KC_ALG *alg)
@@ -1227,12 +1059,6 @@ static void window_note(KC_CACHE *c, int hit)
     c->win_lookups = c->win_hits = 0;
 }
 
-/*
- * A missed key is admitted at its admit_after-th keyed init seen by the
- * filter.  Keys OpenSSL derives for one use (a TLS record or MAC key, seen
- * once per connection end) are therefore never stored, while a key an
- * application uses again and again gets in on its third call (by default).
- */
 /*
  * fp's slot in the filter, or the one it replaces (seen 0 for it): the
  * least recently seen of its two buckets' slots.
@@ -1300,9 +1126,8 @@ static uint64_t fingerprint(uint64_t h, const KC_ALG *alg, const void *param)
 }
 
 /*
- * Wrapper structs come from a small per-thread pool, so that a hit does
- * not allocate either.  They hold no key material (a GCM wrapper's IV and
- * expected tag are public), and are cleared when reused.
+ * Wrapper structs come from a per-thread pool, so a hit does not allocate.
+ * They hold no key material (a GCM wrapper's IV and tag are public).
  */
 void *kc_wrapper_take(KC_PROVCTX *pctx, int kind, size_t size,
                       const KC_ALG *alg, int *cold, KC_CACHE **cp)
@@ -1351,8 +1176,7 @@ void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size)
     }
     c->pool_size[kind] = size;
     c->pool[kind][c->npool[kind]] = p;
-    /* counted once in place, for a child forked meanwhile (see
-     * cache_drop_side()) */
+    /* counted once in place, for a child forked meanwhile */
     __atomic_store_n(&c->npool[kind], c->npool[kind] + 1, __ATOMIC_RELEASE);
 }
 
@@ -1380,8 +1204,7 @@ void kc_count_hit(KC_PROVCTX *pctx, const KC_ALG *alg)
 {
     KC_CACHE *c = tls_get(pctx);
 
-    /* a hit without a cache (a context re-keyed): the cache is made to
-     * count it, and the ones after it, on the thread */
+    /* a hit without a cache (a context re-keyed): make one to count it */
     if (c == NULL && kc_lite.inst == pctx->inst)
         c = lite_body(&kc_lite);
     if (c != NULL)
@@ -1401,11 +1224,10 @@ void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg)
 }
 
 /*
- * Constant-time key compare: the differences of all words are OR-ed
- * together, so the time depends on the length only.  The empty asm makes
- * the accumulator opaque to the compiler, which could otherwise stop at the
- * first difference.  (libcrypto's CRYPTO_memcmp costs about seven
- * instructions a byte for lengths other than 16, and a call each.)
+ * Constant-time key compare: all words' differences are OR-ed, so the time
+ * depends on the length only; the empty asm hides the accumulator from the
+ * compiler, which could stop at the first difference.  (CRYPTO_memcmp is a
+ * call and some seven instructions a byte.)
  */
 static ossl_inline uint64_t word_diff(const unsigned char *a,
                                       const unsigned char *b)
@@ -1459,9 +1281,8 @@ static int entry_matches(const KC_ENTRY *e, uint64_t h, const KC_ALG *alg,
 }
 
 /*
- * A record (see kc_cache_find_rec()) matches by content; entries of the
- * other algorithms have none and are told apart by their KC_ALG alone, so
- * for them (rec == NULL, a constant) this folds away.
+ * A record (kc_cache_find_rec()) matches by content; other algorithms'
+ * entries have none, and for them (rec NULL, a constant) this folds away.
  */
 static ossl_inline int rec_matches(const KC_ENTRY *e, const unsigned char *rec,
                                    size_t reclen)
@@ -1472,9 +1293,8 @@ static ossl_inline int rec_matches(const KC_ENTRY *e, const unsigned char *rec,
 }
 
 /*
- * fp's slot in a record's filter, or an empty one for it (seen 0), or NULL
- * when all are taken: a record never drops a key it counts, or keys in
- * rotation could push each other out before their admission.
+ * fp's slot in a record's filter, or an empty one (seen 0), or NULL: a
+ * record never drops a key it counts, or keys in rotation never get in.
  */
 static KC_SEEN *lite_seen_slot(KC_LITE *l, uint64_t fp)
 {
@@ -1522,9 +1342,8 @@ static KC_NOINLINE void *lite_find(KC_LITE *l, const KC_ALG *alg,
         return NULL;
     }
     /*
-     * More keys than the record holds: the thread's cache, whose filter
-     * holds as many as it has slots, takes them over and counts this one
-     * (under the same hash key: lk->hash stays good).
+     * More keys than the record holds: the thread's cache takes them over
+     * and counts this one (under the same hash key: lk->hash stays good).
      */
     if ((c = lite_body(l)) != NULL) {
         window_note(c, 0);
@@ -1554,9 +1373,8 @@ void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
     if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
         return NULL;
     /*
-     * The most recently used entry first: a program that uses one key over
-     * and over finds it without hashing.  (Whether a key hits was never
-     * hidden: a hit is far faster than a miss.)
+     * The most recently used entry first, without hashing.  (Whether a key
+     * hits was never hidden: a hit is far faster than a miss.)
      */
     if (c->lru_head != KC_NIL) {
         e = &c->entries[c->lru_head];
@@ -1650,10 +1468,8 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
         memset(e, 0, offsetof(KC_ENTRY, key));
         __atomic_store_n(&c->hw, i + 1, __ATOMIC_RELEASE);
     } else {
-        if (c->free_head == KC_NIL) {
-            KC_BUMP(c, c->entries[c->lru_tail].alg->stat, evictions);
+        if (c->free_head == KC_NIL)
             entry_kill(c, &c->entries[c->lru_tail]);
-        }
         i = c->free_head;
         e = &c->entries[i];
         c->free_head = e->next;
@@ -1665,11 +1481,7 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     e->hash = lk->hash;
     e->keylen = keylen;
     memcpy(e->key, key, keylen);
-    /*
-     * The entry is there once it has an alg, and its template once stored:
-     * a child forked meanwhile (cache_drop_entries()) frees what it sees of
-     * them.
-     */
+    /* published in this order for a child forked meanwhile to free */
     __atomic_store_n(&e->alg, alg, __ATOMIC_RELEASE);
     __atomic_store_n(&e->tmpl, tmpl, __ATOMIC_RELEASE);
     idx_insert(c, i);
@@ -1708,37 +1520,39 @@ int kc_cache_add_rec(KC_CACHE *c, const KC_ALG *alg, const unsigned char *rec,
 }
 
 /*
- * The entry a lease names, if it is still in the current thread's cache:
- * a context is only ever given back to the thread that now holds it, and
- * only to the very entry it came from (cache id, slot and generation: two
- * threads' caches fill their slots in the same order, so slot and
- * generation alone could name another thread's entry for another key).
+ * The live entry a lease names in c (the calling thread's cache, or its
+ * record), or NULL.  Cache id, slot and generation: two threads' caches
+ * fill their slots in the same order, so slot and generation alone could
+ * name another thread's entry for another key.
  */
+static ossl_inline KC_ENTRY *lease_entry(KC_CACHE **cp, const KC_LEASE *lease)
+{
+    KC_CACHE *c = *cp;
+    KC_ENTRY *e;
+
+    if (c != NULL && is_lite(c))
+        *cp = c = as_lite(c)->body;
+    if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)
+        return NULL;
+    e = &c->entries[lease->idx];
+    return e->gen == lease->gen && e->alg != NULL ? e : NULL;
+}
+
 int kc_cache_lease_is(KC_CACHE *c, const KC_LEASE *lease,
                       const unsigned char *key, size_t keylen)
 {
-    const KC_ENTRY *e;
+    const KC_ENTRY *e = lease_entry(&c, lease);
 
-    if (c != NULL && is_lite(c))
-        c = as_lite(c)->body;
-    if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)
-        return 0;
-    e = &c->entries[lease->idx];
-    return e->gen == lease->gen && e->alg != NULL && e->keylen == keylen
+    return e != NULL && e->keylen == keylen
            && keys_equal(e->key, key, keylen);
 }
 
 int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
                      int (*ready)(const void *arg, void *ctx), const void *arg)
 {
-    KC_ENTRY *e;
+    KC_ENTRY *e = lease_entry(&c, lease);
 
-    if (c != NULL && is_lite(c))
-        c = as_lite(c)->body;
-    if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)
-        return 0;
-    e = &c->entries[lease->idx];
-    if (e->gen != lease->gen || e->alg == NULL)
+    if (e == NULL)
         return 0;
     /* an entry added without a template (kc_cache_add()): this is it */
     if (e->tmpl == NULL) {
@@ -1752,8 +1566,7 @@ int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
         || !ready(arg, ctx))
         return 0;
     e->spare[e->nspare] = ctx;
-    /* counted once in place, for a child forked meanwhile, see
-     * cache_drop_entries() */
+    /* counted once in place, for a child forked meanwhile */
     __atomic_store_n(&e->nspare, e->nspare + 1, __ATOMIC_RELEASE);
     c->nspares++;
     return 1;
@@ -1805,8 +1618,9 @@ void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries)
 
 int kc_cache_start(KC_PROVCTX *pctx)
 {
-    if ((pctx->shared = shared_new()) == NULL)
+    if ((pctx->shared = OPENSSL_zalloc(sizeof(*pctx->shared))) == NULL)
         return 0;
+    hash_key_new(pctx->shared->key);
     if (!CRYPTO_THREAD_init_local(&pctx->tls, NULL)) {
         OPENSSL_free(pctx->shared);
         pctx->shared = NULL;
@@ -1825,7 +1639,6 @@ int kc_cache_start(KC_PROVCTX *pctx)
 void kc_cache_stop(KC_PROVCTX *pctx)
 {
     KC_PROVCTX **pp;
-    KC_CACHE *c, *next;
     unsigned int i;
 
     if (!pctx->tls_ok)
@@ -1836,19 +1649,14 @@ void kc_cache_stop(KC_PROVCTX *pctx)
             *pp = pctx->next_live;
             break;
         }
-    for (c = pctx->caches; c != NULL; c = next) {
-        next = c->next;
-        cache_retire(pctx, c);
-        cache_free(c);
-    }
-    pctx->caches = NULL;
+    while (pctx->caches != NULL)
+        cache_retire(pctx, pctx->caches, 0);
     /* the report at unload (core/report.c) comes after this */
     for (i = 0; i < KC_STAT_SLOTS; i++)
         pctx->retired[i].passthrough += pctx->shared->passthrough[i];
     /*
-     * The calling thread may still point at a cache freed above.  Other
-     * threads' records of this instance are never read again: instance
-     * numbers are not reused (lite_claim()).
+     * The calling thread may still point at a cache freed above; others'
+     * records are never read again (instance numbers are not reused).
      */
     CRYPTO_THREAD_set_local(&pctx->tls, NULL);
     if (kc_lite.inst == pctx->inst)
