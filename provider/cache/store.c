@@ -1622,7 +1622,7 @@ int kc_cache_start(KC_PROVCTX *pctx)
         return 0;
     hash_key_new(pctx->shared->key);
     if (!CRYPTO_THREAD_init_local(&pctx->tls, NULL)) {
-        OPENSSL_free(pctx->shared);
+        shared_free(pctx->shared);
         pctx->shared = NULL;
         return 0;
     }
