@@ -79,6 +79,21 @@ static int inner_init(const KC_CIPHER_FNS *f, void *inner, int enc,
                : f->dinit(inner, key, keylen, iv, ivlen, params);
 }
 
+/* A table's einit and dinit: name_init(w, enc, ...) in each direction. */
+#define KC_INIT_PAIR(name)                                                    \
+    static int name##_einit(void *vctx, const unsigned char *key,             \
+                            size_t keylen, const unsigned char *iv,           \
+                            size_t ivlen, const OSSL_PARAM params[])          \
+    {                                                                         \
+        return name##_init(vctx, 1, key, keylen, iv, ivlen, params);          \
+    }                                                                         \
+    static int name##_dinit(void *vctx, const unsigned char *key,             \
+                            size_t keylen, const unsigned char *iv,           \
+                            size_t ivlen, const OSSL_PARAM params[])          \
+    {                                                                         \
+        return name##_init(vctx, 0, key, keylen, iv, ivlen, params);          \
+    }
+
 /* One recorded call onto an inner context of f's (a KC_TCALL_FN). */
 static int replay_call(const void *f, void *ctx, const KC_TITEM *call,
                        OSSL_PARAM *p, size_t n)
@@ -431,20 +446,7 @@ static KC_NOINLINE int jk_init(KC_TCIPH_CTX *w, int enc,
     set_inner(w, w->t.inner, w->ifn);
     return inner_init(w->ifn, w->t.inner, enc, key, keylen, iv, ivlen, params);
 }
-
-static int jk_einit(void *vctx, const unsigned char *key, size_t keylen,
-                    const unsigned char *iv, size_t ivlen,
-                    const OSSL_PARAM params[])
-{
-    return jk_init(vctx, 1, key, keylen, iv, ivlen, params);
-}
-
-static int jk_dinit(void *vctx, const unsigned char *key, size_t keylen,
-                    const unsigned char *iv, size_t ivlen,
-                    const OSSL_PARAM params[])
-{
-    return jk_init(vctx, 0, key, keylen, iv, ivlen, params);
-}
+KC_INIT_PAIR(jk)
 
 static int jk_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
@@ -645,20 +647,7 @@ static KC_NOINLINE int unkeyed_init(KC_TCIPH_CTX *w, int enc,
            && inner_init(w->ifn, w->t.inner, enc, key, keylen, iv, ivlen,
                          params);
 }
-
-static int unkeyed_einit(void *vctx, const unsigned char *key, size_t keylen,
-                         const unsigned char *iv, size_t ivlen,
-                         const OSSL_PARAM params[])
-{
-    return unkeyed_init(vctx, 1, key, keylen, iv, ivlen, params);
-}
-
-static int unkeyed_dinit(void *vctx, const unsigned char *key, size_t keylen,
-                         const unsigned char *iv, size_t ivlen,
-                         const OSSL_PARAM params[])
-{
-    return unkeyed_init(vctx, 0, key, keylen, iv, ivlen, params);
-}
+KC_INIT_PAIR(unkeyed)
 
 static int unkeyed_set_params(void *vctx, const OSSL_PARAM params[])
 {

@@ -16,8 +16,7 @@
 /* what the record memo learns about a record */
 #define KC_REC_VALID KC_TVALID  /* every call returned 1 and raised nothing */
 #define KC_REC_CACHEABLE 2      /* a shape whose templates may be cached */
-/* a shape's memo entry is keyed by its hash and this */
-#define KC_SHAPE_SALT 0x5851f42d4c957f2dULL
+#define KC_SHAPE_SALT 0x5851f42d4c957f2dULL /* mixed into a shape's memo key */
 
 typedef struct {
     KC_PROVCTX *pctx;
@@ -1101,7 +1100,6 @@ int kc_tmac_get_params(int which, OSSL_PARAM params[])
     return get != NULL && get(params);
 }
 
-/* EVP_MAC_final asks for the size alone before every final */
 static KC_NOINLINE int sized_get_params(KC_TMAC_CTX *w, OSSL_PARAM params[])
 {
     if (answer_size(params, w->f->d->keyed_size))
