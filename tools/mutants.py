@@ -324,8 +324,8 @@ MUTANTS = {
     # a keyless init's direction (kept, not recorded) is not replayed onto
     # the plain or transient contexts that stand for the unkeyed state
     "ctmpl-direction-dropped": ("provider/layer/ctmpl.c",
-        "    return w->dir < 0\n           || inner_init(fns(w), ctx, w->dir, NULL, 0, NULL, 0, NULL);",
-        "    return 1;"),
+        "    else if (ok && w->dir >= 0)\n",
+        "    else if (0)\n"),
     # (Not a mutant: answering the IV length before the key from the shape
     # after a volatile IV init - through EVP such an init always passes the
     # context's own IV length, so it never changes it; the check stays for
@@ -333,8 +333,8 @@ MUTANTS = {
     # Template families (tmpl.c): GMAC's IV set before the key is not
     # replayed onto the copy of the template
     "tmpl-drop-volatile": ("provider/layer/tmpl.c",
-        "    if (w->t.len > w->t.shape_len\n        && !replay_to(w, ops, inner, w->t.shape_len, w->t.len)) {",
-        "    if (0) {"),
+        "    if (w->t.len > w->t.shape_len\n        && !kc_trec_replay_calls((const unsigned char *)w->t.rec,\n",
+        "    if (0\n        && !kc_trec_replay_calls((const unsigned char *)w->t.rec,\n"),
     # the shape (cipher, customisation string, size; OCB's tag length) is
     # not part of the cache key: a KMAC with another custom string hits the
     # same entry (the core's, for both sides: ctmpl-shape-not-key merged)

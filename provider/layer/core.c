@@ -1,29 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The template core: what the MAC side (tmpl.c: CMAC, GMAC, KMAC) and the
- * cipher side (ctmpl.c: AES-OCB, AES-SIV, AES-GCM) do alike, each side's
- * own steps handed in a KC_TSIDE table (layer.h).
+ * The template core: what the MAC (tmpl.c) and cipher (ctmpl.c) sides do
+ * alike, each side's own steps in a KC_TSIDE table.
  *
- * A cache entry is a pristine template: an inner (default provider)
- * context that was created, given the calls the application made before
- * the key (its "shape": a cipher, a customisation string, a tag length
- * ...), keyed with the key alone, and never used.  A keying init on a hit
- * gets a copy of it.  Before the key a wrapper records its calls, each
- * parameter as (name, type, size, bytes), in the order they came
- * (record.c): the shape's record is part of the cache key, compared by
- * content; calls a family names volatile (GMAC's IV, GCM's tag) are
- * recorded apart and replayed onto each copy after the key, so a new IV
- * per message still hits.
- *
- * Return values and errors are the default's.  A recorded call must return
- * at once what the default would, so the first time a thread sees a
- * record it is replayed on a transient default context, and what the
- * default says is remembered for that record (the cache's record memo).
- * Anything else - what a record cannot describe, what the default refuses,
- * a key setup that fails or raises an error - makes the wrapper build a
- * plain default context, replay the record onto it and pass the call and
- * every later one through, so the default decides every odd case and
- * raises its own errors.
+ * A cache entry is a pristine template: a default context given the calls
+ * made before the key (its "shape", recorded by record.c and part of the
+ * cache key), keyed with the key alone, never used; a hit copies it.
+ * Volatile calls (GMAC's IV, GCM's tag) are recorded apart and replayed onto
+ * each copy.  A recorded call returns at once what the default would: a
+ * thread replays a new record on a transient default context once and the
+ * record memo keeps the answer.  Anything else makes the wrapper a plain
+ * default context with the record replayed, so the default decides every
+ * odd case and raises its own errors.
  */
 #include <string.h>
 #include <openssl/err.h>
@@ -79,7 +67,7 @@ int kc_tcore_same_as_last(KC_TCORE *t, const KC_TSIDE *s, KC_CACHE *c,
         || (s->prefix && (value & KC_TVALID) == 0)
         || (t->len > 0 && memcmp(last, t->rec, t->len) != 0))
         return 0;
-    off = kc_trec_match_call(last, t->len, len, tag, type, ps, n);
+    off = kc_trec_match(last, t->len, len, tag, type, KC_T_PARAM, ps, n);
     if (off == 0 || (off != len && !s->prefix))
         return 0;
     memcpy((unsigned char *)t->rec + t->len, last + t->len, off - t->len);
@@ -120,7 +108,7 @@ void *kc_tcore_make(KC_TCORE *t, const KC_TSIDE *s, const KC_ALG *alg,
     tmpl = s->make(t, enc, key, keylen, &ok);
     kc_err_top(&after);
     if (!ok || !kc_err_same(&before, &after)) {
-        /* (alg's freectx: the keyed contexts', whoever made tmpl) */
+        /* alg's freectx: the keyed contexts' (the family's own or not) */
         if (tmpl != NULL)
             alg->freectx(tmpl);
         tmpl = NULL;

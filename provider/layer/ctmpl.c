@@ -1,23 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The template core's cipher side (core.c): AES-OCB, AES-SIV, AES-GCM.
- *
- * The keying init of a wrapper, init(key, iv, params), becomes on a hit a
- * copy of the template and init(NULL, iv, params) on the copy: the default
- * handles the IV and the params of an init apart from the key and keys
- * without looking at them, so both end in the same state (a family whose
- * key set-up depends on the direction, OCB, keeps a template per
- * direction).  If that rest of the init fails, the copy is dropped and the
- * whole init is passed to a plain default context, so the error is the
- * default's own.
- *
- * Before the key, calls are recorded when every parameter is one the
- * family lists as part of a shape and none of them changes per message
- * (or, for GCM, is a volatile IV or tag).  The memo also keeps the IV and
- * key length a context in a shape's state reports, which EVP asks before
- * every init.  An update before the key, a name the family does not list
- * ... pass through.  Used contexts are never handed out again (a used
- * cipher context keeps per-message state that no call resets).
+ * On a hit init(key, iv, params) is a copy of the template, then
+ * init(NULL, iv, params) on it: the default keys without looking at the IV
+ * or params, so both end in the same state (OCB keys by direction: a
+ * template each).  If that rest fails, the whole init passes through so
+ * the error is the default's.  Before the key only calls of the family's
+ * shape names (and GCM's volatile IV or tag) are recorded; the memo also
+ * keeps the IV and key lengths EVP asks before every init.  Used contexts
+ * are never handed out again: no call resets their per-message state.
  */
 #include <string.h>
 #include <openssl/core_names.h>
@@ -27,11 +18,9 @@
 #include "layer/layer.h"
 
 /*
- * What the record memo learns about a shape: accepted (every call returned
- * 1 and raised nothing), and the IV and key lengths a context in that state
- * reports, as fields: 0 not learned (ask a transient context), 1 returns 1
- * and leaves the value alone, else the value + 2.  Of a shape with
- * volatile calls it learns CV_VALID only.
+ * The record memo's value of a shape: CV_VALID, and the IV and key lengths
+ * a context in that state reports, as fields: 0 not learned (ask), 1 returns
+ * 1 and leaves the value alone, else the value + 2.  Volatile: CV_VALID only.
  */
 #define CV_VALID KC_TVALID
 #define CV_IVLEN_SHIFT 1
@@ -49,12 +38,7 @@
 #define KC_CALL_SALT 0x2545f4914f6cdd1dULL
 
 typedef struct {
-    /*
-     * Where a call goes: before the key this layer's own functions with
-     * the wrapper, then the default's with its context.  Switched together,
-     * so a call on a keyed context is three loads and a jump (a reused
-     * context pays only that over the default).
-     */
+    /* where calls go (ours with w, then the inner's): 3 loads and a jump */
     const KC_CIPHER_FNS *to;
     void *arg;
     KC_PROVCTX *pctx;
@@ -95,8 +79,20 @@ static int inner_init(const KC_CIPHER_FNS *f, void *inner, int enc,
                : f->dinit(inner, key, keylen, iv, ivlen, params);
 }
 
-/* ---------------------------------------------------------------------- */
-/* Records                                                                */
+/* A table's einit and dinit: name_init(w, enc, ...) in each direction. */
+#define KC_INIT_PAIR(name)                                                    \
+    static int name##_einit(void *vctx, const unsigned char *key,             \
+                            size_t keylen, const unsigned char *iv,           \
+                            size_t ivlen, const OSSL_PARAM params[])          \
+    {                                                                         \
+        return name##_init(vctx, 1, key, keylen, iv, ivlen, params);          \
+    }                                                                         \
+    static int name##_dinit(void *vctx, const unsigned char *key,             \
+                            size_t keylen, const unsigned char *iv,           \
+                            size_t ivlen, const OSSL_PARAM params[])          \
+    {                                                                         \
+        return name##_init(vctx, 0, key, keylen, iv, ivlen, params);          \
+    }
 
 /* One recorded call onto an inner context of f's (a KC_TCALL_FN). */
 static int replay_call(const void *f, void *ctx, const KC_TITEM *call,
@@ -127,10 +123,7 @@ static int replay(const KC_TCIPH_CTX *w, const KC_CIPHER_FNS *f, void *ctx,
                                 replay_call, f, ctx);
 }
 
-/*
- * The volatile calls onto a keyed copy, in the direction they were made in
- * (keying touches neither an IV nor a tag in the families that have them).
- */
+/* The volatile calls, in their direction (keying touches no IV or tag). */
 static int replay_volatile(const KC_TCIPH_CTX *w, const KC_CIPHER_FNS *f,
                            void *inner)
 {
@@ -139,19 +132,27 @@ static int replay_volatile(const KC_TCIPH_CTX *w, const KC_CIPHER_FNS *f,
 }
 
 /*
- * The whole state the calls before the key left, onto a plain context: the
- * shape, then the volatile calls in their direction, or else the direction
- * of the last keyless init (not recorded, see record(); the order does not
- * matter in these families, since nothing in a shape depends on it).
+ * A plain default context in the state the calls before the key left: the
+ * shape, then the volatile calls, or else the last keyless init's direction
+ * (not recorded, see record(); no shape depends on it).  NULL on failure.
  */
-static int replay_state(const KC_TCIPH_CTX *w, void *ctx)
+static void *fresh_state(const KC_TCIPH_CTX *w)
 {
-    if (!replay(w, fns(w), ctx, 0, w->t.shape_len))
-        return 0;
-    if (w->t.len > w->t.shape_len)
-        return replay_volatile(w, fns(w), ctx);
-    return w->dir < 0
-           || inner_init(fns(w), ctx, w->dir, NULL, 0, NULL, 0, NULL);
+    const KC_CIPHER_FNS *f = fns(w);
+    void *ctx;
+    int ok;
+
+    if ((ctx = f->newctx(w->pctx->inner_provctx)) == NULL)
+        return NULL;
+    ok = replay(w, f, ctx, 0, w->t.shape_len);
+    if (ok && w->t.len > w->t.shape_len)
+        ok = replay_volatile(w, f, ctx);
+    else if (ok && w->dir >= 0)
+        ok = inner_init(f, ctx, w->dir, NULL, 0, NULL, 0, NULL);
+    if (ok)
+        return ctx;
+    f->freectx(ctx);
+    return NULL;
 }
 
 /* Is p one of the family's shape names (and not a message's)? */
@@ -168,12 +169,9 @@ static int in_volatile(const KC_CDESC *d, const OSSL_PARAM *p)
 }
 
 /*
- * Append one call to the record: a marker, the IV of a keyless init (as an
- * item named "iv"), then its params, which must all be shape parameters
- * (vol 0) or all volatile ones (vol 1) and none there twice (which of
- * them counts differs between OpenSSL versions: the default decides).  A
- * volatile call also goes to the signature, without its data.  0 if it
- * cannot be recorded or does not fit; the caller rolls back.
+ * Append a call: a marker, a keyless init's IV (an item "iv"), its params:
+ * all shape (vol 0) or all volatile ones, none twice (which counts differs
+ * between versions: the default decides).  0: the caller rolls back.
  */
 static int append(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
                   size_t ivlen, const OSSL_PARAM params[], int vol)
@@ -208,13 +206,7 @@ static int append(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
                            vol ? KC_AS_VOLATILE : KC_AS_SHAPE);
 }
 
-/* ---------------------------------------------------------------------- */
-/* What the default says                                                  */
-
-/*
- * A context's answer to EVP's lone size_t query of name, as a CV_ field:
- * 0 not learned, 1 returns 1 and leaves it alone, else the value + 2.
- */
+/* A context's answer to EVP's lone size_t query of name, as a CV_ field. */
 static size_t ask_len(const KC_CIPHER_FNS *f, void *ctx, const char *name)
 {
     size_t v = 0;
@@ -229,11 +221,7 @@ static size_t ask_len(const KC_CIPHER_FNS *f, void *ctx, const char *name)
     return v <= CV_LEN_MAX - 2 ? v + 2 : 0;
 }
 
-/*
- * Replay the record (the shape, or all of it with lengths 0) onto a
- * transient default context: the memo value (see CV_*).  Leaves the error
- * queue as it was.
- */
+/* The memo value of rec[0, to): the shape's, or the whole's (no lengths). */
 static int probe(const KC_TCIPH_CTX *w, size_t to)
 {
     const KC_CIPHER_FNS *f = fns(w);
@@ -250,7 +238,7 @@ static int probe(const KC_TCIPH_CTX *w, size_t to)
             kc_err_top(&after);
             v = kc_err_same(&before, &after) ? CV_VALID : 0;
         }
-        if (v != 0 && to == w->t.shape_len && f->get_ctx_params != NULL) {
+        if (v != 0 && to == w->t.shape_len) {
             ivlen = ask_len(f, t, OSSL_CIPHER_PARAM_IVLEN);
             keylen = ask_len(f, t, OSSL_CIPHER_PARAM_KEYLEN);
             kc_err_top(&after);
@@ -287,31 +275,22 @@ static int cipher_value(KC_TCORE *t, int vol)
     return vol ? probe(W(t), t->len) & CV_VALID : probe(W(t), t->shape_len);
 }
 
-/* The shape's memo value, learned once per thread. */
+/* The shape's memo value (a fresh wrapper's is f->empty_value). */
 static KC_NOINLINE int learn_shape(KC_TCIPH_CTX *w, KC_CACHE *c)
 {
-    if (w->t.shape_len == 0)
-        return w->f->empty_value;
     return kc_tcore_learn(&w->t, &cipher_side, c, w->f, 0);
 }
 
-/*
- * The volatile calls' validity, by the shape and their signature (sizes,
- * not bytes: a tag's or an IV's bytes do not make a call fail).
- */
+/* The volatile calls' validity: by signature (an IV's bytes fail nothing). */
 static KC_NOINLINE int learn_volatile(KC_TCIPH_CTX *w, KC_CACHE *c)
 {
     return kc_tcore_learn(&w->t, &cipher_side, c, w->f, 1);
 }
 
 /*
- * Record a call made before the key, if it can be recorded and the default
- * accepts it.  A call of shape parameters (or a keyless init without an
- * IV) extends the shape, unless volatile calls were recorded already; a
- * call of volatile parameters, or a keyless init with an IV (or after
- * volatile calls, with no params), is volatile, in families that replay
- * those after the key.  1 recorded (the call returns 1), 0 rolled back
- * (the caller passes it through).
+ * Record a call if the default accepts it: shape calls (IV-less inits too)
+ * until a volatile one (volatile params, an init with an IV or after one).
+ * 0: rolled back, the caller passes it through.
  */
 static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
                   size_t ivlen, const OSSL_PARAM params[])
@@ -323,11 +302,8 @@ static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
     if (w->t.cold)
         return 0;
     /*
-     * A keyless init without an IV or params only sets the direction in
-     * these families (OCB also empties its buffers, which hold nothing
-     * before a key), and nothing recorded depends on the direction but the
-     * volatile calls: kept in dir, not recorded.  Unless an empty array
-     * does something of its own there (SIV): then it passes through.
+     * A bare keyless init only sets the direction (OCB's buffers are empty
+     * before a key): kept in dir, unless an empty array acts (SIV): passed.
      */
     if (tag != KC_T_CALL && iv == NULL && w->t.len == w->t.shape_len
         && (params == NULL || params[0].key == NULL)) {
@@ -345,10 +321,7 @@ static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
     else
         vol = iv != NULL || w->t.len > w->t.shape_len;
     if (vol) {
-        /*
-         * The direction a volatile set was made in is set again before
-         * the replay (an init sets its own); a volatile init has no params.
-         */
+        /* a volatile set needs a direction to replay in, an init no params */
         if (!w->f->d->volatile_ok
             || (tag == KC_T_CALL && w->t.len == w->t.shape_len && w->dir < 0)
             || (tag != KC_T_CALL && params != NULL && params[0].key != NULL))
@@ -381,19 +354,17 @@ static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
     return 0;
 }
 
-/* Pass-through from now on: a plain inner context with the record replayed. */
+/* Every call to the inner context from now on: just keyed, or passed. */
 static KC_NOINLINE int materialize(KC_TCIPH_CTX *w)
 {
     void *inner;
 
-    if (w->t.inner != NULL)
+    if (w->t.inner != NULL) {
+        set_inner(w, w->t.inner, w->ifn);
         return 1;
-    if ((inner = fns(w)->newctx(w->pctx->inner_provctx)) == NULL)
-        return 0;
-    if (!replay_state(w, inner)) {
-        fns(w)->freectx(inner);
-        return 0;
     }
+    if ((inner = fresh_state(w)) == NULL)
+        return 0;
     set_inner(w, inner, fns(w));
     /* a cold wrapper was counted when it was made */
     if (!w->t.cold)
@@ -401,8 +372,32 @@ static KC_NOINLINE int materialize(KC_TCIPH_CTX *w)
     return 1;
 }
 
-/* ---------------------------------------------------------------------- */
-/* EVP's length queries                                                   */
+/* Before the key or just keyed: to the inner context from now on. */
+static int unkeyed_update(void *vctx, unsigned char *out, size_t *outl,
+                          size_t outsize, const unsigned char *in, size_t inl)
+{
+    KC_TCIPH_CTX *w = vctx;
+
+    return materialize(w)
+           && w->ifn->update(w->t.inner, out, outl, outsize, in, inl);
+}
+
+static int unkeyed_final(void *vctx, unsigned char *out, size_t *outl,
+                         size_t outsize)
+{
+    KC_TCIPH_CTX *w = vctx;
+
+    return materialize(w) && w->ifn->final(w->t.inner, out, outl, outsize);
+}
+
+static int unkeyed_cipher(void *vctx, unsigned char *out, size_t *outl,
+                          size_t outsize, const unsigned char *in, size_t inl)
+{
+    KC_TCIPH_CTX *w = vctx;
+
+    return materialize(w)
+           && w->ifn->cipher(w->t.inner, out, outl, outsize, in, inl);
+}
 
 /* Is p EVP's lone size_t length query: 'i' the IV's, 'k' the key's, or 0? */
 static ossl_inline int len_query(const OSSL_PARAM *p)
@@ -435,20 +430,13 @@ static ossl_inline int put_len(OSSL_PARAM *p, size_t field)
     return 1;
 }
 
-/* ---------------------------------------------------------------------- */
-/* Just keyed                                                             */
-
 /*
- * A context keyed from the cache by an init without an IV gets its IV in
- * a later init, and EVP asks for the IV length before that one - an
- * answer for which the default walks every parameter name it knows
- * (about 550 instructions on 3.0; .NET's AesGcm sets the IV length after
- * the key and pays it on every message).  Until that init keycache stays
- * in front and answers EVP's lone length queries itself: the key length
- * and the IV length the shape was learned with (keying changes neither),
- * or the one a lone "ivlen" the default has accepted since set
- * (ivlen_set_sets).  Other queries are forwarded; any other call ends
- * this, and from then on calls go straight to the default's context.
+ * Just keyed: keyed from the cache without an IV, before the IV's init
+ * EVP asks the IV length, for which the default walks every name it knows
+ * (~550 instructions on 3.0, per message with .NET's AesGcm).  Till then
+ * keycache answers the lone length queries: the key length, and the IV
+ * length the shape was learned with or a lone accepted "ivlen" set
+ * (ivlen_set_sets).  Any other call ends this (materialize()).
  */
 static KC_NOINLINE int jk_init(KC_TCIPH_CTX *w, int enc,
                                const unsigned char *key, size_t keylen,
@@ -458,47 +446,7 @@ static KC_NOINLINE int jk_init(KC_TCIPH_CTX *w, int enc,
     set_inner(w, w->t.inner, w->ifn);
     return inner_init(w->ifn, w->t.inner, enc, key, keylen, iv, ivlen, params);
 }
-
-static int jk_einit(void *vctx, const unsigned char *key, size_t keylen,
-                    const unsigned char *iv, size_t ivlen,
-                    const OSSL_PARAM params[])
-{
-    return jk_init(vctx, 1, key, keylen, iv, ivlen, params);
-}
-
-static int jk_dinit(void *vctx, const unsigned char *key, size_t keylen,
-                    const unsigned char *iv, size_t ivlen,
-                    const OSSL_PARAM params[])
-{
-    return jk_init(vctx, 0, key, keylen, iv, ivlen, params);
-}
-
-static int jk_update(void *vctx, unsigned char *out, size_t *outl,
-                     size_t outsize, const unsigned char *in, size_t inl)
-{
-    KC_TCIPH_CTX *w = vctx;
-
-    set_inner(w, w->t.inner, w->ifn);
-    return w->ifn->update(w->t.inner, out, outl, outsize, in, inl);
-}
-
-static int jk_final(void *vctx, unsigned char *out, size_t *outl,
-                    size_t outsize)
-{
-    KC_TCIPH_CTX *w = vctx;
-
-    set_inner(w, w->t.inner, w->ifn);
-    return w->ifn->final(w->t.inner, out, outl, outsize);
-}
-
-static int jk_cipher(void *vctx, unsigned char *out, size_t *outl,
-                     size_t outsize, const unsigned char *in, size_t inl)
-{
-    KC_TCIPH_CTX *w = vctx;
-
-    set_inner(w, w->t.inner, w->ifn);
-    return w->ifn->cipher(w->t.inner, out, outl, outsize, in, inl);
-}
+KC_INIT_PAIR(jk)
 
 static int jk_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
@@ -533,20 +481,14 @@ static int jk_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 static const KC_CIPHER_FNS just_keyed = {
     .einit = jk_einit,
     .dinit = jk_dinit,
-    .update = jk_update,
-    .final = jk_final,
-    .cipher = jk_cipher,
+    .update = unkeyed_update,
+    .final = unkeyed_final,
+    .cipher = unkeyed_cipher,
     .get_ctx_params = jk_get_ctx_params,
     .set_ctx_params = jk_set_ctx_params,
 };
 
-/* ---------------------------------------------------------------------- */
-/* Keying                                                                 */
-
-/*
- * A template (KC_TSIDE.make): a keyed context's (the family's own, or the
- * default's) with the shape replayed, keyed with init(key) alone.
- */
+/* KC_TSIDE.make: a keyed context's (the family's own, or the default's). */
 static void *cipher_make(KC_TCORE *t, int enc, const unsigned char *key,
                          size_t keylen, int *ok)
 {
@@ -562,14 +504,12 @@ static void *cipher_make(KC_TCORE *t, int enc, const unsigned char *key,
 }
 
 static const KC_TSIDE cipher_side = {
-    replay_call, cipher_make, cipher_value, KC_CALL_SALT, 0, 1
+    cipher_make, cipher_value, KC_CALL_SALT, 0, 1
 };
 
 /*
- * The key arrives: a copy of the template for (shape, key)
- * (kc_tcore_template()), the volatile calls, then the rest of the init.  1
- * done, 0 when this cannot be served from the cache (the caller passes
- * the whole init through).
+ * The key arrives: a copy of the template, the volatile calls, then the
+ * rest of the init.  0 if not served from the cache: the caller passes.
  */
 static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
                       size_t keylen, const unsigned char *iv, size_t ivlen,
@@ -594,10 +534,8 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
         || (inner = f->kfns->dupctx(tmpl)) == NULL)
         return 0;
     /*
-     * The usual init: nothing volatile, no params, and an IV (if any) of
-     * the length the context reports, which EVP passes.  The default's
-     * init checks nothing else about an IV, so the rest cannot fail: no
-     * error mark.
+     * The usual init: nothing volatile, no params, an IV (if any) of the
+     * length reported; the default checks nothing else: no error mark.
      */
     if (w->t.len == w->t.shape_len && params == NULL) {
         if (iv != NULL && ivlen + 2 == CV_IVLEN(w->t.value)) {
@@ -639,13 +577,7 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
     return 1;
 }
 
-/* The dispatch functions                                                 */
-
-/*
- * get_params has no provider context, so the inner functions are kept here.
- * They are libcrypto's own static functions: the same for every instance,
- * published once by the first start (KC_PUBLISH_ONCE).
- */
+/* get_params has no provctx: libcrypto's, the same for every instance */
 static OSSL_FUNC_cipher_get_params_fn *inner_get_params[KC_CFAM_COUNT];
 
 void kc_tciph_freectx(void *vctx)
@@ -662,11 +594,11 @@ void kc_tciph_freectx(void *vctx)
 /* Before the key: can the default duplicate a context in this state? */
 static KC_NOINLINE int unkeyed_dup_ok(const KC_TCIPH_CTX *w)
 {
-    void *t, *d = NULL;
+    void *t, *d;
 
-    if ((t = fns(w)->newctx(w->pctx->inner_provctx)) == NULL)
+    if ((t = fresh_state(w)) == NULL)
         return 0;
-    if (replay_state(w, t) && (d = fns(w)->dupctx(t)) != NULL)
+    if ((d = fns(w)->dupctx(t)) != NULL)
         fns(w)->freectx(d);
     fns(w)->freectx(t);
     return d != NULL;
@@ -699,10 +631,7 @@ void *kc_tciph_dupctx(void *vctx)
     return dst;
 }
 
-/*
- * Before the key.  These are the "before_key" table's: they take the
- * wrapper, record what they can and otherwise pass the context through.
- */
+/* Before the key (before_key): record what can be, else pass through. */
 static KC_NOINLINE int unkeyed_init(KC_TCIPH_CTX *w, int enc,
                                     const unsigned char *key, size_t keylen,
                                     const unsigned char *iv, size_t ivlen,
@@ -718,46 +647,7 @@ static KC_NOINLINE int unkeyed_init(KC_TCIPH_CTX *w, int enc,
            && inner_init(w->ifn, w->t.inner, enc, key, keylen, iv, ivlen,
                          params);
 }
-
-static int unkeyed_einit(void *vctx, const unsigned char *key, size_t keylen,
-                         const unsigned char *iv, size_t ivlen,
-                         const OSSL_PARAM params[])
-{
-    return unkeyed_init(vctx, 1, key, keylen, iv, ivlen, params);
-}
-
-static int unkeyed_dinit(void *vctx, const unsigned char *key, size_t keylen,
-                         const unsigned char *iv, size_t ivlen,
-                         const OSSL_PARAM params[])
-{
-    return unkeyed_init(vctx, 0, key, keylen, iv, ivlen, params);
-}
-
-static int unkeyed_update(void *vctx, unsigned char *out, size_t *outl,
-                          size_t outsize, const unsigned char *in, size_t inl)
-{
-    KC_TCIPH_CTX *w = vctx;
-
-    return materialize(w)
-           && w->ifn->update(w->t.inner, out, outl, outsize, in, inl);
-}
-
-static int unkeyed_final(void *vctx, unsigned char *out, size_t *outl,
-                         size_t outsize)
-{
-    KC_TCIPH_CTX *w = vctx;
-
-    return materialize(w) && w->ifn->final(w->t.inner, out, outl, outsize);
-}
-
-static int unkeyed_cipher(void *vctx, unsigned char *out, size_t *outl,
-                          size_t outsize, const unsigned char *in, size_t inl)
-{
-    KC_TCIPH_CTX *w = vctx;
-
-    return materialize(w)
-           && w->ifn->cipher(w->t.inner, out, outl, outsize, in, inl);
-}
+KC_INIT_PAIR(unkeyed)
 
 static int unkeyed_set_params(void *vctx, const OSSL_PARAM params[])
 {
@@ -767,11 +657,7 @@ static int unkeyed_set_params(void *vctx, const OSSL_PARAM params[])
            || (materialize(w) && w->ifn->set_ctx_params(w->t.inner, params));
 }
 
-/*
- * EVP asks for the key and IV lengths, one at a time into a size_t, before
- * every init: the default's answer for this record, as learned.  1 if
- * answered, 0 if a real context must say.
- */
+/* EVP's key and IV length queries before every init, as learned; 0: ask */
 static ossl_inline int answer_len(const KC_TCIPH_CTX *w, OSSL_PARAM *p)
 {
     size_t field;
@@ -796,11 +682,7 @@ static int asks_iv(const OSSL_PARAM *p)
     return 0;
 }
 
-/*
- * Anything else before the key: ask a transient default context with the
- * record replayed, so the answer and any error are the default's and this
- * context stays cacheable.
- */
+/* Else a transient default context in this state answers (and raises). */
 static KC_NOINLINE int unkeyed_get_params(KC_TCIPH_CTX *w,
                                           OSSL_PARAM params[])
 {
@@ -814,16 +696,15 @@ static KC_NOINLINE int unkeyed_get_params(KC_TCIPH_CTX *w,
     if (params != NULL && answer_len(w, params))
         return 1;
     /*
-     * The IV of a family that draws one at an encrypting init without one
-     * and keeps it through the keying init (OpenSSL 4's GCM): a transient
-     * context would show another each time, so this context becomes the
-     * default's own, the IV it reports the one it will use.
+     * An IV drawn at an IV-less encrypting init and kept through keying
+     * (OpenSSL 4's GCM): a transient context would draw another, so this
+     * one becomes the default's, its IV the one it will use.
      */
     if (w->f->draws_iv && params != NULL && asks_iv(params))
         return materialize(w) && w->ifn->get_ctx_params(w->t.inner, params);
-    if ((t = fns(w)->newctx(w->pctx->inner_provctx)) == NULL)
+    if ((t = fresh_state(w)) == NULL)
         return 0;
-    ok = replay_state(w, t) && fns(w)->get_ctx_params(t, params);
+    ok = fns(w)->get_ctx_params(t, params);
     fns(w)->freectx(t);
     return ok;
 }
@@ -849,7 +730,6 @@ static const KC_CIPHER_FNS before_key = {
 };
 
 /* The dispatch functions: a new wrapper, then wherever w->to says. */
-
 void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
 {
     const KC_CFAM *f = &pctx->cfam[which];
@@ -868,84 +748,48 @@ void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
     w->f = f;
     w->t.value = f->empty_value;
     w->dir = -1;
-    /*
-     * A thread whose hit rate is low records nothing and looks nothing up:
-     * the first call that needs a context makes a plain one (EVP's length
-     * queries before it are still answered from a fresh context's).
-     */
+    /* a low hit rate: no record or lookup, a plain context when needed */
     w->t.cold = cold;
     return w;
 }
 
-int kc_tciph_einit(void *vctx, const unsigned char *key, size_t keylen,
-                   const unsigned char *iv, size_t ivlen,
-                   const OSSL_PARAM params[])
-{
-    KC_TCIPH_CTX *w = vctx;
-    OSSL_FUNC_cipher_encrypt_init_fn *fn = w->to->einit;
+/* Each forwards wherever w->to says; KC_PIN saves a move per call. */
+#define KC_TCIPH_FORWARD(name, type, args, call)                              \
+    int kc_tciph_##name args                                                  \
+    {                                                                         \
+        KC_TCIPH_CTX *w = vctx;                                               \
+        type *fn = w->to->name;                                               \
+                                                                              \
+        KC_PIN(fn);                                                           \
+        return fn call;                                                       \
+    }
 
-    KC_PIN(fn);
-    return fn(w->arg, key, keylen, iv, ivlen, params);
-}
-
-int kc_tciph_dinit(void *vctx, const unsigned char *key, size_t keylen,
-                   const unsigned char *iv, size_t ivlen,
-                   const OSSL_PARAM params[])
-{
-    KC_TCIPH_CTX *w = vctx;
-    OSSL_FUNC_cipher_decrypt_init_fn *fn = w->to->dinit;
-
-    KC_PIN(fn);
-    return fn(w->arg, key, keylen, iv, ivlen, params);
-}
-
-int kc_tciph_update(void *vctx, unsigned char *out, size_t *outl,
-                    size_t outsize, const unsigned char *in, size_t inl)
-{
-    KC_TCIPH_CTX *w = vctx;
-    OSSL_FUNC_cipher_update_fn *fn = w->to->update;
-
-    KC_PIN(fn);
-    return fn(w->arg, out, outl, outsize, in, inl);
-}
-
-int kc_tciph_final(void *vctx, unsigned char *out, size_t *outl,
-                   size_t outsize)
-{
-    KC_TCIPH_CTX *w = vctx;
-    OSSL_FUNC_cipher_final_fn *fn = w->to->final;
-
-    KC_PIN(fn);
-    return fn(w->arg, out, outl, outsize);
-}
-
-int kc_tciph_cipher(void *vctx, unsigned char *out, size_t *outl,
-                    size_t outsize, const unsigned char *in, size_t inl)
-{
-    KC_TCIPH_CTX *w = vctx;
-    OSSL_FUNC_cipher_cipher_fn *fn = w->to->cipher;
-
-    KC_PIN(fn);
-    return fn(w->arg, out, outl, outsize, in, inl);
-}
-
-int kc_tciph_set_ctx_params(void *vctx, const OSSL_PARAM params[])
-{
-    KC_TCIPH_CTX *w = vctx;
-    OSSL_FUNC_cipher_set_ctx_params_fn *fn = w->to->set_ctx_params;
-
-    KC_PIN(fn);
-    return fn(w->arg, params);
-}
-
-int kc_tciph_get_ctx_params(void *vctx, OSSL_PARAM params[])
-{
-    KC_TCIPH_CTX *w = vctx;
-    OSSL_FUNC_cipher_get_ctx_params_fn *fn = w->to->get_ctx_params;
-
-    KC_PIN(fn);
-    return fn(w->arg, params);
-}
+KC_TCIPH_FORWARD(einit, OSSL_FUNC_cipher_encrypt_init_fn,
+                 (void *vctx, const unsigned char *key, size_t keylen,
+                  const unsigned char *iv, size_t ivlen,
+                  const OSSL_PARAM params[]),
+                 (w->arg, key, keylen, iv, ivlen, params))
+KC_TCIPH_FORWARD(dinit, OSSL_FUNC_cipher_decrypt_init_fn,
+                 (void *vctx, const unsigned char *key, size_t keylen,
+                  const unsigned char *iv, size_t ivlen,
+                  const OSSL_PARAM params[]),
+                 (w->arg, key, keylen, iv, ivlen, params))
+KC_TCIPH_FORWARD(update, OSSL_FUNC_cipher_update_fn,
+                 (void *vctx, unsigned char *out, size_t *outl,
+                  size_t outsize, const unsigned char *in, size_t inl),
+                 (w->arg, out, outl, outsize, in, inl))
+KC_TCIPH_FORWARD(final, OSSL_FUNC_cipher_final_fn,
+                 (void *vctx, unsigned char *out, size_t *outl,
+                  size_t outsize),
+                 (w->arg, out, outl, outsize))
+KC_TCIPH_FORWARD(cipher, OSSL_FUNC_cipher_cipher_fn,
+                 (void *vctx, unsigned char *out, size_t *outl,
+                  size_t outsize, const unsigned char *in, size_t inl),
+                 (w->arg, out, outl, outsize, in, inl))
+KC_TCIPH_FORWARD(set_ctx_params, OSSL_FUNC_cipher_set_ctx_params_fn,
+                 (void *vctx, const OSSL_PARAM params[]), (w->arg, params))
+KC_TCIPH_FORWARD(get_ctx_params, OSSL_FUNC_cipher_get_ctx_params_fn,
+                 (void *vctx, OSSL_PARAM params[]), (w->arg, params))
 
 const OSSL_PARAM *kc_tciph_gettable_ctx_params(KC_PROVCTX *pctx, int which)
 {
@@ -969,9 +813,6 @@ int kc_tciph_get_params(int which, OSSL_PARAM params[])
 
     return get != NULL && get(params);
 }
-
-/* ---------------------------------------------------------------------- */
-/* Start                                                                  */
 
 /* Whose functions a keyed context of f (a template, a hit) runs on. */
 void kc_ctmpl_keyed_fns(KC_CFAM *f, const KC_CIPHER_FNS *k)
@@ -998,7 +839,7 @@ int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg)
         f->alg[i].spare_max = 0;
         f->alg[i].stat = KC_STAT_CFAM + (unsigned int)which;
     }
-    /* the default's, unless inner.c binds the family's own afterwards */
+    /* the default's, unless gate.c binds the family's own at first use */
     kc_ctmpl_keyed_fns(f, m);
     KC_PUBLISH_ONCE(&inner_get_params[which], m->get_params);
     /* the key length every init must bring (the default checks it too) */
@@ -1014,11 +855,7 @@ int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg)
     probe_w.pctx = pctx;
     probe_w.f = f;
     f->empty_value = probe(&probe_w, 0);
-    /*
-     * Not learned from the default here: a context drawing an IV now
-     * would make a DRBG in the private library context before rand.c
-     * gives it the application's.
-     */
+    /* not tried here: an IV drawn now would make a private DRBG (rand.c) */
     f->draws_iv = kc_quirk_gcm_draws_iv && f->d->may_draw_iv;
     return keylen != 0;
 }

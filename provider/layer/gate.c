@@ -1,11 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A family's first use: what it learns of the running default by trying
- * it, once per family and instance, before its first context is made
- * (layer.h, kc_tfam_ready()).  A family with its own keyed contexts (GMAC,
- * KMAC, AES-SIV) runs on the default's ciphers or digest it names; without
- * all of them, or if what it learns fails, it runs through the default's
- * own MAC or cipher, as any other family.
+ * A family's first use (layer.h, kc_tfam_ready()): its own keyed contexts
+ * (GMAC, KMAC, AES-SIV) run on the default's ciphers or digest it names, if
+ * all are there and what it learns holds; else on the default's MAC/cipher.
  */
 #include <string.h>
 #include <openssl/core_names.h>
@@ -29,12 +26,7 @@ static void bind_direct(KC_PROVCTX *pctx, KC_TFAM *f)
     f->direct_on = f->d->direct_bind == NULL || f->d->direct_bind(pctx, f);
 }
 
-/*
- * A cipher family's own keyed contexts (AES-SIV's), on the default's
- * ciphers it names, once kc_ctmpl_bind() has checked the default's own
- * (which direct_bind() asks first); the default's stay if any is missing
- * or incomplete, or if direct_bind() refuses what it finds.
- */
+/* AES-SIV's own keyed contexts, once kc_ctmpl_bind() checked the default's */
 static void bind_cdirect(KC_PROVCTX *pctx, KC_CFAM *f)
 {
     if (f->d->direct != NULL && f->d->direct_ciphers != NULL

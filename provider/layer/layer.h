@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * keycache - the template core: MAC (tmpl.c) and cipher (ctmpl.c)
- * adapters over records of the calls a context got before its key
- * (record.c), and the first-use gate of each family (gate.c).
+ * keycache - the template core (core.c) with its MAC (tmpl.c) and cipher
+ * (ctmpl.c) sides, records (record.c) and each family's first-use gate.
  */
 #ifndef KC_LAYER_H
 #define KC_LAYER_H
@@ -11,18 +10,13 @@
 #include "cache/cache.h"
 #include "inner/inner.h"
 
-/*
- * A record: the set_ctx_params calls a context got before its key, each
- * parameter as (name, type, size, bytes), so that it can be compared by
- * content, hashed and replayed onto another context (record.c).
- */
+/* A record: the calls before the key, each parameter as (name, type, ...) */
 #define KC_TREC_MAX 384
 
 /*
- * An item of a record: a call marker, or a parameter followed by its name
- * (with the NUL) and its data (with a NUL after it, so that a replayed
- * UTF-8 string is terminated), each padded to 8 bytes so that replayed
- * integers are aligned.  A signature item is a parameter without its data.
+ * An item: a call marker, or a parameter then its name and data, each with
+ * a NUL (a replayed UTF-8 string ends) and padded to 8 bytes (replayed
+ * integers are aligned).  A signature item is a parameter without data.
  */
 typedef struct {
     uint16_t tag;             /* KC_T_* */
@@ -42,11 +36,9 @@ typedef struct {
 #define KC_TPAD8(n) (((n) + 7) & ~(size_t)7)
 
 /*
- * Does a UTF-8 parameter's string end where a record can keep all of it?
- * The default reads the string up to its NUL, whatever data_size says, and
- * OpenSSL lets data_size count that NUL or not: a NUL inside the data_size
- * bytes, or else the one just after them.  Only a string that counts no
- * NUL is read one past data_size, where its own NUL is.
+ * Does a UTF-8 parameter end where a record keeps all of it?  The default
+ * reads up to the NUL, which data_size may count or not (then it is just
+ * past data_size).
  */
 static ossl_inline int kc_trec_utf8_ends(const OSSL_PARAM *p)
 {
@@ -57,10 +49,8 @@ static ossl_inline int kc_trec_utf8_ends(const OSSL_PARAM *p)
 }
 
 /*
- * Does the item at off of rec (len bytes) record q, as an item of kind item
- * (KC_T_PARAM: with its data, KC_T_SIG: name, type and size)?  The offset
- * after it, or 0.  Items are decoded in place: this runs on every recorded
- * call.
+ * Does the item at off of rec (len bytes) record q as item (KC_T_PARAM or
+ * KC_T_SIG)?  The next offset, or 0.  In place: every recorded call runs it.
  */
 static ossl_inline size_t kc_trec_item_at(const unsigned char *rec,
                                           size_t off, size_t len, int item,
@@ -105,10 +95,7 @@ static ossl_inline size_t kc_trec_marker_at(const unsigned char *rec,
 
 /* Can p be recorded?  Its name's length, or 0. */
 size_t kc_trec_recordable(const OSSL_PARAM *p);
-/*
- * Append p, whose name is namelen long, as an item tag (KC_T_PARAM or
- * KC_T_SIG) to buf (cap bytes) at *len; 0 if it does not fit.
- */
+/* Append p (name namelen long) as item tag to buf (cap) at *len; 0: full. */
 int kc_trec_put(unsigned char *buf, size_t cap, size_t *len, int tag,
                 const OSSL_PARAM *p, size_t namelen);
 /* The same for a call marker tag of type (KC_T_NULL, a side's flags). */
@@ -118,31 +105,22 @@ int kc_trec_marker(unsigned char *buf, size_t cap, size_t *len, int tag,
 size_t kc_trec_get(const unsigned char *buf, size_t off, KC_TITEM *it,
                    OSSL_PARAM *p);
 /*
- * Does the item at off of rec (len bytes) record exactly this call: a
- * marker tag of type, then the params ps[0, n) with their data, and no
- * more?  The offset after it, or 0.
+ * Does rec[off, len) start with exactly this call: a marker tag of type,
+ * then ps[0, n) as items of kind item, and no more?  The next offset, or 0.
  */
-size_t kc_trec_match_call(const unsigned char *rec, size_t off, size_t len,
-                          int tag, uint32_t type,
-                          const OSSL_PARAM *const *ps, size_t n);
-/* The same with items of kind item: KC_T_PARAM, or KC_T_SIG (no data). */
-size_t kc_trec_match_sig(const unsigned char *rec, size_t off, size_t len,
-                         int tag, uint32_t type, int item,
-                         const OSSL_PARAM *const *ps, size_t n);
+size_t kc_trec_match(const unsigned char *rec, size_t off, size_t len,
+                     int tag, uint32_t type, int item,
+                     const OSSL_PARAM *const *ps, size_t n);
 /* A fast hash over whole words, for records (which are not secrets). */
 uint64_t kc_trec_hash(uint64_t h, const uint64_t *p, size_t nbytes);
 /*
- * For a family's cacheable(): the last UTF-8 parameter |name| of a record,
- * and the UTF-8 parameter |with| of the same call (NULL if absent there).
- * Returns 0 if the record has no such parameter.
+ * The last UTF-8 parameter |name| of a record and the UTF-8 |with| of the
+ * same call (NULL if absent there); 0 if the record has no |name|.
  */
 int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,
                       const char *with, const char **value,
                       const char **with_value);
-/*
- * Replay one recorded call onto ctx, a context of fns: its marker, its
- * items p[0, n), with room for an end after them.
- */
+/* Replay one call (its marker, items p[0, n) with room for an end). */
 typedef int KC_TCALL_FN(const void *fns, void *ctx, const KC_TITEM *call,
                         OSSL_PARAM *p, size_t n);
 /* Replay the calls recorded in rec[from, to), each with call(). */
@@ -150,16 +128,12 @@ int kc_trec_replay_calls(const unsigned char *rec, size_t from, size_t to,
                          KC_TCALL_FN *call, const void *fns, void *ctx);
 
 /* ---- the core (core.c): what the MAC and cipher sides both do ---- */
-
-/* the most parameters one recorded call may have */
-#define KC_TCALL_MAX 8
-/* room for the volatile calls' signature */
-#define KC_TSIG_MAX 64
+#define KC_TCALL_MAX 8          /* the most parameters a recorded call has */
+#define KC_TSIG_MAX 64          /* room for the volatile calls' signature */
 
 /*
- * What the core keeps of a wrapper before its key.  The last member (t)
- * of each side's wrapper: its record buffers end the wrapper, which a new
- * one clears only up to (KC_TCORE_HEAD).
+ * What the core keeps of a wrapper: its last member t, so that a new one is
+ * cleared only up to the record buffers (KC_TCORE_HEAD).
  */
 typedef struct {
     void *inner;                /* the inner context, once there is one */
@@ -175,7 +149,6 @@ typedef struct {
 } KC_TCORE;
 
 #define KC_TCORE_HEAD(type) offsetof(type, t.rec)
-/* the side's wrapper holding t */
 #define KC_TCORE_OF(type, core) ((type *)((char *)(core) - offsetof(type, t)))
 
 /* What a call that fails to record rolls back to: t's value to sig_hash. */
@@ -185,28 +158,16 @@ typedef struct {
 #define kc_tcore_mark(t, m) memcpy((m)->b, &(t)->value, sizeof((m)->b))
 #define kc_tcore_back(t, m) memcpy(&(t)->value, (m)->b, sizeof((m)->b))
 
-/*
- * What differs between the sides, as in OpenSSL's ciphercommon_gcm.c: a
- * table of each side's few steps that the generic ones call.
- */
+/* What differs between the sides (as in OpenSSL's ciphercommon_gcm.c). */
 typedef struct {
-    KC_TCALL_FN *call;
-    /*
-     * A template for t's shape and key: a fresh context with the shape
-     * replayed, keyed the canonical way (key alone); *ok if all of it
-     * returned 1 (kc_tcore_make() checks for errors).
-     */
+    /* a fresh context, t's shape replayed, keyed alone; *ok: all returned 1 */
     void *(*make)(KC_TCORE *t, int enc, const unsigned char *key,
                   size_t keylen, int *ok);
     /* what the default says of the shape (vol 0) or the volatile calls */
     int (*value)(KC_TCORE *t, int vol);
     uint64_t call_salt;         /* mixed into each call's hash */
     uint64_t shape_salt;        /* and into a shape's memo key */
-    /*
-     * Is a prefix of a record the default accepted accepted too (each
-     * call's outcome depends only on the calls before it), its memo value
-     * learned when needed?  (The cipher side's; a MAC call may not.)
-     */
+    /* is a prefix of an accepted record accepted (ciphers' yes, MACs' no)? */
     int prefix;
 } KC_TSIDE;
 
@@ -217,41 +178,28 @@ typedef struct {
 #define KC_AS_SHAPE 0
 #define KC_AS_VOLATILE 1        /* to the volatile calls and the signature */
 #define KC_AS_VOLATILE_ONLY 2   /* to the volatile calls (signature known) */
-/*
- * Append a call: a marker tag of type, then ps[0, n).  0 if it does not
- * fit or cannot be recorded; the caller rolls back.
- */
+/* Append a call: a marker tag of type, then ps[0, n); 0: caller rolls back */
 int kc_tcore_append(KC_TCORE *t, const KC_TSIDE *s, int tag, uint32_t type,
                     const OSSL_PARAM *const *ps, size_t n, int how);
 /*
- * The usual case, cheaply: the call (a marker tag of type, then ps[0, n))
- * makes t's shape the one the thread learned last, or a start of it (see
- * prefix).  Compared with that record in place and copied, instead of
- * encoded, hashed and looked up; 0 (t untouched) if it does not.
+ * The usual case, cheaply: does the call make t's shape the one the thread
+ * learned last (or a prefix of it)?  Then copied, not encoded, hashed and
+ * looked up; else 0, t untouched.
  */
 int kc_tcore_same_as_last(KC_TCORE *t, const KC_TSIDE *s, KC_CACHE *c,
                           const void *owner, int tag, uint32_t type,
                           const OSSL_PARAM *const *ps, size_t n);
-/*
- * What the default says of t's shape (vol 0) or of its volatile calls by
- * their signature (sizes, not bytes): owner's record memo, else asked.
- */
+/* What the default says of t's shape (vol 0) or volatile signature: memo. */
 int kc_tcore_learn(KC_TCORE *t, const KC_TSIDE *s, KC_CACHE *c,
                    const void *owner, int vol);
-/*
- * A new template (s->make()), or NULL if any of it fails or raises an
- * error (the caller passes through, and the default says why); the error
- * queue is left as it was.
- */
+/* s->make()'s template, or NULL if it fails or raises (queue untouched). */
 void *kc_tcore_make(KC_TCORE *t, const KC_TSIDE *s, const KC_ALG *alg,
                     int enc, const unsigned char *key, size_t keylen);
 
 /*
- * The template for (t's shape, key), made and cached on a miss once the
- * key is admitted; the caller copies it (or takes the spare a hit may
- * hand over in lk).  NULL if this cannot be served from the cache, with
- * *why -2 if the key is not admitted yet (else left alone).  Inline:
- * every keying init runs it.
+ * The template for (t's shape, key), made on an admitted miss, for the
+ * caller to copy (or lk's spare).  NULL if not served from the cache, *why
+ * -2 if the key is not admitted yet.  Inline: every keying init runs it.
  */
 static ossl_inline void *kc_tcore_template(KC_TCORE *t, const KC_TSIDE *s,
                                            KC_CACHE *c, const KC_ALG *alg,
@@ -282,23 +230,16 @@ static ossl_inline void *kc_tcore_template(KC_TCORE *t, const KC_TSIDE *s,
 }
 
 /*
- * Does the running default's set_ctx_params of a family that takes a
- * cipher (CMAC, GMAC) fail a call naming a parameter twice, setting
- * nothing (OpenSSL 4's decoders), rather than take the first (3.x)?
- * Asked of the default at the first such call, then kept.
+ * Does the default's set_ctx_params (CMAC, GMAC) fail a call naming a
+ * parameter twice (OpenSSL 4) rather than take the first (3.x)?  Asked once.
  */
 int kc_tmac_repeats_fail(KC_PROVCTX *pctx, const KC_TFAM *f);
 
 /*
- * What a family learns of the default by trying it (its own keyed
- * contexts' checks, d->direct_bind(): GMAC, KMAC, AES-SIV; a fresh MAC
- * context's no-op calls) is learned at its first context, not at start:
- * it costs millions of instructions that a process never using the family
- * must not pay.  Every wrapper but a cold one is made after the gate
- * below (gate.c), so whose functions keyed contexts run on (direct_on, kfns, the
- * entries' free) never changes under one.  Another thread of the process
- * waits while one learns; 0 only if asked again from inside that learning
- * (a cold context, the default's, then).
+ * What a family learns by trying the default (direct_bind(), no-op calls)
+ * costs millions of instructions: learned at its first context (gate.c),
+ * so a wrapper's direct_on, kfns and entries' free never change under it.
+ * Other threads wait; 0 only when asked from inside that learning.
  */
 int kc_gate_tfam(KC_PROVCTX *pctx, const KC_TFAM *f);
 int kc_gate_cfam(KC_PROVCTX *pctx, const KC_CFAM *f);
@@ -332,10 +273,7 @@ OSSL_FUNC_mac_set_ctx_params_fn kc_tmac_set_ctx_params;
 const OSSL_PARAM *kc_tmac_gettable_ctx_params(KC_PROVCTX *pctx, int which);
 const OSSL_PARAM *kc_tmac_settable_ctx_params(KC_PROVCTX *pctx, int which);
 const OSSL_PARAM *kc_tmac_gettable_params(KC_PROVCTX *pctx, int which);
-/*
- * get_params (no provider context): the inner's, with a lone size_t "size"
- * query answered from what it said at start.
- */
+/* get_params: the inner's, a lone "size" query answered as learned */
 int kc_tmac_get_params(int which, OSSL_PARAM params[]);
 /* Replay a record's calls rec[0, len) onto ctx with m's set_ctx_params. */
 int kc_trec_replay(const unsigned char *rec, size_t len, const KC_MAC_FNS *m,
@@ -358,10 +296,7 @@ const OSSL_PARAM *kc_tciph_settable_ctx_params(KC_PROVCTX *pctx, int which);
 const OSSL_PARAM *kc_tciph_gettable_params(KC_PROVCTX *pctx, int which);
 int kc_tciph_get_params(int which, OSSL_PARAM params[]);
 
-/*
- * A cipher family's per-key-size entry points and dispatch table: the
- * shared layer's functions with the family's index bound in.
- */
+/* A cipher family's dispatch table: the layer's, its index bound in. */
 #define KC_TCIPH_IMPL(prefix, which)                                          \
     static OSSL_FUNC_cipher_newctx_fn prefix##_newctx;                        \
     static OSSL_FUNC_cipher_get_params_fn prefix##_get_params;                \
@@ -412,8 +347,8 @@ int kc_tciph_get_params(int which, OSSL_PARAM params[]);
     };
 
 /*
- * Does the cipher |name| (with properties) resolve, in the application's
- * library context, to one of |names| that the private default has?
+ * Does cipher |name| (props) resolve, in the application's library context,
+ * to one of |names| that the private default has?
  */
 int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name,
                         const char *props, const char *const *names);

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Records: the calls a template wrapper got before its key, encoded so
- * that they can be compared by content, hashed and replayed (layer.h).
- * Shared by the MAC (tmpl.c) and cipher (ctmpl.c) sides of the core.
+ * Records: the calls a template wrapper got before its key, encoded to be
+ * compared by content, hashed and replayed (layer.h).
  */
 #include <string.h>
 #include <openssl/params.h>
@@ -12,11 +11,6 @@
 /* the longest parameter name recorded */
 #define KC_TNAME_MAX 64
 
-/*
- * A fast hash over whole words, for the record memo and to spread entries
- * with the same key (the key itself is hashed with SipHash by the cache).
- * Records are the application's parameters, not secrets.
- */
 uint64_t kc_trec_hash(uint64_t h, const uint64_t *p, size_t nbytes)
 {
     size_t i;
@@ -28,7 +22,6 @@ uint64_t kc_trec_hash(uint64_t h, const uint64_t *p, size_t nbytes)
     return h;
 }
 
-/* Can the parameter be recorded?  Returns its name's length, or 0. */
 size_t kc_trec_recordable(const OSSL_PARAM *p)
 {
     size_t n = strlen(p->key);
@@ -48,10 +41,6 @@ size_t kc_trec_recordable(const OSSL_PARAM *p)
     return 0;
 }
 
-/*
- * Append an item (a call marker if p is NULL, else p with namelen = the
- * length of its name) to buf (of cap bytes) at *len; 0 if it does not fit.
- */
 int kc_trec_put(unsigned char *buf, size_t cap, size_t *len, int tag,
                 const OSSL_PARAM *p, size_t namelen)
 {
@@ -97,7 +86,6 @@ int kc_trec_marker(unsigned char *buf, size_t cap, size_t *len, int tag,
     return 1;
 }
 
-/* Decode the item at off; returns the offset of the next one. */
 size_t kc_trec_get(const unsigned char *buf, size_t off, KC_TITEM *it,
                    OSSL_PARAM *p)
 {
@@ -118,9 +106,9 @@ size_t kc_trec_get(const unsigned char *buf, size_t off, KC_TITEM *it,
     return (size_t)(data - buf) + KC_TPAD8((size_t)it->size + 1);
 }
 
-size_t kc_trec_match_sig(const unsigned char *rec, size_t off, size_t len,
-                         int tag, uint32_t type, int item,
-                         const OSSL_PARAM *const *ps, size_t n)
+size_t kc_trec_match(const unsigned char *rec, size_t off, size_t len,
+                     int tag, uint32_t type, int item,
+                     const OSSL_PARAM *const *ps, size_t n)
 {
     size_t i;
     KC_TITEM it;
@@ -137,13 +125,6 @@ size_t kc_trec_match_sig(const unsigned char *rec, size_t off, size_t len,
             return 0;
     }
     return off;
-}
-
-size_t kc_trec_match_call(const unsigned char *rec, size_t off, size_t len,
-                          int tag, uint32_t type,
-                          const OSSL_PARAM *const *ps, size_t n)
-{
-    return kc_trec_match_sig(rec, off, len, tag, type, KC_T_PARAM, ps, n);
 }
 
 int kc_trec_last_utf8(const unsigned char *rec, size_t len, const char *name,

@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The template core's MAC side (core.c): CMAC, GMAC, KMAC.  Before the key
- * a wrapper records the set_ctx_params calls it gets; a valid record (1,
- * no error) is answered 1 from then on.  Parameters of other types, a name
- * twice in one call, updates, finals and keyless inits before the key pass
- * through.  From the keying init on the wrapper only forwards; used
- * contexts are never handed out again (but CMAC's, restarted as spares).
+ * a wrapper records its set_ctx_params calls; anything a record cannot
+ * hold (a name twice, updates, keyless inits) passes through.  Keyed, it
+ * forwards; used contexts are never handed out again but as CMAC's spares.
  */
 #include <stddef.h>
 #include <string.h>
@@ -18,18 +16,14 @@
 /* what the record memo learns about a record */
 #define KC_REC_VALID KC_TVALID  /* every call returned 1 and raised nothing */
 #define KC_REC_CACHEABLE 2      /* a shape whose templates may be cached */
-/* a shape's memo entry is keyed by its hash and this */
-#define KC_SHAPE_SALT 0x5851f42d4c957f2dULL
+#define KC_SHAPE_SALT 0x5851f42d4c957f2dULL /* mixed into a shape's memo key */
 
 typedef struct {
     KC_PROVCTX *pctx;
     const KC_TFAM *f;
     /* what t.inner is: the default's (f->mac) or the family's own (direct) */
     const KC_MAC_FNS *ops;
-    /*
-     * reinit_restores families: where inner goes back to when freed, and
-     * whether it still may (it got nothing a keyless init cannot undo).
-     */
+    /* reinit_restores: where inner goes back when freed, if still clean */
     KC_LEASE lease;
     int clean;
     /* keyed with a cacheable shape and nothing set since: keyed_size holds */
@@ -49,7 +43,7 @@ static int append_call(KC_TMAC_CTX *w, const OSSL_PARAM *const *ps, size_t n,
     return kc_tcore_append(&w->t, &mac_side, KC_T_CALL, 0, ps, n, how);
 }
 
-/* One recorded call: set_ctx_params with its params. */
+/* One recorded call: set_ctx_params (a KC_TCALL_FN). */
 static int mac_call(const void *fns, void *ctx, const KC_TITEM *call,
                     OSSL_PARAM *p, size_t n)
 {
@@ -63,20 +57,11 @@ int kc_trec_replay(const unsigned char *rec, size_t len, const KC_MAC_FNS *m,
     return kc_trec_replay_calls(rec, 0, len, mac_call, m, ctx);
 }
 
-/*
- * Replay the recorded calls in rec[from, to) onto an inner context: the
- * default's unless m (the one w forwards to) says otherwise.
- */
-static int replay_to(const KC_TMAC_CTX *w, const KC_MAC_FNS *m, void *ctx,
-                     size_t from, size_t to)
-{
-    return kc_trec_replay_calls((const unsigned char *)w->t.rec, from, to,
-                                mac_call, m, ctx);
-}
-
+/* Replay the record's calls in [from, to) onto a default context. */
 static int replay(const KC_TMAC_CTX *w, void *ctx, size_t from, size_t to)
 {
-    return replay_to(w, &w->f->mac, ctx, from, to);
+    return kc_trec_replay_calls((const unsigned char *)w->t.rec, from, to,
+                                mac_call, &w->f->mac, ctx);
 }
 
 int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name, const char *props,
@@ -91,9 +76,6 @@ int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name, const char *props,
     return ok;
 }
 
-/* ---------------------------------------------------------------------- */
-/* Where the default's context lives                                      */
-
 /* the record memo's owner of what needs_app() learns */
 static const char cipher_memo_owner;
 
@@ -107,15 +89,12 @@ static int private_lacks(KC_PROVCTX *pctx, const char *name,
 }
 
 /*
- * Must the default's context for w be the application's default's own
- * rather than one in keycache's private library context?  Yes if the
- * cipher the family fetches (CMAC's, GMAC's), as params name it or else as
- * the record last did, resolves in the application's library context to
- * another provider's cipher or to none: the default's fetch there finds it,
- * or fails naming that context, where the private one cannot.  Learned
- * once per thread and (cipher, properties).  A context about to be passed
- * through (passing) with no cipher in view yet will fetch whatever later
- * calls name: the application's, where those fetches belong.
+ * Must w's default context be the application's default's, not a private
+ * one?  Yes if the cipher it fetches (named in params, else last in the
+ * record) resolves in the application's library context to another
+ * provider's or to none, which only a fetch there reproduces.  Learned per
+ * thread and (cipher, properties).  One passing through with no cipher yet
+ * fetches whatever later calls name: the application's, then.
  */
 static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
                      int passing)
@@ -183,10 +162,7 @@ static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
     return v;
 }
 
-/*
- * A new default context for w: the application's default's if needs_app()
- * (*mac then keeps it loaded), else the private one's.
- */
+/* A default context for w: the application's if needs_app() (*mac kept). */
 static void *new_inner(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
                        EVP_MAC **mac)
 {
@@ -207,11 +183,7 @@ static void free_inner(const KC_TMAC_CTX *w, void *ctx, EVP_MAC *mac)
     EVP_MAC_free(mac);
 }
 
-/*
- * Replay the shape (and the volatile calls if vol) onto a fresh inner
- * context: did every call return 1 without raising an error?  Leaves the
- * error queue as it was.
- */
+/* Does the private default take the shape (and volatile calls) quietly? */
 static int probe(const KC_TMAC_CTX *w, int vol)
 {
     const KC_MAC_FNS *f = &w->f->mac;
@@ -279,10 +251,9 @@ static KC_NOINLINE int learn_volatile(KC_TMAC_CTX *w, KC_CACHE *c)
 }
 
 /*
- * One set_ctx_params call split by what it does: the key, the volatile
- * parameters and the rest (the shape).  0 if it cannot be recorded: too
- * many parameters, or a name twice (which of them counts differs between
- * OpenSSL versions: the default decides).
+ * One set_ctx_params call split into the key, the volatile parameters and
+ * the shape's.  0 if not recordable: too many, or a name twice (which one
+ * counts differs between versions: the default decides).
  */
 typedef struct {
     const OSSL_PARAM *key;
@@ -314,14 +285,11 @@ static int split(const KC_TFAM *f, const OSSL_PARAM params[], SPLIT *s)
 
 /*
  * The usual keying init of a fresh context, in one pass: init(key, params)
- * whose shape parameters are exactly the thread's last learned shape, a
- * single call, and (for a volatile_last_wins family) whose volatile ones
- * have the signature last learned valid with that shape.  What split(),
- * record() and volatile_valid() would conclude, without splitting,
- * encoding or looking anything up: the shape is copied as
- * kc_tcore_same_as_last() does (spelt out here: a shared helper cost 3
- * instructions a message) and s lists the parameters.  0 (and w
- * untouched) for anything else.
+ * with exactly the thread's last shape (one call) and, if volatile_last_wins,
+ * volatile ones of the signature last valid with it.  What split(), record()
+ * and volatile_valid() would conclude, without encoding or lookups; spelt
+ * out, not kc_tcore_same_as_last(): 3 instructions a message.  Else 0, w
+ * untouched.
  */
 static int same_init_as_last(KC_TMAC_CTX *w, KC_CACHE *c,
                              const OSSL_PARAM params[], SPLIT *s)
@@ -344,11 +312,7 @@ static int same_init_as_last(KC_TMAC_CTX *w, KC_CACHE *c,
 
         if (s->ns + s->nv == KC_TCALL_MAX)
             return 0;
-        /*
-         * A recorded shape item's name is not a volatile one and a
-         * signature item's is, so matching one tells which p is, without
-         * the family's list.  (A "key" matches neither: never recorded.)
-         */
+        /* a shape item's name is not volatile, a signature's is */
         if ((next = kc_trec_item_at(shape, so, slen, KC_T_PARAM, p)) != 0) {
             so = next;
             s->shape[s->ns++] = p;
@@ -379,9 +343,8 @@ static int same_init_as_last(KC_TMAC_CTX *w, KC_CACHE *c,
 }
 
 /*
- * For a volatile_last_wins family, the only volatile call it keeps: does
- * the thread's last learned (shape, signature) pair say that this shape
- * takes a call of these names, types and sizes?  Compares in place.
+ * volatile_last_wins: does the thread's last learned (shape, signature) say
+ * this shape takes a call of these names, types and sizes?  In place.
  */
 static int volatile_known(const KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
 {
@@ -395,8 +358,8 @@ static int volatile_known(const KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
     return last != NULL && alen == w->t.shape_len
            && (value & KC_REC_VALID) != 0
            && memcmp(last, w->t.rec, alen) == 0
-           && kc_trec_match_sig(last, alen, len, KC_T_CALL, 0, KC_T_SIG,
-                                s->vol, s->nv) == len;
+           && kc_trec_match(last, alen, len, KC_T_CALL, 0, KC_T_SIG,
+                            s->vol, s->nv) == len;
 }
 
 /* The same, learned if not known, leaving the record as it was. */
@@ -433,9 +396,8 @@ static int apply_volatile(const KC_TMAC_CTX *w, const SPLIT *s)
 }
 
 /*
- * Does a volatile parameter come without data (GMAC: an IV length alone)?
- * Such a call does not replace the last one's value - GCM keeps an IV set
- * before at its length, and fails it at another - so it is passed through.
+ * A volatile parameter without data (GMAC: an IV length alone) replaces no
+ * earlier value (GCM keeps or fails an IV set before): passed through.
  */
 static int volatile_unset(const SPLIT *s)
 {
@@ -447,11 +409,7 @@ static int volatile_unset(const SPLIT *s)
     return 0;
 }
 
-/*
- * Record a call's shape and volatile parameters (either may be empty; an
- * empty call is recorded as a shape call) if the default accepts them.
- * 1 recorded, 0 not (rolled back: the caller passes the call through).
- */
+/* Record a call if the default accepts it; 0: rolled back, to pass. */
 static int record(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
 {
     uint64_t old[KC_TREC_MAX / 8];
@@ -507,13 +465,9 @@ static int record(KC_TMAC_CTX *w, KC_CACHE *c, const SPLIT *s)
     return 0;
 }
 
-/* ---------------------------------------------------------------------- */
-/* Keying                                                                 */
-
 /*
- * A template (KC_TSIDE.make): the default's context, keyed the canonical
- * way, init(key) without params; a direct family's is its own, made once
- * the default's has taken shape and key.
+ * KC_TSIDE.make: the default's context keyed with init(key) alone; a direct
+ * family's own, made once the default's has taken shape and key quietly.
  */
 static void *mac_make(KC_TCORE *t, int enc, const unsigned char *key,
                       size_t keylen, int *ok)
@@ -537,15 +491,12 @@ static void *mac_make(KC_TCORE *t, int enc, const unsigned char *key,
 }
 
 static const KC_TSIDE mac_side = {
-    mac_call, mac_make, mac_value, 0, KC_SHAPE_SALT, 0
+    mac_make, mac_value, 0, KC_SHAPE_SALT, 0
 };
 
 /*
- * The key arrives on a wrapper that has none: give it a copy of the
- * template for (shape, key) (kc_tcore_template()), with the volatile calls
- * replayed.  1 done, -1 when this cannot be served from the cache (the
- * caller passes through), -2 the same for a cacheable shape whose key is
- * not admitted yet.
+ * The key arrives: a copy of the template (or a spare), the volatile calls
+ * replayed.  1 done; else -1, or -2 if the key is not admitted yet.
  */
 static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
                  size_t keylen)
@@ -572,7 +523,9 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
         return -1;
     /* validated without the key; keying first ends in the same state */
     if (w->t.len > w->t.shape_len
-        && !replay_to(w, ops, inner, w->t.shape_len, w->t.len)) {
+        && !kc_trec_replay_calls((const unsigned char *)w->t.rec,
+                                 w->t.shape_len, w->t.len, mac_call, ops,
+                                 inner)) {
         ops->freectx(inner);
         return -1;
     }
@@ -586,10 +539,7 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
     return 1;
 }
 
-/*
- * Pass-through from now on: a plain inner context with the record replayed,
- * where the call about to be passed (params) needs it.
- */
+/* Pass-through from now on: a default context (for params) in this state. */
 static KC_NOINLINE int materialize(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
     EVP_MAC *mac;
@@ -636,10 +586,8 @@ static OSSL_PARAM *without(const OSSL_PARAM params[], const char *a,
 }
 
 /*
- * A new context of the default's, where its fetch of the cipher params
- * name belongs (new_inner()), given what the default takes from params
- * before the key and the volatile names: the cipher.  *ok: it took it.
- * NULL (and *ok 0) if none could be made.
+ * A new default context where the fetch of params' cipher belongs, given
+ * params but the key and volatile names; *ok: it took them.  NULL: none.
  */
 static void *cipher_part(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
                          EVP_MAC **mac, int *ok)
@@ -661,11 +609,8 @@ static void *cipher_part(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
 }
 
 /*
- * A cipher set on a direct family's keyed context (GMAC) starts the
- * default's context over with that cipher, from any state alike: a
- * context of the default's takes the call, first the cipher part, then
- * the rest.  If the cipher part fails, the default's context is as it
- * was, and so is this one.
+ * A cipher set on a direct family's keyed context (GMAC): a new default one
+ * takes the cipher part, then the rest; if the first fails, nothing changes.
  */
 static KC_NOINLINE int direct_recipher(KC_TMAC_CTX *w,
                                        const OSSL_PARAM params[])
@@ -704,11 +649,8 @@ static ossl_inline int names_cipher(const char *c, const OSSL_PARAM *params)
 }
 
 /*
- * A cipher named to a keyed context of the default's in keycache's private
- * library context (CMAC's): if the application's library context resolves
- * it to none, the default's fetch fails there, naming that context.  A
- * context of the application's default given the call's cipher raises
- * those errors: 1 if it refused it.
+ * A cipher named to a private keyed default context (CMAC's): 1 if one of
+ * the application's default refused it, with the default's errors.
  */
 static int app_refuses(const KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
@@ -762,14 +704,20 @@ static int repeats(KC_PROVCTX *pctx, const KC_TFAM *f,
     return 0;
 }
 
+/* set_ctx_params, or init if init, on w's inner context */
+static int forward(KC_TMAC_CTX *w, int init, const unsigned char *key,
+                   size_t keylen, const OSSL_PARAM params[])
+{
+    return init ? w->ops->init(w->t.inner, key, keylen, params)
+                : w->ops->set_ctx_params(w->t.inner, params);
+}
+
 /*
- * set_ctx_params or init (key, keylen; init if init) naming a cipher, on a
- * keyed context.  A direct family's context starts over as the default's
- * (direct_recipher()).  A refused cipher fails the call with the
- * application's default's errors; the call still goes to this context,
- * whose fetch fails too and leaves it as the default's failing fetch
- * leaves the default's, with its errors (naming keycache's library
- * context) dropped.
+ * set_ctx_params (or init if init) naming a cipher on a keyed context.  A
+ * direct family's starts over as the default's.  A refused cipher fails
+ * with app_refuses()' errors; the call still goes to this context, whose
+ * failing fetch leaves it as the default's would, its errors (naming
+ * keycache's library context) dropped.
  */
 static KC_NOINLINE int cipher_call(KC_TMAC_CTX *w, int init,
                                    const unsigned char *key, size_t keylen,
@@ -777,24 +725,16 @@ static KC_NOINLINE int cipher_call(KC_TMAC_CTX *w, int init,
 {
     int refused;
 
-    /*
-     * Where a name given twice fails the default's call before it fetches
-     * anything, the context's own functions raise that (a direct family's
-     * asks the default), not the cipher's resolution.
-     */
+    /* a name twice may fail the call before any fetch: the context says */
     if (repeats(w->pctx, w->f, params)
         && kc_tmac_repeats_fail(w->pctx, w->f))
-        return init ? w->ops->init(w->t.inner, key, keylen, params)
-                    : w->ops->set_ctx_params(w->t.inner, params);
+        return forward(w, init, key, keylen, params);
     if (w->ops != &w->f->mac)
         return direct_recipher(w, params)
                && (!init || w->ops->init(w->t.inner, key, keylen, NULL));
     if ((refused = app_refuses(w, params)))
         ERR_set_mark();
-    if (init)
-        init = w->ops->init(w->t.inner, key, keylen, params);
-    else
-        init = w->ops->set_ctx_params(w->t.inner, params);
+    init = forward(w, init, key, keylen, params);
     if (!refused)
         return init;
     ERR_pop_to_mark();
@@ -802,9 +742,8 @@ static KC_NOINLINE int cipher_call(KC_TMAC_CTX *w, int init,
 }
 
 /*
- * The keyed calls of a family that fetches a cipher (CMAC, GMAC) with
- * params, one of which starts like its cipher parameter: out of line, so
- * that the calls that name no such parameter need no frame.
+ * Keyed calls whose params may name the cipher (CMAC, GMAC): out of line,
+ * so that the others need no frame.
  */
 static KC_NOINLINE int keyed_set(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
@@ -830,15 +769,7 @@ static ossl_inline int may_name(const char *c, const OSSL_PARAM *params)
     return 0;
 }
 
-/* ---------------------------------------------------------------------- */
-/* The dispatch functions                                                 */
-
-/*
- * get_params has no provider context, so the inner functions are kept here,
- * with what they say "size" is.  They are libcrypto's own static functions:
- * the same for every instance, and every instance's start may publish
- * them, from any thread: the first one's stay (KC_PUBLISH_ONCE).
- */
+/* get_params has no provctx: libcrypto's (and "size"), for every instance */
 static OSSL_FUNC_mac_get_params_fn *inner_get_params[KC_FAM_COUNT];
 static size_t fixed_size[KC_FAM_COUNT];
 
@@ -861,12 +792,7 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
     w->f = f;
     w->ops = &f->mac;
     w->t.value = __atomic_load_n(&f->empty_value, __ATOMIC_RELAXED);
-    /*
-     * Almost every key misses on this thread (a new key per message):
-     * recording and looking up would only add to each message, so this
-     * context is the default's from the start, or from its first call
-     * where the cipher that call names decides whose default it is.
-     */
+    /* keys miss here: the default's now, or at a call naming its cipher */
     w->t.cold = cold;
     if (cold && f->d->cipher_param == NULL
         && (w->t.inner = f->mac.newctx(pctx->inner_provctx)) == NULL) {
@@ -877,9 +803,8 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
 }
 
 /*
- * A context given back is scrubbed, then restarted by a keyless init: the
- * state a hit needs, and CMAC's last block and chaining value (its last
- * MAC) gone, mid-message too.
+ * A context given back is scrubbed and restarted by a keyless init: what a
+ * hit needs, CMAC's last block and chaining value (its last MAC) gone.
  */
 static int restart(const void *arg, void *inner)
 {
@@ -914,17 +839,14 @@ void kc_tmac_freectx(void *vctx)
 }
 
 /*
- * Before the key, whether the default can duplicate a context (CMAC and
- * KMAC cannot until keyed, GMAC not without a cipher) is asked of a
- * transient context with the record replayed, which also raises the
- * default's errors if it cannot; a quiet yes is remembered per thread and
- * record, since the answer depends on nothing else.
+ * Can the default duplicate a context before the key (CMAC and KMAC cannot,
+ * GMAC not without a cipher)?  A transient one says (and raises); a quiet
+ * yes is kept per thread and record, the only thing it depends on.
  */
 #define KC_DUP_SALT 0x9e3779b97f4a7c15ULL
 
 static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
 {
-    /* the thread's record memo keeps a yes, per family: no trial then */
     static const char dup_owner[KC_FAM_COUNT];
     const unsigned char *rec = (const unsigned char *)w->t.rec;
     const KC_MAC_FNS *f = &w->f->mac;
@@ -1009,10 +931,7 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
             return 1;
         goto pass;
     }
-    /*
-     * The key keys the context: the default takes the other names first
-     * and the volatile ones after the key (see KC_TDESC).
-     */
+    /* the default sets the shape's names, keys, then sets the volatile ones */
     if (!w->f->d->set_key_keys || s.key->data_type != OSSL_PARAM_OCTET_STRING)
         goto pass;
     kc_tcore_mark(&w->t, &sv);
@@ -1069,16 +988,14 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
         if (!split(w->f, params, &s) || s.key != NULL)
             goto pass;
         /*
-         * This call's volatile parameters replace any recorded ones: check
-         * them, then set them from the caller's array onto the keyed copy
-         * (the default sets them first, but keying does not touch them).
+         * These volatile parameters replace any recorded: checked, then set
+         * on the keyed copy (the default sets them first; keying keeps them).
          */
         if (s.nv > 0 && w->f->d->volatile_last_wins) {
             SPLIT pre = s;
 
             if (volatile_unset(&s))
                 goto pass;
-
             pre.nv = 0;
             if (pre.ns > 0 && !record(w, c, &pre))
                 goto pass;
@@ -1183,7 +1100,6 @@ int kc_tmac_get_params(int which, OSSL_PARAM params[])
     return get != NULL && get(params);
 }
 
-/* EVP_MAC_final asks for the size alone before every final */
 static KC_NOINLINE int sized_get_params(KC_TMAC_CTX *w, OSSL_PARAM params[])
 {
     if (answer_size(params, w->f->d->keyed_size))
@@ -1191,11 +1107,7 @@ static KC_NOINLINE int sized_get_params(KC_TMAC_CTX *w, OSSL_PARAM params[])
     return w->ops->get_ctx_params(w->t.inner, params);
 }
 
-/*
- * Never keyed: ask a transient default context with the record replayed,
- * so that the answer and any error come from the default's own code and
- * this context stays cacheable.
- */
+/* Never keyed: a transient default context in this state answers. */
 static KC_NOINLINE int unkeyed_get_params(KC_TMAC_CTX *w, OSSL_PARAM params[])
 {
     const KC_MAC_FNS *f = &w->f->mac;
@@ -1237,19 +1149,11 @@ const OSSL_PARAM *kc_tmac_gettable_params(KC_PROVCTX *pctx, int which)
     return KC_TABLE(pctx->fam[which].mac.gettable_params, pctx);
 }
 
-
-
-/* ---------------------------------------------------------------------- */
-/* Start                                                                  */
-
 /*
- * At the family's first context (gate.c, after bind_direct()):
- * does the default take set_ctx_params with NULL, or with no parameters,
- * on a fresh context as a no-op?  (EVP_Q_mac makes both calls.)  Then they
- * need no record.  Asked here, not at start: a fresh KMAC context fetches
- * its digest, which builds the private context's whole digest store.
- * Stored atomically: a context made cold meanwhile reads them.  Then the
- * family's own keyed contexts, if complete, from now on.
+ * At the family's first context (gate.c): does the default take
+ * set_ctx_params with NULL or no parameters as a no-op (EVP_Q_mac makes
+ * both)?  Not at start: a fresh KMAC context builds the whole private
+ * digest store.  Atomic: a cold context may read them meanwhile.
  */
 void kc_tmpl_first_use(KC_PROVCTX *pctx, KC_TFAM *f)
 {
