@@ -10,7 +10,6 @@
 #include "diag/diag.h"
 
 /* inner.c */
-int kc_names_start_with(const char *names, const char *first);
 int kc_inner_start(KC_PROVCTX *pctx);
 void kc_inner_stop(KC_PROVCTX *pctx);
 const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md);
