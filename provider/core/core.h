@@ -27,6 +27,9 @@ void kc_passthrough_stop(KC_PROVCTX *pctx);
 /* bind.c: the private default, the registry's families, the pass-through */
 int kc_bind_start(KC_PROVCTX *pctx);
 void kc_bind_stop(KC_PROVCTX *pctx);
+/* one algorithm row: the default's names, keycache's functions */
+void kc_bind_row(OSSL_ALGORITHM *row, const OSSL_ALGORITHM *a,
+                 const OSSL_DISPATCH *fns, const char *description);
 
 /* report.c: KEYCACHE_DEBUG's reports, from start to unload */
 void kc_report_start(KC_PROVCTX *pctx);
