@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* keycache's entry point: configuration, the algorithm query, counters. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,8 +9,6 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/params.h>
-#include <openssl/proverr.h>
-#include <openssl/provider.h>
 
 #include "core/core.h"
 
@@ -64,21 +61,13 @@ static const char *const core_keys[] = {
 #define KC_CONF_BATCH 32
 #define KC_CONF_NAME 128
 
-static int in_list(const char *const *list, const char *name)
-{
-    for (; *list != NULL; list++)
-        if (strcmp(*list, name) == 0)
-            return 1;
-    return 0;
-}
-
 /* The config module reads its own keys after the first dot, if any. */
 static int is_known_key(const char *name)
 {
     const char *dot = strchr(name, '.');
 
-    return in_list(our_keys, name)
-           || in_list(core_keys, dot != NULL ? dot + 1 : name);
+    return kc_name_in_list(our_keys, name)
+           || kc_name_in_list(core_keys, dot != NULL ? dot + 1 : name);
 }
 
 /* names to ask the core about, a batch at a time: the scan allocates none */
@@ -487,8 +476,7 @@ static int host_matches(const OSSL_CORE_HANDLE *handle,
                         const OSSL_DISPATCH *in)
 {
     const char *version = kc_early_core_version(handle, in);
-    const OSSL_DISPATCH *d;
-    void *core_fn = NULL;
+    void *core_fn = (void *)kc_early_fn(in, OSSL_FUNC_CORE_GET_PARAMS);
 
     /* a core that cannot say is taken at its word: it loaded a 3.x ABI */
     if (version != NULL && !kc_quirk_same_major(version)) {
@@ -505,9 +493,6 @@ static int host_matches(const OSSL_CORE_HANDLE *handle,
      * Same major, but the same copy?  A program with a private libcrypto
      * (static, or renamed) gets the system's beside it through DT_NEEDED.
      */
-    for (d = in; d->function_id != 0; d++)
-        if (d->function_id == OSSL_FUNC_CORE_GET_PARAMS)
-            core_fn = (void *)d->function;
     if (core_fn != NULL && kc_same_object((void *)&EVP_MAC_init, core_fn))
         return 1;
     kc_early_log(1, "not started: the OpenSSL %s that loaded keycache is "
@@ -524,9 +509,10 @@ __attribute__((visibility("default")))
 int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                        const OSSL_DISPATCH **out, void **provctx)
 {
-    OSSL_FUNC_core_get_params_fn *core_get_params = NULL;
-    OSSL_FUNC_core_get_libctx_fn *core_get_libctx = NULL;
-    const OSSL_DISPATCH *dispatch_in = in;
+    OSSL_FUNC_core_get_params_fn *core_get_params =
+        KC_CORE_FN(in, core_get_params, CORE_GET_PARAMS);
+    OSSL_FUNC_core_get_libctx_fn *core_get_libctx =
+        KC_CORE_FN(in, core_get_libctx, CORE_GET_LIBCTX);
     KC_PROVCTX *pctx;
 
     if (!host_matches(handle, in)
@@ -534,29 +520,13 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         return 0;
     pctx->handle = handle;
     pctx->name = KEYCACHE_PROVIDER_NAME;  /* until the core says otherwise */
-    for (; in->function_id != 0; in++) {
-        switch (in->function_id) {
-        case OSSL_FUNC_CORE_GET_PARAMS:
-            core_get_params = OSSL_FUNC_core_get_params(in);
-            pctx->core_fn = (const void *)core_get_params;
-            break;
-        case OSSL_FUNC_CORE_GET_LIBCTX:
-            core_get_libctx = OSSL_FUNC_core_get_libctx(in);
-            break;
-        case OSSL_FUNC_CORE_THREAD_START:
-            pctx->core_thread_start = OSSL_FUNC_core_thread_start(in);
-            break;
-        case OSSL_FUNC_CORE_NEW_ERROR:
-            pctx->core_new_error = OSSL_FUNC_core_new_error(in);
-            break;
-        case OSSL_FUNC_CORE_SET_ERROR_DEBUG:
-            pctx->core_set_error_debug = OSSL_FUNC_core_set_error_debug(in);
-            break;
-        case OSSL_FUNC_CORE_VSET_ERROR:
-            pctx->core_vset_error = OSSL_FUNC_core_vset_error(in);
-            break;
-        }
-    }
+    pctx->core_fn = (const void *)core_get_params;
+    pctx->core_thread_start = KC_CORE_FN(in, core_thread_start,
+                                         CORE_THREAD_START);
+    pctx->core_new_error = KC_CORE_FN(in, core_new_error, CORE_NEW_ERROR);
+    pctx->core_set_error_debug = KC_CORE_FN(in, core_set_error_debug,
+                                            CORE_SET_ERROR_DEBUG);
+    pctx->core_vset_error = KC_CORE_FN(in, core_vset_error, CORE_VSET_ERROR);
     /* first, so that it can tell why a start fails */
     kc_debug_init(pctx);
     if (pctx->core_thread_start == NULL) {
@@ -573,7 +543,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         goto err;
     /* follow the application's default properties when they matter */
     if ((pctx->prefer || kc_debug_level(pctx) > 0)
-        && !kc_props_start(pctx, dispatch_in) && pctx->prefer) {
+        && !kc_props_start(pctx, in) && pctx->prefer) {
         kc_raise(pctx, KC_R_INIT_FAILED, "prefer = if_unset: the core "
                  "offers no way to see the default properties in force");
         goto err;

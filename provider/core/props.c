@@ -43,16 +43,13 @@ static int props_cb(const char *props, void *cbdata)
 
 int kc_props_start(KC_PROVCTX *pctx, const OSSL_DISPATCH *in)
 {
-    OSSL_FUNC_provider_register_child_cb_fn *reg = NULL;
+    OSSL_FUNC_provider_register_child_cb_fn *reg =
+        KC_CORE_FN(in, provider_register_child_cb, PROVIDER_REGISTER_CHILD_CB);
 
     pthread_mutex_init(&pctx->props_lock, NULL);
     pctx->props_lock_ok = 1;
-    for (; in->function_id != 0; in++) {
-        if (in->function_id == OSSL_FUNC_PROVIDER_REGISTER_CHILD_CB)
-            reg = OSSL_FUNC_provider_register_child_cb(in);
-        else if (in->function_id == OSSL_FUNC_PROVIDER_DEREGISTER_CHILD_CB)
-            pctx->props_dereg = OSSL_FUNC_provider_deregister_child_cb(in);
-    }
+    pctx->props_dereg = KC_CORE_FN(in, provider_deregister_child_cb,
+                                   PROVIDER_DEREGISTER_CHILD_CB);
     if (reg == NULL || pctx->props_dereg == NULL)
         return 0;
     if (!reg(pctx->handle, child_nop, child_nop, props_cb, pctx))

@@ -158,10 +158,21 @@ void kc_early_log(int level, const char *fmt, ...)
     kc_log_emit(&to, buf, used);
 }
 
+void (*kc_early_fn(const OSSL_DISPATCH *in, int id))(void)
+{
+    void (*fn)(void) = NULL;
+
+    for (; in->function_id != 0; in++)
+        if (in->function_id == id)
+            fn = in->function;
+    return fn;
+}
+
 const char *kc_early_core_version(const OSSL_CORE_HANDLE *handle,
                                   const OSSL_DISPATCH *in)
 {
-    OSSL_FUNC_core_get_params_fn *get = NULL;
+    OSSL_FUNC_core_get_params_fn *get = KC_CORE_FN(in, core_get_params,
+                                                   CORE_GET_PARAMS);
     const char *version = NULL;
     /* spelt out: OSSL_PARAM_construct_utf8_ptr() is libcrypto's */
     OSSL_PARAM q[2] = {
@@ -170,9 +181,6 @@ const char *kc_early_core_version(const OSSL_CORE_HANDLE *handle,
         { NULL, 0, NULL, 0, 0 }
     };
 
-    for (; in->function_id != 0; in++)
-        if (in->function_id == OSSL_FUNC_CORE_GET_PARAMS)
-            get = OSSL_FUNC_core_get_params(in);
     if (get == NULL || !get(handle, q))
         return NULL;
     return version;
@@ -201,20 +209,15 @@ void kc_early_set_error(const OSSL_CORE_HANDLE *handle,
 void kc_early_raise(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                     const char *file, int line, const char *fmt, ...)
 {
-    OSSL_FUNC_core_new_error_fn *new_error = NULL;
-    OSSL_FUNC_core_set_error_debug_fn *set_debug = NULL;
-    OSSL_FUNC_core_vset_error_fn *vset_error = NULL;
+    OSSL_FUNC_core_new_error_fn *new_error =
+        KC_CORE_FN(in, core_new_error, CORE_NEW_ERROR);
+    OSSL_FUNC_core_set_error_debug_fn *set_debug =
+        KC_CORE_FN(in, core_set_error_debug, CORE_SET_ERROR_DEBUG);
+    OSSL_FUNC_core_vset_error_fn *vset_error =
+        KC_CORE_FN(in, core_vset_error, CORE_VSET_ERROR);
     char text[640];
     va_list ap;
 
-    for (; in->function_id != 0; in++) {
-        if (in->function_id == OSSL_FUNC_CORE_NEW_ERROR)
-            new_error = OSSL_FUNC_core_new_error(in);
-        else if (in->function_id == OSSL_FUNC_CORE_SET_ERROR_DEBUG)
-            set_debug = OSSL_FUNC_core_set_error_debug(in);
-        else if (in->function_id == OSSL_FUNC_CORE_VSET_ERROR)
-            vset_error = OSSL_FUNC_core_vset_error(in);
-    }
     if (new_error == NULL || vset_error == NULL)
         return;
     va_start(ap, fmt);

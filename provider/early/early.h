@@ -45,6 +45,11 @@ void kc_log_emit(KC_LOGTO *to, const char *text, size_t len);
 void kc_early_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The function of |id| in the core's table |in| (the last one), or NULL. */
+void (*kc_early_fn(const OSSL_DISPATCH *in, int id))(void);
+#define KC_CORE_FN(in, name, ID) \
+    ((OSSL_FUNC_##name##_fn *)kc_early_fn(in, OSSL_FUNC_##ID))
+
 /* The core's OpenSSL version ("3.6.5"), or NULL if it does not say. */
 const char *kc_early_core_version(const OSSL_CORE_HANDLE *handle,
                                   const OSSL_DISPATCH *in);
