@@ -33,23 +33,16 @@ static const char *const slot_names[KC_STAT_SLOTS] = {
     "other", KC_REGISTRY(KC_REG_SLOT_NAME)
 };
 
-static void hit_rate(const KC_COUNTERS *n, char *buf, size_t len)
-{
-    uint64_t all = n->hits + n->misses + n->passthrough;
-
-    if (all == 0)
-        snprintf(buf, len, "-");
-    else
-        snprintf(buf, len, "%.1f%%", 100.0 * (double)n->hits / (double)all);
-}
-
 static void counters_line(const KC_DEBUG *d, char *buf, size_t len,
                           size_t *used, const char *when, const char *alg,
                           const KC_COUNTERS *n)
 {
-    char rate[16];
+    uint64_t keyed = n->hits + n->misses + n->passthrough;
+    char rate[16] = "-";
 
-    hit_rate(n, rate, sizeof(rate));
+    if (keyed != 0)
+        snprintf(rate, sizeof(rate), "%.1f%%",
+                 100.0 * (double)n->hits / (double)keyed);
     kc_debug_line(d, buf, len, used, "report (%s): %s hits=%llu misses=%llu "
          "passthrough=%llu evictions=%llu hit_rate=%s", when, alg,
          (unsigned long long)n->hits, (unsigned long long)n->misses,

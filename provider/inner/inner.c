@@ -155,15 +155,13 @@ static void free_digests(KC_PROVCTX *pctx)
 static int digests_ready(KC_PROVCTX *pctx)
 {
     if (__atomic_load_n(&pctx->digests_state, __ATOMIC_ACQUIRE)
-        == KC_ONCE_DONE)
-        return 1;
-    if (!kc_once_claim(&pctx->digests_state))
-        return __atomic_load_n(&pctx->digests_state, __ATOMIC_ACQUIRE)
-               == KC_ONCE_DONE;
-    free_digests(pctx);
-    EVP_MD_do_all_provided(pctx->libctx, add_digest, pctx);
-    kc_once_done(&pctx->digests_state);
-    return 1;
+        != KC_ONCE_DONE && kc_once_claim(&pctx->digests_state)) {
+        free_digests(pctx);
+        EVP_MD_do_all_provided(pctx->libctx, add_digest, pctx);
+        kc_once_done(&pctx->digests_state);
+    }
+    return __atomic_load_n(&pctx->digests_state, __ATOMIC_ACQUIRE)
+           == KC_ONCE_DONE;
 }
 
 /*
