@@ -1,19 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The provider's start: the private default (inner/), then every family of
- * the registry that is switched on, bound to the default's algorithm of
- * its name (what keycache passes through comes at the first query that
- * needs it, core/passthrough.c).  What each offers goes into
- * the algorithm tables the query answers (keycache_prov.c).
+ * The provider's start: the private default (inner/), then each family of
+ * the registry that is on, bound to the default's algorithm of its name,
+ * into the tables the query answers (the pass-through comes later).
  */
 #include <openssl/core_names.h>
 
 #include "core/core.h"
 #include "families/families.h"
 
-/* One algorithm row: the default's names, keycache's functions. */
-static void offer(OSSL_ALGORITHM *row, const OSSL_ALGORITHM *a,
-                  const OSSL_DISPATCH *fns, const char *description)
+void kc_bind_row(OSSL_ALGORITHM *row, const OSSL_ALGORITHM *a,
+                 const OSSL_DISPATCH *fns, const char *description)
 {
     row->algorithm_names = a->algorithm_names;
     row->property_definition = "provider=" KEYCACHE_PROVIDER_NAME;
@@ -25,7 +22,6 @@ static int bind_hmac(KC_PROVCTX *pctx, const OSSL_ALGORITHM *a)
 {
     if (!kc_inner_load_mac(&pctx->hmac, a->implementation))
         return 0;
-    pctx->hmac_names = a->algorithm_names;
     pctx->hmac_alg.names = a->algorithm_names;
     pctx->hmac_alg.freectx = pctx->hmac.freectx;
     pctx->hmac_alg.spare_max = KC_SPARE_MAX;
@@ -87,14 +83,14 @@ int kc_bind_start(KC_PROVCTX *pctx)
         if (!*kc_registry_on(pctx, i))
             continue;
         if (cipher)
-            offer(&pctx->cipher_algs[ncipher++], a, cf->d->functions,
-                  cf->d->description);
+            kc_bind_row(&pctx->cipher_algs[ncipher++], a, cf->d->functions,
+                        cf->d->description);
         else if (f != NULL)
-            offer(&pctx->mac_algs[nmac++], a, f->d->functions,
-                  f->d->description);
+            kc_bind_row(&pctx->mac_algs[nmac++], a, f->d->functions,
+                        f->d->description);
         else
-            offer(&pctx->mac_algs[nmac++], a, kc_hmac_functions,
-                  "HMAC with a per-thread key cache");
+            kc_bind_row(&pctx->mac_algs[nmac++], a, kc_hmac_functions,
+                        "HMAC with a per-thread key cache");
     }
     pctx->ncipher_wrapped = ncipher;
     return 1;

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * keycache - the provider's entry (keycache_prov.c), configuration, its
- * start with the registry (bind.c), the default's algorithms it passes
- * through (passthrough.c), default properties (props.c), reports
- * (report.c).
+ * keycache - the entry and configuration (keycache_prov.c), the start
+ * (bind.c), pass-through (passthrough.c), default properties, reports.
  */
 #ifndef KC_CORE_H
 #define KC_CORE_H
@@ -16,17 +14,16 @@ void kc_props_stop(KC_PROVCTX *pctx);
 int kc_props_get(KC_PROVCTX *pctx, char *buf, size_t len);
 int kc_props_prefer(KC_PROVCTX *pctx);
 
-/*
- * passthrough.c: the default's KDFs, HMAC-DRBG, key managers and other
- * ciphers, offered as plain pass-throughs; built at the first query that
- * needs them (0 if they could not be: then none is offered)
- */
+/* passthrough.c: built at the first query needing them; 0: none offered */
 int kc_passthrough_ready(KC_PROVCTX *pctx);
 void kc_passthrough_stop(KC_PROVCTX *pctx);
 
 /* bind.c: the private default, the registry's families, the pass-through */
 int kc_bind_start(KC_PROVCTX *pctx);
 void kc_bind_stop(KC_PROVCTX *pctx);
+/* one algorithm row: the default's names, keycache's functions */
+void kc_bind_row(OSSL_ALGORITHM *row, const OSSL_ALGORITHM *a,
+                 const OSSL_DISPATCH *fns, const char *description);
 
 /* report.c: KEYCACHE_DEBUG's reports, from start to unload */
 void kc_report_start(KC_PROVCTX *pctx);

@@ -1,8 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
- * keycache provider entry point: configuration, algorithm tables, counters.
- */
-#include <stdarg.h>
+/* keycache's entry point: configuration, the algorithm query, counters. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,16 +9,10 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/params.h>
-#include <openssl/proverr.h>
-#include <openssl/provider.h>
 
 #include "core/core.h"
 
-/*
- * Booleans: on/off, yes/no, true/false and 1/0 in any case, the spellings
- * OpenSSL itself takes for its own switches; documented in
- * provider-keycache(7).
- */
+/* the spellings OpenSSL takes for its own switches, in any case */
 #define KC_BOOL_WORDS "on or off (also yes/no, true/false, 1/0)"
 
 static int parse_bool(const char *v, int *out)
@@ -52,9 +43,6 @@ static int parse_uint(const char *v, uint64_t max, uint64_t *out)
     return 1;
 }
 
-/* ---------------------------------------------------------------------- */
-/* Keys of the provider's section that nobody reads                       */
-
 /* keycache's own keys, and those OpenSSL's config module takes itself */
 static const char *const our_keys[] = {
     KEYCACHE_CONF_CACHE_SIZE, KEYCACHE_CONF_HMAC, KEYCACHE_CONF_AES_GCM,
@@ -73,27 +61,16 @@ static const char *const core_keys[] = {
 #define KC_CONF_BATCH 32
 #define KC_CONF_NAME 128
 
-static int in_list(const char *const *list, const char *name)
-{
-    for (; *list != NULL; list++)
-        if (strcmp(*list, name) == 0)
-            return 1;
-    return 0;
-}
-
 /* The config module reads its own keys after the first dot, if any. */
 static int is_known_key(const char *name)
 {
     const char *dot = strchr(name, '.');
 
-    return in_list(our_keys, name)
-           || in_list(core_keys, dot != NULL ? dot + 1 : name);
+    return kc_name_in_list(our_keys, name)
+           || kc_name_in_list(core_keys, dot != NULL ? dot + 1 : name);
 }
 
-/*
- * Names to ask the core about, a batch at a time, on the stack: the scan
- * runs while the provider starts and allocates nothing.
- */
+/* names to ask the core about, a batch at a time: the scan allocates none */
 typedef struct {
     KC_PROVCTX *pctx;
     OSSL_FUNC_core_get_params_fn *get;
@@ -141,9 +118,8 @@ static void scan_add(KC_KEYSCAN *ks, const char *prefix, const char *key)
 }
 
 /*
- * Every parameter name a section would give its provider: a key whose
- * value names a section stands for that section's keys, prefixed with
- * "key." (as provider_conf_params() flattens them), others for themselves.
+ * Every parameter name a section would give its provider: a key naming a
+ * section stands for its keys as "key.sub" (provider_conf_params()).
  */
 static void section_names(const CONF *conf, STACK_OF(CONF_VALUE) *sect,
                           const char *prefix, int depth, KC_KEYSCAN *ks)
@@ -187,11 +163,7 @@ static const char *module_value(const CONF *conf, const char *sect,
     return NULL;
 }
 
-/*
- * KEYCACHE_DEBUG only: does the file that configures keycache also make
- * query-less fetches prefer it?  Without alg_section and
- * default_properties = ?provider=keycache, keycache is active and unused.
- */
+/* KEYCACHE_DEBUG only: does this file load keycache at all? */
 static void check_routing(KC_PROVCTX *pctx, const CONF *conf,
                           const char *file)
 {
@@ -221,25 +193,15 @@ static void check_routing(KC_PROVCTX *pctx, const CONF *conf,
                      "configured from elsewhere", file, pctx->name);
         return;
     }
-    /*
-     * Which default_properties win is not for this file to say: every
-     * alg_section module in [openssl_init] runs, in the section's order,
-     * each replacing the string of the one before (and a program may set
-     * its own).  The string in force is reported from the library (props.c)
-     * when keycache starts and at exit, with the fetch check (report.c).
-     */
+    /* which default_properties win only the library knows: see props.c */
     kc_debug_log(pctx, 2, "config: %s loads %s", file, pctx->name);
 }
 
 /*
- * The core answers only for the names a provider asks about, so a key
- * nobody asks for (a misspelt "cache_sise") would be ignored.  keycache
- * reads the configuration file OpenSSL loads by default (OPENSSL_CONF, or
- * its built-in openssl.cnf) itself, collects every name any of its
- * sections could give a provider, and asks the core which of them are in
- * its section.  The core's answer decides, so no other section can cause
- * a false alarm; a program that loads its configuration from another file
- * gets the value checks only.  Returns 0 if an unknown key was found.
+ * The core answers only for names asked about, so a misspelt key would be
+ * ignored.  So every name any section of the default config file could
+ * give a provider is asked about: the core's answer says which are in
+ * ours.  Another config file gets the value checks only.  0: unknown keys.
  */
 static int check_unknown_keys(KC_PROVCTX *pctx,
                               OSSL_FUNC_core_get_params_fn *get)
@@ -284,10 +246,7 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
     return !ks.unknown;
 }
 
-/*
- * Read the provider's openssl.cnf section.  Every problem is raised (and
- * logged for KEYCACHE_DEBUG), so one failed start names all of them.
- */
+/* The provider's section: every problem is raised, so one start names all. */
 static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
 {
     /* the registry's configuration keys, each once: the row that has it first */
@@ -311,7 +270,6 @@ static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
         if (i == nkeys)
             keyrow[nkeys++] = r;
     }
-    pctx->name = KEYCACHE_PROVIDER_NAME;
     if (get == NULL)
         return 1;
     p[0] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_CACHE_SIZE, &size, 0);
@@ -380,10 +338,7 @@ static int read_config(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
             ok = 0;
         }
     }
-    /*
-     * Never "on": whatever default_properties are in force when keycache
-     * starts (a FIPS host's fips=yes) are never replaced.
-     */
+    /* never "on": default_properties in force (fips=yes) are never replaced */
     if (prefer != NULL) {
         if (strcasecmp(prefer, "if_unset") == 0) {
             pctx->prefer = 1;
@@ -462,7 +417,7 @@ static const OSSL_ALGORITHM *kc_query(void *provctx, int operation_id,
     switch (operation_id) {
     /* an algorithm switched off is not offered: default serves it directly */
     case OSSL_OP_MAC:
-        /* none if the pass-through failed: KDFs must not reach these */
+        /* none if the pass-through failed: KDFs must not reach them */
         if (__atomic_load_n(&pctx->pt_state, __ATOMIC_ACQUIRE) == KC_ONCE_DONE
             && !pctx->pt_ok)
             return NULL;
@@ -473,10 +428,7 @@ static const OSSL_ALGORITHM *kc_query(void *provctx, int operation_id,
         kc_passthrough_ready(pctx);
         return pctx->cipher_algs[0].algorithm_names != NULL
                ? pctx->cipher_algs : NULL;
-    /*
-     * OpenSSL's internal MAC users, kept away from the cache: KDFs use
-     * HMAC, CMAC and KMAC (KBKDF, SSKDF), HMAC-DRBG only HMAC.
-     */
+    /* the default's MAC users, kept from the cache: KDFs, HMAC-DRBG */
     case OSSL_OP_KDF:
         return pctx->mac_algs[0].algorithm_names != NULL
                && kc_passthrough_ready(pctx) ? pctx->kdf_algs : NULL;
@@ -515,22 +467,16 @@ static const OSSL_DISPATCH kc_dispatch[] = {
     { 0, NULL }
 };
 
-
 /*
- * Is the core's libcrypto of the major version this module was built for?
- * Asked before anything of libcrypto is called: with another major version
- * the module's libcrypto is a second one in the process (its DT_NEEDED),
- * and handing it the core's library context crashes.  Then keycache does
- * not start - the program goes on with what else its config activates -
- * and says so through the core's error queue and KEYCACHE_DEBUG.  Only the
- * core's functions are called here.
+ * Is the core's libcrypto the one this module is linked to?  Asked before
+ * any libcrypto call (only the core's functions are called): another one's
+ * library context would crash it.  If not, keycache does not start.
  */
 static int host_matches(const OSSL_CORE_HANDLE *handle,
                         const OSSL_DISPATCH *in)
 {
     const char *version = kc_early_core_version(handle, in);
-    const OSSL_DISPATCH *d;
-    void *core_fn = NULL;
+    void *core_fn = (void *)kc_early_fn(in, OSSL_FUNC_CORE_GET_PARAMS);
 
     /* a core that cannot say is taken at its word: it loaded a 3.x ABI */
     if (version != NULL && !kc_quirk_same_major(version)) {
@@ -544,16 +490,9 @@ static int host_matches(const OSSL_CORE_HANDLE *handle,
         return 0;
     }
     /*
-     * Same major, but is it the same copy?  A program with a private
-     * libcrypto (linked in statically, or bundled under another name) that
-     * loads keycache pulls the system's libcrypto in beside it through
-     * DT_NEEDED; its objects and library context are not ours to call
-     * with, whatever the version.  The core's functions must lie in the
-     * object that holds the libcrypto functions keycache is linked to.
+     * Same major, but the same copy?  A program with a private libcrypto
+     * (static, or renamed) gets the system's beside it through DT_NEEDED.
      */
-    for (d = in; d->function_id != 0; d++)
-        if (d->function_id == OSSL_FUNC_CORE_GET_PARAMS)
-            core_fn = (void *)d->function;
     if (core_fn != NULL && kc_same_object((void *)&EVP_MAC_init, core_fn))
         return 1;
     kc_early_log(1, "not started: the OpenSSL %s that loaded keycache is "
@@ -570,9 +509,10 @@ __attribute__((visibility("default")))
 int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                        const OSSL_DISPATCH **out, void **provctx)
 {
-    OSSL_FUNC_core_get_params_fn *core_get_params = NULL;
-    OSSL_FUNC_core_get_libctx_fn *core_get_libctx = NULL;
-    const OSSL_DISPATCH *dispatch_in = in;
+    OSSL_FUNC_core_get_params_fn *core_get_params =
+        KC_CORE_FN(in, core_get_params, CORE_GET_PARAMS);
+    OSSL_FUNC_core_get_libctx_fn *core_get_libctx =
+        KC_CORE_FN(in, core_get_libctx, CORE_GET_LIBCTX);
     KC_PROVCTX *pctx;
 
     if (!host_matches(handle, in)
@@ -580,29 +520,13 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         return 0;
     pctx->handle = handle;
     pctx->name = KEYCACHE_PROVIDER_NAME;  /* until the core says otherwise */
-    for (; in->function_id != 0; in++) {
-        switch (in->function_id) {
-        case OSSL_FUNC_CORE_GET_PARAMS:
-            core_get_params = OSSL_FUNC_core_get_params(in);
-            pctx->core_fn = (const void *)core_get_params;
-            break;
-        case OSSL_FUNC_CORE_GET_LIBCTX:
-            core_get_libctx = OSSL_FUNC_core_get_libctx(in);
-            break;
-        case OSSL_FUNC_CORE_THREAD_START:
-            pctx->core_thread_start = OSSL_FUNC_core_thread_start(in);
-            break;
-        case OSSL_FUNC_CORE_NEW_ERROR:
-            pctx->core_new_error = OSSL_FUNC_core_new_error(in);
-            break;
-        case OSSL_FUNC_CORE_SET_ERROR_DEBUG:
-            pctx->core_set_error_debug = OSSL_FUNC_core_set_error_debug(in);
-            break;
-        case OSSL_FUNC_CORE_VSET_ERROR:
-            pctx->core_vset_error = OSSL_FUNC_core_vset_error(in);
-            break;
-        }
-    }
+    pctx->core_fn = (const void *)core_get_params;
+    pctx->core_thread_start = KC_CORE_FN(in, core_thread_start,
+                                         CORE_THREAD_START);
+    pctx->core_new_error = KC_CORE_FN(in, core_new_error, CORE_NEW_ERROR);
+    pctx->core_set_error_debug = KC_CORE_FN(in, core_set_error_debug,
+                                            CORE_SET_ERROR_DEBUG);
+    pctx->core_vset_error = KC_CORE_FN(in, core_vset_error, CORE_VSET_ERROR);
     /* first, so that it can tell why a start fails */
     kc_debug_init(pctx);
     if (pctx->core_thread_start == NULL) {
@@ -619,7 +543,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         goto err;
     /* follow the application's default properties when they matter */
     if ((pctx->prefer || kc_debug_level(pctx) > 0)
-        && !kc_props_start(pctx, dispatch_in) && pctx->prefer) {
+        && !kc_props_start(pctx, in) && pctx->prefer) {
         kc_raise(pctx, KC_R_INIT_FAILED, "prefer = if_unset: the core "
                  "offers no way to see the default properties in force");
         goto err;

@@ -2,24 +2,15 @@
 /*
  * Pass-through algorithms: OpenSSL's own users of what keycache caches.
  *
- * Under `default_properties = ?provider=keycache` every query-less fetch
- * prefers keycache, including the ones the default provider makes inside
- * its KDFs (TLS1-PRF, HKDF, TLS13-KDF, KBKDF, SSKDF, PBKDF2 ...) and its
- * HMAC-DRBG.  Their keys are secrets OpenSSL derives (a TLS master secret, a
- * PRK, a DRBG's state) and must never become cache entries.  So keycache
- * offers each KDF of the default provider, and its HMAC-DRBG, as a plain
- * pass-through to the inner default provider in keycache's private library
- * context: there the KDF's own HMAC fetch resolves to the default's HMAC,
- * never to keycache.
- *
- * A pass-through context is the inner context itself, so every function
- * that takes one is the inner function, called directly.  Only the few that
- * take a provider context need a thunk that hands over the inner provider's
- * instead; C has no closures, so there is a fixed set of thunk slots, one
- * per algorithm, generated below.  The tables are built from the running
- * default (the list of KDFs depends on the OpenSSL version) at the first
- * query that needs one (kc_passthrough_ready()): a process that fetches
- * no KDF, DRBG or cipher does not pay for them.
+ * Under `default_properties = ?provider=keycache` the default's KDFs and
+ * HMAC-DRBG would fetch keycache's HMAC too, keyed with secrets OpenSSL
+ * derives, which must never become cache entries.  So keycache offers
+ * them as plain pass-throughs to the inner default, whose own fetches stay
+ * in the private library context.  A pass-through context is the inner
+ * one, so only the functions that take a provider context need a thunk
+ * handing over the inner provider's: C has no closures, so there is a
+ * fixed set of thunk slots, one per algorithm.  The tables are built from
+ * the running default at the first query that needs one.
  */
 #include <string.h>
 #include <openssl/core_names.h>
@@ -27,181 +18,89 @@
 
 #include "core/core.h"
 
-/* enough for every KDF, the ciphers and key managers of 4.0 and room */
-#define KC_PT_SLOT_LIST(X)                                                  \
-    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12)     \
-    X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)       \
-    X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32) X(33) X(34)       \
-    X(35) X(36) X(37) X(38) X(39) X(40) X(41) X(42) X(43) X(44) X(45)       \
-    X(46) X(47) X(48) X(49) X(50) X(51) X(52) X(53) X(54) X(55) X(56)       \
-    X(57) X(58) X(59) X(60) X(61) X(62) X(63) X(64) X(65) X(66) X(67)       \
-    X(68) X(69) X(70) X(71) X(72) X(73) X(74) X(75) X(76) X(77) X(78)       \
-    X(79) X(80) X(81) X(82) X(83) X(84) X(85) X(86) X(87) X(88) X(89)       \
-    X(90) X(91) X(92) X(93) X(94) X(95) X(96) X(97) X(98) X(99) X(100)      \
-    X(101) X(102) X(103) X(104) X(105) X(106) X(107) X(108) X(109) X(110)   \
-    X(111) X(112) X(113) X(114) X(115) X(116) X(117) X(118) X(119) X(120)   \
-    X(121) X(122) X(123) X(124) X(125) X(126) X(127) X(128) X(129) X(130)   \
-    X(131) X(132) X(133) X(134) X(135) X(136) X(137) X(138) X(139) X(140)   \
-    X(141) X(142) X(143) X(144) X(145) X(146) X(147) X(148) X(149) X(150)   \
-    X(151) X(152) X(153) X(154) X(155) X(156) X(157) X(158) X(159) X(160)   \
-    X(161) X(162) X(163) X(164) X(165) X(166) X(167) X(168) X(169) X(170)   \
-    X(171) X(172) X(173) X(174) X(175) X(176) X(177) X(178) X(179) X(180)   \
-    X(181) X(182) X(183) X(184) X(185) X(186) X(187) X(188) X(189) X(190)   \
-    X(191)
+/*
+ * The kinds of function that take a provider context, each a thunk per
+ * slot: X(slot, suffix, kind, return type, parameters, inner arguments).
+ */
+#define KC_PT_KINDS(X, i, s)                                                \
+    X(i, s, NEWCTX, void *, (void *provctx), (p->inner_provctx))            \
+    X(i, s, RAND_NEWCTX, void *,                                            \
+      (void *provctx, void *parent, const OSSL_DISPATCH *parent_calls),     \
+      (p->inner_provctx, parent, parent_calls))                             \
+    X(i, s, PARAMS, const OSSL_PARAM *, (void *provctx), (p->inner_provctx))\
+    X(i, s, GEN_SETTABLE, const OSSL_PARAM *, (void *provctx),              \
+      (p->inner_provctx))                                                   \
+    X(i, s, GETTABLE_CTX, const OSSL_PARAM *, (void *ctx, void *provctx),   \
+      (ctx, p->inner_provctx))                                              \
+    X(i, s, SETTABLE_CTX, const OSSL_PARAM *, (void *ctx, void *provctx),   \
+      (ctx, p->inner_provctx))                                              \
+    X(i, s, SKEY_IMPORT, void *,                                            \
+      (void *provctx, int selection, const OSSL_PARAM params[]),            \
+      (p->inner_provctx, selection, params))                                \
+    X(i, s, SKEY_GENERATE, void *,                                          \
+      (void *provctx, const OSSL_PARAM params[]), (p->inner_provctx, params))
 
-/* the inner functions a slot's thunks call */
-struct kc_pt_st {
-    OSSL_FUNC_kdf_newctx_fn *kdf_newctx;
-    OSSL_FUNC_rand_newctx_fn *rand_newctx;
-    /* same shapes for KDF and RAND */
-    OSSL_FUNC_kdf_gettable_params_fn *gettable_params;
-    OSSL_FUNC_kdf_gettable_ctx_params_fn *gettable_ctx_params;
-    OSSL_FUNC_kdf_settable_ctx_params_fn *settable_ctx_params;
-    /* a key manager's (gettable_params holds its import settables) */
-    void *(*skey_import)(void *provctx, int selection,
-                         const OSSL_PARAM params[]);
-    void *(*skey_generate)(void *provctx, const OSSL_PARAM params[]);
-    const OSSL_PARAM *(*skey_gen_settable)(void *provctx);
-    OSSL_DISPATCH *table;       /* ours: inner functions and thunks */
+#define KC_PT_KIND_ENUM(i, s, kind, ...) PT_##kind,
+enum { KC_PT_KINDS(KC_PT_KIND_ENUM, 0, 0) PT_KINDS };
+
+/* which function ids of an operation are of which kind */
+static const struct {
+    int op, id, kind;
+} pt_ids[] = {
+    { OSSL_OP_KDF, OSSL_FUNC_KDF_NEWCTX, PT_NEWCTX },
+    { OSSL_OP_KDF, OSSL_FUNC_KDF_GETTABLE_PARAMS, PT_PARAMS },
+    { OSSL_OP_KDF, OSSL_FUNC_KDF_GETTABLE_CTX_PARAMS, PT_GETTABLE_CTX },
+    { OSSL_OP_KDF, OSSL_FUNC_KDF_SETTABLE_CTX_PARAMS, PT_SETTABLE_CTX },
+    { OSSL_OP_RAND, OSSL_FUNC_RAND_NEWCTX, PT_RAND_NEWCTX },
+    { OSSL_OP_RAND, OSSL_FUNC_RAND_GETTABLE_PARAMS, PT_PARAMS },
+    { OSSL_OP_RAND, OSSL_FUNC_RAND_GETTABLE_CTX_PARAMS, PT_GETTABLE_CTX },
+    { OSSL_OP_RAND, OSSL_FUNC_RAND_SETTABLE_CTX_PARAMS, PT_SETTABLE_CTX },
+    { OSSL_OP_CIPHER, OSSL_FUNC_CIPHER_NEWCTX, PT_NEWCTX },
+    { OSSL_OP_CIPHER, OSSL_FUNC_CIPHER_GETTABLE_PARAMS, PT_PARAMS },
+    { OSSL_OP_CIPHER, OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS, PT_GETTABLE_CTX },
+    { OSSL_OP_CIPHER, OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS, PT_SETTABLE_CTX },
+    { KC_OP_SKEYMGMT, KC_FUNC_SKEYMGMT_IMPORT, PT_SKEY_IMPORT },
+    { KC_OP_SKEYMGMT, KC_FUNC_SKEYMGMT_GENERATE, PT_SKEY_GENERATE },
+    { KC_OP_SKEYMGMT, KC_FUNC_SKEYMGMT_IMP_SETTABLE_PARAMS, PT_PARAMS },
+    { KC_OP_SKEYMGMT, KC_FUNC_SKEYMGMT_GEN_SETTABLE_PARAMS, PT_GEN_SETTABLE }
 };
 
-#define KC_PT_THUNKS(i)                                                     \
-    static void *pt_kdf_newctx_##i(void *provctx)                           \
+/* a slot: the inner functions its thunks call, and its dispatch table */
+struct kc_pt_st {
+    void (*fn[PT_KINDS])(void);
+    OSSL_DISPATCH *table;       /* inner functions and thunks */
+};
+
+/* 192 slots, enough for every KDF, cipher and key manager of 4.0: X(i, s) */
+#define KC_PT_16(X, h)                                                      \
+    X(h * 16 + 0, h##_0) X(h * 16 + 1, h##_1) X(h * 16 + 2, h##_2)          \
+    X(h * 16 + 3, h##_3) X(h * 16 + 4, h##_4) X(h * 16 + 5, h##_5)          \
+    X(h * 16 + 6, h##_6) X(h * 16 + 7, h##_7) X(h * 16 + 8, h##_8)          \
+    X(h * 16 + 9, h##_9) X(h * 16 + 10, h##_10) X(h * 16 + 11, h##_11)      \
+    X(h * 16 + 12, h##_12) X(h * 16 + 13, h##_13) X(h * 16 + 14, h##_14)    \
+    X(h * 16 + 15, h##_15)
+#define KC_PT_SLOT_LIST(X)                                                  \
+    KC_PT_16(X, 0) KC_PT_16(X, 1) KC_PT_16(X, 2) KC_PT_16(X, 3)             \
+    KC_PT_16(X, 4) KC_PT_16(X, 5) KC_PT_16(X, 6) KC_PT_16(X, 7)             \
+    KC_PT_16(X, 8) KC_PT_16(X, 9) KC_PT_16(X, 10) KC_PT_16(X, 11)
+
+#define KC_PT_THUNK(i, s, kind, ret, params, args)                          \
+    static ret pt_##kind##_##s params                                       \
     {                                                                       \
         KC_PROVCTX *p = provctx;                                            \
                                                                             \
-        return p->pt[i].kdf_newctx(p->inner_provctx);                       \
-    }                                                                       \
-    static void *pt_rand_newctx_##i(void *provctx, void *parent,            \
-                                    const OSSL_DISPATCH *parent_calls)      \
-    {                                                                       \
-        KC_PROVCTX *p = provctx;                                            \
-                                                                            \
-        return p->pt[i].rand_newctx(p->inner_provctx, parent, parent_calls);\
-    }                                                                       \
-    static const OSSL_PARAM *pt_gettable_params_##i(void *provctx)          \
-    {                                                                       \
-        KC_PROVCTX *p = provctx;                                            \
-                                                                            \
-        return p->pt[i].gettable_params(p->inner_provctx);                  \
-    }                                                                       \
-    static const OSSL_PARAM *pt_gettable_ctx_params_##i(void *ctx,          \
-                                                        void *provctx)      \
-    {                                                                       \
-        KC_PROVCTX *p = provctx;                                            \
-                                                                            \
-        return p->pt[i].gettable_ctx_params(ctx, p->inner_provctx);         \
-    }                                                                       \
-    static const OSSL_PARAM *pt_settable_ctx_params_##i(void *ctx,          \
-                                                        void *provctx)      \
-    {                                                                       \
-        KC_PROVCTX *p = provctx;                                            \
-                                                                            \
-        return p->pt[i].settable_ctx_params(ctx, p->inner_provctx);         \
-    }                                                                       \
-    static void *pt_skey_import_##i(void *provctx, int selection,           \
-                                    const OSSL_PARAM params[])              \
-    {                                                                       \
-        KC_PROVCTX *p = provctx;                                            \
-                                                                            \
-        return p->pt[i].skey_import(p->inner_provctx, selection, params);   \
-    }                                                                       \
-    static void *pt_skey_generate_##i(void *provctx,                        \
-                                      const OSSL_PARAM params[])            \
-    {                                                                       \
-        KC_PROVCTX *p = provctx;                                            \
-                                                                            \
-        return p->pt[i].skey_generate(p->inner_provctx, params);            \
-    }                                                                       \
-    static const OSSL_PARAM *pt_skey_gen_settable_##i(void *provctx)        \
-    {                                                                       \
-        KC_PROVCTX *p = provctx;                                            \
-                                                                            \
-        return p->pt[i].skey_gen_settable(p->inner_provctx);                \
+        return ((ret (*)params)p->pt[i].fn[PT_##kind])args;                 \
     }
+#define KC_PT_THUNKS(i, s) KC_PT_KINDS(KC_PT_THUNK, i, s)
 KC_PT_SLOT_LIST(KC_PT_THUNKS)
 
-typedef struct {
-    void (*kdf_newctx)(void);
-    void (*rand_newctx)(void);
-    void (*gettable_params)(void);
-    void (*gettable_ctx_params)(void);
-    void (*settable_ctx_params)(void);
-    void (*skey_import)(void);
-    void (*skey_generate)(void);
-    void (*skey_gen_settable)(void);
-} KC_PT_THUNK_SET;
-
-#define KC_PT_THUNK_ROW(i)                                                  \
-    { (void (*)(void))pt_kdf_newctx_##i, (void (*)(void))pt_rand_newctx_##i,\
-      (void (*)(void))pt_gettable_params_##i,                               \
-      (void (*)(void))pt_gettable_ctx_params_##i,                           \
-      (void (*)(void))pt_settable_ctx_params_##i,                           \
-      (void (*)(void))pt_skey_import_##i,                                   \
-      (void (*)(void))pt_skey_generate_##i,                                 \
-      (void (*)(void))pt_skey_gen_settable_##i },
-static const KC_PT_THUNK_SET thunks[] = { KC_PT_SLOT_LIST(KC_PT_THUNK_ROW) };
+#define KC_PT_THUNK_FN(i, s, kind, ...) (void (*)(void))pt_##kind##_##s,
+#define KC_PT_THUNK_ROW(i, s) { KC_PT_KINDS(KC_PT_THUNK_FN, i, s) },
+static void (*const thunks[][PT_KINDS])(void) = {
+    KC_PT_SLOT_LIST(KC_PT_THUNK_ROW)
+};
 
 #define KC_PT_SLOTS (sizeof(thunks) / sizeof(thunks[0]))
-
-/*
- * The function ids that take a provider context.  KDF and RAND happen to
- * number them alike except for the ctx-params pair; ciphers have the same
- * shapes under other ids.
- */
-static void (*thunk_for(const KC_PT_THUNK_SET *t, int op, int id))(void)
-{
-    if (op == KC_OP_SKEYMGMT) {
-        switch (id) {
-        case KC_FUNC_SKEYMGMT_IMPORT:
-            return t->skey_import;
-        case KC_FUNC_SKEYMGMT_GENERATE:
-            return t->skey_generate;
-        case KC_FUNC_SKEYMGMT_IMP_SETTABLE_PARAMS:
-            return t->gettable_params;
-        case KC_FUNC_SKEYMGMT_GEN_SETTABLE_PARAMS:
-            return t->skey_gen_settable;
-        }
-        return NULL;
-    }
-    if (op == OSSL_OP_CIPHER) {
-        switch (id) {
-        case OSSL_FUNC_CIPHER_NEWCTX:
-            return t->kdf_newctx;
-        case OSSL_FUNC_CIPHER_GETTABLE_PARAMS:
-            return t->gettable_params;
-        case OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS:
-            return t->gettable_ctx_params;
-        case OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS:
-            return t->settable_ctx_params;
-        }
-        return NULL;
-    }
-    if (op == OSSL_OP_KDF) {
-        switch (id) {
-        case OSSL_FUNC_KDF_NEWCTX:
-            return t->kdf_newctx;
-        case OSSL_FUNC_KDF_GETTABLE_PARAMS:
-            return t->gettable_params;
-        case OSSL_FUNC_KDF_GETTABLE_CTX_PARAMS:
-            return t->gettable_ctx_params;
-        case OSSL_FUNC_KDF_SETTABLE_CTX_PARAMS:
-            return t->settable_ctx_params;
-        }
-    } else {
-        switch (id) {
-        case OSSL_FUNC_RAND_NEWCTX:
-            return t->rand_newctx;
-        case OSSL_FUNC_RAND_GETTABLE_PARAMS:
-            return t->gettable_params;
-        case OSSL_FUNC_RAND_GETTABLE_CTX_PARAMS:
-            return t->gettable_ctx_params;
-        case OSSL_FUNC_RAND_SETTABLE_CTX_PARAMS:
-            return t->settable_ctx_params;
-        }
-    }
-    return NULL;
-}
 
 /* Fill slot |s| from the inner algorithm's dispatch table. */
 static int bind_slot(KC_PROVCTX *pctx, size_t s, int op,
@@ -209,8 +108,7 @@ static int bind_slot(KC_PROVCTX *pctx, size_t s, int op,
 {
     struct kc_pt_st *pt = &pctx->pt[s];
     const OSSL_DISPATCH *d;
-    size_t n = 0;
-    void (*th)(void);
+    size_t n = 0, k;
 
     for (d = in; d->function_id != 0; d++)
         n++;
@@ -218,67 +116,11 @@ static int bind_slot(KC_PROVCTX *pctx, size_t s, int op,
         return 0;
     for (n = 0, d = in; d->function_id != 0; d++, n++) {
         pt->table[n] = *d;
-        if ((th = thunk_for(&thunks[s], op, d->function_id)) == NULL)
-            continue;
-        pt->table[n].function = th;
-        if (op == KC_OP_SKEYMGMT) {
-            switch (d->function_id) {
-            case KC_FUNC_SKEYMGMT_IMPORT:
-                pt->skey_import = (void *(*)(void *, int, const OSSL_PARAM *))
-                                  d->function;
-                break;
-            case KC_FUNC_SKEYMGMT_GENERATE:
-                pt->skey_generate = (void *(*)(void *, const OSSL_PARAM *))
-                                    d->function;
-                break;
-            case KC_FUNC_SKEYMGMT_IMP_SETTABLE_PARAMS:
-                pt->gettable_params = OSSL_FUNC_kdf_gettable_params(d);
-                break;
-            case KC_FUNC_SKEYMGMT_GEN_SETTABLE_PARAMS:
-                pt->skey_gen_settable = OSSL_FUNC_kdf_gettable_params(d);
-                break;
+        for (k = 0; k < sizeof(pt_ids) / sizeof(pt_ids[0]); k++)
+            if (pt_ids[k].op == op && pt_ids[k].id == d->function_id) {
+                pt->fn[pt_ids[k].kind] = d->function;
+                pt->table[n].function = thunks[s][pt_ids[k].kind];
             }
-            continue;
-        }
-        if (op == OSSL_OP_CIPHER) {
-            switch (d->function_id) {
-            case OSSL_FUNC_CIPHER_NEWCTX:
-                pt->kdf_newctx = OSSL_FUNC_kdf_newctx(d);
-                break;
-            case OSSL_FUNC_CIPHER_GETTABLE_PARAMS:
-                pt->gettable_params = OSSL_FUNC_kdf_gettable_params(d);
-                break;
-            case OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS:
-                pt->gettable_ctx_params =
-                    OSSL_FUNC_kdf_gettable_ctx_params(d);
-                break;
-            case OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS:
-                pt->settable_ctx_params =
-                    OSSL_FUNC_kdf_settable_ctx_params(d);
-                break;
-            }
-            continue;
-        }
-        switch (d->function_id) {
-        case OSSL_FUNC_KDF_NEWCTX:      /* == OSSL_FUNC_RAND_NEWCTX */
-            if (op == OSSL_OP_KDF)
-                pt->kdf_newctx = OSSL_FUNC_kdf_newctx(d);
-            else
-                pt->rand_newctx = OSSL_FUNC_rand_newctx(d);
-            break;
-        case OSSL_FUNC_KDF_GETTABLE_PARAMS:
-        case OSSL_FUNC_RAND_GETTABLE_PARAMS:
-            pt->gettable_params = OSSL_FUNC_kdf_gettable_params(d);
-            break;
-        case OSSL_FUNC_KDF_GETTABLE_CTX_PARAMS:
-        case OSSL_FUNC_RAND_GETTABLE_CTX_PARAMS:
-            pt->gettable_ctx_params = OSSL_FUNC_kdf_gettable_ctx_params(d);
-            break;
-        case OSSL_FUNC_KDF_SETTABLE_CTX_PARAMS:
-        case OSSL_FUNC_RAND_SETTABLE_CTX_PARAMS:
-            pt->settable_ctx_params = OSSL_FUNC_kdf_settable_ctx_params(d);
-            break;
-        }
     }
     return 1;
 }
@@ -306,11 +148,10 @@ static int wanted(const char *names, const char *const *want,
 static int offer(KC_PROVCTX *pctx, int op, const char *const *want,
                  const OSSL_ALGORITHM *except, OSSL_ALGORITHM **out)
 {
-    const OSSL_ALGORITHM *in, *a;
+    const OSSL_ALGORITHM *in = kc_inner_query(pctx, op), *a;
     OSSL_ALGORITHM *algs;
-    int no_cache = 0, n = 0;
+    int n = 0;
 
-    in = OSSL_PROVIDER_query_operation(pctx->deflt, op, &no_cache);
     for (a = in; a != NULL && a->algorithm_names != NULL; a++)
         n++;
     if ((algs = OPENSSL_zalloc((n + 1) * sizeof(*algs))) == NULL)
@@ -320,44 +161,30 @@ static int offer(KC_PROVCTX *pctx, int op, const char *const *want,
         if (!wanted(a->algorithm_names, want, except))
             continue;
         if (pctx->npt == KC_PT_SLOTS) {
-            /* more than we have thunks for: those stay with default */
-            /* (at a query: the application's error queue is not ours) */
+            /* those stay with default; not raised: the queue is the app's */
             kc_debug_log(pctx, 1, "warning: too many algorithms to pass "
                          "through, %s not offered", a->algorithm_names);
             break;
         }
         if (!bind_slot(pctx, pctx->npt, op, a->implementation))
             return -1;
-        algs[n].algorithm_names = a->algorithm_names;
-        algs[n].property_definition = "provider=" KEYCACHE_PROVIDER_NAME;
-        algs[n].implementation = pctx->pt[pctx->npt++].table;
-        /*
-         * a cipher or key manager serves query-less programs, which read
-         * the default's own (EVP_CIPHER_get0_description()); KDFs and the
-         * DRBG say why they are here
-         */
-        algs[n].algorithm_description =
-            op == OSSL_OP_CIPHER || op == KC_OP_SKEYMGMT
-            ? a->algorithm_description
-            : "the default provider's, run where it cannot reach keycache";
-        n++;
+        /* query-less programs read a cipher's description: the default's */
+        kc_bind_row(&algs[n++], a, pctx->pt[pctx->npt++].table,
+                    op == OSSL_OP_CIPHER || op == KC_OP_SKEYMGMT
+                    ? a->algorithm_description
+                    : "the default provider's, run where it cannot reach "
+                      "keycache");
     }
     return n;
 }
 
 /*
- * EVP_SKEY (3.5+).  libcrypto runs a cipher with an EVP_SKEY only when the
- * key's manager comes from the cipher's provider (evp_enc.c,
- * evp_cipher_init_skey_internal(), before any provider code), so while
- * keycache's ciphers had no key manager of their own a query-less
- * AES-OCB/SIV/GCM refused every key.  With keycache wrapping any cipher it
- * also offers the default's key managers and every other default cipher as
- * pass-through: a key and a cipher fetched with the same query then come
- * from the same provider, keycache's (preferred) or the default's (asked
- * for by name).  The key data is the inner default's own object, so the
- * pass-through ciphers' SKEY inits are the default's, unchanged, and it is
- * freed (cleansed) by the default's free.  Not for a MAC: no MAC of the
- * default takes an EVP_SKEY (no OSSL_FUNC_MAC_INIT_SKEY up to 4.0).
+ * EVP_SKEY (3.5+): libcrypto runs a cipher with an EVP_SKEY only if the
+ * key's manager is the cipher's provider's (evp_cipher_init_skey_internal).
+ * So with any cipher wrapped, the default's key managers and every other
+ * default cipher are passed through: a key and a cipher fetched with one
+ * query come from one provider.  The key data is the inner default's own.
+ * No MAC takes an EVP_SKEY (no OSSL_FUNC_MAC_INIT_SKEY up to 4.0).
  */
 static int offer_skey(KC_PROVCTX *pctx, int siv_pt)
 {
@@ -376,10 +203,7 @@ static int build(KC_PROVCTX *pctx)
 {
     static const char *const drbgs[] = { "HMAC-DRBG", NULL };
     static const char *const none[] = { NULL };
-    /*
-     * AES-SIV's S2V is a CMAC keyed with half of the SIV key: the
-     * registry's SIV rows, when CMAC is on and they are not
-     */
+    /* AES-SIV's S2V is a CMAC: its rows, when CMAC is on and they are not */
     const char *sivs[KC_REGISTRY_ROWS + 1];
     const OSSL_ALGORITHM *a;
     int siv_pt = 0, i, n = 0;

@@ -2,23 +2,13 @@
 /*
  * The default properties in force in the application's library context.
  *
- * OpenSSL 3.0 has no public getter for the default property string
- * (EVP_get1_default_properties() came with 3.2), and reading it from the
- * configuration file is wrong: an [openssl_init] section may name several
- * alg_section modules (alg_section, alg_section.keycache, ...), which
- * CONF_modules_load() runs in the section's order, each default_properties
- * replacing the string before it.  The core's child-provider upcall
- * (OSSL_FUNC_PROVIDER_REGISTER_CHILD_CB) answers instead: it hands the
- * registrant the string in force when it registers and every string set
- * afterwards, which is how OpenSSL's own child library contexts mirror
- * their parent.  keycache registers only for that (its create and remove
- * callbacks do nothing) and keeps a copy.
- *
- * prefer = if_unset uses the copy: when keycache starts and no default
- * properties are in force, it sets ?provider=NAME; anything in force is
- * left exactly as it is.  This replaces an alg_section in the machine-wide
- * include, which, run after the system's, would replace its
- * default_properties (fips=yes) with keycache's.
+ * 3.0 has no getter (EVP_get1_default_properties() is 3.2+), and the config
+ * file cannot say: every alg_section module runs, each replacing the
+ * string before it.  The core's child-provider upcall hands the registrant
+ * the string in force and every later one, as OpenSSL's child library
+ * contexts use it; keycache registers only for that and keeps a copy.
+ * prefer = if_unset sets ?provider=NAME only when none is in force, so a
+ * FIPS host's fips=yes is never replaced.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -53,16 +43,13 @@ static int props_cb(const char *props, void *cbdata)
 
 int kc_props_start(KC_PROVCTX *pctx, const OSSL_DISPATCH *in)
 {
-    OSSL_FUNC_provider_register_child_cb_fn *reg = NULL;
+    OSSL_FUNC_provider_register_child_cb_fn *reg =
+        KC_CORE_FN(in, provider_register_child_cb, PROVIDER_REGISTER_CHILD_CB);
 
     pthread_mutex_init(&pctx->props_lock, NULL);
     pctx->props_lock_ok = 1;
-    for (; in->function_id != 0; in++) {
-        if (in->function_id == OSSL_FUNC_PROVIDER_REGISTER_CHILD_CB)
-            reg = OSSL_FUNC_provider_register_child_cb(in);
-        else if (in->function_id == OSSL_FUNC_PROVIDER_DEREGISTER_CHILD_CB)
-            pctx->props_dereg = OSSL_FUNC_provider_deregister_child_cb(in);
-    }
+    pctx->props_dereg = KC_CORE_FN(in, provider_deregister_child_cb,
+                                   PROVIDER_DEREGISTER_CHILD_CB);
     if (reg == NULL || pctx->props_dereg == NULL)
         return 0;
     if (!reg(pctx->handle, child_nop, child_nop, props_cb, pctx))
@@ -84,33 +71,24 @@ void kc_props_stop(KC_PROVCTX *pctx)
     }
 }
 
-/*
- * The string in force, quoted, into buf: "" when none was ever set, and
- * "(unknown)" when keycache could not follow them.
- */
+/* The string in force, quoted ("" if never set), or "(unknown)". */
 int kc_props_get(KC_PROVCTX *pctx, char *buf, size_t len)
 {
     int known = 0;
 
-    if (!pctx->props_registered) {
-        snprintf(buf, len, "(unknown)");
-        return 0;
+    if (pctx->props_registered) {
+        pthread_mutex_lock(&pctx->props_lock);
+        if ((known = !pctx->props_lost))
+            snprintf(buf, len, "\"%s\"",
+                     pctx->props != NULL ? pctx->props : "");
+        pthread_mutex_unlock(&pctx->props_lock);
     }
-    pthread_mutex_lock(&pctx->props_lock);
-    if (pctx->props_lost) {
+    if (!known)
         snprintf(buf, len, "(unknown)");
-    } else {
-        snprintf(buf, len, "\"%s\"", pctx->props != NULL ? pctx->props : "");
-        known = 1;
-    }
-    pthread_mutex_unlock(&pctx->props_lock);
     return known;
 }
 
-/*
- * Does a property string (as the core writes it) ask for this provider
- * (?provider=NAME or provider=NAME)?
- */
+/* Does a property string ask for this provider (?provider=NAME)? */
 static int props_prefer(const char *props, const char *name)
 {
     char clause[128];
@@ -134,9 +112,8 @@ static int props_prefer(const char *props, const char *name)
 }
 
 /*
- * prefer = if_unset, once keycache has started: are no default properties
- * in force?  Then make query-less fetches prefer keycache.  Returns 0 only
- * when setting them failed.
+ * prefer = if_unset, once started: with no default properties in force,
+ * make query-less fetches prefer keycache.  0 only if setting them failed.
  */
 int kc_props_prefer(KC_PROVCTX *pctx)
 {

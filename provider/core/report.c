@@ -1,12 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * KEYCACHE_DEBUG's reports: the start line, the counters per family (the
- * registry's names) at exit, at unload and every interval, the routing
- * check, and what a process's work was that keycache could not help.
- * Lines go through diag/debug.c's log.
+ * KEYCACHE_DEBUG's reports: the start line, the counters per family at
+ * exit, unload and every interval, the routing check, and what keycache
+ * could not help with.  Lines go through diag/debug.c's log.
  */
-#define _GNU_SOURCE            /* dladdr() */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,9 +19,8 @@
 #include "families/families.h"
 
 /*
- * Guards the list of live instances against the exit handler, fork() and
- * teardown in other threads.  Taken before store.c's registry lock where
- * both are held.  Never taken on the hot path.
+ * The live instances, against the exit handler, fork() and teardown.
+ * Taken before store.c's registry lock; never on the hot path.
  */
 static pthread_mutex_t dbg_lock = PTHREAD_MUTEX_INITIALIZER;
 static KC_DEBUG *live;
@@ -37,26 +33,16 @@ static const char *const slot_names[KC_STAT_SLOTS] = {
     "other", KC_REGISTRY(KC_REG_SLOT_NAME)
 };
 
-/* ---------------------------------------------------------------------- */
-/* Reports                                                                */
-
-static void hit_rate(const KC_COUNTERS *n, char *buf, size_t len)
-{
-    uint64_t all = n->hits + n->misses + n->passthrough;
-
-    if (all == 0)
-        snprintf(buf, len, "-");
-    else
-        snprintf(buf, len, "%.1f%%", 100.0 * (double)n->hits / (double)all);
-}
-
 static void counters_line(const KC_DEBUG *d, char *buf, size_t len,
                           size_t *used, const char *when, const char *alg,
                           const KC_COUNTERS *n)
 {
-    char rate[16];
+    uint64_t keyed = n->hits + n->misses + n->passthrough;
+    char rate[16] = "-";
 
-    hit_rate(n, rate, sizeof(rate));
+    if (keyed != 0)
+        snprintf(rate, sizeof(rate), "%.1f%%",
+                 100.0 * (double)n->hits / (double)keyed);
     kc_debug_line(d, buf, len, used, "report (%s): %s hits=%llu misses=%llu "
          "passthrough=%llu evictions=%llu hit_rate=%s", when, alg,
          (unsigned long long)n->hits, (unsigned long long)n->misses,
@@ -65,11 +51,9 @@ static void counters_line(const KC_DEBUG *d, char *buf, size_t len,
 }
 
 /*
- * Where hits are under a tenth of the keyed inits, or a forked child only
- * wiped what it inherited, say what the process's work was that keycache
- * cannot help, so that switching it off for a service is an informed
- * choice: a child that wiped entries, threads that keyed but never
- * admitted a key, keys not used admit_after times on one thread.
+ * Hits under a tenth of the keyed inits, or a child that only wiped what
+ * it inherited: say why, so that switching keycache off is an informed
+ * choice.
  */
 static void little_to_gain(const KC_DEBUG *d, char *buf, size_t len,
                            size_t *used, const char *when,
@@ -103,11 +87,7 @@ static void little_to_gain(const KC_DEBUG *d, char *buf, size_t len,
          why);
 }
 
-/*
- * The counters per algorithm that saw any use, then the sums: these are
- * what the provider's keycache-* parameters report, less what a forked
- * child inherited.
- */
+/* The counters per algorithm used, then the sums, less what fork() gave. */
 static void report(KC_DEBUG *d, const char *when)
 {
     KC_COUNTERS by[KC_STAT_SLOTS], all;
@@ -146,11 +126,7 @@ static void report(KC_DEBUG *d, const char *when)
     kc_log_emit(&d->to, buf, used);
 }
 
-/*
- * Which provider a query-less fetch of |alg| reaches, and with which
- * default_properties in force (|props|, quoted, from props.c; |fips|:
- * EVP_default_properties_is_fips_enabled()).
- */
+/* Which provider a query-less fetch of |alg| reaches, under |props|. */
 static void check_route(KC_DEBUG *d, const char *alg, const char *got,
                         const char *props, int fips)
 {
@@ -174,9 +150,8 @@ static void check_route(KC_DEBUG *d, const char *alg, const char *got,
 }
 
 /*
- * Fetch as unchanged code does (no property query) and see who answers.
- * Only at exit: while the provider starts, the configuration's
- * alg_section may not have been applied yet.
+ * Fetch as unchanged code does and see who answers.  Only at exit: at the
+ * start the configuration's alg_section may not have been applied yet.
  */
 static void check_routing(KC_DEBUG *d)
 {
@@ -214,12 +189,9 @@ static void check_routing(KC_DEBUG *d)
 }
 
 /*
- * Registered after libcrypto's own exit handler, and so run before
- * OPENSSL_cleanup() tears the providers down - or as the only report for
- * programs that stop libcrypto's handler.  It is tied to this module
- * (__cxa_atexit with its __dso_handle, what atexit() in a shared object
- * does in glibc, said explicitly because sanitizers' atexit() drops it), so
- * that dlclose() runs and removes it if the module is unloaded first.
+ * Registered after libcrypto's exit handler, so run before OPENSSL_cleanup()
+ * tears the providers down.  Tied to this module with __dso_handle (what
+ * glibc's atexit() does; sanitizers' drops it) so that dlclose() runs it.
  */
 extern void *__dso_handle;
 extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
@@ -250,11 +222,9 @@ static void fork_parent(void)
 }
 
 /*
- * The child reports as itself, counting from the fork.  Registered after
- * store.c's handlers, so its registry lock is free when this runs.  The
- * forking thread took dbg_lock in fork_prepare and is the child's thread:
- * release it (re-initialising a locked mutex is undefined, and
- * ThreadSanitizer says so).
+ * The child reports as itself, counting from the fork; store.c's handlers
+ * ran first.  fork_prepare's thread is the child's: it unlocks dbg_lock
+ * (re-initialising a locked mutex is undefined).
  */
 static void fork_child(void)
 {
@@ -275,17 +245,13 @@ static void hooks_register(void)
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-
 /* this module's file name: which build the loader started */
 static const char *module_file(void)
 {
-    Dl_info di;
-    const char *base;
+    const char *path = kc_object_path((void *)module_file);
+    const char *base = strrchr(path, '/');
 
-    if (dladdr((void *)module_file, &di) == 0 || di.dli_fname == NULL)
-        return "?";
-    base = strrchr(di.dli_fname, '/');
-    return base != NULL ? base + 1 : di.dli_fname;
+    return base != NULL ? base + 1 : path;
 }
 
 /* "hmac=on cmac=on ...": each configuration key of the registry's rows */

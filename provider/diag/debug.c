@@ -1,24 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * KEYCACHE_DEBUG: what an operator of an unchanged program can learn.
- *
- *   KEYCACHE_DEBUG=[file:PATH][,level:N][,interval:S]
- *
- * is read when the provider starts.  Lines go to PATH (appended, opened
- * for each write, so log rotation and fork() need no care; see early.c's
- * open_log() for what it must be) or to stderr, each with the time and the process
- * id.  Level 1, the default: the start,
- * load and configuration problems, routing warnings, and the counters per
- * algorithm when the process exits or the provider is unloaded.  Level 2
- * adds where the configuration came from and the checks that passed.
- * interval:S also writes the counters every S seconds, from whichever
- * thread is inside keycache when they are due: keycache starts no thread.
- *
- * When the variable is unset pctx->dbg stays NULL: the hot path pays
- * nothing, and start-up pays a NULL test per message.
+ * KEYCACHE_DEBUG=[file:PATH][,level:N][,interval:S], read at the start
+ * (provider-keycache(7)).  interval:S reports from whichever thread is
+ * inside keycache when due: keycache starts no thread.  Unset, pctx->dbg
+ * stays NULL: the hot path pays nothing.
  */
 #define _GNU_SOURCE            /* secure_getenv() */
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +14,6 @@
 #include <unistd.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
-#include <openssl/evp.h>
 #include <openssl/proverr.h>
 
 #include "diag/diag.h"
@@ -36,31 +22,13 @@
 /* a day is plenty for a report interval; more is a typo */
 #define KC_DEBUG_MAX_INTERVAL 86400
 
-/* ---------------------------------------------------------------------- */
-/* Output                                                                 */
-
-/* Append one line to buf (of size len, filled to *used). */
-static void line_v(const KC_DEBUG *d, char *buf, size_t len, size_t *used,
-                   const char *fmt, va_list ap)
-{
-    int n;
-
-    if (*used + 2 >= len)
-        return;
-    *used += kc_log_prefix(&d->to, buf + *used, len - *used);
-    n = vsnprintf(buf + *used, len - *used - 1, fmt, ap);
-    if (n > 0)
-        *used += (size_t)n < len - *used - 1 ? (size_t)n : len - *used - 2;
-    buf[(*used)++] = '\n';
-}
-
 void kc_debug_line(const KC_DEBUG *d, char *buf, size_t len, size_t *used,
                  const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
-    line_v(d, buf, len, used, fmt, ap);
+    kc_log_vline(&d->to, buf, len, used, fmt, ap);
     va_end(ap);
 }
 
@@ -74,7 +42,7 @@ void kc_debug_log(KC_PROVCTX *pctx, int level, const char *fmt, ...)
     if (d == NULL || level > d->level)
         return;
     va_start(ap, fmt);
-    line_v(d, buf, sizeof(buf), &used, fmt, ap);
+    kc_log_vline(&d->to, buf, sizeof(buf), &used, fmt, ap);
     va_end(ap);
     kc_log_emit(&d->to, buf, used);
 }
@@ -107,9 +75,6 @@ void kc_debug_tick(KC_PROVCTX *pctx, time_t now)
              (unsigned long long)d->interval);
     d->report(d, when);
 }
-
-/* ---------------------------------------------------------------------- */
-/* Life cycle                                                             */
 
 /* A whole number in [0, max], or -1. */
 static long number(const char *s, size_t len, long max)
@@ -193,27 +158,15 @@ void kc_debug_init(KC_PROVCTX *pctx)
 }
 
 /*
- * The core registers a provider's own reason strings only once its init
- * has succeeded (provider_init() in crypto/provider_core.c), and every
- * error keycache raises makes its init fail.  Its own reasons would thus
- * print as "reason(2)", so it raises libcrypto's registered ones (a reason
- * with a library number is taken as such by core_vset_error) and says in
- * the text what is wrong.
+ * The core registers a provider's own reasons only once its init succeeded,
+ * and every error raised here fails it: they would print as "reason(2)".
+ * So libcrypto's registered reasons, and the text says what is wrong.
  */
 static uint32_t registered_reason(int reason)
 {
     if (reason == KC_R_BAD_CONFIG)
         return ERR_PACK(ERR_LIB_PROV, 0, PROV_R_INVALID_CONFIG_DATA);
     return ERR_PACK(ERR_LIB_PROV, 0, ERR_R_INIT_FAIL);
-}
-
-static void set_error(KC_PROVCTX *pctx, uint32_t reason, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    pctx->core_vset_error(pctx->handle, reason, fmt, ap);
-    va_end(ap);
 }
 
 void kc_raise_at(KC_PROVCTX *pctx, int reason, const char *file, int line,
@@ -232,5 +185,6 @@ void kc_raise_at(KC_PROVCTX *pctx, int reason, const char *file, int line,
     /* file is a base name: no build paths in messages */
     if (pctx->core_set_error_debug != NULL)
         pctx->core_set_error_debug(pctx->handle, file, line, "keycache");
-    set_error(pctx, registered_reason(reason), "keycache: %s", msg);
+    kc_early_set_error(pctx->handle, pctx->core_vset_error,
+                       registered_reason(reason), "keycache: %s", msg);
 }

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * keycache - KEYCACHE_DEBUG's log and the errors keycache raises
- * (debug.c).  What a report says is written above (core/report.c), called
- * through KC_DEBUG's hook when one is due.
+ * keycache - KEYCACHE_DEBUG's log and the errors keycache raises (debug.c).
+ * The reports are written above (core/report.c), through KC_DEBUG's hook.
  */
 #ifndef KC_DIAG_H
 #define KC_DIAG_H
@@ -10,12 +9,7 @@
 #include "common/common.h"
 #include "quirks/quirks.h"
 
-/*
- * debug.c: raise an error (and write it to KEYCACHE_DEBUG's log).
- * All of these happen while the provider starts, before the core would
- * register a provider's own reason strings, so they are raised with
- * libcrypto's registered reasons and say what went wrong in their text.
- */
+/* debug.c: raise an error at the start (and write it to the log) */
 #define KC_R_INIT_FAILED      1
 #define KC_R_BAD_CONFIG       2
 #define KC_R_INNER_MISSING    3

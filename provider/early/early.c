@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * keycache - before libcrypto may be called, see early.h.
- *
- * Nothing here calls libcrypto, allocates through it or needs it linked:
- * the loader links this file alone, and the module uses it before it knows
- * that the libcrypto it is linked to is the core's.
+ * keycache - before libcrypto may be called: nothing here calls libcrypto
+ * or needs it linked (the loader links this file alone), see early.h.
  */
 #define _GNU_SOURCE            /* secure_getenv() */
 #include <errno.h>
@@ -39,14 +36,12 @@ static void write_all(int fd, const char *p, size_t n)
 }
 
 /*
- * PATH, opened for one message.  A root service must not be made to append
- * to whatever a symbolic link planted in its log directory points at, so
- * the last component is never followed, and only a regular file is written
- * (O_NONBLOCK: a FIFO without a reader must not hang the program), created
- * 0600 since the lines describe the program's use of keys.  Refused once,
- * PATH is not tried again: the reason goes to stderr once and later lines
- * are dropped, in a forked child too (it inherits the flag), rather than
- * mixed into the program's own stderr.  -1 if nothing is to be written.
+ * PATH, opened for one message.  A root service must not append to what a
+ * planted symbolic link points at: the last component is never followed,
+ * only a regular file is written (O_NONBLOCK: a FIFO must not hang), 0600
+ * since the lines describe the use of keys.  Refused once, PATH is not
+ * tried again (in a forked child too): stderr says so once, later lines
+ * are dropped rather than mixed into the program's stderr.  -1: no write.
  */
 static int open_log(KC_LOGTO *to)
 {
@@ -93,7 +88,7 @@ void kc_log_emit(KC_LOGTO *to, const char *text, size_t len)
 }
 
 /* "2025-01-31T12:00:00Z keycache[1234]: " (#2 for a second instance) */
-size_t kc_log_prefix(const KC_LOGTO *to, char *buf, size_t len)
+static size_t log_prefix(const KC_LOGTO *to, char *buf, size_t len)
 {
     time_t now = time(NULL);
     struct tm tm;
@@ -109,19 +104,30 @@ size_t kc_log_prefix(const KC_LOGTO *to, char *buf, size_t len)
     return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }
 
-/*
- * The variable's file: and level (level:N or a bare N, as debug.c's parse()
- * takes them; anything else is left to the module to complain about).
- */
+void kc_log_vline(const KC_LOGTO *to, char *buf, size_t len, size_t *used,
+                  const char *fmt, va_list ap)
+{
+    int n;
+
+    if (*used + 2 >= len)
+        return;
+    *used += log_prefix(to, buf + *used, len - *used);
+    n = vsnprintf(buf + *used, len - *used - 1, fmt, ap);
+    if (n > 0)
+        *used += (size_t)n < len - *used - 1 ? (size_t)n : len - *used - 2;
+    buf[(*used)++] = '\n';
+}
+
+/* file: and level (level:N or a bare N); debug.c complains of the rest */
 void kc_early_log(int level, const char *fmt, ...)
 {
     /* not for set-uid programs: the variable could name any file */
     const char *env = secure_getenv(KC_DEBUG_ENV), *s, *val, *num;
     char path[512], buf[768];
     KC_LOGTO to;
-    size_t len, used;
+    size_t len, used = 0;
     va_list ap;
-    int n, want = 1;
+    int want = 1;
 
     if (env == NULL || *env == '\0')
         return;
@@ -146,21 +152,27 @@ void kc_early_log(int level, const char *fmt, ...)
     if (level > want)
         return;
     to.quiet = level > 1;
-    used = kc_log_prefix(&to, buf, sizeof(buf));
     va_start(ap, fmt);
-    n = vsnprintf(buf + used, sizeof(buf) - used - 1, fmt, ap);
+    kc_log_vline(&to, buf, sizeof(buf), &used, fmt, ap);
     va_end(ap);
-    if (n > 0)
-        used += (size_t)n < sizeof(buf) - used - 1 ? (size_t)n
-                                                   : sizeof(buf) - used - 2;
-    buf[used++] = '\n';
     kc_log_emit(&to, buf, used);
+}
+
+void (*kc_early_fn(const OSSL_DISPATCH *in, int id))(void)
+{
+    void (*fn)(void) = NULL;
+
+    for (; in->function_id != 0; in++)
+        if (in->function_id == id)
+            fn = in->function;
+    return fn;
 }
 
 const char *kc_early_core_version(const OSSL_CORE_HANDLE *handle,
                                   const OSSL_DISPATCH *in)
 {
-    OSSL_FUNC_core_get_params_fn *get = NULL;
+    OSSL_FUNC_core_get_params_fn *get = KC_CORE_FN(in, core_get_params,
+                                                   CORE_GET_PARAMS);
     const char *version = NULL;
     /* spelt out: OSSL_PARAM_construct_utf8_ptr() is libcrypto's */
     OSSL_PARAM q[2] = {
@@ -169,9 +181,6 @@ const char *kc_early_core_version(const OSSL_CORE_HANDLE *handle,
         { NULL, 0, NULL, 0, 0 }
     };
 
-    for (; in->function_id != 0; in++)
-        if (in->function_id == OSSL_FUNC_CORE_GET_PARAMS)
-            get = OSSL_FUNC_core_get_params(in);
     if (get == NULL || !get(handle, q))
         return NULL;
     return version;
@@ -186,38 +195,29 @@ int kc_early_major(const char *version)
     return major;
 }
 
-/*
- * The core registers a provider's reason strings only once its init has
- * succeeded: libcrypto's own reason, and the text says what happened.
- */
-static void set_error(const OSSL_CORE_HANDLE *handle,
-                      OSSL_FUNC_core_vset_error_fn *vset_error,
-                      const char *fmt, ...)
+void kc_early_set_error(const OSSL_CORE_HANDLE *handle,
+                        OSSL_FUNC_core_vset_error_fn *vset_error,
+                        uint32_t reason, const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
-    vset_error(handle, ERR_PACK(ERR_LIB_PROV, 0, ERR_R_INIT_FAIL), fmt, ap);
+    vset_error(handle, reason, fmt, ap);
     va_end(ap);
 }
 
 void kc_early_raise(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                     const char *file, int line, const char *fmt, ...)
 {
-    OSSL_FUNC_core_new_error_fn *new_error = NULL;
-    OSSL_FUNC_core_set_error_debug_fn *set_debug = NULL;
-    OSSL_FUNC_core_vset_error_fn *vset_error = NULL;
+    OSSL_FUNC_core_new_error_fn *new_error =
+        KC_CORE_FN(in, core_new_error, CORE_NEW_ERROR);
+    OSSL_FUNC_core_set_error_debug_fn *set_debug =
+        KC_CORE_FN(in, core_set_error_debug, CORE_SET_ERROR_DEBUG);
+    OSSL_FUNC_core_vset_error_fn *vset_error =
+        KC_CORE_FN(in, core_vset_error, CORE_VSET_ERROR);
     char text[640];
     va_list ap;
 
-    for (; in->function_id != 0; in++) {
-        if (in->function_id == OSSL_FUNC_CORE_NEW_ERROR)
-            new_error = OSSL_FUNC_core_new_error(in);
-        else if (in->function_id == OSSL_FUNC_CORE_SET_ERROR_DEBUG)
-            set_debug = OSSL_FUNC_core_set_error_debug(in);
-        else if (in->function_id == OSSL_FUNC_CORE_VSET_ERROR)
-            vset_error = OSSL_FUNC_core_vset_error(in);
-    }
     if (new_error == NULL || vset_error == NULL)
         return;
     va_start(ap, fmt);
@@ -226,5 +226,8 @@ void kc_early_raise(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     new_error(handle);
     if (set_debug != NULL)
         set_debug(handle, file, line, "keycache");
-    set_error(handle, vset_error, "keycache: %s", text);
+    /* a provider's own reasons are registered only once its init succeeded */
+    kc_early_set_error(handle, vset_error,
+                       ERR_PACK(ERR_LIB_PROV, 0, ERR_R_INIT_FAIL),
+                       "keycache: %s", text);
 }

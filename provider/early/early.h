@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * keycache - what it does before it may call libcrypto (early.c).
- *
- * Linked into the module and into the loader (loader.c), which
- * links no libcrypto at all: only the core's functions and libc are used
- * here, and OpenSSL's headers only for types and macros.
+ * keycache - what it does before it may call libcrypto (early.c), linked
+ * into the module and into the loader (loader.c), which links no libcrypto:
+ * only the core's functions and libc; OpenSSL's headers for types only.
  */
 #ifndef KC_EARLY_H
 #define KC_EARLY_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <openssl/core.h>
+#include <openssl/core_dispatch.h>
 
 /* a source file's base name, for errors: no build paths in messages */
 #ifdef __FILE_NAME__
@@ -31,20 +31,24 @@ typedef struct {
     int quiet;                   /* a refused path is not reported */
 } KC_LOGTO;
 
-/* "2025-01-31T12:00:00Z keycache[1234]: " into buf; its length */
-size_t kc_log_prefix(const KC_LOGTO *to, char *buf, size_t len);
+/* Append one prefixed line to buf (of size len, filled to *used). */
+void kc_log_vline(const KC_LOGTO *to, char *buf, size_t len, size_t *used,
+                  const char *fmt, va_list ap);
 /* one write of text, so that lines of several processes do not mix */
 void kc_log_emit(KC_LOGTO *to, const char *text, size_t len);
 
 /*
- * One line, if KEYCACHE_DEBUG asks for level or more, read without
- * allocating (its file: and level only): for what happens before the
- * module's own debug state exists, or in the loader.  A path that cannot
- * be written is reported for level 1 only: a level 2 line comes before a
- * start, and the starting module reports it.
+ * One line if KEYCACHE_DEBUG asks for level, read without allocating: for
+ * the loader and before the module's debug state exists.  An unwritable
+ * path is reported for level 1 only (a starting module reports it).
  */
 void kc_early_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* The function of |id| in the core's table |in| (the last one), or NULL. */
+void (*kc_early_fn(const OSSL_DISPATCH *in, int id))(void);
+#define KC_CORE_FN(in, name, ID) \
+    ((OSSL_FUNC_##name##_fn *)kc_early_fn(in, OSSL_FUNC_##ID))
 
 /* The core's OpenSSL version ("3.6.5"), or NULL if it does not say. */
 const char *kc_early_core_version(const OSSL_CORE_HANDLE *handle,
@@ -52,12 +56,13 @@ const char *kc_early_core_version(const OSSL_CORE_HANDLE *handle,
 /* The major version of such a string. */
 int kc_early_major(const char *version);
 
-/*
- * Raise "keycache: <text>" on the core's error queue (init failed), with
- * the core's new_error / set_error_debug / vset_error where it offers them.
- */
+/* Raise "keycache: <text>" (init failed) with the core's error functions. */
 void kc_early_raise(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                     const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* The core's vset_error, with a variable argument list. */
+void kc_early_set_error(const OSSL_CORE_HANDLE *handle,
+                        OSSL_FUNC_core_vset_error_fn *vset_error,
+                        uint32_t reason, const char *fmt, ...);
 
 #endif

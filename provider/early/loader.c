@@ -1,16 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * keycache.so, the module the configurations name: it starts the keycache
- * built for the major version of the libcrypto that loads it.
- *
- * OpenSSL 3 and 4 read the same openssl.cnf and look in the same modules
- * directory, but a provider that calls libcrypto is bound to one major
- * version's ABI.  So keycache.so links no libcrypto: it asks the core for
- * its version (a core function, not a libcrypto symbol) and hands the
- * core's handle and dispatch table to KC_BUILD_PREFIX<major>.so in its own
- * directory, which then starts as if the core had loaded it directly - its
- * own version guard, dispatch table, provider context and teardown.  After
- * that nothing of the loader is ever called, so the core may unload it.
+ * keycache.so, the module the configurations name.  OpenSSL 3 and 4 share
+ * openssl.cnf and the modules directory, but a provider calling libcrypto
+ * is bound to one major's ABI.  So this links no libcrypto: it asks the
+ * core its version and hands the core's handle and table to the sibling
+ * KC_BUILD_PREFIX<major>.so, which starts as if the core had loaded it.
+ * Nothing of the loader is called after that: the core may unload it.
  */
 #define _GNU_SOURCE            /* dladdr() */
 #include <dlfcn.h>
@@ -32,9 +27,8 @@
 #endif
 
 /*
- * KC_BUILD_PREFIX<major>.so beside this file; 0 if this file's name has no
- * directory (dlopen would then search the library path, not beside us) or
- * the path is too long.
+ * KC_BUILD_PREFIX<major>.so beside this file; 0 if the path is too long or
+ * has no directory (dlopen would search the library path, not beside us).
  */
 static int build_path(int major, char *buf, size_t len)
 {
@@ -51,9 +45,8 @@ static int build_path(int major, char *buf, size_t len)
 }
 
 /*
- * Whether |fn| lies in this object: the sibling is the loader itself
- * (a symbolic link or a copy of it).  Compared by mapping, not by symbol,
- * which another object's global OSSL_provider_init could interpose.
+ * Does |fn| lie in this object (the sibling is a link to or copy of the
+ * loader)?  By mapping: a global OSSL_provider_init could be interposed.
  */
 static int in_loader(void *fn)
 {
@@ -74,15 +67,12 @@ static int read_at(int fd, void *buf, size_t len, off_t off)
 }
 
 /*
- * Whether the sibling at |path| can be handed to dlopen without harm: 1 if
- * so, or if it is missing (dlopen then says so); otherwise 0 and the reason
- * in |why|.  dlopen maps the file's segments as its program headers
- * describe them, and touching a page past the end of a file cut short
- * raises SIGBUS in the program; opening a FIFO blocks until a writer comes.
- * So only a regular file is accepted, opened without blocking, whose every
- * loadable segment and section table lies inside it.  A file changed
- * between this check and dlopen is the installer's race, not a program's
- * input.
+ * Can the sibling at |path| go to dlopen without harm?  1 if so or if it
+ * is missing (dlopen says so); else 0 and the reason in |why|.  A page
+ * past the end of a file cut short raises SIGBUS, and opening a FIFO
+ * blocks: only a regular file, opened without blocking, whose loadable
+ * segments and section table lie inside it.  A file changed after this
+ * check is the installer's race, not a program's input.
  */
 static int sibling_sound(const char *path, char *why, size_t len)
 {
@@ -163,12 +153,9 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     if (!sibling_sound(path, why, sizeof(why)))
         goto refuse;
     /*
-     * RTLD_LOCAL: its symbols stay out of the program's namespace, as the
-     * core keeps a module's.  RTLD_NODELETE: the core unloads the loader,
-     * never the module (it has no handle of it), and the module's teardown
-     * runs from its own dispatch table; so it stays mapped for good, as
-     * rand.c pins it anyway once parked DRBGs may outlive it, and a later
-     * load (another library context) finds it in place.
+     * RTLD_LOCAL, as the core loads a module.  RTLD_NODELETE: the core
+     * never unloads the module (it has no handle of it, and the module's
+     * teardown runs from its own table), and rand.c may pin it anyway.
      */
     h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (h == NULL) {

@@ -1,21 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The inner provider: the real `default` provider, loaded into a library
- * context private to keycache (the filterprov pattern).  We take its HMAC and
- * AES-GCM dispatch tables and call them directly, so there is no EVP layer
- * inside keycache and keycache can never fetch itself.
+ * The inner provider: the real `default`, loaded into a library context
+ * private to keycache.  Its dispatch tables are called directly: there is
+ * no EVP layer inside keycache, so keycache can never fetch itself.
  */
-#define _GNU_SOURCE            /* gettid() */
-#include <sched.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/provider.h>
 
 #include "inner/inner.h"
-
 
 /* Is the name at s (ended by ':' or NUL) name, in any case? */
 static ossl_inline int name_at(const char *s, const char *name)
@@ -31,11 +25,8 @@ static ossl_inline int name_at(const char *s, const char *name)
 }
 
 /*
- * The algorithm that has name anywhere in its colon separated list (4.0
- * lists KECCAK-KMAC-128 after CSHAKE-KECCAK-128), compared as OpenSSL
- * compares names.  Every first name first: that is where the default
- * puts the names keycache asks for, and the full scan costs a process's
- * start some 6,000 instructions a name.
+ * name anywhere in the list (4.0 lists KECCAK-KMAC-128 second), but every
+ * first name first: the full scan costs a start some 6,000 instructions.
  */
 const OSSL_ALGORITHM *kc_inner_find(const OSSL_ALGORITHM *algs,
                                     const char *name)
@@ -54,46 +45,30 @@ const OSSL_ALGORITHM *kc_inner_find(const OSSL_ALGORITHM *algs,
     return NULL;
 }
 
+/* One case of a loader's switch: the dispatch entry into its field. */
+#define KC_LOAD(id, fn, field)                                              \
+    case OSSL_FUNC_##id:                                                    \
+        f->field = OSSL_FUNC_##fn(d);                                       \
+        break
+
 static void load_mac_fns(KC_MAC_FNS *f, const OSSL_DISPATCH *d)
 {
     for (; d->function_id != 0; d++) {
         switch (d->function_id) {
-        case OSSL_FUNC_MAC_NEWCTX:
-            f->newctx = OSSL_FUNC_mac_newctx(d);
-            break;
-        case OSSL_FUNC_MAC_DUPCTX:
-            f->dupctx = OSSL_FUNC_mac_dupctx(d);
-            break;
-        case OSSL_FUNC_MAC_FREECTX:
-            f->freectx = OSSL_FUNC_mac_freectx(d);
-            break;
-        case OSSL_FUNC_MAC_INIT:
-            f->init = OSSL_FUNC_mac_init(d);
-            break;
-        case OSSL_FUNC_MAC_UPDATE:
-            f->update = OSSL_FUNC_mac_update(d);
-            break;
-        case OSSL_FUNC_MAC_FINAL:
-            f->final = OSSL_FUNC_mac_final(d);
-            break;
-        case OSSL_FUNC_MAC_GETTABLE_PARAMS:
-            f->gettable_params = OSSL_FUNC_mac_gettable_params(d);
-            break;
-        case OSSL_FUNC_MAC_GET_PARAMS:
-            f->get_params = OSSL_FUNC_mac_get_params(d);
-            break;
-        case OSSL_FUNC_MAC_GETTABLE_CTX_PARAMS:
-            f->gettable_ctx_params = OSSL_FUNC_mac_gettable_ctx_params(d);
-            break;
-        case OSSL_FUNC_MAC_GET_CTX_PARAMS:
-            f->get_ctx_params = OSSL_FUNC_mac_get_ctx_params(d);
-            break;
-        case OSSL_FUNC_MAC_SETTABLE_CTX_PARAMS:
-            f->settable_ctx_params = OSSL_FUNC_mac_settable_ctx_params(d);
-            break;
-        case OSSL_FUNC_MAC_SET_CTX_PARAMS:
-            f->set_ctx_params = OSSL_FUNC_mac_set_ctx_params(d);
-            break;
+        KC_LOAD(MAC_NEWCTX, mac_newctx, newctx);
+        KC_LOAD(MAC_DUPCTX, mac_dupctx, dupctx);
+        KC_LOAD(MAC_FREECTX, mac_freectx, freectx);
+        KC_LOAD(MAC_INIT, mac_init, init);
+        KC_LOAD(MAC_UPDATE, mac_update, update);
+        KC_LOAD(MAC_FINAL, mac_final, final);
+        KC_LOAD(MAC_GETTABLE_PARAMS, mac_gettable_params, gettable_params);
+        KC_LOAD(MAC_GET_PARAMS, mac_get_params, get_params);
+        KC_LOAD(MAC_GETTABLE_CTX_PARAMS, mac_gettable_ctx_params,
+                gettable_ctx_params);
+        KC_LOAD(MAC_GET_CTX_PARAMS, mac_get_ctx_params, get_ctx_params);
+        KC_LOAD(MAC_SETTABLE_CTX_PARAMS, mac_settable_ctx_params,
+                settable_ctx_params);
+        KC_LOAD(MAC_SET_CTX_PARAMS, mac_set_ctx_params, set_ctx_params);
         }
     }
 }
@@ -102,48 +77,23 @@ static void load_cipher_fns(KC_CIPHER_FNS *f, const OSSL_DISPATCH *d)
 {
     for (; d->function_id != 0; d++) {
         switch (d->function_id) {
-        case OSSL_FUNC_CIPHER_NEWCTX:
-            f->newctx = OSSL_FUNC_cipher_newctx(d);
-            break;
-        case OSSL_FUNC_CIPHER_DUPCTX:
-            f->dupctx = OSSL_FUNC_cipher_dupctx(d);
-            break;
-        case OSSL_FUNC_CIPHER_FREECTX:
-            f->freectx = OSSL_FUNC_cipher_freectx(d);
-            break;
-        case OSSL_FUNC_CIPHER_ENCRYPT_INIT:
-            f->einit = OSSL_FUNC_cipher_encrypt_init(d);
-            break;
-        case OSSL_FUNC_CIPHER_DECRYPT_INIT:
-            f->dinit = OSSL_FUNC_cipher_decrypt_init(d);
-            break;
-        case OSSL_FUNC_CIPHER_UPDATE:
-            f->update = OSSL_FUNC_cipher_update(d);
-            break;
-        case OSSL_FUNC_CIPHER_FINAL:
-            f->final = OSSL_FUNC_cipher_final(d);
-            break;
-        case OSSL_FUNC_CIPHER_CIPHER:
-            f->cipher = OSSL_FUNC_cipher_cipher(d);
-            break;
-        case OSSL_FUNC_CIPHER_GET_PARAMS:
-            f->get_params = OSSL_FUNC_cipher_get_params(d);
-            break;
-        case OSSL_FUNC_CIPHER_GET_CTX_PARAMS:
-            f->get_ctx_params = OSSL_FUNC_cipher_get_ctx_params(d);
-            break;
-        case OSSL_FUNC_CIPHER_SET_CTX_PARAMS:
-            f->set_ctx_params = OSSL_FUNC_cipher_set_ctx_params(d);
-            break;
-        case OSSL_FUNC_CIPHER_GETTABLE_PARAMS:
-            f->gettable_params = OSSL_FUNC_cipher_gettable_params(d);
-            break;
-        case OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS:
-            f->gettable_ctx_params = OSSL_FUNC_cipher_gettable_ctx_params(d);
-            break;
-        case OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS:
-            f->settable_ctx_params = OSSL_FUNC_cipher_settable_ctx_params(d);
-            break;
+        KC_LOAD(CIPHER_NEWCTX, cipher_newctx, newctx);
+        KC_LOAD(CIPHER_DUPCTX, cipher_dupctx, dupctx);
+        KC_LOAD(CIPHER_FREECTX, cipher_freectx, freectx);
+        KC_LOAD(CIPHER_ENCRYPT_INIT, cipher_encrypt_init, einit);
+        KC_LOAD(CIPHER_DECRYPT_INIT, cipher_decrypt_init, dinit);
+        KC_LOAD(CIPHER_UPDATE, cipher_update, update);
+        KC_LOAD(CIPHER_FINAL, cipher_final, final);
+        KC_LOAD(CIPHER_CIPHER, cipher_cipher, cipher);
+        KC_LOAD(CIPHER_GET_PARAMS, cipher_get_params, get_params);
+        KC_LOAD(CIPHER_GET_CTX_PARAMS, cipher_get_ctx_params, get_ctx_params);
+        KC_LOAD(CIPHER_SET_CTX_PARAMS, cipher_set_ctx_params, set_ctx_params);
+        KC_LOAD(CIPHER_GETTABLE_PARAMS, cipher_gettable_params,
+                gettable_params);
+        KC_LOAD(CIPHER_GETTABLE_CTX_PARAMS, cipher_gettable_ctx_params,
+                gettable_ctx_params);
+        KC_LOAD(CIPHER_SETTABLE_CTX_PARAMS, cipher_settable_ctx_params,
+                settable_ctx_params);
         }
     }
 }
@@ -152,39 +102,16 @@ static void load_digest_fns(KC_DIGEST_FNS *f, const OSSL_DISPATCH *d)
 {
     for (; d->function_id != 0; d++) {
         switch (d->function_id) {
-        case OSSL_FUNC_DIGEST_NEWCTX:
-            f->newctx = OSSL_FUNC_digest_newctx(d);
-            break;
-        case OSSL_FUNC_DIGEST_DUPCTX:
-            f->dupctx = OSSL_FUNC_digest_dupctx(d);
-            break;
-        case OSSL_FUNC_DIGEST_FREECTX:
-            f->freectx = OSSL_FUNC_digest_freectx(d);
-            break;
-        case OSSL_FUNC_DIGEST_INIT:
-            f->init = OSSL_FUNC_digest_init(d);
-            break;
-        case OSSL_FUNC_DIGEST_UPDATE:
-            f->update = OSSL_FUNC_digest_update(d);
-            break;
-        case OSSL_FUNC_DIGEST_FINAL:
-            f->final = OSSL_FUNC_digest_final(d);
-            break;
-        case OSSL_FUNC_DIGEST_GET_PARAMS:
-            f->get_params = OSSL_FUNC_digest_get_params(d);
-            break;
-        case OSSL_FUNC_DIGEST_SET_CTX_PARAMS:
-            f->set_ctx_params = OSSL_FUNC_digest_set_ctx_params(d);
-            break;
+        KC_LOAD(DIGEST_NEWCTX, digest_newctx, newctx);
+        KC_LOAD(DIGEST_DUPCTX, digest_dupctx, dupctx);
+        KC_LOAD(DIGEST_FREECTX, digest_freectx, freectx);
+        KC_LOAD(DIGEST_INIT, digest_init, init);
+        KC_LOAD(DIGEST_UPDATE, digest_update, update);
+        KC_LOAD(DIGEST_FINAL, digest_final, final);
+        KC_LOAD(DIGEST_GET_PARAMS, digest_get_params, get_params);
+        KC_LOAD(DIGEST_SET_CTX_PARAMS, digest_set_ctx_params, set_ctx_params);
         }
     }
-}
-
-static int mac_complete(const KC_MAC_FNS *f)
-{
-    return f->newctx != NULL && f->dupctx != NULL && f->freectx != NULL
-           && f->init != NULL && f->update != NULL && f->final != NULL
-           && f->get_ctx_params != NULL && f->set_ctx_params != NULL;
 }
 
 static void add_digest(EVP_MD *md, void *arg)
@@ -208,7 +135,7 @@ static void add_digest(EVP_MD *md, void *arg)
     d->block_size = EVP_MD_get_block_size(md);
 }
 
-/* (a binding taken over after fork() starts from whatever was added) */
+/* also where a binding taken over after fork() starts over */
 static void free_digests(KC_PROVCTX *pctx)
 {
     size_t i;
@@ -228,21 +155,18 @@ static void free_digests(KC_PROVCTX *pctx)
 static int digests_ready(KC_PROVCTX *pctx)
 {
     if (__atomic_load_n(&pctx->digests_state, __ATOMIC_ACQUIRE)
-        == KC_ONCE_DONE)
-        return 1;
-    if (!kc_once_claim(&pctx->digests_state))
-        return __atomic_load_n(&pctx->digests_state, __ATOMIC_ACQUIRE)
-               == KC_ONCE_DONE;
-    free_digests(pctx);
-    EVP_MD_do_all_provided(pctx->libctx, add_digest, pctx);
-    kc_once_done(&pctx->digests_state);
-    return 1;
+        != KC_ONCE_DONE && kc_once_claim(&pctx->digests_state)) {
+        free_digests(pctx);
+        EVP_MD_do_all_provided(pctx->libctx, add_digest, pctx);
+        kc_once_done(&pctx->digests_state);
+    }
+    return __atomic_load_n(&pctx->digests_state, __ATOMIC_ACQUIRE)
+           == KC_ONCE_DONE;
 }
 
 /*
- * The digest table entry for a digest fetched from the private library
- * context.  Methods are cached by the store, so the pointer normally matches;
- * names are the fallback.  NULL means "not one we know": pass through.
+ * The table's entry for md: the store caches methods, so the pointer
+ * normally matches; names are the fallback.  NULL: pass through.
  */
 const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md)
 {
@@ -254,11 +178,7 @@ const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md)
     for (i = 0; i < pctx->ndigests; i++)
         if (pctx->digests[i].md == md)
             return &pctx->digests[i];
-    /*
-     * A digest resolved in the application's library context is another
-     * object of the same default: its first name is the table's (a string
-     * compare, where EVP_MD_is_a() takes the namemap's lock each time).
-     */
+    /* the application's is another object: EVP_MD_is_a() takes a lock */
     name = EVP_MD_get0_name(md);
     for (i = 0; name != NULL && i < pctx->ndigests; i++)
         if (strcmp(name, pctx->digests[i].name) == 0)
@@ -301,14 +221,10 @@ int kc_inner_is_default(const KC_PROVCTX *pctx, const OSSL_PROVIDER *prov)
 }
 
 /*
- * A new context of the default provider's MAC |name| in the application's
- * library context, for what keycache's private one cannot stand in for (an
- * HMAC digest or a CMAC or GMAC cipher only another provider of the
- * application's has, or none): that provider's own context, driven through
- * the same functions as ours (|newctx| is the private default's), which it
- * is sure to have only if it is the same built-in default (its dispatch
- * table is the same).  *mac keeps that provider loaded while the context
- * lives.  NULL if there is none; the error queue is left as it was.
+ * A context of MAC |name| of the application's default, for a digest or
+ * cipher the private one lacks.  |newctx| is the private default's, so only
+ * the same built-in default (same dispatch table) will do.  *mac keeps it
+ * loaded; NULL if there is none.  The error queue is left as it was.
  */
 void *kc_inner_app_mac(KC_PROVCTX *pctx, const char *name,
                        OSSL_FUNC_mac_newctx_fn *newctx, EVP_MAC **mac)
@@ -333,15 +249,12 @@ void *kc_inner_app_mac(KC_PROVCTX *pctx, const char *name,
 }
 
 /*
- * The cipher (name, props) in the application's library context, if the
- * private default's stands in for it: the built-in default's, or keycache's
- * own (which runs on the built-in default's) where the private context
- * resolves (name, props) too.  NULL if it resolves to another provider's or
- * to none, or (OpenSSL 4) resolves but queues errors: the first fetch of a
- * query that parses with errors raises them, the default keeps them, and
- * later fetches of it raise none, so the default's fetch must run in the
- * application's context after this one, and this one's errors are the
- * default's when |keep|.  Otherwise the error queue is left as it was.
+ * The cipher (name, props) in the application's context if the private
+ * default's stands in for it: the built-in default's, or keycache's own
+ * where the private context resolves it too.  NULL otherwise, or (OpenSSL
+ * 4) if the fetch queued errors: only a query's first fetch raises them,
+ * so they are kept as the default's when |keep|.  Otherwise the error
+ * queue is left as it was.
  */
 EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
                                   const char *props, int keep)
@@ -380,23 +293,20 @@ EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
     return c;
 }
 
-static int cipher_complete(const KC_CIPHER_FNS *f)
-{
-    return f->newctx != NULL && f->dupctx != NULL && f->freectx != NULL
-           && f->einit != NULL && f->update != NULL && f->final != NULL
-           && f->get_ctx_params != NULL && f->set_ctx_params != NULL;
-}
-
 int kc_inner_load_mac(KC_MAC_FNS *f, const OSSL_DISPATCH *d)
 {
     load_mac_fns(f, d);
-    return mac_complete(f);
+    return f->newctx != NULL && f->dupctx != NULL && f->freectx != NULL
+           && f->init != NULL && f->update != NULL && f->final != NULL
+           && f->get_ctx_params != NULL && f->set_ctx_params != NULL;
 }
 
 int kc_inner_load_cipher(KC_CIPHER_FNS *f, const OSSL_DISPATCH *d)
 {
     load_cipher_fns(f, d);
-    return cipher_complete(f);
+    return f->newctx != NULL && f->dupctx != NULL && f->freectx != NULL
+           && f->einit != NULL && f->update != NULL && f->final != NULL
+           && f->get_ctx_params != NULL && f->set_ctx_params != NULL;
 }
 
 /* A size a digest's get_params reports ("blocksize", "size"), or 0. */

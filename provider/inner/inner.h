@@ -10,7 +10,6 @@
 #include "diag/diag.h"
 
 /* inner.c */
-int kc_names_start_with(const char *names, const char *first);
 int kc_inner_start(KC_PROVCTX *pctx);
 void kc_inner_stop(KC_PROVCTX *pctx);
 const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md);
@@ -24,10 +23,7 @@ EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
 /* rand.c: the private context's RAND is the application's */
 int kc_rand_start(KC_PROVCTX *pctx);
 void kc_rand_stop(KC_PROVCTX *pctx);
-/*
- * The default's own functions for digest d (one of the table's), bound at
- * the first call: NULL if it lacks one HMAC's key hashing needs.
- */
+/* digest d's functions, bound at first use: NULL if HMAC lacks one */
 const KC_DIGEST_FNS *kc_inner_digest_fns(KC_PROVCTX *pctx, const KC_DIGEST *d);
 /* The default's algorithm that has name anywhere in its names, or NULL. */
 const OSSL_ALGORITHM *kc_inner_find(const OSSL_ALGORITHM *algs,

@@ -1,37 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Randomness for the wrapped default provider, drawn from the application.
+ * Randomness for the inner default, drawn from the application.
  *
- * The inner default provider lives in keycache's private library context,
- * so its own randomness (AES-GCM IV generation and the TLS fixed-IV
- * invocation field call RAND_bytes_ex() on their library context) would
- * come from DRBGs in that context: not the application's, so neither its
- * DRBG configuration nor its failures would show.  A tiny built-in provider
- * in the private context offers one EVP_RAND, made that context's DRBG
- * type, whose generate is RAND_bytes_ex() on the application's library
- * context: the default provider, loaded there directly, would make exactly
- * that call.
+ * The inner default's own randomness (GCM IVs, the TLS invocation field)
+ * would come from DRBGs of the private context, hiding the application's
+ * DRBG configuration and failures.  So a tiny built-in provider there
+ * offers the context's DRBG type, whose generate is RAND_bytes_ex() on the
+ * application's context: what the default would call loaded there.
  *
- * Error queue: when the application's RAND fails, EVP_RAND_generate() on
- * our DRBG adds EVP_R_GENERATE_ERROR after our generate returns 0, which
- * the default provider's queue does not have.  EVP calls our unlock right
- * after that, still inside EVP_RAND_generate(), so the failed generate sets
- * a mark after the application's errors and unlock pops back to it: the
- * queue is the application's errors followed by whatever the caller (the
- * GCM code) raises, as with the default provider, at no cost to the
- * wrappers.
+ * Error queue: on failure EVP_RAND_generate() adds EVP_R_GENERATE_ERROR,
+ * which the default's queue would not have; our generate sets a mark and
+ * the unlock EVP calls right after pops back to it.
  *
- * Lifetime: the public and private DRBGs of a library context are per
- * thread, and OpenSSL frees a thread's instances from a thread-stop handler
- * bound to the library context.  That handler runs when the thread exits,
- * so a thread that drew randomness through keycache and outlives keycache's
- * teardown would run it on a freed private context, even if the
- * application called OPENSSL_thread_stop_ex() on its own context in that
- * thread as OpenSSL asks (that call does not reach our private context).
- * So at teardown a private context in which other threads still hold
- * DRBGs is parked instead of freed: the module is pinned (the DRBGs' code
- * is ours), and parked contexts whose threads have all stopped are freed at
- * the next keycache teardown or when libcrypto cleans up at exit.
+ * Lifetime: per-thread DRBGs are freed by a thread-stop handler bound to
+ * the library context, which would run on a freed private context in a
+ * thread outliving keycache's teardown.  So a context where other threads
+ * still hold DRBGs is parked, the module pinned (the DRBGs' code is ours),
+ * and freed once its threads stopped: at a later teardown or at exit.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -300,11 +285,6 @@ static void sweep(void)
     }
 }
 
-static void kc_rand_atexit(void)
-{
-    sweep();
-}
-
 /*
  * Keep this module mapped for good: parked contexts hold DRBGs whose
  * functions are ours, and they may be freed after keycache is unloaded.
@@ -319,7 +299,7 @@ static int pin_module(void)
         || info.dli_fname == NULL
         || dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE)
            == NULL
-        || !kc_quirk_at_cleanup(kc_rand_atexit))
+        || !kc_quirk_at_cleanup(sweep))
         return 0;
     pinned = 1;
     return 1;
