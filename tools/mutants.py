@@ -25,6 +25,13 @@ SIV_CHECK_OFF = ("provider/families/siv.c",
 # on the others the mutated path is never taken, so no test can fail there.
 # tools/compat.sh sid-ossl4 --mutants runs them where they can be killed.
 ONLY_ON = {
+    # a name twice fails the call only in 4.x's generated decoders
+    "gmac-repeats-taken": ("4.",),
+    "cipher-call-resolves-first": ("4.",),
+    # AES-SIV's empty message and reopened finals came after 3.0
+    "siv-empty-never-message": ("3.5", "3.6", "4."),
+    "siv-refusal-keeps-final": ("3.5", "3.6", "4."),
+    "siv-forged-keeps-final": ("3.5", "3.6", "4."),
 }
 
 MUTANTS = {
