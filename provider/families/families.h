@@ -15,6 +15,44 @@ extern const KC_CDESC kc_ocb_desc[3], kc_siv_desc[3], kc_gcm_desc[3];
 /* the algorithm wrappers */
 extern const OSSL_DISPATCH kc_hmac_functions[];
 
+/*
+ * A MAC family's entry points and dispatch table (CMAC's, KMAC's): the
+ * template core's functions with the family's index bound in.
+ */
+#define KC_TMAC_IMPL(prefix, which)                                           \
+    static OSSL_FUNC_mac_newctx_fn prefix##_newctx;                           \
+    static OSSL_FUNC_mac_gettable_ctx_params_fn prefix##_gettable_ctx;        \
+    static OSSL_FUNC_mac_settable_ctx_params_fn prefix##_settable_ctx;        \
+    static void *prefix##_newctx(void *provctx)                               \
+    {                                                                         \
+        return kc_tmac_newctx(provctx, which);                                \
+    }                                                                         \
+    static const OSSL_PARAM *prefix##_gettable_ctx(void *ctx, void *provctx)  \
+    {                                                                         \
+        return kc_tmac_gettable_ctx_params(provctx, which);                   \
+    }                                                                         \
+    static const OSSL_PARAM *prefix##_settable_ctx(void *ctx, void *provctx)  \
+    {                                                                         \
+        return kc_tmac_settable_ctx_params(provctx, which);                   \
+    }                                                                         \
+    static const OSSL_DISPATCH prefix##_functions[] = {                       \
+        { OSSL_FUNC_MAC_NEWCTX, (void (*)(void))prefix##_newctx },            \
+        { OSSL_FUNC_MAC_DUPCTX, (void (*)(void))kc_tmac_dupctx },             \
+        { OSSL_FUNC_MAC_FREECTX, (void (*)(void))kc_tmac_freectx },           \
+        { OSSL_FUNC_MAC_INIT, (void (*)(void))kc_tmac_init },                 \
+        { OSSL_FUNC_MAC_UPDATE, (void (*)(void))kc_tmac_update },             \
+        { OSSL_FUNC_MAC_FINAL, (void (*)(void))kc_tmac_final },               \
+        { OSSL_FUNC_MAC_GETTABLE_CTX_PARAMS,                                  \
+          (void (*)(void))prefix##_gettable_ctx },                            \
+        { OSSL_FUNC_MAC_GET_CTX_PARAMS,                                       \
+          (void (*)(void))kc_tmac_get_ctx_params },                           \
+        { OSSL_FUNC_MAC_SETTABLE_CTX_PARAMS,                                  \
+          (void (*)(void))prefix##_settable_ctx },                            \
+        { OSSL_FUNC_MAC_SET_CTX_PARAMS,                                       \
+          (void (*)(void))kc_tmac_set_ctx_params },                           \
+        { 0, NULL }                                                           \
+    };
+
 /* A registry row (common/registry.h) as the provider reads it. */
 #define KC_KIND_HMAC 0
 #define KC_KIND_MAC 1

@@ -1,30 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * GMAC: a template is the default's GMAC context with its AES-GCM cipher
- * context set up and keyed (round keys and GHASH table), so a hit skips
- * the cipher fetch and the key schedule.  The IV differs per message: it
- * is volatile, replayed onto each copy after the key instead of being part
- * of the cache key.  Cached only with AES-128/192/256-GCM.
+ * GMAC: a template is keyed AES-GCM (round keys, GHASH table), so a hit
+ * skips the cipher fetch and key schedule.  The IV is volatile: replayed
+ * onto each copy after the key (the default takes "cipher" and
+ * "properties" before "key", "iv" after it, and keying keeps an IV set
+ * before).  Cached only with AES-128/192/256-GCM.  Used contexts are not
+ * kept: a finished one holds its last tag and IV, from which GHASH gives
+ * back a short message, and only another message would clear them.
  *
- * The default takes "cipher" and "properties" before "key" and "iv" after
- * it in one set_ctx_params call; an IV set before the key is kept by the
- * keying, so IV then key ends where key then IV does.
- *
- * Used contexts are not kept for reuse (as CMAC's are): a finished one
- * holds its last tag and IV, from which, with the key schedule the cache
- * holds, GHASH gives back a short message; nothing GMAC offers clears them
- * short of another IV, update and final, dearer than the copy it saves.
- *
- * A keyed context is keycache's own (KC_GMAC_CTX), run on the default's
- * AES-GCM cipher context directly.  The default's GMAC holds that context
- * in an EVP_CIPHER_CTX, whose copy and free take and drop references on
- * the shared EVP_CIPHER (four atomic operations per message, which
- * contend across threads); the cipher's own copy is a plain one.  What
- * the default's GMAC and EVP's cipher calls add to the cipher's functions
- * is done here the same way; the errors GMAC itself raises (a key of the
- * wrong length) come from the default's own context, so that they are
- * its errors, and a cipher set after the key makes the context the
- * default's (tmpl.c).
+ * A keyed context is keycache's own (KC_GMAC_CTX), on the default's AES-GCM
+ * context directly: the default's GMAC holds it in an EVP_CIPHER_CTX, whose
+ * copy and free cost four contended reference counts per message.  Errors
+ * of GMAC's own come from the default's context; a cipher set after the
+ * key makes the context the default's (tmpl.c).
  */
 #include <limits.h>
 #include <openssl/core_names.h>
@@ -52,8 +40,7 @@ static int gmac_cacheable(KC_PROVCTX *pctx, const unsigned char *shape,
            && kc_cipher_is_one_of(pctx, cipher, props, aes_gcm);
 }
 
-/* ---------------------------------------------------------------------- */
-/* The keyed context                                                      */
+/* ---- The keyed context ---- */
 
 typedef struct {
     KC_PROVCTX *pctx;
@@ -74,7 +61,6 @@ static void gmac_free(void *vg)
 
     if (g == NULL)
         return;
-    /* (which cleanses what it held) */
     if (g->gcm != NULL)
         g->c->freectx(g->gcm);
     OPENSSL_free(g);
@@ -95,10 +81,7 @@ static void *gmac_dup(void *vsrc)
     return dst;
 }
 
-/*
- * What the default's GMAC raises for a call that fails in its own code: a
- * context of the default's with this cipher gets the call.
- */
+/* A call failing in GMAC's own code: a default context says why. */
 static int default_says(const KC_GMAC_CTX *g, const OSSL_PARAM params[])
 {
     const KC_MAC_FNS *m = deflt(g);
@@ -131,9 +114,8 @@ static int set_key(KC_GMAC_CTX *g, const unsigned char *key, size_t keylen)
 }
 
 /*
- * The default's IV: EVP_CIPHER_CTX_ctrl(EVP_CTRL_AEAD_SET_IVLEN), whose
- * length is an int, then EVP_EncryptInit_ex() with the IV, whose length
- * EVP asks the cipher for: the one just set.
+ * The default's IV: EVP_CTRL_AEAD_SET_IVLEN (an int), then
+ * EVP_EncryptInit_ex() with the IV of the length just set.
  */
 static int set_iv(KC_GMAC_CTX *g, const unsigned char *iv, size_t len)
 {
@@ -152,11 +134,9 @@ static int set_iv(KC_GMAC_CTX *g, const unsigned char *iv, size_t len)
 }
 
 /*
- * The default's gmac_set_ctx_params(), in its order.  A cipher starts the
- * default's context over: tmpl.c gives such calls to a context of the
- * default's (direct_recipher()), unless a name in them is given twice
- * where that fails the default's call: then, as for any call here with a
- * repeated name, the default judges it (kc_tmac_repeats_fail()).
+ * The default's gmac_set_ctx_params(), in its order.  tmpl.c gives a
+ * cipher to a default context (direct_recipher()) unless a name is given
+ * twice where that fails: then, as for any repeat, the default judges.
  */
 static int gmac_set_ctx_params(void *vg, const OSSL_PARAM params[])
 {
@@ -168,18 +148,15 @@ static int gmac_set_ctx_params(void *vg, const OSSL_PARAM params[])
         return 1;
     /* the first of each name, as the default locates them, in one pass */
     for (p = params; p->key != NULL; p++) {
-        if (p->key[0] == 'c' && strcmp(p->key, OSSL_MAC_PARAM_CIPHER) == 0) {
+        if (kc_name_is(p->key, OSSL_MAC_PARAM_CIPHER)) {
             twice |= cipher++;
-        } else if (p->key[0] == 'k'
-                   && strcmp(p->key, OSSL_MAC_PARAM_KEY) == 0) {
+        } else if (kc_name_is(p->key, OSSL_MAC_PARAM_KEY)) {
             twice |= key != NULL;
             key = key != NULL ? key : p;
-        } else if (p->key[0] == 'i'
-                   && strcmp(p->key, OSSL_MAC_PARAM_IV) == 0) {
+        } else if (kc_name_is(p->key, OSSL_MAC_PARAM_IV)) {
             twice |= iv != NULL;
             iv = iv != NULL ? iv : p;
-        } else if (p->key[0] == 'p'
-                   && strcmp(p->key, OSSL_MAC_PARAM_PROPERTIES) == 0) {
+        } else if (kc_name_is(p->key, OSSL_MAC_PARAM_PROPERTIES)) {
             twice |= props++;
         }
     }
@@ -269,10 +246,7 @@ static void *gmac_direct_new(KC_PROVCTX *pctx, const unsigned char *shape,
     for (i = 0; aes_gcm[i] != NULL && !EVP_CIPHER_is_a(ciph, aes_gcm[i]);
          i++)
         continue;
-    /*
-     * An ENGINE registered for the cipher runs the default's GMAC through
-     * EVP's legacy path (its errors differ): the default's own, uncached.
-     */
+    /* an ENGINE for the cipher takes EVP's legacy path: not cached */
     if (aes_gcm[i] == NULL || kc_quirk_cipher_engine(EVP_CIPHER_get_nid(ciph))
         || (g = OPENSSL_zalloc(sizeof(*g))) == NULL) {
         EVP_CIPHER_free(ciph);
