@@ -1,13 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * CMAC: a template is the default's CMAC context with its cipher loaded
- * and keyed, so a hit skips the cipher fetch and set-up and the subkey
- * derivation.  Cached only with AES-128/192/256-CBC.
- *
- * A keyless init restarts a used context (zero IV, subkeys kept), so freed
- * contexts are kept as spares; but CMAC keeps a message's last block
- * through it (the default wipes it at free), so a spare first gets 32 zero
- * bytes.  Every cached cipher is AES: "size" is 16 until something is set.
+ * CMAC, with AES-CBC only: a template is the default's context, cipher
+ * loaded and keyed.  Spares are restarted by a keyless init, after 32 zero
+ * bytes overwrite the message's last block, which CMAC keeps through it.
  */
 #include <openssl/core_names.h>
 
@@ -32,7 +27,7 @@ static int cmac_cacheable(KC_PROVCTX *pctx, const unsigned char *shape,
            && kc_cipher_is_one_of(pctx, cipher, props, aes_cbc);
 }
 
-KC_TMAC_IMPL(kc_cmac, KC_FAM_CMAC)
+KC_TMAC_IMPL(kc_cmac, KC_FAM_CMAC, CTX)
 
 const KC_TDESC kc_cmac_desc = {
     .name = "CMAC",
@@ -43,6 +38,6 @@ const KC_TDESC kc_cmac_desc = {
     .set_key_keys = 1,
     .reinit_restores = 1,
     .park_scrub = 32,
-    .keyed_size = 16,
+    .keyed_size = 16,           /* AES's block, until something is set */
     .cacheable = cmac_cacheable
 };

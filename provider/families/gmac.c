@@ -1,18 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * GMAC: a template is keyed AES-GCM (round keys, GHASH table), so a hit
- * skips the cipher fetch and key schedule.  The IV is volatile: replayed
- * onto each copy after the key (the default takes "cipher" and
- * "properties" before "key", "iv" after it, and keying keeps an IV set
- * before).  Cached only with AES-128/192/256-GCM.  Used contexts are not
- * kept: a finished one holds its last tag and IV, from which GHASH gives
- * back a short message, and only another message would clear them.
- *
- * A keyed context is keycache's own (KC_GMAC_CTX), on the default's AES-GCM
- * context directly: the default's GMAC holds it in an EVP_CIPHER_CTX, whose
- * copy and free cost four contended reference counts per message.  Errors
- * of GMAC's own come from the default's context; a cipher set after the
- * key makes the context the default's (tmpl.c).
+ * GMAC: templates are keycache's own keyed AES-GCM contexts, on the
+ * default's cipher context directly (its EVP_CIPHER_CTX copies cost four
+ * contended reference counts per message); the IV is volatile, replayed
+ * onto each copy.  Used contexts are not kept: a finished one holds its
+ * last tag and IV, from which GHASH gives back a short message.
  */
 #include <limits.h>
 #include <openssl/core_names.h>
@@ -24,6 +16,7 @@ static const char *const gmac_shape[] = {
     OSSL_MAC_PARAM_CIPHER, OSSL_MAC_PARAM_PROPERTIES, NULL
 };
 
+/* the default sets "iv" after "key" in a call; keying keeps an IV set before */
 static const char *const gmac_volatile[] = { OSSL_MAC_PARAM_IV, NULL };
 
 static const char *const aes_gcm[] = {
@@ -267,47 +260,8 @@ static void *gmac_direct_new(KC_PROVCTX *pctx, const unsigned char *shape,
     return g;
 }
 
-static OSSL_FUNC_mac_newctx_fn kc_gmac_newctx;
-static OSSL_FUNC_mac_gettable_params_fn kc_gmac_gettable_params;
-static OSSL_FUNC_mac_get_params_fn kc_gmac_get_params;
-static OSSL_FUNC_mac_settable_ctx_params_fn kc_gmac_settable_ctx_params;
-
-static void *kc_gmac_newctx(void *provctx)
-{
-    return kc_tmac_newctx(provctx, KC_FAM_GMAC);
-}
-
-static const OSSL_PARAM *kc_gmac_gettable_params(void *provctx)
-{
-    return kc_tmac_gettable_params(provctx, KC_FAM_GMAC);
-}
-
-static int kc_gmac_get_params(OSSL_PARAM params[])
-{
-    return kc_tmac_get_params(KC_FAM_GMAC, params);
-}
-
-static const OSSL_PARAM *kc_gmac_settable_ctx_params(void *ctx,
-                                                     void *provctx)
-{
-    return kc_tmac_settable_ctx_params(provctx, KC_FAM_GMAC);
-}
-
-/* Like the default's: no per-context getters, the size is fixed. */
-static const OSSL_DISPATCH kc_gmac_functions[] = {
-    { OSSL_FUNC_MAC_NEWCTX, (void (*)(void))kc_gmac_newctx },
-    { OSSL_FUNC_MAC_DUPCTX, (void (*)(void))kc_tmac_dupctx },
-    { OSSL_FUNC_MAC_FREECTX, (void (*)(void))kc_tmac_freectx },
-    { OSSL_FUNC_MAC_INIT, (void (*)(void))kc_tmac_init },
-    { OSSL_FUNC_MAC_UPDATE, (void (*)(void))kc_tmac_update },
-    { OSSL_FUNC_MAC_FINAL, (void (*)(void))kc_tmac_final },
-    { OSSL_FUNC_MAC_GETTABLE_PARAMS, (void (*)(void))kc_gmac_gettable_params },
-    { OSSL_FUNC_MAC_GET_PARAMS, (void (*)(void))kc_gmac_get_params },
-    { OSSL_FUNC_MAC_SETTABLE_CTX_PARAMS,
-      (void (*)(void))kc_gmac_settable_ctx_params },
-    { OSSL_FUNC_MAC_SET_CTX_PARAMS, (void (*)(void))kc_tmac_set_ctx_params },
-    { 0, NULL }
-};
+/* like the default's: no per-context getters, the size is fixed */
+KC_TMAC_IMPL(kc_gmac, KC_FAM_GMAC, ALG)
 
 const KC_TDESC kc_gmac_desc = {
     .name = "GMAC",

@@ -1,22 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * HMAC wrapper.  A cache entry holds a template: an inner HMAC context
- * given a digest and keyed, never used.  A keyed init on a hit takes one of
- * the entry's spares or copies the template.  A freed wrapper's context
- * goes back as a spare (same thread only) after a keyless init, which
- * restores the saved pad state and drops the last MAC from the digest
- * state.  The template is the context that admitted the key, given back
- * the same way, or meanwhile a copy of the next one (setkey_cached_as()).
- *
- * Before the key the wrapper only remembers the digest (an entry of the
- * table built at start: the cache key compares pointers).  Anything a
- * keyless init cannot undo (digest-noinit, digest-oneshot, tls-data-size,
- * an engine, an unknown digest, a digest changed after the key, a failed
- * key) switches to pass-through: an inner context of its own gets exactly
- * the default's calls and is never cached, so the default's behaviour and
- * errors stay the reference.  Before the key that is the default's HMAC in
- * the application's library context, which finds any provider's digest
- * there (the legacy provider's MD4); once keyed, a private inner.
+ * HMAC: a cache entry holds the default's HMAC context, digest set and
+ * keyed; a hit copies it or takes a spare, restarted by a keyless init
+ * when given back.  Anything a keyless init cannot undo passes through to
+ * a context of the default's own, whose behaviour and errors stay the
+ * reference (docs/families.md).
  */
 #include <stddef.h>
 #include <string.h>
@@ -29,7 +17,7 @@
 
 typedef struct {
     KC_PROVCTX *pctx;
-    const KC_DIGEST *dg;       /* the digest the default ctx would hold */
+    const KC_DIGEST *dg;       /* the default ctx's digest: a table entry */
     char *dg_props;            /* the query dg was resolved with, or NULL */
     void *inner;               /* inner HMAC ctx, NULL until keyed */
     KC_LEASE lease;            /* where inner goes back to, if anywhere */
@@ -259,12 +247,10 @@ static EVP_MD *app_md_fetch(KC_PROVCTX *pctx, const char *name,
 }
 
 /*
- * Resolve a digest name as the default does, by a fetch in the
- * application's library context, so that a failure leaves its very error.
- * Only the default provider's digest maps to the table; another provider's
- * (even under a known name) passes through.  Remembered per thread: a
- * provider loaded later is not seen for a name resolved.  NULL: the fetch
- * failed, leaving the default's errors.
+ * Resolve a digest name as the default does, in the application's library
+ * context, so a failure (NULL) leaves its very errors.  Only the default
+ * provider's digest maps to the table.  Remembered per thread: a provider
+ * loaded later is not seen for a name resolved.
  */
 static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
                                        const char *props)
@@ -352,10 +338,7 @@ static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
     return inner;
 }
 
-/*
- * Key the wrapper from the cache.  Returns 1/0 as the default would, or -1
- * when this key cannot be handled here and the caller must pass through.
- */
+/* Key the wrapper from the cache: 1/0 as the default would, -1 to pass. */
 static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
                             size_t keylen)
 {
@@ -801,10 +784,7 @@ static const OSSL_PARAM *kc_hmac_settable_ctx_params(void *vctx,
     return KC_CTX_TABLE(pctx->hmac.settable_ctx_params, pctx);
 }
 
-/*
- * Never keyed (rare): a transient default context with the digest answers,
- * with the default's own errors (an HMAC_CTX without a digest has no size).
- */
+/* Never keyed (rare): a default context with the digest answers. */
 static KC_NOINLINE int unkeyed_get_params(KC_HMAC_CTX *w, OSSL_PARAM params[])
 {
     void *tmp = new_inner(w);

@@ -1,20 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * KMAC128 and KMAC256 (NIST SP 800-185).  A template is a keyed context
- * with the customisation string and the key absorbed (two Keccak
- * permutations), which a fresh context pays on every message.  Output
- * length and XOF mode set before the key are part of the shape.  A "key"
- * set_ctx_params before the key is only stored by the default: served
- * uncached.  A keyless init absorbs the key again, dearer than a copy, so
- * used contexts are not kept.
- *
- * A keyed context is keycache's own (KC_KMAC_CTX), on the default's
- * KECCAK-KMAC digest context directly: the default's KMAC holds it in an
- * EVP_MD_CTX, whose copy and free take and drop four or five references on
- * the shared EVP_MD per message, contended across threads.  Every error
- * the default's KMAC raises comes from a context of the default's given
- * the same call (scratch()); version differences are learned at first use
- * (kmac_direct_bind()).
+ * KMAC128 and KMAC256 (NIST SP 800-185): templates are keycache's own
+ * keyed contexts, customisation string and key absorbed, on the default's
+ * KECCAK-KMAC digest context directly (its EVP_MD_CTX copies cost four or
+ * five contended reference counts per message).  Every error comes from a
+ * default context given the same call (scratch()).
  */
 #include <stddef.h>
 #include <string.h>
@@ -24,6 +14,7 @@
 
 #include "families/families.h"
 
+/* a "key" set before the key is only stored by the default: uncached */
 static const char *const kmac_shape[] = {
     OSSL_MAC_PARAM_SIZE, OSSL_MAC_PARAM_XOF, OSSL_MAC_PARAM_CUSTOM, NULL
 };
@@ -157,10 +148,7 @@ static void set_key(KC_KMAC_CTX *k, const unsigned char *key, size_t keylen)
     k->key_len = n;
 }
 
-/*
- * EVP's calls after the key: at most one "xof" int and one "size" size_t
- * in range.  1 done, 0 not such a call.
- */
+/* 1: EVP's call after the key (one "xof" int, one "size" in range), taken */
 static int set_plain(KC_KMAC_CTX *k, const OSSL_PARAM params[])
 {
     const OSSL_PARAM *p, *xof = NULL, *size = NULL;
@@ -436,10 +424,7 @@ static void *kmac_direct_new(KC_PROVCTX *pctx, int which,
     return k;
 }
 
-/*
- * What the running default does where versions differ (quirks.h): an
- * update after the final, a name twice.  Not learned: the default's own.
- */
+/* Learn an update after the final and a name twice (quirks.h). */
 static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
 {
     const KC_MAC_FNS *m = &f->mac;
@@ -461,7 +446,7 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
 }
 
 #define KC_KMAC_IMPL(bits, which)                                             \
-    KC_TMAC_IMPL(kc_kmac##bits, which)                                        \
+    KC_TMAC_IMPL(kc_kmac##bits, which, CTX)                                   \
     static void *kc_kmac##bits##_direct_new(KC_PROVCTX *pctx,                 \
                                             const unsigned char *shape,       \
                                             size_t len,                       \

@@ -1,18 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * AES-SIV (RFC 5297): a template is a keyed context, so a hit skips the
- * three fetches and key set-ups of the default's keying.  A shape may set
- * the speed flag (which keying resets, as in the default) and the key
- * length; the expected tag is a message's.
- *
- * A keyed context is keycache's own (KC_SIV_CTX): S2V and CTR run on the
- * default's AES-CBC (for CMAC) and AES-CTR contexts directly.  The
- * default's SIV holds them in an EVP_CIPHER_CTX and EVP_MAC_CTX, whose
- * copies and frees cost 13 atomic reference counts per hit, and 4 more per
- * message for its S2V copies.  What it does is done here state for state
- * (siv128.c, cipher_aes_siv.c); siv_direct_bind() learns what versions
- * differ in.  A call failing in the default's own code is given to a
- * context of the default's, so that the error is its own.
+ * AES-SIV (RFC 5297): templates are keycache's own keyed contexts, S2V and
+ * CTR on the default's AES-CBC and AES-CTR contexts directly, state for
+ * state as its siv128.c and cipher_aes_siv.c (whose EVP copies cost 13
+ * atomic reference counts per hit).  A call failing in the default's own
+ * code goes to a default context, so that the error is its own.
  */
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -23,6 +15,7 @@
 
 #include "families/families.h"
 
+/* keying resets a speed flag set before it, as in the default */
 static const char *const siv_shape[] = {
     OSSL_CIPHER_PARAM_SPEED, OSSL_CIPHER_PARAM_KEYLEN, NULL
 };

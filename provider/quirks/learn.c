@@ -5,7 +5,6 @@
  * place from 3.0 to 3.5.  Each learner runs once per family, at its first
  * use (layer/gate.c) or first need; see quirks.h.
  */
-#include <string.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 
