@@ -19,17 +19,15 @@ struct kc_tdesc_st {
     const char *description;
     const OSSL_DISPATCH *functions; /* ours */
     /*
-     * Names a shape may hold and still be cached.  Volatile names (GMAC's
-     * IV) are not part of the cache key but replayed onto each copy after
-     * the key: the default must process them after the key and the other
-     * names of a call, and keying before or after them must end alike.
+     * Names a cached shape may hold, and volatile ones (GMAC's IV), replayed
+     * onto each copy instead: the default must set them after the key and
+     * the other names of a call, and keying before or after must end alike.
      */
     const char *const *shape_names;
     const char *const *volatile_names;
     /*
-     * The name of a cipher the default fetches (its query is "properties"
-     * in the same call), or NULL: a cipher only the application's library
-     * context resolves is served there (tmpl.c).
+     * The name of a cipher the default fetches (with "properties"), or NULL:
+     * one only the application's library context has is served there.
      */
     const char *cipher_param;
     /* does set_ctx_params' "key" key as init does?  (KMAC's: passed through) */
@@ -56,13 +54,11 @@ struct kc_tdesc_st {
     int (*cacheable)(KC_PROVCTX *pctx, const unsigned char *shape,
                      size_t len);
     /*
-     * Optional: keycache's own keyed contexts (GMAC, KMAC), which answer
-     * every call as the default's MAC would but run on the default's
-     * ciphers (direct_ciphers, bound into KC_TFAM.ciph) or digest
-     * (direct_digest, KC_TFAM.dig) without the shared objects' reference
-     * counts.  direct_new() makes a template from a shape and key the
-     * default took quietly; direct_bind() learns KC_TFAM.quirks at first
-     * use, 0 keeping the family on the default's contexts.
+     * Optional (GMAC, KMAC): own keyed contexts answering as the default's
+     * MAC, on its ciphers (KC_TFAM.ciph) or digest (KC_TFAM.dig) without
+     * the shared objects' reference counts.  direct_new() makes a template
+     * of a shape and key the default took quietly; direct_bind() learns
+     * KC_TFAM.quirks at first use, 0 keeping to the default's contexts.
      */
     const KC_MAC_FNS *direct;
     const char *const *direct_ciphers;
@@ -99,9 +95,8 @@ typedef struct {
     const char *description;
     const OSSL_DISPATCH *functions; /* ours */
     /*
-     * Names a call before the key may hold to be part of the shape (OCB:
-     * IV and tag lengths); others, and what per_message() says carries a
-     * message's data, are passed through.
+     * Names a shape may hold (OCB: IV and tag lengths); others, and what
+     * per_message() says is a message's, are passed through.
      */
     const char *const *shape_names;
     int (*per_message)(const OSSL_PARAM *p);
@@ -118,10 +113,9 @@ typedef struct {
      */
     int ivlen_set_sets;
     /*
-     * Optional (AES-SIV): keycache's own keyed contexts on the default's
-     * direct_ciphers (bound into KC_CFAM.sub), made unkeyed by direct_new()
-     * and then given the calls a default context gets; direct_bind() learns
-     * KC_CFAM.quirks, 0 keeping the family on the default's contexts.
+     * Optional (AES-SIV): own contexts on the default's ciphers (KC_CFAM.sub),
+     * made unkeyed by direct_new(), then given a default context's calls;
+     * direct_bind() learns KC_CFAM.quirks, 0 keeping to the default's.
      */
     const KC_CIPHER_FNS *direct;
     const char *const *direct_ciphers;
