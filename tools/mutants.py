@@ -42,8 +42,8 @@ MUTANTS = {
     # a long HMAC key cached by its digest: even one no longer than the
     # digest's block (which HMAC uses as it is), or by a digest of a prefix
     "hmac-long-key-any-length": ("provider/families/hmac.c",
-        "    if (w->dg->block_size <= 0 || keylen <= (size_t)w->dg->block_size",
-        "    if (w->dg->block_size <= 0"),
+        "        || keylen <= (size_t)w->dg->block_size || w->dg->size > sizeof(kd)",
+        "        || w->dg->size > sizeof(kd)"),
     "hmac-long-key-prefix": ("provider/families/hmac.c",
         "    ok = dc != NULL && g->init(dc, NULL) && g->update(dc, key, keylen)",
         "    ok = dc != NULL && g->init(dc, NULL) && g->update(dc, key, 128)"),
@@ -126,8 +126,8 @@ MUTANTS = {
     # the pass-through to the application's default told the digest's name
     # but not the query it was resolved with
     "passthrough-app-no-props": ("provider/families/hmac.c",
-        "        && !inner_set_digest_q(w, ctx, w->dg, w->dg_props)) {",
-        "        && !inner_set_digest_q(w, ctx, w->dg, NULL)) {"),
+        "    ok = w->dg == NULL || inner_set_digest(w, ctx, w->dg, w->dg_props);",
+        "    ok = w->dg == NULL || inner_set_digest(w, ctx, w->dg, NULL);"),
     # a key keyed again and again in one context counts each time
     "admit-per-keying": ("provider/cache/store.c",
         "            if (*lk->counted != fp) {",
@@ -619,7 +619,11 @@ MUTANTS = {
         "            return 0;"),
     # ... any single query answered as the output size
     "kmac-get-any-as-size": ("provider/families/kmac.c",
-        "        && is(&params[0], OSSL_MAC_PARAM_SIZE)\n", ""),
+        "    if (kc_answer_size(params, k->out_len))\n        return 1;",
+        "    if (params != NULL && params[0].key != NULL && params[1].key == NULL\n"
+        "        && params[0].data_type == OSSL_PARAM_UNSIGNED_INTEGER\n"
+        "        && params[0].data_size == sizeof(size_t) && params[0].data != NULL)\n"
+        "        return OSSL_PARAM_set_size_t(&params[0], k->out_len);"),
     # ... an output length past SP 800-185's bound taken
     "kmac-size-unbounded": ("provider/families/kmac.c",
         "                 && *(const size_t *)p->data <= KMAC_OUT_MAX)",
@@ -627,8 +631,8 @@ MUTANTS = {
     # ... the last of a name given twice taken, where the default takes
     # the first
     "kmac-last-of-twice": ("provider/families/kmac.c",
-        "        else if (size == NULL && is(p, OSSL_MAC_PARAM_SIZE)",
-        "        else if (is(p, OSSL_MAC_PARAM_SIZE)"),
+        "        else if (size == NULL && kc_name_is(p->key, OSSL_MAC_PARAM_SIZE)",
+        "        else if (kc_name_is(p->key, OSSL_MAC_PARAM_SIZE)"),
     # ... the bytepad of the key's block left out
     "kmac-key-unpadded": ("provider/families/kmac.c",
         "    if (n % w != 0) {\n        memset(p + n, 0, w - n % w);\n        n += w - n % w;\n    }",

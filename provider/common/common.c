@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Helpers every layer uses: names, the error queue's newest entry, and
- * run-once work claimed by one thread.
+ * Helpers every layer uses: names, the default's contexts tried once,
+ * the error queue's newest entry, run-once work.
  */
 #define _GNU_SOURCE            /* gettid() */
 #include <sched.h>
@@ -12,7 +12,6 @@
 
 #include "common/common.h"
 
-/* Does the colon separated name list |names| start with |first|? */
 int kc_names_start_with(const char *names, const char *first)
 {
     size_t n = strlen(first);
@@ -27,6 +26,33 @@ int kc_name_in_list(const char *const *list, const char *name)
         if (kc_name_is(*list, name))
             return 1;
     return 0;
+}
+
+void *kc_cipher_new_init(void *provctx, const KC_CIPHER_FNS *m, int enc,
+                         const unsigned char *key, size_t keylen,
+                         const OSSL_PARAM params[])
+{
+    void *t = m->newctx(provctx);
+
+    if (t != NULL
+        && !(enc ? m->einit : m->dinit)(t, key, keylen, NULL, 0, params)) {
+        m->freectx(t);
+        t = NULL;
+    }
+    return t;
+}
+
+int kc_mac_key_final(const KC_MAC_FNS *m, void *t)
+{
+    static const unsigned char key[32];
+    unsigned char out[64];
+    size_t l;
+    int ok;
+
+    ok = m->init(t, key, sizeof(key), NULL)
+         && m->final(t, out, &l, sizeof(out));
+    OPENSSL_cleanse(out, sizeof(out));
+    return ok;
 }
 
 void kc_err_top(KC_ERRTOP *t)
@@ -44,16 +70,12 @@ int kc_err_same(const KC_ERRTOP *a, const KC_ERRTOP *b)
 }
 
 /*
- * The gate of a family's first use (layer/gate.c) and of the digest table
- * (inner.c): *state is 0 (not done), KC_ONCE_DONE, or who does it,
- * (pid << 24 | tid) << 2 | 1.  One thread wins (1: it does the work, then
- * calls kc_once_done()); the others of the process wait for it, yielding,
- * then sleeping (a binder of lower real-time priority must get the CPU): it
- * runs once per family and instance, at its first use, and takes no lock
- * of keycache's.  A binding left by a thread that did not come with fork()
- * into this child is taken over (from scratch: the binders start over);
- * like any OpenSSL call in such a child, that can wait on a lock the lost
- * thread held.  One asked for again from inside its own binding answers 0.
+ * *state is 0, KC_ONCE_DONE, or its claimer, (pid << 24 | tid) << 2 | 1.
+ * Waiters yield, then sleep: a claimer of lower real-time priority must
+ * get the CPU.  No lock of keycache's is held.  A claim left by a thread
+ * that fork() did not bring into this child is taken over from scratch
+ * (like any OpenSSL call there, that may wait on a lock the lost thread
+ * held).
  */
 int kc_once_claim(long *state)
 {

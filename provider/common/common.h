@@ -2,18 +2,11 @@
 /*
  * keycache - what every layer shares: the provider context, the default's
  * function tables, a cache entry's algorithm, small helpers.  The layers,
- * bottom up (an arrow only points down; test/check_layers.py checks it):
+ * bottom up; an include or call only points down (test/check_layers.py):
  *
- *   early/     before libcrypto may be called: host version, refusals, the
- *              loader module
- *   common/    this header, the family registry's list and types
- *   quirks/    what differs between OpenSSL versions, in one place
- *   diag/      KEYCACHE_DEBUG's log, raised errors, the report clock
- *   cache/     the per-thread key -> context store, admission, origin
- *   inner/     the private library context holding `default`
- *   layer/     the template core the MAC and cipher families share
- *   families/  one file per family, the registry's table
- *   core/      entry point, configuration, pass-through, reports
+ *   early/ common/ quirks/ diag/ cache/ inner/ layer/ families/ core/
+ *
+ * docs/architecture.md says what each holds.
  */
 #ifndef KC_COMMON_H
 #define KC_COMMON_H
@@ -40,7 +33,7 @@
 typedef struct kc_provctx_st KC_PROVCTX;
 typedef struct kc_cache_st KC_CACHE;
 
-/* ---- inner (default provider) dispatch, see inner.c ---- */
+/* ---- the default provider's functions, loaded by inner.c ---- */
 
 typedef struct {
     OSSL_FUNC_mac_newctx_fn *newctx;
@@ -85,10 +78,7 @@ typedef struct {
     OSSL_FUNC_digest_set_ctx_params_fn *set_ctx_params;
 } KC_DIGEST_FNS;
 
-/*
- * What a cache entry's context is: the inner algorithm it belongs to and how
- * to free it.  Entries match only when their KC_ALG pointers are equal.
- */
+/* A cache entry's algorithm; entries match only if these pointers do. */
 typedef struct {
     const char *names;        /* the default provider's name string */
     void (*freectx)(void *);  /* inner free, which cleanses key material */
@@ -96,10 +86,7 @@ typedef struct {
     unsigned int stat;        /* counter slot, KC_STAT_* */
 } KC_ALG;
 
-/*
- * The most used contexts any entry keeps (KC_ALG.spare_max); a thread keeps
- * no more spares in all than it has entries (cache_size).
- */
+/* the most spares an entry keeps; a thread's total is at most cache_size */
 #define KC_SPARE_MAX 8
 
 /* A digest the inner HMAC accepts, resolved once at provider start. */
@@ -114,10 +101,7 @@ typedef struct {
     int fns_ok;
 } KC_DIGEST;
 
-/*
- * Keeps a wrapper's rarely taken path out of line, so that the path it
- * forwards on every call needs no stack frame.
- */
+/* A rare path kept out of line: the forwarding path needs no frame. */
 #if defined(__GNUC__)
 # define KC_NOINLINE __attribute__((noinline))
 #else
@@ -125,10 +109,8 @@ typedef struct {
 #endif
 
 /*
- * Makes a loaded value opaque to the compiler.  A call forwarded through a
- * wrapper's function table pins the function's load with it: gcc -O2
- * otherwise loads the context argument into a scratch register first and
- * moves it, an instruction more on every call of a reused context.
+ * Makes a loaded value opaque: pinning a forwarded call's function load
+ * saves gcc -O2 a register move of the context on every call.
  */
 #if defined(__GNUC__)
 # define KC_PIN(v) __asm__("" : "+r"(v))
@@ -136,12 +118,9 @@ typedef struct {
 # define KC_PIN(v) ((void)0)
 #endif
 
-
 /*
- * A process-wide slot that every instance's start may fill, from any
- * thread (library contexts start keycache concurrently): the first value
- * stays, and readers load it atomically.  Only for values that are the same
- * for every instance, or equally valid.
+ * A process-wide slot any instance's start may fill, from any thread: the
+ * first value stays.  Only for values every instance finds alike.
  */
 #define KC_PUBLISH_ONCE(slot, v)                                           \
     do {                                                                   \
@@ -149,6 +128,7 @@ typedef struct {
         __atomic_compare_exchange_n((slot), &kc_unset_, (v), 0,            \
                                     __ATOMIC_RELEASE, __ATOMIC_RELAXED);   \
     } while (0)
+
 /* Is key the parameter name name?  (The first byte settles most.) */
 static ossl_inline int kc_name_is(const char *key, const char *name)
 {
@@ -160,9 +140,35 @@ int kc_name_in_list(const char *const *list, const char *name);
 int kc_names_start_with(const char *names, const char *first);
 
 /*
- * The newest error on the queue, to tell whether a call raised any: a call
- * that raised one leaves another newest error (OpenSSL 3.0 cannot count
- * errors since a mark).
+ * Answer EVP_MAC_final's lone size_t "size" query, as OSSL_PARAM_set_size_t
+ * would; 0 if params is something else.  Compared by hand: this is hot.
+ */
+static ossl_inline int kc_answer_size(OSSL_PARAM params[], size_t size)
+{
+    const char *k;
+
+    if (params == NULL || (k = params[0].key) == NULL
+        || params[1].key != NULL
+        || params[0].data_type != OSSL_PARAM_UNSIGNED_INTEGER
+        || params[0].data_size != sizeof(size_t) || params[0].data == NULL
+        || k[0] != 's' || k[1] != 'i' || k[2] != 'z' || k[3] != 'e'
+        || k[4] != '\0')
+        return 0;
+    *(size_t *)params[0].data = size;
+    params[0].return_size = sizeof(size_t);
+    return 1;
+}
+
+/* A new context of m, after init(key, params) to encrypt (enc) or not. */
+void *kc_cipher_new_init(void *provctx, const KC_CIPHER_FNS *m, int enc,
+                         const unsigned char *key, size_t keylen,
+                         const OSSL_PARAM params[]);
+/* Key t, a context of m, with 32 zero bytes and finish it: both done? */
+int kc_mac_key_final(const KC_MAC_FNS *m, void *t);
+
+/*
+ * The newest error on the queue: a call that raised one leaves another
+ * newest (OpenSSL 3.0 cannot count errors since a mark).
  */
 typedef struct {
     unsigned long code;
@@ -173,11 +179,9 @@ void kc_err_top(KC_ERRTOP *t);
 int kc_err_same(const KC_ERRTOP *a, const KC_ERRTOP *b);
 
 /*
- * Run-once work that one thread of the process claims (the first use of a
- * family, the digest table): *state is 0, KC_ONCE_DONE, or its claimer.
- * kc_once_claim() returns 1 to the one that must do it (who then calls
- * kc_once_done()); the others wait for it.  0 when done, or when asked
- * again from inside the claimer's own work.
+ * Run-once work one thread of the process claims: kc_once_claim() returns
+ * 1 to the one that must do it (then kc_once_done()), the others wait; 0
+ * when done, or when asked again from inside the claimer's own work.
  */
 #define KC_ONCE_DONE 2
 int kc_once_claim(long *state);
@@ -185,10 +189,7 @@ void kc_once_done(long *state);
 
 #include "common/family.h"
 
-/*
- * ciphers passed through: AES-SIV, which keys a CMAC inside, or, with the
- * EVP_SKEY key managers, every default cipher keycache does not wrap
- */
+/* ciphers passed through: AES-SIV, or with EVP_SKEY every one not wrapped */
 #define KC_PT_CIPHERS 192
 
 /* Counters kept per thread; only the owning thread writes them. */
@@ -196,11 +197,7 @@ typedef struct {
     uint64_t hits, misses, evictions, passthrough;
 } KC_COUNTERS;
 
-/*
- * Counters are kept per algorithm (KC_ALG.stat), for KEYCACHE_DEBUG's
- * reports; the provider's counter parameters are their sums.
- */
-#define KC_STAT_OTHER 0       /* not attributed to an algorithm */
+/* KC_ALG.stat's slots, for the reports; slot 0 is no algorithm's */
 #define KC_STAT_HMAC 1
 #define KC_STAT_FAM 2         /* + KC_FAM_* */
 #define KC_STAT_CFAM (KC_STAT_FAM + KC_FAM_COUNT)  /* + KC_CFAM_* */

@@ -1,26 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keycache - the family registry: every algorithm keycache wraps, one row
- * each, in the order of its counters.  The provider (families/registry.c,
- * core/), the tests and the fuzzer all read this list and nothing else to
- * learn what the families are: a new family is one row here plus its file.
+ * each, in the order of its counters.  The provider, the tests and the
+ * fuzzer learn the families from this list alone: a new family is a row
+ * here plus its file.  The tests include it after keycache.h alone.
  *
  * X(id, kind, conf, auto, name, keylen, sub, sub_value, desc)
- *   id         KC_FAM_<id> for a MAC template family, KC_CFAM_<id> for a
- *              cipher one (HMAC has its own wrapper and no index)
+ *   id         KC_FAM_<id> (MAC) or KC_CFAM_<id> (cipher); HMAC has none
  *   kind       HMAC, MAC (layer/tmpl.c) or CIPHER (layer/ctmpl.c)
- *   conf       the configuration key that switches it on or off
- *   auto       what "auto" (the default) means on the running libcrypto:
- *              1 where caching was measured to pay on every version
- *              (3.0, 3.5, 3.6, 4.0; docs/families.md), else a quirk
+ *   conf       the configuration key that switches it
+ *   auto       what "auto" means on the running libcrypto: 1 where caching
+ *              pays on every measured version (docs/families.md)
  *   name       the default provider's first name for it
- *   keylen     a key length it takes, in bytes (the tests use it)
- *   sub        the parameter naming the cipher or digest it runs on, or
- *              NULL; sub_value one the tests use
- *   desc       its descriptor (families/), what the template core reads
- *
- * Nothing else may be in this header: the tests include it after
- * keycache.h alone.
+ *   keylen     a key length it takes, in bytes (for the tests)
+ *   sub        the parameter naming its cipher or digest, or NULL;
+ *              sub_value one the tests use
+ *   desc       its descriptor (families/)
  */
 #ifndef KC_REGISTRY_H
 #define KC_REGISTRY_H

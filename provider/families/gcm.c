@@ -1,12 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * AES-GCM: a template is the default's GCM context keyed (the AES round
- * keys and the GHASH table), so a hit skips both.
- *
- * A shape may set the IV length and the key length.  The default handles
- * an init's IV apart from its key and keys without looking at the IV or
- * the direction, so one template serves both directions.  A tag with data
- * is a message's and is passed through before the key.
+ * AES-GCM: a template is the default's GCM context keyed (round keys,
+ * GHASH table), one for both directions: the default keys without looking
+ * at the IV or the direction.
  */
 #include <openssl/core_names.h>
 

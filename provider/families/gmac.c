@@ -1,30 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * GMAC: a template is the default's GMAC context with its AES-GCM cipher
- * context set up and keyed (round keys and GHASH table), so a hit skips
- * the cipher fetch and the key schedule.  The IV differs per message: it
- * is volatile, replayed onto each copy after the key instead of being part
- * of the cache key.  Cached only with AES-128/192/256-GCM.
- *
- * The default takes "cipher" and "properties" before "key" and "iv" after
- * it in one set_ctx_params call; an IV set before the key is kept by the
- * keying, so IV then key ends where key then IV does.
- *
- * Used contexts are not kept for reuse (as CMAC's are): a finished one
- * holds its last tag and IV, from which, with the key schedule the cache
- * holds, GHASH gives back a short message; nothing GMAC offers clears them
- * short of another IV, update and final, dearer than the copy it saves.
- *
- * A keyed context is keycache's own (KC_GMAC_CTX), run on the default's
- * AES-GCM cipher context directly.  The default's GMAC holds that context
- * in an EVP_CIPHER_CTX, whose copy and free take and drop references on
- * the shared EVP_CIPHER (four atomic operations per message, which
- * contend across threads); the cipher's own copy is a plain one.  What
- * the default's GMAC and EVP's cipher calls add to the cipher's functions
- * is done here the same way; the errors GMAC itself raises (a key of the
- * wrong length) come from the default's own context, so that they are
- * its errors, and a cipher set after the key makes the context the
- * default's (tmpl.c).
+ * GMAC: templates are keycache's own keyed AES-GCM contexts, on the
+ * default's cipher context directly (its EVP_CIPHER_CTX copies cost four
+ * contended reference counts per message); the IV is volatile, replayed
+ * onto each copy.  Used contexts are not kept: a finished one holds its
+ * last tag and IV, from which GHASH gives back a short message.
  */
 #include <limits.h>
 #include <openssl/core_names.h>
@@ -36,6 +16,7 @@ static const char *const gmac_shape[] = {
     OSSL_MAC_PARAM_CIPHER, OSSL_MAC_PARAM_PROPERTIES, NULL
 };
 
+/* the default sets "iv" after "key" in a call; keying keeps an IV set before */
 static const char *const gmac_volatile[] = { OSSL_MAC_PARAM_IV, NULL };
 
 static const char *const aes_gcm[] = {
@@ -52,8 +33,7 @@ static int gmac_cacheable(KC_PROVCTX *pctx, const unsigned char *shape,
            && kc_cipher_is_one_of(pctx, cipher, props, aes_gcm);
 }
 
-/* ---------------------------------------------------------------------- */
-/* The keyed context                                                      */
+/* ---- The keyed context ---- */
 
 typedef struct {
     KC_PROVCTX *pctx;
@@ -74,7 +54,6 @@ static void gmac_free(void *vg)
 
     if (g == NULL)
         return;
-    /* (which cleanses what it held) */
     if (g->gcm != NULL)
         g->c->freectx(g->gcm);
     OPENSSL_free(g);
@@ -95,10 +74,7 @@ static void *gmac_dup(void *vsrc)
     return dst;
 }
 
-/*
- * What the default's GMAC raises for a call that fails in its own code: a
- * context of the default's with this cipher gets the call.
- */
+/* A call failing in GMAC's own code: a default context says why. */
 static int default_says(const KC_GMAC_CTX *g, const OSSL_PARAM params[])
 {
     const KC_MAC_FNS *m = deflt(g);
@@ -131,9 +107,8 @@ static int set_key(KC_GMAC_CTX *g, const unsigned char *key, size_t keylen)
 }
 
 /*
- * The default's IV: EVP_CIPHER_CTX_ctrl(EVP_CTRL_AEAD_SET_IVLEN), whose
- * length is an int, then EVP_EncryptInit_ex() with the IV, whose length
- * EVP asks the cipher for: the one just set.
+ * The default's IV: EVP_CTRL_AEAD_SET_IVLEN (an int), then
+ * EVP_EncryptInit_ex() with the IV of the length just set.
  */
 static int set_iv(KC_GMAC_CTX *g, const unsigned char *iv, size_t len)
 {
@@ -152,11 +127,9 @@ static int set_iv(KC_GMAC_CTX *g, const unsigned char *iv, size_t len)
 }
 
 /*
- * The default's gmac_set_ctx_params(), in its order.  A cipher starts the
- * default's context over: tmpl.c gives such calls to a context of the
- * default's (direct_recipher()), unless a name in them is given twice
- * where that fails the default's call: then, as for any call here with a
- * repeated name, the default judges it (kc_tmac_repeats_fail()).
+ * The default's gmac_set_ctx_params(), in its order.  tmpl.c gives a
+ * cipher to a default context (direct_recipher()) unless a name is given
+ * twice where that fails: then, as for any repeat, the default judges.
  */
 static int gmac_set_ctx_params(void *vg, const OSSL_PARAM params[])
 {
@@ -168,18 +141,15 @@ static int gmac_set_ctx_params(void *vg, const OSSL_PARAM params[])
         return 1;
     /* the first of each name, as the default locates them, in one pass */
     for (p = params; p->key != NULL; p++) {
-        if (p->key[0] == 'c' && strcmp(p->key, OSSL_MAC_PARAM_CIPHER) == 0) {
+        if (kc_name_is(p->key, OSSL_MAC_PARAM_CIPHER)) {
             twice |= cipher++;
-        } else if (p->key[0] == 'k'
-                   && strcmp(p->key, OSSL_MAC_PARAM_KEY) == 0) {
+        } else if (kc_name_is(p->key, OSSL_MAC_PARAM_KEY)) {
             twice |= key != NULL;
             key = key != NULL ? key : p;
-        } else if (p->key[0] == 'i'
-                   && strcmp(p->key, OSSL_MAC_PARAM_IV) == 0) {
+        } else if (kc_name_is(p->key, OSSL_MAC_PARAM_IV)) {
             twice |= iv != NULL;
             iv = iv != NULL ? iv : p;
-        } else if (p->key[0] == 'p'
-                   && strcmp(p->key, OSSL_MAC_PARAM_PROPERTIES) == 0) {
+        } else if (kc_name_is(p->key, OSSL_MAC_PARAM_PROPERTIES)) {
             twice |= props++;
         }
     }
@@ -269,10 +239,7 @@ static void *gmac_direct_new(KC_PROVCTX *pctx, const unsigned char *shape,
     for (i = 0; aes_gcm[i] != NULL && !EVP_CIPHER_is_a(ciph, aes_gcm[i]);
          i++)
         continue;
-    /*
-     * An ENGINE registered for the cipher runs the default's GMAC through
-     * EVP's legacy path (its errors differ): the default's own, uncached.
-     */
+    /* an ENGINE for the cipher takes EVP's legacy path: not cached */
     if (aes_gcm[i] == NULL || kc_quirk_cipher_engine(EVP_CIPHER_get_nid(ciph))
         || (g = OPENSSL_zalloc(sizeof(*g))) == NULL) {
         EVP_CIPHER_free(ciph);
@@ -293,47 +260,8 @@ static void *gmac_direct_new(KC_PROVCTX *pctx, const unsigned char *shape,
     return g;
 }
 
-static OSSL_FUNC_mac_newctx_fn kc_gmac_newctx;
-static OSSL_FUNC_mac_gettable_params_fn kc_gmac_gettable_params;
-static OSSL_FUNC_mac_get_params_fn kc_gmac_get_params;
-static OSSL_FUNC_mac_settable_ctx_params_fn kc_gmac_settable_ctx_params;
-
-static void *kc_gmac_newctx(void *provctx)
-{
-    return kc_tmac_newctx(provctx, KC_FAM_GMAC);
-}
-
-static const OSSL_PARAM *kc_gmac_gettable_params(void *provctx)
-{
-    return kc_tmac_gettable_params(provctx, KC_FAM_GMAC);
-}
-
-static int kc_gmac_get_params(OSSL_PARAM params[])
-{
-    return kc_tmac_get_params(KC_FAM_GMAC, params);
-}
-
-static const OSSL_PARAM *kc_gmac_settable_ctx_params(void *ctx,
-                                                     void *provctx)
-{
-    return kc_tmac_settable_ctx_params(provctx, KC_FAM_GMAC);
-}
-
-/* Like the default's: no per-context getters, the size is fixed. */
-static const OSSL_DISPATCH kc_gmac_functions[] = {
-    { OSSL_FUNC_MAC_NEWCTX, (void (*)(void))kc_gmac_newctx },
-    { OSSL_FUNC_MAC_DUPCTX, (void (*)(void))kc_tmac_dupctx },
-    { OSSL_FUNC_MAC_FREECTX, (void (*)(void))kc_tmac_freectx },
-    { OSSL_FUNC_MAC_INIT, (void (*)(void))kc_tmac_init },
-    { OSSL_FUNC_MAC_UPDATE, (void (*)(void))kc_tmac_update },
-    { OSSL_FUNC_MAC_FINAL, (void (*)(void))kc_tmac_final },
-    { OSSL_FUNC_MAC_GETTABLE_PARAMS, (void (*)(void))kc_gmac_gettable_params },
-    { OSSL_FUNC_MAC_GET_PARAMS, (void (*)(void))kc_gmac_get_params },
-    { OSSL_FUNC_MAC_SETTABLE_CTX_PARAMS,
-      (void (*)(void))kc_gmac_settable_ctx_params },
-    { OSSL_FUNC_MAC_SET_CTX_PARAMS, (void (*)(void))kc_tmac_set_ctx_params },
-    { 0, NULL }
-};
+/* like the default's: no per-context getters, the size is fixed */
+KC_TMAC_IMPL(kc_gmac, KC_FAM_GMAC, ALG)
 
 const KC_TDESC kc_gmac_desc = {
     .name = "GMAC",

@@ -1,34 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * HMAC wrapper.
- *
- * A cache entry holds a template: an inner (default provider) HMAC context
- * given a digest and keyed, in its "just keyed" state.  A keyed init on a
- * hit takes one of the entry's spare contexts or, with no spare left,
- * duplicates the template.  So any number of live contexts can share one
- * entry.  Freeing the wrapper gives its context back as a spare (up to
- * spare_max), on the same thread only, re-initialised without a key -
- * HMAC_Init_ex() with a NULL key copies the saved inner pad state, so the
- * message state is back to "just keyed" while digest and key are unchanged,
- * and the last MAC (or an unfinished message's last block), which the
- * digest state held, is gone.  The template itself is the context that
- * admitted the key, given back the same way, or, while that one is still
- * out, a copy of the next one keyed with the key (see setkey_cached()).
- *
- * Until a key arrives the wrapper only remembers the digest (resolved to an
- * entry of the table built at start, so the cache key is a pointer compare).
- * Anything whose effect a keyless re-init cannot undo - the digest-noinit,
- * digest-oneshot and tls-data-size parameters, an engine, a digest we do not
- * know, a digest changed after keying, a failed key setup - switches the
- * wrapper to pass-through: it gets its own inner context that receives
- * exactly the calls the default provider would have received, and that
- * context is freed, never cached.  The default provider's behaviour,
- * including its errors, therefore stays the reference in every odd case.
- * Before the key the pass-through context is the default's HMAC in the
- * application's library context (the same functions, that provider's
- * context), so that a digest only another provider of the application's
- * has (the legacy provider's MD4, say) is found where the default finds
- * it; once keyed, it is a private inner.
+ * HMAC: a cache entry holds the default's HMAC context, digest set and
+ * keyed; a hit copies it or takes a spare, restarted by a keyless init
+ * when given back.  Anything a keyless init cannot undo passes through to
+ * a context of the default's own, whose behaviour and errors stay the
+ * reference (docs/families.md).
  */
 #include <stddef.h>
 #include <string.h>
@@ -41,29 +17,24 @@
 
 typedef struct {
     KC_PROVCTX *pctx;
-    const KC_DIGEST *dg;       /* the digest the default ctx would hold */
+    const KC_DIGEST *dg;       /* the default ctx's digest: a table entry */
     char *dg_props;            /* the query dg was resolved with, or NULL */
     void *inner;               /* inner HMAC ctx, NULL until keyed */
     KC_LEASE lease;            /* where inner goes back to, if anywhere */
     int passthrough;           /* inner is the reference copy: forward all */
     EVP_MAC *app_mac;          /* inner is the application's default's */
     /*
-     * The thread's last resolved digest name (no properties) and digest,
-     * taken at newctx: the usual name is matched without the memo look-up,
-     * which EVP_Q_mac() would make twice (in set_params and in init).
+     * The thread's last resolved digest name (no properties) and digest:
+     * saves EVP_Q_mac()'s two memo look-ups (set_params, init).
      */
     const KC_DIGEST *hint_dg;
     char hint[KC_HINT_NAME];
     uint64_t counted;          /* see KC_LOOKUP */
     /*
-     * The key inner holds and its digest, so that keying it again with the
-     * same bytes is a keyless re-init: a context kept and re-keyed per
-     * message (OpenVPN's HMAC) hits.  have_key: KEY_LEASED, the leased
-     * entry's key (nothing copied); KEY_COPY, a copy in key[], held as
-     * long as inner holds it, wiped when inner goes or the wrapper is
-     * freed.  A copy is made only when a miss brings the key the previous
-     * miss on this context brought (missed_hash): a context keyed once
-     * copies nothing.
+     * The key inner holds, so that re-keying with the same bytes is a
+     * keyless init (OpenVPN re-keys per message).  KEY_LEASED: the leased
+     * entry's; KEY_COPY: in key[], wiped when inner goes.  Copied only when
+     * a miss brings the key the previous miss brought (missed_hash).
      */
     int have_key;
     uint64_t missed_hash;      /* the keyed hash of the key a miss last took */
@@ -94,13 +65,12 @@ static const KC_MAC_FNS *fns(const KC_HMAC_CTX *w)
 }
 
 /*
- * Give |inner| the digest |dg|.  A private inner's library context has only
- * the default, whose digest dg is, so the name alone finds it; a context in
- * the application's is given the query the digest was resolved with, or
- * that context's default properties could pick another provider's.
+ * Give inner the digest dg.  A private inner needs the name alone; one in
+ * the application's context needs the query dg was resolved with, or that
+ * context's default properties could pick another provider's.
  */
-static int inner_set_digest_q(const KC_HMAC_CTX *w, void *inner,
-                              const KC_DIGEST *dg, const char *props)
+static int inner_set_digest(const KC_HMAC_CTX *w, void *inner,
+                            const KC_DIGEST *dg, const char *props)
 {
     OSSL_PARAM p[3], *q = p;
 
@@ -111,12 +81,6 @@ static int inner_set_digest_q(const KC_HMAC_CTX *w, void *inner,
                                                 (char *)props, 0);
     *q = OSSL_PARAM_construct_end();
     return fns(w)->set_ctx_params(inner, p);
-}
-
-static int inner_set_digest(const KC_HMAC_CTX *w, void *inner,
-                            const KC_DIGEST *dg)
-{
-    return inner_set_digest_q(w, inner, dg, NULL);
 }
 
 /* w->dg = dg, resolved with |props| (NULL or "" for none); 0: no memory */
@@ -134,6 +98,19 @@ static int set_digest(KC_HMAC_CTX *w, const KC_DIGEST *dg, const char *props)
     return 1;
 }
 
+/* A fresh private inner with w's digest, if any; NULL if that fails. */
+static void *new_inner(const KC_HMAC_CTX *w)
+{
+    void *inner = fns(w)->newctx(w->pctx->inner_provctx);
+
+    if (inner != NULL && w->dg != NULL
+        && !inner_set_digest(w, inner, w->dg, NULL)) {
+        fns(w)->freectx(inner);
+        return NULL;
+    }
+    return inner;
+}
+
 static void free_inner(KC_HMAC_CTX *w)
 {
     fns(w)->freectx(w->inner);
@@ -144,10 +121,9 @@ static void free_inner(KC_HMAC_CTX *w)
 }
 
 /*
- * A context given back is re-initialised without a key: the state a hit
- * needs, and it replaces the digest state, which holds the last MAC or,
- * mid-message, the message's last block (the default wipes a context the
- * program frees).
+ * A context given back gets a keyless init: the state a hit needs, and it
+ * drops the last MAC or block from the digest state (the default wipes a
+ * context the program frees).
  */
 static int restart(const void *arg, void *inner)
 {
@@ -167,7 +143,6 @@ static int park_inner(KC_CACHE *c, KC_HMAC_CTX *w)
            && kc_cache_park_in(c, &w->lease, w->inner, restart, w);
 }
 
-/* The inner context back to its entry in c (this thread's), or freed. */
 enum { KEY_NONE, KEY_LEASED, KEY_COPY };
 
 static void forget_key(KC_HMAC_CTX *w)
@@ -201,6 +176,7 @@ static int holds_key(KC_CACHE *c, const KC_HMAC_CTX *w,
                                                        keylen);
 }
 
+/* The inner context back to its entry in c (this thread's), or freed. */
 static void release_inner(KC_CACHE *c, KC_HMAC_CTX *w)
 {
     forget_key(w);
@@ -221,69 +197,60 @@ static void forward_all(KC_HMAC_CTX *w)
     kc_count_passthrough(w->pctx, &w->pctx->hmac_alg);
 }
 
-/*
- * Switch to pass-through: make sure there is an inner context whose state is
- * the one the default provider's context would have, and forward from now on.
- */
+/* Pass through from now on, with an inner in the default's state. */
 static int go_passthrough(KC_HMAC_CTX *w)
 {
     if (w->passthrough)
         return 1;
-    if (w->inner == NULL) {
-        w->inner = fns(w)->newctx(w->pctx->inner_provctx);
-        if (w->inner == NULL)
-            return 0;
-        if (w->dg != NULL && !inner_set_digest(w, w->inner, w->dg)) {
-            fns(w)->freectx(w->inner);
-            w->inner = NULL;
-            return 0;
-        }
-    }
     /* an inner context we already had was clean: its state is exact */
+    if (w->inner == NULL && (w->inner = new_inner(w)) == NULL)
+        return 0;
     forward_all(w);
     return 1;
 }
 
 /*
  * The same, but before the key with the default's HMAC in the
- * application's library context, which takes every digest the default
- * would (another provider's too) and raises the errors it would.  Once
- * keyed, or if there is none, the private inner.
+ * application's library context, which takes the digests and raises the
+ * errors the default would; once keyed, or without one, a private inner.
  */
 static int go_passthrough_app(KC_HMAC_CTX *w)
 {
     EVP_MAC *mac;
     void *ctx;
+    int ok;
 
     if (w->passthrough || w->inner != NULL
         || (ctx = kc_inner_app_mac(w->pctx, OSSL_MAC_NAME_HMAC,
                                    fns(w)->newctx, &mac)) == NULL)
         return go_passthrough(w);
     ERR_set_mark();
-    if (w->dg != NULL
-        && !inner_set_digest_q(w, ctx, w->dg, w->dg_props)) {
-        ERR_pop_to_mark();
+    ok = w->dg == NULL || inner_set_digest(w, ctx, w->dg, w->dg_props);
+    ERR_pop_to_mark();
+    if (!ok) {
         fns(w)->freectx(ctx);
         EVP_MAC_free(mac);
         return go_passthrough(w);
     }
-    ERR_pop_to_mark();
     w->inner = ctx;
     w->app_mac = mac;
     forward_all(w);
     return 1;
 }
 
+/* The digest name resolves to in the application's library context. */
+static EVP_MD *app_md_fetch(KC_PROVCTX *pctx, const char *name,
+                            const char *props)
+{
+    return EVP_MD_fetch(pctx->app_libctx != NULL ? pctx->app_libctx
+                        : pctx->libctx, name, props);
+}
+
 /*
- * Resolve a digest name the way the default provider does: a fetch in the
- * library context it runs in, the application's, so that a failure leaves
- * the very error the default would (its data names that context).  The
- * digest found is mapped to the inner default's table by name if the
- * default provider made it; another provider's (even under a name the
- * table knows) passes through, so the default's HMAC uses that one.  Remembered per thread:
- * a provider loaded into the application's context later is not seen for a
- * name this thread has resolved.  NULL: the fetch failed and left the
- * default's errors on the queue (as it does, only those of a failure).
+ * Resolve a digest name as the default does, in the application's library
+ * context, so a failure (NULL) leaves its very errors.  Only the default
+ * provider's digest maps to the table.  Remembered per thread: a provider
+ * loaded later is not seen for a name resolved.
  */
 static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
                                        const char *props)
@@ -304,15 +271,13 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
         return d;
     }
     /*
-     * A fetch that succeeds may still have queued errors (a property query
-     * with trailing characters): OpenSSL 3's default drops them, 4's keeps
-     * them, for every such fetch, so a name resolved that way is not
+     * A successful fetch may queue errors (a query with trailing junk):
+     * OpenSSL 4's default keeps them every time, so such a name is not
      * remembered there.
      */
     ERR_set_mark();
     kc_err_top(&before);
-    md = EVP_MD_fetch(pctx->app_libctx != NULL ? pctx->app_libctx
-                      : pctx->libctx, name, props);
+    md = app_md_fetch(pctx, name, props);
     if (md == NULL) {
         ERR_clear_last_mark();
         return NULL;
@@ -336,13 +301,10 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
 }
 
 /*
- * A new context keyed with |key|, made by duplicating a per-thread context
- * that has the digest set and the empty key, then re-keying it: a keyed
- * init replaces everything HMAC holds (key copy, pad states, digest
- * states), and the copy skips the digest fetch a new context pays on
- * every miss.  NULL if that cannot be done; the caller then makes a new
- * context the way the default would, so a failure leaves the default's
- * state and errors.
+ * A context keyed with key by copying the thread's context of the digest
+ * keyed with the empty key: a keyed init replaces all HMAC holds, and the
+ * copy skips a new context's digest fetch.  NULL if that fails; the
+ * caller then keys a new context as the default would, for its errors.
  */
 static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
                         size_t keylen)
@@ -354,9 +316,7 @@ static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
 
     if (base == NULL) {
         ERR_set_mark();
-        if ((base = f->newctx(w->pctx->inner_provctx)) != NULL
-            && (!inner_set_digest(w, base, w->dg)
-                || !f->init(base, empty, 0, NULL))) {
+        if ((base = new_inner(w)) != NULL && !f->init(base, empty, 0, NULL)) {
             f->freectx(base);
             base = NULL;
         }
@@ -378,10 +338,7 @@ static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
     return inner;
 }
 
-/*
- * Key the wrapper from the cache.  Returns 1/0 as the default would, or -1
- * when this key cannot be handled here and the caller must pass through.
- */
+/* Key the wrapper from the cache: 1/0 as the default would, -1 to pass. */
 static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
                             size_t keylen)
 {
@@ -397,9 +354,8 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
         return -1;
 
     /*
-     * Keyed again with the key it holds (compared in constant time, so a
-     * key changed in place never matches): the default's keyed init
-     * derives the same state a keyless one restores.
+     * Keyed again with the key it holds (compared in constant time; a key
+     * changed in place never matches): a keyless init gives the same state.
      */
     if (holds_key(c, w, key, keylen)) {
         if (!f->init(w->inner, NULL, 0, NULL))
@@ -428,16 +384,15 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
     }
 
     /*
-     * A miss: key a context of our own, as the default would; from the
-     * thread's second miss on, by copying its keyless context of the
-     * digest (a thread that keys once, a thread per task, pays no copy).
+     * A miss: key a context as the default would, or from the thread's
+     * second miss on a copy (a thread that keys once pays no copy).
      */
     first = !kc_cache_missed_before(c, &pctx->hmac_alg);
     if (first || (inner = keyed_copy(w, c, key, keylen)) == NULL) {
         if ((inner = f->newctx(pctx->inner_provctx)) == NULL)
             return 0;
         w->inner = inner;
-        if (!inner_set_digest(w, inner, w->dg)
+        if (!inner_set_digest(w, inner, w->dg, NULL)
             || !f->init(inner, key, keylen, NULL)) {
             /* whatever state that left is the default's: keep it, uncached */
             forward_all(w);
@@ -450,14 +405,10 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
         remember_key(w, key, keylen, 0);
     w->missed_hash = lk.hash;
     /*
-     * Cached from its admit_after-th use on.  The entry's template is this
-     * very context, restarted when it is given back (park_inner()), not a
-     * copy made now: a key used exactly admit_after times never hits, so
-     * its admission must cost next to nothing.  Till then the key misses,
-     * and the next context keyed with it gives the entry the copy made at
-     * admission before (the first one may never come back: freed on
-     * another thread, gone pass-through, kept), then leases it as a hit's
-     * would be leased.
+     * Admitted (its admit_after-th use): the template is this very context,
+     * restarted when given back, as a key used exactly admit_after times
+     * never hits and its admission must cost next to nothing.  Should it
+     * not come back, the next miss gives the entry a copy (lk.pending).
      */
     if (lk.pending) {
         if ((tmpl = f->dupctx(inner)) != NULL
@@ -475,10 +426,9 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
 }
 
 /*
- * A key longer than the digest's block is keyed by its digest (RFC 2104,
- * as the default's HMAC does), so a long key is cached as that digest: the
- * same keyed state, and a key the cache can hold.  Longer ones the cache
- * cannot hold, no longer than the block, pass through.
+ * HMAC keys with the digest of a key longer than the block (RFC 2104), so
+ * such a key is cached as its digest: the same state, and a key the cache
+ * can hold.  Keys too long for the cache but within the block pass through.
  */
 static KC_NOINLINE int setkey_long(KC_HMAC_CTX *w, const unsigned char *key,
                                    size_t keylen)
@@ -489,10 +439,8 @@ static KC_NOINLINE int setkey_long(KC_HMAC_CTX *w, const unsigned char *key,
     void *dc;
     int r, ok;
 
-    if (key == NULL || w->dg == NULL)
-        return setkey_cached_as(w, key, keylen);
-    if (w->dg->block_size <= 0 || keylen <= (size_t)w->dg->block_size
-        || w->dg->size > sizeof(kd)
+    if (key == NULL || w->dg == NULL || w->dg->block_size <= 0
+        || keylen <= (size_t)w->dg->block_size || w->dg->size > sizeof(kd)
         || (g = kc_inner_digest_fns(w->pctx, w->dg)) == NULL)
         return -1;
     /* the default's digest itself: no EVP layer to pay on top of it */
@@ -558,24 +506,21 @@ static void *kc_hmac_dupctx(void *vctx)
     /* nor the key: a copy keyed again takes the usual way */
     dst->have_key = KEY_NONE;
     if (src->dg_props != NULL
-        && (dst->dg_props = OPENSSL_strdup(src->dg_props)) == NULL) {
-        kc_wrapper_free(src->pctx, KC_POOL_HMAC, dst, sizeof(*dst));
-        return NULL;
-    }
+        && (dst->dg_props = OPENSSL_strdup(src->dg_props)) == NULL)
+        goto err;
     if (src->inner != NULL
-        && (dst->inner = fns(src)->dupctx(src->inner)) == NULL) {
-        OPENSSL_free(dst->dg_props);
-        kc_wrapper_free(src->pctx, KC_POOL_HMAC, dst, sizeof(*dst));
-        return NULL;
-    }
+        && (dst->inner = fns(src)->dupctx(src->inner)) == NULL)
+        goto err;
     /* an application default's context keeps that provider loaded */
     if (dst->app_mac != NULL && !EVP_MAC_up_ref(dst->app_mac)) {
         fns(dst)->freectx(dst->inner);
-        OPENSSL_free(dst->dg_props);
-        kc_wrapper_free(src->pctx, KC_POOL_HMAC, dst, sizeof(*dst));
-        return NULL;
+        goto err;
     }
     return dst;
+ err:
+    OPENSSL_free(dst->dg_props);
+    kc_wrapper_free(src->pctx, KC_POOL_HMAC, dst, sizeof(*dst));
+    return NULL;
 }
 
 static int set_key_param(KC_HMAC_CTX *w, const OSSL_PARAM *p)
@@ -630,9 +575,22 @@ static int classify(const char *k)
 
 static int pt_set_ctx_params(KC_HMAC_CTX *w, const OSSL_PARAM params[]);
 
+/* params to the inner; a success drops what its own fetches raised */
+static int inner_set_quietly(KC_HMAC_CTX *w, const OSSL_PARAM params[])
+{
+    ERR_set_mark();
+    if (fns(w)->set_ctx_params(w->inner, params) != 1) {
+        ERR_clear_last_mark();
+        return 0;
+    }
+    ERR_pop_to_mark();
+    return 1;
+}
+
 static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
 {
     const OSSL_PARAM *p, *dig = NULL, *props = NULL, *key = NULL;
+    const char *pq;
 
     for (p = params; p->key != NULL; p++) {
         switch (classify(p->key)) {
@@ -656,14 +614,12 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
             goto passthrough;
         }
     }
-    /*
-     * (A repeated name also passes through: which one wins, or whether the
-     * list is refused, differs between OpenSSL versions; let the default say.)
-     */
+    /* (a name twice passes through too: versions differ on which wins) */
 
     /* the default checks the properties' type even without a digest */
     if (props != NULL && props->data_type != OSSL_PARAM_UTF8_STRING)
         return 0;
+    pq = props != NULL ? props->data : NULL;
     if (dig != NULL) {
         const KC_DIGEST *d;
 
@@ -671,16 +627,13 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
             return 0;
         if (w->inner != NULL) {
             /*
-             * Re-stating the keyed digest changes nothing; anything else
-             * changes the inner's state in ways we let it handle itself.
-             * A failure is the inner's to report; a success leaves what
-             * the fetch in the application's library context left, as the
-             * default's would (OpenSSL 4: the first time a query is
-             * fetched there), and not what the private inner's own fetch
-             * raises (its library context has another method cache).
+             * Re-stating the keyed digest changes nothing; another is the
+             * inner's to set.  A success leaves what the application's
+             * context's fetch left, as the default's would (OpenSSL 4),
+             * not what the private inner's own fetch raises.
              */
             ERR_set_mark();
-            d = resolve_digest(w, dig->data, props != NULL ? props->data : NULL);
+            d = resolve_digest(w, dig->data, pq);
             if (d == NULL) {
                 ERR_pop_to_mark();
                 goto passthrough;
@@ -689,7 +642,7 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
             if (d != w->dg)
                 goto passthrough_quiet;
         } else {
-            d = resolve_digest(w, dig->data, props != NULL ? props->data : NULL);
+            d = resolve_digest(w, dig->data, pq);
             if (d == NULL) {
                 /* the default forgets its digest when a fetch fails */
                 set_digest(w, NULL, NULL);
@@ -697,7 +650,7 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
             }
             if (d == &unknown_digest)
                 goto passthrough;
-            if (!set_digest(w, d, props != NULL ? props->data : NULL))
+            if (!set_digest(w, d, pq))
                 return 0;
         }
     }
@@ -713,23 +666,14 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
  passthrough_quiet:
     if (!go_passthrough_app(w))
         return 0;
-    ERR_set_mark();
-    if (fns(w)->set_ctx_params(w->inner, params) != 1) {
-        ERR_clear_last_mark();
-        return 0;
-    }
-    ERR_pop_to_mark();
-    return 1;
+    return inner_set_quietly(w, params);
 }
 
 /*
- * Parameters for a private inner, once passed through.  A digest it
- * fetches in keycache's library context, whose method cache is not the
- * application's: where OpenSSL 4's default leaves the errors of a
- * successful fetch (the first time a query is fetched in a library
- * context), what they are is the application's context's to say.  So a
- * success drops the inner's and fetches again there, keeping what that
- * leaves.  A failure is the inner's own.
+ * A digest for a private inner, passed through.  Its fetch is in
+ * keycache's library context; where OpenSSL 4 leaves a successful fetch's
+ * errors, they are the application's context's to say: a success drops
+ * the inner's and fetches there again.  A failure is the inner's own.
  */
 static KC_NOINLINE int pt_set_digest(KC_HMAC_CTX *w, const OSSL_PARAM params[],
                                      const OSSL_PARAM *dig)
@@ -738,19 +682,13 @@ static KC_NOINLINE int pt_set_digest(KC_HMAC_CTX *w, const OSSL_PARAM params[],
                                                       OSSL_MAC_PARAM_PROPERTIES);
     EVP_MD *md;
 
-    ERR_set_mark();
-    if (fns(w)->set_ctx_params(w->inner, params) != 1) {
-        ERR_clear_last_mark();
+    if (!inner_set_quietly(w, params))
         return 0;
-    }
-    ERR_pop_to_mark();
     if (dig->data_type != OSSL_PARAM_UTF8_STRING
         || (props != NULL && props->data_type != OSSL_PARAM_UTF8_STRING))
         return 1;
     ERR_set_mark();
-    md = EVP_MD_fetch(w->pctx->app_libctx != NULL ? w->pctx->app_libctx
-                      : w->pctx->libctx, dig->data,
-                      props != NULL ? props->data : NULL);
+    md = app_md_fetch(w->pctx, dig->data, props != NULL ? props->data : NULL);
     if (md != NULL)
         ERR_clear_last_mark();
     else
@@ -795,8 +733,7 @@ static int kc_hmac_init(void *vctx, const unsigned char *key, size_t keylen,
             && params[0].key != NULL && !pt_set_ctx_params(w, params))
             return 0;
         return fns(w)->init(w->inner, key, keylen,
-                            kc_quirk_load_keeps_errors ? NULL
-                                                               : params);
+                            kc_quirk_load_keeps_errors ? NULL : params);
     }
     if (!kc_hmac_set_ctx_params(w, params))
         return 0;
@@ -836,8 +773,7 @@ static const OSSL_PARAM *kc_hmac_gettable_ctx_params(void *vctx,
 {
     KC_PROVCTX *pctx = provctx;
 
-    return pctx->hmac.gettable_ctx_params == NULL ? NULL
-           : pctx->hmac.gettable_ctx_params(NULL, pctx->inner_provctx);
+    return KC_CTX_TABLE(pctx->hmac.gettable_ctx_params, pctx);
 }
 
 static const OSSL_PARAM *kc_hmac_settable_ctx_params(void *vctx,
@@ -845,54 +781,30 @@ static const OSSL_PARAM *kc_hmac_settable_ctx_params(void *vctx,
 {
     KC_PROVCTX *pctx = provctx;
 
-    return pctx->hmac.settable_ctx_params == NULL ? NULL
-           : pctx->hmac.settable_ctx_params(NULL, pctx->inner_provctx);
+    return KC_CTX_TABLE(pctx->hmac.settable_ctx_params, pctx);
 }
 
-/*
- * Never keyed: ask a transient default context holding the same digest, so
- * that what it answers and the errors it raises (an HMAC_CTX without a
- * digest has no size) come from the default's own code.  Rare: EVP asks
- * for sizes after the key.
- */
+/* Never keyed (rare): a default context with the digest answers. */
 static KC_NOINLINE int unkeyed_get_params(KC_HMAC_CTX *w, OSSL_PARAM params[])
 {
-    void *tmp = fns(w)->newctx(w->pctx->inner_provctx);
+    void *tmp = new_inner(w);
     int ok;
 
     if (tmp == NULL)
         return 0;
-    ok = w->dg == NULL || inner_set_digest(w, tmp, w->dg);
-    ok = ok && fns(w)->get_ctx_params(tmp, params);
+    ok = fns(w)->get_ctx_params(tmp, params);
     fns(w)->freectx(tmp);
     return ok;
-}
-
-/* "size" (OSSL_MAC_PARAM_SIZE), inline: a libc strcmp call costs more */
-static int is_size_key(const char *k)
-{
-    return k[0] == 's' && k[1] == 'i' && k[2] == 'z' && k[3] == 'e'
-           && k[4] == '\0';
 }
 
 static int kc_hmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     KC_HMAC_CTX *w = vctx;
 
-    /*
-     * EVP_MAC_final() asks for the size alone before every final: a keyed
-     * wrapper's digest is w->dg, so answer that shape the way
-     * OSSL_PARAM_set_size_t() would, without the default's param walk.
-     */
-    if (w->inner != NULL && !w->passthrough && params != NULL
-        && params[0].key != NULL && params[1].key == NULL
-        && params[0].data_type == OSSL_PARAM_UNSIGNED_INTEGER
-        && params[0].data_size == sizeof(size_t) && params[0].data != NULL
-        && is_size_key(params[0].key)) {
-        *(size_t *)params[0].data = w->dg->size;
-        params[0].return_size = sizeof(size_t);
+    /* before every final, without the default's param walk */
+    if (w->inner != NULL && !w->passthrough
+        && kc_answer_size(params, w->dg->size))
         return 1;
-    }
     /* a clean inner holds exactly the default's digest and key */
     if (w->inner != NULL)
         return fns(w)->get_ctx_params(w->inner, params);

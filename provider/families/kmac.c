@@ -1,27 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * KMAC128 and KMAC256 (NIST SP 800-185).  A template is a keyed context
- * with the customisation string and the key absorbed (two Keccak
- * permutations) and its digest at hand, which a fresh context pays for on
- * every message.  Output length and XOF mode set before the key are part
- * of the shape; set after it, they go to the copy like everything else.
- *
- * A "key" given to set_ctx_params before the key is only stored by the
- * default and absorbed at the next init: such calls are served uncached.
- * A keyless init absorbs the key again (two permutations), dearer than
- * copying the template, so used contexts are not kept.
- *
- * A keyed context is keycache's own (KC_KMAC_CTX), run on the default's
- * KECCAK-KMAC digest context directly.  The default's KMAC holds that
- * context in an EVP_MD_CTX and keeps a reference of its own on the digest:
- * its copy and free take and drop four or five references on the shared
- * EVP_MD per message, which contend across threads; the digest's own copy
- * is a plain one.  What the default's KMAC and EVP's digest calls add to
- * the digest's functions is done here the same way.  Every error the
- * default's KMAC raises comes from a context of the default's given the
- * same call (scratch()), so that it is the default's own; where its
- * answers differ between versions, they are learned at start
- * (kmac_direct_bind()).
+ * KMAC128 and KMAC256 (NIST SP 800-185): templates are keycache's own
+ * keyed contexts, customisation string and key absorbed, on the default's
+ * KECCAK-KMAC digest context directly (its EVP_MD_CTX copies cost four or
+ * five contended reference counts per message).  Every error comes from a
+ * default context given the same call (scratch()).
  */
 #include <stddef.h>
 #include <string.h>
@@ -31,6 +14,7 @@
 
 #include "families/families.h"
 
+/* a "key" set before the key is only stored by the default: uncached */
 static const char *const kmac_shape[] = {
     OSSL_MAC_PARAM_SIZE, OSSL_MAC_PARAM_XOF, OSSL_MAC_PARAM_CUSTOM, NULL
 };
@@ -46,7 +30,6 @@ static const char *const kmac_shape[] = {
 /* encode_string(S) */
 #define KMAC_CUSTOM_ENC_MAX (KMAC_CUSTOM_MAX + 4)
 
-
 typedef struct {
     const KC_TFAM *f;
     KC_PROVCTX *pctx;
@@ -60,8 +43,7 @@ typedef struct {
     unsigned char custom[KMAC_CUSTOM_ENC_MAX];
 } KC_KMAC_CTX;
 
-/* ---------------------------------------------------------------------- */
-/* SP 800-185 encodings                                                   */
+/* ---- SP 800-185 encodings ---- */
 
 /* the big-endian bytes of x, at least one, into out: how many */
 static size_t be_bytes(unsigned char *out, size_t x)
@@ -107,8 +89,7 @@ static size_t encode_string(unsigned char *out, const unsigned char *s,
     return n + len;
 }
 
-/* ---------------------------------------------------------------------- */
-/* The default's answers                                                  */
+/* ---- The default's answers ---- */
 
 static const KC_MAC_FNS *deflt(const KC_KMAC_CTX *k)
 {
@@ -121,25 +102,10 @@ static void *scratch(const KC_KMAC_CTX *k)
     return deflt(k)->newctx(k->pctx->inner_provctx);
 }
 
-/* Key a context of the default's with zeros and finish it, quietly. */
-static int finished(const KC_MAC_FNS *m, void *t)
-{
-    static const unsigned char key[32];
-    unsigned char out[64];
-    size_t l;
-    int ok;
-
-    ERR_set_mark();
-    ok = m->init(t, key, sizeof(key), NULL) && m->final(t, out, &l, sizeof(out));
-    ERR_pop_to_mark();
-    OPENSSL_cleanse(out, sizeof(out));
-    return ok;
-}
-
 /*
- * What the default raises and returns for an update (or a final, whose
- * update of the encoded length EVP refuses alike) once its digest has had
- * its final: one of its contexts, keyed and finished quietly, gets it.
+ * The default's answer to an update or final (EVP refuses its update
+ * alike) after its digest's final: a default context, finished quietly,
+ * gets the call.
  */
 static int after_final(const KC_KMAC_CTX *k, int final)
 {
@@ -152,7 +118,10 @@ static int after_final(const KC_KMAC_CTX *k, int final)
 
     if (t == NULL)
         return 0;
-    ok = finished(m, t)
+    ERR_set_mark();
+    ok = kc_mac_key_final(m, t);
+    ERR_pop_to_mark();
+    ok = ok
          && (final ? m->final(t, out, &l, sizeof(out))
                    : m->update(t, one, sizeof(one)));
     m->freectx(t);
@@ -160,8 +129,7 @@ static int after_final(const KC_KMAC_CTX *k, int final)
     return ok;
 }
 
-/* ---------------------------------------------------------------------- */
-/* Parameters                                                             */
+/* ---- Parameters ---- */
 
 static void set_key(KC_KMAC_CTX *k, const unsigned char *key, size_t keylen)
 {
@@ -180,26 +148,17 @@ static void set_key(KC_KMAC_CTX *k, const unsigned char *key, size_t keylen)
     k->key_len = n;
 }
 
-static int is(const OSSL_PARAM *p, const char *name)
-{
-    return kc_name_is(p->key, name);
-}
-
-/*
- * The calls EVP makes after the key (EVP_MAC_finalXOF's "xof") and the
- * output length: one "xof" int and one "size" size_t at most, in range.
- * 1 done, 0 not such a call.
- */
+/* 1: EVP's call after the key (one "xof" int, one "size" in range), taken */
 static int set_plain(KC_KMAC_CTX *k, const OSSL_PARAM params[])
 {
     const OSSL_PARAM *p, *xof = NULL, *size = NULL;
 
     for (p = params; p->key != NULL; p++) {
-        if (xof == NULL && is(p, OSSL_MAC_PARAM_XOF)
+        if (xof == NULL && kc_name_is(p->key, OSSL_MAC_PARAM_XOF)
             && p->data_type == OSSL_PARAM_INTEGER
             && p->data_size == sizeof(int) && p->data != NULL)
             xof = p;
-        else if (size == NULL && is(p, OSSL_MAC_PARAM_SIZE)
+        else if (size == NULL && kc_name_is(p->key, OSSL_MAC_PARAM_SIZE)
                  && p->data_type == OSSL_PARAM_UNSIGNED_INTEGER
                  && p->data_size == sizeof(size_t) && p->data != NULL
                  && *(const size_t *)p->data <= KMAC_OUT_MAX)
@@ -254,10 +213,9 @@ static void take(KC_KMAC_CTX *k, size_t i, const OSSL_PARAM *p)
 }
 
 /*
- * Anything else goes first to a context of the default's: its return and
- * errors are the answer (none of them depend on what was set before).
- * What it took is then taken here: all of it, or on failure what the
- * default takes before the parameter that fails, each tried alone.
+ * Anything else goes to a default context, whose return and errors are
+ * the answer (none depend on what was set before); what it took is taken
+ * here: all, or on failure what precedes the failing parameter.
  */
 static KC_NOINLINE int set_other(KC_KMAC_CTX *k, const OSSL_PARAM params[])
 {
@@ -299,11 +257,7 @@ static int kmac_set_ctx_params(void *vk, const OSSL_PARAM params[])
     return set_other(k, params);
 }
 
-/*
- * EVP_MAC_final's size query is answered here; anything else by a context
- * of the default's with this output length (the block size is the
- * digest's).
- */
+/* EVP_MAC_final's size query here, else a default context of this size */
 static int kmac_get_ctx_params(void *vk, OSSL_PARAM params[])
 {
     KC_KMAC_CTX *k = vk;
@@ -312,11 +266,8 @@ static int kmac_get_ctx_params(void *vk, OSSL_PARAM params[])
     void *t;
     int r;
 
-    if (params != NULL && params[0].key != NULL && params[1].key == NULL
-        && is(&params[0], OSSL_MAC_PARAM_SIZE)
-        && params[0].data_type == OSSL_PARAM_UNSIGNED_INTEGER
-        && params[0].data_size == sizeof(size_t) && params[0].data != NULL)
-        return OSSL_PARAM_set_size_t(&params[0], k->out_len);
+    if (kc_answer_size(params, k->out_len))
+        return 1;
     if ((t = scratch(k)) == NULL)
         return 0;
     p[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &k->out_len);
@@ -326,8 +277,7 @@ static int kmac_get_ctx_params(void *vk, OSSL_PARAM params[])
     return r;
 }
 
-/* ---------------------------------------------------------------------- */
-/* The keyed context                                                      */
+/* ---- The keyed context ---- */
 
 static void kmac_free(void *vk)
 {
@@ -335,7 +285,6 @@ static void kmac_free(void *vk)
 
     if (k == NULL)
         return;
-    /* (which cleanses the Keccak state) */
     if (k->md != NULL)
         k->f->dig.freectx(k->md);
     OPENSSL_clear_free(k, sizeof(*k));
@@ -417,8 +366,7 @@ static int kmac_update(void *vk, const unsigned char *data, size_t datalen)
 
 /*
  * The default's kmac_final(): right_encode(L) (0 in XOF mode), then
- * EVP_DigestFinalXOF(), which sets the digest's output length and
- * finishes.  The length goes to *outl whatever the outcome, as there.
+ * EVP_DigestFinalXOF().  *outl is set whatever the outcome, as there.
  */
 static int kmac_final(void *vk, unsigned char *out, size_t *outl,
                       size_t outsize)
@@ -476,11 +424,7 @@ static void *kmac_direct_new(KC_PROVCTX *pctx, int which,
     return k;
 }
 
-/*
- * What the running default's KMAC does where versions differ (quirks.h):
- * an update after the final, a parameter named twice.  Not learned: the
- * default's own contexts.
- */
+/* Learn an update after the final and a name twice (quirks.h). */
 static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
 {
     const KC_MAC_FNS *m = &f->mac;
@@ -502,25 +446,7 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
 }
 
 #define KC_KMAC_IMPL(bits, which)                                             \
-    static OSSL_FUNC_mac_newctx_fn kc_kmac##bits##_newctx;                    \
-    static OSSL_FUNC_mac_gettable_ctx_params_fn                               \
-        kc_kmac##bits##_gettable_ctx_params;                                  \
-    static OSSL_FUNC_mac_settable_ctx_params_fn                               \
-        kc_kmac##bits##_settable_ctx_params;                                  \
-    static void *kc_kmac##bits##_newctx(void *provctx)                        \
-    {                                                                         \
-        return kc_tmac_newctx(provctx, which);                                \
-    }                                                                         \
-    static const OSSL_PARAM *kc_kmac##bits##_gettable_ctx_params(void *ctx,   \
-                                                                void *pctx)   \
-    {                                                                         \
-        return kc_tmac_gettable_ctx_params(pctx, which);                      \
-    }                                                                         \
-    static const OSSL_PARAM *kc_kmac##bits##_settable_ctx_params(void *ctx,   \
-                                                                void *pctx)   \
-    {                                                                         \
-        return kc_tmac_settable_ctx_params(pctx, which);                      \
-    }                                                                         \
+    KC_TMAC_IMPL(kc_kmac##bits, which, CTX)                                   \
     static void *kc_kmac##bits##_direct_new(KC_PROVCTX *pctx,                 \
                                             const unsigned char *shape,       \
                                             size_t len,                       \
@@ -529,23 +455,6 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
     {                                                                         \
         return kmac_direct_new(pctx, which, shape, len, key, keylen);         \
     }                                                                         \
-    static const OSSL_DISPATCH kc_kmac##bits##_functions[] = {                \
-        { OSSL_FUNC_MAC_NEWCTX, (void (*)(void))kc_kmac##bits##_newctx },     \
-        { OSSL_FUNC_MAC_DUPCTX, (void (*)(void))kc_tmac_dupctx },             \
-        { OSSL_FUNC_MAC_FREECTX, (void (*)(void))kc_tmac_freectx },           \
-        { OSSL_FUNC_MAC_INIT, (void (*)(void))kc_tmac_init },                 \
-        { OSSL_FUNC_MAC_UPDATE, (void (*)(void))kc_tmac_update },             \
-        { OSSL_FUNC_MAC_FINAL, (void (*)(void))kc_tmac_final },               \
-        { OSSL_FUNC_MAC_GETTABLE_CTX_PARAMS,                                  \
-          (void (*)(void))kc_kmac##bits##_gettable_ctx_params },              \
-        { OSSL_FUNC_MAC_GET_CTX_PARAMS,                                       \
-          (void (*)(void))kc_tmac_get_ctx_params },                           \
-        { OSSL_FUNC_MAC_SETTABLE_CTX_PARAMS,                                  \
-          (void (*)(void))kc_kmac##bits##_settable_ctx_params },              \
-        { OSSL_FUNC_MAC_SET_CTX_PARAMS,                                       \
-          (void (*)(void))kc_tmac_set_ctx_params },                           \
-        { 0, NULL }                                                           \
-    };                                                                        \
     const KC_TDESC kc_kmac##bits##_desc = {                                   \
         .name = "KMAC-" #bits,                                                \
         .description = "KMAC" #bits " with a per-thread key cache",           \

@@ -1,13 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * AES-OCB: a template is the default's OCB context keyed (the encrypt and
- * decrypt key schedules and OCB's L table), so a hit skips both schedules
- * and the table.
- *
- * A shape may set the IV length, the tag length (a tag parameter without
- * data) and the key length; a tag with data is a message's and is passed
- * through.  The default picks the bulk (stream) function by the direction
- * the key is set in, so templates are kept per direction.
+ * AES-OCB: a template is the default's OCB context keyed (both key
+ * schedules and the L table), one per direction: the default picks its
+ * bulk function by the direction the key is set in.
  */
 #include <openssl/core_names.h>
 

@@ -1,26 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * AES-SIV (RFC 5297): a template is a keyed context, so a hit skips the
- * three fetches and three key set-ups of the default's keying.
- *
- * A shape may set the speed flag and the key length.  Keying resets what
- * the speed flag changes, which replaying the shape before the key keeps
- * (the default does the same).  The expected tag is a message's: passed
- * through when it comes before the key, forwarded after it.
- *
- * A keyed context is keycache's own (KC_SIV_CTX): S2V and CTR run on the
- * default's AES-CBC (for CMAC) and AES-CTR contexts directly.  The
- * default's SIV holds those in an EVP_CIPHER_CTX and an EVP_MAC_CTX, whose
- * copies and frees take and drop references on the shared EVP_CIPHERs and
- * EVP_MAC (13 atomic operations per hit), and it copies its EVP_MAC_CTX
- * again for every S2V component (4 more per message).  The ciphers' own
- * copies are plain ones.  What the default's SIV does with them is done
- * here the same way, state for state (see siv128.c and cipher_aes_siv.c);
- * where versions differ, siv_direct_bind() asks the running default.  A
- * call that fails in the default's own code is given to a context of the
- * default's, so that the error is its own.
+ * AES-SIV (RFC 5297): templates are keycache's own keyed contexts, S2V and
+ * CTR on the default's AES-CBC and AES-CTR contexts directly, state for
+ * state as its siv128.c and cipher_aes_siv.c (whose EVP copies cost 13
+ * atomic reference counts per hit).  A call failing in the default's own
+ * code goes to a default context, so that the error is its own.
  */
-#include <limits.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
@@ -30,10 +15,10 @@
 
 #include "families/families.h"
 
+/* keying resets a speed flag set before it, as in the default */
 static const char *const siv_shape[] = {
     OSSL_CIPHER_PARAM_SPEED, OSSL_CIPHER_PARAM_KEYLEN, NULL
 };
-
 
 #define SIV_BLOCK 16
 /* CBC output that CMAC throws away, per call to the cipher */
@@ -84,13 +69,9 @@ static void xor_block(unsigned char *x, const unsigned char *y)
         x[i] ^= y[i];
 }
 
-/* ---------------------------------------------------------------------- */
-/* CMAC with K1 (SP 800-38B), on the CBC context                          */
+/* ---- CMAC with K1 (SP 800-38B), on the CBC context ---- */
 
-/*
- * A CMAC in progress: the last block, complete or not, waits in blk, since
- * the final treats it apart; the chain is the CBC context's IV.
- */
+/* A CMAC in progress: the last block waits in blk; the chain is CBC's IV. */
 typedef struct {
     unsigned char blk[SIV_BLOCK];
     size_t n;
@@ -185,8 +166,7 @@ static int cmac(const KC_SIV_CTX *s, const unsigned char *a, size_t alen,
     return cmac_final(s, &m, out);
 }
 
-/* ---------------------------------------------------------------------- */
-/* SIV: RFC 5297, in the default's steps                                  */
+/* ---- SIV: RFC 5297, in the default's steps ---- */
 
 /* The default's initkey: CBC and CTR keyed, D = CMAC(<zero>). */
 static int rekey(KC_SIV_CTX *s, const unsigned char *key)
@@ -229,9 +209,8 @@ static int add_aad(KC_SIV_CTX *s, const unsigned char *aad, size_t len)
 }
 
 /*
- * S2V's last step over the plaintext, into v: CMAC(P xorend D) for 16
- * bytes or more, else CMAC(dbl(D) xor pad(P)) - which, as the default's
- * does, leaves D doubled.
+ * S2V's last step into v: CMAC(P xorend D) for 16 bytes or more, else
+ * CMAC(dbl(D) xor pad(P)), leaving D doubled as the default's does.
  */
 static int s2v(KC_SIV_CTX *s, const unsigned char *p, size_t len,
                unsigned char v[SIV_BLOCK])
@@ -256,10 +235,7 @@ static int s2v(KC_SIV_CTX *s, const unsigned char *p, size_t len,
     return ok;
 }
 
-/*
- * CTR from Q (V with two bits cleared): the default's EVP_CipherInit_ex()
- * with the IV, then EVP_EncryptUpdate() of len as an int.
- */
+/* CTR from Q (V with two bits cleared), as EVP would: len as an int. */
 static int ctr(KC_SIV_CTX *s, const unsigned char v[SIV_BLOCK],
                unsigned char *out, const unsigned char *in, size_t len)
 {
@@ -323,32 +299,16 @@ static int decrypt(KC_SIV_CTX *s, const unsigned char *in, unsigned char *out,
     return 1;
 }
 
-/* ---------------------------------------------------------------------- */
-/* What the default says                                                  */
+/* ---- What the default says ---- */
 
-/* A context of the default's, after init(key, params) in direction enc. */
-static void *default_ctx(KC_PROVCTX *pctx, const KC_CFAM *f, int enc,
-                         const unsigned char *key, size_t keylen,
-                         const OSSL_PARAM params[])
-{
-    const KC_CIPHER_FNS *m = &f->fns;
-    void *t = m->newctx(pctx->inner_provctx);
-
-    if (t != NULL
-        && !(enc ? m->einit : m->dinit)(t, key, keylen, NULL, 0, params)) {
-        m->freectx(t);
-        t = NULL;
-    }
-    return t;
-}
-
-/* One in this direction, unkeyed: none of its refusals needs a key. */
+/* The default's, unkeyed, in this direction: no refusal needs a key. */
 static void *scratch(const KC_SIV_CTX *s)
 {
-    return default_ctx(s->pctx, s->f, s->enc, NULL, 0, NULL);
+    return kc_cipher_new_init(s->pctx->inner_provctx, &s->f->fns, s->enc,
+                              NULL, 0, NULL);
 }
 
-/* A call of the default's refuses params: its return value and errors. */
+/* The default refuses params: its return value and errors. */
 static KC_NOINLINE int default_set(const KC_SIV_CTX *s,
                                    const OSSL_PARAM params[])
 {
@@ -391,10 +351,7 @@ static KC_NOINLINE int default_update(const KC_SIV_CTX *s,
     return 0;
 }
 
-/*
- * A getter's answer from a context of the default's holding this tag in
- * this direction: the tag is set while decrypting, the only way in.
- */
+/* A default context with this tag and direction answers (set decrypting). */
 static KC_NOINLINE int default_get(const KC_SIV_CTX *s, OSSL_PARAM params[])
 {
     const KC_CIPHER_FNS *m = &s->f->fns;
@@ -405,7 +362,8 @@ static KC_NOINLINE int default_get(const KC_SIV_CTX *s, OSSL_PARAM params[])
     p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
                                              (void *)s->tag, SIV_BLOCK);
     p[1] = OSSL_PARAM_construct_end();
-    if ((t = default_ctx(s->pctx, s->f, 0, NULL, 0, p)) == NULL)
+    if ((t = kc_cipher_new_init(s->pctx->inner_provctx, m, 0, NULL, 0, p))
+        == NULL)
         return 0;
     if (!s->enc || m->einit(t, NULL, 0, NULL, 0, NULL))
         r = m->get_ctx_params(t, params);
@@ -413,8 +371,7 @@ static KC_NOINLINE int default_get(const KC_SIV_CTX *s, OSSL_PARAM params[])
     return r;
 }
 
-/* ---------------------------------------------------------------------- */
-/* The keyed context's functions                                          */
+/* ---- The keyed context's functions ---- */
 
 static void siv_free(void *vs)
 {
@@ -422,7 +379,6 @@ static void siv_free(void *vs)
 
     if (s == NULL)
         return;
-    /* (which cleanse the key schedules they hold) */
     if (s->cbc != NULL)
         cbc_fns(s)->freectx(s->cbc);
     if (s->ctr != NULL)
@@ -449,10 +405,9 @@ static void *siv_dup(void *vsrc)
 
 /*
  * The default's aes_siv_set_ctx_params(), in its order: the first of each
- * name (a name twice fails the call on 4.x), the tag only when decrypting
- * (when encrypting a tag ends the call, successfully), then the speed flag
- * and the key length.  Whatever fails is the default's to say, after what
- * came before it was set, as in the default.
+ * name, the tag only when decrypting (encrypting, a tag ends the call
+ * successfully), the speed flag, the key length.  A failure is the
+ * default's to say, after what came before was set, as there.
  */
 static int siv_set_ctx_params(void *vs, const OSSL_PARAM params[])
 {
@@ -512,9 +467,8 @@ static int siv_set_ctx_params(void *vs, const OSSL_PARAM params[])
 }
 
 /*
- * EVP's usual lone queries are answered here: the tag after encrypting,
- * the key and tag lengths, and names the default does not know (the IV
- * length: SIV has none).  Anything else is the default's to answer.
+ * EVP's lone queries answered here: the tag after encrypting, key and tag
+ * lengths, names the default does not know (SIV has no IV length).
  */
 static int siv_get_ctx_params(void *vs, OSSL_PARAM params[])
 {
@@ -570,9 +524,8 @@ static int siv_dinit(void *vs, const unsigned char *key, size_t keylen,
 }
 
 /*
- * The default's siv_cipher(): data without output is AAD, data with it
- * the message (one per keying), no data the final's status; an empty
- * message is ignored before 3.2.
+ * The default's siv_cipher(): data without output is AAD, with output the
+ * message (one per keying), no data the final's status.
  */
 static int siv_cipher(void *vs, unsigned char *out, size_t *outl,
                       size_t outsize, const unsigned char *in, size_t inl)
@@ -626,11 +579,7 @@ static const KC_CIPHER_FNS siv_direct = {
     .set_ctx_params = siv_set_ctx_params
 };
 
-/*
- * A context before its key, as the default's newctx() makes it.  NULL,
- * and so no caching, if an ENGINE is registered for the ciphers the
- * default's SIV would use through EVP.
- */
+/* An unkeyed context; NULL if an ENGINE takes the default's ciphers. */
 static void *siv_direct_new(KC_PROVCTX *pctx, const KC_CFAM *f)
 {
     static const int nids[3][2] = {
@@ -659,9 +608,8 @@ static void *siv_direct_new(KC_PROVCTX *pctx, const KC_CFAM *f)
 }
 
 /*
- * What the running default's SIV does where versions differ (quirks.h),
- * then one message both ways, which must agree.  Anything this file does
- * not model keeps the family on the default's contexts.
+ * What the running default does where versions differ (quirks.h), then
+ * one message both ways, which must agree: else the default's contexts.
  */
 static int siv_direct_bind(KC_PROVCTX *pctx, KC_CFAM *f)
 {

@@ -1,14 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What the running default does where OpenSSL versions differ, learned by
- * asking one of its contexts: never from a version number, since the
- * libcrypto.so.3 this build runs on can be upgraded in place from 3.0 to
- * 3.5.  Each learner runs once per family, at its first use (layer/gate.c)
- * or at the first call that needs its answer, and answers KC_Q_* bits
- * (quirks.h says which versions do what); 0 where it could not learn, and
- * the family then keeps to the default's own contexts.
+ * What the running default does where versions differ, asked of its
+ * contexts, never of a version number: libcrypto.so.3 can be upgraded in
+ * place from 3.0 to 3.5.  Each learner runs once per family, at its first
+ * use (layer/gate.c) or first need; see quirks.h.
  */
-#include <string.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 
@@ -59,20 +55,6 @@ unsigned int kc_quirk_learn_repeats(void *provctx, void *(*newctx)(void *),
     return q;
 }
 
-/* A keyed MAC context finished quietly: did init and final succeed? */
-static int mac_finished(const KC_MAC_FNS *m, void *t)
-{
-    static const unsigned char key[32];
-    unsigned char out[64];
-    size_t l;
-    int ok;
-
-    ok = m->init(t, key, sizeof(key), NULL)
-         && m->final(t, out, &l, sizeof(out));
-    OPENSSL_cleanse(out, sizeof(out));
-    return ok;
-}
-
 unsigned int kc_quirk_learn_seal(void *provctx, const KC_MAC_FNS *m)
 {
     static const unsigned char one[1];
@@ -82,27 +64,12 @@ unsigned int kc_quirk_learn_seal(void *provctx, const KC_MAC_FNS *m)
     if ((t = m->newctx(provctx)) == NULL)
         return 0;
     ERR_set_mark();
-    if (mac_finished(m, t))
+    if (kc_mac_key_final(m, t))
         q = KC_Q_KNOWN | (m->update(t, one, sizeof(one)) != 1
                           ? KC_Q_FINAL_SEALS : 0);
     ERR_pop_to_mark();
     m->freectx(t);
     return q;
-}
-
-/* A context of m's, after init(key, params) in direction enc. */
-static void *cipher_ctx(void *provctx, const KC_CIPHER_FNS *m, int enc,
-                        const unsigned char *key, size_t keylen,
-                        const OSSL_PARAM params[])
-{
-    void *t = m->newctx(provctx);
-
-    if (t != NULL
-        && !(enc ? m->einit : m->dinit)(t, key, keylen, NULL, 0, params)) {
-        m->freectx(t);
-        t = NULL;
-    }
-    return t;
 }
 
 /* Does the final succeed: a message done and not reopened since? */
@@ -115,10 +82,9 @@ static int final_ok(const KC_CIPHER_FNS *m, void *t)
 }
 
 /*
- * AES-SIV, asked of the default's contexts: an empty message, the final
- * after set_ctx_params with and without params and after a failed
- * message, a name twice.  0 where it does something else than the
- * behaviours quirks.h names (then the family's own contexts stay off).
+ * AES-SIV: an empty message, the final after set_ctx_params and after a
+ * failed message, a name twice.  0 where the default does something
+ * quirks.h does not name.
  */
 unsigned int kc_quirk_learn_siv(void *provctx, const KC_CIPHER_FNS *m,
                                 size_t keylen)
@@ -143,7 +109,7 @@ unsigned int kc_quirk_learn_siv(void *provctx, const KC_CIPHER_FNS *m,
     speed[0] = OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_SPEED, &one);
     speed[1] = OSSL_PARAM_construct_end();
     ERR_set_mark();
-    if ((t = cipher_ctx(provctx, m, 1, key, keylen, speed)) == NULL
+    if ((t = kc_cipher_new_init(provctx, m, 1, key, keylen, speed)) == NULL
         || !m->update(t, out[0], &outl, sizeof(out[0]), msg, 0))
         goto fail;
     if (final_ok(m, t))
@@ -169,23 +135,22 @@ unsigned int kc_quirk_learn_siv(void *provctx, const KC_CIPHER_FNS *m,
         q |= KC_Q_REPEATS_FAIL;
     m->freectx(t);
     /*
-     * A message that fails, refused (one per keying) or forged (a speed
-     * flag decryption whose tag does not match): the family models a
-     * release that reopens the final at every message or at none, so the
-     * two must agree.  Nothing else may reopen it: AAD after the message,
-     * an update refused for its output size, a second final.
+     * A refused message (one per keying) and a forged one must agree on
+     * reopening the final: the family models every message or none.
+     * Nothing else may reopen it: AAD after the message, an update refused
+     * for its output size, a second final.
      */
     p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
                                              tag, sizeof(tag));
     p[1] = OSSL_PARAM_construct_end();
-    if ((t = cipher_ctx(provctx, m, 1, key, keylen, NULL)) == NULL
+    if ((t = kc_cipher_new_init(provctx, m, 1, key, keylen, NULL)) == NULL
         || !m->update(t, out[1], &outl, sizeof(out[1]), msg, 20)
         || !m->get_ctx_params(t, p)
         || m->update(t, out[0], &outl, sizeof(out[0]), msg, 20) != 0)
         goto fail;
     refused = final_ok(m, t);
     m->freectx(t);
-    if ((t = cipher_ctx(provctx, m, 0, key, keylen, speed)) == NULL
+    if ((t = kc_cipher_new_init(provctx, m, 0, key, keylen, speed)) == NULL
         || !m->set_ctx_params(t, p)
         || !m->update(t, out[0], &outl, sizeof(out[0]), out[1], 20)
         || !final_ok(m, t))
@@ -197,7 +162,7 @@ unsigned int kc_quirk_learn_siv(void *provctx, const KC_CIPHER_FNS *m,
     if (!refused)
         q |= KC_Q_TRY_REOPENS;
     m->freectx(t);
-    if ((t = cipher_ctx(provctx, m, 1, key, keylen, speed)) == NULL
+    if ((t = kc_cipher_new_init(provctx, m, 1, key, keylen, speed)) == NULL
         || !m->update(t, out[0], &outl, sizeof(out[0]), msg, 20)
         || !m->update(t, NULL, &outl, 0, msg, 5)
         || !final_ok(m, t) || !final_ok(m, t)

@@ -1,8 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
- * keycache - what the build knows of OpenSSL versions from its headers,
- * see quirks.h.
- */
+/* keycache - what the build knows of OpenSSL versions from its headers */
 /* ENGINE_get_cipher_engine(), deprecated in 3.0 and gone in 4.0 */
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <string.h>
@@ -31,7 +28,6 @@ _Static_assert(KC_OP_SKEYMGMT == OSSL_OP_SKEYMGMT
 #endif
 #include "early/early.h"
 
-const int kc_quirk_major = OPENSSL_VERSION_MAJOR;
 const char kc_quirk_version[] = OPENSSL_VERSION_STR;
 
 int kc_quirk_same_major(const char *host_version)
@@ -40,10 +36,9 @@ int kc_quirk_same_major(const char *host_version)
 }
 
 /*
- * OpenSSL 3's ossl_prov_digest_load() and ossl_prov_cipher_load() fetch
- * under an error mark, for a fallback to the legacy tables, and pop it when
- * the algorithm is found; OpenSSL 4.0 keeps what a successful fetch queued
- * (a property query that parses with errors).
+ * 3.x's ossl_prov_digest_load() and ossl_prov_cipher_load() fetch under an
+ * error mark (for the legacy fallback) and pop it on success; 4.0 keeps
+ * what a successful fetch queued (a query that parses with errors).
  */
 const int kc_quirk_load_keeps_errors = OPENSSL_VERSION_MAJOR >= 4;
 
@@ -93,10 +88,9 @@ int kc_quirk_at_cleanup(void (*fn)(void))
 }
 
 /*
- * Runs at exit (the module is pinned whenever there is something to do),
- * before libcrypto's destructor, which this module depends on: that
- * destructor is where OpenSSL 4 cleans up (an OPENSSL_cleanup() call from
- * the program only marks it done), so libcrypto still works here.
+ * Runs at exit (the module is pinned when there is work) before the
+ * destructor of libcrypto, which we depend on: OpenSSL 4 cleans up there
+ * (the program's OPENSSL_cleanup() only marks it done).
  */
 __attribute__((destructor))
 static void kc_quirk_unload(void)
@@ -110,12 +104,10 @@ static void kc_quirk_unload(void)
 #endif
 
 /*
- * aes_gcm = auto: copying the cached template (the default's dupctx) beats
- * keying a fresh GCM context on OpenSSL 3.0 (0.82x per one-shot
- * encryption); on 3.5 and 3.6 a hit saves 5% and a miss costs 9%, on 4.0 a
- * hit saves 9% and a miss costs 3-13%; 3.1-3.4 were not measured and are
- * left alone too.  Asked of the running libcrypto (it can be upgraded in
- * place under this build), the one keycache's inner default comes from.
+ * aes_gcm = auto: a copy beats keying a fresh context on 3.0 (0.82x per
+ * one-shot encryption); on 3.5-4.0 a hit saves 5-9% and a miss costs
+ * 3-13%; 3.1-3.4 were not measured.  Asked at run time: libcrypto may be
+ * upgraded in place.
  */
 int kc_quirk_gcm_copy_pays(void)
 {
