@@ -238,7 +238,6 @@ struct kc_provctx_st {
     void *inner_provctx;
     KC_ALG hmac_alg;
     KC_MAC_FNS hmac;
-    const char *hmac_names;
     KC_TFAM fam[KC_FAM_COUNT];
     KC_CFAM cfam[KC_CFAM_COUNT];
     KC_DIGEST *digests;

@@ -78,7 +78,6 @@ struct kc_tfam_st {
     KC_MAC_FNS mac;
     int on;                         /* offered: the config says so */
     int empty_value;                /* the empty shape's memo value */
-    size_t fixed_size;              /* get_params' "size", or 0 */
     int direct_on;                  /* d->direct in use */
     KC_CIPHER_FNS ciph[KC_TFAM_CIPHERS];
     KC_DIGEST_FNS dig;

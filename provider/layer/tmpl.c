@@ -1073,19 +1073,7 @@ int kc_tmac_final(void *vctx, unsigned char *out, size_t *outl,
 
 static ossl_inline int answer_size(OSSL_PARAM params[], size_t size)
 {
-    const char *k;
-
-    /* "size", compared by hand: this runs before every final */
-    if (size == 0 || params == NULL || (k = params[0].key) == NULL
-        || params[1].key != NULL
-        || params[0].data_type != OSSL_PARAM_UNSIGNED_INTEGER
-        || params[0].data_size != sizeof(size_t) || params[0].data == NULL
-        || k[0] != 's' || k[1] != 'i' || k[2] != 'z' || k[3] != 'e'
-        || k[4] != '\0')
-        return 0;
-    *(size_t *)params[0].data = size;
-    params[0].return_size = sizeof(size_t);
-    return 1;
+    return size != 0 && kc_answer_size(params, size);
 }
 
 int kc_tmac_get_params(int which, OSSL_PARAM params[])
@@ -1181,6 +1169,7 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
 {
     const KC_MAC_FNS *m = &f->mac;
     KC_ERRTOP before, after;
+    size_t size;
 
     if (m->newctx == NULL || m->dupctx == NULL || m->freectx == NULL
         || m->init == NULL || m->update == NULL || m->final == NULL
@@ -1195,22 +1184,22 @@ int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg)
     /* set_ctx_params' no-ops: learned at first use (kc_tmpl_first_use()) */
     f->quirks = 0;
     /* a context-free size (GMAC): ask once, answer EVP's query ever after */
+    size = 0;
     ERR_set_mark();
     kc_err_top(&before);
     if (m->get_params != NULL && m->get_ctx_params == NULL) {
-        size_t sz = 0;
         OSSL_PARAM q[2];
 
-        q[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &sz);
+        q[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &size);
         q[1] = OSSL_PARAM_construct_end();
-        if (m->get_params(q) == 1 && OSSL_PARAM_modified(&q[0]))
-            f->fixed_size = sz;
+        if (m->get_params(q) != 1 || !OSSL_PARAM_modified(&q[0]))
+            size = 0;
     }
     kc_err_top(&after);
     if (!kc_err_same(&before, &after))
-        f->fixed_size = 0;
+        size = 0;
     ERR_pop_to_mark();
-    KC_PUBLISH_ONCE(&fixed_size[f - pctx->fam], f->fixed_size);
+    KC_PUBLISH_ONCE(&fixed_size[f - pctx->fam], size);
     /* a fresh context's shape: learned at first use, unknown (-1) till then */
     f->empty_value = -1;
     return 1;
