@@ -24,7 +24,7 @@
 #define KCT_KIND_HMAC KCT_HMAC
 #define KCT_KIND_MAC KCT_MAC
 #define KCT_KIND_CIPHER KCT_CIPHER
-#define KCT_ROW(id, kind, conf, auto, name, keylen, sub, sub_value, desc) \
+#define KCT_ROW(id, kind, conf, auto, name, keylen, sub, sub_value, ...)  \
     { #id, KCT_KIND_##kind, conf, name, keylen, sub, sub_value },
 
 #define KCT_KEYLEN_OK(id, kind, conf, auto, name, keylen, ...)           \

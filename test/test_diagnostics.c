@@ -25,6 +25,7 @@
 #include <openssl/evp.h>
 #include <openssl/proverr.h>
 
+#include "kc_family.h"
 #include "kc_test.h"
 #include "keycache.h"
 
@@ -238,6 +239,162 @@ static void test_report_at_unload(void)
     CU_ASSERT_TRUE(log_has("report (unload): all hits=14 misses=2 "
                            "passthrough=0 evictions=2 hit_rate=87.5% "
                            "entries=0", getpid()));
+}
+
+/*
+ * "quirks <name> k=v ...": the answer the report gives for quirk |k| of
+ * family |name| at unload, 0 or 1, -1 if the line or the quirk is missing,
+ * 2 for "?".
+ */
+static int reported_quirk(const char *log, const char *name, const char *k)
+{
+    char head[96], key[48];
+    const char *line, *eol, *p;
+
+    snprintf(head, sizeof(head), "report (unload): quirks %s ", name);
+    snprintf(key, sizeof(key), " %s=", k);
+    if (log == NULL || (line = strstr(log, head)) == NULL)
+        return -1;
+    eol = strchr(line, '\n');
+    p = strstr(line + strlen(head) - 1, key);
+    if (p == NULL || (eol != NULL && p > eol))
+        return -1;
+    p += strlen(key);
+    return *p == '?' ? 2 : *p == '1' ? 1 : *p == '0' ? 0 : -1;
+}
+
+/* f's sub parameter (KMAC: its size) twice, into p[3] */
+static OSSL_PARAM *named_twice(const KCT_FAM *f, OSSL_PARAM p[3], size_t *sz)
+{
+    p[0] = f->sub != NULL
+           ? OSSL_PARAM_construct_utf8_string(f->sub, (char *)f->sub_value, 0)
+           : OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, sz);
+    p[1] = p[0];
+    p[2] = OSSL_PARAM_construct_end();
+    return p;
+}
+
+/* Whether the default's set_params on a fresh context of f accepts p. */
+static int default_sets(const KCT_FAM *f, const OSSL_PARAM *p)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(kct_default(), f->name, NULL);
+    EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    int ok;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    ERR_set_mark();
+    ok = EVP_MAC_CTX_set_params(c, p) == 1 && ERR_peek_last_error() == 0;
+    ERR_pop_to_mark();
+    EVP_MAC_CTX_free(c);
+    EVP_MAC_free(mac);
+    return ok;
+}
+
+/* Whether the default's KMAC takes an update after its final. */
+static int default_updates_after_final(const KCT_FAM *f)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(kct_default(), f->name, NULL);
+    EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    unsigned char key[32] = { 1 }, out[64];
+    size_t n;
+    int ok;
+
+    CU_ASSERT_FATAL(c != NULL && EVP_MAC_init(c, key, sizeof(key), NULL)
+                    && EVP_MAC_final(c, out, &n, sizeof(out)));
+    ERR_set_mark();
+    ok = EVP_MAC_update(c, key, 1) == 1;
+    ERR_pop_to_mark();
+    EVP_MAC_CTX_free(c);
+    EVP_MAC_free(mac);
+    return ok;
+}
+
+/*
+ * At unload, the report names the quirks each family's registry row asks
+ * about, with what the running default does: checked here against the
+ * default itself for the MAC families' (a name twice, NULL and empty
+ * arrays, KMAC's update after the final); SIV's are named with an answer.
+ */
+static void test_report_quirks(void)
+{
+    static const OSSL_PARAM empty[] = { OSSL_PARAM_END };
+    static const char *const siv[] = { "empty-is-message", "set-reopens",
+        "empty-reopens", "null-reopens", "try-reopens", "repeats-fail" };
+    unsigned char key[KCT_FAM_MAXKEY] = { 7 }, out[KCT_FAM_OUT(16)];
+    char conf[64], *log;
+    OSSL_LIB_CTX *ctx;
+    size_t i, k, sz = 16;
+    int mode;
+
+    CU_ASSERT_FATAL(write_conf(conf, NULL, NULL, NULL));
+    ctx = load(conf, debug_to_log(NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    for (i = 0; i < kct_nfams; i++) {
+        const KCT_FAM *f = &kct_fams[i];
+        EVP_MAC *mac;
+        EVP_MAC_CTX *c;
+        OSSL_PARAM two[3], init[3];
+
+        if (f->kind == KCT_HMAC)
+            continue;
+        CU_ASSERT(kct_fam_run(ctx, f, key, f->keylen, key, 16, out) > 0);
+        if (f->kind != KCT_MAC)
+            continue;
+        /* a name twice on a keyed context: learned at the first one */
+        mac = EVP_MAC_fetch(ctx, f->name, NULL);
+        c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+        CU_ASSERT_FATAL(c != NULL
+                        && EVP_MAC_init(c, key, f->keylen,
+                                        kct_fam_mac_params(f, init, NULL)));
+        ERR_set_mark();
+        (void)EVP_MAC_CTX_set_params(c, named_twice(f, two, &sz));
+        ERR_pop_to_mark();
+        EVP_MAC_CTX_free(c);
+        EVP_MAC_free(mac);
+    }
+    OSSL_LIB_CTX_free(ctx);
+    unlink(conf);
+    log = read_log();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(log);
+    for (i = 0; i < kct_nfams; i++) {
+        const KCT_FAM *f = &kct_fams[i];
+        OSSL_PARAM two[3];
+        int want;
+
+        if (f->kind == KCT_HMAC)
+            continue;
+        mode = kct_fam_mode(f);
+        if (mode == KCT_MODE_SIV) {
+            for (k = 0; k < sizeof(siv) / sizeof(siv[0]); k++) {
+                int got = reported_quirk(log, f->name, siv[k]);
+
+                if (got != 0 && got != 1)
+                    fprintf(stderr, "\n%s: %s=%d\n", f->name, siv[k], got);
+                CU_ASSERT(got == 0 || got == 1);
+            }
+            continue;
+        }
+        if (f->kind != KCT_MAC) {
+            /* the template's ciphers ask nothing */
+            CU_ASSERT(reported_quirk(log, f->name, "repeats-fail") == -1);
+            continue;
+        }
+        named_twice(f, two, &sz);
+        CU_ASSERT(reported_quirk(log, f->name, "null-set-ok")
+                  == default_sets(f, NULL));
+        CU_ASSERT(reported_quirk(log, f->name, "empty-set-ok")
+                  == default_sets(f, empty));
+        want = !default_sets(f, two);
+        if (reported_quirk(log, f->name, "repeats-fail") != want)
+            fprintf(stderr, "\n%s: repeats-fail=%d, the default: %d\n",
+                    f->name, reported_quirk(log, f->name, "repeats-fail"),
+                    want);
+        CU_ASSERT(reported_quirk(log, f->name, "repeats-fail") == want);
+        want = strncmp(f->name, "KMAC", 4) != 0 ? -1
+               : !default_updates_after_final(f);
+        CU_ASSERT(reported_quirk(log, f->name, "final-seals") == want);
+    }
+    free(log);
 }
 
 /* A forked child reports its own pid and only what it did itself. */
@@ -824,6 +981,8 @@ static void add_suites(void)
 
     CU_add_test(s, "report per algorithm at unload", test_report_at_unload);
     CU_add_test(s, "forked child reports itself", test_report_after_fork);
+    CU_add_test(s, "the report names each family's quirks as the default "
+                "has them", test_report_quirks);
     CU_add_test(s, "the report says when there is little to gain",
                 test_report_little_to_gain);
     CU_add_test(s, "threads that key once", test_report_threads_once);

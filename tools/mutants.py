@@ -57,6 +57,14 @@ MUTANTS = {
     "quirk-siv-reopens-unlearned": ("provider/quirks/learn.c",
         "        if (!final_ok(m, t))\n            q |= reopens[i];",
         "        if (!final_ok(m, t))\n            (void)reopens[i];"),
+    # the report's quirk answers the opposite of what was learned, or
+    # leaves out the quirks the registry row names
+    "report-quirks-inverted": ("provider/core/report.c",
+        "                    : kc_quirk(word, q) ? \"1\" : \"0\");",
+        "                    : kc_quirk(word, q) ? \"0\" : \"1\");"),
+    "registry-quirks-column-unread": ("provider/core/report.c",
+        "            if ((r->quirks & q) != 0)",
+        "            if ((KC_QS_TMAC & q) != 0)"),
     # the quirks word read as if nothing were learned
     "quirk-lookup-never": ("provider/quirks/quirks.h",
         "    return (word & q) != 0;", "    return q == KC_Q_KNOWN;"),

@@ -51,6 +51,44 @@ static void counters_line(const KC_DEBUG *d, char *buf, size_t len,
 }
 
 /*
+ * "quirks AES-128-SIV empty-is-message=1 ...": for each family that learned
+ * them, what the running default does on each quirk its registry row names
+ * ("?": not asked yet - a name twice is learned at the first one).
+ */
+static void quirks_lines(KC_DEBUG *d, const char *when)
+{
+    char buf[2048], line[256];
+    unsigned int word, q;
+    size_t n, used = 0;
+    int i;
+
+    for (i = 0; i < KC_REGISTRY_ROWS; i++) {
+        const KC_FAMILY_ROW *r = &kc_registry[i];
+
+        if (r->quirks == 0 || !*kc_registry_on(d->pctx, i))
+            continue;
+        word = __atomic_load_n(r->kind == KC_KIND_MAC
+                               ? &d->pctx->fam[r->index].quirks
+                               : &d->pctx->cfam[r->index].quirks,
+                               __ATOMIC_RELAXED);
+        if (!kc_quirk(word, KC_Q_KNOWN))
+            continue;
+        n = 0;
+        for (q = 1; q != 0 && n < sizeof(line); q <<= 1)
+            if ((r->quirks & q) != 0)
+                n += (size_t)snprintf(line + n, sizeof(line) - n, " %s=%s",
+                    kc_quirk_name(q),
+                    q == KC_Q_REPEATS_FAIL
+                    && !kc_quirk(word, KC_Q_REPEATS_KNOWN) ? "?"
+                    : kc_quirk(word, q) ? "1" : "0");
+        kc_debug_line(d, buf, sizeof(buf), &used, "report (%s): quirks %s%s",
+                      when, r->name, line);
+    }
+    if (used > 0)
+        kc_log_emit(&d->to, buf, used);
+}
+
+/*
  * Hits under a tenth of the keyed inits, or a child that only wiped what
  * it inherited: say why, so that switching keycache off is an informed
  * choice.
@@ -124,6 +162,7 @@ static void report(KC_DEBUG *d, const char *when)
         used = sizeof(buf) - 1;
     little_to_gain(d, buf, sizeof(buf), &used, when, &all);
     kc_log_emit(&d->to, buf, used);
+    quirks_lines(d, when);
 }
 
 /* Which provider a query-less fetch of |alg| reaches, under |props|. */

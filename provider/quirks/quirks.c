@@ -45,6 +45,31 @@ const int kc_quirk_load_keeps_errors = OPENSSL_VERSION_MAJOR >= 4;
 /* seen with 4.0.3: get_updated_iv right after EVP_CipherInit_ex(c, NULL...) */
 const int kc_quirk_gcm_draws_iv = OPENSSL_VERSION_MAJOR >= 4;
 
+const char *kc_quirk_name(unsigned int q)
+{
+    switch (q) {
+    case KC_Q_REPEATS_FAIL:
+        return "repeats-fail";
+    case KC_Q_NULL_SET_OK:
+        return "null-set-ok";
+    case KC_Q_EMPTY_SET_OK:
+        return "empty-set-ok";
+    case KC_Q_FINAL_SEALS:
+        return "final-seals";
+    case KC_Q_EMPTY_IS_MESSAGE:
+        return "empty-is-message";
+    case KC_Q_SET_REOPENS:
+        return "set-reopens";
+    case KC_Q_EMPTY_REOPENS:
+        return "empty-reopens";
+    case KC_Q_NULL_REOPENS:
+        return "null-reopens";
+    case KC_Q_TRY_REOPENS:
+        return "try-reopens";
+    }
+    return NULL;
+}
+
 int kc_quirk_cipher_engine(int nid)
 {
 #ifdef KC_HAVE_ENGINE

@@ -82,6 +82,16 @@ int kc_quirk_at_cleanup(void (*fn)(void));
 /* REPEATS_FAIL was learned (perhaps apart from the rest) */
 #define KC_Q_REPEATS_KNOWN    (1u << 10)
 
+/* what each family's code asks (the registry's quirks column) */
+#define KC_QS_TMAC (KC_Q_NULL_SET_OK | KC_Q_EMPTY_SET_OK | KC_Q_REPEATS_FAIL)
+#define KC_QS_KMAC (KC_QS_TMAC | KC_Q_FINAL_SEALS)
+#define KC_QS_SIV (KC_Q_EMPTY_IS_MESSAGE | KC_Q_SET_REOPENS                  \
+                   | KC_Q_EMPTY_REOPENS | KC_Q_NULL_REOPENS                  \
+                   | KC_Q_TRY_REOPENS | KC_Q_REPEATS_FAIL)
+
+/* a quirk's name in reports ("repeats-fail"), NULL for no single bit */
+const char *kc_quirk_name(unsigned int q);
+
 static ossl_inline int kc_quirk(unsigned int word, unsigned int q)
 {
     return (word & q) != 0;
