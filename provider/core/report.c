@@ -55,11 +55,12 @@ static void counters_line(const KC_DEBUG *d, char *buf, size_t len,
  * them, what the running default does on each quirk its registry row names
  * ("?": not asked yet - a name twice is learned at the first one).
  */
-static void quirks_lines(KC_DEBUG *d, const char *when)
+static void quirks_lines(const KC_DEBUG *d, char *buf, size_t len,
+                         size_t *used, const char *when)
 {
-    char buf[2048], line[256];
+    char line[256];
     unsigned int word, q;
-    size_t n, used = 0;
+    size_t n;
     int i;
 
     for (i = 0; i < KC_REGISTRY_ROWS; i++) {
@@ -81,11 +82,9 @@ static void quirks_lines(KC_DEBUG *d, const char *when)
                     q == KC_Q_REPEATS_FAIL
                     && !kc_quirk(word, KC_Q_REPEATS_KNOWN) ? "?"
                     : kc_quirk(word, q) ? "1" : "0");
-        kc_debug_line(d, buf, sizeof(buf), &used, "report (%s): quirks %s%s",
-                      when, r->name, line);
+        kc_debug_line(d, buf, len, used, "report (%s): quirks %s%s", when,
+                      r->name, line);
     }
-    if (used > 0)
-        kc_log_emit(&d->to, buf, used);
 }
 
 /*
@@ -130,7 +129,7 @@ static void report(KC_DEBUG *d, const char *when)
 {
     KC_COUNTERS by[KC_STAT_SLOTS], all;
     uint64_t entries;
-    char buf[2048];
+    char buf[4096];          /* one write: counters and quirks lines */
     size_t used = 0;
     unsigned int i;
 
@@ -160,9 +159,9 @@ static void report(KC_DEBUG *d, const char *when)
                              " entries=%llu\n", (unsigned long long)entries);
     if (used >= sizeof(buf))
         used = sizeof(buf) - 1;
+    quirks_lines(d, buf, sizeof(buf), &used, when);
     little_to_gain(d, buf, sizeof(buf), &used, when, &all);
     kc_log_emit(&d->to, buf, used);
-    quirks_lines(d, when);
 }
 
 /* Which provider a query-less fetch of |alg| reaches, under |props|. */

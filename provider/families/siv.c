@@ -623,7 +623,9 @@ static int siv_direct_bind(KC_PROVCTX *pctx, KC_CFAM *f)
     /* CMAC runs on the CBC context's one-call cipher */
     if (keylen == 0 || keylen > sizeof(key) || f->sub[0].cipher == NULL)
         return 0;
-    f->quirks = kc_quirk_learn_siv(pctx->inner_provctx, m, keylen);
+    /* atomic: a report on another thread may read it meanwhile */
+    __atomic_store_n(&f->quirks, kc_quirk_learn_siv(pctx->inner_provctx, m,
+                                                    keylen), __ATOMIC_RELAXED);
     if (!kc_quirk(f->quirks, KC_Q_KNOWN))
         return 0;
     for (i = 0; i < sizeof(msg); i++)
