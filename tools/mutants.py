@@ -497,9 +497,9 @@ MUTANTS = {
     "cold-forever": ("provider/cache/store.c",
         "    if (c == NULL || !c->bypass || ++c->cold_skips % KC_COLD_ONE_IN == 0)",
         "    if (c == NULL)"),
-    # CMAC caches any cipher, not only AES-CBC
-    "cmac-any-cipher": ("provider/families/cmac.c",
-        "           && kc_cipher_is_one_of(pctx, cipher, props, aes_cbc);",
+    # CMAC (and GMAC) cache any cipher, not only the family's own
+    "cmac-any-cipher": ("provider/layer/tmpl.c",
+        "           && cipher_is_one_of(pctx, cipher, props, d->ciphers);",
         "           ;"),
     # AES-SIV switched off is not passed through: its inner CMAC reaches
     # the cache

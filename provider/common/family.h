@@ -50,9 +50,12 @@ struct kc_tdesc_st {
      * EVP_MAC_final's query needs no call; 0: ask the default.
      */
     size_t keyed_size;
-    /* optional: may this valid shape be cached?  Asked once per thread */
-    int (*cacheable)(KC_PROVCTX *pctx, const unsigned char *shape,
-                     size_t len);
+    /*
+     * Optional (CMAC, GMAC): the ciphers it is cached on; a shape is
+     * cached only if the last cipher it loads (cipher_param, with its
+     * properties) resolves to one of them.  Asked once per thread.
+     */
+    const char *const *ciphers;
     /*
      * Optional (GMAC, KMAC): own keyed contexts answering as the default's
      * MAC, on its ciphers (KC_TFAM.ciph) or digest (KC_TFAM.dig) without

@@ -16,17 +16,6 @@ static const char *const aes_cbc[] = {
     "AES-128-CBC", "AES-192-CBC", "AES-256-CBC", NULL
 };
 
-/* The cipher the key will be used with: the last one loaded. */
-static int cmac_cacheable(KC_PROVCTX *pctx, const unsigned char *shape,
-                          size_t len)
-{
-    const char *cipher, *props;
-
-    return kc_trec_last_utf8(shape, len, OSSL_MAC_PARAM_CIPHER,
-                             OSSL_MAC_PARAM_PROPERTIES, &cipher, &props)
-           && kc_cipher_is_one_of(pctx, cipher, props, aes_cbc);
-}
-
 KC_TMAC_IMPL(kc_cmac, KC_FAM_CMAC, CTX)
 
 const KC_TDESC kc_cmac_desc = {
@@ -39,5 +28,5 @@ const KC_TDESC kc_cmac_desc = {
     .reinit_restores = 1,
     .park_scrub = 32,
     .keyed_size = 16,           /* AES's block, until something is set */
-    .cacheable = cmac_cacheable
+    .ciphers = aes_cbc
 };

@@ -23,16 +23,6 @@ static const char *const aes_gcm[] = {
     "AES-128-GCM", "AES-192-GCM", "AES-256-GCM", NULL
 };
 
-static int gmac_cacheable(KC_PROVCTX *pctx, const unsigned char *shape,
-                          size_t len)
-{
-    const char *cipher, *props;
-
-    return kc_trec_last_utf8(shape, len, OSSL_MAC_PARAM_CIPHER,
-                             OSSL_MAC_PARAM_PROPERTIES, &cipher, &props)
-           && kc_cipher_is_one_of(pctx, cipher, props, aes_gcm);
-}
-
 /* ---- The keyed context ---- */
 
 typedef struct {
@@ -272,7 +262,7 @@ const KC_TDESC kc_gmac_desc = {
     .volatile_names = gmac_volatile,
     .set_key_keys = 1,
     .volatile_last_wins = 1,
-    .cacheable = gmac_cacheable,
+    .ciphers = aes_gcm,
     .direct = &gmac_direct,
     .direct_ciphers = aes_gcm,
     .direct_new = gmac_direct_new

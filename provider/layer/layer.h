@@ -346,11 +346,4 @@ int kc_tciph_get_params(int which, OSSL_PARAM params[]);
         { 0, NULL }                                                           \
     };
 
-/*
- * Does cipher |name| (props) resolve, in the application's library context,
- * to one of |names| that the private default has?
- */
-int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name,
-                        const char *props, const char *const *names);
-
 #endif

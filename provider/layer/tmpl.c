@@ -64,8 +64,12 @@ static int replay(const KC_TMAC_CTX *w, void *ctx, size_t from, size_t to)
                                 mac_call, &w->f->mac, ctx);
 }
 
-int kc_cipher_is_one_of(KC_PROVCTX *pctx, const char *name, const char *props,
-                        const char *const *names)
+/*
+ * Does cipher |name| (props) resolve, in the application's library context,
+ * to one of |names| that the private default has?
+ */
+static int cipher_is_one_of(KC_PROVCTX *pctx, const char *name,
+                            const char *props, const char *const *names)
 {
     EVP_CIPHER *c = kc_inner_cipher_fetch(pctx, name, props, 0);
     int ok = 0;
@@ -204,6 +208,17 @@ static int probe(const KC_TMAC_CTX *w, int vol)
     return ok;
 }
 
+/* The last cipher the shape loads is one of the family's ciphers. */
+static int cipher_cacheable(KC_PROVCTX *pctx, const KC_TDESC *d,
+                            const unsigned char *shape, size_t len)
+{
+    const char *cipher, *props;
+
+    return kc_trec_last_utf8(shape, len, d->cipher_param,
+                             OSSL_MAC_PARAM_PROPERTIES, &cipher, &props)
+           && cipher_is_one_of(pctx, cipher, props, d->ciphers);
+}
+
 /* Every name of the shape is one the family caches, and it agrees. */
 static int shape_cacheable(const KC_TMAC_CTX *w)
 {
@@ -219,8 +234,8 @@ static int shape_cacheable(const KC_TMAC_CTX *w)
             && !kc_name_in_list(d->shape_names, p.key))
             return 0;
     }
-    return d->cacheable == NULL
-           || d->cacheable(w->pctx, rec, w->t.shape_len);
+    return d->ciphers == NULL || cipher_cacheable(w->pctx, d, rec,
+                                                  w->t.shape_len);
 }
 
 /* What the default says of w's shape, as a record memo value. */
