@@ -24,9 +24,14 @@ KC_TCIPH_IMPL(kc_gcm192, KC_CFAM_GCM192)
 KC_TCIPH_IMPL(kc_gcm256, KC_CFAM_GCM256)
 
 #define KC_GCM_DESC(bits)                                                     \
-    { "AES-" #bits "-GCM", "AES-GCM with a per-thread key cache",             \
-      kc_gcm##bits##_functions, gcm_shape, gcm_per_message, 0, 1, 1,       \
-      NULL, NULL, NULL, NULL, 0, 1 }
+    { .name = "AES-" #bits "-GCM",                                            \
+      .description = "AES-GCM with a per-thread key cache",                   \
+      .functions = kc_gcm##bits##_functions,                                  \
+      .shape_names = gcm_shape,                                               \
+      .per_message = gcm_per_message,                                         \
+      .volatile_ok = 1,                                                       \
+      .ivlen_set_sets = 1,                                                    \
+      .may_draw_iv = 1 }
 
 const KC_CDESC kc_gcm_desc[3] = {
     KC_GCM_DESC(128), KC_GCM_DESC(192), KC_GCM_DESC(256)

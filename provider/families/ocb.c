@@ -24,9 +24,12 @@ KC_TCIPH_IMPL(kc_aes192ocb, KC_CFAM_OCB192)
 KC_TCIPH_IMPL(kc_aes256ocb, KC_CFAM_OCB256)
 
 #define KC_OCB_DESC(bits)                                                     \
-    { "AES-" #bits "-OCB", "AES-OCB with a per-thread key cache",             \
-      kc_aes##bits##ocb_functions, ocb_shape, ocb_per_message, 1, 0, 0,   \
-      NULL, NULL, NULL, NULL, 0, 0 }
+    { .name = "AES-" #bits "-OCB",                                            \
+      .description = "AES-OCB with a per-thread key cache",                   \
+      .functions = kc_aes##bits##ocb_functions,                               \
+      .shape_names = ocb_shape,                                               \
+      .per_message = ocb_per_message,                                         \
+      .key_by_direction = 1 }
 
 const KC_CDESC kc_ocb_desc[3] = {
     KC_OCB_DESC(128), KC_OCB_DESC(192), KC_OCB_DESC(256)

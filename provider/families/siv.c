@@ -672,9 +672,15 @@ KC_TCIPH_IMPL(kc_aes192siv, KC_CFAM_SIV192)
 KC_TCIPH_IMPL(kc_aes256siv, KC_CFAM_SIV256)
 
 #define KC_SIV_DESC(bits, i)                                                  \
-    { "AES-" #bits "-SIV", "AES-SIV with a per-thread key cache",             \
-      kc_aes##bits##siv_functions, siv_shape, NULL, 0, 0, 0,                  \
-      &siv_direct, siv_ciphers[i], siv_direct_new, siv_direct_bind, 1, 0 }
+    { .name = "AES-" #bits "-SIV",                                            \
+      .description = "AES-SIV with a per-thread key cache",                   \
+      .functions = kc_aes##bits##siv_functions,                               \
+      .shape_names = siv_shape,                                               \
+      .direct = &siv_direct,                                                  \
+      .direct_ciphers = siv_ciphers[i],                                       \
+      .direct_new = siv_direct_new,                                           \
+      .direct_bind = siv_direct_bind,                                         \
+      .empty_set_acts = 1 }
 
 const KC_CDESC kc_siv_desc[3] = {
     KC_SIV_DESC(128, 0), KC_SIV_DESC(192, 1), KC_SIV_DESC(256, 2)
