@@ -137,14 +137,20 @@ static void compare(const char *row, const char *alg, const char *run,
 
 /* ---- HMAC helpers ------------------------------------------------------- */
 
-static EVP_MAC_CTX *mac_new(OSSL_LIB_CTX *libctx)
+/* a new MAC context of row f (HMAC: mac_new) */
+static EVP_MAC_CTX *fm_new(OSSL_LIB_CTX *lc, const KCT_FAM *f)
 {
-    EVP_MAC *mac = EVP_MAC_fetch(libctx, "HMAC", NULL);
-    EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(mac);
+    EVP_MAC *mac = EVP_MAC_fetch(lc, f->name, NULL);
+    EVP_MAC_CTX *c = EVP_MAC_CTX_new(mac);
 
     EVP_MAC_free(mac);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    return ctx;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    return c;
+}
+
+static EVP_MAC_CTX *mac_new(OSSL_LIB_CTX *libctx)
+{
+    return fm_new(libctx, kct_fam_find("HMAC"));
 }
 
 static int mac_init(RECORD *r, EVP_MAC_CTX *c, const char *md,
@@ -1325,16 +1331,6 @@ static const KCT_FAM *fam_of(const char *id)
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     return f;
-}
-
-static EVP_MAC_CTX *fm_new(OSSL_LIB_CTX *lc, const KCT_FAM *f)
-{
-    EVP_MAC *mac = EVP_MAC_fetch(lc, f->name, NULL);
-    EVP_MAC_CTX *c = EVP_MAC_CTX_new(mac);
-
-    EVP_MAC_free(mac);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    return c;
 }
 
 /* init with the row's parameters (its sub value, GMAC's IV) */
