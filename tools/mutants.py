@@ -509,8 +509,8 @@ MUTANTS = {
     # OCB: one template for both directions (the bulk function follows the
     # direction the key was set in)
     "ocb-one-direction": ("provider/families/ocb.c",
-        "ocb_shape, ocb_per_message, 1, 0, 0,",
-        "ocb_shape, ocb_per_message, 0, 0, 0,"),
+        ".key_by_direction = 1 }",
+        ".key_by_direction = 0 }"),
     # cipher families: the rest of the keying init failing on the copy is
     # not handed to the default
     "ctmpl-rest-unchecked": ("provider/layer/ctmpl.c",
