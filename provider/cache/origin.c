@@ -344,7 +344,7 @@ static _Unwind_Reason_Code step(struct _Unwind_Context *uc, void *arg)
 #define KC_RSP 7
 #define KC_RA 16
 
-#define KC_RULES 64              /* per thread, a power of 2 */
+#define KC_RULES 64              /* per thread, two ways per set */
 /* how far above the first frame the walk may find its callers' frames */
 #define KC_WALK_SPAN (1u << 20)
 #define KC_CHAINS 8
@@ -368,6 +368,7 @@ typedef struct {
 typedef struct {
     unsigned long long gen;      /* load_gen() when filled */
     KC_RULE rule[KC_RULES];
+    unsigned char last[KC_RULES / 2];   /* per set: the way last used */
     KC_CHAIN chain[KC_CHAINS];
     unsigned int next;
 } KC_WALK_MEMO;
@@ -786,13 +787,23 @@ static void rule_for(uintptr_t ip, KC_RULE *rule)
     rule->ok = 1;
 }
 
+/*
+ * Two ways per set: two code addresses of one walk that share a set would
+ * otherwise evict each other at every admission, and each re-read of the
+ * CFI costs more than the walk it serves.  A miss refills the way not
+ * used last; nothing is moved, so a signal's walk sees whole rules.
+ */
 static const KC_RULE *rule_at(KC_WALK_MEMO *wm, uintptr_t ip)
 {
-    KC_RULE *rule = &wm->rule[(ip * 0x9e3779b97f4a7c15ULL) >> 58];
+    unsigned int set = (unsigned int)((ip * 0x9e3779b97f4a7c15ULL) >> 59);
+    KC_RULE *way = &wm->rule[set * 2];
+    unsigned int w = way[0].ip == ip ? 0 : way[1].ip == ip ? 1
+                     : wm->last[set] ^ 1u;
 
-    if (rule->ip != ip)
-        rule_for(ip, rule);
-    return rule;
+    if (way[w].ip != ip)
+        rule_for(ip, &way[w]);
+    wm->last[set] = (unsigned char)w;
+    return &way[w];
 }
 
 /*
