@@ -1,39 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Who keyed this context: the application, or OpenSSL itself?
- *
- * keycache must never store a key that OpenSSL derives or uses inside its
- * own code (TLS secrets, KDF and DRBG state, signature nonces), whatever
- * property query the program gave.  Routing cannot tell: the default
- * provider's KDFs and DRBGs fetch HMAC in the application's library context
- * without a query, exactly as an application does, so with
- * `default_properties = ?provider=keycache` those inner fetches reach
- * keycache even when the program asked for "provider=default".  The call
- * stack can tell.  When a key is about to be admitted (a miss, never a hit)
- * keycache unwinds its own frames and libcrypto's and looks at the call
- * that came into OpenSSL from outside:
- *
- *   - none (EVP_MAC_init and EVP_MAC_CTX_set_params jump straight to the
- *     provider): the caller keyed the context itself;
- *   - the outermost libcrypto function is one through which a program keys
- *     a MAC or cipher with a key it passes (EVP_Q_mac, HMAC,
- *     EVP_DigestSignInit, EVP_CipherInit_ex ... see entry_names);
- *   - anything else - libssl anywhere on the way, EVP_KDF_derive,
- *     RAND_bytes, EVP_PKEY_sign, a static function, a frame the unwinder
- *     cannot read, too deep a stack - refuses.
- *
- * It fails closed: an unknown path costs a cache entry, never a secret.
- * The walk stops at the first frame outside OpenSSL, so it reads a handful
- * of frames, and only on admissions.  On x86-64 it reads them with rules
- * kept per thread and keeps each call chain's decision (fast_admits()), so
- * that an admission costs a few hundred instructions, not a libgcc walk.
+ * Who keyed this context: the application, or OpenSSL itself?  keycache
+ * must never store a key OpenSSL derives or uses inside its own code (TLS
+ * secrets, KDF and DRBG state, signature nonces), whatever the property
+ * query: the default's KDFs and DRBGs fetch HMAC without a query, as an
+ * application does, so routing cannot tell.  The call stack can.  Before
+ * a key is admitted, keycache unwinds its own and libcrypto's frames to
+ * the call that came into OpenSSL: admitted if there is none (the caller
+ * keyed the context itself) or if the outermost libcrypto function is a
+ * MAC or cipher entry point taking the caller's key (entry_names); refused
+ * for anything else - libssl on the way, EVP_KDF_derive, RAND_bytes, a
+ * static function, an unreadable frame, too deep a stack.  It fails
+ * closed: an unknown path costs a cache entry, never a secret.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,15 +26,12 @@
 #include "cache/cache.h"
 
 /*
- * libcrypto's exported functions through which an application keys one of
- * keycache's algorithms with its own key.  Keying through any other
- * libcrypto function is OpenSSL's business.  Names a version lacks (the
- * _SKEY ones before 3.5) are skipped.  Not EVP_DigestSign/Final nor
- * EVP_PKEY_sign: a signature keys HMAC there with secrets of its own
- * (deterministic ECDSA nonces, SLH-DSA's PRF); a MAC key is keyed at
- * EVP_DigestSignInit.  A MAC keyed under a cipher entry point is the
- * cipher's doing (the default's AES-SIV keys CMAC with half its key), and
- * a cipher under a MAC one the MAC's: each kind counts only its own.
+ * libcrypto's exported functions through which an application keys a MAC
+ * or cipher with its own key (names a version lacks are skipped).  Not
+ * EVP_DigestSign/Final nor EVP_PKEY_sign: signatures key HMAC there with
+ * secrets of their own (deterministic ECDSA nonces, SLH-DSA's PRF).  Each
+ * kind counts only its own entry points: the default's AES-SIV keys CMAC
+ * with half its key.
  */
 static const char *const entry_names[] = {
     /* MAC entry points first, KC_NMAC of them */
@@ -130,6 +111,11 @@ static int range_of(uintptr_t addr, KC_RANGE *out)
     return dl_iterate_phdr(find_object, &f) == 1;
 }
 
+static ossl_inline int in_range(const KC_RANGE *r, uintptr_t a)
+{
+    return a >= r->start && a < r->end;
+}
+
 const char *kc_object_path(const void *a)
 {
     Dl_info di;
@@ -141,8 +127,7 @@ int kc_same_object(const void *a, const void *b)
 {
     KC_RANGE r;
 
-    return range_of((uintptr_t)a, &r) && (uintptr_t)b >= r.start
-           && (uintptr_t)b < r.end;
+    return range_of((uintptr_t)a, &r) && in_range(&r, (uintptr_t)b);
 }
 
 static void origin_init(void)
@@ -174,37 +159,17 @@ static void origin_init(void)
 #endif
 }
 
-static ossl_inline int in_range(const KC_RANGE *r, uintptr_t a)
-{
-    return a >= r->start && a < r->end;
-}
-
-static int is_entry(uintptr_t start, int cipher)
-{
-    size_t i;
-
-    for (i = 0; i < origin.nentry; i++)
-        if (origin.entry[i] == start)
-            return origin.entry_cipher[i] == cipher;
-    return 0;
-}
-
 /*
- * Is the code at a in a libssl, of any version, location or file name (a
- * vendored or renamed copy)?  An object is libssl if it defines libssl's
- * SSL_CTX_new itself: looked up through the object's own handle (its
- * definition comes before its dependencies'), and the definition found
- * must lie in that object, not in a libssl it links to.  A libssl linked
- * statically into a program that exports nothing is not seen (a documented
- * limit).  Per thread, the last few objects' answers are kept while no
- * object is loaded or unloaded (glibc's counts of both), so an admission
- * pays for the look-up once per calling object.
+ * Is the code at a in a libssl of any version, place or name (a vendored
+ * copy)?  An object is libssl if it defines SSL_CTX_new itself, not through
+ * a libssl it links to.  (One linked statically into a program that exports
+ * nothing is not seen: a documented limit.)  Per thread, the last objects'
+ * answers are kept until an object is loaded or unloaded.
  */
 #define KC_SSL_MEMO 4
 
 static __thread struct {
-    unsigned long long gen;      /* load_gen() when filled: it rises at
-                                  * every load and unload */
+    unsigned long long gen;      /* load_gen() when filled */
     uintptr_t base[KC_SSL_MEMO];
     unsigned char ssl[KC_SSL_MEMO];
     unsigned int next;
@@ -220,14 +185,11 @@ static int read_gen(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /*
- * Does the object lm (whose mapping starts at base) define SSL_CTX_new
- * itself?  Looked up by its link map, never by dladdr's file name, which
- * for the main program is argv[0]: a name the program's caller chose,
- * which dlopen would open (a FIFO there would hang the program, a device
- * be opened by a set-uid one).  A library is reached through the name its
- * link map holds, which dlopen matches among the loaded objects without
- * opening anything; the main program through dlopen(NULL).  Where no
- * handle can be had, the answer is yes: fail closed.
+ * Does the object lm (mapped at base) define SSL_CTX_new itself?  Opened by
+ * its link map's name, which dlopen matches among loaded objects without
+ * opening anything, or dlopen(NULL) for the main program; never by dladdr's
+ * file name, argv[0] for the main program (a FIFO there would hang it, a
+ * device be opened by a set-uid one).  No handle: yes, fail closed.
  */
 static int defines_libssl(const struct link_map *lm, const void *base)
 {
@@ -252,7 +214,7 @@ static unsigned long long load_gen(void)
     return dl_iterate_phdr(read_gen, &gen) == 1 ? gen : 0;
 }
 
-/* gen: load_gen()'s answer (0: unknown, nothing is kept) */
+/* gen: load_gen(), which rises at every load and unload (0: keep nothing) */
 static int in_libssl(uintptr_t a, unsigned long long gen)
 {
     struct link_map *lm = NULL;
@@ -277,6 +239,26 @@ static int in_libssl(uintptr_t a, unsigned long long gen)
     i = ssl_memo.next++ % KC_SSL_MEMO;
     ssl_memo.base[i] = base;
     return ssl_memo.ssl[i] = (unsigned char)defines_libssl(lm, di.dli_fbase);
+}
+
+/*
+ * The decision at ip, the first frame outside OpenSSL: not libssl, and
+ * the outermost libcrypto function (outer), if any, one of cipher's kind
+ * of entry points.
+ */
+static int caller_admits(uintptr_t ip, unsigned long long gen, int in_crypto,
+                         uintptr_t outer, int cipher)
+{
+    size_t i;
+
+    if (in_libssl(ip, gen))
+        return 0;
+    if (!in_crypto)
+        return 1;
+    for (i = 0; i < origin.nentry; i++)
+        if (origin.entry[i] == outer)
+            return origin.entry_cipher[i] == cipher;
+    return 0;
 }
 
 typedef struct {
@@ -309,33 +291,23 @@ static _Unwind_Reason_Code step(struct _Unwind_Context *uc, void *arg)
         return _URC_NO_REASON;
     }
     /* the first frame outside: the code that called into OpenSSL */
-    w->verdict = !in_libssl(ip, w->gen)
-                 && (!w->in_crypto || is_entry(w->outer, w->cipher));
+    w->verdict = caller_admits(ip, w->gen, w->in_crypto, w->outer, w->cipher);
     return _URC_END_OF_STACK;
 }
 
-
 /*
- * The same walk, made cheap (x86-64 with glibc's _dl_find_object).
- *
- * _Unwind_Backtrace finds each frame's FDE and runs its call-frame program
- * on every call: some 16k instructions per admission, as much as the keyed
- * init it judges.  Here each thread keeps, per code address, the rule its
- * FDE gives there (where the CFA is, where the return address and the
- * caller's rbp were saved), read once from the object's .eh_frame_hdr and
- * .eh_frame the way libgcc reads them; the walk then takes a few loads per
- * frame.  Only what GCC and clang emit for x86-64 is understood: a CFA
- * that is rsp or rbp plus an offset, a return address and an rbp saved at
- * an offset from it or left alone.  Anything else (a signal frame, an
- * expression, another register as the CFA, no FDE) and the frame is walked
- * the slow way above, which decides as it always did.
- *
- * The decision is then kept per call chain: every return address from
- * keycache's frame up to and including the first frame outside OpenSSL,
- * compared in full, never a hash or the nearest frames alone, so a chain
- * that reaches the same libcrypto frames from libssl instead of the
- * application is a chain of its own.  Rules and decisions are dropped
- * when any object is loaded or unloaded (glibc's counts of both).
+ * The same walk, made cheap (x86-64, glibc's _dl_find_object): libgcc
+ * finds each frame's FDE and runs its call-frame program every time, some
+ * 16k instructions per admission.  Here each thread keeps, per code
+ * address, the rule its FDE gives (where the CFA is, where the return
+ * address and the caller's rbp were saved), read once from .eh_frame_hdr
+ * and .eh_frame as libgcc reads them.  Only what GCC and clang emit for
+ * x86-64 is understood (CFA = rsp or rbp + offset; return address and rbp
+ * saved at an offset or left alone); anything else takes the slow walk.
+ * Decisions are kept per call chain, compared in full: every return
+ * address up to the first frame outside OpenSSL, never a hash or the
+ * nearest frames alone, so a chain through libssl is a chain of its own.
+ * Rules and decisions are dropped when any object is loaded or unloaded.
  */
 #ifdef KC_FAST_WALK
 
@@ -374,12 +346,10 @@ typedef struct {
 } KC_WALK_MEMO;
 
 /*
- * Per thread on the heap (walk_key), made at its first admission: a thread
- * that never admits pays nothing, and the module's thread-local block
- * stays small (store.c's record is initial-exec TLS, so the whole block
- * comes out of glibc's small static reserve for dlopen()ed modules).
- * Freed by libc's free() at thread exit, which outlives any unload of
- * this module.
+ * Per thread on the heap (walk_key), made at its first admission: the
+ * module's TLS block must stay small (store.c's record is initial-exec, so
+ * it all comes out of glibc's small static reserve).  Freed by libc's
+ * free() at thread exit, which outlives any unload of this module.
  */
 static KC_WALK_MEMO *walk_memo(void)
 {
@@ -412,27 +382,8 @@ typedef struct {
     int bad;
 } KC_RD;
 
-static uint64_t rd_uleb(KC_RD *r)
-{
-    uint64_t v = 0;
-    unsigned int shift = 0;
-
-    for (;;) {
-        unsigned char b;
-
-        if (r->p >= r->end || shift > 63) {
-            r->bad = 1;
-            return 0;
-        }
-        b = *r->p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
-        if ((b & 0x80) == 0)
-            return v;
-    }
-}
-
-static int64_t rd_sleb(KC_RD *r)
+/* LEB128, unsigned or (sign) signed */
+static uint64_t rd_leb(KC_RD *r, int sign)
 {
     uint64_t v = 0;
     unsigned int shift = 0;
@@ -447,10 +398,12 @@ static int64_t rd_sleb(KC_RD *r)
         v |= (uint64_t)(b & 0x7f) << shift;
         shift += 7;
     } while (b & 0x80);
-    if (shift < 64 && (b & 0x40))
+    if (sign && shift < 64 && (b & 0x40))
         v |= ~(uint64_t)0 << shift;
-    return (int64_t)v;
+    return v;
 }
+#define rd_uleb(r) rd_leb(r, 0)
+#define rd_sleb(r) ((int64_t)rd_leb(r, 1))
 
 static uint64_t rd_fixed(KC_RD *r, size_t n)
 {
@@ -538,8 +491,7 @@ static int cfi_run(KC_RD *r, uintptr_t loc, uintptr_t ip, int64_t daf,
                 return 1;
             continue;
         case 0x80:                                /* offset */
-            u = rd_uleb(r);
-            cfi_set(st, op & 0x3f, KC_AT, (int64_t)u * daf);
+            cfi_set(st, op & 0x3f, KC_AT, (int64_t)rd_uleb(r) * daf);
             continue;
         case 0xc0:                                /* restore */
             cfi_restore(st, init, op & 0x3f);
@@ -553,14 +505,9 @@ static int cfi_run(KC_RD *r, uintptr_t loc, uintptr_t ip, int64_t daf,
             if (loc > ip)
                 return !r->bad;
             break;
-        case 0x05:                                /* offset_extended */
+        case 0x05: case 0x11:                     /* offset_extended(_sf) */
             reg = rd_uleb(r);
-            u = rd_uleb(r);
-            cfi_set(st, reg, KC_AT, (int64_t)u * daf);
-            break;
-        case 0x11:                                /* offset_extended_sf */
-            reg = rd_uleb(r);
-            off = rd_sleb(r);
+            off = op == 0x05 ? (int64_t)rd_uleb(r) : rd_sleb(r);
             cfi_set(st, reg, KC_AT, off * daf);
             break;
         case 0x06:                                /* restore_extended */
@@ -599,22 +546,15 @@ static int cfi_run(KC_RD *r, uintptr_t loc, uintptr_t ip, int64_t daf,
                 return 0;
             *st = saved[--nsaved];
             break;
-        case 0x0c:                                /* def_cfa */
+        case 0x0c: case 0x12:                     /* def_cfa(_sf) */
             st->cfa_reg = rd_uleb(r);
-            st->cfa_off = (int64_t)rd_uleb(r);
-            break;
-        case 0x12:                                /* def_cfa_sf */
-            st->cfa_reg = rd_uleb(r);
-            st->cfa_off = rd_sleb(r) * daf;
+            st->cfa_off = op == 0x0c ? (int64_t)rd_uleb(r) : rd_sleb(r) * daf;
             break;
         case 0x0d:                                /* def_cfa_register */
             st->cfa_reg = rd_uleb(r);
             break;
-        case 0x0e:                                /* def_cfa_offset */
-            st->cfa_off = (int64_t)rd_uleb(r);
-            break;
-        case 0x13:                                /* def_cfa_offset_sf */
-            st->cfa_off = rd_sleb(r) * daf;
+        case 0x0e: case 0x13:                     /* def_cfa_offset(_sf) */
+            st->cfa_off = op == 0x0e ? (int64_t)rd_uleb(r) : rd_sleb(r) * daf;
             break;
         case 0x2e:                                /* GNU_args_size */
             (void)rd_uleb(r);
@@ -636,6 +576,24 @@ static int inside(const struct dl_find_object *fo, const unsigned char *p,
     return a >= lo && a <= hi && n <= hi - a;
 }
 
+/* r over the CIE or FDE at p, after its length; 0: not inside fo */
+static int rd_record(KC_RD *r, const struct dl_find_object *fo,
+                     const unsigned char *p)
+{
+    uint64_t len;
+
+    if (!inside(fo, p, 8))
+        return 0;
+    r->p = p;
+    r->end = p + 4;
+    r->bad = 0;
+    len = rd_fixed(r, 4);
+    if (len == 0 || len >= 0xfffffff0 || !inside(fo, p, 4 + len))
+        return 0;
+    r->end = p + 4 + len;
+    return 1;
+}
+
 /* The rule at ip from its FDE, as libgcc would find and run it. */
 static void rule_for(uintptr_t ip, KC_RULE *rule)
 {
@@ -644,6 +602,7 @@ static void rule_for(uintptr_t ip, KC_RULE *rule)
     KC_RD r, c;
     KC_CFI st, init;
     uint64_t count, lo, hi, len, id;
+    int32_t at;
     uintptr_t begin, range;
     unsigned int fde_enc = 0, ver;
     int64_t daf;
@@ -657,13 +616,11 @@ static void rule_for(uintptr_t ip, KC_RULE *rule)
         return;
 
     /* .eh_frame_hdr: version 1, a sorted table of (start, FDE) pairs */
-    r.p = hdr;
-    r.end = hdr + 4;
-    r.bad = 0;
     if (hdr[0] != 1 || hdr[2] != 0x03 || hdr[3] != 0x3b)
         return;
-    r.end = hdr + 4 + 8 + 4;     /* at most: an 8-byte pointer, a count */
     r.p = hdr + 4;
+    r.end = hdr + 4 + 8 + 4;     /* at most: an 8-byte pointer, a count */
+    r.bad = 0;
     (void)rd_enc(&r, hdr[1], 1);                 /* eh_frame_ptr */
     count = rd_fixed(&r, 4);
     /* the table, and every FDE and CIE below, inside the object's mapping */
@@ -674,7 +631,6 @@ static void rule_for(uintptr_t ip, KC_RULE *rule)
     hi = count;
     while (lo < hi) {                            /* first start > ip */
         uint64_t mid = lo + (hi - lo) / 2;
-        int32_t at;
 
         memcpy(&at, r.p + mid * 8, 4);
         if ((uintptr_t)(hdr + at) <= ip)
@@ -684,36 +640,19 @@ static void rule_for(uintptr_t ip, KC_RULE *rule)
     }
     if (lo == 0)
         return;
-    {
-        int32_t at;
-
-        memcpy(&at, r.p + (lo - 1) * 8 + 4, 4);
-        fde = hdr + at;
-    }
+    memcpy(&at, r.p + (lo - 1) * 8 + 4, 4);
+    fde = hdr + at;
 
     /* the FDE and its CIE */
-    if (!inside(&fo, fde, 8))
+    if (!rd_record(&r, &fo, fde))
         return;
-    r.p = fde;
-    r.end = fde + 4;
-    len = rd_fixed(&r, 4);
-    if (len == 0 || len >= 0xfffffff0 || !inside(&fo, fde, 4 + len))
-        return;
-    r.end = fde + 4 + len;
     id = rd_fixed(&r, 4);
     if (r.bad || id == 0)
         return;
     cie = r.p - 4 - id;
     if (id > (uint64_t)(r.p - 4 - (const unsigned char *)fo.dlfo_map_start)
-        || !inside(&fo, cie, 8))
+        || !rd_record(&c, &fo, cie))
         return;
-    c.p = cie;
-    c.end = cie + 4;
-    c.bad = 0;
-    len = rd_fixed(&c, 4);
-    if (len == 0 || len >= 0xfffffff0 || !inside(&fo, cie, 4 + len))
-        return;
-    c.end = cie + 4 + len;
     if (rd_fixed(&c, 4) != 0)
         return;
     ver = (unsigned int)rd_fixed(&c, 1);
@@ -807,9 +746,8 @@ static const KC_RULE *rule_at(KC_WALK_MEMO *wm, uintptr_t ip)
 }
 
 /*
- * The fast walk from the registers captured in kc_origin_admits (ip
- * exact there, a return address - 1 above).  1: the decision is in
- * *verdict; 0: walk the slow way.
+ * The fast walk from kc_origin_admits' registers (ip exact there, a return
+ * address - 1 above).  1: the decision is in *verdict; 0: walk the slow way.
  */
 #if defined(__has_attribute)
 # if __has_attribute(no_sanitize_address)
@@ -858,10 +796,7 @@ static int fast_admits(uintptr_t ip, uintptr_t sp, uintptr_t bp, int cipher,
         if (in_crypto)
             outer = rule.start;
         cfa = (rule.cfa_rbp ? bp : sp) + (uintptr_t)(intptr_t)rule.cfa_off;
-        /*
-         * Callers' frames lie above, near (these few frames use little
-         * stack): anything else is a walk gone wrong, left to libgcc's.
-         */
+        /* callers' frames lie above, near: else a walk gone wrong */
         if (cfa <= sp || cfa - sp0 > KC_WALK_SPAN)
             return 0;
         ra = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)rule.ra_off);
@@ -886,7 +821,7 @@ static int fast_admits(uintptr_t ip, uintptr_t sp, uintptr_t bp, int cipher,
     /* a caller in no loaded object: a walk gone wrong, left to libgcc's */
     if (find_object_fn((void *)ip, &fo) != 0)
         return 0;
-    *verdict = !in_libssl(ip, gen) && (!in_crypto || is_entry(outer, cipher));
+    *verdict = caller_admits(ip, gen, in_crypto, outer, cipher);
     m = &wm->chain[wm->next++ % KC_CHAINS];
     m->hash = h;
     m->n = n;
@@ -898,13 +833,10 @@ static int fast_admits(uintptr_t ip, uintptr_t sp, uintptr_t bp, int cipher,
 
 #endif /* KC_FAST_WALK */
 
-
 /*
- * pctx->core_fn must lie in the libcrypto keycache is bound to: a process
- * whose OpenSSL is another copy (linked into the executable without
- * exporting it, a private copy loaded beside the system's, a preloaded
- * wrapper of EVP_MAC_init) would have all of its frames taken for the
- * application's.
+ * pctx->core_fn must lie in the libcrypto keycache is bound to: where
+ * OpenSSL is another copy (static and unexported, private, a preloaded
+ * wrapper of EVP_MAC_init), all its frames would pass for the application's.
  */
 int kc_origin_admits(const KC_PROVCTX *pctx, int cipher)
 {
@@ -929,19 +861,12 @@ int kc_origin_admits(const KC_PROVCTX *pctx, int cipher)
 # ifdef KC_ORIGIN_SELFCHECK
             /* a test build: the slow walk must agree, every time */
             _Unwind_Backtrace(step, &w);
-            if (getenv("KC_ORIGIN_TRACE") != NULL)
-                fprintf(stderr, "origin: fast %d slow %d\n", verdict,
-                        w.verdict);
             if (w.verdict != verdict)
                 abort();
 # endif
             return verdict;
         }
     }
-#endif
-#ifdef KC_ORIGIN_SELFCHECK
-    if (getenv("KC_ORIGIN_TRACE") != NULL)
-        fprintf(stderr, "origin: slow only\n");
 #endif
     _Unwind_Backtrace(step, &w);
     return w.verdict;
