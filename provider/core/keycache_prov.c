@@ -103,15 +103,30 @@ static void scan_flush(KC_KEYSCAN *ks)
     ks->n = 0;
 }
 
+/*
+ * "prefix.key" (or key) into out[KC_CONF_NAME]; 0 if too long.  Not
+ * snprintf(): a config has dozens of names, and every process starts here.
+ */
+static int join_name(char *out, const char *prefix, const char *key)
+{
+    size_t p = prefix != NULL ? strlen(prefix) : 0, k = strlen(key);
+
+    if (p + (p != 0) + k >= KC_CONF_NAME)
+        return 0;
+    if (p != 0) {
+        memcpy(out, prefix, p);
+        out[p++] = '.';
+    }
+    memcpy(out + p, key, k + 1);
+    return 1;
+}
+
 /* A name seen twice is asked about twice: the core answers once. */
 static void scan_add(KC_KEYSCAN *ks, const char *prefix, const char *key)
 {
     char *s = ks->name[ks->n];
-    int len;
 
-    len = snprintf(s, KC_CONF_NAME, "%s%s%s", prefix != NULL ? prefix : "",
-                   prefix != NULL ? "." : "", key);
-    if (len < 0 || len >= KC_CONF_NAME || is_known_key(s))
+    if (!join_name(s, prefix, key) || is_known_key(s))
         return;
     if (++ks->n == KC_CONF_BATCH)
         scan_flush(ks);
@@ -126,7 +141,7 @@ static void section_names(const CONF *conf, STACK_OF(CONF_VALUE) *sect,
 {
     STACK_OF(CONF_VALUE) *sub;
     char full[KC_CONF_NAME];
-    int i, len;
+    int i;
 
     for (i = 0; i < sk_CONF_VALUE_num(sect); i++) {
         CONF_VALUE *v = sk_CONF_VALUE_value(sect, i);
@@ -136,10 +151,7 @@ static void section_names(const CONF *conf, STACK_OF(CONF_VALUE) *sect,
             scan_add(ks, prefix, v->name);
             continue;
         }
-        len = snprintf(full, sizeof(full), "%s%s%s",
-                       prefix != NULL ? prefix : "",
-                       prefix != NULL ? "." : "", v->name);
-        if (len > 0 && len < (int)sizeof(full))
+        if (join_name(full, prefix, v->name))
             section_names(conf, sub, full, depth + 1, ks);
     }
 }
