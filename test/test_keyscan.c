@@ -119,7 +119,7 @@ static void test_scanner(void)
     CU_ASSERT_EQUAL(after, before + 1);
     planted += after - before;
     CU_ASSERT_EQUAL(violations(), 0);
-    CU_ASSERT_TRUE(kch_keycache_file("/work/main/provider/cache/store.c"));
+    CU_ASSERT_TRUE(kch_keycache_file("/usr/src/keycache/provider/cache/store.c"));
     CU_ASSERT_TRUE(kch_keycache_file("provider/layer/ctmpl.c"));
     CU_ASSERT_FALSE(kch_keycache_file("../crypto/hmac/hmac.c"));
     CU_ASSERT_FALSE(kch_keycache_file("provider/store.c"));

@@ -1136,7 +1136,7 @@ static void test_scanner(void)
     CU_ASSERT_EQUAL(scan_live(set, NULL, NULL), 2);
     OPENSSL_free(p);
     CU_ASSERT_EQUAL(scan_live(set, NULL, NULL), 0);
-    CU_ASSERT_TRUE(kch_keycache_file("/work/main/provider/cache/store.c"));
+    CU_ASSERT_TRUE(kch_keycache_file("/usr/src/keycache/provider/cache/store.c"));
     CU_ASSERT_FALSE(
         kch_keycache_file("providers/implementations/macs/hmac.c"));
     free(set);
