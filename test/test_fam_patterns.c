@@ -1906,6 +1906,105 @@ static void test_uncached_ciphers(void)
 }
 
 /*
+ * Ciphers keycache does not cache (CMAC with 3DES, as EMV and payment MACs
+ * use it): once the thread has learned the shape, a fresh context whose
+ * first call is exactly it goes to the default at once.  Outputs, sizes,
+ * copies, a cacheable cipher set after it, and errors are the default's.
+ */
+static void pat_uncached(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const struct {
+        const char *mac, *cipher;
+        size_t keylen;
+    } u[] = {
+        { "CMAC", "DES-EDE3-CBC", 24 }, { "CMAC", "ARIA-128-CBC", 16 },
+        { "CMAC", "AES-128-ECB", 16 }, { "GMAC", "ARIA-128-GCM", 16 }
+    };
+    unsigned char out[OUTMAX], *res;
+    OSSL_PARAM p[3], q[2], iv[2];
+    EVP_MAC_CTX *ctx, *dup;
+    size_t i, outl;
+    int round;
+
+    iv[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[0], 12);
+    iv[1] = OSSL_PARAM_construct_end();
+    for (i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+        EVP_MAC *mac = fetch(libctx, r, u[i].mac);
+        const OSSL_PARAM *ivp = u[i].mac[0] == 'G' ? iv : NULL;
+
+        rec_printf(r, "-- %s %s\n", u[i].mac, u[i].cipher);
+        p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, u[i].cipher);
+        p[1] = OSSL_PARAM_construct_end();
+        for (round = 0; round < 4; round++) {
+            res = EVP_Q_mac(libctx, u[i].mac, NULL, u[i].cipher, ivp,
+                            keys[round % 2], u[i].keylen, msgs[round % 4],
+                            msglens[round % 4], out, sizeof(out), &outl);
+            rec_printf(r, "q_mac res=%s len=%zu mac=",
+                       res == out ? "out" : "NULL", outl);
+            if (res != NULL)
+                rec_hex(r, out, outl);
+            rec_errs(r);
+            /* set, sized, then keyed */
+            ctx = new_ctx(mac, r);
+            do_set(r, ctx, p);
+            do_sizes(r, ctx, "unkeyed");
+            do_mac(r, ctx, keys[2], u[i].keylen, ivp, msgs[3], msglens[3],
+                   out, &outl);
+            do_sizes(r, ctx, "keyed");
+            /* keyed again: the key kept, then another */
+            do_mac(r, ctx, NULL, 0, ivp, msgs[2], msglens[2], out, &outl);
+            do_mac(r, ctx, keys[3], u[i].keylen, ivp, msgs[1], msglens[1],
+                   out, &outl);
+            EVP_MAC_CTX_free(ctx);
+            /* copied before the key; the copy of a copy keyed */
+            ctx = new_ctx(mac, r);
+            do_set(r, ctx, p);
+            dup = ctx != NULL ? EVP_MAC_CTX_dup(ctx) : NULL;
+            rec_printf(r, "dup rc=%d", dup != NULL);
+            rec_errs(r);
+            do_mac(r, dup, keys[1], u[i].keylen, ivp, msgs[2], msglens[2],
+                   out, &outl);
+            do_mac(r, ctx, keys[0], u[i].keylen, ivp, msgs[2], msglens[2],
+                   out, &outl);
+            EVP_MAC_CTX_free(dup);
+            EVP_MAC_CTX_free(ctx);
+            /* a key the cipher refuses; no key at all */
+            ctx = new_ctx(mac, r);
+            do_set(r, ctx, p);
+            do_mac(r, ctx, keys[0], u[i].keylen - 1, ivp, msgs[2],
+                   msglens[2], out, &outl);
+            EVP_MAC_CTX_free(ctx);
+            ctx = new_ctx(mac, r);
+            do_set(r, ctx, p);
+            do_update(r, ctx, msgs[2], msglens[2]);
+            do_final(r, ctx, out, &outl, OUTMAX);
+            EVP_MAC_CTX_free(ctx);
+            /* properties the default's fetch must see, then the shape */
+            ctx = new_ctx(mac, r);
+            q[0] = p_utf8(OSSL_MAC_PARAM_PROPERTIES, "provider=nope");
+            q[1] = OSSL_PARAM_construct_end();
+            do_set(r, ctx, q);
+            do_set(r, ctx, p);
+            do_mac(r, ctx, keys[0], u[i].keylen, ivp, msgs[2], msglens[2],
+                   out, &outl);
+            EVP_MAC_CTX_free(ctx);
+            /* then a cipher keycache caches, before the key */
+            ctx = new_ctx(mac, r);
+            do_set(r, ctx, p);
+            q[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, u[i].mac[0] == 'G'
+                          ? "AES-128-GCM" : "AES-128-CBC");
+            q[1] = OSSL_PARAM_construct_end();
+            do_set(r, ctx, q);
+            do_mac(r, ctx, keys[round % 2], 16, ivp, msgs[2], msglens[2],
+                   out, &outl);
+            EVP_MAC_CTX_free(ctx);
+        }
+        EVP_MAC_free(mac);
+    }
+    ERR_clear_error();
+}
+
+/*
  * A thread that keys every message with a new key: once its hit rate is
  * low, new contexts are served by the default from the start (cold), with
  * the same results; a key used again and again is cached again soon.
@@ -2532,6 +2631,32 @@ static void pat_cipher_where(OSSL_LIB_CTX *libctx, REC *r)
             do_final(r, dup, out, &outl, OUTMAX);
             EVP_MAC_CTX_free(dup);
         }
+        /*
+         * Properties alone, a shape the default takes and keycache does not
+         * cache, made the thread's last; then again, the cipher after it:
+         * its fetch is still the application's.
+         */
+        for (round = 0; round < 2; round++) {
+            EVP_MAC_CTX *ctx;
+            OSSL_PARAM q[2];
+
+            rec_printf(r, "-- %s properties first\n", fams[f].mac);
+            q[0] = p_utf8(OSSL_MAC_PARAM_PROPERTIES, "provider=kctestciph");
+            q[1] = OSSL_PARAM_construct_end();
+            ctx = new_ctx(mac, r);
+            do_set(r, ctx, q);
+            EVP_MAC_CTX_free(ctx);
+            ctx = new_ctx(mac, r);
+            before = ciph_calls;
+            do_set(r, ctx, q);
+            base_params(&fams[f], 0, 1, p);
+            do_set(r, ctx, p);
+            do_mac(r, ctx, keys[2], 16, NULL, msgs[2], msglens[2], out,
+                   &outl);
+            rec_printf(r, "kctestciph calls %s\n",
+                       ciph_calls > before ? "some" : "none");
+            EVP_MAC_CTX_free(ctx);
+        }
         EVP_MAC_free(mac);
     }
     ERR_clear_error();
@@ -2697,6 +2822,7 @@ static void test_kmac_direct(void) { run_pattern(pat_kmac_direct, 1); }
 static void test_near_keys(void) { run_pattern(pat_near_keys, 1); }
 static void test_param_prefix(void) { run_pattern(pat_param_prefix, 1); }
 static void test_utf8_forms(void) { run_pattern(pat_utf8_forms, 1); }
+static void test_uncached(void) { run_pattern(pat_uncached, 0); }
 
 static void add_suites(void)
 {
@@ -2705,6 +2831,8 @@ static void add_suites(void)
     init_data();
     CU_add_test(s, "known answers", test_known_answers);
     CU_add_test(s, "only AES keys are cached", test_uncached_ciphers);
+    CU_add_test(s, "uncached ciphers, fresh contexts: the default's",
+                test_uncached);
     CU_add_test(s, "EVP_Q_mac", test_q_mac);
     CU_add_test(s, "fresh EVP_MAC_CTX per message", test_fresh);
     CU_add_test(s, "key as a set_params parameter", test_key_in_set);

@@ -501,6 +501,23 @@ MUTANTS = {
     "cmac-any-cipher": ("provider/layer/tmpl.c",
         "           && cipher_is_one_of(pctx, cipher, props, d->ciphers);",
         "           ;"),
+    # a fresh context's first call, the thread's last uncacheable shape
+    # (CMAC with 3DES), passed through: without the call itself, for a
+    # shape that is cached, or for one that names no cipher (whose fetch
+    # is the application's)
+    "tmpl-uncached-pass-drops-call": ("provider/layer/tmpl.c",
+        "    kc_count_passthrough(w->pctx, &w->f->alg);\n    return f->set_ctx_params(w->t.inner, params);",
+        "    kc_count_passthrough(w->pctx, &w->f->alg);\n    return 1;"),
+    "tmpl-uncached-pass-cacheable": ("provider/layer/tmpl.c",
+        "        || (value & (KC_REC_VALID | KC_REC_CACHEABLE)) != KC_REC_VALID)",
+        "        || (value & KC_REC_VALID) == 0)"),
+    "tmpl-uncached-pass-no-cipher": ("provider/layer/tmpl.c",
+        "    return off == slen && (cp == NULL || names_cipher(cp, params));",
+        "    return off == slen && (cp == NULL || 1);"),
+    # a pass-through's record not replayed when it has one
+    "tmpl-materialize-no-replay": ("provider/layer/tmpl.c",
+        "    if (w->t.len > 0 && !replay(w, inner, 0, w->t.len)) {",
+        "    if (w->t.cold && !replay(w, inner, 0, w->t.len)) {"),
     # AES-SIV switched off is not passed through: its inner CMAC reaches
     # the cache
     "siv-not-passthrough": ("provider/core/passthrough.c",

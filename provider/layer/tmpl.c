@@ -238,13 +238,26 @@ static int shape_cacheable(const KC_TMAC_CTX *w)
                                                   w->t.shape_len);
 }
 
+/*
+ * Has any thread learned a shape the default takes and its family does not
+ * cache?  Until then uncacheable_as_last() is not asked: one load where
+ * every shape is cached.  A hint only (the check stands alone), for every
+ * family and instance, never cleared.
+ */
+static int uncacheable_seen;
+
 /* What the default says of w's shape, as a record memo value. */
 static int shape_value(const KC_TMAC_CTX *w)
 {
+    int v;
+
     /* what the private default says is not the application's: pass */
     if (needs_app(w, NULL, 0) || !probe(w, 0))
         return 0;
-    return KC_REC_VALID | (shape_cacheable(w) ? KC_REC_CACHEABLE : 0);
+    v = KC_REC_VALID | (shape_cacheable(w) ? KC_REC_CACHEABLE : 0);
+    if (v == KC_REC_VALID && w->t.shape_len > 0)
+        __atomic_store_n(&uncacheable_seen, 1, __ATOMIC_RELAXED);
+    return v;
 }
 
 /* The memo value of the shape, or of the volatile calls (valid or not). */
@@ -564,7 +577,8 @@ static KC_NOINLINE int materialize(KC_TMAC_CTX *w, const OSSL_PARAM params[])
         return 1;
     if ((inner = new_inner(w, params, &mac)) == NULL)
         return 0;
-    if (!replay(w, inner, 0, w->t.len)) {
+    /* (a cold context has nothing to replay) */
+    if (w->t.len > 0 && !replay(w, inner, 0, w->t.len)) {
         free_inner(w, inner, mac);
         return 0;
     }
@@ -919,6 +933,50 @@ void *kc_tmac_dupctx(void *vctx)
     return dst;
 }
 
+/*
+ * A fresh context's first call exactly the thread's last shape, one the
+ * default takes and the family does not cache (CMAC with 3DES): no key can
+ * hit, so it passes through now, with nothing recorded to replay later.
+ * Matched item by item, as same_init_as_last(): a recorded call has no name
+ * twice, no key and no volatile name, so split() is not needed.  Its cipher
+ * was found the private default's when the shape was learned
+ * (shape_value()), as needs_app() would find it again.  0: not that call.
+ */
+static KC_NOINLINE int uncacheable_as_last(const KC_TMAC_CTX *w,
+                                           KC_CACHE *c,
+                                           const OSSL_PARAM params[])
+{
+    const char *cp = w->f->d->cipher_param;
+    const unsigned char *shape;
+    const OSSL_PARAM *p;
+    size_t alen, slen, off;
+    uint64_t hash;
+    int value;
+
+    if (w->t.len != 0 || params[0].key == NULL)
+        return 0;
+    shape = kc_cache_rec_last(c, w->f, 0, &alen, &slen, &hash, &value);
+    if (shape == NULL || alen != slen
+        || (value & (KC_REC_VALID | KC_REC_CACHEABLE)) != KC_REC_VALID)
+        return 0;
+    off = kc_trec_marker_at(shape, 0, slen, KC_T_CALL, 0);
+    for (p = params; off != 0 && p->key != NULL; p++)
+        off = kc_trec_item_at(shape, off, slen, KC_T_PARAM, p);
+    return off == slen && (cp == NULL || names_cipher(cp, params));
+}
+
+/* The private default's context, for a call uncacheable_as_last(). */
+static KC_NOINLINE int pass_private(KC_TMAC_CTX *w, const OSSL_PARAM params[])
+{
+    const KC_MAC_FNS *f = &w->f->mac;
+
+    if ((w->t.inner = f->newctx(w->pctx->inner_provctx)) == NULL)
+        return 0;
+    w->ops = f;
+    kc_count_passthrough(w->pctx, &w->f->alg);
+    return f->set_ctx_params(w->t.inner, params);
+}
+
 /* set_ctx_params before the key: record, key from the cache, or pass. */
 static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
                                           const OSSL_PARAM params[])
@@ -939,7 +997,12 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
              && kc_quirk(__atomic_load_n(&w->f->quirks, __ATOMIC_RELAXED),
                          KC_Q_EMPTY_SET_OK)))
         goto pass;
-    if (!split(w->f, params, &s) || (c = kc_cache_get(w->pctx)) == NULL)
+    if ((c = kc_cache_get(w->pctx)) == NULL)
+        goto pass;
+    if (__atomic_load_n(&uncacheable_seen, __ATOMIC_RELAXED)
+        && uncacheable_as_last(w, c, params))
+        return pass_private(w, params);
+    if (!split(w->f, params, &s))
         goto pass;
     if (s.key == NULL) {
         if (record(w, c, &s))
