@@ -519,6 +519,59 @@ static void pat_dup(OSSL_LIB_CTX *libctx, REC *r)
     }
 }
 
+/*
+ * A keyed template duplicated per message (pyca's CMAC.copy(),
+ * rust-openssl): the copy used, a copy of the copy, a copy keyed again
+ * (another key, its own, none), a cipher set on a copy, the original last.
+ */
+static void pat_dup_keyed(OSSL_LIB_CTX *libctx, REC *r)
+{
+    unsigned char out[OUTMAX];
+    OSSL_PARAM p[4];
+    size_t f, outl;
+    int i;
+
+    for (f = 0; f < NFAMS; f++) {
+        EVP_MAC *mac = fetch(libctx, r, fams[f].mac);
+        EVP_MAC_CTX *t = new_ctx(mac, r), *a, *b;
+        size_t kl = fams[f].keylen[0];
+
+        rec_fam(r, &fams[f], 0);
+        base_params(&fams[f], 0, 0, p);
+        do_init(r, t, keys[0], kl, p);
+        for (i = 0; i < 8; i++) {
+            a = t != NULL ? EVP_MAC_CTX_dup(t) : NULL;
+            rec_printf(r, "dup rc=%d", a != NULL);
+            rec_errs(r);
+            if (i % 4 == 1)
+                do_init(r, a, keys[1], kl, NULL);
+            else if (i % 4 == 2)
+                do_init(r, a, keys[0], kl, NULL);
+            else if (i % 4 == 3)
+                do_init(r, a, NULL, 0, NULL);
+            do_update(r, a, msgs[3], 50 + i);
+            b = a != NULL ? EVP_MAC_CTX_dup(a) : NULL;
+            rec_printf(r, "dup of dup rc=%d", b != NULL);
+            rec_errs(r);
+            if (i >= 4) {
+                /* another cipher (or IV) on the copy's copy, then a key */
+                base_params(&fams[f], 1, 1, p);
+                do_set(r, b, p);
+                do_init(r, b, keys[2], fams[f].keylen[1], NULL);
+            }
+            do_update(r, b, msgs[2], msglens[2]);
+            do_final(r, b, out, &outl, OUTMAX);
+            do_final(r, a, out, &outl, OUTMAX);
+            EVP_MAC_CTX_free(b);
+            EVP_MAC_CTX_free(a);
+        }
+        do_update(r, t, msgs[1], msglens[1]);
+        do_final(r, t, out, &outl, OUTMAX);
+        EVP_MAC_CTX_free(t);
+        EVP_MAC_free(mac);
+    }
+}
+
 /* Cipher, IV, customisation string, size set after the key */
 static void pat_after_key(OSSL_LIB_CTX *libctx, REC *r)
 {
@@ -2802,6 +2855,7 @@ static void test_fresh(void) { run_pattern(pat_fresh, 1); }
 static void test_key_in_set(void) { run_pattern(pat_key_in_set, 1); }
 static void test_reinit(void) { run_pattern(pat_reinit, 1); }
 static void test_dup(void) { run_pattern(pat_dup, 1); }
+static void test_dup_keyed(void) { run_pattern(pat_dup_keyed, 1); }
 static void test_after_key(void) { run_pattern(pat_after_key, 1); }
 static void test_kmac_out(void) { run_pattern(pat_kmac_out, 1); }
 static void test_gmac_iv(void) { run_pattern(pat_gmac_iv, 1); }
@@ -2839,6 +2893,8 @@ static void add_suites(void)
     CU_add_test(s, "keyless re-init", test_reinit);
     CU_add_test(s, "EVP_MAC_CTX_dup before the key and mid-message",
                 test_dup);
+    CU_add_test(s, "a keyed template duplicated per message",
+                test_dup_keyed);
     CU_add_test(s, "cipher, IV, custom, size after the key",
                 test_after_key);
     CU_add_test(s, "KMAC output length and XOF", test_kmac_out);

@@ -514,6 +514,14 @@ MUTANTS = {
     "tmpl-uncached-pass-no-cipher": ("provider/layer/tmpl.c",
         "    return off == slen && (cp == NULL || names_cipher(cp, params));",
         "    return off == slen && (cp == NULL || 1);"),
+    # a copy of an unkeyed context without its record (a keyed one's is
+    # never read again, and not copied)
+    "tmpl-dup-drops-record": ("provider/layer/tmpl.c",
+        "    if (src->t.inner == NULL) {\n        memcpy(dst->t.rec, src->t.rec, src->t.len);",
+        "    if (0) {\n        memcpy(dst->t.rec, src->t.rec, src->t.len);"),
+    "ctmpl-copy-drops-record": ("provider/layer/ctmpl.c",
+        "    if (src->t.inner == NULL) {\n        memcpy(dst->t.rec, src->t.rec, src->t.len);",
+        "    if (0) {\n        memcpy(dst->t.rec, src->t.rec, src->t.len);"),
     # a pass-through's record not replayed when it has one
     "tmpl-materialize-no-replay": ("provider/layer/tmpl.c",
         "    if (w->t.len > 0 && !replay(w, inner, 0, w->t.len)) {",

@@ -915,8 +915,13 @@ void *kc_tmac_dupctx(void *vctx)
         return NULL;
     /* the used part of the record only */
     memcpy(dst, src, KC_TMAC_HEAD);
-    memcpy(dst->t.rec, src->t.rec, src->t.len);
-    memcpy(dst->t.sig, src->t.sig, src->t.sig_len);
+    if (src->t.inner == NULL) {
+        memcpy(dst->t.rec, src->t.rec, src->t.len);
+        memcpy(dst->t.sig, src->t.sig, src->t.sig_len);
+    } else {
+        /* with an inner context every call goes to it: none reads these */
+        dst->t.len = dst->t.shape_len = dst->t.sig_len = 0;
+    }
     /* the copy owns its inner outright; only the original holds the lease */
     memset(&dst->lease, 0, sizeof(dst->lease));
     dst->clean = 0;
