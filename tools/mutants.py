@@ -509,11 +509,15 @@ MUTANTS = {
         "    kc_count_passthrough(w->pctx, &w->f->alg);\n    return f->set_ctx_params(w->t.inner, params);",
         "    kc_count_passthrough(w->pctx, &w->f->alg);\n    return 1;"),
     "tmpl-uncached-pass-cacheable": ("provider/layer/tmpl.c",
-        "        || (value & (KC_REC_VALID | KC_REC_CACHEABLE)) != KC_REC_VALID)",
-        "        || (value & KC_REC_VALID) == 0)"),
+        "        || (value & (KC_REC_VALID | KC_REC_CACHEABLE | KC_REC_PRIVATE))\n           != (KC_REC_VALID | KC_REC_PRIVATE))",
+        "        || (value & (KC_REC_VALID | KC_REC_PRIVATE))\n           != (KC_REC_VALID | KC_REC_PRIVATE))"),
     "tmpl-uncached-pass-no-cipher": ("provider/layer/tmpl.c",
-        "    return off == slen && (cp == NULL || names_cipher(cp, params));",
-        "    return off == slen && (cp == NULL || 1);"),
+        "        || (value & (KC_REC_VALID | KC_REC_CACHEABLE | KC_REC_PRIVATE))\n           != (KC_REC_VALID | KC_REC_PRIVATE))",
+        "        || (value & (KC_REC_VALID | KC_REC_CACHEABLE))\n           != KC_REC_VALID)"),
+    # a shape's cipher taken as the private default's though none is named
+    "tmpl-private-unnamed": ("provider/layer/tmpl.c",
+        "    if (w->f->d->cipher_param == NULL\n        || kc_trec_last_utf8(",
+        "    if (1\n        || kc_trec_last_utf8("),
     # a copy of an unkeyed context without its record (a keyed one's is
     # never read again, and not copied)
     "tmpl-dup-drops-record": ("provider/layer/tmpl.c",

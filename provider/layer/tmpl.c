@@ -16,6 +16,7 @@
 /* what the record memo learns about a record */
 #define KC_REC_VALID KC_TVALID  /* every call returned 1 and raised nothing */
 #define KC_REC_CACHEABLE 2      /* a shape whose templates may be cached */
+#define KC_REC_PRIVATE 4        /* its cipher named, the private default's */
 #define KC_SHAPE_SALT 0x5851f42d4c957f2dULL /* mixed into a shape's memo key */
 
 typedef struct {
@@ -239,23 +240,31 @@ static int shape_cacheable(const KC_TMAC_CTX *w)
 }
 
 /*
- * Has any thread learned a shape the default takes and its family does not
- * cache?  Until then uncacheable_as_last() is not asked: one load where
- * every shape is cached.  A hint only (the check stands alone), for every
- * family and instance, never cleared.
+ * Has any thread learned a shape the default takes, naming its cipher, that
+ * its family does not cache?  Until then uncacheable_as_last() is not
+ * asked: one load where every shape is cached.  A hint only (the check
+ * stands alone), for every family and instance, never cleared.
  */
 static int uncacheable_seen;
 
 /* What the default says of w's shape, as a record memo value. */
 static int shape_value(const KC_TMAC_CTX *w)
 {
+    const char *cipher, *props;
     int v;
 
     /* what the private default says is not the application's: pass */
     if (needs_app(w, NULL, 0) || !probe(w, 0))
         return 0;
     v = KC_REC_VALID | (shape_cacheable(w) ? KC_REC_CACHEABLE : 0);
-    if (v == KC_REC_VALID && w->t.shape_len > 0)
+    /* a cipher named: needs_app() just found it the private default's */
+    if (w->f->d->cipher_param == NULL
+        || kc_trec_last_utf8((const unsigned char *)w->t.rec, w->t.shape_len,
+                             w->f->d->cipher_param, OSSL_MAC_PARAM_PROPERTIES,
+                             &cipher, &props))
+        v |= KC_REC_PRIVATE;
+    if ((v & (KC_REC_CACHEABLE | KC_REC_PRIVATE)) == KC_REC_PRIVATE
+        && w->t.shape_len > 0)
         __atomic_store_n(&uncacheable_seen, 1, __ATOMIC_RELAXED);
     return v;
 }
@@ -943,15 +952,15 @@ void *kc_tmac_dupctx(void *vctx)
  * default takes and the family does not cache (CMAC with 3DES): no key can
  * hit, so it passes through now, with nothing recorded to replay later.
  * Matched item by item, as same_init_as_last(): a recorded call has no name
- * twice, no key and no volatile name, so split() is not needed.  Its cipher
- * was found the private default's when the shape was learned
- * (shape_value()), as needs_app() would find it again.  0: not that call.
+ * twice, no key and no volatile name, so split() is not needed.  The
+ * shape's cipher (named by this very call) was found the private
+ * default's when it was learned, as needs_app() would find it again
+ * (KC_REC_PRIVATE).  0: not that call.
  */
 static KC_NOINLINE int uncacheable_as_last(const KC_TMAC_CTX *w,
                                            KC_CACHE *c,
                                            const OSSL_PARAM params[])
 {
-    const char *cp = w->f->d->cipher_param;
     const unsigned char *shape;
     const OSSL_PARAM *p;
     size_t alen, slen, off;
@@ -962,12 +971,13 @@ static KC_NOINLINE int uncacheable_as_last(const KC_TMAC_CTX *w,
         return 0;
     shape = kc_cache_rec_last(c, w->f, 0, &alen, &slen, &hash, &value);
     if (shape == NULL || alen != slen
-        || (value & (KC_REC_VALID | KC_REC_CACHEABLE)) != KC_REC_VALID)
+        || (value & (KC_REC_VALID | KC_REC_CACHEABLE | KC_REC_PRIVATE))
+           != (KC_REC_VALID | KC_REC_PRIVATE))
         return 0;
     off = kc_trec_marker_at(shape, 0, slen, KC_T_CALL, 0);
     for (p = params; off != 0 && p->key != NULL; p++)
         off = kc_trec_item_at(shape, off, slen, KC_T_PARAM, p);
-    return off == slen && (cp == NULL || names_cipher(cp, params));
+    return off == slen;
 }
 
 /* The private default's context, for a call uncacheable_as_last(). */
