@@ -817,6 +817,69 @@ static void pat_dup(OSSL_LIB_CTX *libctx, REC *r)
 }
 
 /*
+ * A keyed template copied per message (pyca's AESOCB3 and AESSIV,
+ * rust-openssl), in either direction: the copy used, a copy of the copy,
+ * a copy keyed again with another key or its own, the original used last.
+ */
+static void pat_copy_keyed(OSSL_LIB_CTX *libctx, REC *r)
+{
+    unsigned char out[BUFMAX], tag[16];
+    int c, i, k, outl, enc;
+
+    for (c = 0; c < NCIPHERS; c++) {
+        EVP_CIPHER *ci = EVP_CIPHER_fetch(libctx, ciphers[c], NULL);
+
+        for (enc = 1; enc >= 0; enc--) {
+            EVP_CIPHER_CTX *t = EVP_CIPHER_CTX_new();
+
+            step(r, "template", EVP_CipherInit_ex2(t, ci, keys[0], NULL,
+                                                   enc, NULL));
+            for (i = 0; i < 6; i++) {
+                EVP_CIPHER_CTX *x[3];
+
+                x[0] = t;
+                x[1] = EVP_CIPHER_CTX_new();
+                x[2] = EVP_CIPHER_CTX_new();
+                step(r, "copy", EVP_CIPHER_CTX_copy(x[1], t));
+                if (i % 3 > 0)
+                    step(r, "key again",
+                         EVP_CipherInit_ex2(x[1], NULL, keys[i % 3 - 1],
+                                            NULL, -1, NULL));
+                /* copied before or after its IV (OCB) */
+                if (i >= 3)
+                    step(r, "copy of copy", EVP_CIPHER_CTX_copy(x[2], x[1]));
+                if (is_ocb(c))
+                    step(r, "iv", EVP_CipherInit_ex2(x[1], NULL, NULL,
+                                                     ivs[i % 4], -1, NULL));
+                if (i < 3)
+                    step(r, "copy of copy", EVP_CIPHER_CTX_copy(x[2], x[1]));
+                for (k = i == 5 ? 0 : 1; k < 3; k++) {
+                    if (is_ocb(c) && (k == 0 || i >= 3))
+                        step(r, "iv", EVP_CipherInit_ex2(x[k], NULL, NULL,
+                                                         ivs[k], -1, NULL));
+                    /* decrypting, a tag that does not verify: refused */
+                    memset(tag, 0x5a, sizeof(tag));
+                    if (!enc)
+                        step(r, "tag", EVP_CIPHER_CTX_ctrl(x[k],
+                                                           EVP_CTRL_AEAD_SET_TAG,
+                                                           16, tag));
+                    step(r, "aad", EVP_CipherUpdate(x[k], NULL, &outl,
+                                                    aadbuf, 7 + k));
+                    rec_update(r, x[k], out, &outl, msg, 20 + 9 * k);
+                    step(r, "final", EVP_CipherFinal_ex(x[k], out, &outl));
+                    if (enc)
+                        rec_tag(r, x[k], tag, 16, " tag");
+                }
+                EVP_CIPHER_CTX_free(x[1]);
+                EVP_CIPHER_CTX_free(x[2]);
+            }
+            EVP_CIPHER_CTX_free(t);
+        }
+        EVP_CIPHER_free(ci);
+    }
+}
+
+/*
  * One key both ways, and a context keyed to encrypt then re-initialised
  * to decrypt without the key (OCB's bulk function follows the direction
  * the key was set in: the default's behaviour, kept).
@@ -1500,6 +1563,7 @@ static void test_near_keys(void) { run_pattern(pat_near_keys, 1); }
 static void test_shapes(void) { run_pattern(pat_shapes, 1); }
 static void test_reinit(void) { run_pattern(pat_reinit, 1); }
 static void test_dup(void) { run_pattern(pat_dup, 1); }
+static void test_copy_keyed(void) { run_pattern(pat_copy_keyed, 1); }
 static void test_directions(void) { run_pattern(pat_directions, 1); }
 static void test_queries(void) { run_pattern(pat_queries, 1); }
 static void test_bad(void) { run_pattern(pat_bad, 0); }
@@ -1523,6 +1587,7 @@ static void add_suites(void)
     CU_add_test(s, "IV and tag lengths, speed, before the key", test_shapes);
     CU_add_test(s, "several messages on one context", test_reinit);
     CU_add_test(s, "copy before the key and mid-message", test_dup);
+    CU_add_test(s, "a keyed template copied per message", test_copy_keyed);
     CU_add_test(s, "one key both ways", test_directions);
     CU_add_test(s, "queries before and after the key", test_queries);
     CU_add_test(s, "bad and passed-through calls", test_bad);

@@ -519,6 +519,59 @@ static void pat_dup(OSSL_LIB_CTX *libctx, REC *r)
     }
 }
 
+/*
+ * A keyed template duplicated per message (pyca's CMAC.copy(),
+ * rust-openssl): the copy used, a copy of the copy, a copy keyed again
+ * (another key, its own, none), a cipher set on a copy, the original last.
+ */
+static void pat_dup_keyed(OSSL_LIB_CTX *libctx, REC *r)
+{
+    unsigned char out[OUTMAX];
+    OSSL_PARAM p[4];
+    size_t f, outl;
+    int i;
+
+    for (f = 0; f < NFAMS; f++) {
+        EVP_MAC *mac = fetch(libctx, r, fams[f].mac);
+        EVP_MAC_CTX *t = new_ctx(mac, r), *a, *b;
+        size_t kl = fams[f].keylen[0];
+
+        rec_fam(r, &fams[f], 0);
+        base_params(&fams[f], 0, 0, p);
+        do_init(r, t, keys[0], kl, p);
+        for (i = 0; i < 8; i++) {
+            a = t != NULL ? EVP_MAC_CTX_dup(t) : NULL;
+            rec_printf(r, "dup rc=%d", a != NULL);
+            rec_errs(r);
+            if (i % 4 == 1)
+                do_init(r, a, keys[1], kl, NULL);
+            else if (i % 4 == 2)
+                do_init(r, a, keys[0], kl, NULL);
+            else if (i % 4 == 3)
+                do_init(r, a, NULL, 0, NULL);
+            do_update(r, a, msgs[3], 50 + i);
+            b = a != NULL ? EVP_MAC_CTX_dup(a) : NULL;
+            rec_printf(r, "dup of dup rc=%d", b != NULL);
+            rec_errs(r);
+            if (i >= 4) {
+                /* another cipher (or IV) on the copy's copy, then a key */
+                base_params(&fams[f], 1, 1, p);
+                do_set(r, b, p);
+                do_init(r, b, keys[2], fams[f].keylen[1], NULL);
+            }
+            do_update(r, b, msgs[2], msglens[2]);
+            do_final(r, b, out, &outl, OUTMAX);
+            do_final(r, a, out, &outl, OUTMAX);
+            EVP_MAC_CTX_free(b);
+            EVP_MAC_CTX_free(a);
+        }
+        do_update(r, t, msgs[1], msglens[1]);
+        do_final(r, t, out, &outl, OUTMAX);
+        EVP_MAC_CTX_free(t);
+        EVP_MAC_free(mac);
+    }
+}
+
 /* Cipher, IV, customisation string, size set after the key */
 static void pat_after_key(OSSL_LIB_CTX *libctx, REC *r)
 {
@@ -1906,6 +1959,105 @@ static void test_uncached_ciphers(void)
 }
 
 /*
+ * Ciphers keycache does not cache (CMAC with 3DES, as EMV and payment MACs
+ * use it): once the thread has learned the shape, a fresh context whose
+ * first call is exactly it goes to the default at once.  Outputs, sizes,
+ * copies, a cacheable cipher set after it, and errors are the default's.
+ */
+static void pat_uncached(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const struct {
+        const char *mac, *cipher;
+        size_t keylen;
+    } u[] = {
+        { "CMAC", "DES-EDE3-CBC", 24 }, { "CMAC", "ARIA-128-CBC", 16 },
+        { "CMAC", "AES-128-ECB", 16 }, { "GMAC", "ARIA-128-GCM", 16 }
+    };
+    unsigned char out[OUTMAX], *res;
+    OSSL_PARAM p[3], q[2], iv[2];
+    EVP_MAC_CTX *ctx, *dup;
+    size_t i, outl;
+    int round;
+
+    iv[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[0], 12);
+    iv[1] = OSSL_PARAM_construct_end();
+    for (i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+        EVP_MAC *mac = fetch(libctx, r, u[i].mac);
+        const OSSL_PARAM *ivp = u[i].mac[0] == 'G' ? iv : NULL;
+
+        rec_printf(r, "-- %s %s\n", u[i].mac, u[i].cipher);
+        p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, u[i].cipher);
+        p[1] = OSSL_PARAM_construct_end();
+        for (round = 0; round < 4; round++) {
+            res = EVP_Q_mac(libctx, u[i].mac, NULL, u[i].cipher, ivp,
+                            keys[round % 2], u[i].keylen, msgs[round % 4],
+                            msglens[round % 4], out, sizeof(out), &outl);
+            rec_printf(r, "q_mac res=%s len=%zu mac=",
+                       res == out ? "out" : "NULL", outl);
+            if (res != NULL)
+                rec_hex(r, out, outl);
+            rec_errs(r);
+            /* set, sized, then keyed */
+            ctx = new_ctx(mac, r);
+            do_set(r, ctx, p);
+            do_sizes(r, ctx, "unkeyed");
+            do_mac(r, ctx, keys[2], u[i].keylen, ivp, msgs[3], msglens[3],
+                   out, &outl);
+            do_sizes(r, ctx, "keyed");
+            /* keyed again: the key kept, then another */
+            do_mac(r, ctx, NULL, 0, ivp, msgs[2], msglens[2], out, &outl);
+            do_mac(r, ctx, keys[3], u[i].keylen, ivp, msgs[1], msglens[1],
+                   out, &outl);
+            EVP_MAC_CTX_free(ctx);
+            /* copied before the key; the copy of a copy keyed */
+            ctx = new_ctx(mac, r);
+            do_set(r, ctx, p);
+            dup = ctx != NULL ? EVP_MAC_CTX_dup(ctx) : NULL;
+            rec_printf(r, "dup rc=%d", dup != NULL);
+            rec_errs(r);
+            do_mac(r, dup, keys[1], u[i].keylen, ivp, msgs[2], msglens[2],
+                   out, &outl);
+            do_mac(r, ctx, keys[0], u[i].keylen, ivp, msgs[2], msglens[2],
+                   out, &outl);
+            EVP_MAC_CTX_free(dup);
+            EVP_MAC_CTX_free(ctx);
+            /* a key the cipher refuses; no key at all */
+            ctx = new_ctx(mac, r);
+            do_set(r, ctx, p);
+            do_mac(r, ctx, keys[0], u[i].keylen - 1, ivp, msgs[2],
+                   msglens[2], out, &outl);
+            EVP_MAC_CTX_free(ctx);
+            ctx = new_ctx(mac, r);
+            do_set(r, ctx, p);
+            do_update(r, ctx, msgs[2], msglens[2]);
+            do_final(r, ctx, out, &outl, OUTMAX);
+            EVP_MAC_CTX_free(ctx);
+            /* properties the default's fetch must see, then the shape */
+            ctx = new_ctx(mac, r);
+            q[0] = p_utf8(OSSL_MAC_PARAM_PROPERTIES, "provider=nope");
+            q[1] = OSSL_PARAM_construct_end();
+            do_set(r, ctx, q);
+            do_set(r, ctx, p);
+            do_mac(r, ctx, keys[0], u[i].keylen, ivp, msgs[2], msglens[2],
+                   out, &outl);
+            EVP_MAC_CTX_free(ctx);
+            /* then a cipher keycache caches, before the key */
+            ctx = new_ctx(mac, r);
+            do_set(r, ctx, p);
+            q[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, u[i].mac[0] == 'G'
+                          ? "AES-128-GCM" : "AES-128-CBC");
+            q[1] = OSSL_PARAM_construct_end();
+            do_set(r, ctx, q);
+            do_mac(r, ctx, keys[round % 2], 16, ivp, msgs[2], msglens[2],
+                   out, &outl);
+            EVP_MAC_CTX_free(ctx);
+        }
+        EVP_MAC_free(mac);
+    }
+    ERR_clear_error();
+}
+
+/*
  * A thread that keys every message with a new key: once its hit rate is
  * low, new contexts are served by the default from the start (cold), with
  * the same results; a key used again and again is cached again soon.
@@ -2532,6 +2684,32 @@ static void pat_cipher_where(OSSL_LIB_CTX *libctx, REC *r)
             do_final(r, dup, out, &outl, OUTMAX);
             EVP_MAC_CTX_free(dup);
         }
+        /*
+         * Properties alone, a shape the default takes and keycache does not
+         * cache, made the thread's last; then again, the cipher after it:
+         * its fetch is still the application's.
+         */
+        for (round = 0; round < 2; round++) {
+            EVP_MAC_CTX *ctx;
+            OSSL_PARAM q[2];
+
+            rec_printf(r, "-- %s properties first\n", fams[f].mac);
+            q[0] = p_utf8(OSSL_MAC_PARAM_PROPERTIES, "provider=kctestciph");
+            q[1] = OSSL_PARAM_construct_end();
+            ctx = new_ctx(mac, r);
+            do_set(r, ctx, q);
+            EVP_MAC_CTX_free(ctx);
+            ctx = new_ctx(mac, r);
+            before = ciph_calls;
+            do_set(r, ctx, q);
+            base_params(&fams[f], 0, 1, p);
+            do_set(r, ctx, p);
+            do_mac(r, ctx, keys[2], 16, NULL, msgs[2], msglens[2], out,
+                   &outl);
+            rec_printf(r, "kctestciph calls %s\n",
+                       ciph_calls > before ? "some" : "none");
+            EVP_MAC_CTX_free(ctx);
+        }
         EVP_MAC_free(mac);
     }
     ERR_clear_error();
@@ -2677,6 +2855,7 @@ static void test_fresh(void) { run_pattern(pat_fresh, 1); }
 static void test_key_in_set(void) { run_pattern(pat_key_in_set, 1); }
 static void test_reinit(void) { run_pattern(pat_reinit, 1); }
 static void test_dup(void) { run_pattern(pat_dup, 1); }
+static void test_dup_keyed(void) { run_pattern(pat_dup_keyed, 1); }
 static void test_after_key(void) { run_pattern(pat_after_key, 1); }
 static void test_kmac_out(void) { run_pattern(pat_kmac_out, 1); }
 static void test_gmac_iv(void) { run_pattern(pat_gmac_iv, 1); }
@@ -2697,6 +2876,7 @@ static void test_kmac_direct(void) { run_pattern(pat_kmac_direct, 1); }
 static void test_near_keys(void) { run_pattern(pat_near_keys, 1); }
 static void test_param_prefix(void) { run_pattern(pat_param_prefix, 1); }
 static void test_utf8_forms(void) { run_pattern(pat_utf8_forms, 1); }
+static void test_uncached(void) { run_pattern(pat_uncached, 0); }
 
 static void add_suites(void)
 {
@@ -2705,12 +2885,16 @@ static void add_suites(void)
     init_data();
     CU_add_test(s, "known answers", test_known_answers);
     CU_add_test(s, "only AES keys are cached", test_uncached_ciphers);
+    CU_add_test(s, "uncached ciphers, fresh contexts: the default's",
+                test_uncached);
     CU_add_test(s, "EVP_Q_mac", test_q_mac);
     CU_add_test(s, "fresh EVP_MAC_CTX per message", test_fresh);
     CU_add_test(s, "key as a set_params parameter", test_key_in_set);
     CU_add_test(s, "keyless re-init", test_reinit);
     CU_add_test(s, "EVP_MAC_CTX_dup before the key and mid-message",
                 test_dup);
+    CU_add_test(s, "a keyed template duplicated per message",
+                test_dup_keyed);
     CU_add_test(s, "cipher, IV, custom, size after the key",
                 test_after_key);
     CU_add_test(s, "KMAC output length and XOF", test_kmac_out);

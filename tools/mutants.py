@@ -501,6 +501,35 @@ MUTANTS = {
     "cmac-any-cipher": ("provider/layer/tmpl.c",
         "           && cipher_is_one_of(pctx, cipher, props, d->ciphers);",
         "           ;"),
+    # a fresh context's first call, the thread's last uncacheable shape
+    # (CMAC with 3DES), passed through: without the call itself, for a
+    # shape that is cached, or for one that names no cipher (whose fetch
+    # is the application's)
+    "tmpl-uncached-pass-drops-call": ("provider/layer/tmpl.c",
+        "    kc_count_passthrough(w->pctx, &w->f->alg);\n    return f->set_ctx_params(w->t.inner, params);",
+        "    kc_count_passthrough(w->pctx, &w->f->alg);\n    return 1;"),
+    "tmpl-uncached-pass-cacheable": ("provider/layer/tmpl.c",
+        "        || (value & (KC_REC_VALID | KC_REC_CACHEABLE | KC_REC_PRIVATE))\n           != (KC_REC_VALID | KC_REC_PRIVATE))",
+        "        || (value & (KC_REC_VALID | KC_REC_PRIVATE))\n           != (KC_REC_VALID | KC_REC_PRIVATE))"),
+    "tmpl-uncached-pass-no-cipher": ("provider/layer/tmpl.c",
+        "        || (value & (KC_REC_VALID | KC_REC_CACHEABLE | KC_REC_PRIVATE))\n           != (KC_REC_VALID | KC_REC_PRIVATE))",
+        "        || (value & (KC_REC_VALID | KC_REC_CACHEABLE))\n           != KC_REC_VALID)"),
+    # a shape's cipher taken as the private default's though none is named
+    "tmpl-private-unnamed": ("provider/layer/tmpl.c",
+        "    if (w->f->d->cipher_param == NULL\n        || kc_trec_last_utf8(",
+        "    if (1\n        || kc_trec_last_utf8("),
+    # a copy of an unkeyed context without its record (a keyed one's is
+    # never read again, and not copied)
+    "tmpl-dup-drops-record": ("provider/layer/tmpl.c",
+        "    if (src->t.inner == NULL) {\n        memcpy(dst->t.rec, src->t.rec, src->t.len);",
+        "    if (0) {\n        memcpy(dst->t.rec, src->t.rec, src->t.len);"),
+    "ctmpl-copy-drops-record": ("provider/layer/ctmpl.c",
+        "    if (src->t.inner == NULL) {\n        memcpy(dst->t.rec, src->t.rec, src->t.len);",
+        "    if (0) {\n        memcpy(dst->t.rec, src->t.rec, src->t.len);"),
+    # a pass-through's record not replayed when it has one
+    "tmpl-materialize-no-replay": ("provider/layer/tmpl.c",
+        "    if (w->t.len > 0 && !replay(w, inner, 0, w->t.len)) {",
+        "    if (w->t.cold && !replay(w, inner, 0, w->t.len)) {"),
     # AES-SIV switched off is not passed through: its inner CMAC reaches
     # the cache
     "siv-not-passthrough": ("provider/core/passthrough.c",

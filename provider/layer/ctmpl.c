@@ -616,8 +616,13 @@ void *kc_tciph_dupctx(void *vctx)
     if (dst == NULL)
         return NULL;
     memcpy(dst, src, KC_TCIPH_HEAD);
-    memcpy(dst->t.rec, src->t.rec, src->t.len);
-    memcpy(dst->t.sig, src->t.sig, src->t.sig_len);
+    if (src->t.inner == NULL) {
+        memcpy(dst->t.rec, src->t.rec, src->t.len);
+        memcpy(dst->t.sig, src->t.sig, src->t.sig_len);
+    } else {
+        /* keyed (or just keyed): no call reads the record again */
+        dst->t.len = dst->t.shape_len = dst->t.sig_len = 0;
+    }
     dst->arg = dst;
     if (src->t.inner != NULL) {
         void *inner = src->ifn->dupctx(src->t.inner);

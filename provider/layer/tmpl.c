@@ -16,6 +16,7 @@
 /* what the record memo learns about a record */
 #define KC_REC_VALID KC_TVALID  /* every call returned 1 and raised nothing */
 #define KC_REC_CACHEABLE 2      /* a shape whose templates may be cached */
+#define KC_REC_PRIVATE 4        /* its cipher named, the private default's */
 #define KC_SHAPE_SALT 0x5851f42d4c957f2dULL /* mixed into a shape's memo key */
 
 typedef struct {
@@ -238,13 +239,34 @@ static int shape_cacheable(const KC_TMAC_CTX *w)
                                                   w->t.shape_len);
 }
 
+/*
+ * Has any thread learned a shape the default takes, naming its cipher, that
+ * its family does not cache?  Until then uncacheable_as_last() is not
+ * asked: one load where every shape is cached.  A hint only (the check
+ * stands alone), for every family and instance, never cleared.
+ */
+static int uncacheable_seen;
+
 /* What the default says of w's shape, as a record memo value. */
 static int shape_value(const KC_TMAC_CTX *w)
 {
+    const char *cipher, *props;
+    int v;
+
     /* what the private default says is not the application's: pass */
     if (needs_app(w, NULL, 0) || !probe(w, 0))
         return 0;
-    return KC_REC_VALID | (shape_cacheable(w) ? KC_REC_CACHEABLE : 0);
+    v = KC_REC_VALID | (shape_cacheable(w) ? KC_REC_CACHEABLE : 0);
+    /* a cipher named: needs_app() just found it the private default's */
+    if (w->f->d->cipher_param == NULL
+        || kc_trec_last_utf8((const unsigned char *)w->t.rec, w->t.shape_len,
+                             w->f->d->cipher_param, OSSL_MAC_PARAM_PROPERTIES,
+                             &cipher, &props))
+        v |= KC_REC_PRIVATE;
+    if ((v & (KC_REC_CACHEABLE | KC_REC_PRIVATE)) == KC_REC_PRIVATE
+        && w->t.shape_len > 0)
+        __atomic_store_n(&uncacheable_seen, 1, __ATOMIC_RELAXED);
+    return v;
 }
 
 /* The memo value of the shape, or of the volatile calls (valid or not). */
@@ -564,7 +586,8 @@ static KC_NOINLINE int materialize(KC_TMAC_CTX *w, const OSSL_PARAM params[])
         return 1;
     if ((inner = new_inner(w, params, &mac)) == NULL)
         return 0;
-    if (!replay(w, inner, 0, w->t.len)) {
+    /* (a cold context has nothing to replay) */
+    if (w->t.len > 0 && !replay(w, inner, 0, w->t.len)) {
         free_inner(w, inner, mac);
         return 0;
     }
@@ -901,8 +924,13 @@ void *kc_tmac_dupctx(void *vctx)
         return NULL;
     /* the used part of the record only */
     memcpy(dst, src, KC_TMAC_HEAD);
-    memcpy(dst->t.rec, src->t.rec, src->t.len);
-    memcpy(dst->t.sig, src->t.sig, src->t.sig_len);
+    if (src->t.inner == NULL) {
+        memcpy(dst->t.rec, src->t.rec, src->t.len);
+        memcpy(dst->t.sig, src->t.sig, src->t.sig_len);
+    } else {
+        /* with an inner context every call goes to it: none reads these */
+        dst->t.len = dst->t.shape_len = dst->t.sig_len = 0;
+    }
     /* the copy owns its inner outright; only the original holds the lease */
     memset(&dst->lease, 0, sizeof(dst->lease));
     dst->clean = 0;
@@ -917,6 +945,51 @@ void *kc_tmac_dupctx(void *vctx)
         return NULL;
     }
     return dst;
+}
+
+/*
+ * A fresh context's first call exactly the thread's last shape, one the
+ * default takes and the family does not cache (CMAC with 3DES): no key can
+ * hit, so it passes through now, with nothing recorded to replay later.
+ * Matched item by item, as same_init_as_last(): a recorded call has no name
+ * twice, no key and no volatile name, so split() is not needed.  The
+ * shape's cipher (named by this very call) was found the private
+ * default's when it was learned, as needs_app() would find it again
+ * (KC_REC_PRIVATE).  0: not that call.
+ */
+static KC_NOINLINE int uncacheable_as_last(const KC_TMAC_CTX *w,
+                                           KC_CACHE *c,
+                                           const OSSL_PARAM params[])
+{
+    const unsigned char *shape;
+    const OSSL_PARAM *p;
+    size_t alen, slen, off;
+    uint64_t hash;
+    int value;
+
+    if (w->t.len != 0 || params[0].key == NULL)
+        return 0;
+    shape = kc_cache_rec_last(c, w->f, 0, &alen, &slen, &hash, &value);
+    if (shape == NULL || alen != slen
+        || (value & (KC_REC_VALID | KC_REC_CACHEABLE | KC_REC_PRIVATE))
+           != (KC_REC_VALID | KC_REC_PRIVATE))
+        return 0;
+    off = kc_trec_marker_at(shape, 0, slen, KC_T_CALL, 0);
+    for (p = params; off != 0 && p->key != NULL; p++)
+        off = kc_trec_item_at(shape, off, slen, KC_T_PARAM, p);
+    return off == slen;
+}
+
+/* The private default's context, for a call uncacheable_as_last(). */
+static KC_NOINLINE int pass_private(KC_TMAC_CTX *w, const OSSL_PARAM params[])
+{
+    const KC_MAC_FNS *f = &w->f->mac;
+
+    if ((w->t.inner = f->newctx(w->pctx->inner_provctx)) == NULL)
+        return 0;
+    w->ops = f;
+    kc_count_passthrough(w->pctx, &w->f->alg);
+    return f->set_ctx_params(w->t.inner, params);
 }
 
 /* set_ctx_params before the key: record, key from the cache, or pass. */
@@ -939,7 +1012,12 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
              && kc_quirk(__atomic_load_n(&w->f->quirks, __ATOMIC_RELAXED),
                          KC_Q_EMPTY_SET_OK)))
         goto pass;
-    if (!split(w->f, params, &s) || (c = kc_cache_get(w->pctx)) == NULL)
+    if ((c = kc_cache_get(w->pctx)) == NULL)
+        goto pass;
+    if (__atomic_load_n(&uncacheable_seen, __ATOMIC_RELAXED)
+        && uncacheable_as_last(w, c, params))
+        return pass_private(w, params);
+    if (!split(w->f, params, &s))
         goto pass;
     if (s.key == NULL) {
         if (record(w, c, &s))
