@@ -1723,6 +1723,151 @@ static void pat_dotnet(REC *r, ENV *e)
     EVP_CIPHER_CTX_free(ctx);
 }
 
+/*
+ * One context keyed again and again with the key it holds: from its third
+ * keyed init on, ctmpl.c gives the default a keyless init (with the IV, in
+ * the direction the key was set in).  Every state a message can leave
+ * behind, then keys that differ, change in place, or come without an IV.
+ */
+static void r_rekey_msg(REC *r, EVP_CIPHER_CTX *ctx, MSG *m, int enc)
+{
+    r_init(r, ctx, NULL, m->key, m->iv, enc);
+    if (enc) {
+        r_message(r, ctx, m);
+        return;
+    }
+    r_set_tag(r, ctx, m->tag, m->taglen);
+    r_aad(r, ctx, m->aad, m->aadlen);
+    r_update(r, ctx, m->out, m->ct, m->inlen);
+    r_final(r, ctx);
+}
+
+static EVP_CIPHER_CTX *rekey_ctx(REC *r, const ENV *e, const char *what)
+{
+    EVP_CIPHER_CTX *ctx = new_ctx();
+
+    rec_add(r, "rekey %s\n", what);
+    r_init(r, ctx, e->cipher, NULL, NULL, 1);
+    return ctx;
+}
+
+static void pat_rekey(REC *r, ENV *e)
+{
+    static const int order[] = { 1, 1, 1, 2, 1, 1, 2, 2, 2, 1 };
+    unsigned char key[32], first_ct[OUTSZ], good[16];
+    EVP_CIPHER_CTX *ctx, *dup;
+    MSG m1, m2;
+    int i;
+
+    msg_set(&m1, e->k1, 12, 5, 30, 150);
+    msg_set(&m2, e->k2, 12, 6, 31, 151);
+
+    /* a new IV per message; the last tag read, then the key again */
+    ctx = rekey_ctx(r, e, "per message");
+    for (i = 0; i < 5; i++) {
+        m1.iv[0] = (unsigned char)i;
+        r_rekey_msg(r, ctx, &m1, 1);
+        r_init(r, ctx, NULL, m1.key, m1.iv, 1);
+        r_get_tag(r, ctx, NULL, 16);
+        rec_ctx(r, ctx);
+    }
+    /* a copy keys itself; the original goes on */
+    dup = EVP_CIPHER_CTX_new();
+    rec_add(r, "copy=%d\n", EVP_CIPHER_CTX_copy(dup, ctx));
+    rec_errs(r);
+    for (i = 0; i < 3; i++) {
+        r_rekey_msg(r, dup, &m1, 1);
+        r_rekey_msg(r, ctx, &m1, 1);
+    }
+    EVP_CIPHER_CTX_free(dup);
+    EVP_CIPHER_CTX_free(ctx);
+
+    /* turned round: decrypt what it sealed, a wrong tag, back to encrypt */
+    ctx = rekey_ctx(r, e, "direction");
+    for (i = 0; i < 3; i++)
+        r_rekey_msg(r, ctx, &m1, 1);
+    memcpy(good, m1.tag, sizeof(good));
+    for (i = 0; i < 4; i++) {
+        m1.tag[0] = (unsigned char)(good[0] ^ (i == 1));
+        r_rekey_msg(r, ctx, &m1, 0);
+        /* a failed final's context keyed again, its tag read */
+        r_get_tag(r, ctx, NULL, 16);
+    }
+    memcpy(m1.tag, good, sizeof(good));
+    r_init(r, ctx, NULL, NULL, m1.iv, 0);
+    for (i = 0; i < 3; i++)
+        r_rekey_msg(r, ctx, &m1, 1);
+    /* a short tag set, then the key again without one */
+    for (i = 0; i < 3; i++) {
+        r_init(r, ctx, NULL, m1.key, m1.iv, 0);
+        if (i == 0)
+            r_set_tag(r, ctx, m1.tag, 8);
+        r_aad(r, ctx, m1.aad, m1.aadlen);
+        r_update(r, ctx, m1.out, m1.ct, m1.inlen);
+        r_final(r, ctx);
+        rec_ctx(r, ctx);
+    }
+    EVP_CIPHER_CTX_free(ctx);
+
+    /* IV lengths set after the key, between re-keys */
+    ctx = rekey_ctx(r, e, "ivlen");
+    r_set_ivlen(r, ctx, 16);
+    for (i = 0; i < 3; i++)
+        r_rekey_msg(r, ctx, &m1, 1);
+    r_set_ivlen(r, ctx, 8);
+    r_message(r, ctx, &m1);
+    for (i = 0; i < 3; i++)
+        r_rekey_msg(r, ctx, &m1, 1);
+    r_set_ivlen(r, ctx, 12);
+    r_init(r, ctx, NULL, m1.key, NULL, 1);
+    r_message(r, ctx, &m1);
+    r_rekey_msg(r, ctx, &m1, 1);
+    EVP_CIPHER_CTX_free(ctx);
+
+    /* the key alone, then the IV alone; mid-message with and without IV */
+    ctx = rekey_ctx(r, e, "key then IV");
+    for (i = 0; i < 3; i++) {
+        r_init(r, ctx, NULL, m1.key, NULL, 1);
+        r_init(r, ctx, NULL, NULL, m1.iv, 1);
+        r_message(r, ctx, &m1);
+    }
+    for (i = 0; i < 4; i++) {
+        r_init(r, ctx, NULL, m1.key, i == 3 ? NULL : m1.iv, 1);
+        r_aad(r, ctx, m1.aad, 3);
+        r_update(r, ctx, m1.ct, m1.pt, 10 + i);
+    }
+    r_update(r, ctx, m1.ct, m1.pt, 17);
+    r_final(r, ctx);
+    r_get_tag(r, ctx, NULL, 16);
+    EVP_CIPHER_CTX_free(ctx);
+
+    /* other keys in between, and the key's own buffer changed in place */
+    ctx = rekey_ctx(r, e, "keys");
+    for (i = 0; i < (int)(sizeof(order) / sizeof(order[0])); i++)
+        r_rekey_msg(r, ctx, order[i] == 1 ? &m1 : &m2, 1);
+    memcpy(key, e->k1, sizeof(key));
+    m1.key = key;
+    for (i = 0; i < 7; i++) {
+        if (i == 3)
+            key[e->keylen - 1] ^= 0x01;
+        else if (i == 5)
+            key[0] ^= 0x80;
+        else if (i == 6)
+            memcpy(key, e->k1, sizeof(key));
+        r_rekey_msg(r, ctx, &m1, 1);
+        if (i == 0)
+            memcpy(first_ct, m1.ct, sizeof(first_ct));
+        rec_add(r, "same as first: %d\n",
+                memcmp(first_ct, m1.ct, m1.inlen) == 0);
+    }
+    m1.key = e->k1;
+    /* TLS AAD set on a context holding the key */
+    r_ctrl(r, "tls_aad", ctx, EVP_CTRL_AEAD_TLS1_AAD, 13, m1.aad);
+    r_rekey_msg(r, ctx, &m1, 1);
+    r_rekey_msg(r, ctx, &m1, 1);
+    EVP_CIPHER_CTX_free(ctx);
+}
+
 #define PATTERN_TEST(name)                                              \
     static void test_##name(void)                                       \
     {                                                                   \
@@ -1750,6 +1895,7 @@ PATTERN_TEST(evp_cipher)
 PATTERN_TEST(get_iv)
 PATTERN_TEST(tls)
 PATTERN_TEST(dotnet)
+PATTERN_TEST(rekey)
 
 /* ---------------------------------------------------------------------- */
 /* Published vectors                                                      */
@@ -2254,6 +2400,7 @@ static void add_suites(void)
     CU_add_test(s, "get_updated_iv/get_original_iv", test_get_iv);
     CU_add_test(s, "TLS state does not leak", test_tls);
     CU_add_test(s, ".NET AesGcm call order", test_dotnet);
+    CU_add_test(s, "re-keyed with the key it holds", test_rekey);
     CU_add_test(s, "hits counted", test_hits_counted);
     CU_add_test(s, "8 threads, shared keys", test_threads);
     CU_add_test(s, "contexts crossing threads", test_cross_thread);
