@@ -566,6 +566,24 @@ MUTANTS = {
     # ... and the key it held left in the wrapper once forgotten (pooled)
     "ctmpl-rekey-key-kept": ("provider/layer/ctmpl.c",
         "        OPENSSL_cleanse(w->key, w->f->keylen);\n", ""),
+    # GCM's IV init before the key held back (hold_iv()): not given to
+    # the copy at the keying init
+    "ctmpl-held-iv-dropped": ("provider/layer/ctmpl.c",
+        "        if (!inner_init(f->kfns, inner, w->piv_enc, NULL, 0, w->piv,\n"
+        "                        w->piv_len, NULL)\n            || ",
+        "        if ("),
+    # ... still held when another call comes first (recorded after it)
+    "ctmpl-held-iv-not-flushed": ("provider/layer/ctmpl.c",
+        "    if (n == 0)\n        return 1;\n    w->piv_len = 0;\n",
+        "    if (n == 0 || n != 0)\n        return 1;\n    w->piv_len = 0;\n"),
+    # ... held with the init's params (they are dropped)
+    "ctmpl-held-iv-params": ("provider/layer/ctmpl.c",
+        "    if (w->t.cold || iv == NULL || params != NULL || w->piv_len != 0\n",
+        "    if (w->t.cold || iv == NULL || w->piv_len != 0\n"),
+    # ... given to the copy with a keying init's params left out
+    "ctmpl-held-iv-keying-params": ("provider/layer/ctmpl.c",
+        "    if (w->piv_len != 0 && (params != NULL\n",
+        "    if (w->piv_len != 0 && (0\n"),
     # (Not a mutant on OpenSSL 3.0: a just-keyed context kept so through
     # an init.  EVP asks the IV length before an init with an IV and
     # passes that, and EVP_CipherInit_ex2's params reach the provider as a

@@ -39,6 +39,8 @@
 
 /* the longest key a context remembers for rekey_init() (AES's) */
 #define KC_HELD_MAX 32
+/* the longest IV hold_iv() holds back (GCM's usual 12, AES's block) */
+#define KC_PIV_MAX 16
 
 typedef struct {
     /* where calls go (ours with w, then the inner's): 3 loads and a jump */
@@ -55,6 +57,10 @@ typedef struct {
     int rekey;
     /* key[] holds the key inner has, keyed to encrypt (2) or decrypt (1) */
     int held;
+    /* a keyless init's IV held back (hold_iv()): piv_len bytes, 0 none */
+    size_t piv_len;
+    int piv_enc;
+    unsigned char piv[KC_PIV_MAX];
     KC_TCORE t;                 /* t.value: the shape's CV_ fields */
     /* after t: not cleared at new, read only while held, wiped at forget */
     unsigned char key[KC_HELD_MAX];
@@ -297,6 +303,53 @@ static KC_NOINLINE int learn_volatile(KC_TCIPH_CTX *w, KC_CACHE *c)
     return kc_tcore_learn(&w->t, &cipher_side, c, w->f, 1);
 }
 
+static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
+                  size_t ivlen, const OSSL_PARAM params[]);
+static KC_NOINLINE int materialize(KC_TCIPH_CTX *w);
+
+/*
+ * The usual first volatile call, a keyless init with an IV alone (HAProxy,
+ * .NET), of the length the shape reports (which the default accepts: see
+ * keyed_init()'s usual init): held back, not recorded, for the keying init
+ * to give the copy.  0: recorded or passed as any other.
+ */
+static int hold_iv(KC_TCIPH_CTX *w, int enc, const unsigned char *iv,
+                   size_t ivlen, const OSSL_PARAM params[])
+{
+    if (w->t.cold || iv == NULL || params != NULL || w->piv_len != 0
+        || !w->f->d->volatile_ok || w->t.len != w->t.shape_len
+        || w->t.value < 0 || ivlen + 2 != CV_IVLEN(w->t.value)
+        || ivlen > sizeof(w->piv))
+        return 0;
+    memcpy(w->piv, iv, ivlen);
+    w->piv_len = ivlen;
+    w->piv_enc = w->dir = enc;
+    return 1;
+}
+
+/*
+ * A call other than the keying init comes after an IV init held back
+ * (hold_iv()): that init recorded now, as it would have been, or else
+ * given to the default's context it passes to.  0 (no context to be had):
+ * still held, the call fails.
+ */
+static int flush_iv(KC_TCIPH_CTX *w)
+{
+    size_t n = w->piv_len;
+    int tag = w->piv_enc ? KC_T_EINIT : KC_T_DINIT;
+
+    if (n == 0)
+        return 1;
+    w->piv_len = 0;
+    if (record(w, tag, w->piv, n, NULL))
+        return 1;
+    if (materialize(w))
+        return inner_init(w->ifn, w->t.inner, w->piv_enc, NULL, 0, w->piv, n,
+                          NULL);
+    w->piv_len = n;
+    return 0;
+}
+
 /*
  * Record a call if the default accepts it: shape calls (IV-less inits too)
  * until a volatile one (volatile params, an init with an IV or after one).
@@ -309,7 +362,7 @@ static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
     KC_TMARK m;
     KC_CACHE *c;
 
-    if (w->t.cold)
+    if (w->t.cold || !flush_iv(w))
         return 0;
     /*
      * A bare keyless init only sets the direction (OCB's buffers are empty
@@ -369,6 +422,8 @@ static KC_NOINLINE int materialize(KC_TCIPH_CTX *w)
 {
     void *inner;
 
+    if (!flush_iv(w))
+        return 0;
     if (w->t.inner != NULL) {
         set_inner(w, w->t.inner, w->ifn);
         return 1;
@@ -539,10 +594,28 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
         w->t.value = learn_shape(w, c);
     if ((w->t.value & CV_VALID) == 0)
         return 0;
+    /* an IV held back, then an init the usual path would not take */
+    if (w->piv_len != 0 && (params != NULL
+                            || (iv != NULL
+                                && ivlen + 2 != CV_IVLEN(w->t.value)))
+        && (!flush_iv(w) || w->t.inner != NULL))
+        return 0;
     if ((tmpl = kc_tcore_template(&w->t, &cipher_side, c, alg, enc, key,
                                   keylen, &lk, &why)) == NULL
         || (inner = f->kfns->dupctx(tmpl)) == NULL)
         return 0;
+    /* the IV held back, then the rest: each as usual, no error mark */
+    if (w->piv_len != 0) {
+        if (!inner_init(f->kfns, inner, w->piv_enc, NULL, 0, w->piv,
+                        w->piv_len, NULL)
+            || !inner_init(f->kfns, inner, enc, NULL, 0, iv, ivlen, NULL)) {
+            f->kfns->freectx(inner);
+            return 0;
+        }
+        w->piv_len = 0;
+        set_inner(w, inner, f->kfns);
+        return 1;
+    }
     /*
      * The usual init: nothing volatile, no params, an IV (if any) of the
      * length reported; the default checks nothing else: no error mark.
@@ -650,7 +723,8 @@ void *kc_tciph_dupctx(void *vctx)
 {
     KC_TCIPH_CTX *src = vctx, *dst;
 
-    if (src->t.inner == NULL && !unkeyed_dup_ok(src))
+    if (!flush_iv(src)
+        || (src->t.inner == NULL && !unkeyed_dup_ok(src)))
         return NULL;
     /* not cleared: the head is copied whole, the rest written before read */
     dst = kc_wrapper_take(src->pctx, KC_POOL_CTMPL, sizeof(*dst), NULL, NULL,
@@ -684,7 +758,9 @@ static KC_NOINLINE int unkeyed_init(KC_TCIPH_CTX *w, int enc,
     if (key != NULL) {
         if (keyed_init(w, enc, key, keylen, iv, ivlen, params))
             return 1;
-    } else if (record(w, enc ? KC_T_EINIT : KC_T_DINIT, iv, ivlen, params)) {
+    } else if (hold_iv(w, enc, iv, ivlen, params)
+               || record(w, enc ? KC_T_EINIT : KC_T_DINIT, iv, ivlen,
+                         params)) {
         return 1;
     }
     return materialize(w)
@@ -734,6 +810,9 @@ static KC_NOINLINE int unkeyed_get_params(KC_TCIPH_CTX *w,
     void *t;
     int ok;
 
+    /* EVP's length queries were answered (the IV length is the shape's) */
+    if (!flush_iv(w))
+        return 0;
     /* a shape taken as a prefix of the last one: its lengths, learned */
     if (w->t.value < 0 && (c = kc_cache_get(w->pctx)) != NULL)
         w->t.value = learn_shape(w, c);
