@@ -557,12 +557,12 @@ MUTANTS = {
     # cipher families, a context re-keyed with the key it holds (rekey):
     # keyless without an IV (a half-done message goes on, not restarted)
     "ctmpl-rekey-without-iv": ("provider/layer/ctmpl.c",
-        "            if (w->held != enc + 1 || iv == NULL || keylen != w->f->keylen    \\\n",
-        "            if (w->held != enc + 1 || keylen != w->f->keylen                  \\\n"),
+        "        if (w->held == enc + 1 && iv != NULL && keylen == w->f->keylen        \\\n",
+        "        if (w->held == enc + 1 && keylen == w->f->keylen                      \\\n"),
     # ... whatever key comes (another key, or the same buffer changed)
     "ctmpl-rekey-any-key": ("provider/layer/ctmpl.c",
-        "                || !kc_key_equal(w->key, key, keylen))                        \\\n",
-        "                || !kc_key_equal(w->key, w->key, keylen))                     \\\n"),
+        "            && kc_key_equal(w->key, key, keylen))                             \\\n",
+        "            && kc_key_equal(w->key, w->key, keylen))                          \\\n"),
     # ... and the key it held left in the wrapper once forgotten (pooled)
     "ctmpl-rekey-key-kept": ("provider/layer/ctmpl.c",
         "        OPENSSL_cleanse(w->key, w->f->keylen);\n", ""),

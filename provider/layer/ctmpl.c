@@ -53,17 +53,18 @@ typedef struct {
     int vdir;                   /* dir when the volatile calls began */
     /* just keyed (see there): the IV length it has now, as a CV_ field */
     size_t keyed_ivlen;
-    /* keyed inits go to rekey_init() (the family's rekey_keyless, keyed) */
-    int rekey;
     /* key[] holds the key inner has, keyed to encrypt (2) or decrypt (1) */
-    int held;
-    /* a keyless init's IV held back (hold_iv()): piv_len bytes, 0 none */
-    size_t piv_len;
-    int piv_enc;
-    unsigned char piv[KC_PIV_MAX];
+    unsigned char held;
+    /* a keyless init's IV held back (hold_iv()): piv_len bytes of piv[] */
+    unsigned char piv_len;
+    unsigned char piv_enc;
     KC_TCORE t;                 /* t.value: the shape's CV_ fields */
-    /* after t: not cleared at new, read only while held, wiped at forget */
+    /*
+     * After t, not cleared at new: key[] read only while held (wiped when
+     * forgotten), piv[] only while piv_len.
+     */
     unsigned char key[KC_HELD_MAX];
+    unsigned char piv[KC_PIV_MAX];
 } KC_TCIPH_CTX;
 
 #define KC_TCIPH_HEAD KC_TCORE_HEAD(KC_TCIPH_CTX)
@@ -83,7 +84,6 @@ static void set_inner(KC_TCIPH_CTX *w, void *inner, const KC_CIPHER_FNS *ifn)
     w->ifn = ifn;
     w->to = ifn;
     w->arg = inner;
-    w->rekey = w->f->d->rekey_keyless;
 }
 
 static int inner_init(const KC_CIPHER_FNS *f, void *inner, int enc,
@@ -322,8 +322,9 @@ static int hold_iv(KC_TCIPH_CTX *w, int enc, const unsigned char *iv,
         || ivlen > sizeof(w->piv))
         return 0;
     memcpy(w->piv, iv, ivlen);
-    w->piv_len = ivlen;
-    w->piv_enc = w->dir = enc;
+    w->piv_len = (unsigned char)ivlen;
+    w->piv_enc = (unsigned char)enc;
+    w->dir = enc;
     return 1;
 }
 
@@ -346,7 +347,7 @@ static int flush_iv(KC_TCIPH_CTX *w)
     if (materialize(w))
         return inner_init(w->ifn, w->t.inner, w->piv_enc, NULL, 0, w->piv, n,
                           NULL);
-    w->piv_len = n;
+    w->piv_len = (unsigned char)n;
     return 0;
 }
 
@@ -668,14 +669,15 @@ static void forget_key(KC_TCIPH_CTX *w)
 }
 
 /*
- * A keyed context keyed again (rekey), not with the key it holds (see
- * KC_TCIPH_FORWARD_INIT): the default's keyed init, and the key it then
- * holds remembered.  So a context keyed once copies nothing.
+ * A keyed context keyed again, not with the key it holds in that direction
+ * with an IV (KC_REKEY_INIT): the default's keyed init, and the key
+ * remembered, only from a keyed init of this context's own (a context
+ * keyed once copies nothing, and nothing of a template's is relied on).
  */
-static KC_NOINLINE int rekey_init(KC_TCIPH_CTX *w, int enc,
-                                  const unsigned char *key, size_t keylen,
-                                  const unsigned char *iv, size_t ivlen,
-                                  const OSSL_PARAM params[])
+static KC_NOINLINE int rekey_keyed(KC_TCIPH_CTX *w, int enc,
+                                   const unsigned char *key, size_t keylen,
+                                   const unsigned char *iv, size_t ivlen,
+                                   const OSSL_PARAM params[])
 {
     size_t n = w->f->keylen;
     int ret;
@@ -686,10 +688,36 @@ static KC_NOINLINE int rekey_init(KC_TCIPH_CTX *w, int enc,
     /* only a whole keyed init that succeeded says what inner holds */
     if (ret == 1 && keylen == n && n <= sizeof(w->key)) {
         memcpy(w->key, key, n);
-        w->held = enc + 1;
+        w->held = (unsigned char)(enc + 1);
     }
     return ret;
 }
+
+/*
+ * A keyed context (w->to the default's, w->arg inner) keyed again.  With
+ * the key it holds, in the direction it was keyed in, and an IV, a keyless
+ * init leaves the state the keyed one would (rekey_keyless: the IV's set-up
+ * resets whatever a message used; without an IV a half-done message would
+ * go on).  Compared in constant time, so a key changed in place is keyed
+ * as the default would.  Not counted as a hit (no look-up; counting costs
+ * a tenth of the gain).  Out of line, so the forwarders stay a jump.
+ */
+#define KC_REKEY_INIT(name, enc)                                              \
+    static KC_NOINLINE int rekey_##name(KC_TCIPH_CTX *w,                      \
+                                        const unsigned char *key,             \
+                                        size_t keylen,                        \
+                                        const unsigned char *iv,              \
+                                        size_t ivlen,                         \
+                                        const OSSL_PARAM params[])            \
+    {                                                                         \
+        if (w->held == enc + 1 && iv != NULL && keylen == w->f->keylen        \
+            && kc_key_equal(w->key, key, keylen))                             \
+            return w->ifn->name(w->t.inner, NULL, 0, iv, ivlen, params);      \
+        return rekey_keyed(w, enc, key, keylen, iv, ivlen, params);           \
+    }
+
+KC_REKEY_INIT(einit, 1)
+KC_REKEY_INIT(dinit, 0)
 
 /* get_params has no provctx: libcrypto's, the same for every instance */
 static OSSL_FUNC_cipher_get_params_fn *inner_get_params[KC_CFAM_COUNT];
@@ -887,16 +915,8 @@ void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
         return fn call;                                                       \
     }
 
-/*
- * The inits the same, but a keyed context keyed again (rekey: w->to the
- * default's, w->arg inner) with the key it holds, in the direction it was
- * keyed in, and an IV: a keyless init leaves the state the keyed one would
- * (rekey_keyless: the IV's set-up resets whatever a message used; without
- * an IV a half-done message would go on).  Compared in constant time, so a
- * key changed in place is keyed as the default would (rekey_init()).  Not
- * counted as a hit (no look-up; counting costs a tenth of what it saves).
- */
-#define KC_TCIPH_FORWARD_INIT(name, type, enc)                                \
+/* The inits the same, but a keyed context's keyed init is rekey_init()'s. */
+#define KC_TCIPH_FORWARD_INIT(name, type)                                     \
     int kc_tciph_##name(void *vctx, const unsigned char *key, size_t keylen,  \
                         const unsigned char *iv, size_t ivlen,                \
                         const OSSL_PARAM params[])                            \
@@ -904,19 +924,14 @@ void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
         KC_TCIPH_CTX *w = vctx;                                               \
         type *fn = w->to->name;                                               \
                                                                               \
-        if (w->rekey && key != NULL) {                                        \
-            if (w->held != enc + 1 || iv == NULL || keylen != w->f->keylen    \
-                || !kc_key_equal(w->key, key, keylen))                        \
-                return rekey_init(w, enc, key, keylen, iv, ivlen, params);    \
-            key = NULL;                                                       \
-            keylen = 0;                                                       \
-        }                                                                     \
+        if (w->to == w->ifn && key != NULL && w->f->d->rekey_keyless)         \
+            return rekey_##name(w, key, keylen, iv, ivlen, params);           \
         KC_PIN(fn);                                                           \
         return fn(w->arg, key, keylen, iv, ivlen, params);                    \
     }
 
-KC_TCIPH_FORWARD_INIT(einit, OSSL_FUNC_cipher_encrypt_init_fn, 1)
-KC_TCIPH_FORWARD_INIT(dinit, OSSL_FUNC_cipher_decrypt_init_fn, 0)
+KC_TCIPH_FORWARD_INIT(einit, OSSL_FUNC_cipher_encrypt_init_fn)
+KC_TCIPH_FORWARD_INIT(dinit, OSSL_FUNC_cipher_decrypt_init_fn)
 KC_TCIPH_FORWARD(update, OSSL_FUNC_cipher_update_fn,
                  (void *vctx, unsigned char *out, size_t *outl,
                   size_t outsize, const unsigned char *in, size_t inl),
