@@ -574,8 +574,8 @@ MUTANTS = {
         "        if ("),
     # ... still held when another call comes first (recorded after it)
     "ctmpl-held-iv-not-flushed": ("provider/layer/ctmpl.c",
-        "    if (n == 0)\n        return 1;\n    w->piv_len = 0;\n",
-        "    if (n == 0 || n != 0)\n        return 1;\n    w->piv_len = 0;\n"),
+        "    return w->piv_len == 0 || flush_held_iv(w);",
+        "    return w->piv_len == 0 || 1 || flush_held_iv(w);"),
     # ... held with the init's params (they are dropped)
     "ctmpl-held-iv-params": ("provider/layer/ctmpl.c",
         "    if (w->t.cold || iv == NULL || params != NULL || w->piv_len != 0\n",

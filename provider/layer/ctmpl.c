@@ -8,7 +8,9 @@
  * the error is the default's.  Before the key only calls of the family's
  * shape names (and GCM's volatile IV or tag) are recorded; the memo also
  * keeps the IV and key lengths EVP asks before every init.  Used contexts
- * are never handed out again: no call resets their per-message state.
+ * are never handed out again: no call resets their per-message state.  A
+ * context keyed again with the key it holds may skip the keying where the
+ * family says a keyless init with an IV ends the same (GCM: rekey_einit()).
  */
 #include <string.h>
 #include <openssl/core_names.h>
@@ -334,13 +336,11 @@ static int hold_iv(KC_TCIPH_CTX *w, int enc, const unsigned char *iv,
  * given to the default's context it passes to.  0 (no context to be had):
  * still held, the call fails.
  */
-static int flush_iv(KC_TCIPH_CTX *w)
+static KC_NOINLINE int flush_held_iv(KC_TCIPH_CTX *w)
 {
     size_t n = w->piv_len;
     int tag = w->piv_enc ? KC_T_EINIT : KC_T_DINIT;
 
-    if (n == 0)
-        return 1;
     w->piv_len = 0;
     if (record(w, tag, w->piv, n, NULL))
         return 1;
@@ -349,6 +349,11 @@ static int flush_iv(KC_TCIPH_CTX *w)
                           NULL);
     w->piv_len = (unsigned char)n;
     return 0;
+}
+
+static ossl_inline int flush_iv(KC_TCIPH_CTX *w)
+{
+    return w->piv_len == 0 || flush_held_iv(w);
 }
 
 /*
@@ -924,7 +929,7 @@ void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
         KC_TCIPH_CTX *w = vctx;                                               \
         type *fn = w->to->name;                                               \
                                                                               \
-        if (w->to == w->ifn && key != NULL && w->f->d->rekey_keyless)         \
+        if (key != NULL && w->to == w->ifn && w->f->d->rekey_keyless)         \
             return rekey_##name(w, key, keylen, iv, ivlen, params);           \
         KC_PIN(fn);                                                           \
         return fn(w->arg, key, keylen, iv, ivlen, params);                    \
