@@ -1723,6 +1723,275 @@ static void pat_dotnet(REC *r, ENV *e)
     EVP_CIPHER_CTX_free(ctx);
 }
 
+/*
+ * One context keyed again and again with the key it holds: from its third
+ * keyed init on, ctmpl.c gives the default a keyless init (with the IV, in
+ * the direction the key was set in).  Every state a message can leave
+ * behind, then keys that differ, change in place, or come without an IV.
+ */
+static void r_rekey_msg(REC *r, EVP_CIPHER_CTX *ctx, MSG *m, int enc)
+{
+    r_init(r, ctx, NULL, m->key, m->iv, enc);
+    if (enc) {
+        r_message(r, ctx, m);
+        return;
+    }
+    r_set_tag(r, ctx, m->tag, m->taglen);
+    r_aad(r, ctx, m->aad, m->aadlen);
+    r_update(r, ctx, m->out, m->ct, m->inlen);
+    r_final(r, ctx);
+}
+
+static EVP_CIPHER_CTX *rekey_ctx(REC *r, const ENV *e, const char *what)
+{
+    EVP_CIPHER_CTX *ctx = new_ctx();
+
+    rec_add(r, "rekey %s\n", what);
+    r_init(r, ctx, e->cipher, NULL, NULL, 1);
+    return ctx;
+}
+
+static void pat_rekey(REC *r, ENV *e)
+{
+    static const int order[] = { 1, 1, 1, 2, 1, 1, 2, 2, 2, 1 };
+    unsigned char key[32], first_ct[OUTSZ], good[16];
+    EVP_CIPHER_CTX *ctx, *dup;
+    MSG m1, m2;
+    int i;
+
+    msg_set(&m1, e->k1, 12, 5, 30, 150);
+    msg_set(&m2, e->k2, 12, 6, 31, 151);
+
+    /* a new IV per message; the last tag read, then the key again */
+    ctx = rekey_ctx(r, e, "per message");
+    for (i = 0; i < 5; i++) {
+        m1.iv[0] = (unsigned char)i;
+        r_rekey_msg(r, ctx, &m1, 1);
+        r_init(r, ctx, NULL, m1.key, m1.iv, 1);
+        r_get_tag(r, ctx, NULL, 16);
+        rec_ctx(r, ctx);
+    }
+    /* a copy keys itself; the original goes on */
+    dup = EVP_CIPHER_CTX_new();
+    rec_add(r, "copy=%d\n", EVP_CIPHER_CTX_copy(dup, ctx));
+    rec_errs(r);
+    for (i = 0; i < 3; i++) {
+        r_rekey_msg(r, dup, &m1, 1);
+        r_rekey_msg(r, ctx, &m1, 1);
+    }
+    EVP_CIPHER_CTX_free(dup);
+    EVP_CIPHER_CTX_free(ctx);
+
+    /* turned round: decrypt what it sealed, a wrong tag, back to encrypt */
+    ctx = rekey_ctx(r, e, "direction");
+    for (i = 0; i < 3; i++)
+        r_rekey_msg(r, ctx, &m1, 1);
+    memcpy(good, m1.tag, sizeof(good));
+    for (i = 0; i < 4; i++) {
+        m1.tag[0] = (unsigned char)(good[0] ^ (i == 1));
+        r_rekey_msg(r, ctx, &m1, 0);
+        /* a failed final's context keyed again, its tag read */
+        r_get_tag(r, ctx, NULL, 16);
+    }
+    memcpy(m1.tag, good, sizeof(good));
+    r_init(r, ctx, NULL, NULL, m1.iv, 0);
+    for (i = 0; i < 3; i++)
+        r_rekey_msg(r, ctx, &m1, 1);
+    /* a short tag set, then the key again without one */
+    for (i = 0; i < 3; i++) {
+        r_init(r, ctx, NULL, m1.key, m1.iv, 0);
+        if (i == 0)
+            r_set_tag(r, ctx, m1.tag, 8);
+        r_aad(r, ctx, m1.aad, m1.aadlen);
+        r_update(r, ctx, m1.out, m1.ct, m1.inlen);
+        r_final(r, ctx);
+        rec_ctx(r, ctx);
+    }
+    EVP_CIPHER_CTX_free(ctx);
+
+    /* IV lengths set after the key, between re-keys */
+    ctx = rekey_ctx(r, e, "ivlen");
+    r_set_ivlen(r, ctx, 16);
+    for (i = 0; i < 3; i++)
+        r_rekey_msg(r, ctx, &m1, 1);
+    r_set_ivlen(r, ctx, 8);
+    r_message(r, ctx, &m1);
+    for (i = 0; i < 3; i++)
+        r_rekey_msg(r, ctx, &m1, 1);
+    r_set_ivlen(r, ctx, 12);
+    r_init(r, ctx, NULL, m1.key, NULL, 1);
+    r_message(r, ctx, &m1);
+    r_rekey_msg(r, ctx, &m1, 1);
+    EVP_CIPHER_CTX_free(ctx);
+
+    /* the key alone, then the IV alone; mid-message with and without IV */
+    ctx = rekey_ctx(r, e, "key then IV");
+    for (i = 0; i < 3; i++) {
+        r_init(r, ctx, NULL, m1.key, NULL, 1);
+        r_init(r, ctx, NULL, NULL, m1.iv, 1);
+        r_message(r, ctx, &m1);
+    }
+    for (i = 0; i < 4; i++) {
+        r_init(r, ctx, NULL, m1.key, i == 3 ? NULL : m1.iv, 1);
+        r_aad(r, ctx, m1.aad, 3);
+        r_update(r, ctx, m1.ct, m1.pt, 10 + i);
+    }
+    r_update(r, ctx, m1.ct, m1.pt, 17);
+    r_final(r, ctx);
+    r_get_tag(r, ctx, NULL, 16);
+    EVP_CIPHER_CTX_free(ctx);
+
+    /* other keys in between, and the key's own buffer changed in place */
+    ctx = rekey_ctx(r, e, "keys");
+    for (i = 0; i < (int)(sizeof(order) / sizeof(order[0])); i++)
+        r_rekey_msg(r, ctx, order[i] == 1 ? &m1 : &m2, 1);
+    memcpy(key, e->k1, sizeof(key));
+    m1.key = key;
+    for (i = 0; i < 7; i++) {
+        if (i == 3)
+            key[e->keylen - 1] ^= 0x01;
+        else if (i == 5)
+            key[0] ^= 0x80;
+        else if (i == 6)
+            memcpy(key, e->k1, sizeof(key));
+        r_rekey_msg(r, ctx, &m1, 1);
+        if (i == 0)
+            memcpy(first_ct, m1.ct, sizeof(first_ct));
+        rec_add(r, "same as first: %d\n",
+                memcmp(first_ct, m1.ct, m1.inlen) == 0);
+    }
+    m1.key = e->k1;
+    /* TLS AAD set on a context holding the key */
+    r_ctrl(r, "tls_aad", ctx, EVP_CTRL_AEAD_TLS1_AAD, 13, m1.aad);
+    r_rekey_msg(r, ctx, &m1, 1);
+    r_rekey_msg(r, ctx, &m1, 1);
+    EVP_CIPHER_CTX_free(ctx);
+}
+
+/* The rest of a message after its keying init: sealed, or opened. */
+static void r_finish(REC *r, EVP_CIPHER_CTX *ctx, MSG *m, int enc)
+{
+    if (enc) {
+        r_message(r, ctx, m);
+        return;
+    }
+    r_set_tag(r, ctx, m->tag, m->taglen);
+    r_aad(r, ctx, m->aad, m->aadlen);
+    r_update(r, ctx, m->out, m->ct, m->inlen);
+    r_final(r, ctx);
+}
+
+/* An init logged without the context's lengths (asking would end it). */
+static int r_init_quiet(REC *r, EVP_CIPHER_CTX *ctx,
+                        const unsigned char *key, const unsigned char *iv,
+                        int enc)
+{
+    rec_add(r, "init(-,%s,%s,%d)", key == NULL ? "-" : "k",
+            iv == NULL ? "-" : "iv", enc);
+    return rec_ret(r, "", EVP_CipherInit_ex(ctx, NULL, NULL, key, iv, enc));
+}
+
+/*
+ * An init with the IV alone before the key, which ctmpl.c holds back for
+ * the keying init (HAProxy's converter, .NET), then every kind of call
+ * that may come between them, each on a fresh context.  Nothing else asks
+ * the context anything in between.
+ */
+static void pat_held_iv(REC *r, ENV *e)
+{
+    unsigned char got[16];
+    OSSL_PARAM p[2];
+    EVP_CIPHER_CTX *ctx, *dup;
+    MSG m, m16;
+    int step, enc;
+
+    msg_set(&m, e->k1, 12, 5, 30, 160);
+    r_seal(r, e, &m);
+    msg_set(&m16, e->k1, 16, 4, 20, 161);
+    r_seal(r, e, &m16);
+    p[0] = OSSL_PARAM_construct_octet_string("tag", m.tag, 16);
+    p[1] = OSSL_PARAM_construct_end();
+    for (step = 0; step < 28; step++) {
+        enc = step % 2;
+        ctx = new_ctx();
+        rec_add(r, "held iv step %d\n", step);
+        r_init(r, ctx, e->cipher, NULL, NULL, enc);
+        if (step / 2 == 1)
+            r_set_ivlen(r, ctx, 12);
+        if (step / 2 == 9) {
+            r_set_ivlen(r, ctx, 16);
+            r_init_quiet(r, ctx, NULL, m16.iv, enc);
+            r_init(r, ctx, NULL, m16.key, NULL, enc);
+            r_finish(r, ctx, &m16, enc);
+            EVP_CIPHER_CTX_free(ctx);
+            continue;
+        }
+        /* the IV in the other direction than the key (steps 4, 5) */
+        if (step / 2 == 13) {
+            /* the IV's init with params (refused when encrypting) */
+            rec_add(r, "iv init_ex2");
+            rec_ret(r, "", EVP_CipherInit_ex2(ctx, NULL, NULL, m.iv, enc,
+                                              p));
+        } else {
+            r_init_quiet(r, ctx, NULL, m.iv, step / 2 == 2 ? !enc : enc);
+        }
+        switch (step / 2) {
+        case 3:         /* the expected tag before the key */
+            if (!enc)
+                r_set_tag(r, ctx, m.tag, m.taglen);
+            break;
+        case 4:         /* the IV asked for */
+            rec_add(r, "get_updated_iv=%d",
+                    EVP_CIPHER_CTX_get_updated_iv(ctx, got, 12));
+            rec_hex(r, "iv", got, 12);
+            rec_errs(r);
+            break;
+        case 5:         /* data before the key */
+            r_update(r, ctx, m.out, m.pt, 5);
+            break;
+        case 6:         /* another IV */
+            r_init_quiet(r, ctx, NULL, m16.iv, enc);
+            r_init_quiet(r, ctx, NULL, m.iv, enc);
+            break;
+        case 7:         /* a bare init turning it round and back */
+            r_init_quiet(r, ctx, NULL, NULL, !enc);
+            r_init_quiet(r, ctx, NULL, NULL, enc);
+            break;
+        case 8:         /* the IV length queried, then set to what it is */
+            rec_add(r, "ivlen=%d\n", EVP_CIPHER_CTX_get_iv_length(ctx));
+            r_set_ivlen(r, ctx, 12);
+            break;
+        case 10:        /* an IV longer than is held back */
+            r_set_ivlen(r, ctx, 20);
+            r_init_quiet(r, ctx, NULL, m.iv, enc);
+            break;
+        }
+        if (step / 2 == 11) {
+            /* a copy before the key: each keyed and used */
+            dup = EVP_CIPHER_CTX_new();
+            rec_add(r, "copy=%d\n", EVP_CIPHER_CTX_copy(dup, ctx));
+            rec_errs(r);
+            r_init(r, dup, NULL, m.key, NULL, enc);
+            r_finish(r, dup, &m, enc);
+            EVP_CIPHER_CTX_free(dup);
+        }
+        if (step / 2 == 12) {
+            /* the keying init with params (refused when encrypting) */
+            rec_add(r, "init_ex2");
+            rec_ret(r, "", EVP_CipherInit_ex2(ctx, NULL, m.key, NULL, enc,
+                                              p));
+            rec_ctx(r, ctx);
+        } else {
+            /* the keying init with an IV of its own on odd steps past 16 */
+            r_init(r, ctx, NULL, m.key, step > 16 && step % 4 == 1 ? m.iv
+                                                                   : NULL,
+                   enc);
+        }
+        r_finish(r, ctx, &m, enc);
+        EVP_CIPHER_CTX_free(ctx);
+    }
+}
+
 #define PATTERN_TEST(name)                                              \
     static void test_##name(void)                                       \
     {                                                                   \
@@ -1750,6 +2019,88 @@ PATTERN_TEST(evp_cipher)
 PATTERN_TEST(get_iv)
 PATTERN_TEST(tls)
 PATTERN_TEST(dotnet)
+PATTERN_TEST(rekey)
+PATTERN_TEST(held_iv)
+
+/*
+ * A pattern on a thread of its own (a cache of its own, not one in bypass
+ * after other patterns' many keys, so that its keying inits hit): k1 first
+ * sealed on fresh contexts until it is cached, then the pattern, with the
+ * fetched cipher.  The log against the default's, made the same way.
+ */
+typedef struct {
+    PATTERN fn;
+    int bits;
+    REC rec;
+} HOT_ARG;
+
+static void hot_run(REC *r, PATTERN fn, int bits)
+{
+    ENV e;
+    MSG m;
+    int i;
+
+    env_init(&e, bits, 1);
+    for (i = 0; i < 4; i++) {
+        msg_set(&m, e.k1, 12, 0, 16, 170 + (uint32_t)i);
+        r_seal(r, &e, &m);
+    }
+    fn(r, &e);
+    env_free(&e);
+}
+
+static void *hot_main(void *arg)
+{
+    HOT_ARG *a = arg;
+
+    kct_use(kct_keycache());
+    ERR_clear_error();
+    hot_run(&a->rec, a->fn, a->bits);
+    kct_use(NULL);
+    return NULL;
+}
+
+static void run_hot(const char *name, PATTERN fn)
+{
+    static const int bits[] = { 128, 192, 256 };
+    char what[96];
+    REC ref;
+    HOT_ARG a;
+    uint64_t h0;
+    pthread_t t;
+    size_t i;
+
+    for (i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
+        snprintf(what, sizeof(what), "%s AES-%d on a hot thread", name,
+                 bits[i]);
+        memset(&ref, 0, sizeof(ref));
+        kct_use(kct_default());
+        ERR_clear_error();
+        hot_run(&ref, fn, bits[i]);
+        kct_use(NULL);
+        memset(&a, 0, sizeof(a));
+        a.fn = fn;
+        a.bits = bits[i];
+        h0 = kct_counter(KEYCACHE_PARAM_HITS);
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, hot_main, &a), 0);
+        pthread_join(t, NULL);
+        CU_ASSERT(rec_same(what, &ref, &a.rec));
+        /* the keying inits of k1 hit */
+        CU_ASSERT(kct_counter(KEYCACHE_PARAM_HITS) > h0);
+        rec_free(&ref);
+        rec_free(&a.rec);
+    }
+}
+
+static void test_held_iv_hot(void)
+{
+    run_hot("held_iv", pat_held_iv);
+}
+
+static void test_rekey_hot(void)
+{
+    run_hot("rekey", pat_rekey);
+}
 
 /* ---------------------------------------------------------------------- */
 /* Published vectors                                                      */
@@ -2254,6 +2605,10 @@ static void add_suites(void)
     CU_add_test(s, "get_updated_iv/get_original_iv", test_get_iv);
     CU_add_test(s, "TLS state does not leak", test_tls);
     CU_add_test(s, ".NET AesGcm call order", test_dotnet);
+    CU_add_test(s, "re-keyed with the key it holds", test_rekey);
+    CU_add_test(s, "IV alone before the key, then each call", test_held_iv);
+    CU_add_test(s, "the same on a hot thread", test_held_iv_hot);
+    CU_add_test(s, "re-keyed on a hot thread", test_rekey_hot);
     CU_add_test(s, "hits counted", test_hits_counted);
     CU_add_test(s, "8 threads, shared keys", test_threads);
     CU_add_test(s, "contexts crossing threads", test_cross_thread);

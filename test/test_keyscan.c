@@ -88,13 +88,14 @@ static int use_row(OSSL_LIB_CTX *ctx, const KCT_FAM *f,
 
 /*
  * key roles (WKEYLEN bytes each, a row takes the first keylen): 0-3
- * evicted, 8-11 thread, 12-15 teardown, 16 message tails
+ * evicted, 8-11 thread, 12-15 teardown, 16 message tails, 17-18 re-keyed
  */
 #define K_EV 0
 #define K_THREAD 8
 #define K_TEARDOWN 12
 #define K_TAILS 16
-#define K_USED 17
+#define K_REKEY 17
+#define K_USED 19
 
 static int suite_init(void)
 {
@@ -629,6 +630,42 @@ static void test_message_tails(void)
     }
 }
 
+/*
+ * A GCM context keyed again and again remembers its key (ctmpl.c's
+ * rekey): gone once it is keyed with another, and at its free (the
+ * wrapper is pooled, not freed).  Its first key, looked up (and maybe
+ * cached), is not a watched one.  Only where keycache offers AES-256-GCM.
+ */
+static void test_rekey_forgets(void)
+{
+    static const unsigned char iv[12] = { 1 }, first[32] = { 2 };
+    EVP_CIPHER *c = EVP_CIPHER_fetch(kct_keycache(), "AES-256-GCM", NULL);
+    EVP_CIPHER_CTX *cc = EVP_CIPHER_CTX_new();
+    unsigned char out[sizeof(msg) + 16];
+    int i, len, ok;
+
+    CU_ASSERT_FATAL(c != NULL && cc != NULL);
+    if (strcmp(kct_provider_name(EVP_CIPHER_get0_provider(c)),
+               KEYCACHE_PROVIDER_NAME) != 0) {
+        EVP_CIPHER_CTX_free(cc);
+        EVP_CIPHER_free(c);
+        return;
+    }
+    ok = EVP_EncryptInit_ex(cc, c, NULL, first, iv);
+    for (i = 0; ok && i < 5; i++)
+        ok = EVP_EncryptInit_ex(cc, NULL, NULL, keys[K_REKEY + (i == 4)], iv)
+             && EVP_EncryptUpdate(cc, out, &len, msg, sizeof(msg))
+             && EVP_EncryptFinal_ex(cc, out, &len);
+    CU_ASSERT_TRUE(ok);
+    /* the second key is held now, and the scan sees it; the first is gone */
+    CU_ASSERT_TRUE(scan_live(K_REKEY + 1, K_REKEY + 2, 0) >= 1);
+    CU_ASSERT_EQUAL(scan_live(K_REKEY, K_REKEY + 1, 1), 0);
+    EVP_CIPHER_CTX_free(cc);
+    CU_ASSERT_EQUAL(scan_live(K_REKEY, K_REKEY + 2, 1), 0);
+    CU_ASSERT_EQUAL(violations(), 0);
+    EVP_CIPHER_free(c);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("keyscan", suite_init, NULL);
@@ -640,6 +677,7 @@ static void add_suites(void)
     CU_add_test(s, "a million keys stay bounded", test_bounded);
     CU_add_test(s, "given-back contexts keep no message bytes",
                 test_message_tails);
+    CU_add_test(s, "a re-keyed context forgets its key", test_rekey_forgets);
 }
 
 int main(int argc, char **argv)

@@ -583,6 +583,36 @@ MUTANTS = {
     "ctmpl-jk-fresh-ivlen": ("provider/layer/ctmpl.c",
         "        w->keyed_ivlen = CV_IVLEN(w->t.value);",
         "        w->keyed_ivlen = CV_IVLEN(w->f->empty_value);"),
+    # cipher families, a context re-keyed with the key it holds (rekey):
+    # keyless without an IV (a half-done message goes on, not restarted)
+    "ctmpl-rekey-without-iv": ("provider/layer/ctmpl.c",
+        "        if (w->held == enc + 1 && iv != NULL && keylen == w->f->keylen        \\\n",
+        "        if (w->held == enc + 1 && keylen == w->f->keylen                      \\\n"),
+    # ... whatever key comes (another key, or the same buffer changed)
+    "ctmpl-rekey-any-key": ("provider/layer/ctmpl.c",
+        "            && kc_key_equal(w->key, key, keylen))                             \\\n",
+        "            && kc_key_equal(w->key, w->key, keylen))                          \\\n"),
+    # ... and the key it held left in the wrapper once forgotten (pooled)
+    "ctmpl-rekey-key-kept": ("provider/layer/ctmpl.c",
+        "        OPENSSL_cleanse(w->key, w->f->keylen);\n", ""),
+    # GCM's IV init before the key held back (hold_iv()): not given to
+    # the copy at the keying init
+    "ctmpl-held-iv-dropped": ("provider/layer/ctmpl.c",
+        "        if (!inner_init(f->kfns, inner, w->piv_enc, NULL, 0, w->piv,\n"
+        "                        w->piv_len, NULL)\n            || ",
+        "        if ("),
+    # ... still held when another call comes first (recorded after it)
+    "ctmpl-held-iv-not-flushed": ("provider/layer/ctmpl.c",
+        "    return w->piv_len == 0 || flush_held_iv(w);",
+        "    return w->piv_len == 0 || 1 || flush_held_iv(w);"),
+    # ... held with the init's params (they are dropped)
+    "ctmpl-held-iv-params": ("provider/layer/ctmpl.c",
+        "    if (w->t.cold || iv == NULL || params != NULL || w->piv_len != 0\n",
+        "    if (w->t.cold || iv == NULL || w->piv_len != 0\n"),
+    # ... given to the copy with a keying init's params left out
+    "ctmpl-held-iv-keying-params": ("provider/layer/ctmpl.c",
+        "    if (w->piv_len != 0 && (params != NULL\n",
+        "    if (w->piv_len != 0 && (0\n"),
     # (Not a mutant on OpenSSL 3.0: a just-keyed context kept so through
     # an init.  EVP asks the IV length before an init with an IV and
     # passes that, and EVP_CipherInit_ex2's params reach the provider as a

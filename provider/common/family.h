@@ -130,6 +130,13 @@ typedef struct {
     int empty_set_acts;
     /* may the default draw an IV at an IV-less encrypting init (AES-GCM)? */
     int may_draw_iv;
+    /*
+     * Does a keyless init that brings an IV leave a context that holds the
+     * key the state a keyed init in the same direction would (GCM: keying
+     * sets the key schedule and GHASH key, and the IV's set-up resets all a
+     * message used)?  Then ctmpl.c re-keys with the same key that way.
+     */
+    int rekey_keyless;
 } KC_CDESC;
 
 /* the most ciphers a direct cipher family runs on */

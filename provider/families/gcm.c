@@ -31,7 +31,8 @@ KC_TCIPH_IMPL(kc_gcm256, KC_CFAM_GCM256)
       .per_message = gcm_per_message,                                         \
       .volatile_ok = 1,                                                       \
       .ivlen_set_sets = 1,                                                    \
-      .may_draw_iv = 1 }
+      .may_draw_iv = 1,                                                       \
+      .rekey_keyless = 1 }
 
 const KC_CDESC kc_gcm_desc[3] = {
     KC_GCM_DESC(128), KC_GCM_DESC(192), KC_GCM_DESC(256)

@@ -8,7 +8,9 @@
  * the error is the default's.  Before the key only calls of the family's
  * shape names (and GCM's volatile IV or tag) are recorded; the memo also
  * keeps the IV and key lengths EVP asks before every init.  Used contexts
- * are never handed out again: no call resets their per-message state.
+ * are never handed out again: no call resets their per-message state.  A
+ * context keyed again with the key it holds may skip the keying where the
+ * family says a keyless init with an IV ends the same (GCM: rekey_einit()).
  */
 #include <string.h>
 #include <openssl/core_names.h>
@@ -37,6 +39,11 @@
 /* mixes a record's hash */
 #define KC_CALL_SALT 0x2545f4914f6cdd1dULL
 
+/* the longest key a context remembers for rekey_init() (AES's) */
+#define KC_HELD_MAX 32
+/* the longest IV hold_iv() holds back (GCM's usual 12, AES's block) */
+#define KC_PIV_MAX 16
+
 typedef struct {
     /* where calls go (ours with w, then the inner's): 3 loads and a jump */
     const KC_CIPHER_FNS *to;
@@ -48,7 +55,18 @@ typedef struct {
     int vdir;                   /* dir when the volatile calls began */
     /* just keyed (see there): the IV length it has now, as a CV_ field */
     size_t keyed_ivlen;
+    /* key[] holds the key inner has, keyed to encrypt (2) or decrypt (1) */
+    unsigned char held;
+    /* a keyless init's IV held back (hold_iv()): piv_len bytes of piv[] */
+    unsigned char piv_len;
+    unsigned char piv_enc;
     KC_TCORE t;                 /* t.value: the shape's CV_ fields */
+    /*
+     * After t, not cleared at new: key[] read only while held (wiped when
+     * forgotten), piv[] only while piv_len.
+     */
+    unsigned char key[KC_HELD_MAX];
+    unsigned char piv[KC_PIV_MAX];
 } KC_TCIPH_CTX;
 
 #define KC_TCIPH_HEAD KC_TCORE_HEAD(KC_TCIPH_CTX)
@@ -287,6 +305,57 @@ static KC_NOINLINE int learn_volatile(KC_TCIPH_CTX *w, KC_CACHE *c)
     return kc_tcore_learn(&w->t, &cipher_side, c, w->f, 1);
 }
 
+static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
+                  size_t ivlen, const OSSL_PARAM params[]);
+static KC_NOINLINE int materialize(KC_TCIPH_CTX *w);
+
+/*
+ * The usual first volatile call, a keyless init with an IV alone (HAProxy,
+ * .NET), of the length the shape reports (which the default accepts: see
+ * keyed_init()'s usual init): held back, not recorded, for the keying init
+ * to give the copy.  0: recorded or passed as any other.
+ */
+static int hold_iv(KC_TCIPH_CTX *w, int enc, const unsigned char *iv,
+                   size_t ivlen, const OSSL_PARAM params[])
+{
+    if (w->t.cold || iv == NULL || params != NULL || w->piv_len != 0
+        || !w->f->d->volatile_ok || w->t.len != w->t.shape_len
+        || w->t.value < 0 || ivlen + 2 != CV_IVLEN(w->t.value)
+        || ivlen > sizeof(w->piv))
+        return 0;
+    memcpy(w->piv, iv, ivlen);
+    w->piv_len = (unsigned char)ivlen;
+    w->piv_enc = (unsigned char)enc;
+    w->dir = enc;
+    return 1;
+}
+
+/*
+ * A call other than the keying init comes after an IV init held back
+ * (hold_iv()): that init recorded now, as it would have been, or else
+ * given to the default's context it passes to.  0 (no context to be had):
+ * still held, the call fails.
+ */
+static KC_NOINLINE int flush_held_iv(KC_TCIPH_CTX *w)
+{
+    size_t n = w->piv_len;
+    int tag = w->piv_enc ? KC_T_EINIT : KC_T_DINIT;
+
+    w->piv_len = 0;
+    if (record(w, tag, w->piv, n, NULL))
+        return 1;
+    if (materialize(w))
+        return inner_init(w->ifn, w->t.inner, w->piv_enc, NULL, 0, w->piv, n,
+                          NULL);
+    w->piv_len = (unsigned char)n;
+    return 0;
+}
+
+static ossl_inline int flush_iv(KC_TCIPH_CTX *w)
+{
+    return w->piv_len == 0 || flush_held_iv(w);
+}
+
 /*
  * Record a call if the default accepts it: shape calls (IV-less inits too)
  * until a volatile one (volatile params, an init with an IV or after one).
@@ -299,7 +368,7 @@ static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
     KC_TMARK m;
     KC_CACHE *c;
 
-    if (w->t.cold)
+    if (w->t.cold || !flush_iv(w))
         return 0;
     /*
      * A bare keyless init only sets the direction (OCB's buffers are empty
@@ -359,6 +428,8 @@ static KC_NOINLINE int materialize(KC_TCIPH_CTX *w)
 {
     void *inner;
 
+    if (!flush_iv(w))
+        return 0;
     if (w->t.inner != NULL) {
         set_inner(w, w->t.inner, w->ifn);
         return 1;
@@ -529,10 +600,28 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
         w->t.value = learn_shape(w, c);
     if ((w->t.value & CV_VALID) == 0)
         return 0;
+    /* an IV held back, then an init the usual path would not take */
+    if (w->piv_len != 0 && (params != NULL
+                            || (iv != NULL
+                                && ivlen + 2 != CV_IVLEN(w->t.value)))
+        && (!flush_iv(w) || w->t.inner != NULL))
+        return 0;
     if ((tmpl = kc_tcore_template(&w->t, &cipher_side, c, alg, enc, key,
                                   keylen, &lk, &why)) == NULL
         || (inner = f->kfns->dupctx(tmpl)) == NULL)
         return 0;
+    /* the IV held back, then the rest: each as usual, no error mark */
+    if (w->piv_len != 0) {
+        if (!inner_init(f->kfns, inner, w->piv_enc, NULL, 0, w->piv,
+                        w->piv_len, NULL)
+            || !inner_init(f->kfns, inner, enc, NULL, 0, iv, ivlen, NULL)) {
+            f->kfns->freectx(inner);
+            return 0;
+        }
+        w->piv_len = 0;
+        set_inner(w, inner, f->kfns);
+        return 1;
+    }
     /*
      * The usual init: nothing volatile, no params, an IV (if any) of the
      * length reported; the default checks nothing else: no error mark.
@@ -577,6 +666,64 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
     return 1;
 }
 
+static void forget_key(KC_TCIPH_CTX *w)
+{
+    if (w->held)
+        OPENSSL_cleanse(w->key, w->f->keylen);
+    w->held = 0;
+}
+
+/*
+ * A keyed context keyed again, not with the key it holds in that direction
+ * with an IV (KC_REKEY_INIT): the default's keyed init, and the key
+ * remembered, only from a keyed init of this context's own (a context
+ * keyed once copies nothing, and nothing of a template's is relied on).
+ */
+static KC_NOINLINE int rekey_keyed(KC_TCIPH_CTX *w, int enc,
+                                   const unsigned char *key, size_t keylen,
+                                   const unsigned char *iv, size_t ivlen,
+                                   const OSSL_PARAM params[])
+{
+    size_t n = w->f->keylen;
+    int ret;
+
+    forget_key(w);
+    ret = inner_init(w->ifn, w->t.inner, enc, key, keylen, iv, ivlen,
+                     params);
+    /* only a whole keyed init that succeeded says what inner holds */
+    if (ret == 1 && keylen == n && n <= sizeof(w->key)) {
+        memcpy(w->key, key, n);
+        w->held = (unsigned char)(enc + 1);
+    }
+    return ret;
+}
+
+/*
+ * A keyed context (w->to the default's, w->arg inner) keyed again.  With
+ * the key it holds, in the direction it was keyed in, and an IV, a keyless
+ * init leaves the state the keyed one would (rekey_keyless: the IV's set-up
+ * resets whatever a message used; without an IV a half-done message would
+ * go on).  Compared in constant time, so a key changed in place is keyed
+ * as the default would.  Not counted as a hit (no look-up; counting costs
+ * a tenth of the gain).  Out of line, so the forwarders stay a jump.
+ */
+#define KC_REKEY_INIT(name, enc)                                              \
+    static KC_NOINLINE int rekey_##name(KC_TCIPH_CTX *w,                      \
+                                        const unsigned char *key,             \
+                                        size_t keylen,                        \
+                                        const unsigned char *iv,              \
+                                        size_t ivlen,                         \
+                                        const OSSL_PARAM params[])            \
+    {                                                                         \
+        if (w->held == enc + 1 && iv != NULL && keylen == w->f->keylen        \
+            && kc_key_equal(w->key, key, keylen))                             \
+            return w->ifn->name(w->t.inner, NULL, 0, iv, ivlen, params);      \
+        return rekey_keyed(w, enc, key, keylen, iv, ivlen, params);           \
+    }
+
+KC_REKEY_INIT(einit, 1)
+KC_REKEY_INIT(dinit, 0)
+
 /* get_params has no provctx: libcrypto's, the same for every instance */
 static OSSL_FUNC_cipher_get_params_fn *inner_get_params[KC_CFAM_COUNT];
 
@@ -586,6 +733,7 @@ void kc_tciph_freectx(void *vctx)
 
     if (w == NULL)
         return;
+    forget_key(w);
     if (w->t.inner != NULL)
         w->ifn->freectx(w->t.inner);
     kc_wrapper_free(w->pctx, KC_POOL_CTMPL, w, sizeof(*w));
@@ -608,7 +756,8 @@ void *kc_tciph_dupctx(void *vctx)
 {
     KC_TCIPH_CTX *src = vctx, *dst;
 
-    if (src->t.inner == NULL && !unkeyed_dup_ok(src))
+    if (!flush_iv(src)
+        || (src->t.inner == NULL && !unkeyed_dup_ok(src)))
         return NULL;
     /* not cleared: the head is copied whole, the rest written before read */
     dst = kc_wrapper_take(src->pctx, KC_POOL_CTMPL, sizeof(*dst), NULL, NULL,
@@ -624,6 +773,8 @@ void *kc_tciph_dupctx(void *vctx)
         dst->t.len = dst->t.shape_len = dst->t.sig_len = 0;
     }
     dst->arg = dst;
+    /* the copy keys itself afresh (its key[] is not copied) */
+    dst->held = 0;
     if (src->t.inner != NULL) {
         void *inner = src->ifn->dupctx(src->t.inner);
 
@@ -645,7 +796,9 @@ static KC_NOINLINE int unkeyed_init(KC_TCIPH_CTX *w, int enc,
     if (key != NULL) {
         if (keyed_init(w, enc, key, keylen, iv, ivlen, params))
             return 1;
-    } else if (record(w, enc ? KC_T_EINIT : KC_T_DINIT, iv, ivlen, params)) {
+    } else if (hold_iv(w, enc, iv, ivlen, params)
+               || record(w, enc ? KC_T_EINIT : KC_T_DINIT, iv, ivlen,
+                         params)) {
         return 1;
     }
     return materialize(w)
@@ -695,6 +848,9 @@ static KC_NOINLINE int unkeyed_get_params(KC_TCIPH_CTX *w,
     void *t;
     int ok;
 
+    /* EVP's length queries were answered (the IV length is the shape's) */
+    if (!flush_iv(w))
+        return 0;
     /* a shape taken as a prefix of the last one: its lengths, learned */
     if (w->t.value < 0 && (c = kc_cache_get(w->pctx)) != NULL)
         w->t.value = learn_shape(w, c);
@@ -769,16 +925,23 @@ void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
         return fn call;                                                       \
     }
 
-KC_TCIPH_FORWARD(einit, OSSL_FUNC_cipher_encrypt_init_fn,
-                 (void *vctx, const unsigned char *key, size_t keylen,
-                  const unsigned char *iv, size_t ivlen,
-                  const OSSL_PARAM params[]),
-                 (w->arg, key, keylen, iv, ivlen, params))
-KC_TCIPH_FORWARD(dinit, OSSL_FUNC_cipher_decrypt_init_fn,
-                 (void *vctx, const unsigned char *key, size_t keylen,
-                  const unsigned char *iv, size_t ivlen,
-                  const OSSL_PARAM params[]),
-                 (w->arg, key, keylen, iv, ivlen, params))
+/* The inits the same, but a keyed context's keyed init is rekey_init()'s. */
+#define KC_TCIPH_FORWARD_INIT(name, type)                                     \
+    int kc_tciph_##name(void *vctx, const unsigned char *key, size_t keylen,  \
+                        const unsigned char *iv, size_t ivlen,                \
+                        const OSSL_PARAM params[])                            \
+    {                                                                         \
+        KC_TCIPH_CTX *w = vctx;                                               \
+        type *fn = w->to->name;                                               \
+                                                                              \
+        if (key != NULL && w->to == w->ifn && w->f->d->rekey_keyless)         \
+            return rekey_##name(w, key, keylen, iv, ivlen, params);           \
+        KC_PIN(fn);                                                           \
+        return fn(w->arg, key, keylen, iv, ivlen, params);                    \
+    }
+
+KC_TCIPH_FORWARD_INIT(einit, OSSL_FUNC_cipher_encrypt_init_fn)
+KC_TCIPH_FORWARD_INIT(dinit, OSSL_FUNC_cipher_decrypt_init_fn)
 KC_TCIPH_FORWARD(update, OSSL_FUNC_cipher_update_fn,
                  (void *vctx, unsigned char *out, size_t *outl,
                   size_t outsize, const unsigned char *in, size_t inl),
