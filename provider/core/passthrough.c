@@ -43,7 +43,7 @@
 #define KC_PT_KIND_ENUM(i, s, kind, ...) PT_##kind,
 enum { KC_PT_KINDS(KC_PT_KIND_ENUM, 0, 0) PT_KINDS };
 
-/* which function ids of an operation are of which kind */
+/* which function ids of an operation are of which kind, by operation */
 static const struct {
     int op, id, kind;
 } pt_ids[] = {
@@ -108,18 +108,28 @@ static int bind_slot(KC_PROVCTX *pctx, size_t s, int op,
 {
     struct kc_pt_st *pt = &pctx->pt[s];
     const OSSL_DISPATCH *d;
-    size_t n = 0, k;
+    size_t n = 0, k, lo, hi, ids = sizeof(pt_ids) / sizeof(pt_ids[0]);
 
     for (d = in; d->function_id != 0; d++)
         n++;
     if ((pt->table = OPENSSL_zalloc((n + 1) * sizeof(*pt->table))) == NULL)
         return 0;
+    /*
+     * pt_ids is grouped by operation: only this one's ids are compared (3.5+
+     * passes some 150 ciphers of ~15 functions each through, at the first
+     * cipher fetch of a process)
+     */
+    for (lo = 0; lo < ids && pt_ids[lo].op != op; lo++)
+        continue;
+    for (hi = lo; hi < ids && pt_ids[hi].op == op; hi++)
+        continue;
     for (n = 0, d = in; d->function_id != 0; d++, n++) {
         pt->table[n] = *d;
-        for (k = 0; k < sizeof(pt_ids) / sizeof(pt_ids[0]); k++)
-            if (pt_ids[k].op == op && pt_ids[k].id == d->function_id) {
+        for (k = lo; k < hi; k++)
+            if (pt_ids[k].id == d->function_id) {
                 pt->fn[pt_ids[k].kind] = d->function;
                 pt->table[n].function = thunks[s][pt_ids[k].kind];
+                break;
             }
     }
     return 1;
