@@ -152,7 +152,7 @@ static int as_is(const void *arg, void *inner)
 /* The inner context back to its cache entry (c: this thread's); 0: not. */
 static int park_inner(KC_CACHE *c, KC_HMAC_CTX *w)
 {
-    return !w->passthrough
+    return !w->passthrough && !w->app_keyed
            && kc_cache_park_in(c, &w->lease, w->inner, restart, w);
 }
 
@@ -459,8 +459,6 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
             return r;
         }
     }
-    /* the private store is being paid for: the thread stays on it */
-    app_misses = KC_APP_MISSES;
     first = !kc_cache_missed_before(c, &pctx->hmac_alg);
     if (first || (inner = keyed_copy(w, c, key, keylen)) == NULL) {
         if ((inner = f->newctx(pctx->inner_provctx)) == NULL)
