@@ -168,6 +168,12 @@ static int other_init(const OSSL_CORE_HANDLE *handle,
 int kct_other_start(KCT_OTHER *o, const char *name, int op,
                     const OSSL_ALGORITHM *algs)
 {
+    return kct_other_start_conf(o, name, op, algs, "");
+}
+
+int kct_other_start_conf(KCT_OTHER *o, const char *name, int op,
+                         const OSSL_ALGORITHM *algs, const char *lines)
+{
     char path[KCT_PATH_LEN];
     int ok;
 
@@ -181,7 +187,7 @@ int kct_other_start(KCT_OTHER *o, const char *name, int op,
         || (o->ref_prov = OSSL_PROVIDER_load(o->ref, name)) == NULL
         || (o->ref_default = OSSL_PROVIDER_load(o->ref, "default")) == NULL
         || (o->kc_prov = OSSL_PROVIDER_load(o->kc, name)) == NULL
-        || !kct_write_conf(path, ""))
+        || !kct_write_conf(path, lines))
         return 0;
     ok = OSSL_LIB_CTX_load_config(o->kc, path)
          && OSSL_PROVIDER_available(o->kc, KEYCACHE_PROVIDER_NAME);

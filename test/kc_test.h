@@ -74,6 +74,9 @@ typedef struct {
 } KCT_OTHER;
 int kct_other_start(KCT_OTHER *o, const char *name, int op,
                     const OSSL_ALGORITHM *algs);
+/* the same, keycache's [keycache_sect] changed by |lines| (kct_keycache_conf) */
+int kct_other_start_conf(KCT_OTHER *o, const char *name, int op,
+                         const OSSL_ALGORITHM *algs, const char *lines);
 void kct_other_stop(KCT_OTHER *o);
 
 /*

@@ -175,6 +175,37 @@ MUTANTS = {
     "hmac-foreign-digest-private": ("provider/families/hmac.c",
         " passthrough:\n    if (!go_passthrough_app(w))\n        return 0;",
         " passthrough:\n    if (!go_passthrough(w))\n        return 0;"),
+    # HMAC: a thread's first misses keyed in keycache's private context,
+    # not the application's (a failed digest fetch then names another
+    # library context: test_hmac_first's fresh process)
+    "hmac-app-never": ("provider/families/hmac.c",
+        "    if (app_misses < KC_APP_MISSES && !lk.admit && !lk.pending) {",
+        "    if (0 && app_misses < KC_APP_MISSES && !lk.admit && !lk.pending) {"),
+    # ... even a miss that admits its key (which then is never cached)
+    "hmac-app-admitted": ("provider/families/hmac.c",
+        "    if (app_misses < KC_APP_MISSES && !lk.admit && !lk.pending) {",
+        "    if (app_misses < KC_APP_MISSES && !lk.pending) {"),
+    # ... even a miss whose key's entry awaits its template
+    "hmac-app-pending": ("provider/families/hmac.c",
+        "    if (app_misses < KC_APP_MISSES && !lk.admit && !lk.pending) {",
+        "    if (app_misses < KC_APP_MISSES && !lk.admit) {"),
+    # ... told the digest's name but not the query it was resolved with
+    # (another provider's SHA-256, preferred by default, taken instead)
+    "hmac-app-no-props": ("provider/families/hmac.c",
+        "        ok = inner_set_digest(w, ctx, w->dg, w->dg_props);",
+        "        ok = inner_set_digest(w, ctx, w->dg, NULL);"),
+    # ... not counted as the pass-through a miss not admitted is
+    "hmac-app-uncounted": ("provider/families/hmac.c",
+        "            if (r == 1)\n                kc_count_passthrough(pctx, &pctx->hmac_alg);",
+        "            (void)0;"),
+    # the digest table: an entry named by all of its names, so none maps
+    # (every HMAC passes through), or sized by its block
+    "digest-table-all-names": ("provider/inner/inner.c",
+        "        colon = strchr(a->algorithm_names, ':');",
+        "        colon = NULL;"),
+    "digest-table-size-is-block": ("provider/inner/inner.c",
+        "        d->size = digest_size(&g, OSSL_DIGEST_PARAM_SIZE);",
+        "        d->size = digest_size(&g, OSSL_DIGEST_PARAM_BLOCK_SIZE);"),
     # HMAC: the digest carried from the thread's memo is taken whatever
     # name is given (HMAC-SHA512 after HMAC-SHA256 computes SHA-256)
     "hmac-hint-any-name": ("provider/families/hmac.c",

@@ -23,6 +23,7 @@ typedef struct {
     KC_LEASE lease;            /* where inner goes back to, if anywhere */
     int passthrough;           /* inner is the reference copy: forward all */
     EVP_MAC *app_mac;          /* inner is the application's default's */
+    int app_keyed;             /* that too, kept loaded by its own digest */
     /*
      * The thread's last resolved digest name (no properties) and digest:
      * saves EVP_Q_mac()'s two memo look-ups (set_params, init).
@@ -47,6 +48,19 @@ typedef struct {
 
 /* returned by resolve_digest() for a digest the table does not know */
 static const KC_DIGEST unknown_digest;
+
+/*
+ * A thread's first misses not admitted key the default's HMAC in the
+ * application's library context, whose digest store is built anyway: a
+ * private inner's digest fetch builds the private context's, some 3M
+ * instructions, which a process that computes an HMAC or two never needs
+ * (issue 33).  Later misses take the private inner and its cheap copies.
+ * A fork child inherits the count: a parent's one HMAC and a child's one
+ * stay in the application's context.
+ */
+#define KC_APP_MISSES 3
+static __thread unsigned char app_misses
+    __attribute__((tls_model("initial-exec")));
 
 static OSSL_FUNC_mac_newctx_fn kc_hmac_newctx;
 static OSSL_FUNC_mac_dupctx_fn kc_hmac_dupctx;
@@ -114,10 +128,9 @@ static void *new_inner(const KC_HMAC_CTX *w)
 static void free_inner(KC_HMAC_CTX *w)
 {
     fns(w)->freectx(w->inner);
-    if (w->app_mac != NULL) {
-        EVP_MAC_free(w->app_mac);
-        w->app_mac = NULL;
-    }
+    EVP_MAC_free(w->app_mac);
+    w->app_mac = NULL;
+    w->app_keyed = 0;
 }
 
 /*
@@ -139,7 +152,7 @@ static int as_is(const void *arg, void *inner)
 /* The inner context back to its cache entry (c: this thread's); 0: not. */
 static int park_inner(KC_CACHE *c, KC_HMAC_CTX *w)
 {
-    return !w->passthrough
+    return !w->passthrough && !w->app_keyed
            && kc_cache_park_in(c, &w->lease, w->inner, restart, w);
 }
 
@@ -341,6 +354,46 @@ static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
     return inner;
 }
 
+/*
+ * A miss keyed in the application's context (see app_misses): 1/0 as the
+ * default would, -1 if there is no default there (then the private way).
+ */
+static KC_NOINLINE int key_app(KC_HMAC_CTX *w, const unsigned char *key,
+                               size_t keylen)
+{
+    void *ctx;
+    int ok;
+
+    /* its digest's: a fetch of HMAC would cost a thread about 3,000 */
+    if ((ctx = kc_inner_app_newctx(w->dg, fns(w)->newctx)) == NULL)
+        return -1;
+    /*
+     * The query the application's fetch resolved, asked again there.  A
+     * name alone raises nothing once found; properties may (OpenSSL 4
+     * keeps a successful fetch's errors), and those were raised already.
+     */
+    if (w->dg_props == NULL) {
+        ok = inner_set_digest(w, ctx, w->dg, NULL);
+    } else {
+        ERR_set_mark();
+        ok = inner_set_digest(w, ctx, w->dg, w->dg_props);
+        ERR_pop_to_mark();
+    }
+    if (!ok) {
+        fns(w)->freectx(ctx);
+        return -1;
+    }
+    app_misses++;
+    w->inner = ctx;
+    w->app_keyed = 1;
+    if (!fns(w)->init(ctx, key, keylen, NULL)) {
+        /* whatever state that left is the default's: keep it, uncached */
+        forward_all(w);
+        return 0;
+    }
+    return 1;
+}
+
 /* Key the wrapper from the cache: 1/0 as the default would, -1 to pass. */
 static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
                             size_t keylen)
@@ -387,9 +440,25 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
     }
 
     /*
-     * A miss: key a context as the default would, or from the thread's
-     * second miss on a copy (a thread that keys once pays no copy).
+     * A miss: among the thread's first, in the application's context unless
+     * admitted (a template is a private context); else key a context as the
+     * default would, or from the thread's second miss on a copy (a thread
+     * that keys once pays no copy).
      */
+    if (app_misses < KC_APP_MISSES && !lk.admit && !lk.pending) {
+        int r = key_app(w, key, keylen);
+
+        if (r >= 0) {
+            /* the second time this context misses with this key: kept */
+            if (r == 1 && lk.hash != 0 && lk.hash == w->missed_hash)
+                remember_key(w, key, keylen, 0);
+            w->missed_hash = lk.hash;
+            /* counted as any miss not admitted (a failure was, forwarded) */
+            if (r == 1)
+                kc_count_passthrough(pctx, &pctx->hmac_alg);
+            return r;
+        }
+    }
     first = !kc_cache_missed_before(c, &pctx->hmac_alg);
     if (first || (inner = keyed_copy(w, c, key, keylen)) == NULL) {
         if ((inner = f->newctx(pctx->inner_provctx)) == NULL)
@@ -704,7 +773,7 @@ static int pt_set_ctx_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
 {
     const OSSL_PARAM *dig;
 
-    if (kc_quirk_load_keeps_errors && w->app_mac == NULL
+    if (kc_quirk_load_keeps_errors && w->app_mac == NULL && !w->app_keyed
         && params != NULL
         && (dig = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_DIGEST))
            != NULL)

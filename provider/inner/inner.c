@@ -114,79 +114,126 @@ static void load_digest_fns(KC_DIGEST_FNS *f, const OSSL_DISPATCH *d)
     }
 }
 
-static void add_digest(EVP_MD *md, void *arg)
-{
-    KC_PROVCTX *pctx = arg;
-    KC_DIGEST *d;
-
-    d = OPENSSL_realloc(pctx->digests, (pctx->ndigests + 1) * sizeof(*d));
-    if (d == NULL || !EVP_MD_up_ref(md)) {
-        if (d != NULL)
-            pctx->digests = d;
-        return;
-    }
-    pctx->digests = d;
-    d += pctx->ndigests++;
-    /* the lazily bound part (kc_inner_digest_fns()) starts unbound */
-    memset(d, 0, sizeof(*d));
-    d->md = md;
-    d->name = EVP_MD_get0_name(md);
-    d->size = (size_t)EVP_MD_get_size(md);
-    d->block_size = EVP_MD_get_block_size(md);
-}
+static size_t digest_size(const KC_DIGEST_FNS *d, const char *name);
 
 /* also where a binding taken over after fork() starts over */
 static void free_digests(KC_PROVCTX *pctx)
 {
     size_t i;
 
-    for (i = 0; i < pctx->ndigests; i++)
+    for (i = 0; i < pctx->ndigests; i++) {
+        OPENSSL_free((char *)pctx->digests[i].name);
         EVP_MD_free(pctx->digests[i].md);
+    }
     OPENSSL_free(pctx->digests);
     pctx->digests = NULL;
     pctx->ndigests = 0;
 }
 
 /*
- * The table is made at the first digest asked for, not at start: listing
- * the default's digests builds the private context's digest store, which
- * a process that never computes an HMAC must not pay for.
+ * The default's digests as it lists them, each by its first name (what
+ * EVP_MD_get0_name() says of it) and the sizes its get_params reports.
+ * Not from an EVP_MD: listing those builds the private context's digest
+ * store, some 3M instructions, which a process whose HMACs all take the
+ * application's context (hmac.c) never needs.
+ */
+static void list_digests(KC_PROVCTX *pctx)
+{
+    const OSSL_ALGORITHM *a, *algs = kc_inner_query(pctx, OSSL_OP_DIGEST);
+    const char *colon;
+    KC_DIGEST_FNS g;
+    KC_DIGEST *d;
+    size_t n = 0;
+
+    for (a = algs; a != NULL && a->algorithm_names != NULL; a++)
+        n++;
+    if (n == 0 || (pctx->digests = OPENSSL_zalloc(n * sizeof(*d))) == NULL)
+        return;
+    for (a = algs; a->algorithm_names != NULL; a++) {
+        d = &pctx->digests[pctx->ndigests];
+        colon = strchr(a->algorithm_names, ':');
+        d->name = colon != NULL
+                  ? OPENSSL_strndup(a->algorithm_names,
+                                    (size_t)(colon - a->algorithm_names))
+                  : OPENSSL_strdup(a->algorithm_names);
+        if (d->name == NULL)
+            continue;
+        memset(&g, 0, sizeof(g));
+        load_digest_fns(&g, a->implementation);
+        d->size = digest_size(&g, OSSL_DIGEST_PARAM_SIZE);
+        d->block_size = (int)digest_size(&g, OSSL_DIGEST_PARAM_BLOCK_SIZE);
+        /* the lazily bound part (kc_inner_digest_fns()) starts unbound */
+        pctx->ndigests++;
+    }
+}
+
+/*
+ * The table is made at the first digest asked for, not at start: a
+ * process that never computes an HMAC does not pay for it.
  */
 static int digests_ready(KC_PROVCTX *pctx)
 {
     if (__atomic_load_n(&pctx->digests_state, __ATOMIC_ACQUIRE)
         != KC_ONCE_DONE && kc_once_claim(&pctx->digests_state)) {
         free_digests(pctx);
-        EVP_MD_do_all_provided(pctx->libctx, add_digest, pctx);
+        list_digests(pctx);
         kc_once_done(&pctx->digests_state);
     }
     return __atomic_load_n(&pctx->digests_state, __ATOMIC_ACQUIRE)
            == KC_ONCE_DONE;
 }
 
-/*
- * The table's entry for md: the store caches methods, so the pointer
- * normally matches; names are the fallback.  NULL: pass through.
- */
-const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md)
+static const KC_DIGEST *find_digest(KC_PROVCTX *pctx, const EVP_MD *md)
 {
-    const char *name;
+    const char *name = EVP_MD_get0_name(md);
     size_t i;
 
-    if (!digests_ready(pctx))
-        return NULL;
-    for (i = 0; i < pctx->ndigests; i++)
-        if (pctx->digests[i].md == md)
-            return &pctx->digests[i];
-    /* the application's is another object: EVP_MD_is_a() takes a lock */
-    name = EVP_MD_get0_name(md);
     for (i = 0; name != NULL && i < pctx->ndigests; i++)
         if (strcmp(name, pctx->digests[i].name) == 0)
             return &pctx->digests[i];
+    /* EVP_MD_is_a() takes a lock */
     for (i = 0; i < pctx->ndigests; i++)
         if (EVP_MD_is_a(md, pctx->digests[i].name))
             return &pctx->digests[i];
     return NULL;
+}
+
+/*
+ * The table's entry for md, a digest of the built-in default (the names
+ * are the first ones, as EVP_MD_get0_name() says), or NULL: pass through.
+ * The entry keeps the first such md of the application's library context:
+ * its handle on the application's default (kc_inner_app_newctx()).
+ */
+const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md)
+{
+    KC_DIGEST *d;
+    EVP_MD *none = NULL;
+
+    if (!digests_ready(pctx)
+        || (d = (KC_DIGEST *)find_digest(pctx, md)) == NULL)
+        return NULL;
+    if (pctx->app_libctx != NULL
+        && __atomic_load_n(&d->md, __ATOMIC_ACQUIRE) == NULL
+        && EVP_MD_up_ref((EVP_MD *)md)
+        && !__atomic_compare_exchange_n(&d->md, &none, (EVP_MD *)md, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        EVP_MD_free((EVP_MD *)md);
+    return d;
+}
+
+/*
+ * A context of the application's default (the provider of d's md) made
+ * by |newctx|, a private default's function: no fetch, and that default's
+ * digest store is the one it uses.  d's md keeps that provider loaded
+ * until the context holds a digest of its own.  NULL if d has none.
+ */
+void *kc_inner_app_newctx(const KC_DIGEST *d, void *(*newctx)(void *))
+{
+    EVP_MD *md = __atomic_load_n(&d->md, __ATOMIC_ACQUIRE);
+
+    if (md == NULL)
+        return NULL;
+    return newctx(OSSL_PROVIDER_get0_provider_ctx(EVP_MD_get0_provider(md)));
 }
 
 const KC_DIGEST_FNS *kc_inner_digest_fns(KC_PROVCTX *pctx, const KC_DIGEST *cd)

@@ -1,0 +1,648 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A thread's first HMAC keyings: keycache keys them in the default's HMAC
+ * of the application's library context (families/hmac.c, key_app) rather
+ * than in its private one, whose digest store a process computing an HMAC
+ * or two would otherwise pay for.  Every state such a context goes
+ * through must be the default's.
+ *
+ * In-process patterns run on a new thread (a thread's first keyings)
+ * against keycache with the deployed admission (admit_after = 3), so that
+ * keys move from the application's context to the private one and into
+ * the cache within a pattern; the records must equal the default's.
+ *
+ * A fresh process's first HMAC is observed by running this program again
+ * (--child NAME) with OPENSSL_CONF naming either no configuration (the
+ * default alone) or keycache's, in the global library context.  There a
+ * failed digest fetch's error names the library context it ran in, so a
+ * context keyed in keycache's private one would show, unmasked.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
+#include "kc_test.h"
+#include "keycache.h"
+
+typedef KCT_REC REC;
+
+typedef struct {
+    OSSL_LIB_CTX *libctx;
+    REC rec;
+} RUN_OTHER;
+
+static OSSL_LIB_CTX *deployed;
+/* this program, for a fresh process (not /proc/self/exe: under valgrind) */
+static const char *self;
+
+static unsigned char keys[6][200];
+static unsigned char msg[300];
+
+static void inputs(void)
+{
+    int i;
+
+    for (i = 0; i < 6; i++)
+        kct_fill(keys[i], sizeof(keys[i]), 0x6b00 + (uint32_t)i);
+    kct_fill(msg, sizeof(msg), 0x6d73);
+}
+
+static void rc(REC *r, const char *what, int v)
+{
+    kct_rec_printf(r, "%s rc=%d", what, v);
+    kct_rec_errs(r);
+}
+
+static OSSL_PARAM digest(const char *name)
+{
+    return OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                            (char *)name, 0);
+}
+
+/* update, final, the size and block size the context reports */
+static void finish(REC *r, EVP_MAC_CTX *c, const char *what)
+{
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t n = 0, bs = 0, sz = 0;
+    OSSL_PARAM q[3];
+    int ok;
+
+    rc(r, "update", EVP_MAC_update(c, msg, 77));
+    q[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &sz);
+    q[1] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_BLOCK_SIZE, &bs);
+    q[2] = OSSL_PARAM_construct_end();
+    rc(r, "get", EVP_MAC_CTX_get_params(c, q));
+    kct_rec_printf(r, "size=%zu block=%zu macsize=%zu", sz, bs,
+                   EVP_MAC_CTX_get_mac_size(c));
+    kct_rec_errs(r);
+    ok = EVP_MAC_final(c, out, &n, sizeof(out));
+    kct_rec_printf(r, "%s final rc=%d ", what, ok);
+    if (ok)
+        kct_rec_hex(r, out, n);
+    kct_rec_errs(r);
+}
+
+static EVP_MAC_CTX *new_ctx(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(libctx, "HMAC", NULL);
+    EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+
+    EVP_MAC_free(mac);
+    kct_rec_printf(r, "new %s", c != NULL ? "ok" : "failed");
+    kct_rec_errs(r);
+    return c;
+}
+
+static void init_key(REC *r, EVP_MAC_CTX *c, const char *md, int k,
+                     size_t len)
+{
+    OSSL_PARAM p[2] = { digest(md), OSSL_PARAM_END };
+
+    rc(r, "init", EVP_MAC_init(c, keys[k], len, md != NULL ? p : NULL));
+}
+
+/* one-shot MACs over several digests: a thread's first misses and on */
+static void p_qmac(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const char *mds[] = { "SHA256", "SHA2-512", "SHA3-256", "SHA1",
+                                 "SHA256", "sha-384" };
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t i, n;
+
+    for (i = 0; i < sizeof(mds) / sizeof(mds[0]); i++) {
+        n = 0;
+        kct_rec_printf(r, "qmac %s %s ", mds[i],
+                       EVP_Q_mac(libctx, "HMAC", NULL, mds[i], NULL, keys[i % 4],
+                                 32, msg, 100, out, sizeof(out), &n) != NULL
+                       ? "ok" : "failed");
+        kct_rec_hex(r, out, n);
+        kct_rec_errs(r);
+    }
+}
+
+/*
+ * One context keyed again and again: the same key (kept, then re-keyed
+ * without a key), keyless inits, other keys past the thread's first
+ * misses, the first key again until it is admitted and hits.
+ */
+static void p_rekey(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const int seq[] = { 0, 0, 0, 1, 2, 3, 0, 0, 4, 0 };
+    EVP_MAC_CTX *c = new_ctx(libctx, r);
+    size_t i;
+
+    if (c == NULL)
+        return;
+    for (i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+        init_key(r, c, i == 0 || i == 5 ? "SHA256" : NULL, seq[i], 32);
+        finish(r, c, "keyed");
+        rc(r, "keyless", EVP_MAC_init(c, NULL, 0, NULL));
+        finish(r, c, "keyless");
+    }
+    /* the key in the params, the digest re-stated */
+    {
+        OSSL_PARAM p[3] = { digest("SHA256"),
+            OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, keys[5],
+                                              32), OSSL_PARAM_END };
+
+        rc(r, "init params", EVP_MAC_init(c, NULL, 0, p));
+        finish(r, c, "params");
+    }
+    EVP_MAC_CTX_free(c);
+}
+
+/* copies of a context keyed in the application's context, and theirs */
+static void p_dup(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC_CTX *c = new_ctx(libctx, r), *d, *e;
+
+    if (c == NULL)
+        return;
+    init_key(r, c, "SHA2-512", 1, 32);
+    rc(r, "update", EVP_MAC_update(c, msg, 10));
+    d = EVP_MAC_CTX_dup(c);
+    kct_rec_printf(r, "dup %s", d != NULL ? "ok" : "failed");
+    kct_rec_errs(r);
+    EVP_MAC_CTX_free(c);
+    if (d == NULL)
+        return;
+    e = EVP_MAC_CTX_dup(d);
+    finish(r, d, "copy");
+    init_key(r, d, NULL, 2, 32);
+    finish(r, d, "copy rekeyed");
+    if (e != NULL) {
+        init_key(r, e, NULL, 1, 32);
+        finish(r, e, "copy of copy");
+        EVP_MAC_CTX_free(e);
+    }
+    EVP_MAC_CTX_free(d);
+}
+
+/*
+ * What a keyless re-init cannot undo, on a thread's first keyings:
+ * digest-noinit before the key (after it, 3.0's own HMAC uses freed
+ * memory), digest-oneshot and tls-data-size after it.
+ */
+static void p_unresettable(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const char *names[] = { OSSL_MAC_PARAM_DIGEST_NOINIT,
+                                   OSSL_MAC_PARAM_DIGEST_ONESHOT,
+                                   OSSL_MAC_PARAM_TLS_DATA_SIZE };
+    size_t i;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        EVP_MAC_CTX *c = new_ctx(libctx, r);
+        OSSL_PARAM p[3] = { digest("SHA256"), OSSL_PARAM_END, OSSL_PARAM_END };
+        size_t recsize = 100;
+        int one = 1;
+
+        if (c == NULL)
+            return;
+        p[1] = i == 2 ? OSSL_PARAM_construct_size_t(names[i], &recsize)
+                      : OSSL_PARAM_construct_int(names[i], &one);
+        if (i == 0)
+            rc(r, names[i], EVP_MAC_CTX_set_params(c, p));
+        init_key(r, c, NULL, (int)i, 32);
+        if (i > 0)
+            rc(r, names[i], EVP_MAC_CTX_set_params(c, p + 1));
+        if (i == 2)
+            rc(r, "header", EVP_MAC_update(c, msg + 200, 13));
+        finish(r, c, names[i]);
+        EVP_MAC_CTX_free(c);
+    }
+}
+
+/*
+ * A digest with properties on the thread's first keyings (the query asked
+ * again in the application's context), one no provider has, then keys
+ * longer than the block or the cache.
+ */
+static void p_keys_props(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const size_t lens[] = { 200, 100, 65, 64, 0 };
+    EVP_MAC_CTX *c = new_ctx(libctx, r);
+    OSSL_PARAM p[3];
+    size_t i;
+
+    if (c == NULL)
+        return;
+    p[0] = digest("SHA2-256");
+    p[1] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
+                                            "provider=default", 0);
+    p[2] = OSSL_PARAM_construct_end();
+    rc(r, "props", EVP_MAC_CTX_set_params(c, p));
+    init_key(r, c, NULL, 1, 32);
+    finish(r, c, "props");
+    p[1] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
+                                            "provider=nosuch", 0);
+    rc(r, "props none", EVP_MAC_CTX_set_params(c, p));
+    init_key(r, c, NULL, 2, 32);
+    finish(r, c, "props none");
+    EVP_MAC_CTX_free(c);
+    if ((c = new_ctx(libctx, r)) == NULL)
+        return;
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        init_key(r, c, "SHA256", (int)i, lens[i]);
+        finish(r, c, "long");
+    }
+    EVP_MAC_CTX_free(c);
+}
+
+/*
+ * Asked before the key, then keyed, then its digest changed or refused
+ * (after the first keying: an inner in the application's context answers
+ * with that context's errors).
+ */
+static void p_params(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC_CTX *c = new_ctx(libctx, r);
+    OSSL_PARAM p[2] = { digest("SHA256"), OSSL_PARAM_END };
+
+    if (c == NULL)
+        return;
+    rc(r, "set", EVP_MAC_CTX_set_params(c, p));
+    kct_rec_printf(r, "unkeyed macsize=%zu", EVP_MAC_CTX_get_mac_size(c));
+    kct_rec_errs(r);
+    init_key(r, c, NULL, 4, 32);
+    finish(r, c, "keyed");
+    rc(r, "same digest", EVP_MAC_CTX_set_params(c, p));
+    finish(r, c, "same");
+    p[0] = digest("SHA512");
+    rc(r, "other digest", EVP_MAC_CTX_set_params(c, p));
+    init_key(r, c, NULL, 4, 32);
+    finish(r, c, "other");
+    p[0] = digest("NOPE");
+    rc(r, "no digest", EVP_MAC_CTX_set_params(c, p));
+    init_key(r, c, NULL, 4, 32);
+    finish(r, c, "none");
+    EVP_MAC_CTX_free(c);
+}
+
+/*
+ * A fresh process: its first HMAC, then a context keyed second whose
+ * digest fetch fails (in the private context it would say so).
+ */
+static void p_process(OSSL_LIB_CTX *libctx, REC *r)
+{
+    unsigned char out[EVP_MAX_MD_SIZE];
+    EVP_MAC_CTX *c;
+    OSSL_PARAM p[2] = { digest("NOPE"), OSSL_PARAM_END };
+    size_t n = 0;
+
+    kct_rec_printf(r, "qmac %s ",
+                   EVP_Q_mac(libctx, "HMAC", NULL, "SHA256", NULL, keys[0], 32,
+                             msg, 100, out, sizeof(out), &n) != NULL
+                   ? "ok" : "failed");
+    kct_rec_hex(r, out, n);
+    kct_rec_errs(r);
+    if ((c = new_ctx(libctx, r)) == NULL)
+        return;
+    init_key(r, c, "SHA256", 5, 32);
+    finish(r, c, "keyed");
+    rc(r, "no digest", EVP_MAC_CTX_set_params(c, p));
+    finish(r, c, "none");
+    EVP_MAC_CTX_free(c);
+}
+
+/*
+ * Another provider's SHA2-256 ("kctestmd", built in here), preferred by
+ * the default properties: its digest delegates to the default's and
+ * counts its updates, so a record shows whose SHA-256 an HMAC ran on.
+ */
+static EVP_MD *md_delegate;
+static int md_updates;
+
+static void *md_newctx(void *provctx) { return EVP_MD_CTX_new(); }
+static void md_freectx(void *ctx) { EVP_MD_CTX_free(ctx); }
+
+static void *md_dupctx(void *ctx)
+{
+    EVP_MD_CTX *dup = EVP_MD_CTX_new();
+
+    if (dup != NULL && !EVP_MD_CTX_copy_ex(dup, ctx)) {
+        EVP_MD_CTX_free(dup);
+        dup = NULL;
+    }
+    return dup;
+}
+
+static int md_init(void *ctx, const OSSL_PARAM params[])
+{
+    return EVP_DigestInit_ex2(ctx, md_delegate, NULL);
+}
+
+static int md_update(void *ctx, const unsigned char *in, size_t inl)
+{
+    md_updates++;
+    return EVP_DigestUpdate(ctx, in, inl);
+}
+
+static int md_final(void *ctx, unsigned char *out, size_t *outl,
+                    size_t outsz)
+{
+    unsigned int n = 0;
+
+    if (outsz < 32 || !EVP_DigestFinal_ex(ctx, out, &n))
+        return 0;
+    *outl = n;
+    return 1;
+}
+
+static int md_get_params(OSSL_PARAM params[])
+{
+    OSSL_PARAM *p;
+
+    if ((p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_BLOCK_SIZE)) != NULL
+        && !OSSL_PARAM_set_size_t(p, 64))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_SIZE)) != NULL
+        && !OSSL_PARAM_set_size_t(p, 32))
+        return 0;
+    return 1;
+}
+
+static const OSSL_DISPATCH md_fns[] = {
+    { OSSL_FUNC_DIGEST_NEWCTX, (void (*)(void))md_newctx },
+    { OSSL_FUNC_DIGEST_FREECTX, (void (*)(void))md_freectx },
+    { OSSL_FUNC_DIGEST_DUPCTX, (void (*)(void))md_dupctx },
+    { OSSL_FUNC_DIGEST_INIT, (void (*)(void))md_init },
+    { OSSL_FUNC_DIGEST_UPDATE, (void (*)(void))md_update },
+    { OSSL_FUNC_DIGEST_FINAL, (void (*)(void))md_final },
+    { OSSL_FUNC_DIGEST_GET_PARAMS, (void (*)(void))md_get_params },
+    { 0, NULL }
+};
+
+static const OSSL_ALGORITHM md_algs[] = {
+    { "SHA2-256:SHA-256:SHA256", "provider=kctestmd", md_fns, NULL },
+    { NULL, NULL, NULL, NULL }
+};
+
+/* keycache's HMAC asked for by name where kctestmd is preferred */
+static const char *other_hmac_q;
+
+/*
+ * On a thread's first keyings: a context keyed with the default's SHA-256
+ * (asked for by its properties) then re-stated to theirs and keyed again,
+ * which its inner in the application's context resolves as the default
+ * does (an inner in keycache's private context would keep the default's:
+ * a limit of the private path); then the default's (the application's
+ * context must be told the query: by name alone it finds kctestmd's) and
+ * theirs by default.
+ */
+static void p_other(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(libctx, "HMAC", other_hmac_q);
+    OSSL_PARAM dflt[3] = { digest("SHA256"),
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
+                                         "provider=default", 0),
+        OSSL_PARAM_END };
+    OSSL_PARAM theirs[2] = { digest("SHA256"), OSSL_PARAM_END };
+    static const int order[] = { 3, 0, 1, 2 };
+    int j, i, before;
+
+    for (j = 0; j < 4; j++) {
+        EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+
+        if (c == NULL)
+            break;
+        i = order[j];
+        kct_rec_printf(r, "-- case %d", i);
+        kct_rec_errs(r);
+        before = md_updates;
+        rc(r, "set", EVP_MAC_CTX_set_params(c, i == 1 ? theirs : dflt));
+        init_key(r, c, NULL, i, 32);
+        if (i == 3)
+            rc(r, "theirs after", EVP_MAC_CTX_set_params(c, theirs));
+        finish(r, c, "other");
+        init_key(r, c, NULL, i, 32);
+        finish(r, c, "again");
+        kct_rec_printf(r, "kctestmd updates %d", md_updates - before);
+        kct_rec_errs(r);
+        EVP_MAC_CTX_free(c);
+    }
+    EVP_MAC_free(mac);
+}
+
+static void *other_thread(void *arg)
+{
+    RUN_OTHER *run = arg;
+
+    kct_rec_run(p_other, run->libctx, &run->rec);
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+/* another provider's digest beside the default's, on a new thread */
+static void test_other_provider(void)
+{
+    KCT_OTHER o;
+    RUN_OTHER run = { NULL, { 0 } };
+    REC def = { 0 };
+    pthread_t t;
+
+    md_delegate = EVP_MD_fetch(kct_default(), "SHA256", NULL);
+    CU_ASSERT_FATAL(md_delegate != NULL);
+    CU_ASSERT_FATAL(kct_other_start_conf(&o, "kctestmd", OSSL_OP_DIGEST,
+                                         md_algs, "-admit_after\n"));
+    CU_ASSERT_FATAL(EVP_set_default_properties(o.ref, "?provider=kctestmd")
+                    && EVP_set_default_properties(o.kc,
+                                                  "?provider=kctestmd"));
+    other_hmac_q = NULL;
+    kct_rec_run(p_other, o.ref, &def);
+    other_hmac_q = "provider=" KEYCACHE_PROVIDER_NAME;
+    run.libctx = o.kc;
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, other_thread, &run) == 0);
+    pthread_join(t, NULL);
+    CU_ASSERT_TRUE(kct_rec_same("[other] first keyings of a thread", &def,
+                                &run.rec));
+    /* both SHA-256s ran in the reference */
+    CU_ASSERT(def.buf != NULL && strstr(def.buf, "kctestmd updates 0") != NULL
+              && strstr(def.buf, "kctestmd updates 4") != NULL);
+    kct_rec_free(&def);
+    kct_rec_free(&run.rec);
+    kct_other_stop(&o);
+    EVP_MD_free(md_delegate);
+    md_delegate = NULL;
+}
+
+static const struct {
+    const char *name;
+    kct_rec_fn fn;
+} patterns[] = {
+    { "qmac", p_qmac }, { "rekey", p_rekey }, { "dup", p_dup },
+    { "unresettable", p_unresettable }, { "keys-props", p_keys_props },
+    { "params", p_params }, { "process", p_process },
+};
+#define NPATTERNS (sizeof(patterns) / sizeof(patterns[0]))
+
+typedef struct {
+    kct_rec_fn fn;
+    REC rec;
+} RUN;
+
+static void *run_thread(void *arg)
+{
+    RUN *run = arg;
+
+    kct_rec_run(run->fn, deployed, &run->rec);
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+/* each pattern on a new thread of keycache, against the default */
+static void test_threads(void)
+{
+    size_t i;
+
+    for (i = 0; i < NPATTERNS; i++) {
+        RUN run = { patterns[i].fn, { 0 } };
+        REC def = { 0 };
+        pthread_t t;
+        char what[64];
+
+        kct_rec_run(patterns[i].fn, kct_default(), &def);
+        CU_ASSERT_FATAL(pthread_create(&t, NULL, run_thread, &run) == 0);
+        pthread_join(t, NULL);
+        snprintf(what, sizeof(what), "[%s] first keyings of a thread",
+                 patterns[i].name);
+        CU_ASSERT_TRUE(kct_rec_same(what, &def, &run.rec));
+        kct_rec_free(&def);
+        kct_rec_free(&run.rec);
+    }
+}
+
+/*
+ * This program again, as a new process: --child NAME with OPENSSL_CONF
+ * conf.  Its output into *out (NUL-terminated, malloc'd); 1 if it ran.
+ */
+static int child_output(const char *conf, const char *name, char **out)
+{
+    int fd[2], st;
+    size_t len = 0, cap = 4096;
+    ssize_t n;
+    pid_t pid;
+    char *buf = malloc(cap);
+
+    *out = NULL;
+    if (buf == NULL || pipe(fd) != 0) {
+        free(buf);
+        return 0;
+    }
+    if ((pid = fork()) == 0) {
+        alarm(KCT_CHILD_ALARM);
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        setenv("OPENSSL_CONF", conf, 1);
+        execl(self, self, "--child", name, (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    while (pid > 0 && (n = read(fd[0], buf + len, cap - len - 1)) > 0) {
+        len += (size_t)n;
+        if (cap - len < 2) {
+            char *b = realloc(buf, cap *= 2);
+
+            if (b == NULL)
+                break;
+            buf = b;
+        }
+    }
+    close(fd[0]);
+    buf[len] = '\0';
+    if (pid <= 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)
+        || WEXITSTATUS(st) != 0) {
+        free(buf);
+        return 0;
+    }
+    *out = buf;
+    return 1;
+}
+
+/* a fresh process's first HMAC: the default's records, unmasked */
+static void test_process(void)
+{
+    static const char *names[] = { "process", "rekey", "params" };
+    char conf[KCT_PATH_LEN];
+    size_t i;
+
+    CU_ASSERT_FATAL(kct_write_conf(conf, "-admit_after\n"));
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char *def = NULL, *kc = NULL;
+
+        CU_ASSERT_TRUE(child_output("/dev/null", names[i], &def));
+        CU_ASSERT_TRUE(child_output(conf, names[i], &kc));
+        if (def != NULL && kc != NULL) {
+            /* keycache served the second, not the first */
+            CU_ASSERT_TRUE(strncmp(def, "served default\n", 15) == 0);
+            CU_ASSERT_TRUE(strncmp(kc, "served keycache\n", 16) == 0);
+            if (strchr(def, '\n') != NULL && strchr(kc, '\n') != NULL
+                && strcmp(strchr(def, '\n'), strchr(kc, '\n')) != 0) {
+                fprintf(stderr, "\n[%s] fresh process differs:\n--- "
+                        "default\n%s--- keycache\n%s", names[i], def, kc);
+                CU_FAIL("a fresh process's first HMAC differs");
+            }
+        }
+        free(def);
+        free(kc);
+    }
+    unlink(conf);
+}
+
+/* --child NAME: the pattern in the global context, as configured */
+static int child(const char *name)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    REC r = { 0 };
+    size_t i;
+
+    printf("served %s\n", mac != NULL
+           ? kct_provider_name(EVP_MAC_get0_provider(mac)) : "(none)");
+    EVP_MAC_free(mac);
+    for (i = 0; i < NPATTERNS; i++)
+        if (strcmp(patterns[i].name, name) == 0)
+            break;
+    if (i == NPATTERNS)
+        return 2;
+    ERR_clear_error();
+    patterns[i].fn(NULL, &r);
+    fputs(r.buf != NULL ? r.buf : "", stdout);
+    kct_rec_free(&r);
+    return 0;
+}
+
+static void add_suites(void)
+{
+    CU_pSuite s = CU_add_suite("hmac first keyings", NULL, NULL);
+
+    CU_add_test(s, "a thread's first keyings, in the application's context",
+                test_threads);
+    CU_add_test(s, "a fresh process's first HMAC", test_process);
+    CU_add_test(s, "another provider's digest, first keyings",
+                test_other_provider);
+}
+
+int main(int argc, char **argv)
+{
+    int r;
+
+    inputs();
+    self = argv[0];
+    if (argc == 3 && strcmp(argv[1], "--child") == 0)
+        return child(argv[2]);
+    deployed = kct_keycache_conf("-admit_after\n");
+    if (deployed == NULL) {
+        fprintf(stderr, "cannot load keycache with the deployed admission\n");
+        return 1;
+    }
+    r = kct_main(argc, argv, add_suites);
+    OSSL_LIB_CTX_free(deployed);
+    return r;
+}
