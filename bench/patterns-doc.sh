@@ -52,13 +52,14 @@ Where the losses come from today:
 - `first-gcm`/`first-ocb` on 3.5+: for `EVP_SKEY`, keycache offers every
   cipher of the default's (pass-through), so the first cipher fetch
   builds keycache's cipher methods beside the default's.
-- `gcm-steps-*`, `gcm-encinit-per-msg`, `dup-*`/`copy-*`,
-  `newkey-cmac`, `hmac-key-200B`, `cmac-3des`, and on 4.0 the HMAC
-  misses (`keys-used-1x` to `-3x`, `newkey-hmac`): cipher contexts
-  re-keyed or set up in steps, copies, and work on misses that cannot pay
-  (issue 34).  (An HMAC context keyed again with its own key hits:
-  `rekey-*`; admitting a key costs a few hundred instructions, with no
-  copy of its context: `keys-used-3x`.)
+- `copy-*`, `newkey-cmac`, `cmac-3des`, and on 4.0 a key used three
+  times: a wrapper struct per context (taken from and given back to the
+  thread's pool), the check that a CMAC's cipher is the private
+  default's, forwarding, and the admission's origin check (issue 34).
+  (Contexts keyed again with the key they hold gain: HMAC's `rekey-*` by
+  a keyless init, GCM's `gcm-encinit-per-msg` by a keyless init with the
+  IV; a GCM context set up in steps holds its IV back for the keying
+  init, `gcm-steps-*`.)
 
 This file is generated: `bash bench/patterns-doc.sh docs/performance.md`
 with the tables each command below wrote (`--markdown`).
