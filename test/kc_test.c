@@ -578,3 +578,104 @@ int kct_main(int argc, char **argv, void (*add_suites)(void))
     kc_ctx = def_ctx = NULL;
     return failed == 0 ? 0 : 1;
 }
+
+/* kctestmd: see kc_test.h */
+static EVP_MD *md_delegate;
+int kct_testmd_updates;
+
+static void *md_newctx(void *provctx)
+{
+    return EVP_MD_CTX_new();
+}
+
+static void md_freectx(void *ctx)
+{
+    EVP_MD_CTX_free(ctx);
+}
+
+static void *md_dupctx(void *ctx)
+{
+    EVP_MD_CTX *dup = EVP_MD_CTX_new();
+
+    if (dup != NULL && !EVP_MD_CTX_copy_ex(dup, ctx)) {
+        EVP_MD_CTX_free(dup);
+        dup = NULL;
+    }
+    return dup;
+}
+
+static int md_init(void *ctx, const OSSL_PARAM params[])
+{
+    return EVP_DigestInit_ex2(ctx, md_delegate, NULL);
+}
+
+static int md_update(void *ctx, const unsigned char *in, size_t inl)
+{
+    kct_testmd_updates++;
+    return EVP_DigestUpdate(ctx, in, inl);
+}
+
+static int md_final(void *ctx, unsigned char *out, size_t *outl,
+                    size_t outsz)
+{
+    unsigned int n = 0;
+
+    if (outsz < 32 || !EVP_DigestFinal_ex(ctx, out, &n))
+        return 0;
+    *outl = n;
+    return 1;
+}
+
+static int md_get_params(OSSL_PARAM params[])
+{
+    OSSL_PARAM *p;
+
+    if ((p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_BLOCK_SIZE)) != NULL
+        && !OSSL_PARAM_set_size_t(p, 64))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_SIZE)) != NULL
+        && !OSSL_PARAM_set_size_t(p, 32))
+        return 0;
+    return 1;
+}
+
+static const OSSL_PARAM *md_gettable_params(void *provctx)
+{
+    static const OSSL_PARAM p[] = {
+        OSSL_PARAM_size_t(OSSL_DIGEST_PARAM_BLOCK_SIZE, NULL),
+        OSSL_PARAM_size_t(OSSL_DIGEST_PARAM_SIZE, NULL),
+        OSSL_PARAM_END
+    };
+
+    return p;
+}
+
+static const OSSL_DISPATCH md_sha256_fns[] = {
+    { OSSL_FUNC_DIGEST_NEWCTX, (void (*)(void))md_newctx },
+    { OSSL_FUNC_DIGEST_FREECTX, (void (*)(void))md_freectx },
+    { OSSL_FUNC_DIGEST_DUPCTX, (void (*)(void))md_dupctx },
+    { OSSL_FUNC_DIGEST_INIT, (void (*)(void))md_init },
+    { OSSL_FUNC_DIGEST_UPDATE, (void (*)(void))md_update },
+    { OSSL_FUNC_DIGEST_FINAL, (void (*)(void))md_final },
+    { OSSL_FUNC_DIGEST_GET_PARAMS, (void (*)(void))md_get_params },
+    { OSSL_FUNC_DIGEST_GETTABLE_PARAMS, (void (*)(void))md_gettable_params },
+    { 0, NULL }
+};
+
+const OSSL_ALGORITHM kct_testmd_algs[] = {
+    { "SHA2-256:SHA-256:SHA256", "provider=kctestmd",
+      md_sha256_fns, NULL },
+    { NULL, NULL, NULL, NULL }
+};
+
+int kct_testmd_begin(void)
+{
+    kct_testmd_updates = 0;
+    return (md_delegate = EVP_MD_fetch(kct_default(), "SHA256", NULL)) != NULL;
+}
+
+void kct_testmd_end(void)
+{
+    EVP_MD_free(md_delegate);
+    md_delegate = NULL;
+}

@@ -80,6 +80,17 @@ int kct_other_start_conf(KCT_OTHER *o, const char *name, int op,
 void kct_other_stop(KCT_OTHER *o);
 
 /*
+ * "kctestmd": SHA2-256 under the default's names from a provider of the
+ * test's (kct_other_start()'s algs for OSSL_OP_DIGEST), delegating to the
+ * default's SHA-256 between kct_testmd_begin() and _end(), and counting
+ * its updates, so that a record shows whose SHA-256 an HMAC ran on.
+ */
+extern const OSSL_ALGORITHM kct_testmd_algs[];
+extern int kct_testmd_updates;
+int kct_testmd_begin(void);
+void kct_testmd_end(void);
+
+/*
  * The general form: the test config copied to a new temporary file through
  * |edit|, which is called with each line of it, then once with NULL, and
  * writes to |out| what the copy should have instead.

@@ -1723,6 +1723,19 @@ static void pat_dotnet(REC *r, ENV *e)
     EVP_CIPHER_CTX_free(ctx);
 }
 
+/* The rest of a message after its keying init: sealed, or opened. */
+static void r_finish(REC *r, EVP_CIPHER_CTX *ctx, MSG *m, int enc)
+{
+    if (enc) {
+        r_message(r, ctx, m);
+        return;
+    }
+    r_set_tag(r, ctx, m->tag, m->taglen);
+    r_aad(r, ctx, m->aad, m->aadlen);
+    r_update(r, ctx, m->out, m->ct, m->inlen);
+    r_final(r, ctx);
+}
+
 /*
  * One context keyed again and again with the key it holds: from its third
  * keyed init on, ctmpl.c gives the default a keyless init (with the IV, in
@@ -1732,14 +1745,7 @@ static void pat_dotnet(REC *r, ENV *e)
 static void r_rekey_msg(REC *r, EVP_CIPHER_CTX *ctx, MSG *m, int enc)
 {
     r_init(r, ctx, NULL, m->key, m->iv, enc);
-    if (enc) {
-        r_message(r, ctx, m);
-        return;
-    }
-    r_set_tag(r, ctx, m->tag, m->taglen);
-    r_aad(r, ctx, m->aad, m->aadlen);
-    r_update(r, ctx, m->out, m->ct, m->inlen);
-    r_final(r, ctx);
+    r_finish(r, ctx, m, enc);
 }
 
 static EVP_CIPHER_CTX *rekey_ctx(REC *r, const ENV *e, const char *what)
@@ -1866,19 +1872,6 @@ static void pat_rekey(REC *r, ENV *e)
     r_rekey_msg(r, ctx, &m1, 1);
     r_rekey_msg(r, ctx, &m1, 1);
     EVP_CIPHER_CTX_free(ctx);
-}
-
-/* The rest of a message after its keying init: sealed, or opened. */
-static void r_finish(REC *r, EVP_CIPHER_CTX *ctx, MSG *m, int enc)
-{
-    if (enc) {
-        r_message(r, ctx, m);
-        return;
-    }
-    r_set_tag(r, ctx, m->tag, m->taglen);
-    r_aad(r, ctx, m->aad, m->aadlen);
-    r_update(r, ctx, m->out, m->ct, m->inlen);
-    r_final(r, ctx);
 }
 
 /* An init logged without the context's lengths (asking would end it). */

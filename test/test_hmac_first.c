@@ -312,77 +312,10 @@ static void p_process(OSSL_LIB_CTX *libctx, REC *r)
 }
 
 /*
- * Another provider's SHA2-256 ("kctestmd", built in here), preferred by
- * the default properties: its digest delegates to the default's and
- * counts its updates, so a record shows whose SHA-256 an HMAC ran on.
+ * Another provider's SHA2-256 ("kctestmd", kc_test.c), preferred by the
+ * default properties: it counts its updates, so a record shows whose
+ * SHA-256 an HMAC ran on.
  */
-static EVP_MD *md_delegate;
-static int md_updates;
-
-static void *md_newctx(void *provctx) { return EVP_MD_CTX_new(); }
-static void md_freectx(void *ctx) { EVP_MD_CTX_free(ctx); }
-
-static void *md_dupctx(void *ctx)
-{
-    EVP_MD_CTX *dup = EVP_MD_CTX_new();
-
-    if (dup != NULL && !EVP_MD_CTX_copy_ex(dup, ctx)) {
-        EVP_MD_CTX_free(dup);
-        dup = NULL;
-    }
-    return dup;
-}
-
-static int md_init(void *ctx, const OSSL_PARAM params[])
-{
-    return EVP_DigestInit_ex2(ctx, md_delegate, NULL);
-}
-
-static int md_update(void *ctx, const unsigned char *in, size_t inl)
-{
-    md_updates++;
-    return EVP_DigestUpdate(ctx, in, inl);
-}
-
-static int md_final(void *ctx, unsigned char *out, size_t *outl,
-                    size_t outsz)
-{
-    unsigned int n = 0;
-
-    if (outsz < 32 || !EVP_DigestFinal_ex(ctx, out, &n))
-        return 0;
-    *outl = n;
-    return 1;
-}
-
-static int md_get_params(OSSL_PARAM params[])
-{
-    OSSL_PARAM *p;
-
-    if ((p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_BLOCK_SIZE)) != NULL
-        && !OSSL_PARAM_set_size_t(p, 64))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_SIZE)) != NULL
-        && !OSSL_PARAM_set_size_t(p, 32))
-        return 0;
-    return 1;
-}
-
-static const OSSL_DISPATCH md_fns[] = {
-    { OSSL_FUNC_DIGEST_NEWCTX, (void (*)(void))md_newctx },
-    { OSSL_FUNC_DIGEST_FREECTX, (void (*)(void))md_freectx },
-    { OSSL_FUNC_DIGEST_DUPCTX, (void (*)(void))md_dupctx },
-    { OSSL_FUNC_DIGEST_INIT, (void (*)(void))md_init },
-    { OSSL_FUNC_DIGEST_UPDATE, (void (*)(void))md_update },
-    { OSSL_FUNC_DIGEST_FINAL, (void (*)(void))md_final },
-    { OSSL_FUNC_DIGEST_GET_PARAMS, (void (*)(void))md_get_params },
-    { 0, NULL }
-};
-
-static const OSSL_ALGORITHM md_algs[] = {
-    { "SHA2-256:SHA-256:SHA256", "provider=kctestmd", md_fns, NULL },
-    { NULL, NULL, NULL, NULL }
-};
 
 /* keycache's HMAC asked for by name where kctestmd is preferred */
 static const char *other_hmac_q;
@@ -415,7 +348,7 @@ static void p_other(OSSL_LIB_CTX *libctx, REC *r)
         i = order[j];
         kct_rec_printf(r, "-- case %d", i);
         kct_rec_errs(r);
-        before = md_updates;
+        before = kct_testmd_updates;
         rc(r, "set", EVP_MAC_CTX_set_params(c, i == 1 ? theirs : dflt));
         init_key(r, c, NULL, i, 32);
         if (i == 3)
@@ -423,7 +356,7 @@ static void p_other(OSSL_LIB_CTX *libctx, REC *r)
         finish(r, c, "other");
         init_key(r, c, NULL, i, 32);
         finish(r, c, "again");
-        kct_rec_printf(r, "kctestmd updates %d", md_updates - before);
+        kct_rec_printf(r, "kctestmd updates %d", kct_testmd_updates - before);
         kct_rec_errs(r);
         EVP_MAC_CTX_free(c);
     }
@@ -447,10 +380,9 @@ static void test_other_provider(void)
     REC def = { 0 };
     pthread_t t;
 
-    md_delegate = EVP_MD_fetch(kct_default(), "SHA256", NULL);
-    CU_ASSERT_FATAL(md_delegate != NULL);
+    CU_ASSERT_FATAL(kct_testmd_begin());
     CU_ASSERT_FATAL(kct_other_start_conf(&o, "kctestmd", OSSL_OP_DIGEST,
-                                         md_algs, "-admit_after\n"));
+                                         kct_testmd_algs, "-admit_after\n"));
     CU_ASSERT_FATAL(EVP_set_default_properties(o.ref, "?provider=kctestmd")
                     && EVP_set_default_properties(o.kc,
                                                   "?provider=kctestmd"));
@@ -468,8 +400,7 @@ static void test_other_provider(void)
     kct_rec_free(&def);
     kct_rec_free(&run.rec);
     kct_other_stop(&o);
-    EVP_MD_free(md_delegate);
-    md_delegate = NULL;
+    kct_testmd_end();
 }
 
 static const struct {

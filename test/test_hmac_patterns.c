@@ -1628,95 +1628,9 @@ static void test_legacy_digests(void)
  * default's and counts its updates, so a record shows whose SHA-256 an HMAC
  * ran on.  The default's HMAC uses whichever digest the application's
  * library context resolves; keycache must too, and must not swap in its
- * own default's digest because the name matches.
+ * own default's digest because the name matches.  The provider:
+ * kct_testmd_algs (kc_test.c).
  */
-static EVP_MD *md_delegate;
-static int md_updates;
-
-static void *md_newctx(void *provctx)
-{
-    return EVP_MD_CTX_new();
-}
-
-static void md_freectx(void *ctx)
-{
-    EVP_MD_CTX_free(ctx);
-}
-
-static void *md_dupctx(void *ctx)
-{
-    EVP_MD_CTX *dup = EVP_MD_CTX_new();
-
-    if (dup != NULL && !EVP_MD_CTX_copy_ex(dup, ctx)) {
-        EVP_MD_CTX_free(dup);
-        dup = NULL;
-    }
-    return dup;
-}
-
-static int md_init(void *ctx, const OSSL_PARAM params[])
-{
-    return EVP_DigestInit_ex2(ctx, md_delegate, NULL);
-}
-
-static int md_update(void *ctx, const unsigned char *in, size_t inl)
-{
-    md_updates++;
-    return EVP_DigestUpdate(ctx, in, inl);
-}
-
-static int md_final(void *ctx, unsigned char *out, size_t *outl,
-                    size_t outsz)
-{
-    unsigned int n = 0;
-
-    if (outsz < 32 || !EVP_DigestFinal_ex(ctx, out, &n))
-        return 0;
-    *outl = n;
-    return 1;
-}
-
-static int md_get_params(OSSL_PARAM params[])
-{
-    OSSL_PARAM *p;
-
-    if ((p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_BLOCK_SIZE)) != NULL
-        && !OSSL_PARAM_set_size_t(p, 64))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_SIZE)) != NULL
-        && !OSSL_PARAM_set_size_t(p, 32))
-        return 0;
-    return 1;
-}
-
-static const OSSL_PARAM *md_gettable_params(void *provctx)
-{
-    static const OSSL_PARAM p[] = {
-        OSSL_PARAM_size_t(OSSL_DIGEST_PARAM_BLOCK_SIZE, NULL),
-        OSSL_PARAM_size_t(OSSL_DIGEST_PARAM_SIZE, NULL),
-        OSSL_PARAM_END
-    };
-
-    return p;
-}
-
-static const OSSL_DISPATCH md_sha256_fns[] = {
-    { OSSL_FUNC_DIGEST_NEWCTX, (void (*)(void))md_newctx },
-    { OSSL_FUNC_DIGEST_FREECTX, (void (*)(void))md_freectx },
-    { OSSL_FUNC_DIGEST_DUPCTX, (void (*)(void))md_dupctx },
-    { OSSL_FUNC_DIGEST_INIT, (void (*)(void))md_init },
-    { OSSL_FUNC_DIGEST_UPDATE, (void (*)(void))md_update },
-    { OSSL_FUNC_DIGEST_FINAL, (void (*)(void))md_final },
-    { OSSL_FUNC_DIGEST_GET_PARAMS, (void (*)(void))md_get_params },
-    { OSSL_FUNC_DIGEST_GETTABLE_PARAMS, (void (*)(void))md_gettable_params },
-    { 0, NULL }
-};
-
-static const OSSL_ALGORITHM md_algs[] = {
-    { "SHA2-256:SHA-256:SHA256", "provider=kctestmd",
-      md_sha256_fns, NULL },
-    { NULL, NULL, NULL, NULL }
-};
 
 /* the HMAC's query: keycache's, where the default properties prefer kctestmd */
 static const char *other_md_hmac_q;
@@ -1728,14 +1642,14 @@ static void other_md_mac(REC *r, EVP_MAC *mac, const OSSL_PARAM *first,
     EVP_MAC_CTX *ctx = new_ctx(mac, r);
     unsigned char out[EVP_MAX_MD_SIZE];
     size_t outl;
-    int before = md_updates;
+    int before = kct_testmd_updates;
 
     do_set(r, ctx, first);
     if (second != NULL)
         do_set(r, ctx, second);
     do_mac(r, ctx, keys[k], sizeof(keys[k]), NULL, msgs[2], msglens[2], out,
            &outl);
-    rec_printf(r, "kctestmd updates %d\n", md_updates - before);
+    rec_printf(r, "kctestmd updates %d\n", kct_testmd_updates - before);
     EVP_MAC_CTX_free(ctx);
 }
 
@@ -1783,9 +1697,9 @@ static void test_other_provider_md(void)
     KCT_REC def = { 0 }, got = { 0 };
     uint64_t hits0, hits1;
 
-    md_delegate = EVP_MD_fetch(kct_default(), "SHA256", NULL);
-    CU_ASSERT_FATAL(md_delegate != NULL);
-    CU_ASSERT_FATAL(kct_other_start(&o, "kctestmd", OSSL_OP_DIGEST, md_algs));
+    CU_ASSERT_FATAL(kct_testmd_begin());
+    CU_ASSERT_FATAL(kct_other_start(&o, "kctestmd", OSSL_OP_DIGEST,
+                                    kct_testmd_algs));
     /*
      * Theirs is the preferred SHA-256 where the default's is not asked for;
      * keycache's HMAC is then asked for by name (a query can state only one
@@ -1810,8 +1724,7 @@ static void test_other_provider_md(void)
     kct_rec_free(&def);
     kct_rec_free(&got);
     kct_other_stop(&o);
-    EVP_MD_free(md_delegate);
-    md_delegate = NULL;
+    kct_testmd_end();
 }
 
 /* CUnit wrappers: each pattern is its own test */
