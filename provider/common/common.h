@@ -89,10 +89,10 @@ typedef struct {
 /* the most spares an entry keeps; a thread's total is at most cache_size */
 #define KC_SPARE_MAX 8
 
-/* A digest the inner HMAC accepts, resolved once at provider start. */
+/* A digest of the default's, listed at the first digest asked for. */
 typedef struct {
-    EVP_MD *md;               /* fetched from the private library context */
-    const char *name;         /* canonical name, replayed into inner ctxs */
+    EVP_MD *md;               /* the application's first of it, or NULL */
+    const char *name;         /* first name, replayed into inner ctxs */
     size_t size;              /* output size, what HMAC's "size" reports */
     int block_size;
     /* the default's functions for it, bound at first need (inner.c) */
