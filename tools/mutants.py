@@ -207,8 +207,8 @@ MUTANTS = {
         "        colon = strchr(a->algorithm_names, ':');",
         "        colon = NULL;"),
     "digest-table-size-is-block": ("provider/inner/inner.c",
-        "        d->size = digest_size(&g, OSSL_DIGEST_PARAM_SIZE);",
-        "        d->size = digest_size(&g, OSSL_DIGEST_PARAM_BLOCK_SIZE);"),
+        "        d->size = digest_size(g, OSSL_DIGEST_PARAM_SIZE);",
+        "        d->size = digest_size(g, OSSL_DIGEST_PARAM_BLOCK_SIZE);"),
     # HMAC: the digest carried from the thread's memo is taken whatever
     # name is given (HMAC-SHA512 after HMAC-SHA256 computes SHA-256)
     "hmac-hint-any-name": ("provider/families/hmac.c",

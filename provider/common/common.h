@@ -95,9 +95,8 @@ typedef struct {
     const char *name;         /* first name, replayed into inner ctxs */
     size_t size;              /* output size, what HMAC's "size" reports */
     int block_size;
-    /* the default's functions for it, bound at first need (inner.c) */
+    /* the default's functions for it, loaded with the table (inner.c) */
     KC_DIGEST_FNS fns;
-    long fns_state;
     int fns_ok;
 } KC_DIGEST;
 

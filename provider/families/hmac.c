@@ -513,7 +513,7 @@ static KC_NOINLINE int setkey_long(KC_HMAC_CTX *w, const unsigned char *key,
 
     if (key == NULL || w->dg == NULL || w->dg->block_size <= 0
         || keylen <= (size_t)w->dg->block_size || w->dg->size > sizeof(kd)
-        || (g = kc_inner_digest_fns(w->pctx, w->dg)) == NULL)
+        || (g = kc_inner_digest_fns(w->dg)) == NULL)
         return -1;
     /* the default's digest itself: no EVP layer to pay on top of it */
     ERR_set_mark();

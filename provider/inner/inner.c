@@ -141,7 +141,7 @@ static void list_digests(KC_PROVCTX *pctx)
 {
     const OSSL_ALGORITHM *a, *algs = kc_inner_query(pctx, OSSL_OP_DIGEST);
     const char *colon;
-    KC_DIGEST_FNS g;
+    KC_DIGEST_FNS *g;
     KC_DIGEST *d;
     size_t n = 0;
 
@@ -158,11 +158,13 @@ static void list_digests(KC_PROVCTX *pctx)
                   : OPENSSL_strdup(a->algorithm_names);
         if (d->name == NULL)
             continue;
-        memset(&g, 0, sizeof(g));
-        load_digest_fns(&g, a->implementation);
-        d->size = digest_size(&g, OSSL_DIGEST_PARAM_SIZE);
-        d->block_size = (int)digest_size(&g, OSSL_DIGEST_PARAM_BLOCK_SIZE);
-        /* the lazily bound part (kc_inner_digest_fns()) starts unbound */
+        g = &d->fns;
+        load_digest_fns(g, a->implementation);
+        d->fns_ok = g->newctx != NULL && g->freectx != NULL
+                    && g->init != NULL && g->update != NULL
+                    && g->final != NULL;
+        d->size = digest_size(g, OSSL_DIGEST_PARAM_SIZE);
+        d->block_size = (int)digest_size(g, OSSL_DIGEST_PARAM_BLOCK_SIZE);
         pctx->ndigests++;
     }
 }
@@ -236,27 +238,9 @@ void *kc_inner_app_newctx(const KC_DIGEST *d, void *(*newctx)(void *))
     return newctx(OSSL_PROVIDER_get0_provider_ctx(EVP_MD_get0_provider(md)));
 }
 
-const KC_DIGEST_FNS *kc_inner_digest_fns(KC_PROVCTX *pctx, const KC_DIGEST *cd)
+const KC_DIGEST_FNS *kc_inner_digest_fns(const KC_DIGEST *d)
 {
-    /* the entry's lazily bound part: the claiming thread alone writes it */
-    KC_DIGEST *d = (KC_DIGEST *)cd;
-    const OSSL_ALGORITHM *a;
-    const KC_DIGEST_FNS *g = &d->fns;
-
-    if (__atomic_load_n(&d->fns_state, __ATOMIC_ACQUIRE) != KC_ONCE_DONE
-        && kc_once_claim(&d->fns_state)) {
-        memset(&d->fns, 0, sizeof(d->fns));
-        if ((a = kc_inner_find(kc_inner_query(pctx, OSSL_OP_DIGEST),
-                               d->name)) != NULL)
-            load_digest_fns(&d->fns, a->implementation);
-        d->fns_ok = g->newctx != NULL && g->freectx != NULL
-                    && g->init != NULL && g->update != NULL
-                    && g->final != NULL;
-        kc_once_done(&d->fns_state);
-    }
-    if (__atomic_load_n(&d->fns_state, __ATOMIC_ACQUIRE) != KC_ONCE_DONE)
-        return NULL;
-    return d->fns_ok ? g : NULL;
+    return d->fns_ok ? &d->fns : NULL;
 }
 
 /* Whether |prov| is the built-in default (in any library context). */

@@ -24,8 +24,8 @@ EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
 /* rand.c: the private context's RAND is the application's */
 int kc_rand_start(KC_PROVCTX *pctx);
 void kc_rand_stop(KC_PROVCTX *pctx);
-/* digest d's functions, bound at first use: NULL if HMAC lacks one */
-const KC_DIGEST_FNS *kc_inner_digest_fns(KC_PROVCTX *pctx, const KC_DIGEST *d);
+/* digest d's functions, loaded with the table: NULL if HMAC lacks one */
+const KC_DIGEST_FNS *kc_inner_digest_fns(const KC_DIGEST *d);
 /* The default's algorithm that has name anywhere in its names, or NULL. */
 const OSSL_ALGORITHM *kc_inner_find(const OSSL_ALGORITHM *algs,
                                     const char *name);
