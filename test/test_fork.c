@@ -669,11 +669,43 @@ static OSSL_LIB_CTX *scan_ctx(int kc)
     return kct_keycache_conf("admit_after = 3\n");
 }
 
+/*
+ * A thread's first 3 contexts of each MAC or cipher family but HMAC run on
+ * the application's default, neither counted nor cached (provider/layer/
+ * layer.h, kc_tcore_app_first()), and so may GMAC's and AES-SIV's nested
+ * GCM and CMAC ones there: spent here, each on a key of its own never
+ * scanned for (none is used enough to be cached), so that a key used three
+ * times next is cached.  The mismatches.
+ */
+static int spend_first(OSSL_LIB_CTX *ctx)
+{
+    unsigned char key[KCT_FAM_MAXKEY], got[SCAN_OUT], want[SCAN_OUT];
+    size_t row, n;
+    int i, bad = 0;
+
+    for (row = 0; row < NROWS; row++) {
+        const KCT_FAM *f = &kct_fams[row];
+
+        if (strcmp(f->id, "HMAC") == 0)
+            continue;
+        for (i = 0; i < 3; i++) {
+            memset(key, 0xa0 + i, sizeof(key));
+            n = kct_fam_run(kct_default(), f, key, f->keylen, scan_msg,
+                            sizeof(scan_msg), want);
+            bad += n == 0
+                   || kct_fam_run(ctx, f, key, f->keylen, scan_msg,
+                                  sizeof(scan_msg), got) != n
+                   || memcmp(got, want, n) != 0;
+        }
+    }
+    return bad;
+}
+
 /* Key |k| three times through every row on |ctx|: the mismatches. */
 static int use_rows_3(OSSL_LIB_CTX *ctx, int k)
 {
     size_t row;
-    int i, bad = 0;
+    int i, bad = spend_first(ctx);
 
     for (row = 0; row < NROWS; row++)
         for (i = 0; i < 3; i++)

@@ -201,6 +201,11 @@ MUTANTS = {
     "hmac-app-uncounted": ("provider/families/hmac.c",
         "            if (r == 1)\n                kc_count_passthrough(pctx, &pctx->hmac_alg);",
         "            (void)0;"),
+    # a thread's first contexts of a MAC or cipher family: none on the
+    # application's default (each looked up, counted and cached)
+    "app-first-never": ("provider/layer/core.c",
+        "    if (*n >= KC_APP_FIRST || pctx->admit_after <= 1)",
+        "    if (1)"),
     # the digest table: an entry named by all of its names, so none maps
     # (every HMAC passes through), or sized by its block
     "digest-table-all-names": ("provider/inner/inner.c",

@@ -279,6 +279,30 @@ void *kc_inner_app_mac(KC_PROVCTX *pctx, const char *name,
     return ctx;
 }
 
+/* The same for cipher |name|; *cipher keeps it loaded. */
+void *kc_inner_app_cipher(KC_PROVCTX *pctx, const char *name,
+                          OSSL_FUNC_cipher_newctx_fn *newctx,
+                          EVP_CIPHER **cipher)
+{
+    const OSSL_PROVIDER *prov;
+    void *ctx = NULL;
+
+    *cipher = NULL;
+    if (pctx->app_libctx == NULL)
+        return NULL;
+    ERR_set_mark();
+    *cipher = EVP_CIPHER_fetch(pctx->app_libctx, name, "provider=default");
+    if (*cipher != NULL
+        && kc_inner_is_default(pctx, prov = EVP_CIPHER_get0_provider(*cipher)))
+        ctx = newctx(OSSL_PROVIDER_get0_provider_ctx(prov));
+    if (ctx == NULL) {
+        EVP_CIPHER_free(*cipher);
+        *cipher = NULL;
+    }
+    ERR_pop_to_mark();
+    return ctx;
+}
+
 /*
  * The cipher (name, props) in the application's context if the private
  * default's stands in for it: the built-in default's, or keycache's own

@@ -151,6 +151,18 @@ typedef struct {
 #define KC_TCORE_HEAD(type) offsetof(type, t.rec)
 #define KC_TCORE_OF(type, core) ((type *)((char *)(core) - offsetof(type, t)))
 
+/*
+ * Is a new context of alg among its thread's first few of the family?
+ * Then it is the application's default's from the start, neither recorded
+ * nor counted: what the family learns (gate.c), the no-op calls' answers
+ * and the private library context's cipher or digest store cost millions
+ * of instructions, which a process using a family once or twice never
+ * earns back (issue 33), while the application's own stores are built
+ * anyway.  Later contexts record, count and cache as usual.  Not with
+ * admit_after 1, where a first context's key is cached already.
+ */
+int kc_tcore_app_first(const KC_PROVCTX *pctx, const KC_ALG *alg);
+
 /* What a call that fails to record rolls back to: t's value to sig_hash. */
 typedef struct {
     unsigned char b[offsetof(KC_TCORE, rec) - offsetof(KC_TCORE, value)];

@@ -696,7 +696,7 @@ static int app_refuses(const KC_TMAC_CTX *w, const OSSL_PARAM params[])
     void *t;
     int ok;
 
-    if (w->app_mac != NULL || !needs_app(w, params, 0)
+    if (!needs_app(w, params, 0)
         || (t = cipher_part(w, params, &mac, &ok)) == NULL)
         return 0;
     free_inner(w, t, mac);
@@ -763,6 +763,9 @@ static KC_NOINLINE int cipher_call(KC_TMAC_CTX *w, int init,
 {
     int refused;
 
+    /* the application's default's: it fetches as the default would */
+    if (w->app_mac != NULL)
+        return forward(w, init, key, keylen, params);
     /* a name twice may fail the call before any fetch: the context says */
     if (repeats(w->pctx, w->f, params)
         && kc_tmac_repeats_fail(w->pctx, w->f))
@@ -824,11 +827,18 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
                             &f->alg, &cold);
     if (w == NULL)
         return NULL;
-    /* the family's first context learns what it needs (gate.c) */
-    cold = cold || !kc_tfam_ready(pctx, f);
     w->pctx = pctx;
     w->f = f;
     w->ops = &f->mac;
+    if (!cold && kc_tcore_app_first(pctx, &f->alg)
+        && (w->t.inner = kc_inner_app_mac(pctx, f->d->name, f->mac.newctx,
+                                          &w->app_mac)) != NULL) {
+        w->t.cold = 1;
+        kc_count_passthrough(pctx, &f->alg);
+        return w;
+    }
+    /* the family's first context learns what it needs (gate.c) */
+    cold = cold || !kc_tfam_ready(pctx, f);
     w->t.value = __atomic_load_n(&f->empty_value, __ATOMIC_RELAXED);
     /* keys miss here: the default's now, or at a call naming its cipher */
     w->t.cold = cold;

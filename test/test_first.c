@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A thread's first contexts of each MAC and cipher family run on the
+ * application's default, neither recorded nor counted (provider/layer/
+ * layer.h, kc_tcore_app_first()), so that a process using a family once
+ * or twice builds none of keycache's private stores; later contexts count
+ * their keys and are cached as usual.  Every row of the family registry,
+ * with the deployed admission (admit_after = 3), on a new thread: each
+ * output and failure must be the default's, the first contexts must pass
+ * through, and a key used on must still be cached and hit.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <pthread.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+
+#include "kc_test.h"
+#include "kc_family.h"
+#include "keycache.h"
+
+/* the key's uses after the first contexts: admitted at the third, then hits */
+#define USES 6
+
+static OSSL_LIB_CTX *deployed;
+static unsigned char key[KCT_FAM_MAXKEY];
+static unsigned char msg[100];
+
+typedef struct {
+    const KCT_FAM *f;
+    int bad;                    /* outputs or failures unlike the default's */
+    uint64_t entries_first;     /* entries made over the first contexts */
+    uint64_t hits_first;        /* and hits */
+} RUN;
+
+/* The first error's library and reason, and how many there are: as text. */
+static void errs(char *buf, size_t len)
+{
+    unsigned long e = ERR_peek_error();
+    int n = 0;
+
+    while (ERR_get_error() != 0)
+        n++;
+    snprintf(buf, len, "%d errors, first lib %d reason %d", n,
+             ERR_GET_LIB(e), ERR_GET_REASON(e));
+}
+
+/* kct_fam_run() on both, with a key length the row may refuse: 1 if alike */
+static int same_run(const KCT_FAM *f, size_t keylen)
+{
+    unsigned char a[KCT_FAM_OUT(sizeof(msg))], b[KCT_FAM_OUT(sizeof(msg))];
+    char ea[96], eb[96];
+    size_t na, nb;
+
+    ERR_clear_error();
+    na = kct_fam_run(kct_default(), f, key, keylen, msg, sizeof(msg), a);
+    errs(ea, sizeof(ea));
+    nb = kct_fam_run(deployed, f, key, keylen, msg, sizeof(msg), b);
+    errs(eb, sizeof(eb));
+    if (na == nb && (na == 0 || memcmp(a, b, na) == 0)
+        && strcmp(ea, eb) == 0)
+        return 1;
+    fprintf(stderr, "\n  %s keylen %zu: default %zu bytes (%s), keycache "
+            "%zu bytes (%s)\n", f->id, keylen, na, ea, nb, eb);
+    return 0;
+}
+
+/* A keyed context copied, both finished: 1 if as the default's. */
+static int same_dup(const KCT_FAM *f)
+{
+    unsigned char out[4][KCT_FAM_OUT(sizeof(msg))];
+    size_t n[4];
+    OSSL_LIB_CTX *ctx[2] = { kct_default(), deployed };
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        KCT_FAM_CTX *c = kct_fam_begin(ctx[i], f, 1, key, f->keylen);
+        KCT_FAM_CTX *d = c != NULL ? kct_fam_dup(c) : NULL;
+
+        n[2 * i] = c != NULL ? kct_fam_finish(c, msg, sizeof(msg),
+                                              out[2 * i]) : 0;
+        n[2 * i + 1] = d != NULL ? kct_fam_finish(d, msg, 7,
+                                                  out[2 * i + 1]) : 0;
+    }
+    ERR_clear_error();
+    return n[0] != 0 && n[1] != 0 && n[0] == n[2] && n[1] == n[3]
+           && memcmp(out[0], out[2], n[0]) == 0
+           && memcmp(out[1], out[3], n[1]) == 0;
+}
+
+static void *first_thread(void *arg)
+{
+    RUN *r = arg;
+    uint64_t entries = kct_counter_in(deployed, KEYCACHE_PARAM_ENTRIES);
+    uint64_t hits = kct_counter_in(deployed, KEYCACHE_PARAM_HITS);
+    int i;
+
+    /*
+     * The thread's first three contexts of the family (a run, a context
+     * and its copy, a refused key length), then a fourth keyed with the
+     * same key: only it counts, and once is not enough to be cached.
+     */
+    r->bad += !same_run(r->f, r->f->keylen);
+    r->bad += !same_dup(r->f);
+    r->bad += !same_run(r->f, r->f->keylen - 1);
+    r->bad += !same_run(r->f, r->f->keylen);
+    r->entries_first = kct_counter_in(deployed, KEYCACHE_PARAM_ENTRIES)
+                       - entries;
+    r->hits_first = kct_counter_in(deployed, KEYCACHE_PARAM_HITS) - hits;
+    /* then the key on until it is cached, and hits */
+    for (i = 0; i < USES; i++)
+        r->bad += !same_run(r->f, r->f->keylen);
+    r->bad += !same_dup(r->f);
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+static void test_first_contexts(void)
+{
+    size_t row;
+
+    for (row = 0; row < kct_nfams; row++) {
+        RUN r = { &kct_fams[row], 0, 0, 0 };
+        uint64_t hits = kct_counter_in(deployed, KEYCACHE_PARAM_HITS);
+        pthread_t t;
+
+        /* HMAC keys its first misses in the application's context too,
+         * counted (families/hmac.c): test_hmac_first.c */
+        if (r.f->kind == KCT_HMAC)
+            continue;
+        CU_ASSERT_FATAL(pthread_create(&t, NULL, first_thread, &r) == 0);
+        pthread_join(t, NULL);
+        CU_ASSERT_EQUAL(r.bad, 0);
+        if (r.entries_first != 0 || r.hits_first != 0)
+            fprintf(stderr, "\n  %s: %llu entries, %llu hits over the "
+                    "first contexts\n", r.f->id,
+                    (unsigned long long)r.entries_first,
+                    (unsigned long long)r.hits_first);
+        CU_ASSERT_EQUAL(r.entries_first, 0);
+        CU_ASSERT_EQUAL(r.hits_first, 0);
+        /* counted from the fourth context on: cached, and hit */
+        if (kct_counter_in(deployed, KEYCACHE_PARAM_HITS) <= hits)
+            fprintf(stderr, "\n  %s: no hit after the first contexts\n",
+                    r.f->id);
+        CU_ASSERT_TRUE(kct_counter_in(deployed, KEYCACHE_PARAM_HITS) > hits);
+    }
+}
+
+static void add_suites(void)
+{
+    CU_pSuite s = CU_add_suite("a thread's first contexts of a family",
+                               NULL, NULL);
+
+    kct_fill(key, sizeof(key), 0x66697273);
+    kct_fill(msg, sizeof(msg), 0x6d736731);
+    deployed = kct_keycache_conf("admit_after = 3\n");
+    if (deployed == NULL) {
+        fprintf(stderr, "cannot load keycache with admit_after = 3\n");
+        return;
+    }
+    CU_add_test(s, "each the default's, then cached (deployed admission)",
+                test_first_contexts);
+}
+
+int main(int argc, char **argv)
+{
+    int ret = kct_main(argc, argv, add_suites);
+
+    OSSL_LIB_CTX_free(deployed);
+    return ret;
+}
