@@ -262,6 +262,18 @@ static int gmac_template(const ROW *r, long i)
            && EVP_MAC_CTX_set_params(mctx, p);
 }
 
+/* GMAC keyed, with its cipher and IV */
+static int gmac_keyed_template(const ROW *r, long i)
+{
+    OSSL_PARAM p[3] = { str_param(OSSL_MAC_PARAM_CIPHER, "AES-256-GCM"),
+                        OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV,
+                                                          iv, IV_LEN),
+                        OSSL_PARAM_END };
+
+    return fetch_gmac(r, i) && (mctx = EVP_MAC_CTX_new(mac)) != NULL
+           && EVP_MAC_init(mctx, keys[0], 32, p);
+}
+
 static int cipher_template(void)
 {
     return (cctx = EVP_CIPHER_CTX_new()) != NULL
@@ -611,6 +623,8 @@ static const ROW rows[] = {
     { "dup-keyed-cmac", K_OPS, cmac_template, op_mac_dup, 4, 500, 0,
       "EVP_MAC_CTX_dup of a keyed CMAC per message: pyca CMAC.copy(), "
       "rust-openssl" },
+    { "dup-keyed-gmac", K_OPS, gmac_keyed_template, op_mac_dup, 4, 500, 0,
+      "EVP_MAC_CTX_dup of a keyed GMAC per message: rust-openssl" },
     { "copy-keyed-ocb", K_OPS, ocb_template, op_cipher_copy, 4, 500, 1,
       "EVP_CIPHER_CTX_copy of a keyed AES-OCB per message: pyca AESOCB3" },
     { "copy-keyed-siv", K_OPS, siv_template, op_cipher_copy, 4, 500, 0,

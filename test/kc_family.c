@@ -24,8 +24,9 @@
 #define KCT_KIND_HMAC KCT_HMAC
 #define KCT_KIND_MAC KCT_MAC
 #define KCT_KIND_CIPHER KCT_CIPHER
-#define KCT_ROW(id, kind, conf, auto, name, keylen, sub, sub_value, ...)  \
-    { #id, KCT_KIND_##kind, conf, name, keylen, sub, sub_value },
+#define KCT_ROW(id, kind, conf, auto, name, keylen, sub, sub_value, desc, \
+                quirks, first)                                           \
+    { #id, KCT_KIND_##kind, conf, name, keylen, sub, sub_value, first },
 
 #define KCT_KEYLEN_OK(id, kind, conf, auto, name, keylen, ...)           \
     _Static_assert(keylen <= KCT_FAM_MAXKEY, #id ": a key longer than KCT_FAM_MAXKEY");

@@ -32,6 +32,7 @@ typedef struct {
     const char *name;           /* the algorithm name */
     size_t keylen;              /* a key length it takes */
     const char *sub, *sub_value; /* a MAC's "digest"/"cipher" parameter */
+    int first;                  /* its first contexts: the application's */
 } KCT_FAM;
 
 extern const KCT_FAM kct_fams[KC_REGISTRY_ROWS];

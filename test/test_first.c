@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A thread's first contexts of each MAC and cipher family run on the
- * application's default, neither recorded nor counted (provider/layer/
- * layer.h, kc_tcore_app_first()), so that a process using a family once
- * or twice builds none of keycache's private stores; later contexts count
- * their keys and are cached as usual.  Every row of the family registry,
- * with the deployed admission (admit_after = 3), on a new thread: each
- * output and failure must be the default's, the first contexts must pass
- * through, and a key used on must still be cached and hit.
+ * A thread's first contexts of a family whose registry row says "first"
+ * (CMAC, KMAC) run on the application's default, neither counted nor
+ * cached (provider/layer/layer.h, kc_tcore_app_first()), so that a process
+ * using the family once or twice builds none of keycache's private stores;
+ * later contexts count their keys and are cached as usual, and a copy of
+ * an unkeyed first context is a usual context.  Every row of the family
+ * registry, with the deployed admission (admit_after = 3), on a new
+ * thread: each output and failure must be the default's, a key used only
+ * in the first contexts (and once more) is not cached where the row says
+ * "first" and is elsewhere, and a key used on is cached and hits.
  */
 #include <stdio.h>
 #include <string.h>
@@ -131,12 +133,13 @@ static void test_first_contexts(void)
         CU_ASSERT_FATAL(pthread_create(&t, NULL, first_thread, &r) == 0);
         pthread_join(t, NULL);
         CU_ASSERT_EQUAL(r.bad, 0);
-        if (r.entries_first != 0 || r.hits_first != 0)
+        /* elsewhere the third keying admits the key */
+        if (r.entries_first != (r.f->first ? 0 : 1) || r.hits_first != 0)
             fprintf(stderr, "\n  %s: %llu entries, %llu hits over the "
                     "first contexts\n", r.f->id,
                     (unsigned long long)r.entries_first,
                     (unsigned long long)r.hits_first);
-        CU_ASSERT_EQUAL(r.entries_first, 0);
+        CU_ASSERT_EQUAL(r.entries_first, r.f->first ? 0 : 1);
         CU_ASSERT_EQUAL(r.hits_first, 0);
         /* counted from the fourth context on: cached, and hit */
         if (kct_counter_in(deployed, KEYCACHE_PARAM_HITS) <= hits)

@@ -670,12 +670,11 @@ static OSSL_LIB_CTX *scan_ctx(int kc)
 }
 
 /*
- * A thread's first 3 contexts of each MAC or cipher family but HMAC run on
- * the application's default, neither counted nor cached (provider/layer/
- * layer.h, kc_tcore_app_first()), and so may GMAC's and AES-SIV's nested
- * GCM and CMAC ones there: spent here, each on a key of its own never
- * scanned for (none is used enough to be cached), so that a key used three
- * times next is cached.  The mismatches.
+ * A thread's first 3 contexts of a family whose registry row says "first"
+ * run on the application's default, neither counted nor cached (provider/
+ * layer/layer.h, kc_tcore_app_first()): spent here, each on a key of its
+ * own never scanned for (none is used enough to be cached), so that a key
+ * used three times next is cached.  The mismatches.
  */
 static int spend_first(OSSL_LIB_CTX *ctx)
 {
@@ -686,7 +685,7 @@ static int spend_first(OSSL_LIB_CTX *ctx)
     for (row = 0; row < NROWS; row++) {
         const KCT_FAM *f = &kct_fams[row];
 
-        if (strcmp(f->id, "HMAC") == 0)
+        if (!f->first)
             continue;
         for (i = 0; i < 3; i++) {
             memset(key, 0xa0 + i, sizeof(key));

@@ -87,6 +87,8 @@ struct kc_tfam_st {
     size_t dig_block, dig_size;     /* its block and output sizes */
     unsigned int quirks;            /* KC_Q_* learned of the default */
     long direct_state;              /* see kc_tfam_ready() */
+    int first;                      /* the registry's: first contexts... */
+    EVP_MAC *app_first;             /* ...on this (kc_inner_app_first()) */
 };
 
 typedef struct kc_cfam_st KC_CFAM;

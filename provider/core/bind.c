@@ -61,8 +61,10 @@ int kc_bind_start(KC_PROVCTX *pctx)
         KC_TFAM *f = r->kind == KC_KIND_MAC ? &pctx->fam[r->index] : NULL;
         KC_CFAM *cf = cipher ? &pctx->cfam[r->index] : NULL;
 
-        if (f != NULL)
+        if (f != NULL) {
             f->d = r->desc;
+            f->first = r->first;
+        }
         if (cf != NULL)
             cf->d = r->desc;
         /* HMAC's functions are bound even when off: others key HMACs */

@@ -82,6 +82,7 @@ typedef struct {
     const char *name;         /* the default's first name */
     const void *desc;         /* a KC_TDESC or KC_CDESC; HMAC: NULL */
     unsigned int quirks;      /* the KC_Q_* its code asks */
+    int first;                /* its first contexts: the application's */
 } KC_FAMILY_ROW;
 
 extern const KC_FAMILY_ROW kc_registry[KC_REGISTRY_ROWS];

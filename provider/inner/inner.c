@@ -279,28 +279,34 @@ void *kc_inner_app_mac(KC_PROVCTX *pctx, const char *name,
     return ctx;
 }
 
-/* The same for cipher |name|; *cipher keeps it loaded. */
-void *kc_inner_app_cipher(KC_PROVCTX *pctx, const char *name,
-                          OSSL_FUNC_cipher_newctx_fn *newctx,
-                          EVP_CIPHER **cipher)
+/*
+ * A context of the application's default for a family's first contexts
+ * (layer.h, kc_tcore_app_first()): MAC |name|, made by |newctx| as
+ * kc_inner_app_mac() makes one.  The MAC is fetched once and pinned in
+ * *pin till keycache stops (kc_inner_stop()), so that neither these
+ * contexts nor their copies count references.  NULL if there is none.
+ */
+void *kc_inner_app_first(KC_PROVCTX *pctx, EVP_MAC **pin, const char *name,
+                         OSSL_FUNC_mac_newctx_fn *newctx)
 {
     const OSSL_PROVIDER *prov;
-    void *ctx = NULL;
+    EVP_MAC *m = __atomic_load_n(pin, __ATOMIC_ACQUIRE), *none = NULL;
 
-    *cipher = NULL;
-    if (pctx->app_libctx == NULL)
-        return NULL;
-    ERR_set_mark();
-    *cipher = EVP_CIPHER_fetch(pctx->app_libctx, name, "provider=default");
-    if (*cipher != NULL
-        && kc_inner_is_default(pctx, prov = EVP_CIPHER_get0_provider(*cipher)))
-        ctx = newctx(OSSL_PROVIDER_get0_provider_ctx(prov));
-    if (ctx == NULL) {
-        EVP_CIPHER_free(*cipher);
-        *cipher = NULL;
+    if (m == NULL && pctx->app_libctx != NULL) {
+        ERR_set_mark();
+        m = EVP_MAC_fetch(pctx->app_libctx, name, "provider=default");
+        ERR_pop_to_mark();
+        if (m != NULL
+            && !__atomic_compare_exchange_n(pin, &none, m, 0,
+                                            __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE)) {
+            EVP_MAC_free(m);
+            m = none;
+        }
     }
-    ERR_pop_to_mark();
-    return ctx;
+    if (m == NULL || !kc_inner_is_default(pctx, prov = EVP_MAC_get0_provider(m)))
+        return NULL;
+    return newctx(OSSL_PROVIDER_get0_provider_ctx(prov));
 }
 
 /*
@@ -440,6 +446,10 @@ int kc_inner_start(KC_PROVCTX *pctx)
 
 void kc_inner_stop(KC_PROVCTX *pctx)
 {
+    size_t i;
+
+    for (i = 0; i < KC_FAM_COUNT; i++)
+        EVP_MAC_free(pctx->fam[i].app_first);
     free_digests(pctx);
     OSSL_PROVIDER_unload(pctx->deflt);
     pctx->deflt = NULL;

@@ -51,7 +51,6 @@ typedef struct {
     KC_PROVCTX *pctx;
     const KC_CFAM *f;
     const KC_CIPHER_FNS *ifn;   /* t.inner's functions: fns, or f->kfns */
-    EVP_CIPHER *app_cipher;     /* t.inner is the application's default's */
     int dir;                    /* the last recorded init's direction, -1 */
     int vdir;                   /* dir when the volatile calls began */
     /* just keyed (see there): the IV length it has now, as a CV_ field */
@@ -737,8 +736,6 @@ void kc_tciph_freectx(void *vctx)
     forget_key(w);
     if (w->t.inner != NULL)
         w->ifn->freectx(w->t.inner);
-    if (w->app_cipher != NULL)
-        EVP_CIPHER_free(w->app_cipher);
     kc_wrapper_free(w->pctx, KC_POOL_CTMPL, w, sizeof(*w));
 }
 
@@ -781,10 +778,7 @@ void *kc_tciph_dupctx(void *vctx)
     if (src->t.inner != NULL) {
         void *inner = src->ifn->dupctx(src->t.inner);
 
-        if (inner == NULL || (src->app_cipher != NULL
-                              && !EVP_CIPHER_up_ref(src->app_cipher))) {
-            if (inner != NULL)
-                src->ifn->freectx(inner);
+        if (inner == NULL) {
             kc_wrapper_free(src->pctx, KC_POOL_CTMPL, dst, sizeof(*dst));
             return NULL;
         }
@@ -901,29 +895,20 @@ void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
 {
     const KC_CFAM *f = &pctx->cfam[which];
     KC_TCIPH_CTX *w;
-    void *inner;
     int cold;
 
     w = kc_wrapper_new_cold(pctx, KC_POOL_CTMPL, sizeof(*w), KC_TCIPH_HEAD,
                             &f->alg[1], &cold);
     if (w == NULL)
         return NULL;
-    w->pctx = pctx;
-    w->f = f;
-    w->dir = -1;
-    if (!cold && kc_tcore_app_first(pctx, &f->alg[1])
-        && (inner = kc_inner_app_cipher(pctx, f->d->name, fns(w)->newctx,
-                                        &w->app_cipher)) != NULL) {
-        set_inner(w, inner, fns(w));
-        w->t.cold = 1;
-        kc_count_passthrough(pctx, &f->alg[1]);
-        return w;
-    }
     /* the family's first context binds its own (gate.c) */
     cold = cold || !kc_cfam_ready(pctx, f);
     w->to = &before_key;
     w->arg = w;
+    w->pctx = pctx;
+    w->f = f;
     w->t.value = f->empty_value;
+    w->dir = -1;
     /* a low hit rate: no record or lookup, a plain context when needed */
     w->t.cold = cold;
     return w;

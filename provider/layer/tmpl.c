@@ -27,9 +27,14 @@ typedef struct {
     /* reinit_restores: where inner goes back when freed, if still clean */
     KC_LEASE lease;
     int clean;
-    /* keyed with a cacheable shape and nothing set since: keyed_size holds */
-    int sized;
+    /*
+     * The size it reports till a call sets something, 0: ask.  keyed_size
+     * once keyed with a cacheable shape; a first context's, as answered.
+     */
+    size_t size;
     EVP_MAC *app_mac;           /* inner is the application's default's */
+    /* a thread's first context (kc_tcore_app_first()), and its copies */
+    int first;
     /* the record: the shape's calls, then the volatile calls, never mixed */
     KC_TCORE t;
 } KC_TMAC_CTX;
@@ -568,7 +573,7 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
     }
     w->t.inner = inner;
     w->ops = ops;
-    w->sized = f->d->keyed_size != 0;
+    w->size = f->d->keyed_size;
     if (f->d->reinit_restores) {
         w->lease = lk.lease;
         w->clean = 1;
@@ -830,10 +835,13 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
     w->pctx = pctx;
     w->f = f;
     w->ops = &f->mac;
-    if (!cold && kc_tcore_app_first(pctx, &f->alg)
-        && (w->t.inner = kc_inner_app_mac(pctx, f->d->name, f->mac.newctx,
-                                          &w->app_mac)) != NULL) {
+    if (!cold && f->first && kc_tcore_app_first(pctx, &f->alg)
+        && (w->t.inner = kc_inner_app_first(pctx,
+                                            (EVP_MAC **)&f->app_first,
+                                            f->d->name,
+                                            f->mac.newctx)) != NULL) {
         w->t.cold = 1;
+        w->first = 1;
         kc_count_passthrough(pctx, &f->alg);
         return w;
     }
@@ -884,6 +892,40 @@ void kc_tmac_freectx(void *vctx)
     if (w->app_mac != NULL)
         EVP_MAC_free(w->app_mac);
     kc_wrapper_free_in(c, KC_POOL_TMPL, w, sizeof(*w));
+}
+
+/*
+ * A thread's first context is the application's default's from the start:
+ * its calls go there, and only the size it reports is kept, asked once
+ * keyed, so that its copies (a template copied per message) answer
+ * EVP_MAC_final's query at once, as a cached context does.
+ */
+static KC_NOINLINE int first_set(KC_TMAC_CTX *w, const OSSL_PARAM params[])
+{
+    w->size = 0;
+    return w->ops->set_ctx_params(w->t.inner, params);
+}
+
+static KC_NOINLINE int first_init(KC_TMAC_CTX *w, const unsigned char *key,
+                                  size_t keylen, const OSSL_PARAM params[])
+{
+    OSSL_PARAM q[2];
+    size_t size = 0;
+    int ok = w->ops->init(w->t.inner, key, keylen, params);
+
+    if (key == NULL && params == NULL)
+        return ok;
+    w->size = 0;
+    if (ok != 1 || key == NULL || w->ops->get_ctx_params == NULL)
+        return ok;
+    q[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &size);
+    q[1] = OSSL_PARAM_construct_end();
+    ERR_set_mark();
+    if (w->ops->get_ctx_params(w->t.inner, q) == 1
+        && q[0].return_size == sizeof(size_t))
+        w->size = size;
+    ERR_pop_to_mark();
+    return ok;
 }
 
 /*
@@ -1062,8 +1104,11 @@ int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     const char *c;
 
     if (w->t.inner != NULL) {
+        if (w->first != 0)
+            return first_set(w, params);
         /* whatever it sets, a keyless init may not undo it */
-        w->clean = w->sized = 0;
+        w->clean = 0;
+        w->size = 0;
         if ((c = w->f->d->cipher_param) != NULL && params != NULL
             && may_name(c, params))
             return keyed_set(w, params);
@@ -1120,7 +1165,7 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
         || !w->f->mac.init(w->t.inner, key, keylen, params))
         return 0;
     /* keyed the default's way with a shape it caches: as if cached */
-    w->sized = r == -2 && w->f->d->keyed_size != 0;
+    w->size = r == -2 ? w->f->d->keyed_size : 0;
     return 1;
 }
 
@@ -1131,8 +1176,12 @@ int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
     const char *c;
 
     if (w->t.inner != NULL) {
-        if (key != NULL || params != NULL)
-            w->clean = w->sized = 0;
+        if (w->first != 0)
+            return first_init(w, key, keylen, params);
+        if (key != NULL || params != NULL) {
+            w->clean = 0;
+            w->size = 0;
+        }
         if ((c = w->f->d->cipher_param) != NULL && params != NULL
             && may_name(c, params))
             return keyed_init(w, key, keylen, params);
@@ -1193,7 +1242,7 @@ int kc_tmac_get_params(int which, OSSL_PARAM params[])
 
 static KC_NOINLINE int sized_get_params(KC_TMAC_CTX *w, OSSL_PARAM params[])
 {
-    if (answer_size(params, w->f->d->keyed_size))
+    if (kc_answer_size(params, w->size))
         return 1;
     return w->ops->get_ctx_params(w->t.inner, params);
 }
@@ -1218,7 +1267,7 @@ int kc_tmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
     KC_TMAC_CTX *w = vctx;
 
     if (w->t.inner != NULL) {
-        if (w->sized)
+        if (w->size != 0)
             return sized_get_params(w, params);
         return w->ops->get_ctx_params(w->t.inner, params);
     }
