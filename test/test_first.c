@@ -12,6 +12,7 @@
  * "first" and is elsewhere, and a key used on is cached and hits.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
 #include <openssl/err.h>
@@ -149,6 +150,83 @@ static void test_first_contexts(void)
     }
 }
 
+/*
+ * What a first context reports of its size after a call changes it: KMAC's
+ * size set once keyed, CMAC keyed again on 3DES (an 8-byte block), KMAC's
+ * size given by a keyless init.  The sizes, the MAC, as text.
+ */
+static void sizes(OSSL_LIB_CTX *libctx, char *buf, size_t len)
+{
+    static const unsigned char key24[24] = "0123456789abcdef01234567";
+    unsigned char out[64];
+    size_t outl = 0, n = 0, i, size = 20, sz[2] = { 0, 0 };
+    EVP_MAC *m[3] = { EVP_MAC_fetch(libctx, "KMAC-128", NULL),
+                      EVP_MAC_fetch(libctx, "CMAC", NULL),
+                      EVP_MAC_fetch(libctx, "KMAC-128", NULL) };
+    OSSL_PARAM p[2] = { OSSL_PARAM_END, OSSL_PARAM_END };
+
+    for (i = 0; i < 3; i++) {
+        EVP_MAC_CTX *c = m[i] != NULL ? EVP_MAC_CTX_new(m[i]) : NULL;
+        int ok;
+
+        if (i != 1) {
+            /* set, or given by a keyless init */
+            p[0] = OSSL_PARAM_construct_size_t("size", &size);
+            ok = c != NULL && EVP_MAC_init(c, key, 32, NULL)
+                 && (sz[0] = EVP_MAC_CTX_get_mac_size(c)) != 0
+                 && (i == 0 ? EVP_MAC_CTX_set_params(c, p)
+                            : EVP_MAC_init(c, NULL, 0, p));
+        } else {
+            p[0] = OSSL_PARAM_construct_utf8_string("cipher", "AES-256-CBC",
+                                                    0);
+            ok = c != NULL && EVP_MAC_init(c, key, 32, p)
+                 && (sz[0] = EVP_MAC_CTX_get_mac_size(c)) != 0;
+            p[0] = OSSL_PARAM_construct_utf8_string("cipher", "DES-EDE3-CBC",
+                                                    0);
+            ok = ok && EVP_MAC_init(c, key24, sizeof(key24), p);
+        }
+        sz[1] = c != NULL ? EVP_MAC_CTX_get_mac_size(c) : 0;
+        ok = ok && EVP_MAC_update(c, msg, sizeof(msg))
+             && EVP_MAC_final(c, out, &outl, sizeof(out));
+        n += (size_t)snprintf(buf + n, len - n, "%zu: ok %d sizes %zu %zu "
+                              "mac ", i, ok, sz[0], sz[1]);
+        for (size = 0; ok && size < outl && n + 3 < len; size++)
+            n += (size_t)snprintf(buf + n, len - n, "%02x", out[size]);
+        n += (size_t)snprintf(buf + n, len - n, "\n");
+        size = 20;
+        EVP_MAC_CTX_free(c);
+        EVP_MAC_free(m[i]);
+    }
+    ERR_clear_error();
+}
+
+static char sizes_kc[768];
+
+static void *sizes_thread(void *arg)
+{
+    (void)arg;
+    sizes(deployed, sizes_kc, sizeof(sizes_kc));
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+static void test_first_sizes(void)
+{
+    char def[768];
+    pthread_t t;
+
+    sizes(kct_default(), def, sizeof(def));
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, sizes_thread, NULL) == 0);
+    pthread_join(t, NULL);
+    if (strcmp(def, sizes_kc) != 0 || getenv("KC_SHOW") != NULL)
+        fprintf(stderr, "\n  default:\n%s  keycache:\n%s", def, sizes_kc);
+    CU_ASSERT_STRING_EQUAL(def, sizes_kc);
+    /* both MACs ran, at the sizes asked for */
+    CU_ASSERT_PTR_NOT_NULL(strstr(def, "0: ok 1 sizes 32 20"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(def, "1: ok 1 sizes 16 8"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(def, "2: ok 1 sizes 32 20"));
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("a thread's first contexts of a family",
@@ -163,6 +241,8 @@ static void add_suites(void)
     }
     CU_add_test(s, "each the default's, then cached (deployed admission)",
                 test_first_contexts);
+    CU_add_test(s, "the size a first context reports after a change",
+                test_first_sizes);
 }
 
 int main(int argc, char **argv)

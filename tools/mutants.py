@@ -206,6 +206,13 @@ MUTANTS = {
     "app-first-never": ("provider/layer/core.c",
         "    if (*n >= KC_APP_FIRST || pctx->admit_after <= 1)",
         "    if (1)"),
+    # ... a first context's size kept across a set or a keying init
+    "first-size-kept-set": ("provider/layer/tmpl.c",
+        "    w->size = 0;\n    return w->ops->set_ctx_params(w->t.inner, params);",
+        "    return w->ops->set_ctx_params(w->t.inner, params);"),
+    "first-size-kept-init": ("provider/layer/tmpl.c",
+        "    if (key == NULL && params == NULL)\n        return ok;\n    w->size = 0;",
+        "    if (key == NULL && params == NULL)\n        return ok;"),
     # the digest table: an entry named by all of its names, so none maps
     # (every HMAC passes through), or sized by its block
     "digest-table-all-names": ("provider/inner/inner.c",
@@ -494,19 +501,19 @@ MUTANTS = {
     # CMAC: a context given parameters after its key is still parked (a
     # cipher set after the key reaches the next user of the spare)
     "cmac-park-after-set": ("provider/layer/tmpl.c",
-        "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = w->sized = 0;",
-        "        /* whatever it sets, a keyless init may not undo it */\n        w->sized = 0;"),
+        "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = 0;\n        w->size = 0;",
+        "        /* whatever it sets, a keyless init may not undo it */\n        w->size = 0;"),
     # CMAC: a context re-keyed in place is still parked under the old key
     "cmac-park-rekeyed": ("provider/layer/tmpl.c",
-        "        if (key != NULL || params != NULL)\n            w->clean = w->sized = 0;",
-        "        if (key != NULL || params != NULL)\n            w->sized = 0;"),
+        "        if (key != NULL || params != NULL) {\n            w->clean = 0;\n            w->size = 0;",
+        "        if (key != NULL || params != NULL) {\n            w->size = 0;"),
     # the size answered for a context re-keyed with another cipher
     "cmac-size-kept": [("provider/layer/tmpl.c",
-        "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = w->sized = 0;",
+        "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = 0;\n        w->size = 0;",
         "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = 0;"),
         ("provider/layer/tmpl.c",
-         "        if (key != NULL || params != NULL)\n            w->clean = w->sized = 0;",
-         "        if (key != NULL || params != NULL)\n            w->clean = 0;")],
+         "        if (key != NULL || params != NULL) {\n            w->clean = 0;\n            w->size = 0;",
+         "        if (key != NULL || params != NULL) {\n            w->clean = 0;")],
     # GMAC: an IV given with the key in init is not set on the copy
     "gmac-drop-direct-iv": ("provider/layer/tmpl.c",
         "        return !direct || apply_volatile(w, &s);", "        return 1;"),
@@ -701,8 +708,8 @@ MUTANTS = {
     # a cipher named after the key that the application's context cannot
     # resolve: the private context's errors (naming it) left to show
     "keyed-cipher-private-errors": ("provider/layer/tmpl.c",
-        "    if (w->app_mac != NULL || !needs_app(w, params, 0)",
-        "    if (1 || w->app_mac != NULL || !needs_app(w, params, 0)"),
+        "    if (!needs_app(w, params, 0)\n        || (t = cipher_part(w, params, &mac, &ok)) == NULL)",
+        "    if (1 || !needs_app(w, params, 0)\n        || (t = cipher_part(w, params, &mac, &ok)) == NULL)"),
     # a GMAC IV without data before the key taken as the last IV, which
     # drops the IV set before (the default keeps it, or fails the message)
     "gmac-null-iv-replaces": ("provider/layer/tmpl.c",
