@@ -203,7 +203,7 @@ MUTANTS = {
         "            (void)0;"),
     # a thread's first contexts of a MAC or cipher family: none on the
     # application's default (each looked up, counted and cached)
-    "app-first-never": ("provider/layer/core.c",
+    "app-first-never": ("provider/layer/layer.h",
         "    if (*n >= KC_APP_FIRST || pctx->admit_after <= 1)",
         "    if (1)"),
     # ... a first context's size kept across a set or a keying init

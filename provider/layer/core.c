@@ -18,24 +18,9 @@
 
 #include "layer/layer.h"
 
-/*
- * A thread's first KC_APP_FIRST contexts of a family: see layer.h.  A fork
- * child inherits the counts, as the parent's first contexts were its own.
- */
-#define KC_APP_FIRST 3
-static __thread unsigned char app_first[KC_FAM_COUNT + KC_CFAM_COUNT]
+/* (layer.h) a fork child inherits the counts: its parent's first contexts */
+__thread unsigned char kc_tcore_first_n[KC_FAM_COUNT]
     __attribute__((tls_model("initial-exec")));
-
-int kc_tcore_app_first(const KC_PROVCTX *pctx, const KC_ALG *alg)
-{
-    unsigned char *n = &app_first[alg->stat - KC_STAT_FAM];
-
-    /* admit_after 1 caches at the first keying: a private template */
-    if (*n >= KC_APP_FIRST || pctx->admit_after <= 1)
-        return 0;
-    ++*n;
-    return 1;
-}
 
 /* a volatile signature's memo key mixes it with the shape's hash */
 #define KC_VOL_MIX 0xc2b2ae3d27d4eb4fULL

@@ -152,16 +152,30 @@ typedef struct {
 #define KC_TCORE_OF(type, core) ((type *)((char *)(core) - offsetof(type, t)))
 
 /*
- * Is a new context of alg among its thread's first few of the family?
- * Then it is the application's default's from the start, neither recorded
- * nor counted: what the family learns (gate.c), the no-op calls' answers
- * and the private library context's cipher or digest store cost millions
- * of instructions, which a process using a family once or twice never
- * earns back (issue 33), while the application's own stores are built
- * anyway.  Later contexts record, count and cache as usual.  Not with
- * admit_after 1, where a first context's key is cached already.
+ * Is a new context of MAC family alg among its thread's first
+ * KC_APP_FIRST?  Then it is the application's default's from the start,
+ * neither recorded nor counted: what the family learns (gate.c), the no-op
+ * calls' answers and the private library context's cipher or digest store
+ * cost millions of instructions, which a process using a family once or
+ * twice never earns back (issue 33), while the application's own stores
+ * are built anyway.  Later contexts record, count and cache as usual.  Not
+ * with admit_after 1, where a first context's key is cached already.
+ * Inline: every new context of such a family asks.
  */
-int kc_tcore_app_first(const KC_PROVCTX *pctx, const KC_ALG *alg);
+#define KC_APP_FIRST 3
+extern __thread unsigned char kc_tcore_first_n[KC_FAM_COUNT]
+    __attribute__((tls_model("initial-exec")));
+
+static ossl_inline int kc_tcore_app_first(const KC_PROVCTX *pctx,
+                                          const KC_ALG *alg)
+{
+    unsigned char *n = &kc_tcore_first_n[alg->stat - KC_STAT_FAM];
+
+    if (*n >= KC_APP_FIRST || pctx->admit_after <= 1)
+        return 0;
+    ++*n;
+    return 1;
+}
 
 /* What a call that fails to record rolls back to: t's value to sig_hash. */
 typedef struct {
