@@ -528,6 +528,38 @@ static void scan_copies(int k, unsigned long copies[NROWS], const char *say)
             copies[row] = ULONG_MAX;        /* no scan: a failure */
 }
 
+/*
+ * A thread's first 3 contexts of a family whose registry row says "first"
+ * run on the application's default, neither counted nor cached (provider/
+ * layer/layer.h, kc_tcore_app_first(); counted per thread and instance, a
+ * fork child going on from its parent's counts): spent here, on three
+ * keys never scanned for and used once each here (so never cached), so
+ * that a key used three times next is cached.  The mismatches.
+ */
+static int spend_first(OSSL_LIB_CTX *ctx)
+{
+    unsigned char key[KCT_FAM_MAXKEY], got[SCAN_OUT], want[SCAN_OUT];
+    size_t row, n;
+    int i, bad = 0;
+
+    for (row = 0; row < NROWS; row++) {
+        const KCT_FAM *f = &kct_fams[row];
+
+        if (!f->first)
+            continue;
+        for (i = 0; i < 3; i++) {
+            memset(key, 0xa0 + i, sizeof(key));
+            n = kct_fam_run(kct_default(), f, key, f->keylen, scan_msg,
+                            sizeof(scan_msg), want);
+            bad += n == 0
+                   || kct_fam_run(ctx, f, key, f->keylen, scan_msg,
+                                  sizeof(scan_msg), got) != n
+                   || memcmp(got, want, n) != 0;
+        }
+    }
+    return bad;
+}
+
 /* What a child found wrong: bits of its exit status. */
 #define CF_COPIES   0x01        /* the key is still in its memory */
 #define CF_ENTRIES  0x02        /* keycache-entries not 0 after fork */
@@ -634,6 +666,9 @@ static void scan_child(OSSL_LIB_CTX *ctx, int kc, int k, int stop)
         }
     if (kc && kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES) != 0)
         bad |= CF_ENTRIES;
+    /* (a worker's instance: this thread's first contexts are not spent) */
+    if (kc && spend_first(ctx) != 0)
+        bad |= CF_OUTPUT;
     for (row = 0; kc && row < NROWS; row++) {
         rbad = child_reuse(ctx, row, k, row);
         if (rbad != 0)
@@ -667,37 +702,6 @@ static OSSL_LIB_CTX *scan_ctx(int kc)
     if (!kc)
         return OSSL_LIB_CTX_new();      /* the default provider, implicitly */
     return kct_keycache_conf("admit_after = 3\n");
-}
-
-/*
- * A thread's first 3 contexts of a family whose registry row says "first"
- * run on the application's default, neither counted nor cached (provider/
- * layer/layer.h, kc_tcore_app_first()): spent here, each on a key of its
- * own never scanned for (none is used enough to be cached), so that a key
- * used three times next is cached.  The mismatches.
- */
-static int spend_first(OSSL_LIB_CTX *ctx)
-{
-    unsigned char key[KCT_FAM_MAXKEY], got[SCAN_OUT], want[SCAN_OUT];
-    size_t row, n;
-    int i, bad = 0;
-
-    for (row = 0; row < NROWS; row++) {
-        const KCT_FAM *f = &kct_fams[row];
-
-        if (!f->first)
-            continue;
-        for (i = 0; i < 3; i++) {
-            memset(key, 0xa0 + i, sizeof(key));
-            n = kct_fam_run(kct_default(), f, key, f->keylen, scan_msg,
-                            sizeof(scan_msg), want);
-            bad += n == 0
-                   || kct_fam_run(ctx, f, key, f->keylen, scan_msg,
-                                  sizeof(scan_msg), got) != n
-                   || memcmp(got, want, n) != 0;
-        }
-    }
-    return bad;
 }
 
 /* Key |k| three times through every row on |ctx|: the mismatches. */

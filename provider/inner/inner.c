@@ -279,6 +279,10 @@ void *kc_inner_app_mac(KC_PROVCTX *pctx, const char *name,
     return ctx;
 }
 
+/* a kc_inner_app_first() pin: the application's context has none */
+static char app_none;
+#define KC_APP_NONE ((EVP_MAC *)&app_none)
+
 /*
  * A context of the application's default for a family's first contexts
  * (layer.h, kc_tcore_app_first()): MAC |name|, made by |newctx| as
@@ -296,15 +300,18 @@ void *kc_inner_app_first(KC_PROVCTX *pctx, EVP_MAC **pin, const char *name,
         ERR_set_mark();
         m = EVP_MAC_fetch(pctx->app_libctx, name, "provider=default");
         ERR_pop_to_mark();
-        if (m != NULL
-            && !__atomic_compare_exchange_n(pin, &none, m, 0,
-                                            __ATOMIC_ACQ_REL,
-                                            __ATOMIC_ACQUIRE)) {
-            EVP_MAC_free(m);
+        /* none there (a FIPS-only application): not asked again */
+        if (m == NULL)
+            m = KC_APP_NONE;
+        if (!__atomic_compare_exchange_n(pin, &none, m, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE)) {
+            if (m != KC_APP_NONE)
+                EVP_MAC_free(m);
             m = none;
         }
     }
-    if (m == NULL || !kc_inner_is_default(pctx, prov = EVP_MAC_get0_provider(m)))
+    if (m == NULL || m == KC_APP_NONE
+        || !kc_inner_is_default(pctx, prov = EVP_MAC_get0_provider(m)))
         return NULL;
     return newctx(OSSL_PROVIDER_get0_provider_ctx(prov));
 }
@@ -449,7 +456,8 @@ void kc_inner_stop(KC_PROVCTX *pctx)
     size_t i;
 
     for (i = 0; i < KC_FAM_COUNT; i++)
-        EVP_MAC_free(pctx->fam[i].app_first);
+        if (pctx->fam[i].app_first != KC_APP_NONE)
+            EVP_MAC_free(pctx->fam[i].app_first);
     free_digests(pctx);
     OSSL_PROVIDER_unload(pctx->deflt);
     pctx->deflt = NULL;

@@ -160,17 +160,27 @@ typedef struct {
  * twice never earns back (issue 33), while the application's own stores
  * are built anyway.  Later contexts record, count and cache as usual.  Not
  * with admit_after 1, where a first context's key is cached already.
- * Inline: every new context of such a family asks.
+ * Counted per thread and instance (a thread that moves to another instance
+ * starts over).  Inline: every new context of such a family asks.
  */
 #define KC_APP_FIRST 3
-extern __thread unsigned char kc_tcore_first_n[KC_FAM_COUNT]
+typedef struct {
+    uint64_t inst;                      /* whose counts these are */
+    unsigned char n[KC_FAM_COUNT];
+} KC_FIRSTS;
+extern __thread KC_FIRSTS kc_tcore_firsts
     __attribute__((tls_model("initial-exec")));
 
 static ossl_inline int kc_tcore_app_first(const KC_PROVCTX *pctx,
                                           const KC_ALG *alg)
 {
-    unsigned char *n = &kc_tcore_first_n[alg->stat - KC_STAT_FAM];
+    KC_FIRSTS *t = &kc_tcore_firsts;
+    unsigned char *n = &t->n[alg->stat - KC_STAT_FAM];
 
+    if (t->inst != pctx->inst) {
+        memset(t->n, 0, sizeof(t->n));
+        t->inst = pctx->inst;
+    }
     if (*n >= KC_APP_FIRST || pctx->admit_after <= 1)
         return 0;
     ++*n;

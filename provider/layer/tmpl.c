@@ -33,7 +33,7 @@ typedef struct {
      */
     size_t size;
     EVP_MAC *app_mac;           /* inner is the application's default's */
-    /* a thread's first context (kc_tcore_app_first()), and its copies */
+    /* a thread's first context (kc_tcore_app_first()), or a copy of one */
     int first;
     /* the record: the shape's calls, then the volatile calls, never mixed */
     KC_TCORE t;
@@ -769,7 +769,7 @@ static KC_NOINLINE int cipher_call(KC_TMAC_CTX *w, int init,
     int refused;
 
     /* the application's default's: it fetches as the default would */
-    if (w->app_mac != NULL)
+    if (w->app_mac != NULL || w->first)
         return forward(w, init, key, keylen, params);
     /* a name twice may fail the call before any fetch: the context says */
     if (repeats(w->pctx, w->f, params)
@@ -895,17 +895,12 @@ void kc_tmac_freectx(void *vctx)
 }
 
 /*
- * A thread's first context is the application's default's from the start:
- * its calls go there, and only the size it reports is kept, asked once
- * keyed, so that its copies (a template copied per message) answer
- * EVP_MAC_final's query at once, as a cached context does.
+ * An init with a key or parameters of a thread's first context (the
+ * application's default's from the start: every call goes there): the
+ * size it reports is asked once keyed and kept, so that its copies (a
+ * template copied per message) answer EVP_MAC_final's query at once, as a
+ * cached context does.
  */
-static KC_NOINLINE int first_set(KC_TMAC_CTX *w, const OSSL_PARAM params[])
-{
-    w->size = 0;
-    return w->ops->set_ctx_params(w->t.inner, params);
-}
-
 static KC_NOINLINE int first_init(KC_TMAC_CTX *w, const unsigned char *key,
                                   size_t keylen, const OSSL_PARAM params[])
 {
@@ -913,8 +908,6 @@ static KC_NOINLINE int first_init(KC_TMAC_CTX *w, const unsigned char *key,
     size_t size = 0;
     int ok = w->ops->init(w->t.inner, key, keylen, params);
 
-    if (key == NULL && params == NULL)
-        return ok;
     w->size = 0;
     if (ok != 1 || key == NULL || w->ops->get_ctx_params == NULL)
         return ok;
@@ -1104,8 +1097,6 @@ int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     const char *c;
 
     if (w->t.inner != NULL) {
-        if (w->first != 0)
-            return first_set(w, params);
         /* whatever it sets, a keyless init may not undo it */
         w->clean = 0;
         w->size = 0;
@@ -1176,9 +1167,9 @@ int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
     const char *c;
 
     if (w->t.inner != NULL) {
-        if (w->first != 0)
-            return first_init(w, key, keylen, params);
         if (key != NULL || params != NULL) {
+            if (w->first)
+                return first_init(w, key, keylen, params);
             w->clean = 0;
             w->size = 0;
         }
