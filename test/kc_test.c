@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <CUnit/Basic.h>
 #include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
@@ -678,4 +679,49 @@ void kct_testmd_end(void)
 {
     EVP_MD_free(md_delegate);
     md_delegate = NULL;
+}
+
+int kct_child_output(const char *self, const char *conf, const char *name,
+                     char **out)
+{
+    int fd[2], st;
+    size_t len = 0, cap = 4096;
+    ssize_t n;
+    pid_t pid;
+    char *buf = malloc(cap);
+
+    *out = NULL;
+    if (buf == NULL || pipe(fd) != 0) {
+        free(buf);
+        return 0;
+    }
+    if ((pid = fork()) == 0) {
+        alarm(KCT_CHILD_ALARM);
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        setenv("OPENSSL_CONF", conf, 1);
+        execl(self, self, "--child", name, (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    while (pid > 0 && (n = read(fd[0], buf + len, cap - len - 1)) > 0) {
+        len += (size_t)n;
+        if (cap - len < 2) {
+            char *b = realloc(buf, cap *= 2);
+
+            if (b == NULL)
+                break;
+            buf = b;
+        }
+    }
+    close(fd[0]);
+    buf[len] = '\0';
+    if (pid <= 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)
+        || WEXITSTATUS(st) != 0) {
+        free(buf);
+        return 0;
+    }
+    *out = buf;
+    return 1;
 }

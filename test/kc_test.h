@@ -197,6 +197,14 @@ void kct_rec_pattern(const char *name, kct_rec_fn fn, void (*churn)(void),
  */
 #define KCT_CHILD_ALARM 30
 
+/*
+ * Program self again, as a new process: "self --child NAME" with
+ * OPENSSL_CONF conf.  Its output into *out (NUL-terminated, malloc'd); 1
+ * if it ran and exited 0.
+ */
+int kct_child_output(const char *self, const char *conf, const char *name,
+                     char **out);
+
 /* Deterministic pseudo-random bytes for tests. */
 void kct_fill(unsigned char *buf, size_t len, uint32_t seed);
 /*

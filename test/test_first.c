@@ -1,20 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A thread's first contexts of a family whose registry row says "first"
- * (CMAC, KMAC) run on the application's default, neither counted nor
+ * (CMAC, KMAC) are the application's default's, neither counted nor
  * cached (provider/layer/layer.h, kc_tcore_app_first()), so that a process
- * using the family once or twice builds none of keycache's private stores;
- * later contexts count their keys and are cached as usual, and a copy of
- * an unkeyed first context is a usual context.  Every row of the family
- * registry, with the deployed admission (admit_after = 3), on a new
- * thread: each output and failure must be the default's, a key used only
- * in the first contexts (and once more) is not cached where the row says
- * "first" and is elsewhere, and a key used on is cached and hits.
+ * using the family once or twice builds none of keycache's private
+ * stores; later contexts count their keys and are cached as usual.  Every
+ * row of the family registry, with the deployed admission (admit_after =
+ * 3), on a new thread: each output and failure must be the default's, a
+ * key used only in the first contexts (and once more) is not cached where
+ * the row says "first" and is elsewhere, and a key used on is cached and
+ * hits.  The size such a context reports follows every change, and in a
+ * fresh process (this program again, --child) a first CMAC's failed fetch
+ * names the application's library context, as the default's does.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 
@@ -26,6 +29,8 @@
 #define USES 6
 
 static OSSL_LIB_CTX *deployed;
+/* this program, for a fresh process (not /proc/self/exe: under valgrind) */
+static const char *self;
 static unsigned char key[KCT_FAM_MAXKEY];
 static unsigned char msg[100];
 
@@ -227,13 +232,72 @@ static void test_first_sizes(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(def, "2: ok 1 sizes 32 20"));
 }
 
+/*
+ * A fresh process's first CMAC, in the global library context as
+ * configured: a cipher no provider has, then the usual one.  A failed
+ * fetch's error names the library context it ran in, so a first context
+ * made in keycache's private one would show (the default's is the global
+ * one).  The record, as text.
+ */
+static void p_cmac(OSSL_LIB_CTX *libctx, KCT_REC *r)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(libctx, "CMAC", NULL);
+    EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM p[2] = { OSSL_PARAM_END, OSSL_PARAM_END };
+    unsigned char out[16];
+    size_t n = 0;
+    int ok;
+
+    kct_rec_printf(r, "served %s\n", mac != NULL
+                   ? kct_provider_name(EVP_MAC_get0_provider(mac))
+                   : "(none)");
+    p[0] = OSSL_PARAM_construct_utf8_string("cipher", "NOPE-256-CBC", 0);
+    kct_rec_printf(r, "set nope rc=%d", c != NULL
+                   && EVP_MAC_CTX_set_params(c, p));
+    kct_rec_errs(r);
+    p[0] = OSSL_PARAM_construct_utf8_string("cipher", "AES-256-CBC", 0);
+    ok = c != NULL && EVP_MAC_init(c, key, 32, p)
+         && EVP_MAC_update(c, msg, sizeof(msg))
+         && EVP_MAC_final(c, out, &n, sizeof(out));
+    kct_rec_printf(r, "mac rc=%d ", ok);
+    kct_rec_hex(r, out, ok ? n : 0);
+    kct_rec_errs(r);
+    EVP_MAC_CTX_free(c);
+    EVP_MAC_free(mac);
+}
+
+/* the same in a fresh process, the default alone and keycache */
+static void test_first_process(void)
+{
+    char conf[KCT_PATH_LEN], *def = NULL, *kc = NULL;
+
+    CU_ASSERT_FATAL(kct_write_conf(conf, "admit_after = 3\n"));
+    CU_ASSERT_TRUE(kct_child_output(self, "/dev/null", "cmac", &def));
+    CU_ASSERT_TRUE(kct_child_output(self, conf, "cmac", &kc));
+    unlink(conf);
+    if (def == NULL || kc == NULL)
+        goto end;
+    /* keycache served the second, not the first */
+    CU_ASSERT_TRUE(strncmp(def, "served default\n", 15) == 0);
+    CU_ASSERT_TRUE(strncmp(kc, "served keycache\n", 16) == 0);
+    /* the fetch failed, naming the global library context */
+    CU_ASSERT_PTR_NOT_NULL(strstr(def, "Global default library context"));
+    if (strchr(def, '\n') == NULL || strchr(kc, '\n') == NULL
+        || strcmp(strchr(def, '\n'), strchr(kc, '\n')) != 0) {
+        fprintf(stderr, "\n[cmac] fresh process differs:\n--- default\n%s"
+                "--- keycache\n%s", def, kc);
+        CU_FAIL("a fresh process's first CMAC differs");
+    }
+ end:
+    free(def);
+    free(kc);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("a thread's first contexts of a family",
                                NULL, NULL);
 
-    kct_fill(key, sizeof(key), 0x66697273);
-    kct_fill(msg, sizeof(msg), 0x6d736731);
     deployed = kct_keycache_conf("admit_after = 3\n");
     if (deployed == NULL) {
         fprintf(stderr, "cannot load keycache with admit_after = 3\n");
@@ -243,11 +307,30 @@ static void add_suites(void)
                 test_first_contexts);
     CU_add_test(s, "the size a first context reports after a change",
                 test_first_sizes);
+    CU_add_test(s, "a fresh process's first CMAC, in its own context",
+                test_first_process);
 }
 
 int main(int argc, char **argv)
 {
-    int ret = kct_main(argc, argv, add_suites);
+    int ret;
+
+    self = argv[0];
+    kct_fill(key, sizeof(key), 0x66697273);
+    kct_fill(msg, sizeof(msg), 0x6d736731);
+    /* --child cmac: p_cmac in the global context, as configured */
+    if (argc == 3 && strcmp(argv[1], "--child") == 0) {
+        KCT_REC r = { 0 };
+
+        if (strcmp(argv[2], "cmac") != 0)
+            return 2;
+        ERR_clear_error();
+        p_cmac(NULL, &r);
+        fputs(r.buf != NULL ? r.buf : "", stdout);
+        kct_rec_free(&r);
+        return 0;
+    }
+    ret = kct_main(argc, argv, add_suites);
 
     OSSL_LIB_CTX_free(deployed);
     return ret;

@@ -22,7 +22,6 @@
 #include <string.h>
 #include <pthread.h>
 #include <unistd.h>
-#include <sys/wait.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -449,54 +448,6 @@ static void test_threads(void)
     }
 }
 
-/*
- * This program again, as a new process: --child NAME with OPENSSL_CONF
- * conf.  Its output into *out (NUL-terminated, malloc'd); 1 if it ran.
- */
-static int child_output(const char *conf, const char *name, char **out)
-{
-    int fd[2], st;
-    size_t len = 0, cap = 4096;
-    ssize_t n;
-    pid_t pid;
-    char *buf = malloc(cap);
-
-    *out = NULL;
-    if (buf == NULL || pipe(fd) != 0) {
-        free(buf);
-        return 0;
-    }
-    if ((pid = fork()) == 0) {
-        alarm(KCT_CHILD_ALARM);
-        dup2(fd[1], 1);
-        close(fd[0]);
-        close(fd[1]);
-        setenv("OPENSSL_CONF", conf, 1);
-        execl(self, self, "--child", name, (char *)NULL);
-        _exit(127);
-    }
-    close(fd[1]);
-    while (pid > 0 && (n = read(fd[0], buf + len, cap - len - 1)) > 0) {
-        len += (size_t)n;
-        if (cap - len < 2) {
-            char *b = realloc(buf, cap *= 2);
-
-            if (b == NULL)
-                break;
-            buf = b;
-        }
-    }
-    close(fd[0]);
-    buf[len] = '\0';
-    if (pid <= 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)
-        || WEXITSTATUS(st) != 0) {
-        free(buf);
-        return 0;
-    }
-    *out = buf;
-    return 1;
-}
-
 /* a fresh process's first HMAC: the default's records, unmasked */
 static void test_process(void)
 {
@@ -508,8 +459,8 @@ static void test_process(void)
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         char *def = NULL, *kc = NULL;
 
-        CU_ASSERT_TRUE(child_output("/dev/null", names[i], &def));
-        CU_ASSERT_TRUE(child_output(conf, names[i], &kc));
+        CU_ASSERT_TRUE(kct_child_output(self, "/dev/null", names[i], &def));
+        CU_ASSERT_TRUE(kct_child_output(self, conf, names[i], &kc));
         if (def != NULL && kc != NULL) {
             /* keycache served the second, not the first */
             CU_ASSERT_TRUE(strncmp(def, "served default\n", 15) == 0);

@@ -201,11 +201,15 @@ MUTANTS = {
     "hmac-app-uncounted": ("provider/families/hmac.c",
         "            if (r == 1)\n                kc_count_passthrough(pctx, &pctx->hmac_alg);",
         "            (void)0;"),
-    # a thread's first contexts of a MAC or cipher family: none on the
-    # application's default (each looked up, counted and cached)
+    # a thread's first contexts of a CMAC or KMAC: none on the
+    # application's default (each looked up, counted and cached) ...
     "app-first-never": ("provider/layer/layer.h",
         "    if (*n >= KC_APP_FIRST || pctx->admit_after <= 1)",
         "    if (1)"),
+    # ... or made in keycache's private library context after all
+    "app-first-private": ("provider/inner/inner.c",
+        "    return newctx(OSSL_PROVIDER_get0_provider_ctx(prov));",
+        "    return newctx(pctx->inner_provctx);"),
     # ... a first context's size kept across a set or a keying init
     "first-size-kept-set": ("provider/layer/tmpl.c",
         "    w->size = 0;\n    return w->ops->set_ctx_params(w->t.inner, params);",
