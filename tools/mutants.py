@@ -212,11 +212,11 @@ MUTANTS = {
         "    return newctx(pctx->inner_provctx);"),
     # ... a first context's size kept across a set or a keying init
     "first-size-kept-set": ("provider/layer/tmpl.c",
-        "    w->size = 0;\n    return w->ops->set_ctx_params(w->t.inner, params);",
-        "    return w->ops->set_ctx_params(w->t.inner, params);"),
+        "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = 0;\n        w->size = 0;",
+        "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = 0;"),
     "first-size-kept-init": ("provider/layer/tmpl.c",
-        "    if (key == NULL && params == NULL)\n        return ok;\n    w->size = 0;",
-        "    if (key == NULL && params == NULL)\n        return ok;"),
+        "    int ok = w->ops->init(w->t.inner, key, keylen, params);\n\n    w->size = 0;",
+        "    int ok = w->ops->init(w->t.inner, key, keylen, params);\n"),
     # the digest table: an entry named by all of its names, so none maps
     # (every HMAC passes through), or sized by its block
     "digest-table-all-names": ("provider/inner/inner.c",
@@ -509,15 +509,15 @@ MUTANTS = {
         "        /* whatever it sets, a keyless init may not undo it */\n        w->size = 0;"),
     # CMAC: a context re-keyed in place is still parked under the old key
     "cmac-park-rekeyed": ("provider/layer/tmpl.c",
-        "        if (key != NULL || params != NULL) {\n            w->clean = 0;\n            w->size = 0;",
-        "        if (key != NULL || params != NULL) {\n            w->size = 0;"),
+        "                return first_init(w, key, keylen, params);\n            w->clean = 0;\n            w->size = 0;",
+        "                return first_init(w, key, keylen, params);\n            w->size = 0;"),
     # the size answered for a context re-keyed with another cipher
     "cmac-size-kept": [("provider/layer/tmpl.c",
         "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = 0;\n        w->size = 0;",
         "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = 0;"),
         ("provider/layer/tmpl.c",
-         "        if (key != NULL || params != NULL) {\n            w->clean = 0;\n            w->size = 0;",
-         "        if (key != NULL || params != NULL) {\n            w->clean = 0;")],
+         "                return first_init(w, key, keylen, params);\n            w->clean = 0;\n            w->size = 0;",
+         "                return first_init(w, key, keylen, params);\n            w->clean = 0;")],
     # GMAC: an IV given with the key in init is not set on the copy
     "gmac-drop-direct-iv": ("provider/layer/tmpl.c",
         "        return !direct || apply_volatile(w, &s);", "        return 1;"),
