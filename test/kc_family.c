@@ -25,8 +25,9 @@
 #define KCT_KIND_MAC KCT_MAC
 #define KCT_KIND_CIPHER KCT_CIPHER
 #define KCT_ROW(id, kind, conf, auto, name, keylen, sub, sub_value, desc, \
-                quirks, first)                                           \
-    { #id, KCT_KIND_##kind, conf, name, keylen, sub, sub_value, first },
+                quirks, first, nests)                                    \
+    { #id, KCT_KIND_##kind, conf, name, keylen, sub, sub_value, first,    \
+      nests },
 
 #define KCT_KEYLEN_OK(id, kind, conf, auto, name, keylen, ...)           \
     _Static_assert(keylen <= KCT_FAM_MAXKEY, #id ": a key longer than KCT_FAM_MAXKEY");

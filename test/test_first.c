@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A thread's first contexts of a family whose registry row says "first"
- * (CMAC, KMAC) are the application's default's, neither counted nor
+ * (CMAC, KMAC, GMAC without GCM) are the application's default's, neither counted nor
  * cached (provider/layer/layer.h, kc_tcore_app_first()), so that a process
  * using the family once or twice builds none of keycache's private
  * stores; later contexts count their keys and are cached as usual.  Every
  * row of the family registry, with the deployed admission (admit_after =
- * 3), on a new thread: each output and failure must be the default's, a
- * key used only in the first contexts (and once more) is not cached where
- * the row says "first" and is elsewhere, and a key used on is cached and
- * hits.  The size such a context reports follows every change, and in a
+ * 3), on a new thread, with every family on and with GCM off (GMAC's
+ * first contexts only then): each output and failure must be the
+ * default's, a key used only in the first contexts (and once more) is not
+ * cached where the row says "first" and is elsewhere, and a key used on
+ * is cached and hits.  The size such a context reports follows every change, and in a
  * fresh process (this program again, --child) a first CMAC's failed fetch
  * names the application's library context, as the default's does.
  */
@@ -28,7 +29,9 @@
 /* the key's uses after the first contexts: admitted at the third, then hits */
 #define USES 6
 
-static OSSL_LIB_CTX *deployed;
+static OSSL_LIB_CTX *deployed, *gcm_off;
+/* the rows' runs: on deployed, or on gcm_off (aes_gcm = off) */
+static OSSL_LIB_CTX *under;
 /* this program, for a fresh process (not /proc/self/exe: under valgrind) */
 static const char *self;
 static unsigned char key[KCT_FAM_MAXKEY];
@@ -63,7 +66,7 @@ static int same_run(const KCT_FAM *f, size_t keylen)
     ERR_clear_error();
     na = kct_fam_run(kct_default(), f, key, keylen, msg, sizeof(msg), a);
     errs(ea, sizeof(ea));
-    nb = kct_fam_run(deployed, f, key, keylen, msg, sizeof(msg), b);
+    nb = kct_fam_run(under, f, key, keylen, msg, sizeof(msg), b);
     errs(eb, sizeof(eb));
     if (na == nb && (na == 0 || memcmp(a, b, na) == 0)
         && strcmp(ea, eb) == 0)
@@ -78,7 +81,7 @@ static int same_dup(const KCT_FAM *f)
 {
     unsigned char out[4][KCT_FAM_OUT(sizeof(msg))];
     size_t n[4];
-    OSSL_LIB_CTX *ctx[2] = { kct_default(), deployed };
+    OSSL_LIB_CTX *ctx[2] = { kct_default(), under };
     int i;
 
     for (i = 0; i < 2; i++) {
@@ -99,8 +102,8 @@ static int same_dup(const KCT_FAM *f)
 static void *first_thread(void *arg)
 {
     RUN *r = arg;
-    uint64_t entries = kct_counter_in(deployed, KEYCACHE_PARAM_ENTRIES);
-    uint64_t hits = kct_counter_in(deployed, KEYCACHE_PARAM_HITS);
+    uint64_t entries = kct_counter_in(under, KEYCACHE_PARAM_ENTRIES);
+    uint64_t hits = kct_counter_in(under, KEYCACHE_PARAM_HITS);
     int i;
 
     /*
@@ -112,9 +115,9 @@ static void *first_thread(void *arg)
     r->bad += !same_dup(r->f);
     r->bad += !same_run(r->f, r->f->keylen - 1);
     r->bad += !same_run(r->f, r->f->keylen);
-    r->entries_first = kct_counter_in(deployed, KEYCACHE_PARAM_ENTRIES)
+    r->entries_first = kct_counter_in(under, KEYCACHE_PARAM_ENTRIES)
                        - entries;
-    r->hits_first = kct_counter_in(deployed, KEYCACHE_PARAM_HITS) - hits;
+    r->hits_first = kct_counter_in(under, KEYCACHE_PARAM_HITS) - hits;
     /* then the key on until it is cached, and hits */
     for (i = 0; i < USES; i++)
         r->bad += !same_run(r->f, r->f->keylen);
@@ -123,36 +126,52 @@ static void *first_thread(void *arg)
     return NULL;
 }
 
-static void test_first_contexts(void)
+/*
+ * Every row on ctx, whose configuration has row key off off (or none):
+ * a row says "first" unless a family its default fetches is on.
+ */
+static void rows_on(OSSL_LIB_CTX *ctx, const char *off)
 {
     size_t row;
 
+    under = ctx;
     for (row = 0; row < kct_nfams; row++) {
         RUN r = { &kct_fams[row], 0, 0, 0 };
-        uint64_t hits = kct_counter_in(deployed, KEYCACHE_PARAM_HITS);
+        uint64_t hits = kct_counter_in(ctx, KEYCACHE_PARAM_HITS);
+        int first = r.f->first
+                    && (r.f->nests == NULL
+                        || (off != NULL && strcmp(r.f->nests, off) == 0));
         pthread_t t;
 
         /* HMAC keys its first misses in the application's context too,
          * counted (families/hmac.c): test_hmac_first.c */
-        if (r.f->kind == KCT_HMAC)
+        if (r.f->kind == KCT_HMAC
+            || (off != NULL && strcmp(r.f->conf, off) == 0))
             continue;
         CU_ASSERT_FATAL(pthread_create(&t, NULL, first_thread, &r) == 0);
         pthread_join(t, NULL);
         CU_ASSERT_EQUAL(r.bad, 0);
         /* elsewhere the third keying admits the key */
-        if (r.entries_first != (r.f->first ? 0 : 1) || r.hits_first != 0)
-            fprintf(stderr, "\n  %s: %llu entries, %llu hits over the "
-                    "first contexts\n", r.f->id,
+        if (r.entries_first != (first ? 0 : 1) || r.hits_first != 0)
+            fprintf(stderr, "\n  %s (%s off): %llu entries, %llu hits over "
+                    "the first contexts\n", r.f->id, off ? off : "none",
                     (unsigned long long)r.entries_first,
                     (unsigned long long)r.hits_first);
-        CU_ASSERT_EQUAL(r.entries_first, r.f->first ? 0 : 1);
+        CU_ASSERT_EQUAL(r.entries_first, first ? 0 : 1);
         CU_ASSERT_EQUAL(r.hits_first, 0);
         /* counted from the fourth context on: cached, and hit */
-        if (kct_counter_in(deployed, KEYCACHE_PARAM_HITS) <= hits)
+        if (kct_counter_in(ctx, KEYCACHE_PARAM_HITS) <= hits)
             fprintf(stderr, "\n  %s: no hit after the first contexts\n",
                     r.f->id);
-        CU_ASSERT_TRUE(kct_counter_in(deployed, KEYCACHE_PARAM_HITS) > hits);
+        CU_ASSERT_TRUE(kct_counter_in(ctx, KEYCACHE_PARAM_HITS) > hits);
     }
+}
+
+static void test_first_contexts(void)
+{
+    rows_on(deployed, NULL);
+    /* GMAC's GCM the default's (or a pass-through): GMAC's first too */
+    rows_on(gcm_off, KEYCACHE_CONF_AES_GCM);
 }
 
 /*
@@ -233,6 +252,71 @@ static void test_first_sizes(void)
 }
 
 /*
+ * An unkeyed GMAC template (a thread's first context where GCM is off)
+ * copied, and each copy given an IV and keyed, as an application with a
+ * template per cipher does: the MACs, as text.
+ */
+static void gmac_copies(OSSL_LIB_CTX *libctx, char *buf, size_t len)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(libctx, "GMAC", NULL);
+    EVP_MAC_CTX *t = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM p[2] = { OSSL_PARAM_END, OSSL_PARAM_END };
+    unsigned char iv[12], out[16];
+    size_t n = 0, outl, j;
+    int i, ok;
+
+    p[0] = OSSL_PARAM_construct_utf8_string("cipher", "AES-256-GCM", 0);
+    ok = t != NULL && EVP_MAC_CTX_set_params(t, p);
+    n += (size_t)snprintf(buf + n, len - n, "template %d\n", ok);
+    for (i = 0; ok && i < 8; i++) {
+        EVP_MAC_CTX *c = EVP_MAC_CTX_dup(t);
+
+        memset(iv, i, sizeof(iv));
+        p[0] = OSSL_PARAM_construct_octet_string("iv", iv, sizeof(iv));
+        outl = 0;
+        ok = c != NULL && EVP_MAC_init(c, key, 32, p)
+             && EVP_MAC_update(c, msg, sizeof(msg))
+             && EVP_MAC_final(c, out, &outl, sizeof(out));
+        n += (size_t)snprintf(buf + n, len - n, "copy %d: %d ", i, ok);
+        for (j = 0; j < outl && n + 3 < len; j++)
+            n += (size_t)snprintf(buf + n, len - n, "%02x", out[j]);
+        n += (size_t)snprintf(buf + n, len - n, "\n");
+        EVP_MAC_CTX_free(c);
+    }
+    EVP_MAC_CTX_free(t);
+    EVP_MAC_free(mac);
+    ERR_clear_error();
+}
+
+static char copies_kc[1024];
+
+static void *copies_thread(void *arg)
+{
+    (void)arg;
+    gmac_copies(gcm_off, copies_kc, sizeof(copies_kc));
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+/* ... on a new thread, GCM off: the default's MACs, and cached after all */
+static void test_first_copies(void)
+{
+    uint64_t hits = kct_counter_in(gcm_off, KEYCACHE_PARAM_HITS);
+    char def[1024];
+    pthread_t t;
+
+    gmac_copies(kct_default(), def, sizeof(def));
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, copies_thread, NULL) == 0);
+    pthread_join(t, NULL);
+    if (strcmp(def, copies_kc) != 0 || getenv("KC_SHOW") != NULL)
+        fprintf(stderr, "\n  default:\n%s  keycache:\n%s", def, copies_kc);
+    CU_ASSERT_STRING_EQUAL(def, copies_kc);
+    CU_ASSERT_PTR_NOT_NULL(strstr(def, "copy 7: 1 "));
+    /* the copies are usual contexts: the key is cached, and hits */
+    CU_ASSERT_TRUE(kct_counter_in(gcm_off, KEYCACHE_PARAM_HITS) > hits);
+}
+
+/*
  * A fresh process's first CMAC, in the global library context as
  * configured: a cipher no provider has, then the usual one.  A failed
  * fetch's error names the library context it ran in, so a first context
@@ -299,7 +383,8 @@ static void add_suites(void)
                                NULL, NULL);
 
     deployed = kct_keycache_conf("admit_after = 3\n");
-    if (deployed == NULL) {
+    gcm_off = kct_keycache_conf("admit_after = 3\naes_gcm = off\n");
+    if (deployed == NULL || gcm_off == NULL) {
         fprintf(stderr, "cannot load keycache with admit_after = 3\n");
         return;
     }
@@ -309,6 +394,8 @@ static void add_suites(void)
                 test_first_sizes);
     CU_add_test(s, "a fresh process's first CMAC, in its own context",
                 test_first_process);
+    CU_add_test(s, "copies of an unkeyed first GMAC template, cached",
+                test_first_copies);
 }
 
 int main(int argc, char **argv)
@@ -333,5 +420,6 @@ int main(int argc, char **argv)
     ret = kct_main(argc, argv, add_suites);
 
     OSSL_LIB_CTX_free(deployed);
+    OSSL_LIB_CTX_free(gcm_off);
     return ret;
 }

@@ -206,6 +206,18 @@ MUTANTS = {
     "app-first-never": ("provider/layer/layer.h",
         "    if (*n >= KC_APP_FIRST || pctx->admit_after <= 1)",
         "    if (1)"),
+    # ... even GMAC's where GCM is on (its copies then pay two wrappers:
+    # counted, the test sees GCM entries), or never where a row nests one
+    "first-ignores-nests": ("provider/core/bind.c",
+        "            f->first = r->first && !conf_on(pctx, r->nests);",
+        "            f->first = r->first;"),
+    "first-never-nests": ("provider/core/bind.c",
+        "            f->first = r->first && !conf_on(pctx, r->nests);",
+        "            f->first = r->first && r->nests == NULL;"),
+    # ... an unkeyed one's copies plain copies (never cached)
+    "first-copy-plain": ("provider/layer/tmpl.c",
+        "    if (src->first == KC_FIRST_SHAPE)\n        return settled_copy(src);\n",
+        ""),
     # ... or made in keycache's private library context after all
     "app-first-private": ("provider/inner/inner.c",
         "    return newctx(OSSL_PROVIDER_get0_provider_ctx(prov));",
@@ -215,8 +227,8 @@ MUTANTS = {
         "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = 0;\n        w->size = 0;",
         "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = 0;"),
     "first-size-kept-init": ("provider/layer/tmpl.c",
-        "    int ok = w->ops->init(w->t.inner, key, keylen, params);\n\n    w->size = 0;",
-        "    int ok = w->ops->init(w->t.inner, key, keylen, params);\n"),
+        "        return ok;\n    w->size = 0;\n    if (ok != 1 || key == NULL",
+        "        return ok;\n    if (ok != 1 || key == NULL"),
     # the digest table: an entry named by all of its names, so none maps
     # (every HMAC passes through), or sized by its block
     "digest-table-all-names": ("provider/inner/inner.c",

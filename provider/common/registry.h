@@ -5,7 +5,8 @@
  * fuzzer learn the families from this list alone: a new family is a row
  * here plus its file.  The tests include it after keycache.h alone.
  *
- * X(id, kind, conf, auto, name, keylen, sub, sub_value, desc, quirks, first)
+ * X(id, kind, conf, auto, name, keylen, sub, sub_value, desc, quirks, first,
+ *   nests)
  *   id         KC_FAM_<id> (MAC) or KC_CFAM_<id> (cipher); HMAC has none
  *   kind       HMAC, MAC (layer/tmpl.c) or CIPHER (layer/ctmpl.c)
  *   conf       the configuration key that switches it
@@ -20,43 +21,50 @@
  *              (quirks/quirks.h), learned of the running default at its
  *              first use and named in KEYCACHE_DEBUG's reports
  *   first      1: a thread's first contexts are the application's default's
- *              (layer/layer.h, kc_tcore_app_first()); only where that
- *              default fetches nothing keycache wraps (CMAC's CBC, KMAC's
- *              digest: GMAC's GCM, AES-SIV's CMAC would be keycache's, each
- *              call then paying two wrappers)
+ *              (layer/layer.h, kc_tcore_app_first()), unless nests is on
+ *   nests      the configuration key of a family the default's fetches by
+ *              name (GMAC: GCM, AES-SIV: CMAC), or NULL: in the
+ *              application's library context that fetch finds keycache's
+ *              own when the family is on, and a first context's copies
+ *              would pay two wrappers
  */
 #ifndef KC_REGISTRY_H
 #define KC_REGISTRY_H
 
 #define KC_REGISTRY(X)                                                   \
     X(HMAC, HMAC, KEYCACHE_CONF_HMAC, 1,                                 \
-      "HMAC", 32, "digest", "SHA256", NULL, 0, 0)                        \
+      "HMAC", 32, "digest", "SHA256", NULL, 0, 0, NULL)                  \
     X(CMAC, MAC, KEYCACHE_CONF_CMAC, 1,                                  \
-      "CMAC", 32, "cipher", "AES-256-CBC", &kc_cmac_desc, KC_QS_TMAC, 1) \
+      "CMAC", 32, "cipher", "AES-256-CBC", &kc_cmac_desc, KC_QS_TMAC,    \
+      1, NULL)                                                           \
     X(GMAC, MAC, KEYCACHE_CONF_GMAC, 1,                                  \
-      "GMAC", 32, "cipher", "AES-256-GCM", &kc_gmac_desc, KC_QS_TMAC, 0) \
+      "GMAC", 32, "cipher", "AES-256-GCM", &kc_gmac_desc, KC_QS_TMAC,    \
+      1, KEYCACHE_CONF_AES_GCM)                                          \
     X(KMAC128, MAC, KEYCACHE_CONF_KMAC, 1,                               \
-      "KMAC-128", 32, NULL, NULL, &kc_kmac128_desc, KC_QS_KMAC, 1)       \
+      "KMAC-128", 32, NULL, NULL, &kc_kmac128_desc, KC_QS_KMAC, 1, NULL) \
     X(KMAC256, MAC, KEYCACHE_CONF_KMAC, 1,                               \
-      "KMAC-256", 32, NULL, NULL, &kc_kmac256_desc, KC_QS_KMAC, 1)       \
+      "KMAC-256", 32, NULL, NULL, &kc_kmac256_desc, KC_QS_KMAC, 1, NULL) \
     X(OCB128, CIPHER, KEYCACHE_CONF_AES_OCB, 1,                          \
-      "AES-128-OCB", 16, NULL, NULL, &kc_ocb_desc[0], 0, 0)              \
+      "AES-128-OCB", 16, NULL, NULL, &kc_ocb_desc[0], 0, 0, NULL)        \
     X(OCB192, CIPHER, KEYCACHE_CONF_AES_OCB, 1,                          \
-      "AES-192-OCB", 24, NULL, NULL, &kc_ocb_desc[1], 0, 0)              \
+      "AES-192-OCB", 24, NULL, NULL, &kc_ocb_desc[1], 0, 0, NULL)        \
     X(OCB256, CIPHER, KEYCACHE_CONF_AES_OCB, 1,                          \
-      "AES-256-OCB", 32, NULL, NULL, &kc_ocb_desc[2], 0, 0)              \
+      "AES-256-OCB", 32, NULL, NULL, &kc_ocb_desc[2], 0, 0, NULL)        \
     X(SIV128, CIPHER, KEYCACHE_CONF_AES_SIV, 1,                          \
-      "AES-128-SIV", 32, NULL, NULL, &kc_siv_desc[0], KC_QS_SIV, 0)      \
+      "AES-128-SIV", 32, NULL, NULL, &kc_siv_desc[0], KC_QS_SIV,         \
+      0, KEYCACHE_CONF_CMAC)                                             \
     X(SIV192, CIPHER, KEYCACHE_CONF_AES_SIV, 1,                          \
-      "AES-192-SIV", 48, NULL, NULL, &kc_siv_desc[1], KC_QS_SIV, 0)      \
+      "AES-192-SIV", 48, NULL, NULL, &kc_siv_desc[1], KC_QS_SIV,         \
+      0, KEYCACHE_CONF_CMAC)                                             \
     X(SIV256, CIPHER, KEYCACHE_CONF_AES_SIV, 1,                          \
-      "AES-256-SIV", 64, NULL, NULL, &kc_siv_desc[2], KC_QS_SIV, 0)      \
+      "AES-256-SIV", 64, NULL, NULL, &kc_siv_desc[2], KC_QS_SIV,         \
+      0, KEYCACHE_CONF_CMAC)                                             \
     X(GCM128, CIPHER, KEYCACHE_CONF_AES_GCM, kc_quirk_gcm_copy_pays(),   \
-      "AES-128-GCM", 16, NULL, NULL, &kc_gcm_desc[0], 0, 0)              \
+      "AES-128-GCM", 16, NULL, NULL, &kc_gcm_desc[0], 0, 0, NULL)        \
     X(GCM192, CIPHER, KEYCACHE_CONF_AES_GCM, kc_quirk_gcm_copy_pays(),   \
-      "AES-192-GCM", 24, NULL, NULL, &kc_gcm_desc[1], 0, 0)              \
+      "AES-192-GCM", 24, NULL, NULL, &kc_gcm_desc[1], 0, 0, NULL)        \
     X(GCM256, CIPHER, KEYCACHE_CONF_AES_GCM, kc_quirk_gcm_copy_pays(),   \
-      "AES-256-GCM", 32, NULL, NULL, &kc_gcm_desc[2], 0, 0)
+      "AES-256-GCM", 32, NULL, NULL, &kc_gcm_desc[2], 0, 0, NULL)
 
 /* the indices: KC_FAM_<id> among the MACs, KC_CFAM_<id> among the ciphers */
 #define KC_REG_F_HMAC(id)

@@ -9,9 +9,9 @@
 #define KC_REG_IDX_MAC(id) KC_FAM_##id
 #define KC_REG_IDX_CIPHER(id) KC_CFAM_##id
 #define KC_REG_TABLE_ROW(id, kind, conf, autorule, name, keylen, sub,      \
-                         sub_value, desc, quirks, first)                  \
+                         sub_value, desc, quirks, first, nests)           \
     { KC_KIND_##kind, KC_REG_IDX_##kind(id), conf, name, desc, quirks,     \
-      first },
+      first, nests },
 
 const KC_FAMILY_ROW kc_registry[KC_REGISTRY_ROWS] = {
     KC_REGISTRY(KC_REG_TABLE_ROW)

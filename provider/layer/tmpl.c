@@ -33,11 +33,19 @@ typedef struct {
      */
     size_t size;
     EVP_MAC *app_mac;           /* inner is the application's default's */
-    /* a thread's first context (kc_tcore_app_first()), or a copy of one */
+    /*
+     * A thread's first context (kc_tcore_app_first()) or a copy of one:
+     * KC_FIRST_SHAPE while only set_ctx_params calls its record holds made
+     * its state (then its copies are usual contexts: settled_copy()),
+     * KC_FIRST_PLAIN after; 0: neither.
+     */
     int first;
     /* the record: the shape's calls, then the volatile calls, never mixed */
     KC_TCORE t;
 } KC_TMAC_CTX;
+
+#define KC_FIRST_PLAIN 1
+#define KC_FIRST_SHAPE 3        /* & KC_FIRST_PLAIN: KC_FIRST_PLAIN */
 
 #define W(core) KC_TCORE_OF(KC_TMAC_CTX, core)
 
@@ -841,7 +849,7 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
                                             f->d->name,
                                             f->mac.newctx)) != NULL) {
         w->t.cold = 1;
-        w->first = 1;
+        w->first = KC_FIRST_SHAPE;
         kc_count_passthrough(pctx, &f->alg);
         return w;
     }
@@ -908,6 +916,9 @@ static KC_NOINLINE int first_init(KC_TMAC_CTX *w, const unsigned char *key,
     size_t size = 0;
     int ok = w->ops->init(w->t.inner, key, keylen, params);
 
+    w->first = KC_FIRST_PLAIN;
+    if (key == NULL && params == NULL)
+        return ok;
     w->size = 0;
     if (ok != 1 || key == NULL || w->ops->get_ctx_params == NULL)
         return ok;
@@ -918,6 +929,28 @@ static KC_NOINLINE int first_init(KC_TMAC_CTX *w, const unsigned char *key,
         && q[0].return_size == sizeof(size_t))
         w->size = size;
     ERR_pop_to_mark();
+    return ok;
+}
+
+/* Append params (taken) to a first context's record: 0 if it cannot. */
+static int first_record(KC_TMAC_CTX *w, const OSSL_PARAM params[])
+{
+    SPLIT s;
+
+    if (params == NULL)
+        return 1;
+    return split(w->f, params, &s) && s.key == NULL && s.nv == 0
+           && (s.ns == 0 || append_call(w, s.shape, s.ns, KC_AS_SHAPE));
+}
+
+/* set_ctx_params of a first context still its record: recorded too */
+static KC_NOINLINE int first_set(KC_TMAC_CTX *w, const OSSL_PARAM params[])
+{
+    int ok = w->ops->set_ctx_params(w->t.inner, params);
+
+    w->size = 0;
+    if (ok != 1 || !first_record(w, params))
+        w->first = KC_FIRST_PLAIN;
     return ok;
 }
 
@@ -956,9 +989,42 @@ static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
     return d != NULL;
 }
 
+/*
+ * A copy of a first context its record describes (unkeyed): a usual
+ * context with that record, once the default said it can copy one, so
+ * that copies of an unkeyed template, each keyed, are served from the
+ * cache after all (dup-unkeyed-gmac).  src is only read: other threads
+ * may copy it too.  NULL: no copy, the default's answer.
+ */
+static KC_NOINLINE KC_TMAC_CTX *settled_copy(const KC_TMAC_CTX *src)
+{
+    const KC_TFAM *f = src->f;
+    KC_TMAC_CTX *w;
+
+    if (!kc_tfam_ready(src->pctx, f) || !unkeyed_dup_ok(src))
+        return NULL;
+    w = kc_wrapper_take(src->pctx, KC_POOL_TMPL, sizeof(*w), NULL, NULL,
+                        NULL);
+    if (w == NULL)
+        return NULL;
+    memset(w, 0, KC_TMAC_HEAD);
+    w->pctx = src->pctx;
+    w->f = f;
+    w->ops = &f->mac;
+    memcpy(w->t.rec, src->t.rec, src->t.len);
+    w->t.len = w->t.shape_len = src->t.len;
+    w->t.hash = src->t.hash;
+    w->t.value = src->t.len == 0
+                 ? __atomic_load_n(&f->empty_value, __ATOMIC_RELAXED) : -1;
+    return w;
+}
+
 void *kc_tmac_dupctx(void *vctx)
 {
     KC_TMAC_CTX *src = vctx, *dst;
+
+    if (src->first == KC_FIRST_SHAPE)
+        return settled_copy(src);
 
     if (src->t.inner == NULL && !unkeyed_dup_ok(src))
         return NULL;
@@ -1097,6 +1163,8 @@ int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     const char *c;
 
     if (w->t.inner != NULL) {
+        if (w->first == KC_FIRST_SHAPE)
+            return first_set(w, params);
         /* whatever it sets, a keyless init may not undo it */
         w->clean = 0;
         w->size = 0;
@@ -1167,6 +1235,8 @@ int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
     const char *c;
 
     if (w->t.inner != NULL) {
+        if (w->first == KC_FIRST_SHAPE)
+            return first_init(w, key, keylen, params);
         if (key != NULL || params != NULL) {
             if (w->first)
                 return first_init(w, key, keylen, params);
@@ -1192,8 +1262,10 @@ int kc_tmac_update(void *vctx, const unsigned char *data, size_t datalen)
 {
     KC_TMAC_CTX *w = vctx;
 
-    if (w->t.inner != NULL)
+    if (w->t.inner != NULL) {
+        w->first &= KC_FIRST_PLAIN;
         return w->ops->update(w->t.inner, data, datalen);
+    }
     return unkeyed_update(w, data, datalen);
 }
 
@@ -1209,8 +1281,10 @@ int kc_tmac_final(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_TMAC_CTX *w = vctx;
 
-    if (w->t.inner != NULL)
+    if (w->t.inner != NULL) {
+        w->first &= KC_FIRST_PLAIN;
         return w->ops->final(w->t.inner, out, outl, outsize);
+    }
     return unkeyed_final(w, out, outl, outsize);
 }
 
