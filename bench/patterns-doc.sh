@@ -44,14 +44,22 @@ Where the losses come from today:
   `thread-per-task`: a thread that never admits a key keeps only a small
   thread-local record, but its contexts still cost a wrapper struct
   (allocated and freed) and counting the key towards admission.
-- `first-*`: what a family learns of the running default (its own
-  contexts' checks, the no-op calls of a fresh MAC context) is learned at
-  the family's first context, not at every process's start, and keycache's
-  private library context builds its digest or cipher store there, beside
-  the application's: a process pays for the families it uses, once.
-- `first-gcm`/`first-ocb` on 3.5+: for `EVP_SKEY`, keycache offers every
-  cipher of the default's (pass-through), so the first cipher fetch
-  builds keycache's cipher methods beside the default's.
+- `first-gmac` (3.0), `first-siv`: what a family learns of the running
+  default (its own contexts' checks, the no-op calls of a fresh MAC
+  context) is learned at the family's first context, not at every
+  process's start, and keycache's private library context builds its
+  cipher store there, beside the application's: a process pays for the
+  families it uses, once.  HMAC, CMAC, KMAC, and GMAC where GCM is off
+  (3.5+ by `auto`) skip both: a thread's first misses (HMAC) or first 3
+  contexts (the registry's `first` column) are the application's
+  default's.  GMAC while GCM is on, and AES-SIV, cannot: their default
+  fetches GCM or CMAC, which in the application's library context is
+  keycache's own, and a template of theirs copied per message would pay
+  two wrappers (docs/families.md).
+- `first-gcm`/`first-ocb`/`first-cmac`/`first-gmac` on 3.5+: for
+  `EVP_SKEY`, keycache offers every cipher of the default's
+  (pass-through), so the first cipher fetch builds keycache's cipher
+  methods beside the default's.
 - `copy-*`, `newkey-cmac`, `cmac-3des`, and on 4.0 a key used three
   times: a wrapper struct per context (taken from and given back to the
   thread's pool), the check that a CMAC's cipher is the private
