@@ -174,6 +174,46 @@ static void test_first_contexts(void)
     rows_on(gcm_off, KEYCACHE_CONF_AES_GCM);
 }
 
+/* A scenario that writes what it sees as text into buf (len bytes). */
+typedef void (*TEXT_FN)(OSSL_LIB_CTX *libctx, char *buf, size_t len);
+
+typedef struct {
+    TEXT_FN fn;
+    OSSL_LIB_CTX *libctx;
+    char *buf;
+    size_t len;
+} TEXT_RUN;
+
+static void *text_thread(void *arg)
+{
+    TEXT_RUN *t = arg;
+
+    t->fn(t->libctx, t->buf, t->len);
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+/*
+ * fn on the default into def, and on a new thread (its first contexts) of
+ * libctx into kc: 1 if it ran and the texts are equal (else both shown).
+ */
+static int same_on_thread(TEXT_FN fn, OSSL_LIB_CTX *libctx, char *def,
+                          char *kc, size_t len)
+{
+    TEXT_RUN run = { fn, libctx, kc, len };
+    pthread_t t;
+
+    def[0] = kc[0] = '\0';
+    fn(kct_default(), def, len);
+    if (pthread_create(&t, NULL, text_thread, &run) != 0)
+        return 0;
+    pthread_join(t, NULL);
+    if (strcmp(def, kc) != 0 || getenv("KC_SHOW") != NULL)
+        fprintf(stderr, "\n  default:\n%s  keycache:\n%s", def, kc);
+    CU_ASSERT_STRING_EQUAL(def, kc);
+    return 1;
+}
+
 /*
  * What a first context reports of its size after a call changes it: KMAC's
  * size set once keyed, CMAC keyed again on 3DES (an 8-byte block), KMAC's
@@ -224,27 +264,11 @@ static void sizes(OSSL_LIB_CTX *libctx, char *buf, size_t len)
     ERR_clear_error();
 }
 
-static char sizes_kc[768];
-
-static void *sizes_thread(void *arg)
-{
-    (void)arg;
-    sizes(deployed, sizes_kc, sizeof(sizes_kc));
-    OPENSSL_thread_stop();
-    return NULL;
-}
-
 static void test_first_sizes(void)
 {
-    char def[768];
-    pthread_t t;
+    char def[768], kc[768];
 
-    sizes(kct_default(), def, sizeof(def));
-    CU_ASSERT_FATAL(pthread_create(&t, NULL, sizes_thread, NULL) == 0);
-    pthread_join(t, NULL);
-    if (strcmp(def, sizes_kc) != 0 || getenv("KC_SHOW") != NULL)
-        fprintf(stderr, "\n  default:\n%s  keycache:\n%s", def, sizes_kc);
-    CU_ASSERT_STRING_EQUAL(def, sizes_kc);
+    CU_ASSERT_FATAL(same_on_thread(sizes, deployed, def, kc, sizeof(def)));
     /* both MACs ran, at the sizes asked for */
     CU_ASSERT_PTR_NOT_NULL(strstr(def, "0: ok 1 sizes 32 20"));
     CU_ASSERT_PTR_NOT_NULL(strstr(def, "1: ok 1 sizes 16 8"));
@@ -252,68 +276,91 @@ static void test_first_sizes(void)
 }
 
 /*
- * An unkeyed GMAC template (a thread's first context where GCM is off)
- * copied, and each copy given an IV and keyed, as an application with a
- * template per cipher does: the MACs, as text.
+ * Unkeyed templates (a thread's first contexts; GMAC's where GCM is off)
+ * set up with these calls, each then copied, and each copy given an IV
+ * (GMAC) and keyed, as an application with a template per algorithm does:
+ * GMAC with its cipher; a refused cipher, then its own (no longer a
+ * record: plain copies); its cipher and an empty array (the default loads
+ * its cipher again); fresh (a 4th context: no copy then); KMAC with a
+ * customisation, a size and XOF.  What each call returned, the MACs and the first error, as
+ * text.
  */
-static void gmac_copies(OSSL_LIB_CTX *libctx, char *buf, size_t len)
+static void template_copies(OSSL_LIB_CTX *libctx, char *buf, size_t len)
 {
-    EVP_MAC *mac = EVP_MAC_fetch(libctx, "GMAC", NULL);
-    EVP_MAC_CTX *t = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
-    OSSL_PARAM p[2] = { OSSL_PARAM_END, OSSL_PARAM_END };
-    unsigned char iv[12], out[16];
-    size_t n = 0, outl, j;
-    int i, ok;
+    static const char *const macs[] = { "GMAC", "GMAC", "GMAC", "GMAC",
+                                        "KMAC-128" };
+    unsigned char iv[12], out[32];
+    size_t n = 0, outl, j, size = 24, k;
+    int i, ok, one = 1;
 
-    p[0] = OSSL_PARAM_construct_utf8_string("cipher", "AES-256-GCM", 0);
-    ok = t != NULL && EVP_MAC_CTX_set_params(t, p);
-    n += (size_t)snprintf(buf + n, len - n, "template %d\n", ok);
-    for (i = 0; ok && i < 8; i++) {
-        EVP_MAC_CTX *c = EVP_MAC_CTX_dup(t);
+    for (k = 0; k < sizeof(macs) / sizeof(macs[0]); k++) {
+        EVP_MAC *mac = EVP_MAC_fetch(libctx, macs[k], NULL);
+        EVP_MAC_CTX *t = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+        OSSL_PARAM p[3] = { OSSL_PARAM_END, OSSL_PARAM_END, OSSL_PARAM_END };
 
-        memset(iv, i, sizeof(iv));
-        p[0] = OSSL_PARAM_construct_octet_string("iv", iv, sizeof(iv));
-        outl = 0;
-        ok = c != NULL && EVP_MAC_init(c, key, 32, p)
-             && EVP_MAC_update(c, msg, sizeof(msg))
-             && EVP_MAC_final(c, out, &outl, sizeof(out));
-        n += (size_t)snprintf(buf + n, len - n, "copy %d: %d ", i, ok);
-        for (j = 0; j < outl && n + 3 < len; j++)
-            n += (size_t)snprintf(buf + n, len - n, "%02x", out[j]);
-        n += (size_t)snprintf(buf + n, len - n, "\n");
-        EVP_MAC_CTX_free(c);
+        ok = t != NULL;
+        if (k == 1) {
+            p[0] = OSSL_PARAM_construct_utf8_string("cipher", "AES-256-CBC",
+                                                    0);
+            n += (size_t)snprintf(buf + n, len - n, "refused %d %d\n",
+                                  EVP_MAC_CTX_set_params(t, p),
+                                  ERR_GET_REASON(ERR_peek_error()));
+            ERR_clear_error();
+        }
+        if (k == 4) {
+            p[0] = OSSL_PARAM_construct_octet_string("custom", "tmpl", 4);
+            p[1] = OSSL_PARAM_construct_size_t("size", &size);
+            ok = ok && EVP_MAC_CTX_set_params(t, p);
+            p[0] = OSSL_PARAM_construct_int("xof", &one);
+            p[1] = OSSL_PARAM_construct_end();
+        } else if (k != 3) {
+            p[0] = OSSL_PARAM_construct_utf8_string("cipher", "AES-256-GCM",
+                                                    0);
+        }
+        ok = ok && (k == 3 || EVP_MAC_CTX_set_params(t, p));
+        if (k == 2) {
+            p[0] = OSSL_PARAM_construct_end();
+            ok = ok && EVP_MAC_CTX_set_params(t, p);
+        }
+        n += (size_t)snprintf(buf + n, len - n, "template %zu: %d\n", k, ok);
+        for (i = 0; ok && i < 6; i++) {
+            EVP_MAC_CTX *c = EVP_MAC_CTX_dup(t);
+            int r;
+
+            memset(iv, i, sizeof(iv));
+            p[0] = OSSL_PARAM_construct_octet_string("iv", iv, sizeof(iv));
+            p[1] = OSSL_PARAM_construct_end();
+            outl = 0;
+            r = c != NULL && EVP_MAC_init(c, key, 32, k < 4 ? p : NULL)
+                && EVP_MAC_update(c, msg, sizeof(msg))
+                && EVP_MAC_final(c, out, &outl, sizeof(out));
+            n += (size_t)snprintf(buf + n, len - n, "copy %d: %d %d ", i,
+                                  c != NULL, r);
+            for (j = 0; j < outl && n + 3 < len; j++)
+                n += (size_t)snprintf(buf + n, len - n, "%02x", out[j]);
+            n += (size_t)snprintf(buf + n, len - n, " err %d\n",
+                                  ERR_GET_REASON(ERR_peek_error()));
+            ERR_clear_error();
+            EVP_MAC_CTX_free(c);
+        }
+        EVP_MAC_CTX_free(t);
+        EVP_MAC_free(mac);
     }
-    EVP_MAC_CTX_free(t);
-    EVP_MAC_free(mac);
     ERR_clear_error();
-}
-
-static char copies_kc[1024];
-
-static void *copies_thread(void *arg)
-{
-    (void)arg;
-    gmac_copies(gcm_off, copies_kc, sizeof(copies_kc));
-    OPENSSL_thread_stop();
-    return NULL;
 }
 
 /* ... on a new thread, GCM off: the default's MACs, and cached after all */
 static void test_first_copies(void)
 {
     uint64_t hits = kct_counter_in(gcm_off, KEYCACHE_PARAM_HITS);
-    char def[1024];
-    pthread_t t;
+    char def[4096], kc[4096];
 
-    gmac_copies(kct_default(), def, sizeof(def));
-    CU_ASSERT_FATAL(pthread_create(&t, NULL, copies_thread, NULL) == 0);
-    pthread_join(t, NULL);
-    if (strcmp(def, copies_kc) != 0 || getenv("KC_SHOW") != NULL)
-        fprintf(stderr, "\n  default:\n%s  keycache:\n%s", def, copies_kc);
-    CU_ASSERT_STRING_EQUAL(def, copies_kc);
-    CU_ASSERT_PTR_NOT_NULL(strstr(def, "copy 7: 1 "));
-    /* the copies are usual contexts: the key is cached, and hits */
-    CU_ASSERT_TRUE(kct_counter_in(gcm_off, KEYCACHE_PARAM_HITS) > hits);
+    CU_ASSERT_FATAL(same_on_thread(template_copies, gcm_off, def, kc,
+                                   sizeof(def)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(def, "template 0: 1\ncopy 0: 1 1 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(def, "template 2: 1\ncopy 0: 1 1 "));
+    /* the copies of a record are usual contexts: keys cached, and hit */
+    CU_ASSERT_TRUE(kct_counter_in(gcm_off, KEYCACHE_PARAM_HITS) >= hits + 6);
 }
 
 /*

@@ -216,8 +216,8 @@ MUTANTS = {
         "            f->first = r->first && r->nests == NULL;"),
     # ... an unkeyed one's copies plain copies (never cached)
     "first-copy-plain": ("provider/layer/tmpl.c",
-        "    if (src->first == KC_FIRST_SHAPE)\n        return settled_copy(src);\n",
-        ""),
+        "    if (src->first == KC_FIRST_SHAPE\n        && ((dst",
+        "    if (0 && src->first == KC_FIRST_SHAPE\n        && ((dst"),
     # ... or made in keycache's private library context after all
     "app-first-private": ("provider/inner/inner.c",
         "    return newctx(OSSL_PROVIDER_get0_provider_ctx(prov));",
@@ -521,15 +521,15 @@ MUTANTS = {
         "        /* whatever it sets, a keyless init may not undo it */\n        w->size = 0;"),
     # CMAC: a context re-keyed in place is still parked under the old key
     "cmac-park-rekeyed": ("provider/layer/tmpl.c",
-        "                return first_init(w, key, keylen, params);\n            w->clean = 0;\n            w->size = 0;",
-        "                return first_init(w, key, keylen, params);\n            w->size = 0;"),
+        "        if (key != NULL || params != NULL) {\n            w->clean = 0;\n            w->size = 0;",
+        "        if (key != NULL || params != NULL) {\n            w->size = 0;"),
     # the size answered for a context re-keyed with another cipher
     "cmac-size-kept": [("provider/layer/tmpl.c",
         "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = 0;\n        w->size = 0;",
         "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = 0;"),
         ("provider/layer/tmpl.c",
-         "                return first_init(w, key, keylen, params);\n            w->clean = 0;\n            w->size = 0;",
-         "                return first_init(w, key, keylen, params);\n            w->clean = 0;")],
+         "        if (key != NULL || params != NULL) {\n            w->clean = 0;\n            w->size = 0;",
+         "        if (key != NULL || params != NULL) {\n            w->clean = 0;")],
     # GMAC: an IV given with the key in init is not set on the copy
     "gmac-drop-direct-iv": ("provider/layer/tmpl.c",
         "        return !direct || apply_volatile(w, &s);", "        return 1;"),

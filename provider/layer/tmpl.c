@@ -932,7 +932,11 @@ static KC_NOINLINE int first_init(KC_TMAC_CTX *w, const unsigned char *key,
     return ok;
 }
 
-/* Append params (taken) to a first context's record: 0 if it cannot. */
+/*
+ * Append params (taken) to a first context's record: 0 if it cannot.  An
+ * empty array too: the default may act on one (GMAC loads its cipher
+ * again).
+ */
 static int first_record(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
     SPLIT s;
@@ -940,7 +944,7 @@ static int first_record(KC_TMAC_CTX *w, const OSSL_PARAM params[])
     if (params == NULL)
         return 1;
     return split(w->f, params, &s) && s.key == NULL && s.nv == 0
-           && (s.ns == 0 || append_call(w, s.shape, s.ns, KC_AS_SHAPE));
+           && append_call(w, s.shape, s.ns, KC_AS_SHAPE);
 }
 
 /* set_ctx_params of a first context still its record: recorded too */
@@ -955,9 +959,10 @@ static KC_NOINLINE int first_set(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 }
 
 /*
- * Can the default duplicate a context before the key (CMAC and KMAC cannot,
- * GMAC not without a cipher)?  A transient one says (and raises); a quiet
- * yes is kept per thread and record, the only thing it depends on.
+ * Can the default duplicate a context before the key (CMAC cannot, GMAC
+ * not without a cipher, KMAC on some versions)?  A transient one says (and
+ * raises); a quiet yes is kept per thread and record, the only thing it
+ * depends on.
  */
 #define KC_DUP_SALT 0x9e3779b97f4a7c15ULL
 
@@ -996,17 +1001,30 @@ static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
  * cache after all (dup-unkeyed-gmac).  src is only read: other threads
  * may copy it too.  NULL: no copy, the default's answer.
  */
-static KC_NOINLINE KC_TMAC_CTX *settled_copy(const KC_TMAC_CTX *src)
+static KC_NOINLINE KC_TMAC_CTX *settled_copy(const KC_TMAC_CTX *src,
+                                             int *plain)
 {
     const KC_TFAM *f = src->f;
     KC_TMAC_CTX *w;
+    int cold;
 
-    if (!kc_tfam_ready(src->pctx, f) || !unkeyed_dup_ok(src))
+    *plain = 0;
+    if (!kc_tfam_ready(src->pctx, f)) {
+        *plain = 1;
         return NULL;
-    w = kc_wrapper_take(src->pctx, KC_POOL_TMPL, sizeof(*w), NULL, NULL,
+    }
+    if (!unkeyed_dup_ok(src))
+        return NULL;
+    w = kc_wrapper_take(src->pctx, KC_POOL_TMPL, sizeof(*w), &f->alg, &cold,
                         NULL);
     if (w == NULL)
         return NULL;
+    /* the thread's hit rate is low: a copy that does not look up */
+    if (cold) {
+        kc_wrapper_free(src->pctx, KC_POOL_TMPL, w, sizeof(*w));
+        *plain = 1;
+        return NULL;
+    }
     memset(w, 0, KC_TMAC_HEAD);
     w->pctx = src->pctx;
     w->f = f;
@@ -1022,9 +1040,11 @@ static KC_NOINLINE KC_TMAC_CTX *settled_copy(const KC_TMAC_CTX *src)
 void *kc_tmac_dupctx(void *vctx)
 {
     KC_TMAC_CTX *src = vctx, *dst;
+    int plain;
 
-    if (src->first == KC_FIRST_SHAPE)
-        return settled_copy(src);
+    if (src->first == KC_FIRST_SHAPE
+        && ((dst = settled_copy(src, &plain)) != NULL || !plain))
+        return dst;
 
     if (src->t.inner == NULL && !unkeyed_dup_ok(src))
         return NULL;
@@ -1045,6 +1065,8 @@ void *kc_tmac_dupctx(void *vctx)
     /* the copy owns its inner outright; only the original holds the lease */
     memset(&dst->lease, 0, sizeof(dst->lease));
     dst->clean = 0;
+    /* (a first context's copy has no record: all its state is its inner's) */
+    dst->first &= KC_FIRST_PLAIN;
     if (src->app_mac != NULL && !EVP_MAC_up_ref(src->app_mac)) {
         kc_wrapper_free(src->pctx, KC_POOL_TMPL, dst, sizeof(*dst));
         return NULL;
@@ -1235,11 +1257,10 @@ int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
     const char *c;
 
     if (w->t.inner != NULL) {
-        if (w->first == KC_FIRST_SHAPE)
+        if (w->first != 0
+            && (w->first == KC_FIRST_SHAPE || key != NULL || params != NULL))
             return first_init(w, key, keylen, params);
         if (key != NULL || params != NULL) {
-            if (w->first)
-                return first_init(w, key, keylen, params);
             w->clean = 0;
             w->size = 0;
         }
