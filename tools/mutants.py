@@ -209,10 +209,10 @@ MUTANTS = {
     # ... even GMAC's where GCM is on (its copies then pay two wrappers:
     # counted, the test sees GCM entries), or never where a row nests one
     "first-ignores-nests": ("provider/core/bind.c",
-        "            f->first = r->first && !conf_on(pctx, r->nests);",
+        "            f->first = r->first && !kc_registry_conf_on(pctx, r->nests);",
         "            f->first = r->first;"),
     "first-never-nests": ("provider/core/bind.c",
-        "            f->first = r->first && !conf_on(pctx, r->nests);",
+        "            f->first = r->first && !kc_registry_conf_on(pctx, r->nests);",
         "            f->first = r->first && r->nests == NULL;"),
     # ... an unkeyed one's copies plain copies (never cached)
     "first-copy-plain": ("provider/layer/tmpl.c",
@@ -220,7 +220,7 @@ MUTANTS = {
         "    if (0 && src->first == KC_FIRST_SHAPE\n        && ((dst"),
     # ... or made in keycache's private library context after all
     "app-first-private": ("provider/inner/inner.c",
-        "    return newctx(OSSL_PROVIDER_get0_provider_ctx(prov));",
+        "    return default_mac_newctx(pctx, m, newctx);",
         "    return newctx(pctx->inner_provctx);"),
     # ... a first context's size kept across a set or a keying init
     "first-size-kept-set": ("provider/layer/tmpl.c",

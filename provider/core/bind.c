@@ -4,7 +4,6 @@
  * the registry that is on, bound to the default's algorithm of its name,
  * into the tables the query answers (the pass-through comes later).
  */
-#include <string.h>
 #include <openssl/core_names.h>
 
 #include "core/core.h"
@@ -46,17 +45,6 @@ static int bind_cipher(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *a)
     return 1;
 }
 
-/* Is a row with configuration key conf (not NULL) on? */
-static int conf_on(KC_PROVCTX *pctx, const char *conf)
-{
-    int i;
-
-    for (i = 0; conf != NULL && i < KC_REGISTRY_ROWS; i++)
-        if (strcmp(kc_registry[i].conf, conf) == 0 && *kc_registry_on(pctx, i))
-            return 1;
-    return 0;
-}
-
 int kc_bind_start(KC_PROVCTX *pctx)
 {
     const OSSL_ALGORITHM *macs, *ciphers, *a;
@@ -75,7 +63,7 @@ int kc_bind_start(KC_PROVCTX *pctx)
 
         if (f != NULL) {
             f->d = r->desc;
-            f->first = r->first && !conf_on(pctx, r->nests);
+            f->first = r->first && !kc_registry_conf_on(pctx, r->nests);
         }
         if (cf != NULL)
             cf->d = r->desc;

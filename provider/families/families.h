@@ -91,5 +91,7 @@ extern const KC_FAMILY_ROW kc_registry[KC_REGISTRY_ROWS];
 int kc_registry_auto(int row);
 /* Is row offered, as configured?  Its on flag in pctx. */
 int *kc_registry_on(KC_PROVCTX *pctx, int row);
+/* Is a row of configuration key conf on?  0 for NULL. */
+int kc_registry_conf_on(KC_PROVCTX *pctx, const char *conf);
 
 #endif

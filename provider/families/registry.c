@@ -3,6 +3,8 @@
  * The registry's table: common/registry.h's rows with their descriptors,
  * for the provider's start, configuration and reports.
  */
+#include <string.h>
+
 #include "families/families.h"
 
 #define KC_REG_IDX_HMAC(id) -1
@@ -26,6 +28,16 @@ int kc_registry_auto(int row)
     switch (row) {
     KC_REGISTRY(KC_REG_AUTO_CASE)
     }
+    return 0;
+}
+
+int kc_registry_conf_on(KC_PROVCTX *pctx, const char *conf)
+{
+    int i;
+
+    for (i = 0; conf != NULL && i < KC_REGISTRY_ROWS; i++)
+        if (strcmp(kc_registry[i].conf, conf) == 0 && *kc_registry_on(pctx, i))
+            return 1;
     return 0;
 }
 

@@ -252,6 +252,19 @@ int kc_inner_is_default(const KC_PROVCTX *pctx, const OSSL_PROVIDER *prov)
 }
 
 /*
+ * A context of |mac| made by |newctx|, a private default's function: only
+ * if |mac| is the same built-in default's (same dispatch table).
+ */
+static void *default_mac_newctx(const KC_PROVCTX *pctx, const EVP_MAC *mac,
+                                OSSL_FUNC_mac_newctx_fn *newctx)
+{
+    const OSSL_PROVIDER *prov = EVP_MAC_get0_provider(mac);
+
+    return kc_inner_is_default(pctx, prov)
+           ? newctx(OSSL_PROVIDER_get0_provider_ctx(prov)) : NULL;
+}
+
+/*
  * A context of MAC |name| of the application's default, for a digest or
  * cipher the private one lacks.  |newctx| is the private default's, so only
  * the same built-in default (same dispatch table) will do.  *mac keeps it
@@ -260,7 +273,6 @@ int kc_inner_is_default(const KC_PROVCTX *pctx, const OSSL_PROVIDER *prov)
 void *kc_inner_app_mac(KC_PROVCTX *pctx, const char *name,
                        OSSL_FUNC_mac_newctx_fn *newctx, EVP_MAC **mac)
 {
-    const OSSL_PROVIDER *prov;
     void *ctx = NULL;
 
     *mac = NULL;
@@ -268,9 +280,8 @@ void *kc_inner_app_mac(KC_PROVCTX *pctx, const char *name,
         return NULL;
     ERR_set_mark();
     *mac = EVP_MAC_fetch(pctx->app_libctx, name, "provider=default");
-    if (*mac != NULL
-        && kc_inner_is_default(pctx, prov = EVP_MAC_get0_provider(*mac)))
-        ctx = newctx(OSSL_PROVIDER_get0_provider_ctx(prov));
+    if (*mac != NULL)
+        ctx = default_mac_newctx(pctx, *mac, newctx);
     if (ctx == NULL) {
         EVP_MAC_free(*mac);
         *mac = NULL;
@@ -293,7 +304,6 @@ static char app_none;
 void *kc_inner_app_first(KC_PROVCTX *pctx, EVP_MAC **pin, const char *name,
                          OSSL_FUNC_mac_newctx_fn *newctx)
 {
-    const OSSL_PROVIDER *prov;
     EVP_MAC *m = __atomic_load_n(pin, __ATOMIC_ACQUIRE), *none = NULL;
 
     if (m == NULL && pctx->app_libctx != NULL) {
@@ -310,10 +320,9 @@ void *kc_inner_app_first(KC_PROVCTX *pctx, EVP_MAC **pin, const char *name,
             m = none;
         }
     }
-    if (m == NULL || m == KC_APP_NONE
-        || !kc_inner_is_default(pctx, prov = EVP_MAC_get0_provider(m)))
+    if (m == NULL || m == KC_APP_NONE)
         return NULL;
-    return newctx(OSSL_PROVIDER_get0_provider_ctx(prov));
+    return default_mac_newctx(pctx, m, newctx);
 }
 
 /*
