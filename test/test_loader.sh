@@ -27,6 +27,10 @@ check "loader: no OpenSSL symbol used" \
     "$(nm -D --undefined-only "$loader" | grep -cE ' (OSSL|OPENSSL|EVP|ERR|CRYPTO|BIO)_')" 0
 check "loader: exports OSSL_provider_init alone" \
     "$(nm -D --defined-only "$loader" | awk '$2 == "T" {print $3}')" OSSL_provider_init
+# libgcc's unwinder is opened at the first admission (cache/origin.c): as a
+# dependency every process loading keycache would map and bind it
+check "$real: no libgcc_s in DT_NEEDED, no unwinder symbol used" \
+    "$(readelf -d "$build/$real" | grep NEEDED | grep -c libgcc_s)$(nm -D --undefined-only "$build/$real" | grep -c _Unwind_)" 00
 
 printf 'what do ya want for nothing?' > "$tmp/msg"
 mac() { openssl mac -digest SHA256 -macopt key:Jefe -in "$tmp/msg" HMAC; }

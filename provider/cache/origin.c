@@ -64,6 +64,30 @@ static struct {
 
 static pthread_once_t origin_once = PTHREAD_ONCE_INIT;
 
+/*
+ * libgcc's unwinder, opened at the first admission rather than linked:
+ * as a dependency its loading and binding cost every process that loads
+ * keycache (some 80,000 instructions), admitting a key or not.
+ */
+static struct {
+    _Unwind_Reason_Code (*backtrace)(_Unwind_Trace_Fn, void *);
+    _Unwind_Ptr (*ip_info)(struct _Unwind_Context *, int *);
+    _Unwind_Ptr (*region_start)(struct _Unwind_Context *);
+} unw;
+
+static int unwinder_open(void)
+{
+    void *h = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+
+    if (h == NULL)
+        return 0;
+    *(void **)&unw.backtrace = dlsym(h, "_Unwind_Backtrace");
+    *(void **)&unw.ip_info = dlsym(h, "_Unwind_GetIPInfo");
+    *(void **)&unw.region_start = dlsym(h, "_Unwind_GetRegionStart");
+    return unw.backtrace != NULL && unw.ip_info != NULL
+           && unw.region_start != NULL;
+}
+
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(__GLIBC_PREREQ)
 # if __GLIBC_PREREQ(2, 35)
 #  define KC_FAST_WALK 1
@@ -151,7 +175,7 @@ static void origin_init(void)
         }
     }
     dlclose(h);
-    origin.ok = origin.nentry > 0;
+    origin.ok = origin.nentry > 0 && unwinder_open();
 #ifdef KC_FAST_WALK
     /* looked up, not linked: the module still runs on glibc 2.34 */
     *(void **)&find_object_fn = dlsym(RTLD_DEFAULT, "_dl_find_object");
@@ -274,7 +298,7 @@ static _Unwind_Reason_Code step(struct _Unwind_Context *uc, void *arg)
 {
     KC_WALK *w = arg;
     int before = 0;
-    uintptr_t ip = _Unwind_GetIPInfo(uc, &before);
+    uintptr_t ip = unw.ip_info(uc, &before);
 
     if (ip == 0 || ++w->depth > KC_ORIGIN_DEPTH)
         return _URC_END_OF_STACK;
@@ -287,7 +311,7 @@ static _Unwind_Reason_Code step(struct _Unwind_Context *uc, void *arg)
     }
     if (in_range(&origin.crypto, ip)) {
         w->in_crypto = 1;
-        w->outer = (uintptr_t)_Unwind_GetRegionStart(uc);
+        w->outer = (uintptr_t)unw.region_start(uc);
         return _URC_NO_REASON;
     }
     /* the first frame outside: the code that called into OpenSSL */
@@ -860,7 +884,7 @@ int kc_origin_admits(const KC_PROVCTX *pctx, int cipher)
         if (fast_admits(ip, sp, bp, cipher, w.gen, &verdict)) {
 # ifdef KC_ORIGIN_SELFCHECK
             /* a test build: the slow walk must agree, every time */
-            _Unwind_Backtrace(step, &w);
+            unw.backtrace(step, &w);
             if (w.verdict != verdict)
                 abort();
 # endif
@@ -868,6 +892,6 @@ int kc_origin_admits(const KC_PROVCTX *pctx, int cipher)
         }
     }
 #endif
-    _Unwind_Backtrace(step, &w);
+    unw.backtrace(step, &w);
     return w.verdict;
 }
