@@ -69,6 +69,7 @@ static const struct {
 struct kc_pt_st {
     void (*fn[PT_KINDS])(void);
     OSSL_DISPATCH *table;       /* inner functions and thunks */
+    OSSL_DISPATCH *block;       /* an offer's tables, in its first slot */
 };
 
 /* 192 slots, enough for every KDF, cipher and key manager of 4.0: X(i, s) */
@@ -102,37 +103,51 @@ static void (*const thunks[][PT_KINDS])(void) = {
 
 #define KC_PT_SLOTS (sizeof(thunks) / sizeof(thunks[0]))
 
-/* Fill slot |s| from the inner algorithm's dispatch table. */
-static int bind_slot(KC_PROVCTX *pctx, size_t s, int op,
-                     const OSSL_DISPATCH *in)
+/* Function id -> kind (pt_ids) of one operation, -1: called as is. */
+#define KC_PT_IDS 64
+static void kinds_of(int op, signed char kind[KC_PT_IDS])
+{
+    size_t k;
+
+    memset(kind, -1, KC_PT_IDS);
+    for (k = 0; k < sizeof(pt_ids) / sizeof(pt_ids[0]); k++)
+        if (pt_ids[k].op == op && pt_ids[k].id < KC_PT_IDS)
+            kind[pt_ids[k].id] = (signed char)pt_ids[k].kind;
+}
+
+static size_t table_len(const OSSL_DISPATCH *d)
+{
+    size_t n = 0;
+
+    while (d[n].function_id != 0)
+        n++;
+    return n + 1;
+}
+
+/*
+ * Fill slot |s| from the inner algorithm's dispatch table into |table|
+ * (3.5+ passes some 150 ciphers of ~15 functions each through at the
+ * first cipher fetch of a process: a look-up per function).
+ */
+static size_t bind_slot(KC_PROVCTX *pctx, size_t s, const OSSL_DISPATCH *in,
+                        OSSL_DISPATCH *table, const signed char *kind)
 {
     struct kc_pt_st *pt = &pctx->pt[s];
-    const OSSL_DISPATCH *d;
-    size_t n = 0, k, lo, hi, ids = sizeof(pt_ids) / sizeof(pt_ids[0]);
+    size_t n;
+    int k;
 
-    for (d = in; d->function_id != 0; d++)
-        n++;
-    if ((pt->table = OPENSSL_zalloc((n + 1) * sizeof(*pt->table))) == NULL)
-        return 0;
-    /*
-     * pt_ids is grouped by operation: only this one's ids are compared (3.5+
-     * passes some 150 ciphers of ~15 functions each through, at the first
-     * cipher fetch of a process)
-     */
-    for (lo = 0; lo < ids && pt_ids[lo].op != op; lo++)
-        continue;
-    for (hi = lo; hi < ids && pt_ids[hi].op == op; hi++)
-        continue;
-    for (n = 0, d = in; d->function_id != 0; d++, n++) {
-        pt->table[n] = *d;
-        for (k = lo; k < hi; k++)
-            if (pt_ids[k].id == d->function_id) {
-                pt->fn[pt_ids[k].kind] = d->function;
-                pt->table[n].function = thunks[s][pt_ids[k].kind];
-                break;
-            }
+    pt->table = table;
+    for (n = 0; in[n].function_id != 0; n++) {
+        table[n] = in[n];
+        k = (unsigned int)in[n].function_id < KC_PT_IDS
+            ? kind[in[n].function_id] : -1;
+        if (k >= 0) {
+            pt->fn[k] = in[n].function;
+            table[n].function = thunks[s][k];
+        }
     }
-    return 1;
+    table[n] = in[n];
+    return n + 1;
 }
 
 static int wanted(const char *names, const char *const *want,
@@ -160,14 +175,25 @@ static int offer(KC_PROVCTX *pctx, int op, const char *const *want,
 {
     const OSSL_ALGORITHM *in = kc_inner_query(pctx, op), *a;
     OSSL_ALGORITHM *algs;
+    OSSL_DISPATCH *tables;
+    signed char kind[KC_PT_IDS];
+    size_t len = 0, first = pctx->npt, l;
     int n = 0;
 
-    for (a = in; a != NULL && a->algorithm_names != NULL; a++)
-        n++;
+    /* every table in one block, the offer's first slot's (room for those
+     * |except| lists: telling them costs more than their few entries) */
+    for (a = in; a != NULL && a->algorithm_names != NULL; a++, n++)
+        if (want == NULL || wanted(a->algorithm_names, want, NULL))
+            len += table_len(a->implementation);
     if ((algs = OPENSSL_zalloc((n + 1) * sizeof(*algs))) == NULL)
         return -1;
     *out = algs;
-    for (n = 0, a = in; a != NULL && a->algorithm_names != NULL; a++) {
+    if (len == 0)
+        return 0;
+    if ((tables = OPENSSL_malloc(len * sizeof(*tables))) == NULL)
+        return -1;
+    kinds_of(op, kind);
+    for (n = 0, a = in; a->algorithm_names != NULL; a++) {
         if (!wanted(a->algorithm_names, want, except))
             continue;
         if (pctx->npt == KC_PT_SLOTS) {
@@ -176,15 +202,18 @@ static int offer(KC_PROVCTX *pctx, int op, const char *const *want,
                          "through, %s not offered", a->algorithm_names);
             break;
         }
-        if (!bind_slot(pctx, pctx->npt, op, a->implementation))
-            return -1;
+        pctx->pt[pctx->npt].block = pctx->npt == first ? tables : NULL;
+        l = bind_slot(pctx, pctx->npt, a->implementation, tables, kind);
         /* query-less programs read a cipher's description: the default's */
         kc_bind_row(&algs[n++], a, pctx->pt[pctx->npt++].table,
                     op == OSSL_OP_CIPHER || op == KC_OP_SKEYMGMT
                     ? a->algorithm_description
                     : "the default provider's, run where it cannot reach "
                       "keycache");
+        tables += l;
     }
+    if (pctx->npt == first)
+        OPENSSL_free(tables);
     return n;
 }
 
@@ -271,7 +300,7 @@ void kc_passthrough_stop(KC_PROVCTX *pctx)
 
     if (pctx->pt != NULL)
         for (i = 0; i < pctx->npt; i++)
-            OPENSSL_free(pctx->pt[i].table);
+            OPENSSL_free(pctx->pt[i].block);
     OPENSSL_free(pctx->pt);
     OPENSSL_free(pctx->kdf_algs);
     OPENSSL_free(pctx->rand_algs);
