@@ -39,10 +39,9 @@ static int bind_mac(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *a)
 static int bind_cipher(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *a)
 {
     kc_inner_load_cipher(&f->fns, a->implementation);
-    if (!kc_ctmpl_bind(pctx, f, a))
-        return 0;
-    f->direct_state = f->d->direct != NULL ? 0 : KC_ONCE_DONE;
-    return 1;
+    /* the family's first context completes it (gate.c) */
+    f->direct_state = 0;
+    return kc_ctmpl_bind(pctx, f, a);
 }
 
 int kc_bind_start(KC_PROVCTX *pctx)

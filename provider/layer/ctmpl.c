@@ -907,7 +907,7 @@ void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
     w->arg = w;
     w->pctx = pctx;
     w->f = f;
-    w->t.value = f->empty_value;
+    w->t.value = __atomic_load_n(&f->empty_value, __ATOMIC_RELAXED);
     w->dir = -1;
     /* a low hit rate: no record or lookup, a plain context when needed */
     w->t.cold = cold;
@@ -989,13 +989,36 @@ void kc_ctmpl_keyed_fns(KC_CFAM *f, const KC_CIPHER_FNS *k)
     f->alg[0].freectx = f->alg[1].freectx = k->freectx;
 }
 
+/*
+ * The key length every keyed init must bring (the default checks it too;
+ * none known: no key is cached) and what a fresh context is, for every
+ * wrapper before its first call: asked at the family's first context
+ * (gate.c), of the default's functions, not at the binding, which every
+ * process's first fetch pays.
+ */
+void kc_ctmpl_first_use(KC_PROVCTX *pctx, KC_CFAM *f)
+{
+    KC_TCIPH_CTX probe_w;
+    OSSL_PARAM q[2];
+    size_t keylen = 0;
+
+    q[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN, &keylen);
+    q[1] = OSSL_PARAM_construct_end();
+    ERR_set_mark();
+    if (f->fns.get_params(q) != 1 || !OSSL_PARAM_modified(&q[0]))
+        keylen = 0;
+    ERR_pop_to_mark();
+    f->keylen = keylen;
+    memset(&probe_w, 0, KC_TCIPH_HEAD);
+    probe_w.pctx = pctx;
+    probe_w.f = f;
+    __atomic_store_n(&f->empty_value, probe(&probe_w, 0), __ATOMIC_RELAXED);
+}
+
 int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg)
 {
     const KC_CIPHER_FNS *m = &f->fns;
     int which = (int)(f - pctx->cfam), i;
-    KC_TCIPH_CTX probe_w;
-    OSSL_PARAM q[2];
-    size_t keylen = 0;
 
     if (m->newctx == NULL || m->dupctx == NULL || m->freectx == NULL
         || m->einit == NULL || m->dinit == NULL || m->update == NULL
@@ -1010,20 +1033,10 @@ int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg)
     /* the default's, unless gate.c binds the family's own at first use */
     kc_ctmpl_keyed_fns(f, m);
     KC_PUBLISH_ONCE(&inner_get_params[which], m->get_params);
-    /* the key length every init must bring (the default checks it too) */
-    q[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN, &keylen);
-    q[1] = OSSL_PARAM_construct_end();
-    ERR_set_mark();
-    if (m->get_params(q) != 1 || !OSSL_PARAM_modified(&q[0]))
-        keylen = 0;
-    ERR_pop_to_mark();
-    f->keylen = keylen;
-    /* what a fresh context is, for every wrapper before its first call */
-    memset(&probe_w, 0, KC_TCIPH_HEAD);
-    probe_w.pctx = pctx;
-    probe_w.f = f;
-    f->empty_value = probe(&probe_w, 0);
+    /* none and unknown (learned when needed) until kc_ctmpl_first_use() */
+    f->keylen = 0;
+    f->empty_value = -1;
     /* not tried here: an IV drawn now would make a private DRBG (rand.c) */
     f->draws_iv = kc_quirk_gcm_draws_iv && f->d->may_draw_iv;
-    return keylen != 0;
+    return 1;
 }

@@ -57,6 +57,7 @@ int kc_gate_cfam(KC_PROVCTX *pctx, const KC_CFAM *cf)
     if (!kc_once_claim(&f->direct_state))
         return __atomic_load_n(&f->direct_state, __ATOMIC_ACQUIRE)
                == KC_ONCE_DONE;
+    kc_ctmpl_first_use(pctx, f);
     bind_cdirect(pctx, f);
     kc_once_done(&f->direct_state);
     return 1;

@@ -316,6 +316,7 @@ int kc_trec_replay(const unsigned char *rec, size_t len, const KC_MAC_FNS *m,
                    void *ctx);
 /* ctmpl.c: the template core's cipher side */
 int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg);
+void kc_ctmpl_first_use(KC_PROVCTX *pctx, KC_CFAM *f);
 void kc_ctmpl_keyed_fns(KC_CFAM *f, const KC_CIPHER_FNS *k);
 void *kc_tciph_newctx(KC_PROVCTX *pctx, int which);
 OSSL_FUNC_cipher_dupctx_fn kc_tciph_dupctx;
