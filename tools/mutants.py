@@ -592,6 +592,24 @@ MUTANTS = {
     "tmpl-materialize-no-replay": ("provider/layer/tmpl.c",
         "    if (w->t.len > 0 && !replay(w, inner, 0, w->t.len)) {",
         "    if (w->t.cold && !replay(w, inner, 0, w->t.len)) {"),
+    # a pass-through's functions that take a provider context called with
+    # keycache's (no thunk): the inner default gets the wrong one
+    "pt-no-thunks": ("provider/core/passthrough.c",
+        "        if (k >= 0) {\n            pt->fn[k]",
+        "        if (k >= 0 && 0) {\n            pt->fn[k]"),
+    # an offer's tables freed one by one: they are one block
+    "pt-frees-tables": ("provider/core/passthrough.c",
+        "            OPENSSL_free(pctx->pt[i].block);",
+        "            OPENSSL_free(pctx->pt[i].table);"),
+    # a cipher family without its own contexts (GCM, OCB) never runs its
+    # first-use gate, which learns its key length: no key is ever cached
+    "cfam-gate-skipped": ("provider/core/bind.c",
+        "    f->direct_state = 0;\n    return kc_ctmpl_bind(pctx, f, a);",
+        "    f->direct_state = KC_ONCE_DONE;\n    return kc_ctmpl_bind(pctx, f, a);"),
+    # the key length the first use asks the default is dropped
+    "ctmpl-keylen-unknown": ("provider/layer/ctmpl.c",
+        "    f->keylen = keylen;\n    memset(&probe_w",
+        "    f->keylen = 0;\n    memset(&probe_w"),
     # AES-SIV switched off is not passed through: its inner CMAC reaches
     # the cache
     "siv-not-passthrough": ("provider/core/passthrough.c",
