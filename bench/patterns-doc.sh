@@ -44,6 +44,15 @@ Where the losses come from today:
   `thread-per-task`: a thread that never admits a key keeps only a small
   thread-local record, but its contexts still cost a wrapper struct
   (allocated and freed) and counting the key towards admission.
+- `proc-*` (+0.53M on 3.0, `bench/patterns.sh build --profiles DIR
+  proc-openssl-version`): what every process that loads keycache pays.
+  The loader's `dlopen` of keycache-ossl3.so and its binding, ~175k; the
+  default config file read again for unknown keys in keycache's section
+  (the core answers only for names asked about), ~120k; the private
+  library context with `default` and its RAND, ~50k at start and ~25k at
+  exit; the registry's families bound, ~25k.  libgcc's unwinder and a
+  cipher family's key length and fresh state are not paid there: they
+  come at the first admission and at the family's first context.
 - `first-gmac` (3.0), `first-siv`: what a family learns of the running
   default (its own contexts' checks, the no-op calls of a fresh MAC
   context) is learned at the family's first context, not at every
