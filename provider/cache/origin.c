@@ -56,6 +56,7 @@ typedef struct {
 
 static struct {
     int ok;                   /* the ranges below were found */
+    int no_unwinder;          /* libgcc_s could not be opened */
     KC_RANGE self, crypto;    /* keycache's and libcrypto's mappings */
     uintptr_t entry[KC_NENTRY];
     int entry_cipher[KC_NENTRY];
@@ -175,7 +176,8 @@ static void origin_init(void)
         }
     }
     dlclose(h);
-    origin.ok = origin.nentry > 0 && unwinder_open();
+    origin.no_unwinder = !unwinder_open();
+    origin.ok = origin.nentry > 0 && !origin.no_unwinder;
 #ifdef KC_FAST_WALK
     /* looked up, not linked: the module still runs on glibc 2.34 */
     *(void **)&find_object_fn = dlsym(RTLD_DEFAULT, "_dl_find_object");
@@ -864,9 +866,15 @@ static int fast_admits(uintptr_t ip, uintptr_t sp, uintptr_t bp, int cipher,
  */
 int kc_origin_admits(const KC_PROVCTX *pctx, int cipher)
 {
+    static int told;
     KC_WALK w = { 0, 0, 0, 0, 0, 0 };
 
     pthread_once(&origin_once, origin_init);
+    if (origin.no_unwinder && !__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+        kc_debug_log((KC_PROVCTX *)pctx, 1, "warning: libgcc_s.so.1 cannot be "
+                     "opened (a sandbox entered after OpenSSL was loaded?): "
+                     "who keyed a context cannot be told, so no key is "
+                     "cached");
     if (!origin.ok || !in_range(&origin.crypto, (uintptr_t)pctx->core_fn))
         return 0;
     w.cipher = cipher;

@@ -103,16 +103,25 @@ static void (*const thunks[][PT_KINDS])(void) = {
 
 #define KC_PT_SLOTS (sizeof(thunks) / sizeof(thunks[0]))
 
-/* Function id -> kind (pt_ids) of one operation, -1: called as is. */
+/*
+ * Function id -> kind (pt_ids) of one operation, -1: called as is.  0 if
+ * an id does not fit: its thunk would be left out, and the inner function
+ * given keycache's provider context.
+ */
 #define KC_PT_IDS 64
-static void kinds_of(int op, signed char kind[KC_PT_IDS])
+static int kinds_of(int op, signed char kind[KC_PT_IDS])
 {
     size_t k;
 
     memset(kind, -1, KC_PT_IDS);
-    for (k = 0; k < sizeof(pt_ids) / sizeof(pt_ids[0]); k++)
-        if (pt_ids[k].op == op && pt_ids[k].id < KC_PT_IDS)
-            kind[pt_ids[k].id] = (signed char)pt_ids[k].kind;
+    for (k = 0; k < sizeof(pt_ids) / sizeof(pt_ids[0]); k++) {
+        if (pt_ids[k].op != op)
+            continue;
+        if (pt_ids[k].id < 0 || pt_ids[k].id >= KC_PT_IDS)
+            return 0;
+        kind[pt_ids[k].id] = (signed char)pt_ids[k].kind;
+    }
+    return 1;
 }
 
 static size_t table_len(const OSSL_DISPATCH *d)
@@ -190,9 +199,9 @@ static int offer(KC_PROVCTX *pctx, int op, const char *const *want,
     *out = algs;
     if (len == 0)
         return 0;
-    if ((tables = OPENSSL_malloc(len * sizeof(*tables))) == NULL)
+    if (!kinds_of(op, kind)
+        || (tables = OPENSSL_malloc(len * sizeof(*tables))) == NULL)
         return -1;
-    kinds_of(op, kind);
     for (n = 0, a = in; a->algorithm_names != NULL; a++) {
         if (!wanted(a->algorithm_names, want, except))
             continue;

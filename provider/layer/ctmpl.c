@@ -79,6 +79,12 @@ static const KC_CIPHER_FNS *fns(const KC_TCIPH_CTX *w)
     return &w->f->fns;
 }
 
+/* set once by the family's first use (kc_ctmpl_first_use()), 0 till then */
+static ossl_inline size_t keylen_of(const KC_CFAM *f)
+{
+    return __atomic_load_n(&f->keylen, __ATOMIC_RELAXED);
+}
+
 /* From now on every call goes to the inner context. */
 static void set_inner(KC_TCIPH_CTX *w, void *inner, const KC_CIPHER_FNS *ifn)
 {
@@ -593,7 +599,7 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
     void *tmpl, *inner;
     int why;
 
-    if (w->t.cold || keylen != f->keylen || keylen > KEYCACHE_MAX_KEY_LEN
+    if (w->t.cold || keylen != keylen_of(f) || keylen > KEYCACHE_MAX_KEY_LEN
         || (c = kc_cache_get(w->pctx)) == NULL)
         return 0;
     if (w->t.value < 0)
@@ -669,7 +675,7 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
 static void forget_key(KC_TCIPH_CTX *w)
 {
     if (w->held)
-        OPENSSL_cleanse(w->key, w->f->keylen);
+        OPENSSL_cleanse(w->key, keylen_of(w->f));
     w->held = 0;
 }
 
@@ -684,7 +690,7 @@ static KC_NOINLINE int rekey_keyed(KC_TCIPH_CTX *w, int enc,
                                    const unsigned char *iv, size_t ivlen,
                                    const OSSL_PARAM params[])
 {
-    size_t n = w->f->keylen;
+    size_t n = keylen_of(w->f);
     int ret;
 
     forget_key(w);
@@ -715,7 +721,7 @@ static KC_NOINLINE int rekey_keyed(KC_TCIPH_CTX *w, int enc,
                                         size_t ivlen,                         \
                                         const OSSL_PARAM params[])            \
     {                                                                         \
-        if (w->held == enc + 1 && iv != NULL && keylen == w->f->keylen        \
+        if (w->held == enc + 1 && iv != NULL && keylen == keylen_of(w->f)      \
             && kc_key_equal(w->key, key, keylen))                             \
             return w->ifn->name(w->t.inner, NULL, 0, iv, ivlen, params);      \
         return rekey_keyed(w, enc, key, keylen, iv, ivlen, params);           \
@@ -901,8 +907,8 @@ void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
                             &f->alg[1], &cold);
     if (w == NULL)
         return NULL;
-    /* the family's first context binds its own (gate.c) */
-    cold = cold || !kc_cfam_ready(pctx, f);
+    /* the family's first context, cold or not, completes it (gate.c) */
+    cold = !kc_cfam_ready(pctx, f) || cold;
     w->to = &before_key;
     w->arg = w;
     w->pctx = pctx;
@@ -1008,7 +1014,10 @@ void kc_ctmpl_first_use(KC_PROVCTX *pctx, KC_CFAM *f)
     if (f->fns.get_params(q) != 1 || !OSSL_PARAM_modified(&q[0]))
         keylen = 0;
     ERR_pop_to_mark();
-    f->keylen = keylen;
+    if (keylen == 0)
+        kc_debug_log(pctx, 1, "warning: the default's %s says no key length: "
+                     "its keys are not cached", f->alg[0].names);
+    __atomic_store_n(&f->keylen, keylen, __ATOMIC_RELAXED);
     memset(&probe_w, 0, KC_TCIPH_HEAD);
     probe_w.pctx = pctx;
     probe_w.f = f;
