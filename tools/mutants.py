@@ -608,8 +608,8 @@ MUTANTS = {
         "    f->direct_state = KC_ONCE_DONE;\n    return kc_ctmpl_bind(pctx, f, a);"),
     # the key length the first use asks the default is dropped
     "ctmpl-keylen-unknown": ("provider/layer/ctmpl.c",
-        "    f->keylen = keylen;\n    memset(&probe_w",
-        "    f->keylen = 0;\n    memset(&probe_w"),
+        "    __atomic_store_n(&f->keylen, keylen, __ATOMIC_RELAXED);",
+        "    __atomic_store_n(&f->keylen, 0, __ATOMIC_RELAXED);"),
     # AES-SIV switched off is not passed through: its inner CMAC reaches
     # the cache
     "siv-not-passthrough": ("provider/core/passthrough.c",
@@ -666,15 +666,15 @@ MUTANTS = {
     # cipher families, a context re-keyed with the key it holds (rekey):
     # keyless without an IV (a half-done message goes on, not restarted)
     "ctmpl-rekey-without-iv": ("provider/layer/ctmpl.c",
-        "        if (w->held == enc + 1 && iv != NULL && keylen == w->f->keylen        \\\n",
-        "        if (w->held == enc + 1 && keylen == w->f->keylen                      \\\n"),
+        "        if (w->held == enc + 1 && iv != NULL && keylen == keylen_of(w->f)      \\\n",
+        "        if (w->held == enc + 1 && keylen == keylen_of(w->f)                    \\\n"),
     # ... whatever key comes (another key, or the same buffer changed)
     "ctmpl-rekey-any-key": ("provider/layer/ctmpl.c",
         "            && kc_key_equal(w->key, key, keylen))                             \\\n",
         "            && kc_key_equal(w->key, w->key, keylen))                          \\\n"),
     # ... and the key it held left in the wrapper once forgotten (pooled)
     "ctmpl-rekey-key-kept": ("provider/layer/ctmpl.c",
-        "        OPENSSL_cleanse(w->key, w->f->keylen);\n", ""),
+        "        OPENSSL_cleanse(w->key, keylen_of(w->f));\n", ""),
     # GCM's IV init before the key held back (hold_iv()): not given to
     # the copy at the keying init
     "ctmpl-held-iv-dropped": ("provider/layer/ctmpl.c",
