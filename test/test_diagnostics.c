@@ -905,6 +905,36 @@ static void test_unknown_key_errors(void)
     check_error("cache_sise = 10\nhmac = maybe", NULL, 1, known);
 }
 
+/*
+ * keycache reads the file by hand for key names, and leaves what that scan
+ * cannot follow to NCONF: each case below is missed without the fallback.
+ */
+static void test_unknown_keys_read_as_openssl_does(void)
+{
+    static const char *const nested[] = {
+        "unknown key \"tuning.window\"", NULL
+    };
+    char inc[] = "/tmp/kc-inc-XXXXXX", tail[96];
+    FILE *f;
+    int fd;
+
+    /* CRLF, comments after values, $-values, spaced section headers */
+    check_error("cache_sise = 10   # sic\r", "[ ca_like ]\r\n"
+                "dir = ./demoCA\r\ncerts = $dir/certs # where\r", 1,
+                (const char *[]){ "unknown key \"cache_sise\"", NULL });
+    /* a value continued on the next line names the section */
+    check_error("tuning = kc_tuning_sect \\\n    # continued",
+                "[kc_tuning_sect]\nwindow = 8", 1, nested);
+    /* the section is in an included file */
+    CU_ASSERT_FATAL((fd = mkstemp(inc)) >= 0);
+    CU_ASSERT_FATAL((f = fdopen(fd, "w")) != NULL);
+    fputs("[kc_inc_sect]\nwindow = 8\n", f);
+    CU_ASSERT_FATAL(fclose(f) == 0);
+    snprintf(tail, sizeof(tail), ".include %s", inc);
+    check_error("tuning = kc_inc_sect", tail, 1, nested);
+    unlink(inc);
+}
+
 /* Names elsewhere in the file, and OpenSSL's own keys, are no error. */
 static void test_no_false_alarms(void)
 {
@@ -999,6 +1029,8 @@ static void add_suites(void)
     s = CU_add_suite("config errors", NULL, NULL);
     CU_add_test(s, "invalid values say why", test_invalid_value_errors);
     CU_add_test(s, "unknown keys say why", test_unknown_key_errors);
+    CU_add_test(s, "unknown keys: the file read as OpenSSL reads it",
+                test_unknown_keys_read_as_openssl_does);
     CU_add_test(s, "no false alarms", test_no_false_alarms);
     CU_add_test(s, "boolean spellings", test_boolean_spellings);
 }

@@ -610,6 +610,18 @@ MUTANTS = {
     "ctmpl-keylen-unknown": ("provider/layer/ctmpl.c",
         "    __atomic_store_n(&f->keylen, keylen, __ATOMIC_RELAXED);",
         "    __atomic_store_n(&f->keylen, 0, __ATOMIC_RELAXED);"),
+    # the hand scan of the config file follows a line continued with '\\'
+    # as two lines, an .include not at all: keys there never asked about
+    "conf-scan-continued": ("provider/core/conf.c",
+        "        if (e > line && e[-1] == '\\\\')\n            return 0;\n",
+        ""),
+    "conf-scan-include": ("provider/core/conf.c",
+        "            if (strncmp(s, \".include\", 8) == 0)\n                return 0;\n",
+        ""),
+    # a key naming a section not followed to its keys ("key.sub")
+    "conf-nested-unfollowed": ("provider/core/conf.c",
+        "                       ? section_of(&c, c.key[i].value, 0) : -1;",
+        "                       ? -1 : -1;"),
     # AES-SIV switched off is not passed through: its inner CMAC reaches
     # the cache
     "siv-not-passthrough": ("provider/core/passthrough.c",

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * keycache - the entry and configuration (keycache_prov.c), the start
+ * keycache - the entry (keycache_prov.c), configuration (conf.c), the start
  * (bind.c), pass-through (passthrough.c), default properties, reports.
  */
 #ifndef KC_CORE_H
 #define KC_CORE_H
 
 #include "families/families.h"
+
+/* conf.c: keycache's section read and checked into pctx; 0: do not start */
+int kc_conf_read(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get);
 
 /* props.c: the application's default properties */
 int kc_props_start(KC_PROVCTX *pctx, const OSSL_DISPATCH *in);

@@ -1,0 +1,571 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * keycache's configuration: its section's values, checked, and the names
+ * of the default config file asked about, so that a misspelt key stops
+ * keycache with its reason rather than being ignored.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <openssl/conf.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/params.h>
+
+#include "core/core.h"
+
+/* the spellings OpenSSL takes for its own switches, in any case */
+#define KC_BOOL_WORDS "on or off (also yes/no, true/false, 1/0)"
+
+static int parse_bool(const char *v, int *out)
+{
+    if (strcasecmp(v, "on") == 0 || strcasecmp(v, "yes") == 0
+        || strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0)
+        *out = 1;
+    else if (strcasecmp(v, "off") == 0 || strcasecmp(v, "no") == 0
+             || strcasecmp(v, "false") == 0 || strcmp(v, "0") == 0)
+        *out = 0;
+    else
+        return 0;
+    return 1;
+}
+
+/* A plain decimal number: no sign, no spaces, no suffix. */
+static int parse_uint(const char *v, uint64_t max, uint64_t *out)
+{
+    char *end;
+    unsigned long long n;
+
+    if (*v < '0' || *v > '9')
+        return 0;
+    n = strtoull(v, &end, 10);
+    if (*end != '\0' || n > max)
+        return 0;
+    *out = n;
+    return 1;
+}
+
+/* keycache's own keys, and those OpenSSL's config module takes itself */
+static const char *const our_keys[] = {
+    KEYCACHE_CONF_CACHE_SIZE, KEYCACHE_CONF_HMAC, KEYCACHE_CONF_AES_GCM,
+    KEYCACHE_CONF_IDLE_TTL, KEYCACHE_CONF_ADMIT_AFTER, KEYCACHE_CONF_CMAC,
+    KEYCACHE_CONF_GMAC, KEYCACHE_CONF_KMAC, KEYCACHE_CONF_AES_OCB,
+    KEYCACHE_CONF_AES_SIV, KEYCACHE_CONF_PREFER, NULL
+};
+static const char *const core_keys[] = {
+    "module", "activate", "identity", "soft_load", NULL
+};
+#define KC_KEYS_TEXT "cache_size, hmac, aes_gcm, idle_ttl, admit_after, " \
+    "cmac, gmac, kmac, aes_ocb, aes_siv, prefer (and OpenSSL's module, " \
+    "activate, identity, soft_load)"
+/* how far nested sections are followed; names asked about per call */
+#define KC_CONF_DEPTH 3
+#define KC_CONF_BATCH 32
+#define KC_CONF_NAME 128
+
+/* The config module reads its own keys after the first dot, if any. */
+static int is_known_key(const char *name)
+{
+    const char *dot = strchr(name, '.');
+
+    return kc_name_in_list(our_keys, name)
+           || kc_name_in_list(core_keys, dot != NULL ? dot + 1 : name);
+}
+
+/* names to ask the core about, a batch at a time: the scan allocates none */
+typedef struct {
+    KC_PROVCTX *pctx;
+    OSSL_FUNC_core_get_params_fn *get;
+    const char *file;
+    int unknown;              /* the core knew one of them */
+    size_t n;
+    char name[KC_CONF_BATCH][KC_CONF_NAME];
+} KC_KEYSCAN;
+
+static void scan_flush(KC_KEYSCAN *ks)
+{
+    OSSL_PARAM p[KC_CONF_BATCH + 1];
+    char *val[KC_CONF_BATCH];
+    size_t i;
+
+    for (i = 0; i < ks->n; i++) {
+        val[i] = NULL;
+        p[i] = OSSL_PARAM_construct_utf8_ptr(ks->name[i], &val[i], 0);
+    }
+    p[ks->n] = OSSL_PARAM_construct_end();
+    if (ks->n > 0 && ks->get(ks->pctx->handle, p))
+        for (i = 0; i < ks->n; i++) {
+            if (val[i] == NULL || is_known_key(ks->name[i]))
+                continue;
+            kc_raise(ks->pctx, KC_R_BAD_CONFIG, "unknown key \"%s\" in %s's "
+                     "section of %s; keycache knows " KC_KEYS_TEXT,
+                     ks->name[i], ks->pctx->name, ks->file);
+            ks->unknown = 1;
+        }
+    ks->n = 0;
+}
+
+/*
+ * "prefix.key" (or key) into out[KC_CONF_NAME]; 0 if too long.  Not
+ * snprintf(): a config has dozens of names, and every process starts here.
+ */
+static int join_name(char *out, const char *prefix, const char *key)
+{
+    size_t p = prefix != NULL ? strlen(prefix) : 0, k = strlen(key);
+
+    if (p + (p != 0) + k >= KC_CONF_NAME)
+        return 0;
+    if (p != 0) {
+        memcpy(out, prefix, p);
+        out[p++] = '.';
+    }
+    memcpy(out + p, key, k + 1);
+    return 1;
+}
+
+/*
+ * A name seen twice is asked about twice: the core answers once.  Whether
+ * it is one keycache knows is asked only of those the core knows (a
+ * config file has hundreds of names, a provider's section a few).
+ */
+static void scan_add(KC_KEYSCAN *ks, const char *prefix, const char *key)
+{
+    char *s = ks->name[ks->n];
+
+    if (!join_name(s, prefix, key))
+        return;
+    if (++ks->n == KC_CONF_BATCH)
+        scan_flush(ks);
+}
+
+/* A config file's sections and keys: a key has its section's number, the
+ * next key of that section and the section its value names (or -1). */
+typedef struct {
+    const char *name;
+    int first, last;          /* its keys, a list through KC_CONFKEY.next */
+} KC_CONFSECT;
+
+typedef struct {
+    const char *name, *value;
+    int sect, next, sub;
+} KC_CONFKEY;
+
+typedef struct {
+    KC_CONFSECT *sect;
+    KC_CONFKEY *key;
+    size_t nsect, nkey, maxsect, maxkey;
+} KC_CONFKEYS;
+
+static int grow(void *vp, size_t *max, size_t n, size_t size)
+{
+    void **p = vp, *q;
+    size_t m = *max == 0 ? 32 : *max * 2;
+
+    if (n < *max)
+        return 1;
+    if ((q = OPENSSL_realloc(*p, m * size)) == NULL)
+        return 0;
+    *p = q;
+    *max = m;
+    return 1;
+}
+
+/* |name|'s number, added if new (a section may be opened twice); -1 */
+static int section_of(KC_CONFKEYS *c, const char *name, int add)
+{
+    size_t i;
+
+    for (i = 0; i < c->nsect; i++)
+        if (c->sect[i].name[0] == name[0] && strcmp(c->sect[i].name, name) == 0)
+            return (int)i;
+    if (!add || !grow(&c->sect, &c->maxsect, c->nsect, sizeof(*c->sect)))
+        return -1;
+    c->sect[c->nsect].name = name;
+    c->sect[c->nsect].first = c->sect[c->nsect].last = -1;
+    return (int)c->nsect++;
+}
+
+static int add_key(KC_CONFKEYS *c, int sect, const char *name,
+                   const char *value)
+{
+    KC_CONFSECT *t;
+    int n = (int)c->nkey;
+
+    if (sect < 0 || !grow(&c->key, &c->maxkey, c->nkey, sizeof(*c->key)))
+        return 0;
+    t = &c->sect[sect];
+    c->key[n].name = name;
+    c->key[n].value = value;
+    c->key[n].sect = sect;
+    c->key[n].next = c->key[n].sub = -1;
+    if (t->last >= 0)
+        c->key[t->last].next = n;
+    else
+        t->first = n;
+    t->last = n;
+    c->nkey++;
+    return 1;
+}
+
+/*
+ * Every parameter name key |k| would give its provider: a key naming a
+ * section stands for its keys as "key.sub" (provider_conf_params()).
+ */
+static void key_names(const KC_CONFKEYS *c, const KC_CONFKEY *k,
+                      const char *prefix, int depth, KC_KEYSCAN *ks)
+{
+    char full[KC_CONF_NAME];
+    int i;
+
+    if (k->sub < 0 || k->sub == k->sect || depth == KC_CONF_DEPTH) {
+        scan_add(ks, prefix, k->name);
+        return;
+    }
+    if (!join_name(full, prefix, k->name))
+        return;
+    for (i = c->sect[k->sub].first; i >= 0; i = c->key[i].next)
+        key_names(c, &c->key[i], full, depth + 1, ks);
+}
+
+/* The keys of every section of a loaded |conf|. */
+static int keys_of_conf(const CONF *conf, KC_CONFKEYS *c)
+{
+    STACK_OF(OPENSSL_CSTRING) *names = NCONF_get_section_names(conf);
+    STACK_OF(CONF_VALUE) *sect;
+    int i, j, n, ok = names != NULL;
+
+    for (i = 0; ok && i < sk_OPENSSL_CSTRING_num(names); i++) {
+        n = section_of(c, sk_OPENSSL_CSTRING_value(names, i), 1);
+        sect = NCONF_get_section(conf, sk_OPENSSL_CSTRING_value(names, i));
+        for (j = 0; ok && j < sk_CONF_VALUE_num(sect); j++)
+            ok = add_key(c, n, sk_CONF_VALUE_value(sect, j)->name,
+                         sk_CONF_VALUE_value(sect, j)->value);
+    }
+    sk_OPENSSL_CSTRING_free(names);
+    return ok;
+}
+
+/* the end of a name at s: NCONF's letters, digits and punctuation */
+static char *name_end(char *s)
+{
+    while ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')
+           || (*s >= '0' && *s <= '9') || (*s != '\0' && strchr("_.!%&*+,/;?@^~|-", *s)))
+        s++;
+    return s;
+}
+
+static char *skip_blank(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    return s;
+}
+
+/*
+ * The keys of the file in |buf|, read by hand: NCONF_load() parses and
+ * expands everything (some 2,000 instructions a line), in every process,
+ * only for key names here.  A name made wrongly costs nothing (the core
+ * answers only for its provider's own parameters); one missed is an
+ * unknown key not reported.  So what the scan cannot follow goes to NCONF:
+ * 0 for an .include, a line continued with '\\', a "section::key".  A
+ * value is not expanded: a section named through $var is not followed.
+ */
+static int keys_of_text(char *buf, KC_CONFKEYS *c)
+{
+    char *line, *next, *s, *e, *v;
+    int sect = section_of(c, "default", 1);
+
+    for (line = buf; line != NULL && sect >= 0; line = next) {
+        if ((next = strchr(line, '\n')) != NULL)
+            *next++ = '\0';
+        e = line + strlen(line);
+        while (e > line && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+            *--e = '\0';
+        if (e > line && e[-1] == '\\')
+            return 0;
+        s = skip_blank(line);
+        if (*s == '\0' || *s == '#')
+            continue;
+        if (*s == '[') {
+            s = skip_blank(s + 1);
+            e = name_end(s);
+            if (*skip_blank(e) != ']')
+                return 0;
+            *e = '\0';
+            sect = section_of(c, s, 1);
+            continue;
+        }
+        if (*s == '.') {
+            if (strncmp(s, ".include", 8) == 0)
+                return 0;
+            continue;               /* .pragma: values only */
+        }
+        e = name_end(s);
+        v = skip_blank(e);
+        if (e == s || *v != '=')
+            return 0;
+        *e = '\0';
+        v = skip_blank(v + 1);
+        if ((e = strchr(v, '#')) != NULL)
+            *e = '\0';
+        for (e = v + strlen(v); e > v && (e[-1] == ' ' || e[-1] == '\t'); )
+            *--e = '\0';
+        if (!add_key(c, sect, s, v))
+            return 0;
+    }
+    return sect >= 0;
+}
+
+/* the default config file's text, NUL-terminated; NULL if not a file */
+static char *read_file(const char *file, size_t *len)
+{
+    struct stat st;
+    char *buf = NULL;
+    size_t got = 0;
+    ssize_t n;
+    int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+    if (fd < 0)
+        return NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
+        && st.st_size < (1 << 20)
+        && (buf = OPENSSL_malloc((size_t)st.st_size + 1)) != NULL) {
+        while (got < (size_t)st.st_size
+               && ((n = read(fd, buf + got, (size_t)st.st_size - got)) > 0
+                   || (n < 0 && errno == EINTR)))
+            got += n > 0 ? (size_t)n : 0;
+        buf[got] = '\0';
+        *len = (size_t)st.st_size + 1;
+    }
+    close(fd);
+    return buf;
+}
+
+/* The values of a section's keys that name config module |module|. */
+static const char *module_value(const CONF *conf, const char *sect,
+                                const char *module, int nth)
+{
+    STACK_OF(CONF_VALUE) *s = NCONF_get_section(conf, sect);
+    size_t n = strlen(module);
+    int i;
+
+    for (i = 0; i < sk_CONF_VALUE_num(s); i++) {
+        CONF_VALUE *v = sk_CONF_VALUE_value(s, i);
+
+        /* "providers" or "providers.anything": the module is before a dot */
+        if (strncmp(v->name, module, n) == 0
+            && (v->name[n] == '\0' || v->name[n] == '.') && nth-- == 0)
+            return v->value;
+    }
+    return NULL;
+}
+
+/* KEYCACHE_DEBUG only: does this file load keycache at all? */
+static void check_routing(KC_PROVCTX *pctx, const CONF *conf,
+                          const char *file)
+{
+    const char *init, *sect, *name;
+    STACK_OF(CONF_VALUE) *provs;
+    int i, j, found = 0;
+
+    if ((init = NCONF_get_string(conf, NULL, "openssl_conf")) == NULL) {
+        kc_debug_log(pctx, 2, "config: %s has no openssl_conf", file);
+        return;
+    }
+    for (i = 0; !found && (sect = module_value(conf, init, "providers", i))
+                          != NULL; i++) {
+        provs = NCONF_get_section(conf, sect);
+        for (j = 0; !found && j < sk_CONF_VALUE_num(provs); j++) {
+            CONF_VALUE *v = sk_CONF_VALUE_value(provs, j);
+            const char *dot = strchr(v->name, '.');
+
+            name = NCONF_get_string(conf, v->value, "identity");
+            if (name == NULL)
+                name = dot != NULL ? dot + 1 : v->name;
+            found = strcmp(name, pctx->name) == 0;
+        }
+    }
+    if (!found) {
+        kc_debug_log(pctx, 2, "config: %s does not load %s: it was "
+                     "configured from elsewhere", file, pctx->name);
+        return;
+    }
+    /* which default_properties win only the library knows: see props.c */
+    kc_debug_log(pctx, 2, "config: %s loads %s", file, pctx->name);
+}
+
+/*
+ * The core answers only for names asked about, so a misspelt key would be
+ * ignored.  So every name any section of the default config file could
+ * give a provider is asked about: the core's answer says which are in
+ * ours.  Another config file gets the value checks only.  0: unknown keys.
+ * The file is scanned by hand (keys_of_text()), by NCONF where the scan
+ * cannot follow it or KEYCACHE_DEBUG wants its routing checked.
+ */
+static int check_unknown_keys(KC_PROVCTX *pctx,
+                              OSSL_FUNC_core_get_params_fn *get)
+{
+    KC_KEYSCAN ks;
+    KC_CONFKEYS c = { NULL, NULL, 0, 0, 0, 0 };
+    char *file = NULL, *text = NULL;
+    CONF *conf = NULL;
+    size_t i, len = 0;
+    long eline = 0;
+    int ok = 1;
+
+    ERR_set_mark();
+    if ((file = CONF_get1_default_config_file()) != NULL
+        && kc_debug_level(pctx) == 0
+        && (text = read_file(file, &len)) != NULL
+        && !keys_of_text(text, &c)) {
+        c.nsect = c.nkey = 0;
+        OPENSSL_clear_free(text, len);
+        text = NULL;
+    }
+    if (file != NULL && text == NULL
+        && ((conf = NCONF_new(NULL)) == NULL
+            || NCONF_load(conf, file, &eline) <= 0
+            || !keys_of_conf(conf, &c)))
+        ok = 0;
+    ERR_pop_to_mark();
+    if (!ok || file == NULL) {
+        kc_debug_log(pctx, 2, "config: cannot read %s to look for unknown "
+                     "keys", file != NULL ? file : "the default config");
+        ok = 1;
+        goto done;
+    }
+    if (conf != NULL && kc_debug_level(pctx) > 0)
+        check_routing(pctx, conf, file);
+    /* which section a value names, once every section is known */
+    for (i = 0; i < c.nkey; i++)
+        c.key[i].sub = c.key[i].value != NULL
+                       ? section_of(&c, c.key[i].value, 0) : -1;
+    ks.pctx = pctx;
+    ks.get = get;
+    ks.file = file;
+    ks.unknown = 0;
+    ks.n = 0;
+    /* every section's keys at the top: each key once, in file order */
+    for (i = 0; i < c.nkey; i++)
+        key_names(&c, &c.key[i], NULL, 0, &ks);
+    scan_flush(&ks);
+    ok = !ks.unknown;
+ done:
+    OPENSSL_free(c.sect);
+    OPENSSL_free(c.key);
+    OPENSSL_clear_free(text, len);
+    NCONF_free(conf);
+    OPENSSL_free(file);
+    return ok;
+}
+
+/* The provider's section: every problem is raised, so one start names all. */
+int kc_conf_read(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
+{
+    /* the registry's configuration keys, each once: the row that has it first */
+    int keyrow[KC_REGISTRY_ROWS];
+    char *val[KC_REGISTRY_ROWS] = { NULL };
+    char *size = NULL, *ttl = NULL, *admit = NULL;
+    char *name = NULL, *prefer = NULL;
+    OSSL_PARAM p[5 + KC_REGISTRY_ROWS + 1];
+    uint64_t n;
+    size_t i, nkeys = 0;
+    int ok = 1, on, j, r;
+
+    pctx->cache_size = KEYCACHE_DEFAULT_CACHE_SIZE;
+    pctx->idle_ttl = 0;
+    pctx->admit_after = KEYCACHE_DEFAULT_ADMIT_AFTER;
+    for (r = 0; r < KC_REGISTRY_ROWS; r++) {
+        *kc_registry_on(pctx, r) = kc_registry_auto(r);
+        for (i = 0; i < nkeys; i++)
+            if (strcmp(kc_registry[keyrow[i]].conf, kc_registry[r].conf) == 0)
+                break;
+        if (i == nkeys)
+            keyrow[nkeys++] = r;
+    }
+    if (get == NULL)
+        return 1;
+    p[0] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_CACHE_SIZE, &size, 0);
+    p[1] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_IDLE_TTL, &ttl, 0);
+    p[2] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_ADMIT_AFTER, &admit, 0);
+    p[3] = OSSL_PARAM_construct_utf8_ptr(OSSL_PROV_PARAM_CORE_PROV_NAME,
+                                         &name, 0);
+    p[4] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_PREFER, &prefer, 0);
+    for (i = 0; i < nkeys; i++)
+        p[5 + i] = OSSL_PARAM_construct_utf8_ptr(kc_registry[keyrow[i]].conf,
+                                                 &val[i], 0);
+    p[5 + i] = OSSL_PARAM_construct_end();
+    if (!get(pctx->handle, p))
+        return 1;
+    if (name != NULL)
+        pctx->name = name;
+    if (size != NULL) {
+        if (parse_uint(size, KEYCACHE_MAX_CACHE_SIZE, &n)) {
+            pctx->cache_size = (size_t)n;
+        } else {
+            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want a whole "
+                     "number from 0 to %d (default %d)",
+                     KEYCACHE_CONF_CACHE_SIZE, size, KEYCACHE_MAX_CACHE_SIZE,
+                     KEYCACHE_DEFAULT_CACHE_SIZE);
+            ok = 0;
+        }
+    }
+    /* a family's key: auto (its rows' own rule), or on or off for them all */
+    for (i = 0; i < nkeys; i++) {
+        const KC_FAMILY_ROW *k = &kc_registry[keyrow[i]];
+        int is_auto = 0;
+
+        if (val[i] == NULL)
+            continue;
+        if (k->kind != KC_KIND_HMAC && strcasecmp(val[i], "auto") == 0) {
+            is_auto = 1;
+        } else if (!parse_bool(val[i], &on)) {
+            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want %s"
+                     KC_BOOL_WORDS, k->conf, val[i],
+                     k->kind != KC_KIND_HMAC ? "auto, " : "");
+            ok = 0;
+            continue;
+        }
+        for (j = keyrow[i]; j < KC_REGISTRY_ROWS; j++)
+            if (strcmp(kc_registry[j].conf, k->conf) == 0)
+                *kc_registry_on(pctx, j) = is_auto ? kc_registry_auto(j) : on;
+    }
+    if (ttl != NULL) {
+        if (parse_uint(ttl, UINT32_MAX, &n)) {
+            pctx->idle_ttl = n;
+        } else {
+            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want seconds, a "
+                     "whole number from 0 (no limit) to %lu",
+                     KEYCACHE_CONF_IDLE_TTL, ttl, (unsigned long)UINT32_MAX);
+            ok = 0;
+        }
+    }
+    if (admit != NULL) {
+        if (parse_uint(admit, KEYCACHE_MAX_ADMIT_AFTER, &n) && n > 0) {
+            pctx->admit_after = (unsigned int)n;
+        } else {
+            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want a whole "
+                     "number from 1 to %d (default %d)",
+                     KEYCACHE_CONF_ADMIT_AFTER, admit,
+                     KEYCACHE_MAX_ADMIT_AFTER, KEYCACHE_DEFAULT_ADMIT_AFTER);
+            ok = 0;
+        }
+    }
+    /* never "on": default_properties in force (fips=yes) are never replaced */
+    if (prefer != NULL) {
+        if (strcasecmp(prefer, "if_unset") == 0) {
+            pctx->prefer = 1;
+        } else if (!parse_bool(prefer, &on) || on) {
+            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want if_unset or "
+                     "off (also no, false, 0)", KEYCACHE_CONF_PREFER, prefer);
+            ok = 0;
+        }
+    }
+    return check_unknown_keys(pctx, get) && ok;
+}
