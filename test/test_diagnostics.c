@@ -823,6 +823,11 @@ static const char *const our_keys[] = {
  * registered reason string, keycache as the function, a file name without
  * a directory, and text naming the key and what it accepts.
  */
+/* bytes check_error() appends to the file as they are (a NUL among them) */
+static const char *self;      /* this program, for --child */
+static const char *raw_tail;
+static size_t raw_tail_len;
+
 static void check_error(const char *add, const char *tail, int as_default,
                         const char *const *words)
 {
@@ -841,6 +846,13 @@ static void check_error(const char *add, const char *tail, int as_default,
             drop[i++] = *w;
     drop[i] = NULL;
     CU_ASSERT_FATAL(write_conf(conf, drop, add, tail));
+    if (raw_tail != NULL) {
+        FILE *f = fopen(conf, "ab");
+
+        CU_ASSERT_FATAL(f != NULL);
+        CU_ASSERT(fwrite(raw_tail, 1, raw_tail_len, f) == raw_tail_len);
+        CU_ASSERT_FATAL(fclose(f) == 0);
+    }
     ctx = load(conf, NULL, as_default);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     ERR_clear_error();
@@ -933,6 +945,19 @@ static void test_unknown_keys_read_as_openssl_does(void)
     snprintf(tail, sizeof(tail), ".include %s", inc);
     check_error("tuning = kc_inc_sect", tail, 1, nested);
     unlink(inc);
+    /* a quoted value, a variable alone, as NCONF reads them */
+    check_error("tuning = \"kc_tuning_sect\" # quoted",
+                "[kc_tuning_sect]\nwindow = 8", 1, nested);
+    check_error("kcsub = kc_tuning_sect\ntuning = ${kcsub}",
+                "[kc_tuning_sect]\nwindow = 8", 1, nested);
+    /* a key starting with '.' (only .pragma and .include are directives) */
+    check_error(".cache_sise = 1", NULL, 1,
+                (const char *[]){ "unknown key \".cache_sise\"", NULL });
+    /* NCONF reads on past a NUL byte (taking the next line into it) */
+    raw_tail = "# a\0b\n\n[kc_tuning_sect]\nwindow = 8\n";
+    raw_tail_len = 35;
+    check_error("tuning = kc_tuning_sect", NULL, 1, nested);
+    raw_tail = NULL;
 }
 
 /* Names elsewhere in the file, and OpenSSL's own keys, are no error. */

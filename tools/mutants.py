@@ -616,8 +616,24 @@ MUTANTS = {
         "        if (e > line && e[-1] == '\\\\')\n            return 0;\n",
         ""),
     "conf-scan-include": ("provider/core/conf.c",
-        "            if (strncmp(s, \".include\", 8) == 0)\n                return 0;\n",
+        "        if (*s == '.' && strncmp(s, \".pragma\", 7) != 0)\n",
+        "        if (*s == '.' && strncmp(s, \".pragma\", 7) != 0\n"
+        "            && strncmp(s, \".include\", 8) != 0)\n"),
+    # a key ".name" taken for a directive and skipped
+    "conf-dot-key-skipped": ("provider/core/conf.c",
+        "        if (*s == '.' && strncmp(s, \".pragma\", 7) != 0)\n            return 0;\n",
         ""),
+    # a file with a NUL byte scanned up to it (NCONF reads on)
+    "conf-nul-scanned": ("provider/core/conf.c",
+        " || memchr(buf, '\\0', got) != NULL) {",
+        ") {"),
+    # a quoted value compared with section names as written
+    "conf-quotes-kept": ("provider/core/conf.c",
+        "        value_of(v);\n", ""),
+    # a variable alone taken literally, not as the value it expands to
+    "conf-var-literal": ("provider/core/conf.c",
+        "              ? var_value(c, sect, v + 1) : v;",
+        "              ? v : v;"),
     # a key naming a section not followed to its keys ("key.sub")
     "conf-nested-unfollowed": ("provider/core/conf.c",
         "                       ? section_of(&c, c.key[i].value, 0) : -1;",

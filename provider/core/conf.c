@@ -61,6 +61,11 @@ static const char *const our_keys[] = {
 static const char *const core_keys[] = {
     "module", "activate", "identity", "soft_load", NULL
 };
+/* what the core answers whatever the file says: never asked */
+static const char *const core_answers[] = {
+    OSSL_PROV_PARAM_CORE_VERSION, OSSL_PROV_PARAM_CORE_PROV_NAME,
+    OSSL_PROV_PARAM_CORE_MODULE_FILENAME, NULL
+};
 #define KC_KEYS_TEXT "cache_size, hmac, aes_gcm, idle_ttl, admit_after, " \
     "cmac, gmac, kmac, aes_ocb, aes_siv, prefer (and OpenSSL's module, " \
     "activate, identity, soft_load)"
@@ -68,6 +73,9 @@ static const char *const core_keys[] = {
 #define KC_CONF_DEPTH 3
 #define KC_CONF_BATCH 32
 #define KC_CONF_NAME 128
+/* beyond these a file goes to NCONF (whose look-ups are hashed) */
+#define KC_CONF_SECTS 256
+#define KC_CONF_KEYS 4096
 
 /* The config module reads its own keys after the first dot, if any. */
 static int is_known_key(const char *name)
@@ -138,7 +146,7 @@ static void scan_add(KC_KEYSCAN *ks, const char *prefix, const char *key)
 {
     char *s = ks->name[ks->n];
 
-    if (!join_name(s, prefix, key))
+    if (!join_name(s, prefix, key) || kc_name_in_list(core_answers, s))
         return;
     if (++ks->n == KC_CONF_BATCH)
         scan_flush(ks);
@@ -184,7 +192,8 @@ static int section_of(KC_CONFKEYS *c, const char *name, int add)
     for (i = 0; i < c->nsect; i++)
         if (c->sect[i].name[0] == name[0] && strcmp(c->sect[i].name, name) == 0)
             return (int)i;
-    if (!add || !grow(&c->sect, &c->maxsect, c->nsect, sizeof(*c->sect)))
+    if (!add || c->nsect == KC_CONF_SECTS
+        || !grow(&c->sect, &c->maxsect, c->nsect, sizeof(*c->sect)))
         return -1;
     c->sect[c->nsect].name = name;
     c->sect[c->nsect].first = c->sect[c->nsect].last = -1;
@@ -197,7 +206,8 @@ static int add_key(KC_CONFKEYS *c, int sect, const char *name,
     KC_CONFSECT *t;
     int n = (int)c->nkey;
 
-    if (sect < 0 || !grow(&c->key, &c->maxkey, c->nkey, sizeof(*c->key)))
+    if (sect < 0 || c->nkey == KC_CONF_KEYS
+        || !grow(&c->key, &c->maxkey, c->nkey, sizeof(*c->key)))
         return 0;
     t = &c->sect[sect];
     c->key[n].name = name;
@@ -267,18 +277,104 @@ static char *skip_blank(char *s)
     return s;
 }
 
+static char *var_end(char *s)
+{
+    while ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')
+           || (*s >= '0' && *s <= '9') || *s == '_')
+        s++;
+    return s;
+}
+
+/* past a variable's name after '$': name, {name}, (name), sect::name */
+static char *skip_var(char *s)
+{
+    char close = *s == '{' ? '}' : *s == '(' ? ')' : '\0';
+
+    s = var_end(s + (close != '\0'));
+    if (s[0] == ':' && s[1] == ':')
+        s = var_end(s + 2);
+    if (close != '\0' && *s == close)
+        s++;
+    return s;
+}
+
+/*
+ * The value of variable |v| (after '$') as NCONF expands it where it
+ * reads it: the latest key of that name so far in its section (|sect|, or
+ * the one it names), else in "default".  NULL for one it does not know or
+ * $ENV's: NCONF's.
+ */
+static const char *var_value(KC_CONFKEYS *c, int sect, char *v)
+{
+    char *name = v + (*v == '{' || *v == '('), *end = var_end(name), *n2;
+    int s = sect, i, pass;
+
+    if (end[0] == ':' && end[1] == ':') {
+        n2 = end + 2;
+        *end = '\0';
+        if (strcmp(name, "ENV") == 0 || (s = section_of(c, name, 0)) < 0)
+            return NULL;
+        name = n2;
+        end = var_end(name);
+        sect = -1;                  /* no "default" for sect::name */
+    }
+    *end = '\0';
+    for (pass = 0; pass < 2; pass++) {
+        for (i = (int)c->nkey - 1; i >= 0; i--)
+            if (c->key[i].sect == s && strcmp(c->key[i].name, name) == 0)
+                return c->key[i].value;
+        if (sect < 0 || (s = section_of(c, "default", 0)) < 0 || s == sect)
+            break;
+    }
+    return NULL;
+}
+
+/*
+ * A value as NCONF keeps it, in place: cut at a '#' outside quotes and
+ * escapes, quotes and escapes taken out, blanks trimmed; variables are
+ * not expanded.
+ */
+static void value_of(char *v)
+{
+    char *in = v, *out = v, q;
+
+    while (*in != '\0' && *in != '#') {
+        if (*in == '"' || *in == '\'' || *in == '`') {
+            for (q = *in++; *in != '\0' && *in != q; *out++ = *in++)
+                if (*in == '\\' && in[1] != '\0')
+                    in++;
+            if (*in == q)
+                in++;
+        } else if (*in == '\\' && in[1] != '\0') {
+            in++;
+            *out++ = *in == 'n' ? '\n' : *in == 'r' ? '\r'
+                     : *in == 't' ? '\t' : *in == 'b' ? '\b' : *in;
+            in++;
+        } else {
+            *out++ = *in++;
+        }
+    }
+    while (out > v && (out[-1] == ' ' || out[-1] == '\t'))
+        out--;
+    *out = '\0';
+}
+
 /*
  * The keys of the file in |buf|, read by hand: NCONF_load() parses and
  * expands everything (some 2,000 instructions a line), in every process,
  * only for key names here.  A name made wrongly costs nothing (the core
  * answers only for its provider's own parameters); one missed is an
  * unknown key not reported.  So what the scan cannot follow goes to NCONF:
- * 0 for an .include, a line continued with '\\', a "section::key".  A
- * value is not expanded: a section named through $var is not followed.
+ * 0 for an .include or a key starting with '.', a line continued with
+ * '\\', a "section::key", a header with blanks inside, a variable alone it
+ * cannot expand ($ENV's).  Values are unquoted and unescaped as NCONF does;
+ * a variable is expanded only when it is the whole value: "$dir/x" could
+ * name a section only if one were called like a path.
  */
 static int keys_of_text(char *buf, KC_CONFKEYS *c)
 {
     char *line, *next, *s, *e, *v;
+    const char *val;
     int sect = section_of(c, "default", 1);
 
     for (line = buf; line != NULL && sect >= 0; line = next) {
@@ -301,28 +397,29 @@ static int keys_of_text(char *buf, KC_CONFKEYS *c)
             sect = section_of(c, s, 1);
             continue;
         }
-        if (*s == '.') {
-            if (strncmp(s, ".include", 8) == 0)
-                return 0;
-            continue;               /* .pragma: values only */
-        }
+        /* .pragma sets how values read; .include, or a key ".name": NCONF */
+        if (*s == '.' && strncmp(s, ".pragma", 7) != 0)
+            return 0;
+        if (*s == '.')
+            continue;
         e = name_end(s);
         v = skip_blank(e);
         if (e == s || *v != '=')
             return 0;
         *e = '\0';
         v = skip_blank(v + 1);
-        if ((e = strchr(v, '#')) != NULL)
-            *e = '\0';
-        for (e = v + strlen(v); e > v && (e[-1] == ' ' || e[-1] == '\t'); )
-            *--e = '\0';
-        if (!add_key(c, sect, s, v))
+        value_of(v);
+        /* a variable alone may expand to a section's name ("$dir/x" not) */
+        val = *v == '$' && *skip_var(v + 1) == '\0'
+              ? var_value(c, sect, v + 1) : v;
+        if (val == NULL || !add_key(c, sect, s, val))
             return 0;
     }
     return sect >= 0;
 }
 
-/* the default config file's text, NUL-terminated; NULL if not a file */
+/* the default config file's text, NUL-terminated; NULL if not a plain
+ * file of text, whole, under 1 MB */
 static char *read_file(const char *file, size_t *len)
 {
     struct stat st;
@@ -342,6 +439,11 @@ static char *read_file(const char *file, size_t *len)
             got += n > 0 ? (size_t)n : 0;
         buf[got] = '\0';
         *len = (size_t)st.st_size + 1;
+        /* cut short, or a NUL inside (NCONF reads past it): NCONF's */
+        if (got != (size_t)st.st_size || memchr(buf, '\0', got) != NULL) {
+            OPENSSL_clear_free(buf, *len);
+            buf = NULL;
+        }
     }
     close(fd);
     return buf;
@@ -433,6 +535,8 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
             || NCONF_load(conf, file, &eline) <= 0
             || !keys_of_conf(conf, &c)))
         ok = 0;
+    if (ok && conf != NULL && kc_debug_level(pctx) > 0)
+        check_routing(pctx, conf, file);
     ERR_pop_to_mark();
     if (!ok || file == NULL) {
         kc_debug_log(pctx, 2, "config: cannot read %s to look for unknown "
@@ -440,8 +544,6 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
         ok = 1;
         goto done;
     }
-    if (conf != NULL && kc_debug_level(pctx) > 0)
-        check_routing(pctx, conf, file);
     /* which section a value names, once every section is known */
     for (i = 0; i < c.nkey; i++)
         c.key[i].sub = c.key[i].value != NULL
