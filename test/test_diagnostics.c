@@ -1030,6 +1030,22 @@ static void test_boolean_spellings(void)
     }
 }
 
+/*
+ * KEYCACHE_DEBUG, keycache started in a library context of the program's:
+ * the exit report's routing check fetches, and the fetch loads the config
+ * into the default context, which starts keycache again in this thread.
+ * The process exits (a hang is ended by the child's alarm).
+ */
+static void test_exit_report_starts_another(void)
+{
+    char *out = NULL;
+
+    CU_ASSERT_TRUE(kct_child_output(self, kct_conf_path(), "debug-exit",
+                                    &out));
+    CU_ASSERT_PTR_NOT_NULL(out != NULL ? strstr(out, "loaded") : NULL);
+    free(out);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("KEYCACHE_DEBUG", NULL, NULL);
@@ -1051,6 +1067,8 @@ static void add_suites(void)
                 test_file_not_regular);
     CU_add_test(s, "file: created 0600", test_file_mode);
     CU_add_test(s, "routing warnings", test_routing_warnings);
+    CU_add_test(s, "the exit report starts keycache elsewhere",
+                test_exit_report_starts_another);
     s = CU_add_suite("config errors", NULL, NULL);
     CU_add_test(s, "invalid values say why", test_invalid_value_errors);
     CU_add_test(s, "unknown keys say why", test_unknown_key_errors);
@@ -1064,6 +1082,20 @@ int main(int argc, char **argv)
 {
     int rc;
 
+    self = argv[0];
+    /* --child debug-exit: test_exit_report_starts_another()'s process */
+    if (argc == 3 && strcmp(argv[1], "--child") == 0) {
+        OSSL_LIB_CTX *ctx = OSSL_LIB_CTX_new();
+
+        if (strcmp(argv[2], "debug-exit") != 0 || ctx == NULL)
+            return 2;
+        setenv("KEYCACHE_DEBUG", "1", 1);
+        if (!OSSL_LIB_CTX_load_config(ctx, getenv("OPENSSL_CONF"))
+            || !OSSL_PROVIDER_available(ctx, KEYCACHE_PROVIDER_NAME))
+            return 3;
+        puts("loaded");
+        return 0;               /* ctx left to the exit handlers */
+    }
     /* the shared contexts kct_main() makes must not log */
     unsetenv("KEYCACHE_DEBUG");
     snprintf(logpath, sizeof(logpath), "/tmp/kc-diag-%ld.log",

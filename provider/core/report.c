@@ -24,6 +24,23 @@
  */
 static pthread_mutex_t dbg_lock = PTHREAD_MUTEX_INITIALIZER;
 static KC_DEBUG *live;
+/*
+ * The exit handler's routing check fetches, and a fetch may load the config
+ * into the default library context and start keycache there, in the same
+ * thread: kc_report_start() and _stop() then find dbg_lock held by it.
+ */
+static pthread_t exit_thread;
+static int in_exit;
+
+/* 1 if taken here; 0 if this thread holds it already, in at_exit() */
+static int dbg_take(void)
+{
+    if (__atomic_load_n(&in_exit, __ATOMIC_ACQUIRE)
+        && pthread_equal(exit_thread, pthread_self()))
+        return 0;
+    pthread_mutex_lock(&dbg_lock);
+    return 1;
+}
 static unsigned int serials;
 static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
 
@@ -239,6 +256,9 @@ static void at_exit(void *unused)
     KC_DEBUG *d;
 
     pthread_mutex_lock(&dbg_lock);
+    exit_thread = pthread_self();
+    __atomic_store_n(&in_exit, 1, __ATOMIC_RELEASE);
+    /* an instance started meanwhile is linked at the head, behind us */
     for (d = live; d != NULL; d = d->next) {
         if (d->reported)
             continue;
@@ -246,6 +266,7 @@ static void at_exit(void *unused)
         report(d, "exit");
         d->reported = 1;
     }
+    __atomic_store_n(&in_exit, 0, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&dbg_lock);
 }
 
@@ -313,17 +334,19 @@ void kc_report_start(KC_PROVCTX *pctx)
 {
     KC_DEBUG *d = pctx->dbg;
     char when[64] = "at exit", fams[256];
+    int taken;
 
     if (d == NULL)
         return;
     d->report = report;
     pthread_once(&hooks_once, hooks_register);
-    pthread_mutex_lock(&dbg_lock);
+    taken = dbg_take();
     d->to.serial = ++serials;
     d->next = live;
     live = d;
     d->linked = 1;
-    pthread_mutex_unlock(&dbg_lock);
+    if (taken)
+        pthread_mutex_unlock(&dbg_lock);
     d->next_report = time(NULL) + (time_t)d->interval;
     if (d->interval != 0)
         snprintf(when, sizeof(when), "every %llus and at exit",
@@ -341,10 +364,11 @@ void kc_report_start(KC_PROVCTX *pctx)
 void kc_report_stop(KC_PROVCTX *pctx)
 {
     KC_DEBUG *d = pctx->dbg, **pp;
+    int taken;
 
     if (d == NULL)
         return;
-    pthread_mutex_lock(&dbg_lock);
+    taken = dbg_take();
     if (d->linked) {
         for (pp = &live; *pp != NULL; pp = &(*pp)->next)
             if (*pp == d) {
@@ -357,7 +381,8 @@ void kc_report_stop(KC_PROVCTX *pctx)
         report(d, "unload");
         d->reported = 1;
     }
-    pthread_mutex_unlock(&dbg_lock);
+    if (taken)
+        pthread_mutex_unlock(&dbg_lock);
     if (!pctx->started)
         kc_debug_log(pctx, 1, "error: %s did not start.  OpenSSL leaves out "
                      "a provider whose start fails, without a message when "
