@@ -960,6 +960,121 @@ static void test_unknown_keys_read_as_openssl_does(void)
     raw_tail = NULL;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* the lines of |s| in order, in place */
+static void sort_lines(char *s)
+{
+    char *line[128], copy[4096], *p;
+    size_t n = 0, i, used = 0;
+
+    snprintf(copy, sizeof(copy), "%s", s);
+    for (p = strtok(copy, "\n"); p != NULL && n < 128; p = strtok(NULL, "\n"))
+        line[n++] = p;
+    qsort(line, n, sizeof(line[0]), cmp_str);
+    s[0] = '\0';
+    for (i = 0; i < n; i++)
+        used += (size_t)snprintf(s + used, 4096 - used, "%s\n", line[i]);
+}
+
+/* keycache's unknown keys when it starts from file |conf|, in order */
+static void start_errors(const char *conf, const char *debug, char *out,
+                         size_t len)
+{
+    const char *file, *func, *data;
+    int line, flags;
+    size_t used = 0;
+    OSSL_LIB_CTX *ctx = load(conf, NULL, 1);
+
+    out[0] = '\0';
+    if (ctx == NULL) {
+        FILE *f = fopen(conf, "r");
+        char l[256];
+
+        while (f != NULL && fgets(l, sizeof(l), f) != NULL)
+            fputs(l, stderr);
+        if (f != NULL)
+            fclose(f);
+        ERR_print_errors_fp(stderr);
+    }
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    ERR_clear_error();
+    setenv("OPENSSL_CONF", conf, 1);
+    if (debug != NULL)
+        setenv("KEYCACHE_DEBUG", debug, 1);
+    OSSL_PROVIDER_unload(OSSL_PROVIDER_load(ctx, KEYCACHE_PROVIDER_NAME));
+    unsetenv("KEYCACHE_DEBUG");
+    setenv("OPENSSL_CONF", "/dev/null", 1);
+    while (ERR_get_error_all(&file, &line, &func, &data, &flags) != 0)
+        if (func != NULL && strcmp(func, "keycache") == 0
+            && (flags & ERR_TXT_STRING) != 0 && used < len
+            && (data = strstr(data, "unknown key")) != NULL)
+            used += (size_t)snprintf(out + used, len - used, "%.*s\n",
+                                     (int)strcspn(data, ";"), data);
+    OSSL_LIB_CTX_free(ctx);
+    sort_lines(out);
+}
+
+/*
+ * The hand scan of the config file against NCONF (which KEYCACHE_DEBUG
+ * makes keycache use): random sections of keys whose values are plain,
+ * quoted, escaped, commented, variables or section names, nested; both
+ * must report the same unknown keys.
+ */
+static void test_unknown_keys_scan_as_nconf(void)
+{
+    static const char *const vals[] = {
+        "kc_s%d", "\"kc_s%d\"", "'kc_s%d' # c", "kc_s%d   # c", "k\\c_s%d",
+        "${kc_v%d}", "$kc_v%d", "plain%d", "\"a # %d\"", "$kc_v%d/x",
+        "kc_s%d\t", "\"kc_s%d\" \"\""
+    };
+    char conf[64], add[1024], tail[1024], fast[4096], slow[4096], v[64];
+    size_t a, t;
+    uint32_t r = 0x6b637363;
+    int i, j, n, nsame = 0;
+
+    for (i = 0; i < 60; i++) {
+        a = t = 0;
+        /* variables first, as NCONF expands them where it reads them */
+        for (j = 0; j < 4; j++)
+            a += (size_t)snprintf(add + a, sizeof(add) - a,
+                                  "kc_v%d = kc_s%d\n", j, (int)((r >> j) & 3));
+        n = 1 + (int)((r = r * 1103515245 + 12345) >> 28) % 5;
+        for (j = 0; j < n; j++) {
+            r = r * 1103515245 + 12345;
+            snprintf(v, sizeof(v), vals[(r >> 16) % 12], (int)((r >> 8) & 3));
+            a += (size_t)snprintf(add + a, sizeof(add) - a, "%sk%d = %s%s\n",
+                                  (r & 1) ? "\t" : "", j, v,
+                                  (r & 2) ? "\r" : "");
+        }
+        for (j = 0; j < 4; j++) {
+            r = r * 1103515245 + 12345;
+            t += (size_t)snprintf(tail + t, sizeof(tail) - t,
+                                  "[%skc_s%d ]\nw%d = 1\n", (r & 1) ? " " : "",
+                                  j, j);
+            /* nested once more, never back (OpenSSL refuses a loop) */
+            if ((r & 2) != 0 && j < 3)
+                t += (size_t)snprintf(tail + t, sizeof(tail) - t,
+                                      "sub = kc_s%d\n", j + 1);
+        }
+        CU_ASSERT_FATAL(write_conf(conf, (const char *[]){ "activate", NULL },
+                                   add, tail));
+        start_errors(conf, NULL, fast, sizeof(fast));
+        start_errors(conf, debug_to_log(NULL), slow, sizeof(slow));
+        unlink(conf);
+        if (strcmp(fast, slow) != 0)
+            fprintf(stderr, "\n  config:\n%s%s\n  scan:\n%s  NCONF:\n%s",
+                    add, tail, fast, slow);
+        CU_ASSERT_STRING_EQUAL(fast, slow);
+        nsame += fast[0] != '\0';
+    }
+    /* the configs do have unknown keys */
+    CU_ASSERT_TRUE(nsame > 30);
+}
+
 /* Names elsewhere in the file, and OpenSSL's own keys, are no error. */
 static void test_no_false_alarms(void)
 {
@@ -1074,6 +1189,8 @@ static void add_suites(void)
     CU_add_test(s, "unknown keys say why", test_unknown_key_errors);
     CU_add_test(s, "unknown keys: the file read as OpenSSL reads it",
                 test_unknown_keys_read_as_openssl_does);
+    CU_add_test(s, "unknown keys: the scan finds what NCONF finds",
+                test_unknown_keys_scan_as_nconf);
     CU_add_test(s, "no false alarms", test_no_false_alarms);
     CU_add_test(s, "boolean spellings", test_boolean_spellings);
 }

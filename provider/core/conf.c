@@ -331,21 +331,33 @@ static const char *var_value(KC_CONFKEYS *c, int sect, char *v)
 
 /*
  * A value as NCONF keeps it, in place: cut at a '#' outside quotes and
- * escapes, quotes and escapes taken out, blanks trimmed; variables are
- * not expanded.
+ * escapes, its trailing blanks trimmed, then quotes and escapes taken out
+ * (blanks inside or between quotes stay); variables are not expanded.
  */
 static void value_of(char *v)
 {
-    char *in = v, *out = v, q;
+    char *in, *out = v, *end, q;
 
-    while (*in != '\0' && *in != '#') {
+    for (in = v; *in != '\0' && *in != '#'; in++)
         if (*in == '"' || *in == '\'' || *in == '`') {
-            for (q = *in++; *in != '\0' && *in != q; *out++ = *in++)
+            for (q = *in++; *in != '\0' && *in != q; in++)
                 if (*in == '\\' && in[1] != '\0')
                     in++;
-            if (*in == q)
-                in++;
+            if (*in == '\0')
+                break;
         } else if (*in == '\\' && in[1] != '\0') {
+            in++;
+        }
+    for (end = in; end > v && (end[-1] == ' ' || end[-1] == '\t'); )
+        end--;
+    for (in = v; in < end; ) {
+        if (*in == '"' || *in == '\'' || *in == '`') {
+            for (q = *in++; in < end && *in != q; *out++ = *in++)
+                if (*in == '\\' && in + 1 < end)
+                    in++;
+            if (in < end)
+                in++;
+        } else if (*in == '\\' && in + 1 < end) {
             in++;
             *out++ = *in == 'n' ? '\n' : *in == 'r' ? '\r'
                      : *in == 't' ? '\t' : *in == 'b' ? '\b' : *in;
@@ -354,8 +366,6 @@ static void value_of(char *v)
             *out++ = *in++;
         }
     }
-    while (out > v && (out[-1] == ' ' || out[-1] == '\t'))
-        out--;
     *out = '\0';
 }
 
