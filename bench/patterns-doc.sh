@@ -44,13 +44,14 @@ Where the losses come from today:
   `thread-per-task`: a thread that never admits a key keeps only a small
   thread-local record, but its contexts still cost a wrapper struct
   (allocated and freed) and counting the key towards admission.
-- `proc-*` (+0.53M on 3.0, `bench/patterns.sh build --profiles DIR
+- `proc-*` (+0.44M on 3.0, `bench/patterns.sh build --profiles DIR
   proc-openssl-version`): what every process that loads keycache pays.
-  The loader's `dlopen` of keycache-ossl3.so and its binding, ~175k; the
-  default config file read again for unknown keys in keycache's section
-  (the core answers only for names asked about), ~120k; the private
-  library context with `default` and its RAND, ~50k at start and ~25k at
-  exit; the registry's families bound, ~25k.  libgcc's unwinder and a
+  The loader's `dlopen` of keycache-ossl3.so and its binding, ~180k; the
+  private library context with `default` and its RAND, ~57k at start and
+  ~25k at exit; the registry's families bound, ~25k; the configuration,
+  ~35k (the default config file's key names are read by hand, not
+  parsed again by NCONF: with Debian's 12 KB openssl.cnf `openssl
+  version` costs +0.64M, +1.63M before).  libgcc's unwinder and a
   cipher family's key length and fresh state are not paid there: they
   come at the first admission and at the family's first context.
 - `first-gmac` (3.0), `first-siv`: what a family learns of the running
