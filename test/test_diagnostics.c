@@ -953,6 +953,20 @@ static void test_unknown_keys_read_as_openssl_does(void)
     /* a key starting with '.' (only .pragma and .include are directives) */
     check_error(".cache_sise = 1", NULL, 1,
                 (const char *[]){ "unknown key \".cache_sise\"", NULL });
+    /* many sections (looked up by hash): the last one nested */
+    {
+        char *many = malloc(400 * 24);
+        size_t used = 0;
+        int k;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(many);
+        for (k = 0; k < 400; k++)
+            used += (size_t)snprintf(many + used, 400 * 24 - used,
+                                     "[kc_m%d]\nw%d = 1\n", k, k);
+        check_error("tuning = kc_m399", many, 1, (const char *[]){
+                    "unknown key \"tuning.w399\"", NULL });
+        free(many);
+    }
     /* NCONF reads on past a NUL byte (taking the next line into it) */
     raw_tail = "# a\0b\n\n[kc_tuning_sect]\nwindow = 8\n";
     raw_tail_len = 35;

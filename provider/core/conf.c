@@ -73,9 +73,6 @@ static const char *const core_answers[] = {
 #define KC_CONF_DEPTH 3
 #define KC_CONF_BATCH 32
 #define KC_CONF_NAME 128
-/* beyond these a file goes to NCONF (whose look-ups are hashed) */
-#define KC_CONF_SECTS 256
-#define KC_CONF_KEYS 4096
 
 /* The config module reads its own keys after the first dot, if any. */
 static int is_known_key(const char *name)
@@ -167,7 +164,8 @@ typedef struct {
 typedef struct {
     KC_CONFSECT *sect;
     KC_CONFKEY *key;
-    size_t nsect, nkey, maxsect, maxkey;
+    int *slot;                /* sections by name: open addressing, -1 free */
+    size_t nsect, nkey, maxsect, maxkey, nslot;
 } KC_CONFKEYS;
 
 static int grow(void *vp, size_t *max, size_t n, size_t size)
@@ -184,19 +182,54 @@ static int grow(void *vp, size_t *max, size_t n, size_t size)
     return 1;
 }
 
+static size_t slot_of(const KC_CONFKEYS *c, const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    const char *p;
+    size_t i;
+
+    for (p = name; *p != '\0'; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+    for (i = (size_t)h & (c->nslot - 1); c->slot[i] >= 0;
+         i = (i + 1) & (c->nslot - 1))
+        if (strcmp(c->sect[c->slot[i]].name, name) == 0)
+            break;
+    return i;
+}
+
+/* the table twice as large, for |n| sections at most half full */
+static int rehash(KC_CONFKEYS *c, size_t n)
+{
+    size_t m = c->nslot == 0 ? 64 : c->nslot * 2, i;
+    int *slot;
+
+    if (2 * n < c->nslot)
+        return 1;
+    if ((slot = OPENSSL_malloc(m * sizeof(*slot))) == NULL)
+        return 0;
+    OPENSSL_free(c->slot);
+    c->slot = slot;
+    c->nslot = m;
+    for (i = 0; i < m; i++)
+        slot[i] = -1;
+    for (i = 0; i < c->nsect; i++)
+        slot[slot_of(c, c->sect[i].name)] = (int)i;
+    return 1;
+}
+
 /* |name|'s number, added if new (a section may be opened twice); -1 */
 static int section_of(KC_CONFKEYS *c, const char *name, int add)
 {
     size_t i;
 
-    for (i = 0; i < c->nsect; i++)
-        if (c->sect[i].name[0] == name[0] && strcmp(c->sect[i].name, name) == 0)
-            return (int)i;
-    if (!add || c->nsect == KC_CONF_SECTS
+    if (c->nslot != 0 && c->slot[i = slot_of(c, name)] >= 0)
+        return c->slot[i];
+    if (!add || !rehash(c, c->nsect + 1)
         || !grow(&c->sect, &c->maxsect, c->nsect, sizeof(*c->sect)))
         return -1;
     c->sect[c->nsect].name = name;
     c->sect[c->nsect].first = c->sect[c->nsect].last = -1;
+    c->slot[slot_of(c, name)] = (int)c->nsect;
     return (int)c->nsect++;
 }
 
@@ -206,8 +239,7 @@ static int add_key(KC_CONFKEYS *c, int sect, const char *name,
     KC_CONFSECT *t;
     int n = (int)c->nkey;
 
-    if (sect < 0 || c->nkey == KC_CONF_KEYS
-        || !grow(&c->key, &c->maxkey, c->nkey, sizeof(*c->key)))
+    if (sect < 0 || !grow(&c->key, &c->maxkey, c->nkey, sizeof(*c->key)))
         return 0;
     t = &c->sect[sect];
     c->key[n].name = name;
@@ -265,7 +297,8 @@ static int keys_of_conf(const CONF *conf, KC_CONFKEYS *c)
 static char *name_end(char *s)
 {
     while ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')
-           || (*s >= '0' && *s <= '9') || (*s != '\0' && strchr("_.!%&*+,/;?@^~|-", *s)))
+           || (*s >= '0' && *s <= '9')
+           || (*s != '\0' && strchr("_.!%&*+,/;?@^~|-", *s) != NULL))
         s++;
     return s;
 }
@@ -524,7 +557,7 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
                               OSSL_FUNC_core_get_params_fn *get)
 {
     KC_KEYSCAN ks;
-    KC_CONFKEYS c = { NULL, NULL, 0, 0, 0, 0 };
+    KC_CONFKEYS c = { NULL, NULL, NULL, 0, 0, 0, 0, 0 };
     char *file = NULL, *text = NULL;
     CONF *conf = NULL;
     size_t i, len = 0;
@@ -536,7 +569,9 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
         && kc_debug_level(pctx) == 0
         && (text = read_file(file, &len)) != NULL
         && !keys_of_text(text, &c)) {
-        c.nsect = c.nkey = 0;
+        c.nsect = c.nkey = c.nslot = 0;
+        OPENSSL_free(c.slot);
+        c.slot = NULL;
         OPENSSL_clear_free(text, len);
         text = NULL;
     }
@@ -571,6 +606,7 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
  done:
     OPENSSL_free(c.sect);
     OPENSSL_free(c.key);
+    OPENSSL_free(c.slot);
     OPENSSL_clear_free(text, len);
     NCONF_free(conf);
     OPENSSL_free(file);
