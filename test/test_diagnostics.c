@@ -1043,9 +1043,10 @@ static void test_unknown_keys_scan_as_nconf(void)
     static const char *const vals[] = {
         "kc_s%d", "\"kc_s%d\"", "'kc_s%d' # c", "kc_s%d   # c", "k\\c_s%d",
         "${kc_v%d}", "$kc_v%d", "plain%d", "\"a # %d\"", "$kc_v%d/x",
-        "kc_s%d\t", "\"kc_s%d\" \"\""
+        "kc_s%d\t", "\"kc_s%d\" \"\"", "kc_s%d\\ # c", "kc_s%d\r# c",
+        "${kc_v%d}_x", "'$kc_v%d'"
     };
-    char conf[64], add[1024], tail[1024], fast[4096], slow[4096], v[64];
+    char conf[64], add[1024], tail[2048], fast[4096], slow[4096], v[64];
     size_t a, t;
     uint32_t r = 0x6b637363;
     int i, j, n, nsame = 0;
@@ -1059,7 +1060,7 @@ static void test_unknown_keys_scan_as_nconf(void)
         n = 1 + (int)((r = r * 1103515245 + 12345) >> 28) % 5;
         for (j = 0; j < n; j++) {
             r = r * 1103515245 + 12345;
-            snprintf(v, sizeof(v), vals[(r >> 16) % 12], (int)((r >> 8) & 3));
+            snprintf(v, sizeof(v), vals[(r >> 16) % 16], (int)((r >> 8) & 3));
             a += (size_t)snprintf(add + a, sizeof(add) - a, "%sk%d = %s%s\n",
                                   (r & 1) ? "\t" : "", j, v,
                                   (r & 2) ? "\r" : "");
@@ -1067,8 +1068,8 @@ static void test_unknown_keys_scan_as_nconf(void)
         for (j = 0; j < 4; j++) {
             r = r * 1103515245 + 12345;
             t += (size_t)snprintf(tail + t, sizeof(tail) - t,
-                                  "[%skc_s%d ]\nw%d = 1\n", (r & 1) ? " " : "",
-                                  j, j);
+                                  "[%skc_s%d ]\nw%d = 1\n[kc_s%d_x]\nx%d = 1\n",
+                                  (r & 1) ? " " : "", j, j, j, j);
             /* nested once more, never back (OpenSSL refuses a loop) */
             if ((r & 2) != 0 && j < 3)
                 t += (size_t)snprintf(tail + t, sizeof(tail) - t,

@@ -611,33 +611,36 @@ MUTANTS = {
         "    __atomic_store_n(&f->keylen, keylen, __ATOMIC_RELAXED);",
         "    __atomic_store_n(&f->keylen, 0, __ATOMIC_RELAXED);"),
     # the hand scan of the config file follows a line continued with '\\'
-    # as two lines, an .include not at all: keys there never asked about
+    # as two lines: keys there never asked about
     "conf-scan-continued": ("provider/core/conf.c",
         "        if (e > line && e[-1] == '\\\\')\n            return 0;\n",
         ""),
-    "conf-scan-include": ("provider/core/conf.c",
-        "        if (*s == '.' && strncmp(s, \".pragma\", 7) != 0)\n",
-        "        if (*s == '.' && strncmp(s, \".pragma\", 7) != 0\n"
-        "            && strncmp(s, \".include\", 8) != 0)\n"),
-    # a key ".name" taken for a directive and skipped
-    "conf-dot-key-skipped": ("provider/core/conf.c",
-        "        if (*s == '.' && strncmp(s, \".pragma\", 7) != 0)\n            return 0;\n",
-        ""),
+    # lines starting with '.' skipped (.include, .pragma and keys ".name"
+    # are NCONF's): an included section, or a key ".x", never asked about
+    # (conf-scan-include and conf-dot-key-skipped, merged)
+    "conf-dot-lines-scanned": ("provider/core/conf.c",
+        "        if (*s == '.')\n            return 0;\n",
+        "        if (*s == '.')\n            continue;\n"),
+    # a key naming a section not followed to its keys ("key.sub")
+    "conf-nested-unfollowed": ("provider/core/conf.c",
+        "                       ? section_of(&c, c.key[i].value, 0) : -1;",
+        "                       ? -1 : -1;"),
     # a file with a NUL byte scanned up to it (NCONF reads on)
     "conf-nul-scanned": ("provider/core/conf.c",
         " || memchr(buf, '\\0', got) != NULL) {",
         ") {"),
     # a quoted value compared with section names as written
     "conf-quotes-kept": ("provider/core/conf.c",
-        "        value_of(v);\n", ""),
-    # a variable alone taken literally, not as the value it expands to
+        "        if (*in == '\"' || *in == '\\'' || *in == '`') {\n            for (q = *in++; in < end && *in != q; in++) {",
+        "        if (0) {\n            for (q = *in++; in < end && *in != q; in++) {"),
+    # a variable taken literally, not as the value it expands to
     "conf-var-literal": ("provider/core/conf.c",
-        "              ? var_value(c, sect, v + 1) : v;",
-        "              ? v : v;"),
-    # a key naming a section not followed to its keys ("key.sub")
-    "conf-nested-unfollowed": ("provider/core/conf.c",
-        "                       ? section_of(&c, c.key[i].value, 0) : -1;",
-        "                       ? -1 : -1;"),
+        "        } else if (*in == '$') {",
+        "        } else if (0) {"),
+    # an escape of nothing at the end of a value kept
+    "conf-trailing-escape-kept": ("provider/core/conf.c",
+        "        } else if (*in == '\\\\') {\n            if (++in == end)\n                break;",
+        "        } else if (*in == '\\\\' && in + 1 < end) {\n            if (++in == end)\n                break;"),
     # AES-SIV switched off is not passed through: its inner CMAC reaches
     # the cache
     "siv-not-passthrough": ("provider/core/passthrough.c",

@@ -165,7 +165,8 @@ typedef struct {
     KC_CONFSECT *sect;
     KC_CONFKEY *key;
     int *slot;                /* sections by name: open addressing, -1 free */
-    size_t nsect, nkey, maxsect, maxkey, nslot;
+    char **own;               /* values a variable made longer */
+    size_t nsect, nkey, maxsect, maxkey, nslot, nown, maxown;
 } KC_CONFKEYS;
 
 static int grow(void *vp, size_t *max, size_t n, size_t size)
@@ -215,6 +216,29 @@ static int rehash(KC_CONFKEYS *c, size_t n)
     for (i = 0; i < c->nsect; i++)
         slot[slot_of(c, c->sect[i].name)] = (int)i;
     return 1;
+}
+
+static const char *own(KC_CONFKEYS *c, const char *v)
+{
+    char *d;
+
+    if (!grow(&c->own, &c->maxown, c->nown, sizeof(*c->own))
+        || (d = OPENSSL_strdup(v)) == NULL)
+        return NULL;
+    return c->own[c->nown++] = d;
+}
+
+static void free_keys(KC_CONFKEYS *c)
+{
+    size_t i;
+
+    for (i = 0; i < c->nown; i++)
+        OPENSSL_clear_free(c->own[i], strlen(c->own[i]));
+    OPENSSL_free(c->own);
+    OPENSSL_free(c->sect);
+    OPENSSL_free(c->key);
+    OPENSSL_free(c->slot);
+    memset(c, 0, sizeof(*c));
 }
 
 /* |name|'s number, added if new (a section may be opened twice); -1 */
@@ -305,7 +329,7 @@ static char *name_end(char *s)
 
 static char *skip_blank(char *s)
 {
-    while (*s == ' ' || *s == '\t')
+    while (*s == ' ' || *s == '\t' || *s == '\r')
         s++;
     return s;
 }
@@ -318,43 +342,33 @@ static char *var_end(char *s)
     return s;
 }
 
-/* past a variable's name after '$': name, {name}, (name), sect::name */
-static char *skip_var(char *s)
-{
-    char close = *s == '{' ? '}' : *s == '(' ? ')' : '\0';
-
-    s = var_end(s + (close != '\0'));
-    if (s[0] == ':' && s[1] == ':')
-        s = var_end(s + 2);
-    if (close != '\0' && *s == close)
-        s++;
-    return s;
-}
-
 /*
- * The value of variable |v| (after '$') as NCONF expands it where it
- * reads it: the latest key of that name so far in its section (|sect|, or
- * the one it names), else in "default".  NULL for one it does not know or
- * $ENV's: NCONF's.
+ * The value of variable |name| (|nlen| bytes; in section |sname| if not
+ * NULL) as NCONF expands it where it reads it: the latest key of that
+ * name so far in the section (|sect| or the one named), else in
+ * "default".  NULL for one it does not know, or the environment's: NCONF's.
  */
-static const char *var_value(KC_CONFKEYS *c, int sect, char *v)
+static const char *var_value(KC_CONFKEYS *c, int sect, const char *sname,
+                             size_t slen, const char *name, size_t nlen)
 {
-    char *name = v + (*v == '{' || *v == '('), *end = var_end(name), *n2;
+    char sn[KC_CONF_NAME];
     int s = sect, i, pass;
 
-    if (end[0] == ':' && end[1] == ':') {
-        n2 = end + 2;
-        *end = '\0';
-        if (strcmp(name, "ENV") == 0 || (s = section_of(c, name, 0)) < 0)
+    if (sname != NULL) {
+        if (slen >= sizeof(sn))
             return NULL;
-        name = n2;
-        end = var_end(name);
+        memcpy(sn, sname, slen);
+        sn[slen] = '\0';
+        if (strcmp(sn, "ENV") == 0 || (s = section_of(c, sn, 0)) < 0)
+            return NULL;
         sect = -1;                  /* no "default" for sect::name */
+    } else if (strcmp(c->sect[sect].name, "ENV") == 0) {
+        return NULL;
     }
-    *end = '\0';
     for (pass = 0; pass < 2; pass++) {
         for (i = (int)c->nkey - 1; i >= 0; i--)
-            if (c->key[i].sect == s && strcmp(c->key[i].name, name) == 0)
+            if (c->key[i].sect == s && strncmp(c->key[i].name, name, nlen) == 0
+                && c->key[i].name[nlen] == '\0')
                 return c->key[i].value;
         if (sect < 0 || (s = section_of(c, "default", 0)) < 0 || s == sect)
             break;
@@ -363,13 +377,18 @@ static const char *var_value(KC_CONFKEYS *c, int sect, char *v)
 }
 
 /*
- * A value as NCONF keeps it, in place: cut at a '#' outside quotes and
- * escapes, its trailing blanks trimmed, then quotes and escapes taken out
- * (blanks inside or between quotes stay); variables are not expanded.
+ * A value as NCONF makes it (clear_comments(), str_copy()), into out[len]:
+ * cut at a '#' outside quotes and escapes, trailing blanks trimmed, quotes
+ * and escapes taken out, variables outside quotes expanded from the keys
+ * read so far.  NULL if it does not fit or a variable is not one to
+ * expand here: NCONF's, then.
  */
-static void value_of(char *v)
+static char *value_of(KC_CONFKEYS *c, int sect, char *v, char *out,
+                      size_t len)
 {
-    char *in, *out = v, *end, q;
+    char *in, *end, *o = out, *e, *n, q;
+    const char *sv, *val;
+    size_t vl;
 
     for (in = v; *in != '\0' && *in != '#'; in++)
         if (*in == '"' || *in == '\'' || *in == '`') {
@@ -381,42 +400,68 @@ static void value_of(char *v)
         } else if (*in == '\\' && in[1] != '\0') {
             in++;
         }
-    for (end = in; end > v && (end[-1] == ' ' || end[-1] == '\t'); )
+    for (end = in; end > v && (end[-1] == ' ' || end[-1] == '\t'
+                                || end[-1] == '\r'); )
         end--;
+#define KC_PUT(ch) do { if ((size_t)(o - out) + 1 >= len) return NULL; \
+                        *o++ = (ch); } while (0)
     for (in = v; in < end; ) {
         if (*in == '"' || *in == '\'' || *in == '`') {
-            for (q = *in++; in < end && *in != q; *out++ = *in++)
-                if (*in == '\\' && in + 1 < end)
-                    in++;
+            for (q = *in++; in < end && *in != q; in++) {
+                if (*in == '\\' && ++in == end)
+                    break;          /* an escape of nothing: dropped */
+                KC_PUT(*in);
+            }
             if (in < end)
                 in++;
-        } else if (*in == '\\' && in + 1 < end) {
+        } else if (*in == '\\') {
+            if (++in == end)
+                break;
+            KC_PUT(*in == 'n' ? '\n' : *in == 'r' ? '\r' : *in == 't' ? '\t'
+                   : *in == 'b' ? '\b' : *in);
             in++;
-            *out++ = *in == 'n' ? '\n' : *in == 'r' ? '\r'
-                     : *in == 't' ? '\t' : *in == 'b' ? '\b' : *in;
-            in++;
+        } else if (*in == '$') {
+            /* $name, ${name}, $(name), each with an optional sect:: */
+            q = in[1] == '{' ? '}' : in[1] == '(' ? ')' : '\0';
+            n = in + 1 + (q != '\0');
+            e = var_end(n);
+            sv = NULL;
+            vl = 0;
+            if (e[0] == ':' && e[1] == ':') {
+                sv = n;
+                vl = (size_t)(e - n);
+                n = e + 2;
+                e = var_end(n);
+            }
+            if (e == n || e > end || (q != '\0' && *e != q)
+                || (val = var_value(c, sect, sv, vl, n, (size_t)(e - n)))
+                   == NULL)
+                return NULL;
+            while (*val != '\0')
+                KC_PUT(*val++);
+            in = e + (q != '\0');
         } else {
-            *out++ = *in++;
+            KC_PUT(*in++);
         }
     }
-    *out = '\0';
+#undef KC_PUT
+    *o = '\0';
+    return out;
 }
 
 /*
- * The keys of the file in |buf|, read by hand: NCONF_load() parses and
- * expands everything (some 2,000 instructions a line), in every process,
- * only for key names here.  A name made wrongly costs nothing (the core
- * answers only for its provider's own parameters); one missed is an
- * unknown key not reported.  So what the scan cannot follow goes to NCONF:
- * 0 for an .include or a key starting with '.', a line continued with
- * '\\', a "section::key", a header with blanks inside, a variable alone it
- * cannot expand ($ENV's).  Values are unquoted and unescaped as NCONF does;
- * a variable is expanded only when it is the whole value: "$dir/x" could
- * name a section only if one were called like a path.
+ * The keys of the file in |buf|, read by hand: NCONF_load() parses
+ * everything (some 2,000 instructions a line), in every process, only for
+ * key names here.  A name made wrongly costs nothing (the core answers
+ * only for its provider's own parameters); one missed is an unknown key
+ * not reported.  Values are read as NCONF reads them (value_of()); what
+ * the scan does not follow goes to NCONF (0): a line starting with '.'
+ * (.include, .pragma, a key ".name"), a line continued with '\\', a
+ * "section::key", a header with blanks inside, a variable of $ENV's.
  */
 static int keys_of_text(char *buf, KC_CONFKEYS *c)
 {
-    char *line, *next, *s, *e, *v;
+    char *line, *next, *s, *e, *v, tmp[1024];
     const char *val;
     int sect = section_of(c, "default", 1);
 
@@ -440,22 +485,23 @@ static int keys_of_text(char *buf, KC_CONFKEYS *c)
             sect = section_of(c, s, 1);
             continue;
         }
-        /* .pragma sets how values read; .include, or a key ".name": NCONF */
-        if (*s == '.' && strncmp(s, ".pragma", 7) != 0)
-            return 0;
+        /* .include, .pragma (how values read), or a key ".name": NCONF */
         if (*s == '.')
-            continue;
+            return 0;
         e = name_end(s);
         v = skip_blank(e);
         if (e == s || *v != '=')
             return 0;
         *e = '\0';
         v = skip_blank(v + 1);
-        value_of(v);
-        /* a variable alone may expand to a section's name ("$dir/x" not) */
-        val = *v == '$' && *skip_var(v + 1) == '\0'
-              ? var_value(c, sect, v + 1) : v;
-        if (val == NULL || !add_key(c, sect, s, val))
+        if ((val = value_of(c, sect, v, tmp, sizeof(tmp))) == NULL)
+            return 0;
+        /* in place when it fits (it does unless a variable grew it) */
+        if (strlen(val) <= strlen(v))
+            val = strcpy(v, val);
+        else if ((val = own(c, val)) == NULL)
+            return 0;
+        if (!add_key(c, sect, s, val))
             return 0;
     }
     return sect >= 0;
@@ -557,21 +603,20 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
                               OSSL_FUNC_core_get_params_fn *get)
 {
     KC_KEYSCAN ks;
-    KC_CONFKEYS c = { NULL, NULL, NULL, 0, 0, 0, 0, 0 };
+    KC_CONFKEYS c;
     char *file = NULL, *text = NULL;
     CONF *conf = NULL;
     size_t i, len = 0;
     long eline = 0;
     int ok = 1;
 
+    memset(&c, 0, sizeof(c));
     ERR_set_mark();
     if ((file = CONF_get1_default_config_file()) != NULL
         && kc_debug_level(pctx) == 0
         && (text = read_file(file, &len)) != NULL
         && !keys_of_text(text, &c)) {
-        c.nsect = c.nkey = c.nslot = 0;
-        OPENSSL_free(c.slot);
-        c.slot = NULL;
+        free_keys(&c);
         OPENSSL_clear_free(text, len);
         text = NULL;
     }
@@ -604,9 +649,7 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
     scan_flush(&ks);
     ok = !ks.unknown;
  done:
-    OPENSSL_free(c.sect);
-    OPENSSL_free(c.key);
-    OPENSSL_free(c.slot);
+    free_keys(&c);
     OPENSSL_clear_free(text, len);
     NCONF_free(conf);
     OPENSSL_free(file);
