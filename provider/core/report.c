@@ -24,6 +24,9 @@
  */
 static pthread_mutex_t dbg_lock = PTHREAD_MUTEX_INITIALIZER;
 static KC_DEBUG *live;
+static unsigned int serials;
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+
 /*
  * The exit handler's routing check fetches, and a fetch may load the config
  * into the default library context and start keycache there, in the same
@@ -41,8 +44,6 @@ static int dbg_take(void)
     pthread_mutex_lock(&dbg_lock);
     return 1;
 }
-static unsigned int serials;
-static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
 
 /* the counter slots' names: "other", then the registry's rows */
 #define KC_REG_SLOT_NAME(id, kind, conf, autorule, name, ...) name,
