@@ -127,8 +127,9 @@ static void *first_thread(void *arg)
 }
 
 /*
- * Every row on ctx, whose configuration has row key off off (or none):
- * a row says "first" unless a family its default fetches is on.
+ * Every row on ctx, whose configuration has row key off off (or none).
+ * GMAC says "first" with GCM on too: its first contexts' calls naming a
+ * GCM keycache wraps ask for the default's (test_first_gcm_inside).
  */
 static void rows_on(OSSL_LIB_CTX *ctx, const char *off)
 {
@@ -138,9 +139,7 @@ static void rows_on(OSSL_LIB_CTX *ctx, const char *off)
     for (row = 0; row < kct_nfams; row++) {
         RUN r = { &kct_fams[row], 0, 0, 0 };
         uint64_t hits = kct_counter_in(ctx, KEYCACHE_PARAM_HITS);
-        int first = r.f->first
-                    && (r.f->nests == NULL
-                        || (off != NULL && strcmp(r.f->nests, off) == 0));
+        int first = r.f->first;
         pthread_t t;
 
         /* HMAC keys its first misses in the application's context too,
@@ -170,7 +169,7 @@ static void rows_on(OSSL_LIB_CTX *ctx, const char *off)
 static void test_first_contexts(void)
 {
     rows_on(deployed, NULL);
-    /* GMAC's GCM the default's (or a pass-through): GMAC's first too */
+    /* GMAC's GCM the default's (or a pass-through) */
     rows_on(gcm_off, KEYCACHE_CONF_AES_GCM);
 }
 
@@ -424,6 +423,161 @@ static void test_first_process(void)
     free(kc);
 }
 
+/*
+ * First GMAC contexts set up as applications do, each with a cipher named
+ * as given (keycache's GCM under each of its names, another mode, one no
+ * provider has, a query given with it), keyed, finished and copied; three
+ * to a new thread, so that each is among its thread's first.  The
+ * default's GMAC fetches the cipher by name; in a fresh process a failed
+ * fetch names its library context and query.  What each call returned,
+ * the MACs and the errors, as text.
+ */
+static const char *const gmac_names[][2] = {
+    { "AES-256-GCM", NULL }, { "aes-128-gcm", NULL },
+    { "id-aes192-GCM", NULL }, { "AES-256-CBC", NULL },
+    { "NOPE-256-GCM", NULL }, { "AES-256-GCM", "" },
+    { "AES-128-GCM", "provider=default" }, { "AES-256-GCM", "-fips" },
+};
+#define GMAC_NAMES (sizeof(gmac_names) / sizeof(gmac_names[0]))
+
+typedef struct {
+    OSSL_LIB_CTX *libctx;
+    KCT_REC *r;
+    size_t from;
+    int queryless;              /* only those naming no query */
+} GMAC_RUN;
+
+static void *gmac_thread(void *arg)
+{
+    GMAC_RUN *g = arg;
+    unsigned char iv[12], out[16];
+    size_t i, n;
+
+    memset(iv, 0x49, sizeof(iv));
+    for (i = g->from; i < g->from + 3 && i < GMAC_NAMES; i++) {
+        const char *const *nm = gmac_names[i];
+        EVP_MAC *mac;
+        EVP_MAC_CTX *c, *d;
+        OSSL_PARAM p[4] = { OSSL_PARAM_END, OSSL_PARAM_END, OSSL_PARAM_END,
+                            OSSL_PARAM_END };
+        size_t keylen = strstr(nm[0], "128") != NULL ? 16
+                        : strstr(nm[0], "192") != NULL ? 24 : 32;
+        int ok, k = 0;
+
+        if (g->queryless && nm[1] != NULL)
+            continue;
+        mac = EVP_MAC_fetch(g->libctx, "GMAC", NULL);
+        c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+        p[k++] = OSSL_PARAM_construct_utf8_string("cipher", (char *)nm[0], 0);
+        if (nm[1] != NULL)
+            p[k++] = OSSL_PARAM_construct_utf8_string("properties",
+                                                      (char *)nm[1], 0);
+        p[k++] = OSSL_PARAM_construct_octet_string("iv", iv, sizeof(iv));
+        /* half set first, half at the keying: both reach the default */
+        ok = c != NULL
+             && ((i & 1) ? EVP_MAC_CTX_set_params(c, p)
+                           && EVP_MAC_init(c, key, keylen, NULL)
+                         : EVP_MAC_init(c, key, keylen, p));
+        kct_rec_printf(g->r, "%s/%s keyed %d", nm[0],
+                       nm[1] != NULL ? nm[1] : "-", ok);
+        kct_rec_errs(g->r);
+        d = ok ? EVP_MAC_CTX_dup(c) : NULL;
+        n = 0;
+        ok = ok && EVP_MAC_update(c, msg, sizeof(msg))
+             && EVP_MAC_final(c, out, &n, sizeof(out));
+        kct_rec_printf(g->r, "  mac %d ", ok);
+        kct_rec_hex(g->r, out, ok ? n : 0);
+        n = 0;
+        ok = d != NULL && EVP_MAC_update(d, msg, 9)
+             && EVP_MAC_final(d, out, &n, sizeof(out));
+        kct_rec_printf(g->r, " copy %d ", ok);
+        kct_rec_hex(g->r, out, ok ? n : 0);
+        kct_rec_errs(g->r);
+        EVP_MAC_CTX_free(d);
+        EVP_MAC_CTX_free(c);
+        EVP_MAC_free(mac);
+    }
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+static void gmac_runs(OSSL_LIB_CTX *libctx, KCT_REC *r, int queryless)
+{
+    GMAC_RUN g = { libctx, r, 0, queryless };
+    pthread_t t;
+
+    for (g.from = 0; g.from < GMAC_NAMES; g.from += 3) {
+        if (pthread_create(&t, NULL, gmac_thread, &g) != 0) {
+            kct_rec_printf(r, "no thread\n");
+            return;
+        }
+        pthread_join(t, NULL);
+    }
+}
+
+static void p_gmac(OSSL_LIB_CTX *libctx, KCT_REC *r)
+{
+    gmac_runs(libctx, r, 0);
+}
+
+/* A fresh process's p_gmac: the default alone and keycache, GCM on. */
+static void test_first_gmac_process(void)
+{
+    char conf[KCT_PATH_LEN], *def = NULL, *kc = NULL;
+
+    CU_ASSERT_FATAL(kct_write_conf(conf, "admit_after = 3\n"));
+    CU_ASSERT_TRUE(kct_child_output(self, "/dev/null", "gmac", &def));
+    CU_ASSERT_TRUE(kct_child_output(self, conf, "gmac", &kc));
+    unlink(conf);
+    if (def == NULL || kc == NULL)
+        goto end;
+    /* the GCM ones ran, and the failed fetch named its query */
+    CU_ASSERT_PTR_NOT_NULL(strstr(def, "AES-256-GCM/- keyed 1\n  mac 1 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(def, "id-aes192-GCM/- keyed 1\n  mac 1 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(def, "Properties (<null>)"));
+    if (strcmp(def, kc) != 0 || getenv("KC_SHOW") != NULL)
+        fprintf(stderr, "\n[gmac] fresh process:\n--- default\n%s"
+                "--- keycache\n%s", def, kc);
+    CU_ASSERT_STRING_EQUAL(def, kc);
+ end:
+    free(def);
+    free(kc);
+}
+
+/* what keycache counted on libctx: a context it served counts once */
+static uint64_t made(OSSL_LIB_CTX *libctx)
+{
+    return kct_counter_in(libctx, KEYCACHE_PARAM_PASSTHROUGH)
+           + kct_counter_in(libctx, KEYCACHE_PARAM_MISSES)
+           + kct_counter_in(libctx, KEYCACHE_PARAM_HITS);
+}
+
+/*
+ * With GCM on, a thread's first GMAC contexts naming no query run on the
+ * default's own GCM, not keycache's: keycache counts each GMAC context it
+ * served and nothing more (a GCM of keycache's inside would count too).
+ * (One naming a query keeps it, and so keycache's GCM: p_gmac.)
+ */
+static void test_first_gcm_inside(void)
+{
+    KCT_REC want = { 0 }, got = { 0 };
+    uint64_t before = made(deployed), n;
+    size_t i, queryless = 0;
+
+    for (i = 0; i < GMAC_NAMES; i++)
+        queryless += gmac_names[i][1] == NULL;
+    gmac_runs(kct_default(), &want, 1);
+    gmac_runs(deployed, &got, 1);
+    n = made(deployed) - before;
+    CU_ASSERT_TRUE(kct_rec_same("first GMACs", &want, &got));
+    if (n != queryless)
+        fprintf(stderr, "\n  %zu GMAC contexts counted %llu\n", queryless,
+                (unsigned long long)n);
+    CU_ASSERT_EQUAL(n, queryless);
+    kct_rec_free(&want);
+    kct_rec_free(&got);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("a thread's first contexts of a family",
@@ -443,6 +597,10 @@ static void add_suites(void)
                 test_first_process);
     CU_add_test(s, "copies of an unkeyed first GMAC template, cached",
                 test_first_copies);
+    CU_add_test(s, "a first GMAC's GCM is the default's own, not keycache's",
+                test_first_gcm_inside);
+    CU_add_test(s, "a fresh process's first GMACs, each cipher as named",
+                test_first_gmac_process);
 }
 
 int main(int argc, char **argv)
@@ -456,10 +614,13 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "--child") == 0) {
         KCT_REC r = { 0 };
 
-        if (strcmp(argv[2], "cmac") != 0)
+        if (strcmp(argv[2], "cmac") != 0 && strcmp(argv[2], "gmac") != 0)
             return 2;
         ERR_clear_error();
-        p_cmac(NULL, &r);
+        if (argv[2][0] == 'c')
+            p_cmac(NULL, &r);
+        else
+            p_gmac(NULL, &r);
         fputs(r.buf != NULL ? r.buf : "", stdout);
         kct_rec_free(&r);
         return 0;

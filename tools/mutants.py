@@ -206,14 +206,23 @@ MUTANTS = {
     "app-first-never": ("provider/layer/layer.h",
         "    if (*n >= KC_APP_FIRST || pctx->admit_after <= 1)",
         "    if (1)"),
-    # ... even GMAC's where GCM is on (its copies then pay two wrappers:
-    # counted, the test sees GCM entries), or never where a row nests one
-    "first-ignores-nests": ("provider/core/bind.c",
-        "            f->first = r->first && !kc_registry_conf_on(pctx, r->nests);",
-        "            f->first = r->first;"),
+    # ... never GMAC's while GCM is on, or GMAC's first contexts on
+    # keycache's GCM (counted: the test sees more contexts), for every
+    # call or only those that set the cipher before the key
     "first-never-nests": ("provider/core/bind.c",
-        "            f->first = r->first && !kc_registry_conf_on(pctx, r->nests);",
-        "            f->first = r->first && r->nests == NULL;"),
+        "            f->first = r->first;",
+        "            f->first = r->first && !kc_registry_conf_on(pctx, r->nests);"),
+    "first-nested-wrapper": ("provider/layer/tmpl.c",
+        "    if (np == NULL || pp != NULL || np->data_type != OSSL_PARAM_UTF8_STRING",
+        "    if (1 || np == NULL || pp != NULL || np->data_type != OSSL_PARAM_UTF8_STRING"),
+    "first-nested-init-only": ("provider/layer/tmpl.c",
+        "static KC_NOINLINE int first_set(KC_TMAC_CTX *w, const OSSL_PARAM params[])\n{\n    int ok = forward(w, 0, NULL, 0, params);",
+        "static KC_NOINLINE int first_set(KC_TMAC_CTX *w, const OSSL_PARAM params[])\n{\n    int ok = w->ops->set_ctx_params(w->t.inner, params);"),
+    # ... or "provider=default" added where the cipher is not keycache's
+    # (the fetch's error then names that query)
+    "first-nested-any-cipher": ("provider/layer/tmpl.c",
+        "        || !memo_ask(w->pctx, &nest_memo_owner, np->data, NULL, nested_mine))",
+        "        || 0)"),
     # ... an unkeyed one's copies plain copies (never cached)
     "first-copy-plain": ("provider/layer/tmpl.c",
         "    if (src->first == KC_FIRST_SHAPE\n        && ((dst",

@@ -89,6 +89,7 @@ struct kc_tfam_st {
     long direct_state;              /* see kc_tfam_ready() */
     int first;                      /* the registry's: first contexts... */
     EVP_MAC *app_first;             /* ...on this (kc_inner_app_first()) */
+    int nested;                     /* the registry's nests is on */
 };
 
 typedef struct kc_cfam_st KC_CFAM;

@@ -21,12 +21,14 @@
  *              (quirks/quirks.h), learned of the running default at its
  *              first use and named in KEYCACHE_DEBUG's reports
  *   first      1: a thread's first contexts are the application's default's
- *              (layer/layer.h, kc_tcore_app_first()), unless nests is on
+ *              (layer/layer.h, kc_tcore_app_first())
  *   nests      the configuration key of a family the default's fetches by
  *              name (GMAC: GCM, AES-SIV: CMAC), or NULL: in the
  *              application's library context that fetch finds keycache's
- *              own when the family is on, and a first context's copies
- *              would pay two wrappers
+ *              own when the family is on, so a first context's call naming
+ *              such a cipher asks for the default's (layer/tmpl.c,
+ *              to_default()); AES-SIV has no first contexts, as its
+ *              default's fetch takes no properties
  */
 #ifndef KC_REGISTRY_H
 #define KC_REGISTRY_H

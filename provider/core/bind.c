@@ -62,7 +62,8 @@ int kc_bind_start(KC_PROVCTX *pctx)
 
         if (f != NULL) {
             f->d = r->desc;
-            f->first = r->first && !kc_registry_conf_on(pctx, r->nests);
+            f->first = r->first;
+            f->nested = kc_registry_conf_on(pctx, r->nests);
         }
         if (cf != NULL)
             cf->d = r->desc;

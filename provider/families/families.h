@@ -82,8 +82,8 @@ typedef struct {
     const char *name;         /* the default's first name */
     const void *desc;         /* a KC_TDESC or KC_CDESC; HMAC: NULL */
     unsigned int quirks;      /* the KC_Q_* its code asks */
-    int first;                /* its first contexts: the application's... */
-    const char *nests;        /* ...unless this configuration key is on */
+    int first;                /* its first contexts: the application's */
+    const char *nests;        /* the key of a family its default fetches */
 } KC_FAMILY_ROW;
 
 extern const KC_FAMILY_ROW kc_registry[KC_REGISTRY_ROWS];

@@ -370,6 +370,27 @@ EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
     return c;
 }
 
+/*
+ * Does a query-less fetch of cipher |name| in the application's library
+ * context find keycache's own?  The error queue is left as it was.
+ */
+int kc_inner_cipher_mine(KC_PROVCTX *pctx, const char *name)
+{
+    const OSSL_PROVIDER *prov;
+    EVP_CIPHER *c;
+    int mine;
+
+    if (pctx->app_libctx == NULL)
+        return 0;
+    ERR_set_mark();
+    c = EVP_CIPHER_fetch(pctx->app_libctx, name, NULL);
+    prov = c != NULL ? EVP_CIPHER_get0_provider(c) : NULL;
+    mine = prov != NULL && OSSL_PROVIDER_get0_provider_ctx(prov) == pctx;
+    EVP_CIPHER_free(c);
+    ERR_pop_to_mark();
+    return mine;
+}
+
 int kc_inner_load_mac(KC_MAC_FNS *f, const OSSL_DISPATCH *d)
 {
     load_mac_fns(f, d);

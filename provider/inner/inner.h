@@ -20,6 +20,7 @@ void *kc_inner_app_mac(KC_PROVCTX *pctx, const char *name,
 void *kc_inner_app_first(KC_PROVCTX *pctx, EVP_MAC **pin, const char *name,
                          OSSL_FUNC_mac_newctx_fn *newctx);
 void *kc_inner_app_newctx(const KC_DIGEST *d, void *(*newctx)(void *));
+int kc_inner_cipher_mine(KC_PROVCTX *pctx, const char *name);
 EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
                                   const char *props, int keep);
 

@@ -107,6 +107,59 @@ static int private_lacks(KC_PROVCTX *pctx, const char *name,
 }
 
 /*
+ * The first parameter named param, and the first "properties", in params
+ * (may be NULL), as the default locates them.
+ */
+static void first_named(const char *param, const OSSL_PARAM params[],
+                        const OSSL_PARAM **np, const OSSL_PARAM **pp)
+{
+    const OSSL_PARAM *p;
+
+    *np = *pp = NULL;
+    for (p = params; p != NULL && p->key != NULL; p++) {
+        if (*np == NULL && p->key[0] == param[0] && strcmp(p->key, param) == 0)
+            *np = p;
+        else if (*pp == NULL && p->key[0] == 'p'
+                 && strcmp(p->key, OSSL_MAC_PARAM_PROPERTIES) == 0)
+            *pp = p;
+    }
+}
+
+/* ask(pctx, name, props), remembered per thread and (owner, name, props) */
+static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
+                    const char *props,
+                    int (*ask)(KC_PROVCTX *, const char *, const char *))
+{
+    KC_CACHE *c;
+    size_t nlen, plen;
+    uint64_t h;
+    int v;
+
+    if ((c = kc_cache_get(pctx)) == NULL)
+        return ask(pctx, name, props);
+    /* no query and an empty one are the same query */
+    if (props == NULL)
+        props = "";
+    nlen = strlen(name) + 1;
+    plen = strlen(props) + 1;
+    if ((v = kc_cache_pair_hint(c, owner, name, nlen, props, plen)) >= 0)
+        return v;
+    /* the memo compares the bytes: the hash only spreads them */
+    h = 0;
+    memcpy(&h, name, nlen < sizeof(h) ? nlen : sizeof(h));
+    h = (h ^ ((uint64_t)nlen << 40) ^ plen) * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 32;
+    if ((v = kc_cache_rec_get(c, owner, h, (const unsigned char *)name, nlen,
+                              (const unsigned char *)props, plen)) < 0) {
+        v = ask(pctx, name, props);
+        kc_cache_rec_put(c, owner, h, (const unsigned char *)name, nlen,
+                         (const unsigned char *)props, plen, v);
+    }
+    kc_cache_pair_hint_put(c, owner, name, nlen, props, plen, v);
+    return v;
+}
+
+/*
  * Must w's default context be the application's default's, not a private
  * one?  Yes if the cipher it fetches (named in params, else last in the
  * record) resolves in the application's library context to another
@@ -118,22 +171,11 @@ static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
                      int passing)
 {
     const char *param = w->f->d->cipher_param, *name = NULL, *props = NULL;
-    const OSSL_PARAM *p, *np = NULL, *pp = NULL;
-    size_t nlen, plen;
-    KC_CACHE *c;
-    uint64_t h;
-    int v;
+    const OSSL_PARAM *np, *pp;
 
     if (param == NULL || w->pctx->app_libctx == NULL)
         return 0;
-    /* the first of each name, as the default locates them */
-    for (p = params; p != NULL && p->key != NULL; p++) {
-        if (np == NULL && p->key[0] == param[0] && strcmp(p->key, param) == 0)
-            np = p;
-        else if (pp == NULL && p->key[0] == 'p'
-                 && strcmp(p->key, OSSL_MAC_PARAM_PROPERTIES) == 0)
-            pp = p;
-    }
+    first_named(param, params, &np, &pp);
     if (np != NULL) {
         /* the default fetches only what it reads as a string */
         if (np->data_type != OSSL_PARAM_UTF8_STRING || !kc_trec_utf8_ends(np)
@@ -153,31 +195,52 @@ static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
     }
     if (name == NULL)
         return passing;
-    if ((c = kc_cache_get(w->pctx)) == NULL)
-        return private_lacks(w->pctx, name, props);
-    /* no query and an empty one are the same query */
-    if (props == NULL)
-        props = "";
-    nlen = strlen(name) + 1;
-    plen = strlen(props) + 1;
-    if ((v = kc_cache_pair_hint(c, &cipher_memo_owner, name, nlen, props,
-                                plen)) >= 0)
-        return v;
-    /* the memo compares the bytes: the hash only spreads them */
-    h = 0;
-    memcpy(&h, name, nlen < sizeof(h) ? nlen : sizeof(h));
-    h = (h ^ ((uint64_t)nlen << 40) ^ plen) * 0x9e3779b97f4a7c15ULL;
-    h ^= h >> 32;
-    if ((v = kc_cache_rec_get(c, &cipher_memo_owner, h,
-                              (const unsigned char *)name, nlen,
-                              (const unsigned char *)props, plen)) < 0) {
-        v = private_lacks(w->pctx, name, props);
-        kc_cache_rec_put(c, &cipher_memo_owner, h,
-                         (const unsigned char *)name, nlen,
-                         (const unsigned char *)props, plen, v);
-    }
-    kc_cache_pair_hint_put(c, &cipher_memo_owner, name, nlen, props, plen, v);
-    return v;
+    return memo_ask(w->pctx, &cipher_memo_owner, name, props, private_lacks);
+}
+
+/* the record memo's owner of what to_default() learns */
+static const char nest_memo_owner;
+
+static int nested_mine(KC_PROVCTX *pctx, const char *name, const char *props)
+{
+    (void)props;
+    return kc_inner_cipher_mine(pctx, name);
+}
+
+/*
+ * params for a context of the application's default (a first context, or
+ * one kc_inner_app_mac() made) of a family whose default fetches its cipher
+ * from a family keycache wraps (the registry's nests: GMAC's GCM while
+ * aes_gcm is on).  That fetch would find keycache's own there, and the
+ * context and its copies pay two wrappers; so a call naming such a cipher
+ * and no properties gets "properties=provider=default" too: the default's
+ * own cipher, the one keycache's wraps.  Else params.  buf holds cap.
+ */
+static const OSSL_PARAM *to_default(const KC_TMAC_CTX *w,
+                                    const OSSL_PARAM params[],
+                                    OSSL_PARAM *buf, size_t cap)
+{
+    static char props[] = "provider=default";
+    const OSSL_PARAM *np, *pp;
+    OSSL_PARAM *out;
+    size_t n;
+
+    first_named(w->f->d->cipher_param, params, &np, &pp);
+    if (np == NULL || pp != NULL || np->data_type != OSSL_PARAM_UTF8_STRING
+        || !kc_trec_utf8_ends(np)
+        || !memo_ask(w->pctx, &nest_memo_owner, np->data, NULL, nested_mine))
+        return params;
+    for (n = 0; params[n].key != NULL; n++)
+        continue;
+    out = n + 2 <= cap ? buf : OPENSSL_malloc((n + 2) * sizeof(*out));
+    /* (out of memory: the call as made, correct if slower) */
+    if (out == NULL)
+        return params;
+    memcpy(out, params, n * sizeof(*out));
+    out[n] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
+                                              props, 0);
+    out[n + 1] = params[n];
+    return out;
 }
 
 /* A default context for w: the application's if needs_app() (*mac kept). */
@@ -759,8 +822,17 @@ static int repeats(KC_PROVCTX *pctx, const KC_TFAM *f,
 static int forward(KC_TMAC_CTX *w, int init, const unsigned char *key,
                    size_t keylen, const OSSL_PARAM params[])
 {
-    return init ? w->ops->init(w->t.inner, key, keylen, params)
-                : w->ops->set_ctx_params(w->t.inner, params);
+    OSSL_PARAM b[16];
+    const OSSL_PARAM *p = params;
+    int ok;
+
+    if (w->f->nested && params != NULL && (w->first || w->app_mac != NULL))
+        p = to_default(w, params, b, 16);
+    ok = init ? w->ops->init(w->t.inner, key, keylen, p)
+              : w->ops->set_ctx_params(w->t.inner, p);
+    if (p != params && p != b)
+        OPENSSL_free((void *)p);
+    return ok;
 }
 
 /*
@@ -914,7 +986,7 @@ static KC_NOINLINE int first_init(KC_TMAC_CTX *w, const unsigned char *key,
 {
     OSSL_PARAM q[2];
     size_t size = 0;
-    int ok = w->ops->init(w->t.inner, key, keylen, params);
+    int ok = forward(w, 1, key, keylen, params);
 
     w->first = KC_FIRST_PLAIN;
     if (key == NULL && params == NULL)
@@ -950,7 +1022,7 @@ static int first_record(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 /* set_ctx_params of a first context still its record: recorded too */
 static KC_NOINLINE int first_set(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
-    int ok = w->ops->set_ctx_params(w->t.inner, params);
+    int ok = forward(w, 0, NULL, 0, params);
 
     w->size = 0;
     if (ok != 1 || !first_record(w, params))
