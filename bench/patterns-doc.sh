@@ -54,18 +54,18 @@ Where the losses come from today:
   version` costs +0.64M, +1.63M before).  libgcc's unwinder and a
   cipher family's key length and fresh state are not paid there: they
   come at the first admission and at the family's first context.
-- `first-gmac` (3.0), `first-siv`: what a family learns of the running
-  default (its own contexts' checks, the no-op calls of a fresh MAC
-  context) is learned at the family's first context, not at every
-  process's start, and keycache's private library context builds its
-  cipher store there, beside the application's: a process pays for the
-  families it uses, once.  HMAC, CMAC, KMAC, and GMAC where GCM is off
-  (3.5+ by `auto`) skip both: a thread's first misses (HMAC) or first 3
-  contexts (the registry's `first` column) are the application's
-  default's.  GMAC while GCM is on, and AES-SIV, cannot: their default
-  fetches GCM or CMAC, which in the application's library context is
-  keycache's own, and a template of theirs copied per message would pay
-  two wrappers (docs/families.md).
+- `first-siv`: what a family learns of the running default (its own
+  contexts' checks, the no-op calls of a fresh context) is learned at
+  the family's first context, not at every process's start, and
+  keycache's private library context builds its cipher store there,
+  beside the application's: a process pays for the families it uses,
+  once.  HMAC, CMAC, KMAC and GMAC skip both: a thread's first misses
+  (HMAC) or first 3 contexts (the registry's `first` column) are the
+  application's default's; GMAC's, while GCM is on, ask for the
+  default's own GCM (`provider=default`).  AES-SIV cannot: its default
+  fetches CMAC, keycache's own in the application's library context,
+  with no query to give, and a template of its copied per message would
+  pay two wrappers (docs/families.md).
 - `first-gcm`/`first-ocb`/`first-cmac`/`first-gmac` on 3.5+: for
   `EVP_SKEY`, keycache offers every cipher of the default's
   (pass-through), so the first cipher fetch builds keycache's cipher
