@@ -32,8 +32,8 @@ typedef struct {
     const char *name;           /* the algorithm name */
     size_t keylen;              /* a key length it takes */
     const char *sub, *sub_value; /* a MAC's "digest"/"cipher" parameter */
-    int first;                  /* its first contexts: the application's... */
-    const char *nests;          /* ...unless this configuration key is on */
+    int first;                  /* its first contexts: the application's */
+    const char *nests;          /* the key of a family its default fetches */
 } KCT_FAM;
 
 extern const KCT_FAM kct_fams[KC_REGISTRY_ROWS];
