@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/provider.h>
 
 #include "kc_test.h"
 #include "kc_family.h"
@@ -458,11 +459,10 @@ static void *gmac_thread(void *arg)
         const char *const *nm = gmac_names[i];
         EVP_MAC *mac;
         EVP_MAC_CTX *c, *d;
-        OSSL_PARAM p[4] = { OSSL_PARAM_END, OSSL_PARAM_END, OSSL_PARAM_END,
-                            OSSL_PARAM_END };
+        OSSL_PARAM p[20];
         size_t keylen = strstr(nm[0], "128") != NULL ? 16
                         : strstr(nm[0], "192") != NULL ? 24 : 32;
-        int ok, k = 0;
+        int ok, k = 0, pad = 0;
 
         if (g->queryless && nm[1] != NULL)
             continue;
@@ -472,7 +472,11 @@ static void *gmac_thread(void *arg)
         if (nm[1] != NULL)
             p[k++] = OSSL_PARAM_construct_utf8_string("properties",
                                                       (char *)nm[1], 0);
+        /* one with more parameters than a wrapper's array on its stack */
+        while (i == 2 && k < 17)
+            p[k++] = OSSL_PARAM_construct_int("kc-unknown", &pad);
         p[k++] = OSSL_PARAM_construct_octet_string("iv", iv, sizeof(iv));
+        p[k] = OSSL_PARAM_construct_end();
         /* half set first, half at the keying: both reach the default */
         ok = c != NULL
              && ((i & 1) ? EVP_MAC_CTX_set_params(c, p)
@@ -578,6 +582,75 @@ static void test_first_gcm_inside(void)
     kct_rec_free(&got);
 }
 
+/*
+ * A thread's first GMAC contexts on libctx, where the default properties
+ * change between them: AES-256-GCM found (keycache's, where keycache is),
+ * a "cipher" whose string is NULL, then "fips=yes" in force and the same
+ * name asked again (no provider here has it: the failed fetch names the
+ * query it was given), then the properties as before.  What each returned
+ * and raised, as text.
+ */
+static const char *props_back;  /* the query in force before */
+
+static void props_change(OSSL_LIB_CTX *libctx, char *buf, size_t len)
+{
+    const char *const props[] = { NULL, NULL, "fips=yes", props_back };
+    EVP_MAC *mac = EVP_MAC_fetch(libctx, "GMAC", NULL);
+    OSSL_PARAM p[2] = { OSSL_PARAM_END, OSSL_PARAM_END };
+    KCT_REC r = { 0 };
+    size_t i;
+
+    for (i = 0; i < 4; i++) {
+        EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+
+        if (props[i] != NULL)
+            EVP_set_default_properties(libctx, props[i]);
+        p[0] = OSSL_PARAM_construct_utf8_string("cipher",
+                                                i != 1 ? "AES-256-GCM" : NULL,
+                                                0);
+        kct_rec_printf(&r, "%zu: set %d", i,
+                       c != NULL && EVP_MAC_CTX_set_params(c, p));
+        kct_rec_errs(&r);
+        EVP_MAC_CTX_free(c);
+    }
+    snprintf(buf, len, "%s", r.buf != NULL ? r.buf : "");
+    kct_rec_free(&r);
+    EVP_MAC_free(mac);
+}
+
+/* ... on the default alone and on a keycache of its own, GCM on */
+static void test_first_props_change(void)
+{
+    OSSL_LIB_CTX *def = OSSL_LIB_CTX_new(), *kc;
+    OSSL_PROVIDER *dp;
+    char a[2048], b[2048];
+
+    kc = kct_keycache_conf("admit_after = 3\n");
+    CU_ASSERT_FATAL(def != NULL && kc != NULL);
+    CU_ASSERT_FATAL((dp = OSSL_PROVIDER_load(def, "default")) != NULL);
+    props_back = "";
+    props_change(def, a, sizeof(a));
+    /* on a new thread (its first contexts), then keycache's query back */
+    props_back = "?provider=" KEYCACHE_PROVIDER_NAME;
+    b[0] = '\0';
+    {
+        TEXT_RUN run = { props_change, kc, b, sizeof(b) };
+        pthread_t t;
+
+        CU_ASSERT_FATAL(pthread_create(&t, NULL, text_thread, &run) == 0);
+        pthread_join(t, NULL);
+    }
+    if (strcmp(a, b) != 0 || getenv("KC_SHOW") != NULL)
+        fprintf(stderr, "\n  default:\n%s  keycache:\n%s", a, b);
+    CU_ASSERT_STRING_EQUAL(a, b);
+    CU_ASSERT_PTR_NOT_NULL(strstr(a, "0: set 1\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(a, "2: set 0 err="));
+    CU_ASSERT_PTR_NOT_NULL(strstr(a, "3: set 1\n"));
+    OSSL_PROVIDER_unload(dp);
+    OSSL_LIB_CTX_free(kc);
+    OSSL_LIB_CTX_free(def);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("a thread's first contexts of a family",
@@ -601,6 +674,8 @@ static void add_suites(void)
                 test_first_gcm_inside);
     CU_add_test(s, "a fresh process's first GMACs, each cipher as named",
                 test_first_gmac_process);
+    CU_add_test(s, "first GMACs across a change of default properties",
+                test_first_props_change);
 }
 
 int main(int argc, char **argv)

@@ -218,6 +218,20 @@ MUTANTS = {
     "first-nested-init-only": ("provider/layer/tmpl.c",
         "static KC_NOINLINE int first_set(KC_TMAC_CTX *w, const OSSL_PARAM params[])\n{\n    int ok = forward(w, 0, NULL, 0, params);",
         "static KC_NOINLINE int first_set(KC_TMAC_CTX *w, const OSSL_PARAM params[])\n{\n    int ok = w->ops->set_ctx_params(w->t.inner, params);"),
+    # ... a NULL cipher string read (crash), or the answer kept across a
+    # change of default properties (not kept up to date, not followed)
+    "first-nested-null-name": ("provider/layer/tmpl.c",
+        "        || np->data == NULL || !kc_trec_utf8_ends(np)",
+        "        || !kc_trec_utf8_ends(np)"),
+    "memo-props-gen-ignored": ("provider/layer/tmpl.c",
+        "    unsigned int gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);",
+        "    unsigned int gen = 0;"),
+    "props-gen-not-bumped": ("provider/core/props.c",
+        "    __atomic_add_fetch(&pctx->props_gen, 1, __ATOMIC_RELEASE);",
+        "    (void)0;"),
+    "props-followed-only-if-asked": ("provider/core/keycache_prov.c",
+        "    if (!kc_props_start(pctx, in) && pctx->prefer) {",
+        "    if ((pctx->prefer || kc_debug_level(pctx) > 0)\n        && !kc_props_start(pctx, in) && pctx->prefer) {"),
     # ... or "provider=default" added where the cipher is not keycache's
     # (the fetch's error then names that query)
     "first-nested-any-cipher": ("provider/layer/tmpl.c",

@@ -227,6 +227,8 @@ struct kc_provctx_st {
     /* the default properties in force in app_libctx, see props.c */
     pthread_mutex_t props_lock;
     int props_lock_ok, props_registered, props_lost;
+    /* bumped at each change of props: what fetches find may change too */
+    unsigned int props_gen;
     char *props;              /* a copy, under props_lock */
     OSSL_FUNC_provider_deregister_child_cb_fn *props_dereg;
 

@@ -6,7 +6,10 @@
  * file cannot say: every alg_section module runs, each replacing the
  * string before it.  The core's child-provider upcall hands the registrant
  * the string in force and every later one, as OpenSSL's child library
- * contexts use it; keycache registers only for that and keeps a copy.
+ * contexts use it; keycache registers only for that (~4k instructions at
+ * start), keeps a copy and counts the changes: what a thread remembers of
+ * fetches in the application's context (layer/tmpl.c, memo_ask()) holds
+ * till the next.
  * prefer = if_unset sets ?provider=NAME only when none is in force, so a
  * FIPS host's fips=yes is never replaced.
  */
@@ -38,6 +41,7 @@ static int props_cb(const char *props, void *cbdata)
     pctx->props = copy;
     pctx->props_lost = copy == NULL;
     pthread_mutex_unlock(&pctx->props_lock);
+    __atomic_add_fetch(&pctx->props_gen, 1, __ATOMIC_RELEASE);
     return 1;
 }
 

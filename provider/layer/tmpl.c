@@ -125,23 +125,34 @@ static void first_named(const char *param, const OSSL_PARAM params[],
     }
 }
 
-/* ask(pctx, name, props), remembered per thread and (owner, name, props) */
+/*
+ * ask(pctx, name, props), remembered per thread and (owner, name, props)
+ * while the default properties stay the same (a fetch's answer may change
+ * with them).
+ */
+#define KC_MEMO_PROPS_MAX 256
+
 static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
                     const char *props,
                     int (*ask)(KC_PROVCTX *, const char *, const char *))
 {
+    unsigned int gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
+    char pb[KC_MEMO_PROPS_MAX + sizeof(gen)];
     KC_CACHE *c;
     size_t nlen, plen;
     uint64_t h;
     int v;
 
-    if ((c = kc_cache_get(pctx)) == NULL)
-        return ask(pctx, name, props);
     /* no query and an empty one are the same query */
-    if (props == NULL)
-        props = "";
+    plen = strlen(props != NULL ? props : "") + 1;
+    if (plen > KC_MEMO_PROPS_MAX || (c = kc_cache_get(pctx)) == NULL)
+        return ask(pctx, name, props);
+    /* the bytes remembered: the query, its NUL, the properties' generation */
+    memcpy(pb, props != NULL ? props : "", plen);
+    memcpy(pb + plen, &gen, sizeof(gen));
+    plen += sizeof(gen);
+    props = pb;
     nlen = strlen(name) + 1;
-    plen = strlen(props) + 1;
     if ((v = kc_cache_pair_hint(c, owner, name, nlen, props, plen)) >= 0)
         return v;
     /* the memo compares the bytes: the hash only spreads them */
@@ -151,7 +162,7 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
     h ^= h >> 32;
     if ((v = kc_cache_rec_get(c, owner, h, (const unsigned char *)name, nlen,
                               (const unsigned char *)props, plen)) < 0) {
-        v = ask(pctx, name, props);
+        v = ask(pctx, name, pb);
         kc_cache_rec_put(c, owner, h, (const unsigned char *)name, nlen,
                          (const unsigned char *)props, plen, v);
     }
@@ -227,15 +238,21 @@ static const OSSL_PARAM *to_default(const KC_TMAC_CTX *w,
 
     first_named(w->f->d->cipher_param, params, &np, &pp);
     if (np == NULL || pp != NULL || np->data_type != OSSL_PARAM_UTF8_STRING
-        || !kc_trec_utf8_ends(np)
+        || np->data == NULL || !kc_trec_utf8_ends(np)
         || !memo_ask(w->pctx, &nest_memo_owner, np->data, NULL, nested_mine))
         return params;
     for (n = 0; params[n].key != NULL; n++)
         continue;
-    out = n + 2 <= cap ? buf : OPENSSL_malloc((n + 2) * sizeof(*out));
-    /* (out of memory: the call as made, correct if slower) */
-    if (out == NULL)
-        return params;
+    if (n + 2 <= cap) {
+        out = buf;
+    } else {
+        /* out of memory: the call as made, correct if slower, and quiet */
+        ERR_set_mark();
+        out = OPENSSL_malloc((n + 2) * sizeof(*out));
+        ERR_pop_to_mark();
+        if (out == NULL)
+            return params;
+    }
     memcpy(out, params, n * sizeof(*out));
     out[n] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
                                               props, 0);
