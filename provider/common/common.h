@@ -225,12 +225,19 @@ struct kc_provctx_st {
     int prefer;               /* prefer = if_unset, see props.c */
 
     /* the default properties in force in app_libctx, see props.c */
-    pthread_mutex_t props_lock;
+    pthread_mutex_t props_lock, props_follow_lock;
     int props_lock_ok, props_registered, props_lost;
     /* bumped at each change of props: what fetches find may change too */
     unsigned int props_gen;
     char *props;              /* a copy, under props_lock */
+    OSSL_FUNC_provider_register_child_cb_fn *props_reg;
     OSSL_FUNC_provider_deregister_child_cb_fn *props_dereg;
+    /*
+     * Follow props from now on (core/props.c): 1 if followed.  Called by
+     * the layers below core, which remember what fetches find per
+     * generation of props.
+     */
+    int (*props_follow)(struct kc_provctx_st *pctx);
 
     /* the wrapped default provider */
     OSSL_LIB_CTX *libctx;

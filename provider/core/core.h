@@ -12,7 +12,8 @@
 int kc_conf_read(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get);
 
 /* props.c: the application's default properties */
-int kc_props_start(KC_PROVCTX *pctx, const OSSL_DISPATCH *in);
+int kc_props_start(KC_PROVCTX *pctx, const OSSL_DISPATCH *in, int now);
+int kc_props_follow(KC_PROVCTX *pctx);
 void kc_props_stop(KC_PROVCTX *pctx);
 int kc_props_get(KC_PROVCTX *pctx, char *buf, size_t len);
 int kc_props_prefer(KC_PROVCTX *pctx);

@@ -198,8 +198,9 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     pctx->app_libctx = (OSSL_LIB_CTX *)core_get_libctx(handle);
     if (!kc_conf_read(pctx, core_get_params))
         goto err;
-    /* follow the application's default properties */
-    if (!kc_props_start(pctx, in) && pctx->prefer) {
+    /* follow the application's default properties: now if they matter */
+    if (!kc_props_start(pctx, in, pctx->prefer || kc_debug_level(pctx) > 0)
+        && pctx->prefer) {
         kc_raise(pctx, KC_R_INIT_FAILED, "prefer = if_unset: the core "
                  "offers no way to see the default properties in force");
         goto err;

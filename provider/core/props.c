@@ -6,10 +6,12 @@
  * file cannot say: every alg_section module runs, each replacing the
  * string before it.  The core's child-provider upcall hands the registrant
  * the string in force and every later one, as OpenSSL's child library
- * contexts use it; keycache registers only for that (~4k instructions at
- * start), keeps a copy and counts the changes: what a thread remembers of
- * fetches in the application's context (layer/tmpl.c, memo_ask()) holds
- * till the next.
+ * contexts use it; keycache registers only for that, keeps a copy and
+ * counts the changes: what a thread remembers of fetches in the
+ * application's context (layer/tmpl.c, memo_ask()) holds till the next.
+ * It registers at start for prefer = if_unset and KEYCACHE_DEBUG's routing
+ * line, else at the first such memo (kc_props_follow()): registering costs
+ * a process 4k-14k instructions.
  * prefer = if_unset sets ?provider=NAME only when none is in force, so a
  * FIPS host's fips=yes is never replaced.
  */
@@ -45,21 +47,39 @@ static int props_cb(const char *props, void *cbdata)
     return 1;
 }
 
-int kc_props_start(KC_PROVCTX *pctx, const OSSL_DISPATCH *in)
+/*
+ * Register, once (the core calls props_cb() at once, with its store locked:
+ * so props_follow_lock is never taken under props_lock or by the core).
+ */
+int kc_props_follow(KC_PROVCTX *pctx)
 {
-    OSSL_FUNC_provider_register_child_cb_fn *reg =
-        KC_CORE_FN(in, provider_register_child_cb, PROVIDER_REGISTER_CHILD_CB);
+    int ok;
 
+    if (__atomic_load_n(&pctx->props_registered, __ATOMIC_ACQUIRE))
+        return 1;
+    if (!pctx->props_lock_ok || pctx->props_reg == NULL
+        || pctx->props_dereg == NULL)
+        return 0;
+    pthread_mutex_lock(&pctx->props_follow_lock);
+    ok = pctx->props_registered
+         || pctx->props_reg(pctx->handle, child_nop, child_nop, props_cb,
+                            pctx);
+    __atomic_store_n(&pctx->props_registered, ok, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&pctx->props_follow_lock);
+    return ok;
+}
+
+int kc_props_start(KC_PROVCTX *pctx, const OSSL_DISPATCH *in, int now)
+{
     pthread_mutex_init(&pctx->props_lock, NULL);
+    pthread_mutex_init(&pctx->props_follow_lock, NULL);
     pctx->props_lock_ok = 1;
+    pctx->props_reg = KC_CORE_FN(in, provider_register_child_cb,
+                                 PROVIDER_REGISTER_CHILD_CB);
     pctx->props_dereg = KC_CORE_FN(in, provider_deregister_child_cb,
                                    PROVIDER_DEREGISTER_CHILD_CB);
-    if (reg == NULL || pctx->props_dereg == NULL)
-        return 0;
-    if (!reg(pctx->handle, child_nop, child_nop, props_cb, pctx))
-        return 0;
-    pctx->props_registered = 1;
-    return 1;
+    pctx->props_follow = kc_props_follow;
+    return !now || kc_props_follow(pctx);
 }
 
 void kc_props_stop(KC_PROVCTX *pctx)
@@ -67,10 +87,12 @@ void kc_props_stop(KC_PROVCTX *pctx)
     if (pctx->props_registered)
         pctx->props_dereg(pctx->handle);
     pctx->props_registered = 0;
+    pctx->props_follow = NULL;
     if (pctx->props_lock_ok) {
         OPENSSL_free(pctx->props);
         pctx->props = NULL;
         pthread_mutex_destroy(&pctx->props_lock);
+        pthread_mutex_destroy(&pctx->props_follow_lock);
         pctx->props_lock_ok = 0;
     }
 }

@@ -136,7 +136,7 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
                     const char *props,
                     int (*ask)(KC_PROVCTX *, const char *, const char *))
 {
-    unsigned int gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
+    unsigned int gen;
     char pb[KC_MEMO_PROPS_MAX + sizeof(gen)];
     KC_CACHE *c;
     size_t nlen, plen;
@@ -145,8 +145,10 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
 
     /* no query and an empty one are the same query */
     plen = strlen(props != NULL ? props : "") + 1;
-    if (plen > KC_MEMO_PROPS_MAX || (c = kc_cache_get(pctx)) == NULL)
+    if (plen > KC_MEMO_PROPS_MAX || (c = kc_cache_get(pctx)) == NULL
+        || pctx->props_follow == NULL || !pctx->props_follow(pctx))
         return ask(pctx, name, props);
+    gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
     /* the bytes remembered: the query, its NUL, the properties' generation */
     memcpy(pb, props != NULL ? props : "", plen);
     memcpy(pb + plen, &gen, sizeof(gen));
