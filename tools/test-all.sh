@@ -11,7 +11,9 @@
 #   4. the differential fuzzer for a bounded time (FUZZ_SECONDS, default 120)
 #   5. the same suite against OpenSSL 3.5 in a Debian trixie chroot, and
 #      against OpenSSL 4.0 in a sid chroot with experimental's OpenSSL
-#      (beside sid's 3.6, which python3 links: the mixed-host clients), and
+#      (beside sid's 3.6, which python3 links: the mixed-host clients),
+#      each with the pattern catalogue against its bounds too (skipped with
+#      "patterns" in KC_SKIP), and
 #      tools/mixed-host.sh: the loader with builds for 3.6 (sid chroot) and
 #      4.0 in one modules directory, and each alone, under 4.0's openssl and
 #      a C program and 3.6's python3
@@ -72,8 +74,16 @@ fi
 if want compat && [ -f tools/compat.sh ]; then
     step "OpenSSL 3.5 (Debian trixie chroot)"
     bash tools/compat.sh trixie
+    if want patterns; then
+        step "pattern catalogue on OpenSSL 3.5, bounds of 3.5"
+        bash tools/compat.sh trixie --bench --patterns
+    fi
     step "OpenSSL 4.0 (Debian sid chroot, OpenSSL from experimental)"
     bash tools/compat.sh sid-ossl4
+    if want patterns; then
+        step "pattern catalogue on OpenSSL 4.0, bounds of 4.0"
+        bash tools/compat.sh sid-ossl4 --bench --patterns
+    fi
     step "mixed host: the loader, builds for 3.6 and 4.0, in 4.0 and 3.6 programs"
     bash tools/mixed-host.sh --make-chroots
 fi
