@@ -128,9 +128,10 @@ static void *first_thread(void *arg)
 }
 
 /*
- * Every row on ctx, whose configuration has row key off off (or none).
- * GMAC says "first" with GCM on too: its first contexts' calls naming a
- * GCM keycache wraps ask for the default's (test_first_gcm_inside).
+ * Every row on ctx, whose configuration has row key off off (or none),
+ * that row skipped.  A row's "first" holds either way: GMAC's first
+ * contexts with GCM on ask for the default's GCM (test_first_gcm_inside),
+ * with it off they find a pass-through or the default's.
  */
 static void rows_on(OSSL_LIB_CTX *ctx, const char *off)
 {
