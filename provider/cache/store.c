@@ -199,9 +199,12 @@ static ossl_inline KC_CACHE *tls_get(KC_PROVCTX *pctx)
  */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
+static void caches_prefork(void);
+
 static void registry_prefork(void)
 {
     pthread_mutex_lock(&registry_lock);
+    caches_prefork();
 }
 
 static void registry_postfork_parent(void)
@@ -597,6 +600,37 @@ static size_t cache_renew(KC_CACHE *c)
     c->missed = 0;
     c->last_sweep = time(NULL);
     return dropped;
+}
+
+/*
+ * fork(), the parent, before it: the forking thread's given-back contexts
+ * (spares) are freed here, since the child would have to free them, each
+ * beside its entry's template: so a child frees one context per entry, as
+ * the application would its own (issue 33), and the parent, which forks
+ * again, frees them once.  Its next hit on a key copies the template.
+ * Other threads' spares stay: their caches are theirs alone.
+ */
+static void caches_prefork(void)
+{
+    KC_PROVCTX *pctx;
+    KC_CACHE *c;
+    KC_ENTRY *e;
+    uint32_t i;
+    void *ctx;
+
+    for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live) {
+        if ((c = tls_get(pctx)) == NULL || c->nspares == 0)
+            continue;
+        for (i = 0; i < c->hw && c->nspares > 0; i++) {
+            e = &c->entries[i];
+            while (e->alg != NULL && e->nspare > 0) {
+                ctx = e->spare[--e->nspare];
+                e->spare[e->nspare] = NULL;
+                c->nspares--;
+                e->alg->freectx(ctx);
+            }
+        }
+    }
 }
 
 /*
