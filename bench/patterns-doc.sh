@@ -38,10 +38,14 @@ worse while the targets are worked on.  A row above 1.00× is a pattern
 where keycache makes a program slower today.
 
 Where the losses come from today:
-- `fork-*`: a forked child frees the default's contexts every entry it
-  inherited holds, before `fork()` returns: a template and a given-back
-  context for a key used as these rows use it, ~2.6k instructions each
-  on 3.0 (keycache's own work is ~90 an entry); `fork-child-empty` and
+- `fork-*`: a forked child frees the default's context every entry it
+  inherited holds, its template, before `fork()` returns: 2,688
+  instructions an entry on 3.0 (2,795 on 3.5, 2,985 on 4.0), of which
+  keycache's own work is ~90, where the application's own
+  `EVP_MAC_CTX_free` of a used HMAC context is ~2,590 on 3.0
+  (`--profiles DIR thread-per-task`, its inclusive count).  The
+  forking thread's given-back contexts are freed in the parent, before
+  `fork()`, once and not in every child.  `fork-child-empty` and
   `thread-per-task`: a thread that never admits a key keeps only a small
   thread-local record, but its contexts still cost a wrapper struct
   (allocated and freed) and counting the key towards admission.
