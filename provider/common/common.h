@@ -226,6 +226,7 @@ struct kc_provctx_st {
 
     /* the default properties in force in app_libctx, see props.c */
     pthread_mutex_t props_lock, props_follow_lock;
+    /* props_registered: 1, 0 not yet, -1 failed (props_follow) */
     int props_lock_ok, props_registered, props_lost;
     /* bumped at each change of props: what fetches find may change too */
     unsigned int props_gen;

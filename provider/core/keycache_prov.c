@@ -210,7 +210,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         goto err;
     pctx->hmac_alg.stat = KC_STAT_HMAC;
     pctx->timed = pctx->idle_ttl != 0 || kc_debug_interval(pctx) != 0;
-    if (pctx->props_registered && kc_debug_level(pctx) > 1) {
+    if (pctx->props_registered == 1 && kc_debug_level(pctx) > 1) {
         char now[512];
 
         kc_props_get(pctx, now, sizeof(now));

@@ -9,6 +9,9 @@
  * contexts use it; keycache registers only for that, keeps a copy and
  * counts the changes: what a thread remembers of fetches in the
  * application's context (layer/tmpl.c, memo_ask()) holds till the next.
+ * (The core calls back before it installs the new string: a fetch racing
+ * EVP_set_default_properties() on another thread may still be remembered
+ * under the old, as OpenSSL's own query cache may keep it.)
  * It registers at start for prefer = if_unset and KEYCACHE_DEBUG's routing
  * line, else at the first such memo (kc_props_follow()): registering costs
  * a process 4k-14k instructions.
@@ -53,20 +56,25 @@ static int props_cb(const char *props, void *cbdata)
  */
 int kc_props_follow(KC_PROVCTX *pctx)
 {
-    int ok;
+    int r = __atomic_load_n(&pctx->props_registered, __ATOMIC_ACQUIRE);
 
-    if (__atomic_load_n(&pctx->props_registered, __ATOMIC_ACQUIRE))
-        return 1;
+    /* 1 registered; -1 failed once: not asked again (it takes a lock) */
+    if (r != 0)
+        return r == 1;
     if (!pctx->props_lock_ok || pctx->props_reg == NULL
         || pctx->props_dereg == NULL)
         return 0;
     pthread_mutex_lock(&pctx->props_follow_lock);
-    ok = pctx->props_registered
-         || pctx->props_reg(pctx->handle, child_nop, child_nop, props_cb,
-                            pctx);
-    __atomic_store_n(&pctx->props_registered, ok, __ATOMIC_RELEASE);
+    if ((r = pctx->props_registered) == 0) {
+        /* inside an application's call: whatever the core raises, quiet */
+        ERR_set_mark();
+        r = pctx->props_reg(pctx->handle, child_nop, child_nop, props_cb,
+                            pctx) ? 1 : -1;
+        ERR_pop_to_mark();
+        __atomic_store_n(&pctx->props_registered, r, __ATOMIC_RELEASE);
+    }
     pthread_mutex_unlock(&pctx->props_follow_lock);
-    return ok;
+    return r == 1;
 }
 
 int kc_props_start(KC_PROVCTX *pctx, const OSSL_DISPATCH *in, int now)
@@ -84,7 +92,7 @@ int kc_props_start(KC_PROVCTX *pctx, const OSSL_DISPATCH *in, int now)
 
 void kc_props_stop(KC_PROVCTX *pctx)
 {
-    if (pctx->props_registered)
+    if (pctx->props_registered == 1)
         pctx->props_dereg(pctx->handle);
     pctx->props_registered = 0;
     pctx->props_follow = NULL;
@@ -102,7 +110,7 @@ int kc_props_get(KC_PROVCTX *pctx, char *buf, size_t len)
 {
     int known = 0;
 
-    if (pctx->props_registered) {
+    if (__atomic_load_n(&pctx->props_registered, __ATOMIC_ACQUIRE) == 1) {
         pthread_mutex_lock(&pctx->props_lock);
         if ((known = !pctx->props_lost))
             snprintf(buf, len, "\"%s\"",

@@ -160,7 +160,8 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
     /* the memo compares the bytes: the hash only spreads them */
     h = 0;
     memcpy(&h, name, nlen < sizeof(h) ? nlen : sizeof(h));
-    h = (h ^ ((uint64_t)nlen << 40) ^ plen) * 0x9e3779b97f4a7c15ULL;
+    h = (h ^ ((uint64_t)nlen << 40) ^ ((uint64_t)gen << 20) ^ plen)
+        * 0x9e3779b97f4a7c15ULL;
     h ^= h >> 32;
     if ((v = kc_cache_rec_get(c, owner, h, (const unsigned char *)name, nlen,
                               (const unsigned char *)props, plen)) < 0) {
