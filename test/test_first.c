@@ -398,16 +398,28 @@ static void p_cmac(OSSL_LIB_CTX *libctx, KCT_REC *r)
     EVP_MAC_free(mac);
 }
 
+/*
+ * This program again (--child what) in a fresh process, the default alone
+ * into *def and keycache (admit_after = 3) into *kc: 1 if both wrote.
+ */
+static int fresh_pair(const char *what, char **def, char **kc)
+{
+    char conf[KCT_PATH_LEN];
+
+    *def = *kc = NULL;
+    CU_ASSERT_FATAL(kct_write_conf(conf, "admit_after = 3\n"));
+    CU_ASSERT_TRUE(kct_child_output(self, "/dev/null", what, def));
+    CU_ASSERT_TRUE(kct_child_output(self, conf, what, kc));
+    unlink(conf);
+    return *def != NULL && *kc != NULL;
+}
+
 /* the same in a fresh process, the default alone and keycache */
 static void test_first_process(void)
 {
-    char conf[KCT_PATH_LEN], *def = NULL, *kc = NULL;
+    char *def, *kc;
 
-    CU_ASSERT_FATAL(kct_write_conf(conf, "admit_after = 3\n"));
-    CU_ASSERT_TRUE(kct_child_output(self, "/dev/null", "cmac", &def));
-    CU_ASSERT_TRUE(kct_child_output(self, conf, "cmac", &kc));
-    unlink(conf);
-    if (def == NULL || kc == NULL)
+    if (!fresh_pair("cmac", &def, &kc))
         goto end;
     /* keycache served the second, not the first */
     CU_ASSERT_TRUE(strncmp(def, "served default\n", 15) == 0);
@@ -528,13 +540,9 @@ static void p_gmac(OSSL_LIB_CTX *libctx, KCT_REC *r)
 /* A fresh process's p_gmac: the default alone and keycache, GCM on. */
 static void test_first_gmac_process(void)
 {
-    char conf[KCT_PATH_LEN], *def = NULL, *kc = NULL;
+    char *def, *kc;
 
-    CU_ASSERT_FATAL(kct_write_conf(conf, "admit_after = 3\n"));
-    CU_ASSERT_TRUE(kct_child_output(self, "/dev/null", "gmac", &def));
-    CU_ASSERT_TRUE(kct_child_output(self, conf, "gmac", &kc));
-    unlink(conf);
-    if (def == NULL || kc == NULL)
+    if (!fresh_pair("gmac", &def, &kc))
         goto end;
     /* the GCM ones ran, and the failed fetch named its query */
     CU_ASSERT_PTR_NOT_NULL(strstr(def, "AES-256-GCM/- keyed 1\n  mac 1 "));
