@@ -93,6 +93,106 @@ static void test_rotation(void)
     CU_ASSERT_EQUAL(starved, 0);
 }
 
+/* HMAC-SHA256 of msg on ctx, keyed with key (compared with the default's) */
+static int mac_on(EVP_MAC_CTX *ctx, const unsigned char *key)
+{
+    static const unsigned char msg[] = "re-keyed";
+    unsigned char got[32], want[32];
+    OSSL_PARAM p[2] = { OSSL_PARAM_END, OSSL_PARAM_END };
+    size_t n = 0, m = 0;
+
+    p[0] = OSSL_PARAM_construct_utf8_string("digest", "SHA256", 0);
+    return ctx != NULL && EVP_MAC_init(ctx, key, 32, p)
+           && EVP_MAC_update(ctx, msg, sizeof(msg))
+           && EVP_MAC_final(ctx, got, &n, sizeof(got))
+           && EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256", NULL, key, 32,
+                        msg, sizeof(msg), want, sizeof(want), &m) != NULL
+           && n == m && memcmp(got, want, n) == 0;
+}
+
+typedef struct {
+    int warm;                   /* keys used first: 9, past the record */
+    int bad_macs;
+    uint64_t entries[3];        /* before, after two contexts, after three */
+} REKEY;
+
+static EVP_MAC_CTX *new_hmac(void)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(deployed, "HMAC", NULL);
+    EVP_MAC_CTX *ctx = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+
+    EVP_MAC_free(mac);
+    return ctx;
+}
+
+static void *rekey_thread(void *arg)
+{
+    REKEY *r = arg;
+    unsigned char warm[9][32], key[32];
+    EVP_MAC_CTX *ctx;
+    int i;
+
+    if (RAND_bytes(&warm[0][0], sizeof(warm)) != 1
+        || RAND_bytes(key, sizeof(key)) != 1) {
+        r->bad_macs++;
+        return NULL;
+    }
+    /* more keys than the thread's record holds: its cache counts then */
+    for (i = 0; i < r->warm; i++) {
+        ctx = new_hmac();
+        r->bad_macs += !mac_on(ctx, warm[i]);
+        EVP_MAC_CTX_free(ctx);
+    }
+    r->entries[0] = kct_counter_in(deployed, KEYCACHE_PARAM_ENTRIES);
+    /* one context keyed three times with the key, then a second once */
+    ctx = new_hmac();
+    for (i = 0; i < 3; i++)
+        r->bad_macs += !mac_on(ctx, key);
+    EVP_MAC_CTX_free(ctx);
+    ctx = new_hmac();
+    r->bad_macs += !mac_on(ctx, key);
+    EVP_MAC_CTX_free(ctx);
+    r->entries[1] = kct_counter_in(deployed, KEYCACHE_PARAM_ENTRIES);
+    /* a third context: the key's third use */
+    ctx = new_hmac();
+    r->bad_macs += !mac_on(ctx, key);
+    EVP_MAC_CTX_free(ctx);
+    r->entries[2] = kct_counter_in(deployed, KEYCACHE_PARAM_ENTRIES);
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+/*
+ * Re-keying one context with a key counts once towards its admission
+ * (docs/keys.md): after one context keyed with it three times and a
+ * second once, the key has two uses and is not cached; a third context
+ * caches it.  The MACs are the default's throughout.
+ */
+static void test_rekeyed_counts_once(void)
+{
+    static const int warm[2] = { 0, 9 };
+    REKEY r;
+    pthread_t t;
+    int i;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(deployed);
+    /* counted in the thread's small record, then in its cache */
+    for (i = 0; i < 2; i++) {
+        memset(&r, 0, sizeof(r));
+        r.warm = warm[i];
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, rekey_thread, &r), 0);
+        pthread_join(t, NULL);
+        CU_ASSERT_EQUAL(r.bad_macs, 0);
+        if (r.entries[1] != r.entries[0] || r.entries[2] != r.entries[0] + 1)
+            fprintf(stderr, "\n  %d keys first: entries %llu, then %llu, "
+                    "then %llu\n", r.warm, (unsigned long long)r.entries[0],
+                    (unsigned long long)r.entries[1],
+                    (unsigned long long)r.entries[2]);
+        CU_ASSERT_EQUAL(r.entries[1], r.entries[0]);
+        CU_ASSERT_EQUAL(r.entries[2], r.entries[0] + 1);
+    }
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("admission", NULL, NULL);
@@ -101,6 +201,8 @@ static void add_suites(void)
     deployed = kct_keycache_conf("-" KEYCACHE_CONF_ADMIT_AFTER "\n");
     CU_add_test(s, "keys in rotation are all admitted, whatever the hash key",
                 test_rotation);
+    CU_add_test(s, "a context re-keyed with a key counts it once",
+                test_rekeyed_counts_once);
 }
 
 int main(int argc, char **argv)

@@ -143,6 +143,10 @@ MUTANTS = {
     "admit-per-keying": ("provider/cache/store.c",
         "            if (*lk->counted != fp) {",
         "            if (1) {"),
+    # ... and so in the thread's small record
+    "admit-per-keying-record": ("provider/cache/store.c",
+        "    if (*lk->counted == fp)\n        return NULL;\n    *lk->counted = fp;",
+        "    *lk->counted = fp;"),
     # keys compared by length only, not by content (a key changed in place
     # in the same buffer would hit the old entry)
     "key-by-length": [("provider/cache/store.c",
