@@ -608,7 +608,11 @@ static size_t cache_renew(KC_CACHE *c)
  * beside its entry's template: so a child frees one context per entry, as
  * the application would its own (issue 33), and the parent, which forks
  * again, frees them once.  Its next hit on a key copies the template.
- * Other threads' spares stay: their caches are theirs alone.
+ * Other threads' spares stay: their caches are theirs alone.  Unlike the
+ * child handler this changes the parent's own cache, which the forking
+ * thread cannot be using: fork() from a signal handler that interrupted a
+ * keycache call (inside OpenSSL, not async-signal-safe either) is not
+ * supported.
  */
 static void caches_prefork(void)
 {
