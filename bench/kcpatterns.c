@@ -539,6 +539,25 @@ static int op_fork(const ROW *r, long i)
            && WEXITSTATUS(st) == 0;
 }
 
+/*
+ * The parent forks a child that exits at once (fork()+exec() of a helper,
+ * say), then computes its own HMAC: the parent's next hit after a fork.
+ */
+static int op_fork_then_mac(const ROW *r, long i)
+{
+    pid_t pid;
+    int st;
+
+    CALLGRIND_DUMP_STATS;
+    pid = fork();
+    if (pid < 0)
+        return 0;
+    if (pid == 0)
+        _exit(0);
+    return waitpid(pid, &st, 0) == pid && WIFEXITED(st)
+           && WEXITSTATUS(st) == 0 && qhmac(keys[0], 32);
+}
+
 static void *thread_task(void *arg)
 {
     return qhmac(keys[0], 32) ? arg : NULL;
@@ -576,6 +595,9 @@ static const ROW rows[] = {
       "the same, the parent holding one cached key" },
     { "fork-child-64keys", K_FORK, fork_parent, op_fork, 2, 10, FULL_KEYS,
       "the same, the parent's cache full (64 keys)" },
+    { "fork-then-parent-mac", K_FORK, fork_parent, op_fork_then_mac, 2, 10,
+      1, "a parent that forks a helper per request (fork()+exec()) and "
+      "computes an HMAC itself: CGI-style servers, Python's subprocess" },
     { "thread-per-task", K_THREAD, NULL, op_thread, 2, 20, 0,
       "thread-per-request servers (MySQL/MariaDB thread-per-connection), "
       "worker pools that recycle threads (.NET, Java, Python)" },

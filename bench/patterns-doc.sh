@@ -44,8 +44,10 @@ Where the losses come from today:
   keycache's own work is ~90, where the application's own
   `EVP_MAC_CTX_free` of a used HMAC context is ~2,590 on 3.0
   (`--profiles DIR thread-per-task`, its inclusive count).  The
-  forking thread's given-back contexts are freed in the parent, before
-  `fork()`, once and not in every child.  `fork-child-empty` and
+  forking thread's given-back contexts that no hit used since its last
+  fork are freed in the parent, before `fork()`, once and not in every
+  child; a parent that itself computes between forks keeps them
+  (`fork-then-parent-mac`).  `fork-child-empty` and
   `thread-per-task`: a thread that never admits a key keeps only a small
   thread-local record, but its contexts still cost a wrapper struct
   (allocated and freed) and counting the key towards admission.

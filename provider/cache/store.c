@@ -22,6 +22,7 @@ typedef struct {
     void *tmpl;               /* keyed and never used: duplicated on a hit */
     void *spare[KC_SPARE_MAX];/* used contexts given back (alg->spare_max) */
     unsigned int nspare;
+    uint32_t spare_epoch;     /* the cache's fork_epoch at the last give-back */
     uint64_t hash;
     uint32_t prev, next;      /* LRU list (live) or free list (next) */
     uint64_t gen;             /* changes whenever the slot is (re)filled */
@@ -91,6 +92,7 @@ struct kc_cache_st {
     time_t last_sweep;
     size_t size, used;
     size_t nspares;           /* spare contexts in all entries */
+    uint32_t fork_epoch;      /* forks by this thread (caches_prefork()) */
     size_t nidx;              /* power of two, at least twice size */
     uint32_t *idx;            /* hash index: slot + 1, 0 = empty */
     size_t nseen;             /* power of two, at least 2 x size and 64 */
@@ -604,11 +606,13 @@ static size_t cache_renew(KC_CACHE *c)
 
 /*
  * fork(), the parent, before it: the forking thread's given-back contexts
- * (spares) are freed here, since the child would have to free them, each
- * beside its entry's template: so a child frees one context per entry, as
- * the application would its own (issue 33), and the parent, which forks
- * again, frees them once.  Its next hit on a key copies the template.
- * Other threads' spares stay: their caches are theirs alone.  Unlike the
+ * (spares) that no hit gave back since its last fork are freed here, since
+ * the child would have to free them, each beside its entry's template: so
+ * a parent that forks children to do the work frees them once, and each
+ * child frees one context per entry, as the application would its own
+ * (issue 33).  Keys the parent itself uses between forks keep theirs, or
+ * each next hit would copy the template (fork-then-parent-mac).  Other
+ * threads' spares stay: their caches are theirs alone.  Unlike the
  * child handler this changes the parent's own cache, which the forking
  * thread cannot be using: fork() from a signal handler that interrupted a
  * keycache call (inside OpenSSL, not async-signal-safe either) is not
@@ -623,10 +627,12 @@ static void caches_prefork(void)
     void *ctx;
 
     for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live) {
-        if ((c = tls_get(pctx)) == NULL || c->nspares == 0)
+        if ((c = tls_get(pctx)) == NULL)
             continue;
         for (i = 0; i < c->hw && c->nspares > 0; i++) {
             e = &c->entries[i];
+            if (e->spare_epoch == c->fork_epoch)
+                continue;
             while (e->alg != NULL && e->nspare > 0) {
                 ctx = e->spare[--e->nspare];
                 e->spare[e->nspare] = NULL;
@@ -634,6 +640,7 @@ static void caches_prefork(void)
                 e->alg->freectx(ctx);
             }
         }
+        c->fork_epoch++;
     }
 }
 
@@ -1604,6 +1611,7 @@ int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
         || !ready(arg, ctx))
         return 0;
     e->spare[e->nspare] = ctx;
+    e->spare_epoch = c->fork_epoch;
     /* counted once in place, for a child forked meanwhile */
     __atomic_store_n(&e->nspare, e->nspare + 1, __ATOMIC_RELEASE);
     c->nspares++;
