@@ -520,11 +520,13 @@ static int op_version(const ROW *r, long i)
 }
 
 /*
- * A child starts with a copy of callgrind's counts in the parent: dump
- * (and so zero) them first, so that each child's file holds only what the
- * child ran, and the parent's share is in the parent's dumps.
+ * Fork a child that computes one HMAC (mac) or exits at once, and wait: 1
+ * if it succeeded.  A child starts with a copy of callgrind's counts in
+ * the parent: dump (and so zero) them first, so that each child's file
+ * holds only what the child ran, and the parent's share is in the
+ * parent's dumps.
  */
-static int op_fork(const ROW *r, long i)
+static int fork_child(int mac)
 {
     pid_t pid;
     int st;
@@ -534,9 +536,14 @@ static int op_fork(const ROW *r, long i)
     if (pid < 0)
         return 0;
     if (pid == 0)
-        _exit(qhmac(keys[0], 32) ? 0 : 1);
+        _exit(!mac || qhmac(keys[0], 32) ? 0 : 1);
     return waitpid(pid, &st, 0) == pid && WIFEXITED(st)
            && WEXITSTATUS(st) == 0;
+}
+
+static int op_fork(const ROW *r, long i)
+{
+    return fork_child(1);
 }
 
 /*
@@ -545,17 +552,7 @@ static int op_fork(const ROW *r, long i)
  */
 static int op_fork_then_mac(const ROW *r, long i)
 {
-    pid_t pid;
-    int st;
-
-    CALLGRIND_DUMP_STATS;
-    pid = fork();
-    if (pid < 0)
-        return 0;
-    if (pid == 0)
-        _exit(0);
-    return waitpid(pid, &st, 0) == pid && WIFEXITED(st)
-           && WEXITSTATUS(st) == 0 && qhmac(keys[0], 32);
+    return fork_child(0) && qhmac(keys[0], 32);
 }
 
 static void *thread_task(void *arg)
