@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# compat.sh <suite> [--keep] [--refresh] [--bench [--patterns] | --mutants]
+# compat.sh <suite> [--keep] [--refresh] [--bench [--patterns | --floor] | --mutants]
 #
 # Build and test keycache against a newer OpenSSL in a Debian chroot:
 #   trixie  OpenSSL 3.5
@@ -33,6 +33,10 @@
 #              KC_COMPAT_PATTERNS_ARGS adds patterns.sh arguments (e.g.
 #              "--update-bounds": the bound lines it would write for that
 #              OpenSSL are printed, to be copied into the checkout's file)
+#   --floor    with --bench: run bench/floor.sh (the catalogue against a
+#              provider that only forwards, the floor of any caching
+#              wrapper) instead, for the rows in KC_COMPAT_PATTERNS_ARGS
+#              (all by default)
 #   --mutants  instead of ctest, run tools/mutants.py with the arguments in
 #              KC_COMPAT_MUTANTS_ARGS (mutant names, --tests REGEX; all of
 #              them by default) on that OpenSSL
@@ -54,7 +58,7 @@ PKGS=$PKGS,openssl,xxd
 
 usage()
 {
-    echo "usage: $0 <trixie|sid|sid-ossl4|suite> [--keep] [--refresh] [--bench [--patterns] | --mutants]" >&2
+    echo "usage: $0 <trixie|sid|sid-ossl4|suite> [--keep] [--refresh] [--bench [--patterns | --floor] | --mutants]" >&2
     exit 2
 }
 
@@ -65,6 +69,7 @@ KEEP=0
 REFRESH=0
 BENCH=0
 MUTANTS=0
+FLOOR=0
 PATTERNS=${KC_COMPAT_PATTERNS:-0}
 for arg in "$@"; do
     case $arg in
@@ -72,6 +77,7 @@ for arg in "$@"; do
     --refresh) REFRESH=1 ;;
     --bench) BENCH=1 ;;
     --patterns) PATTERNS=1 ;;
+    --floor) FLOOR=1 ;;
     --mutants) MUTANTS=1 ;;
     *) usage ;;
     esac
@@ -81,6 +87,7 @@ case $SUITE in
 *) usage ;;
 esac
 [ "$PATTERNS" = 1 ] && [ "$BENCH" = 0 ] && usage
+[ "$FLOOR" = 1 ] && { [ "$BENCH" = 0 ] || [ "$PATTERNS" = 1 ]; } && usage
 [ "$MUTANTS" = 1 ] && [ "$BENCH" = 1 ] && usage
 PATTERNS_ARGS=${KC_COMPAT_PATTERNS_ARGS:-}
 MUTANTS_ARGS=${KC_COMPAT_MUTANTS_ARGS:-}
@@ -298,6 +305,14 @@ if [ "$3" = mutants ]; then
     echo "== mutants: $(( $(date +%s) - t ))s"
     exit $rc
 fi
+if [ "$3" = floor ]; then
+    # word splitting of $4 (the rows) is intended
+    bash bench/floor.sh build --markdown floor.md $4
+    rc=$?
+    echo "== floor: $(( $(date +%s) - t ))s"
+    [ -f floor.md ] && { echo "== Markdown:"; cat floor.md; }
+    exit $rc
+fi
 if [ "$3" = patterns ]; then
     # word splitting of $4 (patterns.sh's extra arguments) is intended
     PATTERNS_CMD="tools/compat.sh $9 --bench --patterns" \
@@ -335,6 +350,7 @@ set +e
 MODE=test
 [ "$BENCH" = 1 ] && MODE=bench
 [ "$PATTERNS" = 1 ] && MODE=patterns && BENCH_SCEN=$PATTERNS_ARGS
+[ "$FLOOR" = 1 ] && MODE=floor && BENCH_SCEN=$PATTERNS_ARGS
 [ "$MUTANTS" = 1 ] && MODE=mutants && BENCH_SCEN=$MUTANTS_ARGS
 in_chroot /bin/bash "$RUN_IN/run.sh" "$RUN_IN/$NAME" "$CTEST_ARGS" "$MODE" \
     "$BENCH_SCEN" "$BENCH_SIZES" "$BENCH_CONF" "${SHARED_DETAIL:-}" \
