@@ -691,8 +691,8 @@ MUTANTS = {
         "          && inner_init(f, tmpl, enc, key, keylen, NULL, 0, NULL);"),
     # cipher families: a hit hands out the template itself
     "ctmpl-share-template": ("provider/layer/ctmpl.c",
-        "        || (inner = f->kfns->dupctx(tmpl)) == NULL)\n        return 0;",
-        "        || (inner = tmpl) == NULL)\n        return 0;"),
+        "    } else if (tmpl == NULL || (inner = f->kfns->dupctx(tmpl)) == NULL)\n        return 0;",
+        "    } else if (tmpl == NULL || (inner = tmpl) == NULL)\n        return 0;"),
     # cipher families: EVP's length queries before the key answered with a
     # fresh context's lengths whatever the record set
     "ctmpl-lengths-stale": ("provider/layer/ctmpl.c",

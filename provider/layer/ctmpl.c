@@ -597,7 +597,7 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
     KC_LOOKUP lk;
     KC_CACHE *c;
     void *tmpl, *inner;
-    int why;
+    int why = -1;
 
     if (w->t.cold || keylen != keylen_of(f) || keylen > KEYCACHE_MAX_KEY_LEN
         || (c = kc_cache_get(w->pctx)) == NULL)
@@ -612,9 +612,20 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
                                 && ivlen + 2 != CV_IVLEN(w->t.value)))
         && (!flush_iv(w) || w->t.inner != NULL))
         return 0;
-    if ((tmpl = kc_tcore_template(&w->t, &cipher_side, c, alg, enc, key,
-                                  keylen, &lk, &why)) == NULL
-        || (inner = f->kfns->dupctx(tmpl)) == NULL)
+    tmpl = kc_tcore_template(&w->t, &cipher_side, c, alg, enc, key, keylen,
+                             &lk, &why);
+    /*
+     * A key not admitted yet, of a family whose keyed contexts are its own
+     * (AES-SIV): a fresh one of those, uncached, rather than the default's,
+     * whose keying fetches AES-CBC, AES-CTR and CMAC in the private library
+     * context (its whole cipher store, the first time), and whose copies
+     * cost 13 atomic reference counts each.
+     */
+    if (tmpl == NULL && why == -2 && f->kfns != &f->fns) {
+        if ((inner = kc_tcore_make(&w->t, &cipher_side, alg, enc, key,
+                                   keylen)) == NULL)
+            return 0;
+    } else if (tmpl == NULL || (inner = f->kfns->dupctx(tmpl)) == NULL)
         return 0;
     /* the IV held back, then the rest: each as usual, no error mark */
     if (w->piv_len != 0) {
