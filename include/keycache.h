@@ -39,6 +39,7 @@
 #define KEYCACHE_CONF_IDLE_TTL   "idle_ttl"
 #define KEYCACHE_CONF_ADMIT_AFTER "admit_after"
 #define KEYCACHE_CONF_PREFER     "prefer"
+#define KEYCACHE_CONF_QUIRK_TABLE "quirk_table"
 
 #define KEYCACHE_DEFAULT_CACHE_SIZE 64
 #define KEYCACHE_MAX_CACHE_SIZE     4096

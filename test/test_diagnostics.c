@@ -397,6 +397,88 @@ static void test_report_quirks(void)
     free(log);
 }
 
+/*
+ * Each AES-SIV family's reported quirk line (after the family name), up to
+ * " from=", into out; 0 if missing.  *table: it said from=table.
+ */
+static int siv_quirk_line(const char *log, const char *name, char *out,
+                          size_t n, int *table)
+{
+    char head[96];
+    const char *line, *eol, *from;
+    size_t len;
+
+    snprintf(head, sizeof(head), "report (unload): quirks %s ", name);
+    if (log == NULL || (line = strstr(log, head)) == NULL)
+        return 0;
+    line += strlen(head);
+    eol = strchr(line, '\n');
+    len = eol != NULL ? (size_t)(eol - line) : strlen(line);
+    from = strstr(line, " from=table");
+    *table = from != NULL && from < line + len;
+    if (*table)
+        len = (size_t)(from - line);
+    if (len >= n)
+        return 0;
+    memcpy(out, line, len);
+    out[len] = '\0';
+    return 1;
+}
+
+/*
+ * AES-SIV's quirks are known for the versions CI runs (learn.c): on those
+ * the word taken from that table is what learning it of the default finds
+ * (quirk_table = off), family by family; elsewhere both are learned.
+ */
+static void test_siv_quirk_table(void)
+{
+    unsigned char key[KCT_FAM_MAXKEY] = { 7 }, out[KCT_FAM_OUT(16)];
+    char conf[64], *log[2];
+    char line[2][256];
+    int table[2], pass, nsiv = 0;
+    size_t i;
+
+    for (pass = 0; pass < 2; pass++) {
+        OSSL_LIB_CTX *ctx;
+
+        CU_ASSERT_FATAL(write_conf(conf, NULL,
+                                   pass == 0 ? NULL : "quirk_table = off",
+                                   NULL));
+        ctx = load(conf, debug_to_log(NULL), 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+        for (i = 0; i < kct_nfams; i++)
+            if (kct_fam_mode(&kct_fams[i]) == KCT_MODE_SIV)
+                CU_ASSERT(kct_fam_run(ctx, &kct_fams[i], key,
+                                      kct_fams[i].keylen, key, 16, out) > 0);
+        OSSL_LIB_CTX_free(ctx);
+        unlink(conf);
+        log[pass] = read_log();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(log[pass]);
+    }
+    for (i = 0; i < kct_nfams; i++) {
+        const KCT_FAM *f = &kct_fams[i];
+
+        if (kct_fam_mode(f) != KCT_MODE_SIV)
+            continue;
+        nsiv++;
+        CU_ASSERT_FATAL(siv_quirk_line(log[0], f->name, line[0],
+                                       sizeof(line[0]), &table[0]));
+        CU_ASSERT_FATAL(siv_quirk_line(log[1], f->name, line[1],
+                                       sizeof(line[1]), &table[1]));
+        CU_ASSERT(!table[1]);
+        if (strcmp(line[0], line[1]) != 0)
+            fprintf(stderr, "\n%s (%s): %s, learned: %s\n", f->name,
+                    OpenSSL_version(OPENSSL_VERSION), line[0], line[1]);
+        CU_ASSERT_STRING_EQUAL(line[0], line[1]);
+        if (!table[0])
+            fprintf(stderr, "\n%s: no quirk word known for %s (learned)\n",
+                    f->name, OpenSSL_version(OPENSSL_VERSION));
+    }
+    CU_ASSERT(nsiv == 3);
+    free(log[0]);
+    free(log[1]);
+}
+
 /* A forked child reports its own pid and only what it did itself. */
 static void test_report_after_fork(void)
 {
@@ -898,6 +980,8 @@ static void test_invalid_value_errors(void)
                 "idle_ttl = \"-5\"", "seconds", "4294967295", NULL });
     check_error("admit_after = 0", NULL, 0, (const char *[]){
                 "admit_after = \"0\"", "1 to 16", NULL });
+    check_error("quirk_table = sometimes", NULL, 0, (const char *[]){
+                "quirk_table = \"sometimes\"", "on or off", NULL });
 }
 
 static void test_unknown_key_errors(void)
@@ -1184,6 +1268,8 @@ static void add_suites(void)
     CU_add_test(s, "forked child reports itself", test_report_after_fork);
     CU_add_test(s, "the report names each family's quirks as the default "
                 "has them", test_report_quirks);
+    CU_add_test(s, "AES-SIV's quirks known for this version are the ones "
+                "learned of the default", test_siv_quirk_table);
     CU_add_test(s, "the report says when there is little to gain",
                 test_report_little_to_gain);
     CU_add_test(s, "threads that key once", test_report_threads_once);

@@ -223,6 +223,7 @@ struct kc_provctx_st {
     int timed;                /* idle_ttl or periodic reports: check time */
     unsigned int admit_after; /* keyed inits before a key is cached */
     int prefer;               /* prefer = if_unset, see props.c */
+    int quirk_table;          /* known quirk words taken (learn.c), 1 */
 
     /* the default properties in force in app_libctx, see props.c */
     pthread_mutex_t props_lock, props_follow_lock;

@@ -56,7 +56,8 @@ static const char *const our_keys[] = {
     KEYCACHE_CONF_CACHE_SIZE, KEYCACHE_CONF_HMAC, KEYCACHE_CONF_AES_GCM,
     KEYCACHE_CONF_IDLE_TTL, KEYCACHE_CONF_ADMIT_AFTER, KEYCACHE_CONF_CMAC,
     KEYCACHE_CONF_GMAC, KEYCACHE_CONF_KMAC, KEYCACHE_CONF_AES_OCB,
-    KEYCACHE_CONF_AES_SIV, KEYCACHE_CONF_PREFER, NULL
+    KEYCACHE_CONF_AES_SIV, KEYCACHE_CONF_PREFER, KEYCACHE_CONF_QUIRK_TABLE,
+    NULL
 };
 static const char *const core_keys[] = {
     "module", "activate", "identity", "soft_load", NULL
@@ -67,7 +68,8 @@ static const char *const core_answers[] = {
     OSSL_PROV_PARAM_CORE_MODULE_FILENAME, NULL
 };
 #define KC_KEYS_TEXT "cache_size, hmac, aes_gcm, idle_ttl, admit_after, " \
-    "cmac, gmac, kmac, aes_ocb, aes_siv, prefer (and OpenSSL's module, " \
+    "cmac, gmac, kmac, aes_ocb, aes_siv, prefer, quirk_table (and " \
+    "OpenSSL's module, " \
     "activate, identity, soft_load)"
 /* how far nested sections are followed; names asked about per call */
 #define KC_CONF_DEPTH 3
@@ -663,8 +665,8 @@ int kc_conf_read(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
     int keyrow[KC_REGISTRY_ROWS];
     char *val[KC_REGISTRY_ROWS] = { NULL };
     char *size = NULL, *ttl = NULL, *admit = NULL;
-    char *name = NULL, *prefer = NULL;
-    OSSL_PARAM p[5 + KC_REGISTRY_ROWS + 1];
+    char *name = NULL, *prefer = NULL, *qtable = NULL;
+    OSSL_PARAM p[6 + KC_REGISTRY_ROWS + 1];
     uint64_t n;
     size_t i, nkeys = 0;
     int ok = 1, on, j, r;
@@ -672,6 +674,7 @@ int kc_conf_read(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
     pctx->cache_size = KEYCACHE_DEFAULT_CACHE_SIZE;
     pctx->idle_ttl = 0;
     pctx->admit_after = KEYCACHE_DEFAULT_ADMIT_AFTER;
+    pctx->quirk_table = 1;
     for (r = 0; r < KC_REGISTRY_ROWS; r++) {
         *kc_registry_on(pctx, r) = kc_registry_auto(r);
         for (i = 0; i < nkeys; i++)
@@ -688,10 +691,12 @@ int kc_conf_read(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
     p[3] = OSSL_PARAM_construct_utf8_ptr(OSSL_PROV_PARAM_CORE_PROV_NAME,
                                          &name, 0);
     p[4] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_PREFER, &prefer, 0);
+    p[5] = OSSL_PARAM_construct_utf8_ptr(KEYCACHE_CONF_QUIRK_TABLE, &qtable,
+                                         0);
     for (i = 0; i < nkeys; i++)
-        p[5 + i] = OSSL_PARAM_construct_utf8_ptr(kc_registry[keyrow[i]].conf,
+        p[6 + i] = OSSL_PARAM_construct_utf8_ptr(kc_registry[keyrow[i]].conf,
                                                  &val[i], 0);
-    p[5 + i] = OSSL_PARAM_construct_end();
+    p[6 + i] = OSSL_PARAM_construct_end();
     if (!get(pctx->handle, p))
         return 1;
     if (name != NULL)
@@ -755,6 +760,15 @@ int kc_conf_read(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
         } else if (!parse_bool(prefer, &on) || on) {
             kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want if_unset or "
                      "off (also no, false, 0)", KEYCACHE_CONF_PREFER, prefer);
+            ok = 0;
+        }
+    }
+    if (qtable != NULL) {
+        if (parse_bool(qtable, &on)) {
+            pctx->quirk_table = on;
+        } else {
+            kc_raise(pctx, KC_R_BAD_CONFIG, "%s = \"%s\": want "
+                     KC_BOOL_WORDS, KEYCACHE_CONF_QUIRK_TABLE, qtable);
             ok = 0;
         }
     }

@@ -100,8 +100,10 @@ static void quirks_lines(const KC_DEBUG *d, char *buf, size_t len,
                     q == KC_Q_REPEATS_FAIL
                     && !kc_quirk(word, KC_Q_REPEATS_KNOWN) ? "?"
                     : kc_quirk(word, q) ? "1" : "0");
-        kc_debug_line(d, buf, len, used, "report (%s): quirks %s%s", when,
-                      r->name, line);
+        /* known for the running version (learn.c), or learned */
+        kc_debug_line(d, buf, len, used, "report (%s): quirks %s%s%s", when,
+                      r->name, line, kc_quirk(word, KC_Q_FROM_TABLE)
+                                     ? " from=table" : "");
     }
 }
 
