@@ -2138,10 +2138,14 @@ static void *phase1(void *arg)
 /* ---------------------------------------------------------------------- */
 /* Set-up                                                                 */
 
-/* The build's config with another cache_size, written to a temp file. */
-static char *small_conf(void)
+/*
+ * The build's config, written to a temp file (path[], "/tmp/kcfuzz-XXXXXX"),
+ * with cache_size = 2 if |small|, and admit_after = $KC_DIFF_ADMIT if set
+ * (the test config admits at once: 3 runs keys not admitted yet too).
+ */
+static char *conf_copy(char *path, int small)
 {
-    static char path[] = "/tmp/kcfuzz-XXXXXX";
+    const char *admit = getenv("KC_DIFF_ADMIT");
     char line[1024];
     FILE *in = fopen(KC_CONF, "r"), *out;
     int fd;
@@ -2151,8 +2155,10 @@ static char *small_conf(void)
         abort();
     }
     while (fgets(line, sizeof(line), in) != NULL) {
-        if (strncmp(line, "cache_size", 10) == 0)
+        if (small && strncmp(line, "cache_size", 10) == 0)
             fputs("cache_size = 2\n", out);
+        else if (admit != NULL && strncmp(line, "admit_after", 11) == 0)
+            fprintf(out, "admit_after = %s\n", admit);
         else
             fputs(line, out);
     }
@@ -2232,7 +2238,9 @@ static void print_counters(void)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     const char *st = getenv("KC_FUZZ_SELFTEST");
-    char *small;
+    static char small_path[] = "/tmp/kcfuzz-XXXXXX";
+    static char kc_path[] = "/tmp/kcfuzz-XXXXXX";
+    char *small, *kc;
     int i, j;
 
     (void)argc;
@@ -2241,10 +2249,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     selftest = st != NULL && strcmp(st, "1") == 0;
     tracing = getenv("KC_FUZZ_TRACE") != NULL;
     skip_known = getenv("KC_FUZZ_SKIP_KNOWN") != NULL;
-    small = small_conf();
+    small = conf_copy(small_path, 1);
+    kc = conf_copy(kc_path, 0);
     for (i = 0; i < NSIDES; i++) {
         sides[i].libctx = load_ctx(selftest || i == SIDE_DEFAULT ? NULL
-                                   : i == SIDE_KC ? KC_CONF : small);
+                                   : i == SIDE_KC ? kc : small);
         sides[i].hmac = EVP_MAC_fetch(sides[i].libctx, "HMAC", NULL);
         if (sides[i].hmac == NULL)
             abort();
@@ -2272,13 +2281,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         }
     }
     unlink(small);
+    unlink(kc);
     for (i = 0; i < NKEYS; i++)
         fill(key_init[i], BUFSZ, 100 + i);
     for (i = 0; i < NIVS; i++)
         fill(iv_init[i], BUFSZ, 200 + i);
     fill(pattern, sizeof(pattern), 7);
-    fprintf(stderr, "fuzz_diff: %s vs keycache (%s)%s%s\n", side_name[0],
-            KC_CONF, selftest ? " [SELFTEST: all sides default]" : "",
+    fprintf(stderr, "fuzz_diff: %s vs keycache (%s%s%s)%s%s\n",
+            side_name[0], KC_CONF, getenv("KC_DIFF_ADMIT") != NULL
+            ? ", admit_after = " : "", getenv("KC_DIFF_ADMIT") != NULL
+            ? getenv("KC_DIFF_ADMIT") : "", selftest ? " [SELFTEST: all sides default]" : "",
             skip_known ? " [skipping known keycache bugs]" : "");
     return 0;
 }
@@ -2402,7 +2414,8 @@ static int run_family(const FAMILY *f, uint64_t seed, unsigned long nseq,
  * each in a child process, so that one family's divergence (an abort()
  * with its op trace) does not hide the others'.  KC_DIFF_SEED (default 1),
  * KC_DIFF_SEQS (3000 per family), KC_DIFF_OPS (ops per sequence),
- * KC_DIFF_SEQ (replay that sequence alone; with KC_FUZZ_TRACE=1 its trace).
+ * KC_DIFF_SEQ (replay that sequence alone; with KC_FUZZ_TRACE=1 its trace),
+ * KC_DIFF_ADMIT (keycache's admit_after: see conf_copy()).
  */
 int main(int argc, char **argv)
 {

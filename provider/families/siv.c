@@ -610,78 +610,102 @@ static void *siv_direct_new(KC_PROVCTX *pctx, const KC_CFAM *f)
 /*
  * Published answers keycache's own AES-SIV must give before it runs any
  * context, so that no default AES-SIV is keyed for it (that would build a
- * library context's cipher store): RFC 5297's A.1 for AES-128-SIV, the same
- * AAD and plaintext under longer keys from OpenSSL's evpciph_aes_siv.txt.
+ * library context's cipher store): RFC 5297's A.1, the same AAD and
+ * plaintext under longer keys, and a 40-byte message (S2V's xorend, more
+ * than one CTR block), from OpenSSL's evpciph_aes_siv.txt.  Hex.
  */
-static const unsigned char kat_aad[24] = {
-    0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b,
-    0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27
-};
-static const unsigned char kat_pt[14] = {
-    0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc,
-    0xdd, 0xee
-};
 static const struct {
-    const char *key, *tag, *ct;     /* hex */
-} siv_kat[3] = {
+    const char *key, *aad, *pt, *tag, *ct;
+} siv_kat[] = {
     { "fffefdfcfbfaf9f8f7f6f5f4f3f2f1f0f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff",
+      "101112131415161718191a1b1c1d1e1f2021222324252627",
+      "112233445566778899aabbccddee",
       "85632d07c6e8f37f950acd320a2ecc93", "40c02b9690c4dc04daef7f6afe5c" },
+    { "71a7adc7222f471c28f682c12d45feed45556000a986035922924ad154ba5fa5",
+      "46a65672d2699267ab27da82",
+      "227e714e3efa84e48049142edaa311dab285407f9b628b146f1d6132c2500ca2"
+      "8497fbd6e386679c",
+      "b30ec3b9c85402c356728391acf04fcc",
+      "0d02ba85b6a9e90cf846155d4ab3158952bd1791885370bf23ba26d8d2335963"
+      "7b6e24e8763ed107" },
     { "fffefdfcfbfaf9f8f7f6f5f4f3f2f1f0f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"
       "fffefdfcfbfaf9f8f7f6f5f4f3f2f1f0",
+      "101112131415161718191a1b1c1d1e1f2021222324252627",
+      "112233445566778899aabbccddee",
       "89e869b93256785154f0963962fe0740", "eff356e42dec1f4febded36642f2" },
     { "fffefdfcfbfaf9f8f7f6f5f4f3f2f1f0f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"
       "f0f1f2f3f4f5f6f7f8f9fafbfcfdfefffffefdfcfbfaf9f8f7f6f5f4f3f2f1f0",
+      "101112131415161718191a1b1c1d1e1f2021222324252627",
+      "112233445566778899aabbccddee",
       "724dfb2eaf94dbb19b0ba3a299a0801e", "f3b05a55498ec2552690b89810e4" }
 };
+#define KAT_MAX 64
 
-/* hex (of 2 * n digits) to n bytes */
-static void unhex(const char *hex, unsigned char *out, size_t n)
+/* hex to bytes (lower case, at most KAT_MAX), their count */
+static size_t unhex(const char *hex, unsigned char *out)
 {
-    size_t i;
+    size_t i, n = strlen(hex) / 2;
 
-    for (i = 0; i < 2 * n; i++) {
+    for (i = 0; i < 2 * n && i < 2 * KAT_MAX; i++) {
         char c = hex[i];
         unsigned int v = c <= '9' ? (unsigned int)(c - '0')
                                   : (unsigned int)(c - 'a' + 10);
 
         out[i / 2] = (unsigned char)(i % 2 == 0 ? v << 4 : out[i / 2] | v);
     }
+    return n;
 }
 
-/* One published message sealed and opened by keycache's own AES-SIV. */
-static int siv_kat_ok(KC_PROVCTX *pctx, const KC_CFAM *f, size_t kat)
+/* Vector v sealed and opened by a fresh own context each way. */
+static int siv_kat_ok(KC_PROVCTX *pctx, const KC_CFAM *f, size_t v)
 {
-    unsigned char key[64], tag[SIV_BLOCK], ct[sizeof(kat_pt)];
-    unsigned char got[SIV_BLOCK], out[sizeof(kat_pt)];
+    unsigned char key[KAT_MAX], aad[KAT_MAX], pt[KAT_MAX], tag[SIV_BLOCK];
+    unsigned char ct[KAT_MAX], got[SIV_BLOCK], out[KAT_MAX];
     const KC_CIPHER_FNS *c = &siv_direct;
-    size_t keylen = strlen(siv_kat[kat].key) / 2, outl, dir;
+    size_t keylen = unhex(siv_kat[v].key, key), aadlen, len, outl, dir;
     OSSL_PARAM p[2];
     void *k;
-    int ok = keylen == f->keylen;
+    int ok = 1;
 
-    unhex(siv_kat[kat].key, key, keylen);
-    unhex(siv_kat[kat].tag, tag, sizeof(tag));
-    unhex(siv_kat[kat].ct, ct, sizeof(ct));
+    aadlen = unhex(siv_kat[v].aad, aad);
+    len = unhex(siv_kat[v].pt, pt);
+    ok = unhex(siv_kat[v].tag, tag) == SIV_BLOCK
+         && unhex(siv_kat[v].ct, ct) == len && keylen == f->keylen;
     for (dir = 0; dir < 2 && ok; dir++) {
-        if ((k = siv_direct_new(pctx, f)) == NULL)
-            return 0;
+        ok = (k = siv_direct_new(pctx, f)) != NULL;
         p[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
                                                  dir == 0 ? got : tag,
                                                  SIV_BLOCK);
         p[1] = OSSL_PARAM_construct_end();
-        ok = (dir == 0 ? c->einit(k, key, keylen, NULL, 0, NULL)
-                       : c->dinit(k, key, keylen, NULL, 0, p))
-             && c->update(k, NULL, &outl, 0, kat_aad, sizeof(kat_aad))
-             && c->update(k, out, &outl, sizeof(out), dir == 0 ? kat_pt : ct,
-                          sizeof(kat_pt))
+        ok = ok
+             && (dir == 0 ? c->einit(k, key, keylen, NULL, 0, NULL)
+                          : c->dinit(k, key, keylen, NULL, 0, p))
+             && c->update(k, NULL, &outl, 0, aad, aadlen)
+             && c->update(k, out, &outl, sizeof(out), dir == 0 ? pt : ct,
+                          len)
              && c->final(k, out, &outl, sizeof(out))
-             && (dir == 1 || c->get_ctx_params(k, p));
-        ok = ok && memcmp(out, dir == 0 ? ct : kat_pt, sizeof(out)) == 0
+             && (dir == 1 || c->get_ctx_params(k, p))
+             && memcmp(out, dir == 0 ? ct : pt, len) == 0
              && (dir == 1 || memcmp(got, tag, SIV_BLOCK) == 0);
         siv_free(k);
     }
     OPENSSL_cleanse(key, sizeof(key));
     return ok;
+}
+
+/* Every vector of f's key length; 0 if there is none. */
+static int siv_kats_ok(KC_PROVCTX *pctx, const KC_CFAM *f)
+{
+    size_t v, n = 0;
+
+    for (v = 0; v < sizeof(siv_kat) / sizeof(siv_kat[0]); v++) {
+        if (strlen(siv_kat[v].key) / 2 != f->keylen)
+            continue;
+        if (!siv_kat_ok(pctx, f, v))
+            return 0;
+        n++;
+    }
+    return n > 0;
 }
 
 /*
@@ -706,7 +730,7 @@ static int siv_direct_bind(KC_PROVCTX *pctx, KC_CFAM *f)
     if (!kc_quirk(q, KC_Q_KNOWN))
         return 0;
     ERR_set_mark();
-    ok = siv_kat_ok(pctx, f, keylen / 16 - 2);
+    ok = siv_kats_ok(pctx, f);
     ERR_pop_to_mark();
     return ok;
 }

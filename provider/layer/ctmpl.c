@@ -585,8 +585,9 @@ static const KC_TSIDE cipher_side = {
 };
 
 /*
- * The key arrives: a copy of the template, the volatile calls, then the
- * rest of the init.  0 if not served from the cache: the caller passes.
+ * The key arrives: a copy of the template (or, for a key not admitted yet,
+ * the family's own fresh context), the volatile calls, then the rest of
+ * the init.  0 if not served so: the caller passes.
  */
 static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
                       size_t keylen, const unsigned char *iv, size_t ivlen,
@@ -625,6 +626,8 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
         if ((inner = kc_tcore_make(&w->t, &cipher_side, alg, enc, key,
                                    keylen)) == NULL)
             return 0;
+        /* counted as a pass-through, as the default's context was */
+        kc_count_passthrough(w->pctx, &f->alg[1]);
     } else if (tmpl == NULL || (inner = f->kfns->dupctx(tmpl)) == NULL)
         return 0;
     /* the IV held back, then the rest: each as usual, no error mark */
