@@ -48,7 +48,9 @@ for v in 00 01 10 11; do
 done
 ver=$(OPENSSL_CONF=/dev/null "$build/bench/kcpatterns" --version-key)
 
-awk -v bounds="$here/patterns.bounds" -v md="$markdown" -v ver="$ver" '
+made="\`${FLOOR_CMD:-bash bench/floor.sh build}\` ($(openssl version 2>/dev/null || echo "OpenSSL $ver"), $(date -u +%Y-%m-%d))"
+awk -v bounds="$here/patterns.bounds" -v md="$markdown" -v ver="$ver" \
+    -v made="$made" '
     BEGIN { while ((getline l < bounds) > 0) { split(l, f, " ")
                 if (f[1] == "target") target[f[2]] = f[3] } }
     FILENAME ~ /kc$/ { n++; order[n] = $1; def[$1] = $2; kc[$1] = $3; next }
@@ -58,6 +60,7 @@ awk -v bounds="$here/patterns.bounds" -v md="$markdown" -v ver="$ver" '
         printf "%-24s %11s %11s %11s %8s %9s %7s  %s\n", "row", "default",
                "keycache", "floor", "kc/def", "floor/def", "target", "stands"
         if (md != "") {
+            printf "### OpenSSL %s\n\nMade by %s; rows with a target.\n\n", ver, made > md
             print "| row | default Ir | keycache Ir | floor Ir | kc/def | floor/def | target | stands |" > md
             print "|---|---:|---:|---:|---:|---:|---:|---|" > md
         }
@@ -69,8 +72,8 @@ awk -v bounds="$here/patterns.bounds" -v md="$markdown" -v ver="$ver" '
                     : y <= v ? "above floor" : "floor above" }
             printf "%-24s %11.1f %11.1f %11.1f %7.3fx %8.3fx %7s  %s\n",
                    r, def[r], kc[r], fl[r], x, y, t, s
-            if (md != "")
-                printf "| %s | %.1f | %.1f | %.1f | %.3fx | %.3fx | %s | %s |\n",
+            if (md != "" && t != "-")
+                printf "| `%s` | %.1f | %.1f | %.1f | %.3f× | %.3f× | %s | %s |\n",
                        r, def[r], kc[r], fl[r], x, y, t, s > md
         }
     }' "$tmp/kc" "$tmp"/fl??

@@ -2,16 +2,28 @@
 # SPDX-License-Identifier: Apache-2.0
 # Writes docs/performance.md from the pattern catalogue's Markdown tables:
 #
-#   bash bench/patterns-doc.sh OUT.md TABLE.md...
+#   bash bench/patterns-doc.sh OUT.md TABLE.md... [--floor FLOOR.md...]
 #
 # Each TABLE.md is what `bench/patterns.sh <build> --markdown TABLE.md`
 # wrote on one OpenSSL (it names its own command): on the host's 3.0, and
 # in the chroots (`tools/compat.sh trixie --bench --patterns` and
 # `sid-ossl4 --bench --patterns` print theirs after "== Markdown:").
+# Each FLOOR.md is `bench/floor.sh <build> --markdown FLOOR.md`'s table
+# (`tools/compat.sh SUITE --bench --floor` prints it on 3.5 and 4.0).
 set -euo pipefail
-out=${1:?usage: $0 OUT.md TABLE.md...}
+out=${1:?usage: $0 OUT.md TABLE.md... [--floor FLOOR.md...]}
 shift
-[ $# -gt 0 ] || { echo "usage: $0 OUT.md TABLE.md..." >&2; exit 2; }
+tables=()
+floors=()
+while [ $# -gt 0 ] && [ "$1" != --floor ]; do
+    tables+=("$1")
+    shift
+done
+if [ $# -gt 0 ]; then
+    shift
+    floors=("$@")
+fi
+[ ${#tables[@]} -gt 0 ] || { echo "usage: $0 OUT.md TABLE.md... [--floor FLOOR.md...]" >&2; exit 2; }
 {
     cat <<'HEAD'
 # Performance: the pattern catalogue
@@ -61,26 +73,28 @@ Where the losses come from today:
   version` costs +0.64M, +1.63M before).  libgcc's unwinder and a
   cipher family's key length and fresh state are not paid there: they
   come at the first admission and at the family's first context.
-- `first-siv`: what a family learns of the running default (its own
+- `first-*`: what a family learns of the running default (its own
   contexts' checks, the no-op calls of a fresh context) is learned at
-  the family's first context, not at every process's start, and
-  keycache's private library context builds its cipher store there,
-  beside the application's: a process pays for the families it uses,
-  once.  HMAC, CMAC, KMAC and GMAC skip both: a thread's first misses
-  (HMAC) or first 3 contexts (the registry's `first` column) are the
-  application's default's; GMAC's, while GCM is on, ask for the
-  default's own GCM (`provider=default`).  AES-SIV cannot: its default
-  fetches CMAC, keycache's own in the application's library context,
-  with no query to give, and a template of its copied per message would
-  pay two wrappers (docs/families.md).
+  the family's first context, not at every process's start, and none of
+  it may build keycache's private library context's cipher or digest
+  store, beside the application's.  HMAC, CMAC, KMAC and GMAC: a
+  thread's first misses (HMAC) or first 3 contexts (the registry's
+  `first` column) are the application's default's; GMAC's, while GCM is
+  on, ask for the default's own GCM (`provider=default`).  AES-SIV: its
+  version quirks are known for the versions CI runs, its own context is
+  checked against published vectors, and keys not admitted yet get an
+  own context too, so no default AES-SIV is keyed (docs/families.md).
 - `first-gcm`/`first-ocb`/`first-cmac`/`first-gmac` on 3.5+: for
   `EVP_SKEY`, keycache offers every cipher of the default's
   (pass-through), so the first cipher fetch builds keycache's cipher
   methods beside the default's.
-- `copy-*`, `newkey-cmac`, `cmac-3des`, and on 4.0 a key used three
-  times: a wrapper struct per context (taken from and given back to the
-  thread's pool), the check that a CMAC's cipher is the private
+- `copy-*`, `dup-*`, `newkey-cmac`, `cmac-3des`, and on 4.0 a key used
+  three times: a wrapper struct per context (taken from and given back
+  to the thread's pool), the check that a CMAC's cipher is the private
   default's, forwarding, and the admission's origin check (issue 34).
+  Where the floor below is above the target too (`dup-keyed-gmac`,
+  `copy-keyed-ocb`, `thread-per-task` on 3.0 and 3.5), no provider that
+  owns its contexts meets it.
   (Contexts keyed again with the key they hold gain: HMAC's `rekey-*` by
   a keyless init, GCM's `gcm-encinit-per-msg` by a keyless init with the
   IV; a GCM context set up in steps holds its IV back for the keying
@@ -90,7 +104,31 @@ This file is generated: `bash bench/patterns-doc.sh docs/performance.md`
 with the tables each command below wrote (`--markdown`).
 
 HEAD
-    for t in "$@"; do
+    for t in "${tables[@]}"; do
+        cat "$t"
+        echo
+    done
+    [ ${#floors[@]} -gt 0 ] || exit 0
+    cat <<'FLOOR'
+## Against the forwarding floor
+
+A provider that caches key schedules must own each context it hands to
+libcrypto: a hit puts other keyed state behind it, and neither
+provider-mac(7) nor provider-cipher(7) has a call that copies state into
+a context libcrypto already holds.  So every call pays at least a
+wrapper and a forwarding call.  `bench/floor.sh` measures that floor: it
+runs the catalogue with `bench/floor.c` in keycache's place, a provider
+that only forwards to a default context of its own (four variants, each
+row's cheapest), beside keycache.  *stands*: `met`; `above floor` (the
+floor meets the target: what is missing is keycache's own work);
+`floor above` (the floor alone exceeds the target: no provider that owns
+its contexts meets it); `not met` (a gain target: forwarding gains
+nothing).  The floor offers no `EVP_SKEY` key managers, which keycache
+must (docs/limits.md): on 3.5 and 4.0 its `first-*` rows are cheaper
+than any provider that serves `EVP_SKEY` users can be.
+
+FLOOR
+    for t in "${floors[@]}"; do
         cat "$t"
         echo
     done

@@ -307,7 +307,8 @@ if [ "$3" = mutants ]; then
 fi
 if [ "$3" = floor ]; then
     # word splitting of $4 (the rows) is intended
-    bash bench/floor.sh build --markdown floor.md $4
+    FLOOR_CMD="tools/compat.sh $9 --bench --floor" \
+        bash bench/floor.sh build --markdown floor.md $4
     rc=$?
     echo "== floor: $(( $(date +%s) - t ))s"
     [ -f floor.md ] && { echo "== Markdown:"; cat floor.md; }
