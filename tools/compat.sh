@@ -305,24 +305,17 @@ if [ "$3" = mutants ]; then
     echo "== mutants: $(( $(date +%s) - t ))s"
     exit $rc
 fi
-if [ "$3" = floor ]; then
-    # word splitting of $4 (the rows) is intended
-    FLOOR_CMD="tools/compat.sh $9 --bench --floor" \
-        bash bench/floor.sh build --markdown floor.md $4
+if [ "$3" = patterns ] || [ "$3" = floor ]; then
+    # bench/patterns.sh or bench/floor.sh; word splitting of $4 (its extra
+    # arguments) is intended
+    cmd="tools/compat.sh $9 --bench --$3"
+    PATTERNS_CMD=$cmd FLOOR_CMD=$cmd bash "bench/$3.sh" build \
+        --markdown "$3.md" $4
     rc=$?
-    echo "== floor: $(( $(date +%s) - t ))s"
-    [ -f floor.md ] && { echo "== Markdown:"; cat floor.md; }
-    exit $rc
-fi
-if [ "$3" = patterns ]; then
-    # word splitting of $4 (patterns.sh's extra arguments) is intended
-    PATTERNS_CMD="tools/compat.sh $9 --bench --patterns" \
-        bash bench/patterns.sh build --markdown patterns.md $4
-    rc=$?
-    echo "== patterns: $(( $(date +%s) - t ))s"
-    [ -f patterns.md ] && { echo "== Markdown:"; cat patterns.md; }
-    case " $4 " in
-    *" --update-bounds "*)
+    echo "== $3: $(( $(date +%s) - t ))s"
+    [ -f "$3.md" ] && { echo "== Markdown:"; cat "$3.md"; }
+    case " $3 $4 " in
+    " patterns "*" --update-bounds "*)
         echo "== bounds for this OpenSSL (copy into bench/patterns.bounds):"
         grep "^bound $(OPENSSL_CONF=/dev/null build/bench/kcpatterns --version-key) " \
             bench/patterns.bounds ;;
