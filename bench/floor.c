@@ -1,17 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * floor.so - the forwarding floor: a provider that offers the default's
- * MACs and its AES GCM, OCB and SIV ciphers, and only forwards each call to
- * a default context of its own.  No cache, no look-up, no counting.
+ * floor.so - the forwarding floor: a provider that offers the MACs and the
+ * AES GCM, OCB and SIV ciphers keycache wraps, and only forwards each call
+ * to a default context of the same algorithm.  No cache, no look-up, no
+ * counting, and nothing saved.
  *
- * Any provider that caches key schedules must own the context it hands to
- * libcrypto: a hit swaps the keyed state behind it, and neither
- * provider-mac(7) nor provider-cipher(7) has a call that copies state
- * into a context libcrypto already holds.  So every call pays at least a
- * wrapper's allocation and one forwarding call, as here.
- * bench/floor.sh runs the pattern catalogue with this provider in
- * keycache's place: a row whose floor/default exceeds its bound cannot be
- * met by any such design.
+ * A provider that caches key schedules hands libcrypto contexts of its
+ * own (a hit puts other keyed state behind one, and neither
+ * provider-mac(7) nor provider-cipher(7) can copy state into a context
+ * libcrypto already holds).  Done by wrapping the default's context, every
+ * newctx and dupctx pays a wrapper and every call a forwarding call: that
+ * is this floor.  bench/floor.sh runs the pattern catalogue with this
+ * provider in keycache's place.  A row whose floor exceeds its target is
+ * one that trimming a wrapper's overhead cannot meet: only work that saves
+ * more than the wrapper costs in that row can (a hit, or an own context
+ * cheaper than the default's, as keycache's AES-SIV).
+ *
+ * Built twice: floor.so, and floor-spare.so (FLOOR_SPARE) whose freed
+ * wrapper is kept for the thread's next context, so that allocating costs
+ * a thread-local read (as a pool would); its static TLS costs every new
+ * thread, so the plain build has none.  FLOOR_APP=1 in the environment
+ * makes contexts with the application's default's provider context.
+ * bench/floor.sh takes, row by row, the cheapest variant.
  *
  * A bench tool: one instance per process (the state below is global).
  */
@@ -74,18 +84,21 @@ static ALG macs[SLOTS], ciphers[SLOTS];
 static OSSL_ALGORITHM mac_algs[SLOTS + 1], cipher_algs[SLOTS + 1];
 static char propdef[80];
 
+#ifdef FLOOR_SPARE
 /*
- * With FLOOR_SPARE=1 in the environment, a freed wrapper is kept for the
- * thread's next context, so that allocating costs a thread-local read (as
- * a pool would).  Left behind at thread exit: cheaper than any provider
- * that cleans up can be, but a thread's leftover makes the default's
- * allocations dearer in the next thread.  bench/floor.sh takes, row by
- * row, the cheapest variant.
+ * A freed wrapper kept for the thread's next context.  Left behind at
+ * thread exit: cheaper than a provider that cleans up, but a thread's
+ * leftover makes the default's allocations dearer in the next thread.
  */
-static int use_spare;
 static __thread FW *spare __attribute__((tls_model("initial-exec")));
+# define SPARE_TAKE(w) ((w) = spare, spare = NULL, (w))
+# define SPARE_PUT(w) (spare == NULL ? (spare = (w), 1) : 0)
+#else
+# define SPARE_TAKE(w) ((w) = NULL)
+# define SPARE_PUT(w) 0
+#endif
 
-/* At the first context: the application's built-in default, if loaded. */
+/* At the first context: the application's built-in default (loaded if need be). */
 static void find_app(void)
 {
     OSSL_PROVIDER *p = use_app ? OSSL_PROVIDER_try_load(app, "default", 1)
@@ -94,31 +107,34 @@ static void find_app(void)
     if (p != NULL && OSSL_PROVIDER_get0_dispatch(p)
                      == OSSL_PROVIDER_get0_dispatch(deflt)) {
         app_deflt = p;
-        actx = OSSL_PROVIDER_get0_provider_ctx(p);
+        __atomic_store_n(&actx, OSSL_PROVIDER_get0_provider_ctx(p),
+                         __ATOMIC_RELEASE);
     } else {
         OSSL_PROVIDER_unload(p);
-        actx = dctx;
+        __atomic_store_n(&actx, dctx, __ATOMIC_RELEASE);
     }
 }
 
 static void *new_provctx(void)
 {
-    if (actx == NULL)
+    void *p = __atomic_load_n(&actx, __ATOMIC_ACQUIRE);
+
+    if (p == NULL) {
         pthread_once(&app_once, find_app);
-    return actx;
+        p = __atomic_load_n(&actx, __ATOMIC_ACQUIRE);
+    }
+    return p;
 }
 
 /* ---- forwarders: the same for every algorithm ---- */
 
 static void *fw_make(const ALG *a, void *in)
 {
-    FW *w = spare;
+    FW *w;
 
     if (in == NULL)
         return NULL;
-    if (w != NULL)
-        spare = NULL;
-    else if ((w = malloc(sizeof(*w))) == NULL) {
+    if (SPARE_TAKE(w) == NULL && (w = malloc(sizeof(*w))) == NULL) {
         a->freectx(in);
         return NULL;
     }
@@ -141,9 +157,7 @@ static void fw_freectx(void *c)
     if (w == NULL)
         return;
     w->a->freectx(w->in);
-    if (use_spare && spare == NULL)
-        spare = w;
-    else
+    if (!SPARE_PUT(w))
         free(w);
 }
 
@@ -373,6 +387,13 @@ static int wrap(ALG *a, const SLOT *s, int op, const OSSL_DISPATCH *impl)
     return 1;
 }
 
+/* The MACs keycache wraps (the default's others would only cost methods). */
+static int wanted_mac(const char *names)
+{
+    return strncmp(names, "HMAC", 4) == 0 || strncmp(names, "CMAC", 4) == 0
+           || strncmp(names, "GMAC", 4) == 0 || strstr(names, "KMAC") != NULL;
+}
+
 /* The ciphers keycache caches: AES in GCM, OCB and SIV modes. */
 static int wanted_cipher(const char *names)
 {
@@ -388,7 +409,8 @@ static void take(int op, ALG *tab, const SLOT *slots, OSSL_ALGORITHM *out)
     const OSSL_ALGORITHM *a = OSSL_PROVIDER_query_operation(deflt, op, &nc);
 
     for (; a != NULL && a->algorithm_names != NULL && n < SLOTS; a++) {
-        if (op == OSSL_OP_CIPHER && !wanted_cipher(a->algorithm_names))
+        if (op == OSSL_OP_CIPHER ? !wanted_cipher(a->algorithm_names)
+                                 : !wanted_mac(a->algorithm_names))
             continue;
         if (!wrap(&tab[n], &slots[n], op, a->implementation))
             continue;
@@ -443,8 +465,6 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     if (get_params == NULL || !get_params(handle, p) || name == NULL
         || strlen(name) > sizeof(propdef) - 10)
         return 0;
-    use_spare = getenv("FLOOR_SPARE") != NULL
-                && strcmp(getenv("FLOOR_SPARE"), "1") == 0;
     use_app = getenv("FLOOR_APP") != NULL
               && strcmp(getenv("FLOOR_APP"), "1") == 0;
     strcpy(propdef, "provider=");

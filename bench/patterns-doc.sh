@@ -92,9 +92,10 @@ Where the losses come from today:
   three times: a wrapper struct per context (taken from and given back
   to the thread's pool), the check that a CMAC's cipher is the private
   default's, forwarding, and the admission's origin check (issue 34).
-  Where the floor below is above the target too (`dup-keyed-gmac`,
-  `copy-keyed-ocb`, `thread-per-task` on 3.0 and 3.5), no provider that
-  owns its contexts meets it.
+  Where the forwarding floor below exceeds the target too
+  (`dup-keyed-gmac`, `copy-keyed-ocb`, and `dup-keyed-cmac` on 4.0;
+  `thread-per-task` on 3.0 by 0.1%), a wrapper cannot meet it by trimming:
+  only by saving in that row.
   (Contexts keyed again with the key they hold gain: HMAC's `rekey-*` by
   a keyless init, GCM's `gcm-encinit-per-msg` by a keyless init with the
   IV; a GCM context set up in steps holds its IV back for the keying
@@ -112,20 +113,21 @@ HEAD
     cat <<'FLOOR'
 ## Against the forwarding floor
 
-A provider that caches key schedules must own each context it hands to
-libcrypto: a hit puts other keyed state behind it, and neither
-provider-mac(7) nor provider-cipher(7) has a call that copies state into
-a context libcrypto already holds.  So every call pays at least a
-wrapper and a forwarding call.  `bench/floor.sh` measures that floor: it
-runs the catalogue with `bench/floor.c` in keycache's place, a provider
-that only forwards to a default context of its own (four variants, each
-row's cheapest), beside keycache.  *stands*: `met`; `above floor` (the
-floor meets the target: what is missing is keycache's own work);
-`floor above` (the floor alone exceeds the target: no provider that owns
-its contexts meets it); `not met` (a gain target: forwarding gains
-nothing).  The floor offers no `EVP_SKEY` key managers, which keycache
-must (docs/limits.md): on 3.5 and 4.0 its `first-*` rows are cheaper
-than any provider that serves `EVP_SKEY` users can be.
+keycache hands libcrypto contexts of its own: a hit puts other keyed
+state behind one, and neither provider-mac(7) nor provider-cipher(7) can
+copy state into a context libcrypto already holds.  Made by wrapping the
+default's context, every `newctx` and `dupctx` pays a wrapper and every
+call a forwarding call.  `bench/floor.sh` measures what that alone costs:
+it runs the catalogue with `bench/floor.c` in keycache's place, a provider
+that only forwards each call to a default context of the same algorithm
+and saves nothing (four variants, each row's cheapest named).  It is not a
+bound on every design: keycache is below it wherever it saves (a hit, or
+AES-SIV's own context, cheaper than the default's).  *stands*: `met`;
+`overhead` (the floor meets the target: what is missing is keycache's own
+work); `needs saving` (the floor exceeds the target too: trimming cannot
+meet it, only a saving in that row can); `not met` (a gain target);
+`skey` (3.5+: the floor offers no `EVP_SKEY` key managers, which keycache
+must, and with them every cipher of the default's: not comparable).
 
 FLOOR
     for t in "${floors[@]}"; do
