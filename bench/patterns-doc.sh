@@ -94,8 +94,8 @@ Where the losses come from today:
   default's, forwarding, and the admission's origin check (issue 34).
   Where the forwarding floor below exceeds the target too
   (`dup-keyed-gmac`, `copy-keyed-ocb`, and `dup-keyed-cmac` on 4.0;
-  `thread-per-task` on 3.0 by 0.1%), a wrapper cannot meet it by trimming:
-  only by saving in that row.
+  `thread-per-task` on 3.0 and 3.5, by 0.1–0.3%), a wrapper cannot meet
+  it by trimming: only by saving in that row.
   (Contexts keyed again with the key they hold gain: HMAC's `rekey-*` by
   a keyless init, GCM's `gcm-encinit-per-msg` by a keyless init with the
   IV; a GCM context set up in steps holds its IV back for the keying
