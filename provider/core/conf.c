@@ -69,8 +69,7 @@ static const char *const core_answers[] = {
 };
 #define KC_KEYS_TEXT "cache_size, hmac, aes_gcm, idle_ttl, admit_after, " \
     "cmac, gmac, kmac, aes_ocb, aes_siv, prefer, quirk_table (and " \
-    "OpenSSL's module, " \
-    "activate, identity, soft_load)"
+    "OpenSSL's module, activate, identity, soft_load)"
 /* how far nested sections are followed; names asked about per call */
 #define KC_CONF_DEPTH 3
 #define KC_CONF_BATCH 32

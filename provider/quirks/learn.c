@@ -188,10 +188,11 @@ unsigned int kc_quirk_learn_siv(void *provctx, const KC_CIPHER_FNS *m,
  * the running library's own version string.  Learning it keys a default
  * AES-SIV, which fetches AES-CBC, AES-CTR and CMAC and so builds the private
  * context's cipher store: about 5.8M instructions in the first AES-SIV
- * call of every process.  On these versions the suite's AES-SIV cases
- * (test_fam_patterns, test_repeats, the differential fuzzer) compare every
- * quirk's behaviour with the default's, so a wrong word fails CI there.
- * Other versions learn it.
+ * call of every process.  On these versions test_diagnostics compares each
+ * word with the learned one, and test_cfam, test_bad_input and
+ * diff_families compare AES-SIV's answers with the default's, so a wrong
+ * word fails CI there (tools/mutants.py siv-table-wrong-*).  Other
+ * versions learn it.
  */
 static const struct {
     const char *version;        /* OPENSSL_FULL_VERSION_STRING */
