@@ -77,9 +77,9 @@ MUTANTS = {
     "siv-table-version-typo": ("provider/quirks/learn.c",
         "    { \"3.0.22\", KC_Q_KNOWN", "    { \"3.0.2x\", KC_Q_KNOWN"),
     # quirk_table = off not heeded, or a bad value of it taken
-    "quirk-table-off-ignored": ("provider/families/siv.c",
-        "    if ((q = pctx->quirk_table ? kc_quirk_known_siv() : 0) == 0)",
-        "    if ((q = kc_quirk_known_siv()) == 0)"),
+    "quirk-table-off-ignored": ("provider/quirks/learn.c",
+        "    for (i = 0; use_table && v != NULL\n",
+        "    for (i = 0; v != NULL\n"),
     "conf-quirk-table-bad-taken": ("provider/core/conf.c",
         "                     KC_BOOL_WORDS, KEYCACHE_CONF_QUIRK_TABLE, qtable);\n            ok = 0;",
         "                     KC_BOOL_WORDS, KEYCACHE_CONF_QUIRK_TABLE, qtable);"),

@@ -4,7 +4,7 @@
  * contexts, never of the headers' version: libcrypto.so.3 can be upgraded
  * in place from 3.0 to 3.5.  Each learner runs once per family, at its
  * first use (layer/gate.c) or first need; see quirks.h.  AES-SIV's word is
- * also known for the versions CI runs (kc_quirk_known_siv()).
+ * also known for the versions CI runs (kc_quirk_siv()).
  */
 #include <string.h>
 #include <openssl/core_names.h>
@@ -207,14 +207,15 @@ static const struct {
                | KC_Q_NULL_REOPENS | KC_Q_TRY_REOPENS },
 };
 
-unsigned int kc_quirk_known_siv(void)
+unsigned int kc_quirk_siv(int use_table, void *provctx,
+                          const KC_CIPHER_FNS *m, size_t keylen)
 {
     const char *v = OpenSSL_version(OPENSSL_FULL_VERSION_STRING);
     size_t i;
 
-    for (i = 0; v != NULL && i < sizeof(siv_known) / sizeof(siv_known[0]);
-         i++)
+    for (i = 0; use_table && v != NULL
+                && i < sizeof(siv_known) / sizeof(siv_known[0]); i++)
         if (strcmp(v, siv_known[i].version) == 0)
             return siv_known[i].word | KC_Q_FROM_TABLE;
-    return 0;
+    return kc_quirk_learn_siv(provctx, m, keylen);
 }

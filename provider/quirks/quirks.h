@@ -81,7 +81,7 @@ int kc_quirk_at_cleanup(void (*fn)(void));
 #define KC_Q_TRY_REOPENS      (1u << 9)
 /* REPEATS_FAIL was learned (perhaps apart from the rest) */
 #define KC_Q_REPEATS_KNOWN    (1u << 10)
-/* the word is kc_quirk_known_siv()'s, for the running version, not asked */
+/* the word is kc_quirk_siv()'s table's, for the running version, not asked */
 #define KC_Q_FROM_TABLE       (1u << 11)
 
 /* what each family's code asks (the registry's quirks column) */
@@ -113,11 +113,13 @@ unsigned int kc_quirk_learn_seal(void *provctx, const KC_MAC_FNS *m);
 unsigned int kc_quirk_learn_siv(void *provctx, const KC_CIPHER_FNS *m,
                                 size_t keylen);
 /*
- * The same word for the running libcrypto, if its version is one CI runs
- * (with KC_Q_FROM_TABLE), else 0: learn it.  Learning keys a default
- * AES-SIV, which builds a library context's whole cipher store.
+ * AES-SIV's word: known for the running libcrypto's version if it is one CI
+ * runs and use_table (quirk_table = on), with KC_Q_FROM_TABLE; else learned
+ * as above, which keys a default AES-SIV (a library context's whole cipher
+ * store).
  */
-unsigned int kc_quirk_known_siv(void);
+unsigned int kc_quirk_siv(int use_table, void *provctx,
+                          const KC_CIPHER_FNS *m, size_t keylen);
 
 /* Does an AES-GCM hit (a copy) pay on the running libcrypto?  "auto" */
 int kc_quirk_gcm_copy_pays(void);
