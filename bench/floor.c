@@ -26,6 +26,7 @@
  * A bench tool: one instance per process (the state below is global).
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/core.h>
@@ -98,7 +99,7 @@ static __thread FW *spare __attribute__((tls_model("initial-exec")));
 # define SPARE_PUT(w) 0
 #endif
 
-/* At the first context: the application's built-in default (loaded if need be). */
+/* At the first context: the application's built-in default (loaded). */
 static void find_app(void)
 {
     OSSL_PROVIDER *p = use_app ? OSSL_PROVIDER_try_load(app, "default", 1)
@@ -242,7 +243,7 @@ static int fw_set_ctx_params(void *c, const OSSL_PARAM p[])
     static void *kind##_new##n(void *p)                                      \
     {                                                                        \
         (void)p;                                                             \
-        return fw_make(&kind[n], kind[n].newctx(new_provctx()));                      \
+        return fw_make(&kind[n], kind[n].newctx(new_provctx()));        \
     }                                                                        \
     static int kind##_getp##n(OSSL_PARAM p[])                                \
     {                                                                        \
@@ -282,8 +283,9 @@ typedef struct {
     ctx_gettable_fn *gtc, *stc;
 } SLOT;
 
-#define SLOT_ROW(kind, n) \
-    { kind##_new##n, kind##_getp##n, kind##_gtp##n, kind##_gtc##n, kind##_stc##n }
+#define SLOT_ROW(kind, n)                                                    \
+    { kind##_new##n, kind##_getp##n, kind##_gtp##n, kind##_gtc##n,           \
+      kind##_stc##n }
 #define SLOT_ROWS(kind)                                                      \
     { SLOT_ROW(kind, 0), SLOT_ROW(kind, 1), SLOT_ROW(kind, 2),               \
       SLOT_ROW(kind, 3), SLOT_ROW(kind, 4), SLOT_ROW(kind, 5),               \
@@ -295,6 +297,39 @@ static const SLOT mac_slots[SLOTS] = SLOT_ROWS(macs);
 static const SLOT cipher_slots[SLOTS] = SLOT_ROWS(ciphers);
 
 /* ---- tables ---- */
+
+/* Each function an ALG holds, by its id as a MAC's and a cipher's (0: none) */
+#define AT(f) offsetof(ALG, f)
+static const struct {
+    int mac, cipher;
+    size_t off;
+} fields[] = {
+    { OSSL_FUNC_MAC_NEWCTX, OSSL_FUNC_CIPHER_NEWCTX, AT(newctx) },
+    { OSSL_FUNC_MAC_DUPCTX, OSSL_FUNC_CIPHER_DUPCTX, AT(dupctx) },
+    { OSSL_FUNC_MAC_FREECTX, OSSL_FUNC_CIPHER_FREECTX, AT(freectx) },
+    { OSSL_FUNC_MAC_INIT, 0, AT(minit) },
+    { OSSL_FUNC_MAC_UPDATE, 0, AT(mupdate) },
+    { OSSL_FUNC_MAC_FINAL, 0, AT(mfinal) },
+    { 0, OSSL_FUNC_CIPHER_ENCRYPT_INIT, AT(einit) },
+    { 0, OSSL_FUNC_CIPHER_DECRYPT_INIT, AT(dinit) },
+    { 0, OSSL_FUNC_CIPHER_UPDATE, AT(cupdate) },
+    { 0, OSSL_FUNC_CIPHER_FINAL, AT(cfinal) },
+    { 0, OSSL_FUNC_CIPHER_CIPHER, AT(cipher) },
+    { OSSL_FUNC_MAC_GET_PARAMS, OSSL_FUNC_CIPHER_GET_PARAMS, AT(get_params) },
+    { OSSL_FUNC_MAC_GET_CTX_PARAMS, OSSL_FUNC_CIPHER_GET_CTX_PARAMS,
+      AT(get_ctx_params) },
+    { OSSL_FUNC_MAC_SET_CTX_PARAMS, OSSL_FUNC_CIPHER_SET_CTX_PARAMS,
+      AT(set_ctx_params) },
+    { OSSL_FUNC_MAC_GETTABLE_PARAMS, OSSL_FUNC_CIPHER_GETTABLE_PARAMS,
+      AT(gettable_params) },
+    { OSSL_FUNC_MAC_GETTABLE_CTX_PARAMS, OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS,
+      AT(gettable_ctx_params) },
+    { OSSL_FUNC_MAC_SETTABLE_CTX_PARAMS, OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS,
+      AT(settable_ctx_params) },
+};
+#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+/* fields[k]'s id in the operation wrap() is at */
+#define ID(k) (mac ? fields[k].mac : fields[k].cipher)
 
 static void put(ALG *a, int *n, int id, void (*fn)(void))
 {
@@ -313,77 +348,33 @@ static void put(ALG *a, int *n, int id, void (*fn)(void))
  */
 static int wrap(ALG *a, const SLOT *s, int op, const OSSL_DISPATCH *impl)
 {
-    int n = 0, mac = op == OSSL_OP_MAC;
+    /* what the table offers for each of fields[], in its order */
+    void (*const fw[])(void) = {
+        FN(s->newctx), FN(fw_dupctx), FN(fw_freectx),
+        FN(fw_minit), FN(fw_mupdate), FN(fw_mfinal),
+        FN(fw_einit), FN(fw_dinit), FN(fw_cupdate), FN(fw_cfinal),
+        FN(fw_cipher), FN(s->getp), FN(fw_get_ctx_params),
+        FN(fw_set_ctx_params), FN(s->gtp), FN(s->gtc), FN(s->stc)
+    };
+    int n = 0, mac = op == OSSL_OP_MAC, id;
+    void (*f)(void);
+    size_t k;
 
+    _Static_assert(sizeof(fw) / sizeof(fw[0]) == NFIELDS, "fw[] per field");
     memset(a, 0, sizeof(*a));
-    for (; impl->function_id != 0; impl++) {
-        void (*f)(void) = impl->function;
-
-        if (mac) {
-            switch (impl->function_id) {
-            case OSSL_FUNC_MAC_NEWCTX: a->newctx = (void *(*)(void *))f; break;
-            case OSSL_FUNC_MAC_DUPCTX: a->dupctx = (void *(*)(void *))f; break;
-            case OSSL_FUNC_MAC_FREECTX: a->freectx = (void (*)(void *))f; break;
-            case OSSL_FUNC_MAC_INIT: a->minit = (OSSL_FUNC_mac_init_fn *)f; break;
-            case OSSL_FUNC_MAC_UPDATE: a->mupdate = (OSSL_FUNC_mac_update_fn *)f; break;
-            case OSSL_FUNC_MAC_FINAL: a->mfinal = (OSSL_FUNC_mac_final_fn *)f; break;
-            case OSSL_FUNC_MAC_GET_PARAMS: a->get_params = (int (*)(OSSL_PARAM[]))f; break;
-            case OSSL_FUNC_MAC_GET_CTX_PARAMS: a->get_ctx_params = (int (*)(void *, OSSL_PARAM[]))f; break;
-            case OSSL_FUNC_MAC_SET_CTX_PARAMS: a->set_ctx_params = (int (*)(void *, const OSSL_PARAM[]))f; break;
-            case OSSL_FUNC_MAC_GETTABLE_PARAMS: a->gettable_params = (gettable_fn *)f; break;
-            case OSSL_FUNC_MAC_GETTABLE_CTX_PARAMS: a->gettable_ctx_params = (ctx_gettable_fn *)f; break;
-            case OSSL_FUNC_MAC_SETTABLE_CTX_PARAMS: a->settable_ctx_params = (ctx_gettable_fn *)f; break;
-            }
-        } else {
-            switch (impl->function_id) {
-            case OSSL_FUNC_CIPHER_NEWCTX: a->newctx = (void *(*)(void *))f; break;
-            case OSSL_FUNC_CIPHER_DUPCTX: a->dupctx = (void *(*)(void *))f; break;
-            case OSSL_FUNC_CIPHER_FREECTX: a->freectx = (void (*)(void *))f; break;
-            case OSSL_FUNC_CIPHER_ENCRYPT_INIT: a->einit = (OSSL_FUNC_cipher_encrypt_init_fn *)f; break;
-            case OSSL_FUNC_CIPHER_DECRYPT_INIT: a->dinit = (OSSL_FUNC_cipher_decrypt_init_fn *)f; break;
-            case OSSL_FUNC_CIPHER_UPDATE: a->cupdate = (OSSL_FUNC_cipher_update_fn *)f; break;
-            case OSSL_FUNC_CIPHER_FINAL: a->cfinal = (OSSL_FUNC_cipher_final_fn *)f; break;
-            case OSSL_FUNC_CIPHER_CIPHER: a->cipher = (OSSL_FUNC_cipher_cipher_fn *)f; break;
-            case OSSL_FUNC_CIPHER_GET_PARAMS: a->get_params = (int (*)(OSSL_PARAM[]))f; break;
-            case OSSL_FUNC_CIPHER_GET_CTX_PARAMS: a->get_ctx_params = (int (*)(void *, OSSL_PARAM[]))f; break;
-            case OSSL_FUNC_CIPHER_SET_CTX_PARAMS: a->set_ctx_params = (int (*)(void *, const OSSL_PARAM[]))f; break;
-            case OSSL_FUNC_CIPHER_GETTABLE_PARAMS: a->gettable_params = (gettable_fn *)f; break;
-            case OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS: a->gettable_ctx_params = (ctx_gettable_fn *)f; break;
-            case OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS: a->settable_ctx_params = (ctx_gettable_fn *)f; break;
-            }
-        }
-    }
+    /* POSIX: every function pointer is represented alike */
+    for (; impl->function_id != 0; impl++)
+        for (k = 0; k < NFIELDS; k++)
+            if (ID(k) == impl->function_id)
+                memcpy((char *)a + fields[k].off, &impl->function,
+                       sizeof(impl->function));
     if (a->newctx == NULL || a->freectx == NULL)
         return 0;
-    put(a, &n, mac ? OSSL_FUNC_MAC_NEWCTX : OSSL_FUNC_CIPHER_NEWCTX,
-        FN(s->newctx));
-    put(a, &n, mac ? OSSL_FUNC_MAC_FREECTX : OSSL_FUNC_CIPHER_FREECTX,
-        FN(fw_freectx));
-    put(a, &n, mac ? OSSL_FUNC_MAC_DUPCTX : OSSL_FUNC_CIPHER_DUPCTX,
-        a->dupctx ? FN(fw_dupctx) : NULL);
-    if (mac) {
-        put(a, &n, OSSL_FUNC_MAC_INIT, a->minit ? FN(fw_minit) : NULL);
-        put(a, &n, OSSL_FUNC_MAC_UPDATE, a->mupdate ? FN(fw_mupdate) : NULL);
-        put(a, &n, OSSL_FUNC_MAC_FINAL, a->mfinal ? FN(fw_mfinal) : NULL);
-    } else {
-        put(a, &n, OSSL_FUNC_CIPHER_ENCRYPT_INIT, a->einit ? FN(fw_einit) : NULL);
-        put(a, &n, OSSL_FUNC_CIPHER_DECRYPT_INIT, a->dinit ? FN(fw_dinit) : NULL);
-        put(a, &n, OSSL_FUNC_CIPHER_UPDATE, a->cupdate ? FN(fw_cupdate) : NULL);
-        put(a, &n, OSSL_FUNC_CIPHER_FINAL, a->cfinal ? FN(fw_cfinal) : NULL);
-        put(a, &n, OSSL_FUNC_CIPHER_CIPHER, a->cipher ? FN(fw_cipher) : NULL);
+    for (k = 0; k < NFIELDS; k++) {
+        memcpy(&f, (char *)a + fields[k].off, sizeof(f));
+        if ((id = ID(k)) != 0 && f != NULL)
+            put(a, &n, id, fw[k]);
     }
-    put(a, &n, mac ? OSSL_FUNC_MAC_GET_PARAMS : OSSL_FUNC_CIPHER_GET_PARAMS,
-        a->get_params ? FN(s->getp) : NULL);
-    put(a, &n, mac ? OSSL_FUNC_MAC_GET_CTX_PARAMS : OSSL_FUNC_CIPHER_GET_CTX_PARAMS,
-        a->get_ctx_params ? FN(fw_get_ctx_params) : NULL);
-    put(a, &n, mac ? OSSL_FUNC_MAC_SET_CTX_PARAMS : OSSL_FUNC_CIPHER_SET_CTX_PARAMS,
-        a->set_ctx_params ? FN(fw_set_ctx_params) : NULL);
-    put(a, &n, mac ? OSSL_FUNC_MAC_GETTABLE_PARAMS : OSSL_FUNC_CIPHER_GETTABLE_PARAMS,
-        a->gettable_params ? FN(s->gtp) : NULL);
-    put(a, &n, mac ? OSSL_FUNC_MAC_GETTABLE_CTX_PARAMS : OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS,
-        a->gettable_ctx_params ? FN(s->gtc) : NULL);
-    put(a, &n, mac ? OSSL_FUNC_MAC_SETTABLE_CTX_PARAMS : OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS,
-        a->settable_ctx_params ? FN(s->stc) : NULL);
     return 1;
 }
 

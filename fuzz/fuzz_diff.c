@@ -2238,6 +2238,7 @@ static void print_counters(void)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     const char *st = getenv("KC_FUZZ_SELFTEST");
+    const char *admit = getenv("KC_DIFF_ADMIT");
     static char small_path[] = "/tmp/kcfuzz-XXXXXX";
     static char kc_path[] = "/tmp/kcfuzz-XXXXXX";
     char *small, *kc;
@@ -2288,9 +2289,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         fill(iv_init[i], BUFSZ, 200 + i);
     fill(pattern, sizeof(pattern), 7);
     fprintf(stderr, "fuzz_diff: %s vs keycache (%s%s%s)%s%s\n",
-            side_name[0], KC_CONF, getenv("KC_DIFF_ADMIT") != NULL
-            ? ", admit_after = " : "", getenv("KC_DIFF_ADMIT") != NULL
-            ? getenv("KC_DIFF_ADMIT") : "", selftest ? " [SELFTEST: all sides default]" : "",
+            side_name[0], KC_CONF, admit != NULL ? ", admit_after = " : "",
+            admit != NULL ? admit : "",
+            selftest ? " [SELFTEST: all sides default]" : "",
             skip_known ? " [skipping known keycache bugs]" : "");
     return 0;
 }
