@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Who keyed this context: the application, or OpenSSL itself?  keycache
- * must never store a key OpenSSL derives or uses inside its own code (TLS
- * secrets, KDF and DRBG state, signature nonces), whatever the property
- * query: the default's KDFs and DRBGs fetch HMAC without a query, as an
- * application does, so routing cannot tell.  The call stack can.  Before
- * a key is admitted, keycache unwinds its own and libcrypto's frames to
- * the call that came into OpenSSL: admitted if there is none (the caller
- * keyed the context itself) or if the outermost libcrypto function is a
- * MAC or cipher entry point taking the caller's key (entry_names); refused
- * for anything else - libssl on the way, EVP_KDF_derive, RAND_bytes, a
- * static function, an unreadable frame, too deep a stack.  It fails
- * closed: an unknown path costs a cache entry, never a secret.
+ * must never store a key OpenSSL derives inside (TLS secrets, KDF and DRBG
+ * state, signature nonces), and routing cannot tell: the default's KDFs
+ * and DRBGs fetch HMAC without a query, as applications do.  The stack
+ * can: unwound to the call into OpenSSL, a key is admitted if the caller
+ * keyed the context itself or the outermost libcrypto function is a MAC
+ * or cipher entry point (entry_names); anything else (libssl, a KDF, RAND,
+ * an unreadable or too deep stack) is refused.  Failing closed costs a
+ * cache entry, never a secret.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -26,12 +23,11 @@
 #include "cache/cache.h"
 
 /*
- * libcrypto's exported functions through which an application keys a MAC
- * or cipher with its own key (names a version lacks are skipped).  Not
- * EVP_DigestSign/Final nor EVP_PKEY_sign: signatures key HMAC there with
- * secrets of their own (deterministic ECDSA nonces, SLH-DSA's PRF).  Each
- * kind counts only its own entry points: the default's AES-SIV keys CMAC
- * with half its key.
+ * Where an application keys a MAC or cipher with its own key (names a
+ * version lacks are skipped).  Not EVP_DigestSign/Final nor EVP_PKEY_sign:
+ * signatures key HMAC with secrets of their own (deterministic ECDSA
+ * nonces, SLH-DSA's PRF).  Each kind counts only its own entry points: the
+ * default's AES-SIV keys CMAC with half its key.
  */
 static const char *const entry_names[] = {
     /* MAC entry points first, KC_NMAC of them */
@@ -323,17 +319,14 @@ static _Unwind_Reason_Code step(struct _Unwind_Context *uc, void *arg)
 
 /*
  * The same walk, made cheap (x86-64, glibc's _dl_find_object): libgcc
- * finds each frame's FDE and runs its call-frame program every time, some
- * 16k instructions per admission.  Here each thread keeps, per code
- * address, the rule its FDE gives (where the CFA is, where the return
- * address and the caller's rbp were saved), read once from .eh_frame_hdr
- * and .eh_frame as libgcc reads them.  Only what GCC and clang emit for
- * x86-64 is understood (CFA = rsp or rbp + offset; return address and rbp
- * saved at an offset or left alone); anything else takes the slow walk.
- * Decisions are kept per call chain, compared in full: every return
- * address up to the first frame outside OpenSSL, never a hash or the
- * nearest frames alone, so a chain through libssl is a chain of its own.
- * Rules and decisions are dropped when any object is loaded or unloaded.
+ * runs each frame's call-frame program every time, some 16k instructions
+ * per admission.  Here each thread keeps, per code address, the rule its
+ * FDE gives (CFA, saved return address and rbp), read once as libgcc
+ * reads it.  Only GCC's and clang's x86-64 forms are understood (CFA = rsp
+ * or rbp + offset; RA and rbp at an offset or untouched); anything else
+ * walks slowly.  Decisions are kept per call chain compared in full, never
+ * by hash or the nearest frames alone, so a chain through libssl is its
+ * own.  All is dropped when any object is loaded or unloaded.
  */
 #ifdef KC_FAST_WALK
 
@@ -343,10 +336,9 @@ static _Unwind_Reason_Code step(struct _Unwind_Context *uc, void *arg)
 #define KC_RA 16
 
 /*
- * Per thread: 32 sets of 4 ways, so that a walk's dozen frames never evict
- * each other (with 2 ways, three of a walk's addresses in one set, which a
- * change of code layout can bring, made every admission run the call-frame
- * programs again: keys-used-3x 0.98x -> 1.06x).
+ * Per thread: 32 sets of 4 ways, so a walk's dozen frames never evict each
+ * other: three in one set (a code layout change can bring that) would
+ * rerun the call-frame programs at every admission.
  */
 #define KC_WAYS 4
 #define KC_RULES (32 * KC_WAYS)
@@ -379,10 +371,9 @@ typedef struct {
 } KC_WALK_MEMO;
 
 /*
- * Per thread on the heap (walk_key), made at its first admission: the
- * module's TLS block must stay small (store.c's record is initial-exec, so
- * it all comes out of glibc's small static reserve).  Freed by libc's
- * free() at thread exit, which outlives any unload of this module.
+ * On the heap, not in TLS: store.c's record is initial-exec, so the
+ * module's TLS block comes out of glibc's small static reserve.  Freed by
+ * libc's free() at thread exit, which outlives any unload of this module.
  */
 static KC_WALK_MEMO *walk_memo(void)
 {
@@ -760,10 +751,8 @@ static void rule_for(uintptr_t ip, KC_RULE *rule)
 }
 
 /*
- * Two ways per set: two code addresses of one walk that share a set would
- * otherwise evict each other at every admission, and each re-read of the
- * CFI costs more than the walk it serves.  A miss refills the way not
- * used last; nothing is moved, so a signal's walk sees whole rules.
+ * A miss refills the way not used last; nothing is moved, so a signal's
+ * walk sees whole rules.
  */
 static const KC_RULE *rule_at(KC_WALK_MEMO *wm, uintptr_t ip)
 {
