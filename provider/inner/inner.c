@@ -201,10 +201,9 @@ static const KC_DIGEST *find_digest(KC_PROVCTX *pctx, const EVP_MD *md)
 }
 
 /*
- * The table's entry for md, a digest of the built-in default (the names
- * are the first ones, as EVP_MD_get0_name() says), or NULL: pass through.
- * The entry keeps the first such md of the application's library context:
- * its handle on the application's default (kc_inner_app_newctx()).
+ * The table's entry for md, a digest of the built-in default, or NULL:
+ * pass through.  The entry keeps the first such md of the application's
+ * context, its handle on the application's default (kc_inner_app_newctx()).
  */
 const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md)
 {
@@ -266,8 +265,7 @@ static void *default_mac_newctx(const KC_PROVCTX *pctx, const EVP_MAC *mac,
 
 /*
  * A context of MAC |name| of the application's default, for a digest or
- * cipher the private one lacks.  |newctx| is the private default's, so only
- * the same built-in default (same dispatch table) will do.  *mac keeps it
+ * cipher the private one lacks (as default_mac_newctx()).  *mac keeps it
  * loaded; NULL if there is none.  The error queue is left as it was.
  */
 void *kc_inner_app_mac(KC_PROVCTX *pctx, const char *name,
@@ -295,11 +293,9 @@ static char app_none;
 #define KC_APP_NONE ((EVP_MAC *)&app_none)
 
 /*
- * A context of the application's default for a family's first contexts
- * (layer.h, kc_tcore_app_first()): MAC |name|, made by |newctx| as
- * kc_inner_app_mac() makes one.  The MAC is fetched once and pinned in
- * *pin till keycache stops (kc_inner_stop()), so that neither these
- * contexts nor their copies count references.  NULL if there is none.
+ * kc_inner_app_mac() for a family's first contexts (kc_tcore_app_first()),
+ * but the MAC is fetched once and pinned in *pin till kc_inner_stop(), so
+ * that neither these contexts nor their copies count references.
  */
 void *kc_inner_app_first(KC_PROVCTX *pctx, EVP_MAC **pin, const char *name,
                          OSSL_FUNC_mac_newctx_fn *newctx)
@@ -329,9 +325,8 @@ void *kc_inner_app_first(KC_PROVCTX *pctx, EVP_MAC **pin, const char *name,
  * The cipher (name, props) in the application's context if the private
  * default's stands in for it: the built-in default's, or keycache's own
  * where the private context resolves it too.  NULL otherwise, or (OpenSSL
- * 4) if the fetch queued errors: only a query's first fetch raises them,
- * so they are kept as the default's when |keep|.  Otherwise the error
- * queue is left as it was.
+ * 4) if the fetch queued errors, kept as the default's when |keep| (only
+ * a query's first fetch raises them); else the queue is left as it was.
  */
 EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
                                   const char *props, int keep)
@@ -422,8 +417,8 @@ static size_t digest_size(const KC_DIGEST_FNS *d, const char *name)
 }
 
 /*
- * The default's ciphers named in n (none if NULL) into fns[0, max): 0 if
- * there are more, or one is missing or incomplete.
+ * The default's ciphers named in n (NULL: none) into fns[0, max): 0 if more,
+ * or one is missing or incomplete.
  */
 int kc_inner_bind_ciphers(const OSSL_ALGORITHM *ciphers,
                           const char *const *n, KC_CIPHER_FNS *fns,
@@ -442,7 +437,6 @@ int kc_inner_bind_ciphers(const OSSL_ALGORITHM *ciphers,
     return 1;
 }
 
-/* The default's digest name into g, with its block and output sizes. */
 int kc_inner_bind_digest(const OSSL_ALGORITHM *digests, const char *name,
                          KC_DIGEST_FNS *g, size_t *block, size_t *size)
 {

@@ -37,7 +37,7 @@ const OSSL_ALGORITHM *kc_inner_query(KC_PROVCTX *pctx, int op);
 /* Load a dispatch table's functions; 0 if one a wrapper calls is missing. */
 int kc_inner_load_mac(KC_MAC_FNS *f, const OSSL_DISPATCH *d);
 int kc_inner_load_cipher(KC_CIPHER_FNS *f, const OSSL_DISPATCH *d);
-/* For keycache's own keyed contexts: a family's ciphers and digest. */
+/* For keycache's own keyed contexts: a family's ciphers, or its digest. */
 int kc_inner_bind_ciphers(const OSSL_ALGORITHM *ciphers,
                           const char *const *names, KC_CIPHER_FNS *fns,
                           size_t max);

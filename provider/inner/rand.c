@@ -1,22 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Randomness for the inner default, drawn from the application.
+ * Randomness for the inner default, drawn from the application: the
+ * private context's own DRBGs (GCM IVs, the TLS invocation field) would
+ * hide the application's DRBG configuration and failures.  So a tiny
+ * built-in provider there offers the DRBG type, generating with
+ * RAND_bytes_ex() on the application's context, as the default would.
  *
- * The inner default's own randomness (GCM IVs, the TLS invocation field)
- * would come from DRBGs of the private context, hiding the application's
- * DRBG configuration and failures.  So a tiny built-in provider there
- * offers the context's DRBG type, whose generate is RAND_bytes_ex() on the
- * application's context: what the default would call loaded there.
+ * Error queue: a failed EVP_RAND_generate() adds EVP_R_GENERATE_ERROR,
+ * which the default's queue would not have; generate sets a mark and the
+ * unlock EVP calls right after pops back to it.
  *
- * Error queue: on failure EVP_RAND_generate() adds EVP_R_GENERATE_ERROR,
- * which the default's queue would not have; our generate sets a mark and
- * the unlock EVP calls right after pops back to it.
- *
- * Lifetime: per-thread DRBGs are freed by a thread-stop handler bound to
- * the library context, which would run on a freed private context in a
- * thread outliving keycache's teardown.  So a context where other threads
- * still hold DRBGs is parked, the module pinned (the DRBGs' code is ours),
- * and freed once its threads stopped: at a later teardown or at exit.
+ * Lifetime: per-thread DRBGs are freed by a thread-stop handler that would
+ * run on a freed private context in a thread outliving keycache.  So a
+ * context whose other threads still hold DRBGs is parked, the module
+ * pinned (the DRBGs' code is ours), and freed once those threads stopped.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -101,11 +98,7 @@ static int kc_rand_generate(void *vctx, unsigned char *out, size_t outlen,
     EVP_RAND_CTX *app;
     int ok;
 
-    /*
-     * RAND_bytes_ex() is what the inner code calls and what the default
-     * provider would call on the application's context.  Anything asking
-     * for more than it can express goes to the application's public DRBG.
-     */
+    /* what RAND_bytes_ex() cannot express goes to the public DRBG */
     if (!pr && addin_len == 0)
         ok = RAND_bytes_ex(r->prov->app, out, outlen, strength) > 0;
     else
