@@ -61,10 +61,7 @@ typedef struct {
     unsigned char piv_len;
     unsigned char piv_enc;
     KC_TCORE t;                 /* t.value: the shape's CV_ fields */
-    /*
-     * After t, not cleared at new: key[] read only while held (wiped when
-     * forgotten), piv[] only while piv_len.
-     */
+    /* not cleared at new: key[] read only while held, piv[] while piv_len */
     unsigned char key[KC_HELD_MAX];
     unsigned char piv[KC_PIV_MAX];
 } KC_TCIPH_CTX;
@@ -508,12 +505,11 @@ static ossl_inline int put_len(OSSL_PARAM *p, size_t field)
 }
 
 /*
- * Just keyed: keyed from the cache without an IV, before the IV's init
- * EVP asks the IV length, for which the default walks every name it knows
- * (~550 instructions on 3.0, per message with .NET's AesGcm).  Till then
- * keycache answers the lone length queries: the key length, and the IV
- * length the shape was learned with or a lone accepted "ivlen" set
- * (ivlen_set_sets).  Any other call ends this (materialize()).
+ * Just keyed (from the cache, no IV yet): EVP asks the IV length before the
+ * IV's init, and the default walks every name it knows for it (~550
+ * instructions on 3.0, per message with .NET's AesGcm).  So keycache
+ * answers the lone length queries itself, from the shape or a lone
+ * accepted "ivlen" set (ivlen_set_sets), until any other call.
  */
 static KC_NOINLINE int jk_init(KC_TCIPH_CTX *w, int enc,
                                const unsigned char *key, size_t keylen,
@@ -616,11 +612,10 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
     tmpl = kc_tcore_template(&w->t, &cipher_side, c, alg, enc, key, keylen,
                              &lk, &why);
     /*
-     * A key not admitted yet, of a family whose keyed contexts are its own
-     * (AES-SIV): a fresh one of those, uncached, rather than the default's,
-     * whose keying fetches AES-CBC, AES-CTR and CMAC in the private library
-     * context (its whole cipher store, the first time), and whose copies
-     * cost 13 atomic reference counts each.
+     * A key not admitted yet, of a family with its own keyed contexts
+     * (AES-SIV): one of those, uncached.  The default's would fetch
+     * AES-CBC, AES-CTR and CMAC in the private library context (its whole
+     * cipher store, the first time) and cost 13 atomic references a copy.
      */
     if (tmpl == NULL && why == -2 && f->kfns != &f->fns) {
         if ((inner = kc_tcore_make(&w->t, &cipher_side, alg, enc, key,
@@ -694,10 +689,9 @@ static void forget_key(KC_TCIPH_CTX *w)
 }
 
 /*
- * A keyed context keyed again, not with the key it holds in that direction
- * with an IV (KC_REKEY_INIT): the default's keyed init, and the key
- * remembered, only from a keyed init of this context's own (a context
- * keyed once copies nothing, and nothing of a template's is relied on).
+ * Keyed again in a way KC_REKEY_INIT cannot shortcut: the default's keyed
+ * init.  The key is remembered only from this context's own keyed init,
+ * never a template's, so a context keyed once copies nothing.
  */
 static KC_NOINLINE int rekey_keyed(KC_TCIPH_CTX *w, int enc,
                                    const unsigned char *key, size_t keylen,
@@ -719,13 +713,12 @@ static KC_NOINLINE int rekey_keyed(KC_TCIPH_CTX *w, int enc,
 }
 
 /*
- * A keyed context (w->to the default's, w->arg inner) keyed again.  With
- * the key it holds, in the direction it was keyed in, and an IV, a keyless
- * init leaves the state the keyed one would (rekey_keyless: the IV's set-up
- * resets whatever a message used; without an IV a half-done message would
- * go on).  Compared in constant time, so a key changed in place is keyed
- * as the default would.  Not counted as a hit (no look-up; counting costs
- * a tenth of the gain).  Out of line, so the forwarders stay a jump.
+ * A keyed context keyed again with the key it holds, in the same direction,
+ * with an IV: a keyless init leaves the state the keyed one would
+ * (rekey_keyless: the IV's set-up resets what a message used; without an IV
+ * a half-done message would go on).  Compared in constant time, so a key
+ * changed in place is keyed anew.  Not counted as a hit: counting costs a
+ * tenth of the gain.  Out of line, so the forwarders stay a jump.
  */
 #define KC_REKEY_INIT(name, enc)                                              \
     static KC_NOINLINE int rekey_##name(KC_TCIPH_CTX *w,                      \
@@ -1010,11 +1003,9 @@ void kc_ctmpl_keyed_fns(KC_CFAM *f, const KC_CIPHER_FNS *k)
 }
 
 /*
- * The key length every keyed init must bring (the default checks it too;
- * none known: no key is cached) and what a fresh context is, for every
- * wrapper before its first call: asked at the family's first context
- * (gate.c), of the default's functions, not at the binding, which every
- * process's first fetch pays.
+ * The key length every keyed init must bring (none known: no key is
+ * cached) and what a fresh context is: asked at the family's first context
+ * (gate.c), not at the binding, which every process's first fetch pays.
  */
 void kc_ctmpl_first_use(KC_PROVCTX *pctx, KC_CFAM *f)
 {
