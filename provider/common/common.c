@@ -71,11 +71,10 @@ int kc_err_same(const KC_ERRTOP *a, const KC_ERRTOP *b)
 
 /*
  * *state is 0, KC_ONCE_DONE, or its claimer, (pid << 24 | tid) << 2 | 1.
- * Waiters yield, then sleep: a claimer of lower real-time priority must
- * get the CPU.  No lock of keycache's is held.  A claim left by a thread
- * that fork() did not bring into this child is taken over from scratch
- * (like any OpenSSL call there, that may wait on a lock the lost thread
- * held).
+ * Waiters yield, then sleep, so a claimer of lower real-time priority gets
+ * the CPU; no keycache lock is held.  A claim by a thread fork() left
+ * behind is taken over from scratch (its work may wait on a lock that
+ * thread held, as any OpenSSL call in the child may).
  */
 int kc_once_claim(long *state)
 {

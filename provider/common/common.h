@@ -235,9 +235,8 @@ struct kc_provctx_st {
     OSSL_FUNC_provider_register_child_cb_fn *props_reg;
     OSSL_FUNC_provider_deregister_child_cb_fn *props_dereg;
     /*
-     * Follow props from now on (core/props.c): 1 if followed.  Called by
-     * the layers below core, which remember what fetches find per
-     * generation of props.
+     * Follow props from now on (core/props.c): 1 if followed.  For layers
+     * below core that remember what fetches find per props_gen.
      */
     int (*props_follow)(struct kc_provctx_st *pctx);
 

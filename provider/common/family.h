@@ -40,15 +40,12 @@ struct kc_tdesc_st {
      */
     int reinit_restores;
     /*
-     * Zero bytes a spare is updated with before it is kept: the default
-     * wipes what the program frees, and CMAC's last block survives a
-     * keyless init.  At most KC_SCRUB_MAX.
+     * Zero bytes (at most KC_SCRUB_MAX) a spare is updated with before it
+     * is kept: CMAC's last block survives a keyless init, and the default
+     * wipes what the program frees.
      */
     size_t park_scrub;
-    /*
-     * "size" once keyed with a cached shape (CMAC: 16), so that
-     * EVP_MAC_final's query needs no call; 0: ask the default.
-     */
+    /* "size" once keyed with a cached shape (CMAC: 16); 0: ask the default */
     size_t keyed_size;
     /*
      * Optional (CMAC, GMAC): the ciphers it is cached on; a shape is
@@ -134,10 +131,9 @@ typedef struct {
     /* may the default draw an IV at an IV-less encrypting init (AES-GCM)? */
     int may_draw_iv;
     /*
-     * Does a keyless init that brings an IV leave a context that holds the
-     * key the state a keyed init in the same direction would (GCM: keying
-     * sets the key schedule and GHASH key, and the IV's set-up resets all a
-     * message used)?  Then ctmpl.c re-keys with the same key that way.
+     * Does a keyless init with an IV leave a keyed context as a keyed init
+     * in that direction would (GCM: the IV's set-up resets all a message
+     * used)?  Then ctmpl.c re-keys with the same key that way.
      */
     int rekey_keyless;
 } KC_CDESC;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keycache - the family registry: every algorithm keycache wraps, one row
- * each, in the order of its counters.  The provider, the tests and the
- * fuzzer learn the families from this list alone: a new family is a row
- * here plus its file.  The tests include it after keycache.h alone.
+ * each, in the order of its counters.  The provider, the tests (which
+ * include it after keycache.h alone) and the fuzzer learn the families
+ * from this list: a new family is a row here plus its file.
  *
  * X(id, kind, conf, auto, name, keylen, sub, sub_value, desc, quirks, first,
  *   nests)
@@ -22,13 +22,12 @@
  *              first use and named in KEYCACHE_DEBUG's reports
  *   first      1: a thread's first contexts are the application's default's
  *              (layer/layer.h, kc_tcore_app_first())
- *   nests      the configuration key of a family the default's fetches by
+ *   nests      the configuration key of a family the default fetches by
  *              name (GMAC: GCM, AES-SIV: CMAC), or NULL: in the
- *              application's library context that fetch finds keycache's
- *              own when the family is on, so a first context's call naming
- *              such a cipher asks for the default's (layer/tmpl.c,
- *              to_default()); AES-SIV has no first contexts, as its
- *              default's fetch takes no properties
+ *              application's context that fetch finds keycache's own when
+ *              the family is on, so a first context's call naming it asks
+ *              for the default's (layer/tmpl.c, to_default()); AES-SIV has
+ *              no first contexts: its default's fetch takes no properties
  */
 #ifndef KC_REGISTRY_H
 #define KC_REGISTRY_H
