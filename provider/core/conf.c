@@ -136,9 +136,9 @@ static int join_name(char *out, const char *prefix, const char *key)
 }
 
 /*
- * A name seen twice is asked about twice: the core answers once.  Whether
- * it is one keycache knows is asked only of those the core knows (a
- * config file has hundreds of names, a provider's section a few).
+ * A name seen twice is asked about twice: the core answers once.  Only
+ * names the core knows are then checked against ours (a config file has
+ * hundreds of names, a provider's section a few).
  */
 static void scan_add(KC_KEYSCAN *ks, const char *prefix, const char *key)
 {
@@ -452,13 +452,12 @@ static char *value_of(KC_CONFKEYS *c, int sect, char *v, char *out,
 
 /*
  * The keys of the file in |buf|, read by hand: NCONF_load() parses
- * everything (some 2,000 instructions a line), in every process, only for
- * key names here.  A name made wrongly costs nothing (the core answers
- * only for its provider's own parameters); one missed is an unknown key
- * not reported.  Values are read as NCONF reads them (value_of()); what
- * the scan does not follow goes to NCONF (0): a line starting with '.'
- * (.include, .pragma, a key ".name"), a line continued with '\\', a
- * "section::key", a header with blanks inside, a variable of $ENV's.
+ * everything (some 2,000 instructions a line), in every process.  A name
+ * made wrongly costs nothing (the core answers only for its provider's
+ * parameters); one missed is an unknown key not reported.  Values are
+ * read as NCONF reads them (value_of()); what the scan does not follow
+ * goes to NCONF (0): a line starting with '.', a line continued with
+ * '\\', a "section::key", a header with blanks inside, $ENV's variables.
  */
 static int keys_of_text(char *buf, KC_CONFKEYS *c)
 {
@@ -594,11 +593,10 @@ static void check_routing(KC_PROVCTX *pctx, const CONF *conf,
 
 /*
  * The core answers only for names asked about, so a misspelt key would be
- * ignored.  So every name any section of the default config file could
- * give a provider is asked about: the core's answer says which are in
- * ours.  Another config file gets the value checks only.  0: unknown keys.
- * The file is scanned by hand (keys_of_text()), by NCONF where the scan
- * cannot follow it or KEYCACHE_DEBUG wants its routing checked.
+ * ignored: every name any section of the default config file could give a
+ * provider is asked about, and the answers say which are in ours (another
+ * config file gets the value checks only).  0: unknown keys.  Scanned by
+ * hand, or by NCONF where that cannot follow or KEYCACHE_DEBUG asks.
  */
 static int check_unknown_keys(KC_PROVCTX *pctx,
                               OSSL_FUNC_core_get_params_fn *get)

@@ -1,16 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Pass-through algorithms: OpenSSL's own users of what keycache caches.
- *
  * Under `default_properties = ?provider=keycache` the default's KDFs and
- * HMAC-DRBG would fetch keycache's HMAC too, keyed with secrets OpenSSL
- * derives, which must never become cache entries.  So keycache offers
- * them as plain pass-throughs to the inner default, whose own fetches stay
- * in the private library context.  A pass-through context is the inner
- * one, so only the functions that take a provider context need a thunk
- * handing over the inner provider's: C has no closures, so there is a
- * fixed set of thunk slots, one per algorithm.  The tables are built from
- * the running default at the first query that needs one.
+ * HMAC-DRBG would fetch keycache's HMAC, keyed with secrets that must never
+ * become cache entries.  So keycache offers them as pass-throughs to the
+ * inner default, whose fetches stay in the private library context.  Only
+ * functions taking a provider context need a thunk handing over the
+ * inner's; C has no closures, so there is a fixed set of thunk slots, one
+ * per algorithm.  Built from the running default at the first query.
  */
 #include <string.h>
 #include <openssl/core_names.h>
@@ -176,8 +173,7 @@ static int wanted(const char *names, const char *const *want,
 
 /*
  * Offer the inner algorithms of |op| named in |want| (all when NULL), but
- * none that |except| lists, as pass-through.  Returns the number offered,
- * or -1 on failure.
+ * none that |except| lists, as pass-through: how many, or -1 on failure.
  */
 static int offer(KC_PROVCTX *pctx, int op, const char *const *want,
                  const OSSL_ALGORITHM *except, OSSL_ALGORITHM **out)
@@ -230,8 +226,7 @@ static int offer(KC_PROVCTX *pctx, int op, const char *const *want,
  * EVP_SKEY (3.5+): libcrypto runs a cipher with an EVP_SKEY only if the
  * key's manager is the cipher's provider's (evp_cipher_init_skey_internal).
  * So with any cipher wrapped, the default's key managers and every other
- * default cipher are passed through: a key and a cipher fetched with one
- * query come from one provider.  The key data is the inner default's own.
+ * default cipher are passed through, the key data the inner default's.
  * No MAC takes an EVP_SKEY (no OSSL_FUNC_MAC_INIT_SKEY up to 4.0).
  */
 static int offer_skey(KC_PROVCTX *pctx, int siv_pt)

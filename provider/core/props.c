@@ -1,22 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The default properties in force in the application's library context.
- *
- * 3.0 has no getter (EVP_get1_default_properties() is 3.2+), and the config
- * file cannot say: every alg_section module runs, each replacing the
- * string before it.  The core's child-provider upcall hands the registrant
- * the string in force and every later one, as OpenSSL's child library
- * contexts use it; keycache registers only for that, keeps a copy and
- * counts the changes: what a thread remembers of fetches in the
- * application's context (layer/tmpl.c, memo_ask()) holds till the next.
- * (The core calls back before it installs the new string: a fetch racing
- * EVP_set_default_properties() on another thread may still be remembered
- * under the old, as OpenSSL's own query cache may keep it.)
- * It registers at start for prefer = if_unset and KEYCACHE_DEBUG's routing
- * line, else at the first such memo (kc_props_follow()): registering costs
- * a process 4k-14k instructions.
- * prefer = if_unset sets ?provider=NAME only when none is in force, so a
- * FIPS host's fips=yes is never replaced.
+ * 3.0 has no getter (EVP_get1_default_properties() is 3.2+) and the config
+ * file cannot say (every alg_section replaces the last).  The core's
+ * child-provider upcall hands a registrant the string in force and every
+ * later one; keycache keeps a copy and counts the changes, which end what
+ * threads remember of fetches (layer/tmpl.c, memo_ask()).  The core calls
+ * back before installing the string, so a racing fetch may be remembered
+ * under the old one, as OpenSSL's own query cache may keep it.
+ * Registering costs a process 4k-14k instructions: done at start only for
+ * prefer = if_unset and KEYCACHE_DEBUG's routing line, else at the first
+ * memo (kc_props_follow()).  prefer = if_unset sets ?provider=NAME only
+ * when none is in force, so a FIPS host's fips=yes is never replaced.
  */
 #include <pthread.h>
 #include <stdio.h>
