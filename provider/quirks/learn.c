@@ -183,16 +183,13 @@ unsigned int kc_quirk_learn_siv(void *provctx, const KC_CIPHER_FNS *m,
 }
 
 /*
- * kc_quirk_learn_siv()'s answer on the libcrypto versions CI runs
- * (tools/test-all.sh: the host's, tools/compat.sh trixie and sid-ossl4), by
- * the running library's own version string.  Learning it keys a default
- * AES-SIV, which fetches AES-CBC, AES-CTR and CMAC and so builds the private
- * context's cipher store: about 5.8M instructions in the first AES-SIV
- * call of every process.  On these versions test_diagnostics compares each
- * word with the learned one, and test_cfam, test_bad_input and
- * diff_families compare AES-SIV's answers with the default's, so a wrong
- * word fails CI there (tools/mutants.py siv-table-wrong-*).  Other
- * versions learn it.
+ * kc_quirk_learn_siv()'s answer on the libcrypto versions CI runs (the
+ * host's, tools/compat.sh trixie and sid-ossl4), by the running library's
+ * version string: learning keys a default AES-SIV, whose fetches build the
+ * private context's cipher store, some 5.8M instructions per process.
+ * There test_diagnostics compares each word with the learned one and
+ * test_cfam, test_bad_input and diff_families AES-SIV's answers with the
+ * default's, so a wrong word fails CI (mutants siv-table-wrong-*).
  */
 static const struct {
     const char *version;        /* OPENSSL_FULL_VERSION_STRING */

@@ -56,10 +56,10 @@ int kc_quirk_at_cleanup(void (*fn)(void));
 #define KC_FUNC_SKEYMGMT_GEN_SETTABLE_PARAMS 7
 
 /*
- * Learned of the running default (learn.c), one bit each, in a family's
- * KC_TFAM.quirks or KC_CFAM.quirks; families hold no version logic.
+ * Learned of the running default (learn.c) into KC_TFAM.quirks or
+ * KC_CFAM.quirks, so that families hold no version logic.  KNOWN: the word
+ * was learned (without it: unknown, keep to the default).
  */
-/* the word was learned (without it: unknown, keep to the default) */
 #define KC_Q_KNOWN            (1u << 0)
 /* set_ctx_params fails on a name given twice (4.x's decoders; 3.x: first) */
 #define KC_Q_REPEATS_FAIL     (1u << 1)
@@ -113,10 +113,8 @@ unsigned int kc_quirk_learn_seal(void *provctx, const KC_MAC_FNS *m);
 unsigned int kc_quirk_learn_siv(void *provctx, const KC_CIPHER_FNS *m,
                                 size_t keylen);
 /*
- * AES-SIV's word: known for the running libcrypto's version if it is one CI
- * runs and use_table (quirk_table = on), with KC_Q_FROM_TABLE; else learned
- * as above, which keys a default AES-SIV (a library context's whole cipher
- * store).
+ * AES-SIV's word: learn.c's table's for a version CI runs, if use_table
+ * (quirk_table = on), with KC_Q_FROM_TABLE; else learned as above.
  */
 unsigned int kc_quirk_siv(int use_table, void *provctx,
                           const KC_CIPHER_FNS *m, size_t keylen);
