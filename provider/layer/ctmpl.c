@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The template core's cipher side (core.c): AES-OCB, AES-SIV, AES-GCM.
- * On a hit init(key, iv, params) is a copy of the template, then
- * init(NULL, iv, params) on it: the default keys without looking at the IV
- * or params, so both end in the same state (OCB keys by direction: a
- * template each).  If that rest fails, the whole init passes through so
- * the error is the default's.  Before the key only calls of the family's
- * shape names (and GCM's volatile IV or tag) are recorded; the memo also
- * keeps the IV and key lengths EVP asks before every init.  Used contexts
- * are never handed out again: no call resets their per-message state.  A
- * context keyed again with the key it holds may skip the keying where the
- * family says a keyless init with an IV ends the same (GCM: rekey_einit()).
+ * Before the key only calls of the family's shape names (and GCM's
+ * volatile IV or tag) are recorded; the memo also keeps the IV and key
+ * lengths EVP asks before every init.  On a hit init(key, iv, params) is a
+ * copy of the template, then init(NULL, iv, params) on it: the default keys
+ * without looking at the IV or params, so both end alike (OCB keys by
+ * direction: a template each).  If that rest fails, the whole init passes
+ * through so the error is the default's.  Used contexts are never handed
+ * out again: no call resets their per-message state.  Keyed again with the
+ * key it holds, a context may skip keying (rekey_keyless, GCM).
  */
 #include <string.h>
 #include <openssl/core_names.h>
@@ -313,10 +312,9 @@ static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
 static KC_NOINLINE int materialize(KC_TCIPH_CTX *w);
 
 /*
- * The usual first volatile call, a keyless init with an IV alone (HAProxy,
- * .NET), of the length the shape reports (which the default accepts: see
- * keyed_init()'s usual init): held back, not recorded, for the keying init
- * to give the copy.  0: recorded or passed as any other.
+ * The usual first volatile call (HAProxy, .NET), a keyless init with just
+ * an IV of the shape's length, which the default accepts: held back, not
+ * recorded, for the keying init to give the copy.  0: recorded or passed.
  */
 static int hold_iv(KC_TCIPH_CTX *w, int enc, const unsigned char *iv,
                    size_t ivlen, const OSSL_PARAM params[])
@@ -334,10 +332,9 @@ static int hold_iv(KC_TCIPH_CTX *w, int enc, const unsigned char *iv,
 }
 
 /*
- * A call other than the keying init comes after an IV init held back
- * (hold_iv()): that init recorded now, as it would have been, or else
- * given to the default's context it passes to.  0 (no context to be had):
- * still held, the call fails.
+ * A call other than the keying init after an IV init held back: that init
+ * recorded now, or else given to the default's context the call passes
+ * to.  0 (no context to be had): still held, the call fails.
  */
 static KC_NOINLINE int flush_held_iv(KC_TCIPH_CTX *w)
 {
