@@ -131,11 +131,10 @@ static void free_digests(KC_PROVCTX *pctx)
 }
 
 /*
- * The default's digests as it lists them, each by its first name (what
- * EVP_MD_get0_name() says of it) and the sizes its get_params reports.
- * Not from an EVP_MD: listing those builds the private context's digest
- * store, some 3M instructions, which a process whose HMACs all take the
- * application's context (hmac.c) never needs.
+ * The default's digests by first name (as EVP_MD_get0_name() says), with
+ * the sizes get_params reports.  Not from EVP_MDs: listing those builds
+ * the private context's digest store (some 3M instructions), which a
+ * process whose HMACs all use the application's context never needs.
  */
 static void list_digests(KC_PROVCTX *pctx)
 {
@@ -223,10 +222,10 @@ const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md)
 }
 
 /*
- * A context of the application's default (the provider of d's md) made
- * by |newctx|, a private default's function: no fetch, and that default's
- * digest store is the one it uses.  d's md keeps that provider loaded
- * until the context holds a digest of its own.  NULL if d has none.
+ * A context of the application's default (d's md's provider) made by the
+ * private default's |newctx|: no fetch, and it uses that default's digest
+ * store.  d's md keeps the provider loaded until the context holds a
+ * digest of its own.  NULL if d has none.
  */
 void *kc_inner_app_newctx(const KC_DIGEST *d, void *(*newctx)(void *))
 {
