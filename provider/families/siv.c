@@ -703,9 +703,8 @@ static int siv_kats_ok(KC_PROVCTX *pctx, const KC_CFAM *f)
 }
 
 /*
- * What the running default does where versions differ (quirks.h: known for
- * the versions CI runs, unless quirk_table = off, else learned), then a
- * published message both ways: else the default's contexts.
+ * What the running default does where versions differ (kc_quirk_siv()),
+ * then a published message both ways: else the default's contexts.
  */
 static int siv_direct_bind(KC_PROVCTX *pctx, KC_CFAM *f)
 {
