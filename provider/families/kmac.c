@@ -96,7 +96,6 @@ static const KC_MAC_FNS *deflt(const KC_KMAC_CTX *k)
     return &k->f->mac;
 }
 
-/* A fresh context of the default's KMAC, or NULL. */
 static void *scratch(const KC_KMAC_CTX *k)
 {
     return deflt(k)->newctx(k->pctx->inner_provctx);
