@@ -1,8 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
- * keycache - before libcrypto may be called: nothing here calls libcrypto
- * or needs it linked (the loader links this file alone), see early.h.
- */
+/* keycache - before libcrypto may be called: never call it here (early.h) */
 #define _GNU_SOURCE            /* secure_getenv() */
 #include <errno.h>
 #include <fcntl.h>
