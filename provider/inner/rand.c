@@ -278,10 +278,7 @@ static void sweep(void)
     }
 }
 
-/*
- * Keep this module mapped for good: parked contexts hold DRBGs whose
- * functions are ours, and they may be freed after keycache is unloaded.
- */
+/* Keep this module mapped for good: parked DRBGs may outlive its unload. */
 static int pin_module(void)
 {
     Dl_info info;
