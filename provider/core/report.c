@@ -109,8 +109,7 @@ static void quirks_lines(const KC_DEBUG *d, char *buf, size_t len,
 
 /*
  * Hits under a tenth of the keyed inits, or a child that only wiped what
- * it inherited: say why, so that switching keycache off is an informed
- * choice.
+ * it inherited: say why, so that switching keycache off is informed.
  */
 static void little_to_gain(const KC_DEBUG *d, char *buf, size_t len,
                            size_t *used, const char *when,
