@@ -609,6 +609,11 @@ MUTANTS = {
         "    else if (!forked)\n        pctx->caches = c->next;\n"
         "    if (!forked && c->next != NULL)\n        c->next->prev = c->prev;\n"
         "    dropped"),
+    # fork: registry_lock left alone though other threads live, one of
+    # which may hold it at fork() (the child hangs: test_fork's storm)
+    "fork-unlocked-threaded": ("provider/cache/store.c",
+        "    if (KC_ONE_THREAD()) {\n        fork_locked = 0;",
+        "    if (1) {\n        fork_locked = 0;"),
     # a miss-heavy thread never goes back to the cache
     "cold-forever": ("provider/cache/store.c",
         "    if (c == NULL || !c->bypass || ++c->cold_skips % KC_COLD_ONE_IN == 0)",

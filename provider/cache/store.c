@@ -11,6 +11,15 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#if defined(__has_include)
+# if __has_include(<sys/single_threaded.h>)
+#  include <sys/single_threaded.h>
+#  define KC_ONE_THREAD() (__libc_single_threaded != 0)
+# endif
+#endif
+#ifndef KC_ONE_THREAD
+# define KC_ONE_THREAD() 0
+#endif
 
 #include "cache/cache.h"
 
@@ -198,20 +207,36 @@ static ossl_inline KC_CACHE *tls_get(KC_PROVCTX *pctx)
  * would wait for it forever.  The forking thread holds it across fork();
  * the child drops what it inherited, then unlocks it (not re-initialises
  * it: ThreadSanitizer would still see it held).
+ *
+ * Unless the process has one thread (glibc's __libc_single_threaded, never
+ * set while another thread lives, nor in a dlmopen() namespace), as a
+ * prefork server's parent has: then no thread holds the lock or is halfway
+ * through linking a cache or an instance, and none can start before fork()
+ * returns, so the lists are whole and the lock free without it.  A count
+ * of caches would not do: a thread that has none takes the lock too (a
+ * record's claim, a report), and a thread may be making the first.
  */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+/* the forking thread took registry_lock (written by it alone) */
+static int fork_locked;
 
 static void caches_prefork(void);
 
 static void registry_prefork(void)
 {
-    pthread_mutex_lock(&registry_lock);
+    if (KC_ONE_THREAD()) {
+        fork_locked = 0;
+    } else {
+        pthread_mutex_lock(&registry_lock);
+        fork_locked = 1;
+    }
     caches_prefork();
 }
 
 static void registry_postfork_parent(void)
 {
-    pthread_mutex_unlock(&registry_lock);
+    if (fork_locked)
+        pthread_mutex_unlock(&registry_lock);
 }
 
 static void caches_forked(void);
@@ -219,7 +244,8 @@ static void caches_forked(void);
 static void registry_postfork_child(void)
 {
     caches_forked();
-    pthread_mutex_unlock(&registry_lock);
+    if (fork_locked)
+        pthread_mutex_unlock(&registry_lock);
 }
 
 static void atfork_register(void)
@@ -652,9 +678,10 @@ static void caches_prefork(void)
  * the forking thread keeps its cache, emptied, with what holds no secret;
  * the others' are unlinked and freed whole.
  *
- * It cannot hang: only this thread runs, holding registry_lock, and nothing
- * here takes an OpenSSL lock (the default's freectx functions cleanse, free
- * and drop references with atomic decrements that never reach zero, since
+ * It cannot hang: only this thread runs, holding registry_lock (or the
+ * parent's only thread, see registry_prefork()), and nothing here takes an
+ * OpenSSL lock (the default's freectx functions cleanse, free and drop
+ * references with atomic decrements that never reach zero, since
  * keycache's library context holds its own).  glibc resets malloc's locks
  * before child handlers run; an allocator set with CRYPTO_set_mem_functions
  * must be as usable after fork(), or the child could not use OpenSSL.
