@@ -361,6 +361,11 @@ MUTANTS = {
     "admit-at-once": ("provider/cache/store.c",
         "    if (pctx->admit_after > 1 && ++s->seen < pctx->admit_after)",
         "    if (0 && pctx->admit_after > 1 && ++s->seen < pctx->admit_after)"),
+    # a thread's record does not count the slot it takes: every key, new
+    # or not, starts over in the first slot, and none is ever admitted
+    "lite-seen-uncounted": ("provider/cache/store.c",
+        "        empty = &l->seen[n];\n        l->nseen = n + 1;",
+        "        empty = &l->seen[n];\n        l->nseen = n;"),
     # the admission filter takes any fingerprint's slot for another's
     # (keys in rotation starve: test_admission)
     "seen-direct-mapped": ("provider/cache/store.c",

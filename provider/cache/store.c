@@ -155,7 +155,7 @@ struct kc_cache_st {
 #define KC_LITE_FREES 8
 typedef struct {
     int lite;                 /* 1 */
-    uint32_t seen_clock;
+    uint32_t nseen;           /* seen[0, nseen) used since last wiped */
     uint64_t inst;            /* the owner's KC_PROVCTX.inst, 0: none */
     KC_PROVCTX *pctx;
     KC_CACHE *body;           /* the thread's cache of inst, or NULL */
@@ -545,6 +545,7 @@ static void kc_thread_stop(void *arg)
         kc_lite.body = NULL;
         /* the record goes on for a thread that goes on, without keys */
         explicit_bzero(kc_lite.seen, sizeof(kc_lite.seen));
+        kc_lite.nseen = 0;
     } else if ((c = CRYPTO_THREAD_get_local(&pctx->tls)) != NULL) {
         CRYPTO_THREAD_set_local(&pctx->tls, NULL);
     }
@@ -702,7 +703,7 @@ static void caches_forked(void)
         hash_key_new(pctx->shared->key);
         if (kc_lite.inst == pctx->inst) {
             memset(kc_lite.seen, 0, sizeof(kc_lite.seen));
-            kc_lite.seen_clock = 0;
+            kc_lite.nseen = 0;
         }
         /* the child's own report counts from here (core/report.c) */
         pctx->threads_cached = pctx->threads_admitted = pctx->fork_wiped = 0;
@@ -731,7 +732,7 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
         return NULL;
     if (l != NULL) {
         memcpy(c->sipkey, pctx->shared->key, sizeof(c->sipkey));
-        for (k = 0; k < KC_LITE_SEEN; k++) {
+        for (k = 0; k < l->nseen && k < KC_LITE_SEEN; k++) {
             KC_SEEN *s;
 
             if (l->seen[k].fp == 0)
@@ -759,7 +760,7 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
     if (l != NULL) {
         l->body = c;
         OPENSSL_cleanse(l->seen, sizeof(l->seen));
-        l->seen_clock = 0;
+        l->nseen = 0;
     } else if (!CRYPTO_THREAD_set_local(&pctx->tls, c)) {
         cache_retire(pctx, c, 0);
         c = NULL;
@@ -1367,18 +1368,24 @@ static ossl_inline int rec_matches(const KC_ENTRY *e, const unsigned char *rec,
 /*
  * fp's slot in a record's filter, or an empty one (seen 0), or NULL: a
  * record never drops a key it counts, or keys in rotation never get in.
+ * Slots past nseen are empty: a new thread's or a child's first key looks
+ * at none.
  */
 static KC_SEEN *lite_seen_slot(KC_LITE *l, uint64_t fp)
 {
     KC_SEEN *s, *empty = NULL;
-    unsigned int i;
+    unsigned int i, n = l->nseen < KC_LITE_SEEN ? l->nseen : KC_LITE_SEEN;
 
-    for (i = 0; i < KC_LITE_SEEN; i++) {
+    for (i = 0; i < n; i++) {
         s = &l->seen[i];
         if (s->fp == fp)
             return s;
         if (s->fp == 0 && empty == NULL)
             empty = s;
+    }
+    if (empty == NULL && n < KC_LITE_SEEN) {
+        empty = &l->seen[n];
+        l->nseen = n + 1;
     }
     if (empty != NULL) {
         empty->fp = fp;
@@ -1409,7 +1416,6 @@ static KC_NOINLINE void *lite_find(KC_LITE *l, const KC_ALG *alg,
         return NULL;
     *lk->counted = fp;
     if ((s = lite_seen_slot(l, fp)) != NULL) {
-        s->stamp = ++l->seen_clock;
         lk->admit = admit_in(l->pctx, NULL, s, alg, fp);
         return NULL;
     }
