@@ -645,30 +645,35 @@ static size_t cache_renew(KC_CACHE *c)
  * keycache call (inside OpenSSL, not async-signal-safe either) is not
  * supported.
  */
-static void caches_prefork(void)
+static KC_NOINLINE void cache_prefork(KC_CACHE *c)
 {
-    KC_PROVCTX *pctx;
-    KC_CACHE *c;
     KC_ENTRY *e;
     uint32_t i;
     void *ctx;
 
-    for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live) {
-        if ((c = tls_get(pctx)) == NULL)
+    for (i = 0; i < c->hw && c->nspares > 0; i++) {
+        e = &c->entries[i];
+        if (e->spare_epoch == c->fork_epoch)
             continue;
-        for (i = 0; i < c->hw && c->nspares > 0; i++) {
-            e = &c->entries[i];
-            if (e->spare_epoch == c->fork_epoch)
-                continue;
-            while (e->alg != NULL && e->nspare > 0) {
-                ctx = e->spare[--e->nspare];
-                e->spare[e->nspare] = NULL;
-                c->nspares--;
-                e->alg->freectx(ctx);
-            }
+        while (e->alg != NULL && e->nspare > 0) {
+            ctx = e->spare[--e->nspare];
+            e->spare[e->nspare] = NULL;
+            c->nspares--;
+            e->alg->freectx(ctx);
         }
-        c->fork_epoch++;
     }
+    c->fork_epoch++;
+}
+
+/* (out of line: a thread without a cache, the usual forker, pays no more) */
+static void caches_prefork(void)
+{
+    KC_PROVCTX *pctx;
+    KC_CACHE *c;
+
+    for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live)
+        if ((c = tls_get(pctx)) != NULL)
+            cache_prefork(c);
 }
 
 /*
