@@ -81,27 +81,32 @@ static const KC_MAC_FNS *fns(const KC_HMAC_CTX *w)
 /*
  * Give inner the digest dg.  A private inner needs the name alone; one in
  * the application's context needs the query dg was resolved with, or that
- * context's default properties could pick another provider's.
+ * context's default properties could pick another provider's.  The list
+ * is what OSSL_PARAM_construct_utf8_string() makes, without its calls
+ * (every miss comes here).
  */
 static int inner_set_digest(const KC_HMAC_CTX *w, void *inner,
                             const KC_DIGEST *dg, const char *props)
 {
-    OSSL_PARAM p[3], *q = p;
+    OSSL_PARAM p[3] = {
+        { OSSL_MAC_PARAM_DIGEST, OSSL_PARAM_UTF8_STRING, (char *)dg->name,
+          strlen(dg->name), OSSL_PARAM_UNMODIFIED },
+        OSSL_PARAM_END, OSSL_PARAM_END
+    };
 
-    *q++ = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
-                                            (char *)dg->name, 0);
     if (props != NULL)
-        *q++ = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
+        p[1] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
                                                 (char *)props, 0);
-    *q = OSSL_PARAM_construct_end();
     return fns(w)->set_ctx_params(inner, p);
 }
 
 /* w->dg = dg, resolved with |props| (NULL or "" for none); 0: no memory */
 static int set_digest(KC_HMAC_CTX *w, const KC_DIGEST *dg, const char *props)
 {
-    OPENSSL_free(w->dg_props);
-    w->dg_props = NULL;
+    if (w->dg_props != NULL) {
+        OPENSSL_free(w->dg_props);
+        w->dg_props = NULL;
+    }
     w->dg = dg;
     if (dg == NULL || props == NULL || props[0] == '\0')
         return 1;
@@ -561,7 +566,8 @@ static void kc_hmac_freectx(void *vctx)
     forget_key(w);
     if (w->inner != NULL && !park_inner(c, w))
         free_inner(w);
-    OPENSSL_free(w->dg_props);
+    if (w->dg_props != NULL)
+        OPENSSL_free(w->dg_props);
     kc_wrapper_free_in(c, KC_POOL_HMAC, w, sizeof(*w));
 }
 
