@@ -832,7 +832,7 @@ static KC_NOINLINE void cache_timed(KC_CACHE *c)
     kc_debug_tick(c->pctx, now);
 }
 
-static KC_NOINLINE KC_CACHE *cache_get_slow(KC_PROVCTX *pctx, KC_CACHE *c)
+static KC_NOINLINE KC_CACHE *cache_get_slower(KC_PROVCTX *pctx, KC_CACHE *c)
 {
     time_t now;
 
@@ -849,6 +849,14 @@ static KC_NOINLINE KC_CACHE *cache_get_slow(KC_PROVCTX *pctx, KC_CACHE *c)
         kc_debug_tick(pctx, now);
     }
     return lite_handle();
+}
+
+/* the thread's record without a cache, untimed, has no frame to pay */
+static KC_NOINLINE KC_CACHE *cache_get_slow(KC_PROVCTX *pctx, KC_CACHE *c)
+{
+    if (c == NULL && kc_lite.inst == pctx->inst && !pctx->timed)
+        return lite_handle();
+    return cache_get_slower(pctx, c);
 }
 
 KC_CACHE *kc_cache_get(KC_PROVCTX *pctx)
