@@ -133,8 +133,10 @@ static void *new_inner(const KC_HMAC_CTX *w)
 static void free_inner(KC_HMAC_CTX *w)
 {
     fns(w)->freectx(w->inner);
-    EVP_MAC_free(w->app_mac);
-    w->app_mac = NULL;
+    if (w->app_mac != NULL) {
+        EVP_MAC_free(w->app_mac);
+        w->app_mac = NULL;
+    }
     w->app_keyed = 0;
 }
 
