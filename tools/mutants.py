@@ -619,6 +619,11 @@ MUTANTS = {
     "fork-unlocked-threaded": ("provider/cache/store.c",
         "    if (KC_ONE_THREAD()) {\n        fork_locked = 0;",
         "    if (1) {\n        fork_locked = 0;"),
+    # a thread's record handed out without its instance checked: a new
+    # thread's (no instance's yet) or another instance's
+    "record-any-instance": ("provider/cache/store.c",
+        "    if (c == NULL && kc_lite.inst == pctx->inst && !pctx->timed)\n        return lite_handle();",
+        "    if (c == NULL && !pctx->timed)\n        return lite_handle();"),
     # a miss-heavy thread never goes back to the cache
     "cold-forever": ("provider/cache/store.c",
         "    if (c == NULL || !c->bypass || ++c->cold_skips % KC_COLD_ONE_IN == 0)",
