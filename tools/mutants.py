@@ -617,7 +617,7 @@ MUTANTS = {
     # fork: registry_lock left alone though other threads live, one of
     # which may hold it at fork() (the child hangs: test_fork's storm)
     "fork-unlocked-threaded": ("provider/cache/store.c",
-        "    if (KC_ONE_THREAD()) {\n        fork_locked = 0;",
+        "    if (one_thread()) {\n        fork_locked = 0;",
         "    if (1) {\n        fork_locked = 0;"),
     # a thread's record handed out without its instance checked: a new
     # thread's (no instance's yet) or another instance's

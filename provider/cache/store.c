@@ -6,20 +6,13 @@
  * entry only once seen in admit_after keyed inits; until then only a keyed
  * fingerprint of it is kept.  Design: docs/architecture.md.
  */
+#define _GNU_SOURCE            /* RTLD_DEFAULT */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
-#if defined(__has_include)
-# if __has_include(<sys/single_threaded.h>)
-#  include <sys/single_threaded.h>
-#  define KC_ONE_THREAD() (__libc_single_threaded != 0)
-# endif
-#endif
-#ifndef KC_ONE_THREAD
-# define KC_ONE_THREAD() 0
-#endif
 
 #include "cache/cache.h"
 
@@ -220,11 +213,31 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 /* the forking thread took registry_lock (written by it alone) */
 static int fork_locked;
 
+/*
+ * Is the process single-threaded?  glibc's flag is looked up at the first
+ * fork(), not linked: a reference would cost every process a symbol
+ * lookup as it loads keycache.  Not found (another libc): no.
+ */
+static int one_thread(void)
+{
+    static const char *flag;
+    static int looked;
+    const char *f;
+
+    if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+        f = dlsym(RTLD_DEFAULT, "__libc_single_threaded");
+        __atomic_store_n(&flag, f, __ATOMIC_RELAXED);
+        __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+    }
+    f = __atomic_load_n(&flag, __ATOMIC_RELAXED);
+    return f != NULL && *f != 0;
+}
+
 static void caches_prefork(void);
 
 static void registry_prefork(void)
 {
-    if (KC_ONE_THREAD()) {
+    if (one_thread()) {
         fork_locked = 0;
     } else {
         pthread_mutex_lock(&registry_lock);
