@@ -201,10 +201,10 @@ static ossl_inline KC_CACHE *tls_get(KC_PROVCTX *pctx)
  * the child drops what it inherited, then unlocks it (not re-initialises
  * it: ThreadSanitizer would still see it held).
  *
- * Unless the process has one thread (glibc's __libc_single_threaded, never
- * set while another thread lives, nor in a dlmopen() namespace), as a
- * prefork server's parent has: then no thread holds the lock or is halfway
- * through linking a cache or an instance, and none can start before fork()
+ * Unless the process has one thread (glibc's __libc_single_threaded, true
+ * only then and never in a dlmopen() namespace), as a prefork server's
+ * parent has: then no other thread holds the lock or is halfway through
+ * linking a cache or an instance, and none can start before fork()
  * returns, so the lists are whole and the lock free without it.  A count
  * of caches would not do: a thread that has none takes the lock too (a
  * record's claim, a report), and a thread may be making the first.
@@ -678,7 +678,7 @@ static KC_NOINLINE void cache_prefork(KC_CACHE *c)
     c->fork_epoch++;
 }
 
-/* (out of line: a thread without a cache, the usual forker, pays no more) */
+/* the forking thread's caches: one without (the usual forker) pays the loop */
 static void caches_prefork(void)
 {
     KC_PROVCTX *pctx;
