@@ -214,22 +214,32 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static int fork_locked;
 
 /*
- * Is the process single-threaded?  glibc's flag is looked up at the first
- * fork(), not linked: a reference would cost every process a symbol
- * lookup as it loads keycache.  Not found (another libc): no.
+ * glibc's flag, looked up at a thread's first use of keycache (not at a
+ * fork: dlsym() takes the loader's lock, which a fork handler must not
+ * wait for), not linked (a reference would cost every process a symbol
+ * lookup as it loads keycache).  Not looked up yet, or another libc: the
+ * lock is taken.
  */
+static const char *single_threaded;
+static int single_looked;
+
+static void one_thread_lookup(void)
+{
+    if (__atomic_load_n(&single_looked, __ATOMIC_ACQUIRE))
+        return;
+    __atomic_store_n(&single_threaded,
+                     dlsym(RTLD_DEFAULT, "__libc_single_threaded"),
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&single_looked, 1, __ATOMIC_RELEASE);
+}
+
 static int one_thread(void)
 {
-    static const char *flag;
-    static int looked;
     const char *f;
 
-    if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
-        f = dlsym(RTLD_DEFAULT, "__libc_single_threaded");
-        __atomic_store_n(&flag, f, __ATOMIC_RELAXED);
-        __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
-    }
-    f = __atomic_load_n(&flag, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&single_looked, __ATOMIC_ACQUIRE))
+        return 0;
+    f = __atomic_load_n(&single_threaded, __ATOMIC_RELAXED);
     return f != NULL && *f != 0;
 }
 
@@ -818,6 +828,7 @@ static int lite_claim(KC_PROVCTX *pctx)
         /* a dead instance's (a new thread's is all zero) */
         explicit_bzero(&kc_lite, sizeof(kc_lite));
     }
+    one_thread_lookup();
     kc_lite.lite = 1;
     kc_lite.pctx = pctx;
     kc_lite.inst = pctx->inst;
