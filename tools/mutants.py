@@ -369,8 +369,8 @@ MUTANTS = {
     # the admission filter takes any fingerprint's slot for another's
     # (keys in rotation starve: test_admission)
     "seen-direct-mapped": ("provider/cache/store.c",
-        "    if (b2 == b1)\n        b2 = b1 ^ 1;\n    for (k = 0; k < 2; k++) {",
-        "    if (b2 == b1)\n        b2 = b1 ^ 1;\n    c->seen[b1 * KC_SEEN_WAYS].fp = fp;\n    c->seen[b1 * KC_SEEN_WAYS].seen = 0;\n    return &c->seen[b1 * KC_SEEN_WAYS];\n    for (k = 0; k < 2; k++) {"),
+        "    s[1] = &c->seen[b2 * KC_SEEN_WAYS];\n",
+        "    s[1] = &c->seen[b2 * KC_SEEN_WAYS];\n    s[0]->fp = fp;\n    s[0]->seen = 0;\n    return s[0];\n"),
 
     # the default's KDFs and HMAC-DRBG are not served as pass-through, so
     # their inner HMAC (keyed with derived secrets) reaches the cache

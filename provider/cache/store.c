@@ -1177,21 +1177,28 @@ static KC_SEEN *seen_slot(KC_CACHE *c, uint64_t fp)
 {
     size_t nb = c->nseen / KC_SEEN_WAYS;
     size_t b1 = (size_t)(fp >> 32) & (nb - 1), b2 = (size_t)fp & (nb - 1);
-    KC_SEEN *s, *old = NULL;
+    KC_SEEN *s[2], *old = NULL;
     unsigned int i, k;
 
     if (b2 == b1)
         b2 = b1 ^ 1;
-    for (k = 0; k < 2; k++) {
-        s = &c->seen[(k == 0 ? b1 : b2) * KC_SEEN_WAYS];
-        for (i = 0; i < KC_SEEN_WAYS; i++, s++) {
-            if (s->fp == fp)
-                return s;
-            if (old == NULL || s->fp == 0
-                || (old->fp != 0
-                    && (int32_t)(s->stamp - old->stamp) < 0))
-                old = s;
+    s[0] = &c->seen[b1 * KC_SEEN_WAYS];
+    s[1] = &c->seen[b2 * KC_SEEN_WAYS];
+    /* a miss (most calls here) reads both buckets: match and empty first */
+    for (k = 0; k < 2; k++)
+        for (i = 0; i < KC_SEEN_WAYS; i++) {
+            if (s[k][i].fp == fp)
+                return &s[k][i];
+            if (s[k][i].fp == 0)
+                old = &s[k][i];
         }
+    if (old == NULL) {
+        /* both full (rare: at most half the filter is used) */
+        old = s[0];
+        for (k = 0; k < 2; k++)
+            for (i = 0; i < KC_SEEN_WAYS; i++)
+                if ((int32_t)(s[k][i].stamp - old->stamp) < 0)
+                    old = &s[k][i];
     }
     old->fp = fp;
     old->seen = 0;
