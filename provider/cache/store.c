@@ -1246,8 +1246,9 @@ static uint64_t fingerprint(uint64_t h, const KC_ALG *alg, const void *param)
  * Wrapper structs come from a per-thread pool, so a hit does not allocate.
  * They hold no key material (a GCM wrapper's IV and tag are public).
  */
-void *kc_wrapper_take(KC_PROVCTX *pctx, int kind, size_t size,
-                      const KC_ALG *alg, int *cold, KC_CACHE **cp)
+static KC_NOINLINE void *wrapper_take_slow(KC_PROVCTX *pctx, int kind,
+                                           size_t size, const KC_ALG *alg,
+                                           int *cold, KC_CACHE **cp)
 {
     KC_CACHE *c = kc_cache_get(pctx);
 
@@ -1267,6 +1268,36 @@ void *kc_wrapper_take(KC_PROVCTX *pctx, int kind, size_t size,
     return c->pool[kind][--c->npool[kind]];
 }
 
+/* A pooled wrapper while the cache is bypassed (cold_in()). */
+static KC_NOINLINE void *pool_take_cold(KC_CACHE *c, int kind,
+                                        const KC_ALG *alg, int *cold)
+{
+    *cold = cold_in(c, alg);
+    return c->pool[kind][--c->npool[kind]];
+}
+
+/*
+ * The usual case, a thread's cache with a pooled wrapper and no bypass,
+ * without a stack frame: every new context and copy comes here.
+ */
+void *kc_wrapper_take(KC_PROVCTX *pctx, int kind, size_t size,
+                      const KC_ALG *alg, int *cold, KC_CACHE **cp)
+{
+    KC_CACHE *c;
+
+    if (kc_lite.inst != pctx->inst || (c = kc_lite.body) == NULL
+        || pctx->timed || c->npool[kind] == 0)
+        return wrapper_take_slow(pctx, kind, size, alg, cold, cp);
+    if (cp != NULL)
+        *cp = c;
+    if (cold != NULL) {
+        if (c->bypass)
+            return pool_take_cold(c, kind, alg, cold);
+        *cold = 0;
+    }
+    return c->pool[kind][--c->npool[kind]];
+}
+
 KC_CACHE *kc_cache_here(KC_PROVCTX *pctx)
 {
     KC_CACHE *c = tls_get(pctx);
@@ -1276,10 +1307,17 @@ KC_CACHE *kc_cache_here(KC_PROVCTX *pctx)
     return c;
 }
 
-void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size)
+static ossl_inline void pool_put(KC_CACHE *c, int kind, void *p, size_t size)
 {
-    if (p == NULL)
-        return;
+    c->pool_size[kind] = size;
+    c->pool[kind][c->npool[kind]] = p;
+    /* counted once in place, for a child forked meanwhile */
+    __atomic_store_n(&c->npool[kind], c->npool[kind] + 1, __ATOMIC_RELEASE);
+}
+
+static KC_NOINLINE void wrapper_free_slow(KC_CACHE *c, int kind, void *p,
+                                          size_t size)
+{
     if (c != NULL && is_lite(c)) {
         KC_LITE *l = as_lite(c);
 
@@ -1291,10 +1329,19 @@ void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size)
         wipe_free(p, size);
         return;
     }
-    c->pool_size[kind] = size;
-    c->pool[kind][c->npool[kind]] = p;
-    /* counted once in place, for a child forked meanwhile */
-    __atomic_store_n(&c->npool[kind], c->npool[kind] + 1, __ATOMIC_RELEASE);
+    pool_put(c, kind, p, size);
+}
+
+/* the usual case, into a thread's cache's pool, without a stack frame */
+void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size)
+{
+    if (p == NULL)
+        return;
+    if (c == NULL || is_lite(c) || c->npool[kind] == KC_POOL_MAX) {
+        wrapper_free_slow(c, kind, p, size);
+        return;
+    }
+    pool_put(c, kind, p, size);
 }
 
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
