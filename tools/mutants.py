@@ -368,6 +368,11 @@ MUTANTS = {
         "        empty = &l->seen[n];\n        l->nseen = n;"),
     # the admission filter takes any fingerprint's slot for another's
     # (keys in rotation starve: test_admission)
+    # a context keyed from an entry (or adopted as its template) is never
+    # given back: the lease test inverted
+    "hmac-park-leased-never": ("provider/families/hmac.c",
+        "    return w->lease.cache_id != 0 && !w->passthrough && !w->app_keyed",
+        "    return w->lease.cache_id == 0 && !w->passthrough && !w->app_keyed"),
     "seen-direct-mapped": ("provider/cache/store.c",
         "    s[1] = &c->seen[b2 * KC_SEEN_WAYS];\n",
         "    s[1] = &c->seen[b2 * KC_SEEN_WAYS];\n    s[0]->fp = fp;\n    s[0]->seen = 0;\n    return s[0];\n"),

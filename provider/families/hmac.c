@@ -159,7 +159,8 @@ static int as_is(const void *arg, void *inner)
 /* The inner context back to its cache entry (c: this thread's); 0: not. */
 static int park_inner(KC_CACHE *c, KC_HMAC_CTX *w)
 {
-    return !w->passthrough && !w->app_keyed
+    /* (a lease of no entry, as a miss's or a copy's, parks nowhere) */
+    return w->lease.cache_id != 0 && !w->passthrough && !w->app_keyed
            && kc_cache_park_in(c, &w->lease, w->inner, restart, w);
 }
 
