@@ -493,8 +493,8 @@ MUTANTS = {
     "tmpl-share-template": [("provider/layer/tmpl.c",
         "    if ((inner = lk.spare) == NULL && (inner = ops->dupctx(tmpl)) == NULL)",
         "    if ((inner = lk.spare) == NULL && (inner = tmpl) == NULL)"),
-        ("provider/layer/tmpl.c", "    if (w->t.inner != NULL && !park(c, w))",
-         "    if (0 && w->t.inner != NULL && !park(c, w))")],
+        ("provider/layer/tmpl.c", "        if (!park(c, w))\n            w->ops->freectx(w->t.inner);",
+         "        if (0 && !park(c, w))\n            w->ops->freectx(w->t.inner);")],
     # a record is taken as valid without asking the default (bad cipher
     # names, IV lengths, sizes answered 1)
     "tmpl-shape-unchecked": ("provider/layer/tmpl.c",

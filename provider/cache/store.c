@@ -1346,6 +1346,13 @@ void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size)
 
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
 {
+    KC_CACHE *c;
+
+    if (p != NULL && kc_lite.inst == pctx->inst && (c = kc_lite.body) != NULL
+        && c->npool[kind] != KC_POOL_MAX) {
+        pool_put(c, kind, p, size);
+        return;
+    }
     kc_wrapper_free_in(kc_cache_here(pctx), kind, p, size);
 }
 

@@ -986,12 +986,19 @@ void kc_tmac_freectx(void *vctx)
 
     if (w == NULL)
         return;
-    c = kc_cache_here(w->pctx);
-    if (w->t.inner != NULL && !park(c, w))
-        w->ops->freectx(w->t.inner);
     if (w->app_mac != NULL)
         EVP_MAC_free(w->app_mac);
-    kc_wrapper_free_in(c, KC_POOL_TMPL, w, sizeof(*w));
+    /* one look-up for both, where the inner may go back */
+    if (w->t.inner != NULL && w->clean) {
+        c = kc_cache_here(w->pctx);
+        if (!park(c, w))
+            w->ops->freectx(w->t.inner);
+        kc_wrapper_free_in(c, KC_POOL_TMPL, w, sizeof(*w));
+        return;
+    }
+    if (w->t.inner != NULL)
+        w->ops->freectx(w->t.inner);
+    kc_wrapper_free(w->pctx, KC_POOL_TMPL, w, sizeof(*w));
 }
 
 /*
