@@ -6,8 +6,6 @@
  * entry only once seen in admit_after keyed inits; until then only a keyed
  * fingerprint of it is kept.  Design: docs/architecture.md.
  */
-#define _GNU_SOURCE            /* RTLD_DEFAULT */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
@@ -202,7 +200,7 @@ static ossl_inline KC_CACHE *tls_get(KC_PROVCTX *pctx)
  * it: ThreadSanitizer would still see it held).
  *
  * Unless the process has one thread (glibc's __libc_single_threaded, true
- * only then and never in a dlmopen() namespace), as a prefork server's
+ * only then, and never in a dlmopen() namespace), as a prefork server's
  * parent has: then no other thread holds the lock or is halfway through
  * linking a cache or an instance, and none can start before fork()
  * returns, so the lists are whole and the lock free without it.  A count
@@ -214,33 +212,17 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static int fork_locked;
 
 /*
- * glibc's flag, looked up at a thread's first use of keycache (not at a
- * fork: dlsym() takes the loader's lock, which a fork handler must not
- * wait for), not linked (a reference would cost every process a symbol
- * lookup as it loads keycache).  Not looked up yet, or another libc: the
- * lock is taken.
+ * glibc's flag, linked weakly (about a thousand instructions at load):
+ * looking it up later with dlsym() would take the loader's lock wherever
+ * that happens first, under whatever lock the caller holds.  Another libc,
+ * or a glibc before 2.32: absent, and the lock is taken.  Only threads
+ * this namespace's libc made count (as for glibc's own fork()).
  */
-static const char *single_threaded;
-static int single_looked;
-
-static void one_thread_lookup(void)
-{
-    if (__atomic_load_n(&single_looked, __ATOMIC_ACQUIRE))
-        return;
-    __atomic_store_n(&single_threaded,
-                     dlsym(RTLD_DEFAULT, "__libc_single_threaded"),
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(&single_looked, 1, __ATOMIC_RELEASE);
-}
+extern char __libc_single_threaded __attribute__((weak));
 
 static int one_thread(void)
 {
-    const char *f;
-
-    if (!__atomic_load_n(&single_looked, __ATOMIC_ACQUIRE))
-        return 0;
-    f = __atomic_load_n(&single_threaded, __ATOMIC_RELAXED);
-    return f != NULL && *f != 0;
+    return &__libc_single_threaded != NULL && __libc_single_threaded != 0;
 }
 
 static void caches_prefork(void);
@@ -688,7 +670,8 @@ static KC_NOINLINE void cache_prefork(KC_CACHE *c)
     c->fork_epoch++;
 }
 
-/* the forking thread's caches: one without (the usual forker) pays the loop */
+/* the forking thread's caches: one without (the usual forker) walks the
+ * instances only */
 static void caches_prefork(void)
 {
     KC_PROVCTX *pctx;
@@ -828,7 +811,6 @@ static int lite_claim(KC_PROVCTX *pctx)
         /* a dead instance's (a new thread's is all zero) */
         explicit_bzero(&kc_lite, sizeof(kc_lite));
     }
-    one_thread_lookup();
     kc_lite.lite = 1;
     kc_lite.pctx = pctx;
     kc_lite.inst = pctx->inst;
