@@ -48,6 +48,11 @@ MUTANTS = {
     "tmpl-dup-memo-any": ("provider/layer/tmpl.c",
         "                            w->t.len, NULL, 0) == 1)",
         "                            w->t.len, NULL, 0) == 1 || w->t.len > 0)"),
+    # a context keyed from an entry (or adopted as its template) is never
+    # given back: the lease test inverted
+    "hmac-park-leased-never": ("provider/families/hmac.c",
+        "    return w->lease.cache_id != 0 && !w->passthrough && !w->app_keyed",
+        "    return w->lease.cache_id == 0 && !w->passthrough && !w->app_keyed"),
     # a long HMAC key cached by its digest: even one no longer than the
     # digest's block (which HMAC uses as it is), or by a digest of a prefix
     "hmac-long-key-any-length": ("provider/families/hmac.c",
@@ -368,11 +373,6 @@ MUTANTS = {
         "        empty = &l->seen[n];\n        l->nseen = n;"),
     # the admission filter takes any fingerprint's slot for another's
     # (keys in rotation starve: test_admission)
-    # a context keyed from an entry (or adopted as its template) is never
-    # given back: the lease test inverted
-    "hmac-park-leased-never": ("provider/families/hmac.c",
-        "    return w->lease.cache_id != 0 && !w->passthrough && !w->app_keyed",
-        "    return w->lease.cache_id == 0 && !w->passthrough && !w->app_keyed"),
     "seen-direct-mapped": ("provider/cache/store.c",
         "    s[1] = &c->seen[b2 * KC_SEEN_WAYS];\n",
         "    s[1] = &c->seen[b2 * KC_SEEN_WAYS];\n    s[0]->fp = fp;\n    s[0]->seen = 0;\n    return s[0];\n"),
@@ -493,8 +493,8 @@ MUTANTS = {
     "tmpl-share-template": [("provider/layer/tmpl.c",
         "    if ((inner = lk.spare) == NULL && (inner = ops->dupctx(tmpl)) == NULL)",
         "    if ((inner = lk.spare) == NULL && (inner = tmpl) == NULL)"),
-        ("provider/layer/tmpl.c", "        if (!park(c, w))\n            w->ops->freectx(w->t.inner);",
-         "        if (0 && !park(c, w))\n            w->ops->freectx(w->t.inner);")],
+        ("provider/layer/tmpl.c", "    if (w->t.inner != NULL && !park(c, w))\n        w->ops->freectx(w->t.inner);",
+         "    if (0 && w->t.inner != NULL && !park(c, w))\n        w->ops->freectx(w->t.inner);")],
     # a record is taken as valid without asking the default (bad cipher
     # names, IV lengths, sizes answered 1)
     "tmpl-shape-unchecked": ("provider/layer/tmpl.c",

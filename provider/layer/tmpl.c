@@ -986,19 +986,19 @@ void kc_tmac_freectx(void *vctx)
 
     if (w == NULL)
         return;
+    /* the cache is looked up once, and only where the inner may go back */
+    c = NULL;
+    if (w->t.inner != NULL && w->clean)
+        c = kc_cache_here(w->pctx);
+    if (w->t.inner != NULL && !park(c, w))
+        w->ops->freectx(w->t.inner);
+    /* (after its inner: *app_mac keeps the provider loaded) */
     if (w->app_mac != NULL)
         EVP_MAC_free(w->app_mac);
-    /* one look-up for both, where the inner may go back */
-    if (w->t.inner != NULL && w->clean) {
-        c = kc_cache_here(w->pctx);
-        if (!park(c, w))
-            w->ops->freectx(w->t.inner);
+    if (c != NULL)
         kc_wrapper_free_in(c, KC_POOL_TMPL, w, sizeof(*w));
-        return;
-    }
-    if (w->t.inner != NULL)
-        w->ops->freectx(w->t.inner);
-    kc_wrapper_free(w->pctx, KC_POOL_TMPL, w, sizeof(*w));
+    else
+        kc_wrapper_free(w->pctx, KC_POOL_TMPL, w, sizeof(*w));
 }
 
 /*
