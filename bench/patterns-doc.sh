@@ -59,10 +59,15 @@ Where the losses come from today:
   forking thread's given-back contexts that no hit used since its last
   fork are freed in the parent, before `fork()`, once and not in every
   child; a parent that itself computes between forks keeps them
-  (`fork-then-parent-mac`).  `fork-child-empty` and
+  (`fork-then-parent-mac`).  A process with one thread (glibc's
+  `__libc_single_threaded`, linked weakly) forks without the registry's
+  lock.  `fork-child-empty` and
   `thread-per-task`: a thread that never admits a key keeps only a small
   thread-local record, but its contexts still cost a wrapper struct
-  (allocated and freed) and counting the key towards admission.
+  (allocated and freed) and counting the key towards admission; per
+  child on 3.0 (`--profiles DIR fork-child-empty`): the key's SipHash
+  and record ~230, the fork handlers ~260 (~106 of it glibc's walk of
+  its handler list), the HMAC wrapper ~450 and its struct ~200.
 - `proc-*` (+0.44M on 3.0, `bench/patterns.sh build --profiles DIR
   proc-openssl-version`): what every process that loads keycache pays.
   The loader's `dlopen` of keycache-ossl3.so and its binding, ~180k; the
@@ -92,6 +97,10 @@ Where the losses come from today:
   three times: a wrapper struct per context (taken from and given back
   to the thread's pool), the check that a CMAC's cipher is the private
   default's, forwarding, and the admission's origin check (issue 34).
+  On 4.0 a key used three times also finds the default's own
+  allocations missing glibc's per-thread cache more often while 64
+  entries hold contexts: ~350 instructions an op in `_int_malloc`
+  (`--profiles DIR keys-used-3x`).
   Where the forwarding floor below exceeds the target too
   (`dup-keyed-gmac`, `copy-keyed-ocb`, and `dup-keyed-cmac` on 4.0;
   `thread-per-task` on 3.0 and 3.5, by 0.1–0.3%), a wrapper cannot meet
