@@ -47,6 +47,7 @@ static int bind_cipher(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *a)
 int kc_bind_start(KC_PROVCTX *pctx)
 {
     const OSSL_ALGORITHM *macs, *ciphers, *a;
+    const OSSL_ALGORITHM *near_mac = NULL, *near_cipher = NULL;
     size_t nmac = 0, ncipher = 0;
     int i, ok;
 
@@ -70,7 +71,9 @@ int kc_bind_start(KC_PROVCTX *pctx)
         /* HMAC's functions are bound even when off: others key HMACs */
         if (!*kc_registry_on(pctx, i) && r->kind != KC_KIND_HMAC)
             continue;
-        if ((a = kc_inner_find(cipher ? ciphers : macs, r->name)) == NULL) {
+        if ((a = kc_inner_find_near(cipher ? ciphers : macs, r->name,
+                                    cipher ? &near_cipher : &near_mac))
+            == NULL) {
             kc_raise(pctx, KC_R_INNER_MISSING, "default provider has no %s",
                      r->name);
             return 0;

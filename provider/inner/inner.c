@@ -28,21 +28,50 @@ static ossl_inline int name_at(const char *s, const char *name)
  * name anywhere in the list (4.0 lists KECCAK-KMAC-128 second), but every
  * first name first: the full scan costs a start some 6,000 instructions.
  */
-const OSSL_ALGORITHM *kc_inner_find(const OSSL_ALGORITHM *algs,
-                                    const char *name)
+const OSSL_ALGORITHM *kc_inner_find_near(const OSSL_ALGORITHM *algs,
+                                         const char *name,
+                                         const OSSL_ALGORITHM **near)
 {
     const OSSL_ALGORITHM *a;
     const char *s;
+    size_t at, d;
+    int fwd = 1;
 
-    for (a = algs; a != NULL && a->algorithm_names != NULL; a++)
-        if (name_at(a->algorithm_names, name))
-            return a;
-    for (a = algs; a != NULL && a->algorithm_names != NULL; a++)
+    if (algs == NULL)
+        return NULL;
+    /*
+     * First names outward from the last one found: the registry lists
+     * key sizes together, as the default's table does, in either order
+     * (a first name is in one row of a table only).
+     */
+    at = near != NULL && *near != NULL ? (size_t)(*near - algs) : 0;
+    for (d = 0; fwd || d <= at; d++) {
+        if (fwd && (fwd = algs[at + d].algorithm_names != NULL)
+            && name_at(algs[at + d].algorithm_names, name)) {
+            a = &algs[at + d];
+            goto found;
+        }
+        if (d > 0 && d <= at && name_at(algs[at - d].algorithm_names, name)) {
+            a = &algs[at - d];
+            goto found;
+        }
+    }
+    for (a = algs; a->algorithm_names != NULL; a++)
         for (s = strchr(a->algorithm_names, ':'); s != NULL;
              s = strchr(s + 1, ':'))
             if (name_at(s + 1, name))
-                return a;
+                goto found;
     return NULL;
+ found:
+    if (near != NULL)
+        *near = a;
+    return a;
+}
+
+const OSSL_ALGORITHM *kc_inner_find(const OSSL_ALGORITHM *algs,
+                                    const char *name)
+{
+    return kc_inner_find_near(algs, name, NULL);
 }
 
 /* One case of a loader's switch: the dispatch entry into its field. */

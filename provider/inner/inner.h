@@ -32,6 +32,10 @@ const KC_DIGEST_FNS *kc_inner_digest_fns(const KC_DIGEST *d);
 /* The default's algorithm that has name anywhere in its names, or NULL. */
 const OSSL_ALGORITHM *kc_inner_find(const OSSL_ALGORITHM *algs,
                                     const char *name);
+/* The same, looking first near *near (if set), which it sets to the find. */
+const OSSL_ALGORITHM *kc_inner_find_near(const OSSL_ALGORITHM *algs,
+                                         const char *name,
+                                         const OSSL_ALGORITHM **near);
 /* the default's algorithms of operation op */
 const OSSL_ALGORITHM *kc_inner_query(KC_PROVCTX *pctx, int op);
 /* Load a dispatch table's functions; 0 if one a wrapper calls is missing. */
