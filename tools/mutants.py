@@ -61,6 +61,11 @@ MUTANTS = {
     "hmac-long-key-prefix": ("provider/families/hmac.c",
         "    ok = dc != NULL && g->init(dc, NULL) && g->update(dc, key, keylen)",
         "    ok = dc != NULL && g->init(dc, NULL) && g->update(dc, key, 128)"),
+    # a registry row bound to the default's algorithm beside its own, when
+    # found looking back from the last one found
+    "bind-near-neighbour": ("provider/inner/inner.c",
+        "            a = &algs[at - d];",
+        "            a = &algs[at - d + 1];"),
     # the registry: a row's on flag read from another row, "auto" off
     "registry-on-first-cipher": ("provider/families/registry.c",
         "           : &pctx->cfam[r->index].on;",
