@@ -68,11 +68,11 @@ Where the losses come from today:
   child on 3.0 (`--profiles DIR fork-child-empty`): the key's SipHash
   and record ~230, the fork handlers ~260 (~106 of it glibc's walk of
   its handler list), the HMAC wrapper ~450 and its struct ~200.
-- `proc-*` (+0.44M on 3.0, `bench/patterns.sh build --profiles DIR
+- `proc-*` (+0.43M on 3.0, `bench/patterns.sh build --profiles DIR
   proc-openssl-version`): what every process that loads keycache pays.
   The loader's `dlopen` of keycache-ossl3.so and its binding, ~180k; the
   private library context with `default` and its RAND, ~57k at start and
-  ~25k at exit; the registry's families bound, ~25k; the configuration,
+  ~25k at exit; the registry's families bound, ~14k; the configuration,
   ~35k (the default config file's key names are read by hand, not
   parsed again by NCONF: with Debian's 12 KB openssl.cnf `openssl
   version` costs +0.64M, +1.63M before).  libgcc's unwinder and a
