@@ -1175,7 +1175,7 @@ static KC_SEEN *seen_slot(KC_CACHE *c, uint64_t fp)
                 old = &s[k][i];
         }
     if (old == NULL) {
-        /* both full (rare: at most half the filter is used) */
+        /* both full (keys never seen twice fill the filter): the oldest */
         old = s[0];
         for (k = 0; k < 2; k++)
             for (i = 0; i < KC_SEEN_WAYS; i++)
