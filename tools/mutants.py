@@ -273,6 +273,13 @@ MUTANTS = {
     "memo-props-unfollowed": ("provider/layer/tmpl.c",
         "        || pctx->props_follow == NULL || !pctx->props_follow(pctx))",
         "        || 0)"),
+    # ... or the thread's last answer kept across a change of them
+    "pair-hint-any-gen": ("provider/cache/store.c",
+        "    if (c->pair.owner != owner || c->pair.gen != gen",
+        "    if (c->pair.owner != owner"),
+    "pair-hint-any-props": ("provider/cache/store.c",
+        " || strcmp(c->pair.b, b) != 0)",
+        ")"),
     # ... or "provider=default" added where the cipher is not keycache's
     # (the fetch's error then names that query)
     "first-nested-any-cipher": ("provider/layer/tmpl.c",

@@ -103,7 +103,7 @@ struct kc_cache_st {
     /* the last answer about a string pair, see kc_cache_pair_hint() */
     struct {
         const void *owner;
-        size_t alen, blen;
+        unsigned int gen;
         char a[KC_PAIR_HINT_MAX], b[KC_PAIR_HINT_MAX];
         int value;
     } pair;
@@ -942,29 +942,28 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
 }
 
 int kc_cache_pair_hint(const KC_CACHE *c, const void *owner, const char *a,
-                       size_t alen, const char *b, size_t blen)
+                       const char *b, unsigned int gen)
 {
     if (is_lite(c)
         && (c = ((const KC_LITE *)(const void *)c)->body) == NULL)
         return -1;
-    if (c->pair.owner != owner || c->pair.alen != alen
-        || c->pair.blen != blen || memcmp(c->pair.a, a, alen) != 0
-        || memcmp(c->pair.b, b, blen) != 0)
+    if (c->pair.owner != owner || c->pair.gen != gen
+        || strcmp(c->pair.a, a) != 0 || strcmp(c->pair.b, b) != 0)
         return -1;
     return c->pair.value;
 }
 
 void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
-                            size_t alen, const char *b, size_t blen,
-                            int value)
+                            const char *b, unsigned int gen, int value)
 {
+    size_t alen = strlen(a) + 1, blen = strlen(b) + 1;
+
     if (alen > KC_PAIR_HINT_MAX || blen > KC_PAIR_HINT_MAX)
         return;
     if (is_lite(c) && (c = lite_body(as_lite(c))) == NULL)
         return;
     c->pair.owner = NULL;
-    c->pair.alen = alen;
-    c->pair.blen = blen;
+    c->pair.gen = gen;
     memcpy(c->pair.a, a, alen);
     memcpy(c->pair.b, b, blen);
     c->pair.value = value;

@@ -138,25 +138,26 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
 {
     unsigned int gen;
     char pb[KC_MEMO_PROPS_MAX + sizeof(gen)];
+    const char *q = props != NULL ? props : "";
     KC_CACHE *c;
     size_t nlen, plen;
     uint64_t h;
     int v;
 
-    /* no query and an empty one are the same query */
-    plen = strlen(props != NULL ? props : "") + 1;
-    if (plen > KC_MEMO_PROPS_MAX || (c = kc_cache_get(pctx)) == NULL
+    if ((c = kc_cache_get(pctx)) == NULL
         || pctx->props_follow == NULL || !pctx->props_follow(pctx))
         return ask(pctx, name, props);
     gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
+    /* no query and an empty one are the same query */
+    if ((v = kc_cache_pair_hint(c, owner, name, q, gen)) >= 0)
+        return v;
+    if ((plen = strlen(q) + 1) > KC_MEMO_PROPS_MAX)
+        return ask(pctx, name, props);
     /* the bytes remembered: the query, its NUL, the properties' generation */
-    memcpy(pb, props != NULL ? props : "", plen);
+    memcpy(pb, q, plen);
     memcpy(pb + plen, &gen, sizeof(gen));
     plen += sizeof(gen);
-    props = pb;
     nlen = strlen(name) + 1;
-    if ((v = kc_cache_pair_hint(c, owner, name, nlen, props, plen)) >= 0)
-        return v;
     /* the memo compares the bytes: the hash only spreads them */
     h = 0;
     memcpy(&h, name, nlen < sizeof(h) ? nlen : sizeof(h));
@@ -164,12 +165,12 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
         * 0x9e3779b97f4a7c15ULL;
     h ^= h >> 32;
     if ((v = kc_cache_rec_get(c, owner, h, (const unsigned char *)name, nlen,
-                              (const unsigned char *)props, plen)) < 0) {
+                              (const unsigned char *)pb, plen)) < 0) {
         v = ask(pctx, name, pb);
         kc_cache_rec_put(c, owner, h, (const unsigned char *)name, nlen,
-                         (const unsigned char *)props, plen, v);
+                         (const unsigned char *)pb, plen, v);
     }
-    kc_cache_pair_hint_put(c, owner, name, nlen, props, plen, v);
+    kc_cache_pair_hint_put(c, owner, name, q, gen, v);
     return v;
 }
 
