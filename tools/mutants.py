@@ -282,6 +282,10 @@ MUTANTS = {
         ")"),
     # ... or "provider=default" added where the cipher is not keycache's
     # (the fetch's error then names that query)
+    # ... or a call naming the cipher forwarded as it is
+    "forward-nested-never": ("provider/layer/tmpl.c",
+        "        && may_name(w->f->d->cipher_param, params))\n        return forward_nested(",
+        "        && 0)\n        return forward_nested("),
     "first-nested-any-cipher": ("provider/layer/tmpl.c",
         "        || !memo_ask(w->pctx, &nest_memo_owner, np->data, NULL, nested_mine))",
         "        || 0)"),

@@ -839,21 +839,41 @@ static int repeats(KC_PROVCTX *pctx, const KC_TFAM *f,
     return 0;
 }
 
-/* set_ctx_params, or init if init, on w's inner context */
-static int forward(KC_TMAC_CTX *w, int init, const unsigned char *key,
-                   size_t keylen, const OSSL_PARAM params[])
+/* Does a parameter's name start as the cipher parameter's (c) does? */
+static ossl_inline int may_name(const char *c, const OSSL_PARAM *params)
+{
+    for (; params->key != NULL; params++)
+        if (params->key[0] == c[0])
+            return 1;
+    return 0;
+}
+
+/* forward() of a call naming the cipher of a nested family: to_default() */
+static KC_NOINLINE int forward_nested(KC_TMAC_CTX *w, int init,
+                                      const unsigned char *key, size_t keylen,
+                                      const OSSL_PARAM params[])
 {
     OSSL_PARAM b[16];
-    const OSSL_PARAM *p = params;
+    const OSSL_PARAM *p = to_default(w, params, b, 16);
     int ok;
 
-    if (w->f->nested && params != NULL && (w->first || w->app_mac != NULL))
-        p = to_default(w, params, b, 16);
     ok = init ? w->ops->init(w->t.inner, key, keylen, p)
               : w->ops->set_ctx_params(w->t.inner, p);
     if (p != params && p != b)
         OPENSSL_free((void *)p);
     return ok;
+}
+
+/* set_ctx_params, or init if init, on w's inner context */
+static int forward(KC_TMAC_CTX *w, int init, const unsigned char *key,
+                   size_t keylen, const OSSL_PARAM params[])
+{
+    /* (a keyless init with a new IV, per message, names no cipher) */
+    if (w->f->nested && params != NULL && (w->first || w->app_mac != NULL)
+        && may_name(w->f->d->cipher_param, params))
+        return forward_nested(w, init, key, keylen, params);
+    return init ? w->ops->init(w->t.inner, key, keylen, params)
+                : w->ops->set_ctx_params(w->t.inner, params);
 }
 
 /*
@@ -905,15 +925,6 @@ static KC_NOINLINE int keyed_init(KC_TMAC_CTX *w, const unsigned char *key,
     if (names_cipher(w->f->d->cipher_param, params))
         return cipher_call(w, 1, key, keylen, params);
     return w->ops->init(w->t.inner, key, keylen, params);
-}
-
-/* Does a parameter's name start as the cipher parameter's (c) does? */
-static ossl_inline int may_name(const char *c, const OSSL_PARAM *params)
-{
-    for (; params->key != NULL; params++)
-        if (params->key[0] == c[0])
-            return 1;
-    return 0;
 }
 
 /* get_params has no provctx: libcrypto's (and "size"), for every instance */
