@@ -1558,6 +1558,73 @@ static void test_volatile_hits(void)
     CU_ASSERT(hits >= 5);
 }
 
+/*
+ * A thread that keys every message with a new key (per-message keys):
+ * once its hit rate is low its new contexts are cold, and an AES-SIV key
+ * still gets keycache's own context, never the default's in the private
+ * library context.  Every call and result is the default's, encrypting
+ * and decrypting.
+ */
+static void *cold_main(void *arg)
+{
+    unsigned char key[64];
+    uint64_t p0;
+    REC want = { 0 }, got = { 0 }, scratch = { 0 };
+    AEAD a;
+    OUT e;
+    int i, *bad = arg;
+
+    /* one key used again and again: the thread makes its cache */
+    for (i = 0; i < 8; i++) {
+        base(&a, i % NCIPHERS, 0, i & 3, 1, 0);
+        roundtrip(kct_keycache(), &got, &a);
+        rec_free(&got);
+    }
+    p0 = kct_counter(KEYCACHE_PARAM_PASSTHROUGH);
+    for (i = 0; i < 600; i++) {
+        base(&a, i % NCIPHERS, 0, i & 3, 1, 0);
+        kct_fill(key, sizeof(key), 30000 + (uint32_t)i);
+        a.key = key;
+        if (i & 1) {
+            /* the default's message, opened by each */
+            aead_run(kct_default(), &scratch, &a, &e);
+            a.enc = 0;
+            a.in = e.out;
+            a.inlen = e.outlen;
+            a.tag = e.tag;
+        }
+        aead_run(kct_default(), &want, &a, &e);
+        aead_run(kct_keycache(), &got, &a, &e);
+        if (!kct_rec_same("a new key per message", &want, &got))
+            (*bad)++;
+        rec_free(&want);
+        rec_free(&got);
+        rec_free(&scratch);
+    }
+    /* one context per message: each counted once, cold or not */
+    if (kct_counter(KEYCACHE_PARAM_PASSTHROUGH) > p0 + 600) {
+        fprintf(stderr, "\n%llu pass-throughs for 600 contexts\n",
+                (unsigned long long)(kct_counter(KEYCACHE_PARAM_PASSTHROUGH)
+                                     - p0));
+        (*bad)++;
+    }
+    ERR_clear_error();
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+static void test_cold(void)
+{
+    uint64_t p0 = kct_counter(KEYCACHE_PARAM_PASSTHROUGH);
+    int bad = kct_thread_problems(cold_main);
+
+    if (bad != 0)
+        fprintf(stderr, "\nmiss-heavy thread: %d problems\n", bad);
+    CU_ASSERT_EQUAL(bad, 0);
+    /* most of them were not looked up (cold) */
+    CU_ASSERT(kct_counter(KEYCACHE_PARAM_PASSTHROUGH) >= p0 + 300);
+}
+
 static void test_fresh(void) { run_pattern(pat_fresh, 1); }
 static void test_near_keys(void) { run_pattern(pat_near_keys, 1); }
 static void test_shapes(void) { run_pattern(pat_shapes, 1); }
@@ -1596,6 +1663,7 @@ static void add_suites(void)
     CU_add_test(s, "SIV keyed from the cache: every call after the key",
                 test_siv_keyed);
     CU_add_test(s, "GCM: tag and IV before the key hit", test_volatile_hits);
+    CU_add_test(s, "a new key per message (cold contexts)", test_cold);
 }
 
 int main(int argc, char **argv)

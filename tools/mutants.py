@@ -286,6 +286,10 @@ MUTANTS = {
     "forward-nested-never": ("provider/layer/tmpl.c",
         "        && may_name(w->f->d->cipher_param, params))\n        return forward_nested(",
         "        && 0)\n        return forward_nested("),
+    # a cold AES-SIV wrapper's own context counted again (it was when made)
+    "cold-own-counted-twice": ("provider/layer/ctmpl.c",
+        "        if (!w->t.cold)\n            kc_count_passthrough(w->pctx, &f->alg[1]);",
+        "        kc_count_passthrough(w->pctx, &f->alg[1]);"),
     "first-nested-any-cipher": ("provider/layer/tmpl.c",
         "        || !memo_ask(w->pctx, &nest_memo_owner, np->data, NULL, nested_mine))",
         "        || 0)"),

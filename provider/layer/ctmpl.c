@@ -593,7 +593,9 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
     void *tmpl, *inner;
     int why = -1;
 
-    if (w->t.cold || keylen != keylen_of(f) || keylen > KEYCACHE_MAX_KEY_LEN
+    /* a cold wrapper looks nothing up; one of AES-SIV's still gets its own */
+    if ((w->t.cold && f->kfns == &f->fns) || keylen != keylen_of(f)
+        || keylen > KEYCACHE_MAX_KEY_LEN
         || (c = kc_cache_get(w->pctx)) == NULL)
         return 0;
     if (w->t.value < 0)
@@ -606,8 +608,13 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
                                 && ivlen + 2 != CV_IVLEN(w->t.value)))
         && (!flush_iv(w) || w->t.inner != NULL))
         return 0;
-    tmpl = kc_tcore_template(&w->t, &cipher_side, c, alg, enc, key, keylen,
-                             &lk, &why);
+    if (w->t.cold) {
+        tmpl = NULL;
+        why = -2;
+    } else {
+        tmpl = kc_tcore_template(&w->t, &cipher_side, c, alg, enc, key,
+                                 keylen, &lk, &why);
+    }
     /*
      * A key not admitted yet, of a family with its own keyed contexts
      * (AES-SIV): one of those, uncached.  The default's would fetch
@@ -619,7 +626,8 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
                                    keylen)) == NULL)
             return 0;
         /* counted as a pass-through, as the default's context was */
-        kc_count_passthrough(w->pctx, &f->alg[1]);
+        if (!w->t.cold)
+            kc_count_passthrough(w->pctx, &f->alg[1]);
     } else if (tmpl == NULL || (inner = f->kfns->dupctx(tmpl)) == NULL)
         return 0;
     /* the IV held back, then the rest: each as usual, no error mark */
