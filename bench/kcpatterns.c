@@ -274,6 +274,12 @@ static int gmac_keyed_template(const ROW *r, long i)
            && EVP_MAC_init(mctx, keys[0], 32, p);
 }
 
+static int kmac_template(const ROW *r, long i)
+{
+    return fetch_kmac(r, i) && (mctx = EVP_MAC_CTX_new(mac)) != NULL
+           && EVP_MAC_init(mctx, keys[0], 32, NULL);
+}
+
 static int cipher_template(void)
 {
     return (cctx = EVP_CIPHER_CTX_new()) != NULL
@@ -283,6 +289,11 @@ static int cipher_template(void)
 static int ocb_template(const ROW *r, long i)
 {
     return fetch_ocb(r, i) && cipher_template();
+}
+
+static int gcm_template(const ROW *r, long i)
+{
+    return fetch_gcm(r, i) && cipher_template();
 }
 
 static int siv_template(const ROW *r, long i)
@@ -371,6 +382,53 @@ static int op_newkey_cmac(const ROW *r, long i)
 
     fill(key, sizeof(key));
     return qmac_fam("CMAC", "AES-256-CBC", key, sizeof(key), 0);
+}
+
+static int op_newkey_gmac(const ROW *r, long i)
+{
+    unsigned char key[32];
+
+    fill(key, sizeof(key));
+    return qmac_fam("GMAC", "AES-256-GCM", key, sizeof(key), 1);
+}
+
+static int op_newkey_kmac(const ROW *r, long i)
+{
+    unsigned char key[32];
+
+    fill(key, sizeof(key));
+    return qmac_fam("KMAC128", NULL, key, sizeof(key), 0);
+}
+
+/* a new context and key per message, cipher fetched once; arg: with an IV */
+static int op_newkey_aead(const ROW *r, long i)
+{
+    unsigned char key[32];
+
+    fill(key, sizeof(key));
+    return aead_new(key, r->arg);
+}
+
+/* the template kept: a keyless init per message, arg: with a new IV */
+static int op_mac_steady(const ROW *r, long i)
+{
+    OSSL_PARAM p[2] = { OSSL_PARAM_END, OSSL_PARAM_END };
+
+    if (r->arg) {
+        bump_iv();
+        p[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV, iv,
+                                                 IV_LEN);
+    }
+    return EVP_MAC_init(mctx, NULL, 0, r->arg ? p : NULL)
+           && mac_final(mctx, 32);
+}
+
+/* the keyed cipher template kept: a new IV alone per message */
+static int op_cipher_steady(const ROW *r, long i)
+{
+    bump_iv();
+    return EVP_EncryptInit_ex(cctx, NULL, NULL, NULL, iv)
+           && seal(cctx, 32, 1);
 }
 
 static int op_longkey(const ROW *r, long i)
@@ -654,6 +712,33 @@ static const ROW rows[] = {
       "a new CMAC key every message: per-message derived keys" },
     { "newkey-hmac", K_OPS, NULL, op_newkey_hmac, 4, 500, 0,
       "a new HMAC key every message: HKDF/TLS-PRF-like derivation loops" },
+    { "newkey-gmac", K_OPS, NULL, op_newkey_gmac, 4, 500, 0,
+      "a new GMAC key every message: per-message derived keys" },
+    { "newkey-kmac", K_OPS, NULL, op_newkey_kmac, 4, 500, 0,
+      "a new KMAC128 key every message: per-message derived keys" },
+    { "newkey-gcm", K_OPS, fetch_gcm, op_newkey_aead, 4, 500, 1,
+      "a new AES-256-GCM key and context every message: per-session or "
+      "per-file keys (HPKE, age, envelope encryption)" },
+    { "newkey-ocb", K_OPS, fetch_ocb, op_newkey_aead, 4, 500, 1,
+      "a new AES-256-OCB key and context every message: per-message keys" },
+    { "newkey-siv", K_OPS, fetch_siv, op_newkey_aead, 4, 500, 0,
+      "a new AES-128-SIV key and context every message: per-record "
+      "key wrapping" },
+    { "steady-hmac", K_OPS, hmac_template, op_mac_steady, 4, 500, 0,
+      "one keyed HMAC context kept, EVP_MAC_init(ctx, NULL, 0, NULL) per "
+      "message: a MAC context per connection" },
+    { "steady-cmac", K_OPS, cmac_template, op_mac_steady, 4, 500, 0,
+      "one keyed CMAC context kept, a keyless init per message" },
+    { "steady-gmac", K_OPS, gmac_keyed_template, op_mac_steady, 4, 500, 1,
+      "one keyed GMAC context kept, a keyless init with a new IV per "
+      "message" },
+    { "steady-kmac", K_OPS, kmac_template, op_mac_steady, 4, 500, 0,
+      "one keyed KMAC128 context kept, a keyless init per message" },
+    { "steady-gcm", K_OPS, gcm_template, op_cipher_steady, 4, 500, 0,
+      "one keyed AES-256-GCM context kept, EncryptInit(ctx, NULL, NULL, "
+      "NULL, iv) per message: a cipher context per connection" },
+    { "steady-ocb", K_OPS, ocb_template, op_cipher_steady, 4, 500, 0,
+      "one keyed AES-256-OCB context kept, a new IV alone per message" },
     { "hmac-key-200B", K_OPS, NULL, op_longkey, 4, 500, 0,
       "HMAC-SHA256 under a 200-byte key: long secrets used as HMAC keys" },
     { "newkey-hmac-200B", K_OPS, NULL, op_newkey_longkey, 4, 500, 0,
