@@ -290,6 +290,10 @@ MUTANTS = {
     "cold-own-counted-twice": ("provider/layer/ctmpl.c",
         "        if (!w->t.cold)\n            kc_count_passthrough(w->pctx, &f->alg[1]);",
         "        kc_count_passthrough(w->pctx, &f->alg[1]);"),
+    # a first context's keyless init with params keeps the size it had
+    "first-keyless-init-keeps-size": ("provider/layer/tmpl.c",
+        "        if (key != NULL || params != NULL) {\n            w->clean = 0;\n            w->size = 0;\n        }\n        /* a first context's keyless init (a new IV per message, say) */\n        if (w->first != 0 && params != NULL)",
+        "        if (w->first != 0 && params != NULL)\n            return forward(w, 1, NULL, 0, params);\n        if (key != NULL || params != NULL) {\n            w->clean = 0;\n            w->size = 0;\n        }\n        if (0)"),
     "first-nested-any-cipher": ("provider/layer/tmpl.c",
         "        || !memo_ask(w->pctx, &nest_memo_owner, np->data, NULL, nested_mine))",
         "        || 0)"),

@@ -1368,13 +1368,15 @@ int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
     const char *c;
 
     if (w->t.inner != NULL) {
-        if (w->first != 0
-            && (w->first == KC_FIRST_SHAPE || key != NULL || params != NULL))
+        if (w->first == KC_FIRST_SHAPE || (w->first != 0 && key != NULL))
             return first_init(w, key, keylen, params);
         if (key != NULL || params != NULL) {
             w->clean = 0;
             w->size = 0;
         }
+        /* a first context's keyless init (a new IV per message, say) */
+        if (w->first != 0 && params != NULL)
+            return forward(w, 1, NULL, 0, params);
         if ((c = w->f->d->cipher_param) != NULL && params != NULL
             && may_name(c, params))
             return keyed_init(w, key, keylen, params);
