@@ -1325,6 +1325,13 @@ void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size)
     pool_put(c, kind, p, size);
 }
 
+static KC_NOINLINE void wrapper_free_here(KC_PROVCTX *pctx, int kind,
+                                          void *p, size_t size)
+{
+    kc_wrapper_free_in(kc_cache_here(pctx), kind, p, size);
+}
+
+/* the usual case without a stack frame: the cache look-up is out of line */
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
 {
     KC_CACHE *c;
@@ -1334,7 +1341,7 @@ void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
         pool_put(c, kind, p, size);
         return;
     }
-    kc_wrapper_free_in(kc_cache_here(pctx), kind, p, size);
+    wrapper_free_here(pctx, kind, p, size);
 }
 
 _Static_assert(KC_STAT_SLOTS <= 32, "KC_CACHE.missed has a bit per slot");
