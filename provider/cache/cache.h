@@ -28,6 +28,8 @@ typedef struct {
  */
 void *kc_wrapper_take(KC_PROVCTX *pctx, int kind, size_t size,
                       const KC_ALG *alg, int *cold, KC_CACHE **cp);
+/* The same for a copy of a wrapper (no alg, cold or cache wanted). */
+void *kc_wrapper_take_copy(KC_PROVCTX *pctx, int kind, size_t size);
 
 static ossl_inline void *kc_wrapper_new_cold(KC_PROVCTX *pctx, int kind,
                                              size_t size, size_t head,
@@ -49,12 +51,6 @@ static ossl_inline void *kc_wrapper_new_in(KC_PROVCTX *pctx, int kind,
     if (p != NULL)
         memset(p, 0, head);
     return p;
-}
-
-static ossl_inline void *kc_wrapper_new_head(KC_PROVCTX *pctx, int kind,
-                                             size_t size, size_t head)
-{
-    return kc_wrapper_new_in(pctx, kind, size, head, NULL);
 }
 
 void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size);

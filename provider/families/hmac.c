@@ -578,8 +578,8 @@ static void *kc_hmac_dupctx(void *vctx)
 {
     KC_HMAC_CTX *src = vctx, *dst;
 
-    if ((dst = kc_wrapper_new_head(src->pctx, KC_POOL_HMAC, sizeof(*dst),
-                                   0)) == NULL)
+    if ((dst = kc_wrapper_take_copy(src->pctx, KC_POOL_HMAC,
+                                    sizeof(*dst))) == NULL)
         return NULL;
     memcpy(dst, src, KC_HMAC_HEAD);
     /* the copy owns its inner outright; only the original holds the lease */

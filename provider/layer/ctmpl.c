@@ -778,8 +778,7 @@ void *kc_tciph_dupctx(void *vctx)
         || (src->t.inner == NULL && !unkeyed_dup_ok(src)))
         return NULL;
     /* not cleared: the head is copied whole, the rest written before read */
-    dst = kc_wrapper_take(src->pctx, KC_POOL_CTMPL, sizeof(*dst), NULL, NULL,
-                          NULL);
+    dst = kc_wrapper_take_copy(src->pctx, KC_POOL_CTMPL, sizeof(*dst));
     if (dst == NULL)
         return NULL;
     memcpy(dst, src, KC_TCIPH_HEAD);

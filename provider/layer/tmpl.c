@@ -1160,8 +1160,7 @@ void *kc_tmac_dupctx(void *vctx)
     if (src->t.inner == NULL && !unkeyed_dup_ok(src))
         return NULL;
     /* not cleared: the head is copied whole, the rest written before read */
-    dst = kc_wrapper_take(src->pctx, KC_POOL_TMPL, sizeof(*dst), NULL, NULL,
-                          NULL);
+    dst = kc_wrapper_take_copy(src->pctx, KC_POOL_TMPL, sizeof(*dst));
     if (dst == NULL)
         return NULL;
     /* the used part of the record only */
