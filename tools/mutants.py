@@ -517,8 +517,10 @@ MUTANTS = {
     "tmpl-share-template": [("provider/layer/tmpl.c",
         "    if ((inner = lk.spare) == NULL && (inner = ops->dupctx(tmpl)) == NULL)",
         "    if ((inner = lk.spare) == NULL && (inner = tmpl) == NULL)"),
-        ("provider/layer/tmpl.c", "    if (w->t.inner != NULL && !park(c, w))\n        w->ops->freectx(w->t.inner);",
-         "    if (0 && w->t.inner != NULL && !park(c, w))\n        w->ops->freectx(w->t.inner);")],
+        ("provider/layer/tmpl.c", "    if (!kc_cache_park_in(c, &w->lease, w->t.inner, restart, w))\n        w->ops->freectx(w->t.inner);",
+         "    if (0 && !kc_cache_park_in(c, &w->lease, w->t.inner, restart, w))\n        w->ops->freectx(w->t.inner);"),
+        ("provider/layer/tmpl.c", "    if (w->t.inner != NULL)\n        w->ops->freectx(w->t.inner);\n    /* (after",
+         "    if (0 && w->t.inner != NULL)\n        w->ops->freectx(w->t.inner);\n    /* (after")],
     # a record is taken as valid without asking the default (bad cipher
     # names, IV lengths, sizes answered 1)
     "tmpl-shape-unchecked": ("provider/layer/tmpl.c",

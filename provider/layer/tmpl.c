@@ -984,33 +984,38 @@ static int restart(const void *arg, void *inner)
            && w->ops->init(inner, NULL, 0, NULL);
 }
 
-/* A clean used context back to its entry; 0: not kept. */
-static int park(KC_CACHE *c, const KC_TMAC_CTX *w)
+/*
+ * A clean used context: its inner back to its entry if kept there, else
+ * freed; the thread's cache is looked up once for both.
+ */
+static KC_NOINLINE void free_clean(KC_TMAC_CTX *w)
 {
-    return w->clean
-           && kc_cache_park_in(c, &w->lease, w->t.inner, restart, w);
+    KC_CACHE *c = kc_cache_here(w->pctx);
+
+    if (!kc_cache_park_in(c, &w->lease, w->t.inner, restart, w))
+        w->ops->freectx(w->t.inner);
+    if (w->app_mac != NULL)
+        EVP_MAC_free(w->app_mac);
+    kc_wrapper_free_in(c, KC_POOL_TMPL, w, sizeof(*w));
 }
 
+/* Any other (a used copy) needs no cache: no register kept across calls. */
 void kc_tmac_freectx(void *vctx)
 {
     KC_TMAC_CTX *w = vctx;
-    KC_CACHE *c;
 
     if (w == NULL)
         return;
-    /* the cache is looked up once, and only where the inner may go back */
-    c = NULL;
-    if (w->t.inner != NULL && w->clean)
-        c = kc_cache_here(w->pctx);
-    if (w->t.inner != NULL && !park(c, w))
+    if (w->t.inner != NULL && w->clean) {
+        free_clean(w);
+        return;
+    }
+    if (w->t.inner != NULL)
         w->ops->freectx(w->t.inner);
     /* (after its inner: *app_mac keeps the provider loaded) */
     if (w->app_mac != NULL)
         EVP_MAC_free(w->app_mac);
-    if (c != NULL)
-        kc_wrapper_free_in(c, KC_POOL_TMPL, w, sizeof(*w));
-    else
-        kc_wrapper_free(w->pctx, KC_POOL_TMPL, w, sizeof(*w));
+    kc_wrapper_free(w->pctx, KC_POOL_TMPL, w, sizeof(*w));
 }
 
 /*
