@@ -688,6 +688,14 @@ MUTANTS = {
     "ctmpl-copy-drops-record": ("provider/layer/ctmpl.c",
         "    if (src->t.inner == NULL) {\n        memcpy(dst->t.rec, src->t.rec, src->t.len);",
         "    if (0) {\n        memcpy(dst->t.rec, src->t.rec, src->t.len);"),
+    # the usual copy of a keyed context (dup_keyed()) shares the
+    # original's inner context instead of copying it
+    "tmpl-dup-keyed-shares-inner": ("provider/layer/tmpl.c",
+        "    if ((inner = src->ops->dupctx(src->t.inner)) == NULL) {",
+        "    if ((inner = src->t.inner) == NULL) {"),
+    "ctmpl-dup-keyed-shares-inner": ("provider/layer/ctmpl.c",
+        "    if ((inner = src->ifn->dupctx(src->t.inner)) == NULL) {",
+        "    if ((inner = src->t.inner) == NULL) {"),
     # a pass-through's record not replayed when it has one
     "tmpl-materialize-no-replay": ("provider/layer/tmpl.c",
         "    if (w->t.len > 0 && !replay(w, inner, 0, w->t.len)) {",

@@ -770,10 +770,35 @@ static KC_NOINLINE int unkeyed_dup_ok(const KC_TCIPH_CTX *w)
     return d != NULL;
 }
 
+/*
+ * The usual copy, of a keyed template per message: as kc_tciph_dupctx()'s
+ * own, less what such a context lacks (an IV held back, a record).
+ */
+static ossl_inline void *dup_keyed(const KC_TCIPH_CTX *src)
+{
+    KC_TCIPH_CTX *dst;
+    void *inner;
+
+    dst = kc_wrapper_take_copy(src->pctx, KC_POOL_CTMPL, sizeof(*dst));
+    if (dst == NULL)
+        return NULL;
+    if ((inner = src->ifn->dupctx(src->t.inner)) == NULL) {
+        kc_wrapper_free(src->pctx, KC_POOL_CTMPL, dst, sizeof(*dst));
+        return NULL;
+    }
+    memcpy(dst, src, KC_TCIPH_HEAD);
+    dst->t.len = dst->t.shape_len = dst->t.sig_len = 0;
+    dst->held = 0;
+    set_inner(dst, inner, src->ifn);
+    return dst;
+}
+
 void *kc_tciph_dupctx(void *vctx)
 {
     KC_TCIPH_CTX *src = vctx, *dst;
 
+    if (src->t.inner != NULL && src->piv_len == 0)
+        return dup_keyed(src);
     if (!flush_iv(src)
         || (src->t.inner == NULL && !unkeyed_dup_ok(src)))
         return NULL;

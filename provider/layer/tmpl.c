@@ -1153,6 +1153,31 @@ static KC_NOINLINE KC_TMAC_CTX *settled_copy(const KC_TMAC_CTX *src,
     return w;
 }
 
+/*
+ * The usual copy, of a keyed template per message: as kc_tmac_dupctx()'s
+ * own, less what such a context lacks (a record, an application's MAC).
+ */
+static ossl_inline void *dup_keyed(const KC_TMAC_CTX *src)
+{
+    KC_TMAC_CTX *dst;
+    void *inner;
+
+    dst = kc_wrapper_take_copy(src->pctx, KC_POOL_TMPL, sizeof(*dst));
+    if (dst == NULL)
+        return NULL;
+    if ((inner = src->ops->dupctx(src->t.inner)) == NULL) {
+        kc_wrapper_free(src->pctx, KC_POOL_TMPL, dst, sizeof(*dst));
+        return NULL;
+    }
+    memcpy(dst, src, KC_TMAC_HEAD);
+    dst->t.inner = inner;
+    dst->t.len = dst->t.shape_len = dst->t.sig_len = 0;
+    memset(&dst->lease, 0, sizeof(dst->lease));
+    dst->clean = 0;
+    dst->first &= KC_FIRST_PLAIN;
+    return dst;
+}
+
 void *kc_tmac_dupctx(void *vctx)
 {
     KC_TMAC_CTX *src = vctx, *dst;
@@ -1161,6 +1186,8 @@ void *kc_tmac_dupctx(void *vctx)
     if (src->first == KC_FIRST_SHAPE
         && ((dst = settled_copy(src, &plain)) != NULL || !plain))
         return dst;
+    if (src->t.inner != NULL && src->app_mac == NULL)
+        return dup_keyed(src);
 
     if (src->t.inner == NULL && !unkeyed_dup_ok(src))
         return NULL;
