@@ -1571,7 +1571,7 @@ static void *cold_main(void *arg)
     uint64_t p0;
     REC want = { 0 }, got = { 0 }, scratch = { 0 };
     AEAD a;
-    OUT e;
+    OUT ct, e;
     int i, *bad = arg;
 
     /* one key used again and again: the thread makes its cache */
@@ -1582,16 +1582,17 @@ static void *cold_main(void *arg)
     }
     p0 = kct_counter(KEYCACHE_PARAM_PASSTHROUGH);
     for (i = 0; i < 600; i++) {
-        base(&a, i % NCIPHERS, 0, i & 3, 1, 0);
+        /* key and IV in one init, or the cipher, lengths, then the key */
+        base(&a, i % NCIPHERS, 0, i & 3, 1, (i >> 1) & 1);
         kct_fill(key, sizeof(key), 30000 + (uint32_t)i);
         a.key = key;
         if (i & 1) {
             /* the default's message, opened by each */
-            aead_run(kct_default(), &scratch, &a, &e);
+            aead_run(kct_default(), &scratch, &a, &ct);
             a.enc = 0;
-            a.in = e.out;
-            a.inlen = e.outlen;
-            a.tag = e.tag;
+            a.in = ct.out;
+            a.inlen = ct.outlen;
+            a.tag = ct.tag;
         }
         aead_run(kct_default(), &want, &a, &e);
         aead_run(kct_keycache(), &got, &a, &e);

@@ -294,6 +294,10 @@ MUTANTS = {
     "first-keyless-init-keeps-size": ("provider/layer/tmpl.c",
         "        if (key != NULL || params != NULL) {\n            w->clean = 0;\n            w->size = 0;\n        }\n        /* a first context's keyless init (a new IV per message, say) */\n        if (w->first != 0 && params != NULL)",
         "        if (w->first != 0 && params != NULL)\n            return forward(w, 1, NULL, 0, params);\n        if (key != NULL || params != NULL) {\n            w->clean = 0;\n            w->size = 0;\n        }\n        if (0)"),
+    # ... or keyed with the wrong key when it decrypts
+    "ctmpl-cold-own-wrong-key-decrypt": ("provider/layer/ctmpl.c",
+        "        if ((inner = kc_tcore_make(&w->t, &cipher_side, alg, enc, key,",
+        "        if ((inner = kc_tcore_make(&w->t, &cipher_side, alg, enc, key + (w->t.cold && !enc),"),
     "first-nested-any-cipher": ("provider/layer/tmpl.c",
         "        || !memo_ask(w->pctx, &nest_memo_owner, np->data, NULL, nested_mine))",
         "        || 0)"),

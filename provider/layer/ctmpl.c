@@ -368,7 +368,8 @@ static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
     KC_TMARK m;
     KC_CACHE *c;
 
-    if (w->t.cold || !flush_iv(w))
+    /* (a cold AES-SIV wrapper records: its key gets an own context) */
+    if ((w->t.cold && w->f->kfns == &w->f->fns) || !flush_iv(w))
         return 0;
     /*
      * A bare keyless init only sets the direction (OCB's buffers are empty
