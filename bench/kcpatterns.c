@@ -409,6 +409,20 @@ static int op_newkey_aead(const ROW *r, long i)
     return aead_new(key, r->arg);
 }
 
+/* the same, the cipher in one init and the key in the next */
+static int op_newkey_aead_split(const ROW *r, long i)
+{
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    unsigned char key[32];
+    int ok;
+
+    fill(key, sizeof(key));
+    ok = c != NULL && EVP_EncryptInit_ex(c, cipher, NULL, NULL, NULL)
+         && EVP_EncryptInit_ex(c, NULL, NULL, key, NULL) && seal(c, 32, 1);
+    EVP_CIPHER_CTX_free(c);
+    return ok;
+}
+
 /* the template kept: a keyless init per message, arg: with a new IV */
 static int op_mac_steady(const ROW *r, long i)
 {
@@ -724,6 +738,9 @@ static const ROW rows[] = {
     { "newkey-siv", K_OPS, fetch_siv, op_newkey_aead, 4, 500, 0,
       "a new AES-128-SIV key and context every message: per-record "
       "key wrapping" },
+    { "newkey-siv-split", K_OPS, fetch_siv, op_newkey_aead_split, 4, 500, 0,
+      "the same, the cipher set in one init and the key in the next "
+      "(pyca, rust-openssl Crypter)" },
     { "steady-hmac", K_OPS, hmac_template, op_mac_steady, 4, 500, 0,
       "one keyed HMAC context kept, EVP_MAC_init(ctx, NULL, 0, NULL) per "
       "message: a MAC context per connection" },
