@@ -956,7 +956,8 @@ int kc_cache_pair_hint(const KC_CACHE *c, const void *owner, const char *a,
 void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
                             const char *b, unsigned int gen, int value)
 {
-    size_t alen = strlen(a) + 1, blen = strlen(b) + 1;
+    size_t alen = strnlen(a, KC_PAIR_HINT_MAX) + 1;
+    size_t blen = strnlen(b, KC_PAIR_HINT_MAX) + 1;
 
     if (alen > KC_PAIR_HINT_MAX || blen > KC_PAIR_HINT_MAX)
         return;

@@ -1407,7 +1407,7 @@ int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
         }
         /* a first context's keyless init (a new IV per message, say) */
         if (w->first != 0 && params != NULL)
-            return forward(w, 1, NULL, 0, params);
+            return forward(w, 1, key, keylen, params);
         if ((c = w->f->d->cipher_param) != NULL && params != NULL
             && may_name(c, params))
             return keyed_init(w, key, keylen, params);
