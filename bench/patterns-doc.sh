@@ -93,18 +93,26 @@ Where the losses come from today:
   `EVP_SKEY`, keycache offers every cipher of the default's
   (pass-through), so the first cipher fetch builds keycache's cipher
   methods beside the default's.
-- `copy-*`, `dup-*`, `newkey-cmac`, `cmac-3des`, and on 4.0 a key used
-  three times: a wrapper struct per context (taken from and given back
-  to the thread's pool), the check that a CMAC's cipher is the private
-  default's, forwarding, and the admission's origin check (issue 34).
+- `copy-*`, `dup-*`, `newkey-cmac`/`-gmac`/`-kmac`, `cmac-3des`, on 4.0
+  `newkey-ocb` and a key used three times: a wrapper struct per context
+  (taken from and given back to the thread's pool), the check that a
+  CMAC's or GMAC's cipher is the private default's, forwarding, and the
+  admission's origin check (issue 34).  A thread whose keys never
+  repeat stops looking them up (its contexts are cold) but still pays
+  the wrapper.  `steady-*`: a kept keyed context pays only forwarding,
+  about 4 instructions a call (`steady-ocb`: 6 calls a message, 24
+  instructions, the forwarding floor below).
   On 4.0 a key used three times also finds the default's own
   allocations missing glibc's per-thread cache more often while 64
   entries hold contexts: ~350 instructions an op in `_int_malloc`
   (`--profiles DIR keys-used-3x`).
   Where the forwarding floor below exceeds the target too
-  (`dup-keyed-gmac`, `copy-keyed-ocb`, and `dup-keyed-cmac` on 4.0;
-  `thread-per-task` on 3.0 and 3.5, by 0.1–0.3%), a wrapper cannot meet
-  it by trimming: only by saving in that row.
+  (`dup-keyed-gmac`, `copy-keyed-ocb`; `steady-ocb` on 3.5 and 4.0;
+  `dup-keyed-cmac` and `newkey-ocb` on 4.0; `thread-per-task` on 3.0
+  and 3.5, by 0.2–0.6%), a wrapper cannot meet it by trimming: only by
+  saving in that row.  The `steady-*` rows keep the thread's first
+  context: for CMAC, GMAC and KMAC the application's default's, which
+  keycache only forwards to.
   (Contexts keyed again with the key they hold gain: HMAC's `rekey-*` by
   a keyless init, GCM's `gcm-encinit-per-msg` by a keyless init with the
   IV; a GCM context set up in steps holds its IV back for the keying
