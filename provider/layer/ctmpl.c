@@ -307,6 +307,16 @@ static KC_NOINLINE int learn_volatile(KC_TCIPH_CTX *w, KC_CACHE *c)
     return kc_tcore_learn(&w->t, &cipher_side, c, w->f, 1);
 }
 
+/*
+ * A cold wrapper records nothing and looks nothing up: the default's
+ * context serves it, unless its family keys contexts of its own
+ * (AES-SIV), whose keys not admitted get one of those (keyed_init()).
+ */
+static ossl_inline int cold_passes(const KC_TCIPH_CTX *w)
+{
+    return w->t.cold && w->f->kfns == &w->f->fns;
+}
+
 static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
                   size_t ivlen, const OSSL_PARAM params[]);
 static KC_NOINLINE int materialize(KC_TCIPH_CTX *w);
@@ -368,8 +378,7 @@ static int record(KC_TCIPH_CTX *w, int tag, const unsigned char *iv,
     KC_TMARK m;
     KC_CACHE *c;
 
-    /* (a cold AES-SIV wrapper records: its key gets an own context) */
-    if ((w->t.cold && w->f->kfns == &w->f->fns) || !flush_iv(w))
+    if (cold_passes(w) || !flush_iv(w))
         return 0;
     /*
      * A bare keyless init only sets the direction (OCB's buffers are empty
@@ -594,8 +603,7 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
     void *tmpl, *inner;
     int why = -1;
 
-    /* a cold wrapper looks nothing up; one of AES-SIV's still gets its own */
-    if ((w->t.cold && f->kfns == &f->fns) || keylen != keylen_of(f)
+    if (cold_passes(w) || keylen != keylen_of(f)
         || keylen > KEYCACHE_MAX_KEY_LEN
         || (c = kc_cache_get(w->pctx)) == NULL)
         return 0;
