@@ -543,6 +543,17 @@ int kct_thread_problems(void *(*fn)(void *))
     return bad;
 }
 
+void kct_check_cold_thread(void *(*fn)(void *), uint64_t min)
+{
+    uint64_t p0 = kct_counter(KEYCACHE_PARAM_PASSTHROUGH);
+    int bad = kct_thread_problems(fn);
+
+    if (bad != 0)
+        fprintf(stderr, "\nmiss-heavy thread: %d problems\n", bad);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(kct_counter(KEYCACHE_PARAM_PASSTHROUGH) >= p0 + min);
+}
+
 void kct_fill(unsigned char *buf, size_t len, uint32_t seed)
 {
     uint32_t x = seed * 2654435761u + 1;

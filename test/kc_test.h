@@ -213,6 +213,11 @@ void kct_fill(unsigned char *buf, size_t len, uint32_t seed);
  * no thread could be started.
  */
 int kct_thread_problems(void *(*fn)(void *));
+/*
+ * A miss-heavy thread (fn, as above): no problems, and at least min
+ * pass-throughs counted meanwhile (its contexts went cold).
+ */
+void kct_check_cold_thread(void *(*fn)(void *), uint64_t min);
 
 /*
  * Run the given suites with CUnit's basic interface, free everything and
