@@ -292,12 +292,17 @@ MUTANTS = {
         "        kc_count_passthrough(w->pctx, &f->alg[1]);"),
     # a first context's keyless init with params keeps the size it had
     "first-keyless-init-keeps-size": ("provider/layer/tmpl.c",
-        "        if (key != NULL || params != NULL) {\n            w->clean = 0;\n            w->size = 0;\n        }\n        /* a first context's keyless init (a new IV per message, say) */\n        if (w->first != 0 && params != NULL)",
-        "        if (w->first != 0 && params != NULL)\n            return forward(w, 1, NULL, 0, params);\n        if (key != NULL || params != NULL) {\n            w->clean = 0;\n            w->size = 0;\n        }\n        if (0)"),
+        "                return w->ops->init(w->t.inner, key, keylen, NULL);\n            w->size = 0;\n",
+        "                return w->ops->init(w->t.inner, key, keylen, NULL);\n"),
     # ... or keyed with the wrong key when it decrypts
     "ctmpl-cold-own-wrong-key-decrypt": ("provider/layer/ctmpl.c",
         "        if ((inner = kc_tcore_make(&w->t, &cipher_side, alg, enc, key,",
         "        if ((inner = kc_tcore_make(&w->t, &cipher_side, alg, enc, key + (w->t.cold && !enc),"),
+    # a cold CMAC context made the private default's, not the application's
+    # (a refused cipher's error then names keycache's library context)
+    "cold-mac-private-inner": ("provider/layer/tmpl.c",
+        "        && (w->t.inner = kc_inner_app_first(pctx, (EVP_MAC **)&f->app_first,\n                                            f->d->name,\n                                            f->mac.newctx)) != NULL) {\n        w->t.cold = 1;\n        w->first = KC_FIRST_COLD;",
+        "        && (w->t.inner = f->mac.newctx(pctx->inner_provctx)) != NULL) {\n        w->t.cold = 1;\n        w->first = KC_FIRST_COLD;"),
     "first-nested-any-cipher": ("provider/layer/tmpl.c",
         "        || !memo_ask(w->pctx, &nest_memo_owner, np->data, NULL, nested_mine))",
         "        || 0)"),

@@ -334,7 +334,16 @@ void *kc_inner_app_first(KC_PROVCTX *pctx, EVP_MAC **pin, const char *name,
         ERR_set_mark();
         m = EVP_MAC_fetch(pctx->app_libctx, name, "provider=default");
         ERR_pop_to_mark();
-        /* none there (a FIPS-only application): not asked again */
+        /*
+         * none there (a FIPS-only application), or another build's
+         * "default" whose contexts our functions cannot make: not asked
+         * again
+         */
+        if (m != NULL
+            && !kc_inner_is_default(pctx, EVP_MAC_get0_provider(m))) {
+            EVP_MAC_free(m);
+            m = NULL;
+        }
         if (m == NULL)
             m = KC_APP_NONE;
         if (!__atomic_compare_exchange_n(pin, &none, m, 0, __ATOMIC_ACQ_REL,
@@ -346,7 +355,8 @@ void *kc_inner_app_first(KC_PROVCTX *pctx, EVP_MAC **pin, const char *name,
     }
     if (m == NULL || m == KC_APP_NONE)
         return NULL;
-    return default_mac_newctx(pctx, m, newctx);
+    /* (the built-in default's, checked when pinned) */
+    return newctx(OSSL_PROVIDER_get0_provider_ctx(EVP_MAC_get0_provider(m)));
 }
 
 /*

@@ -37,15 +37,18 @@ typedef struct {
      * A thread's first context (kc_tcore_app_first()) or a copy of one:
      * KC_FIRST_SHAPE while only set_ctx_params calls its record holds made
      * its state (then its copies are usual contexts: settled_copy()),
-     * KC_FIRST_PLAIN after; 0: neither.
+     * KC_FIRST_PLAIN after; KC_FIRST_COLD: a cold context of a family
+     * naming a cipher, the application's default's too; 0: none of them.
      */
     int first;
     /* the record: the shape's calls, then the volatile calls, never mixed */
     KC_TCORE t;
 } KC_TMAC_CTX;
 
-#define KC_FIRST_PLAIN 1
-#define KC_FIRST_SHAPE 3        /* & KC_FIRST_PLAIN: KC_FIRST_PLAIN */
+#define KC_FIRST_PLAIN 1        /* set in each: the application's default's */
+#define KC_FIRST_RECORD 2
+#define KC_FIRST_SHAPE (KC_FIRST_PLAIN | KC_FIRST_RECORD)
+#define KC_FIRST_COLD (KC_FIRST_PLAIN | 4)      /* its size is not learned */
 
 #define W(core) KC_TCORE_OF(KC_TMAC_CTX, core)
 
@@ -957,6 +960,20 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
         kc_count_passthrough(pctx, &f->alg);
         return w;
     }
+    /*
+     * A cold context naming a cipher: the application's default's, which
+     * fetches it as the default would, so nothing asks where it resolves
+     * (needs_app()); cold_in() counted it.  Not a nested family's: its
+     * fetch would need a property query (to_default()), dearer.
+     */
+    if (cold && f->d->cipher_param != NULL && !f->nested
+        && (w->t.inner = kc_inner_app_first(pctx, (EVP_MAC **)&f->app_first,
+                                            f->d->name,
+                                            f->mac.newctx)) != NULL) {
+        w->t.cold = 1;
+        w->first = KC_FIRST_COLD;
+        return w;
+    }
     /* the family's first context learns what it needs (gate.c) */
     cold = cold || !kc_tfam_ready(pctx, f);
     w->t.value = __atomic_load_n(&f->empty_value, __ATOMIC_RELAXED);
@@ -1032,11 +1049,12 @@ static KC_NOINLINE int first_init(KC_TMAC_CTX *w, const unsigned char *key,
     size_t size = 0;
     int ok = forward(w, 1, key, keylen, params);
 
-    w->first = KC_FIRST_PLAIN;
+    w->first &= ~KC_FIRST_RECORD;
     if (key == NULL && params == NULL)
         return ok;
     w->size = 0;
-    if (ok != 1 || key == NULL || w->ops->get_ctx_params == NULL)
+    if (ok != 1 || key == NULL || w->ops->get_ctx_params == NULL
+        || w->first == KC_FIRST_COLD)
         return ok;
     q[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &size);
     q[1] = OSSL_PARAM_construct_end();
@@ -1070,7 +1088,7 @@ static KC_NOINLINE int first_set(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 
     w->size = 0;
     if (ok != 1 || !first_record(w, params))
-        w->first = KC_FIRST_PLAIN;
+        w->first &= ~KC_FIRST_RECORD;
     return ok;
 }
 
@@ -1332,6 +1350,9 @@ int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
         /* whatever it sets, a keyless init may not undo it */
         w->clean = 0;
         w->size = 0;
+        /* the application's default's: it fetches as the default would */
+        if (w->first != 0)
+            return forward(w, 0, NULL, 0, params);
         if ((c = w->f->d->cipher_param) != NULL && params != NULL
             && may_name(c, params))
             return keyed_set(w, params);
@@ -1399,15 +1420,20 @@ int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
     const char *c;
 
     if (w->t.inner != NULL) {
-        if (w->first == KC_FIRST_SHAPE || (w->first != 0 && key != NULL))
-            return first_init(w, key, keylen, params);
+        if (w->first != 0) {
+            if (w->first == KC_FIRST_SHAPE
+                || (key != NULL && w->first != KC_FIRST_COLD))
+                return first_init(w, key, keylen, params);
+            /* a keyless init (a new IV per message, say), or a cold one's */
+            if (params == NULL)
+                return w->ops->init(w->t.inner, key, keylen, NULL);
+            w->size = 0;
+            return forward(w, 1, key, keylen, params);
+        }
         if (key != NULL || params != NULL) {
             w->clean = 0;
             w->size = 0;
         }
-        /* a first context's keyless init (a new IV per message, say) */
-        if (w->first != 0 && params != NULL)
-            return forward(w, 1, key, keylen, params);
         if ((c = w->f->d->cipher_param) != NULL && params != NULL
             && may_name(c, params))
             return keyed_init(w, key, keylen, params);
@@ -1428,7 +1454,7 @@ int kc_tmac_update(void *vctx, const unsigned char *data, size_t datalen)
     KC_TMAC_CTX *w = vctx;
 
     if (w->t.inner != NULL) {
-        w->first &= KC_FIRST_PLAIN;
+        w->first &= ~KC_FIRST_RECORD;
         return w->ops->update(w->t.inner, data, datalen);
     }
     return unkeyed_update(w, data, datalen);
@@ -1447,7 +1473,7 @@ int kc_tmac_final(void *vctx, unsigned char *out, size_t *outl,
     KC_TMAC_CTX *w = vctx;
 
     if (w->t.inner != NULL) {
-        w->first &= KC_FIRST_PLAIN;
+        w->first &= ~KC_FIRST_RECORD;
         return w->ops->final(w->t.inner, out, outl, outsize);
     }
     return unkeyed_final(w, out, outl, outsize);
