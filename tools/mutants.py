@@ -303,6 +303,10 @@ MUTANTS = {
     "cold-mac-private-inner": ("provider/layer/tmpl.c",
         "        && (w->t.inner = kc_inner_app_first(pctx, (EVP_MAC **)&f->app_first,\n                                            f->d->name,\n                                            f->mac.newctx)) != NULL) {\n        w->t.cold = 1;\n        w->first = KC_FIRST_COLD;",
         "        && (w->t.inner = f->mac.newctx(pctx->inner_provctx)) != NULL) {\n        w->t.cold = 1;\n        w->first = KC_FIRST_COLD;"),
+    # a keyed context's every set_ctx_params taken for EVP_Q_mac's no-op
+    "keyed-set-skipped-any": ("provider/layer/tmpl.c",
+        "        if ((params == NULL || params[0].key == NULL) && noop_set(w, params))",
+        "        if (noop_set(w, params))"),
     "first-nested-any-cipher": ("provider/layer/tmpl.c",
         "        || !memo_ask(w->pctx, &nest_memo_owner, np->data, NULL, nested_mine))",
         "        || 0)"),

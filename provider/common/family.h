@@ -48,6 +48,13 @@ struct kc_tdesc_st {
     /* "size" once keyed with a cached shape (CMAC: 16); 0: ask the default */
     size_t keyed_size;
     /*
+     * Is set_ctx_params with an empty array a no-op in every state on every
+     * version (KMAC's reads only names it knows; 3.0's CMAC drops an engine,
+     * GMAC loads its cipher again)?  Then, where a fresh default context
+     * took one quietly (KC_Q_EMPTY_SET_OK), a keyed one is not asked.
+     */
+    int empty_set_inert;
+    /*
      * Optional (CMAC, GMAC): the ciphers it is cached on; a shape is
      * cached only if the last cipher it loads (cipher_param, with its
      * properties) resolves to one of them.  Asked once per thread.

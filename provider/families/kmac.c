@@ -459,6 +459,7 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
         .description = "KMAC" #bits " with a per-thread key cache",           \
         .functions = kc_kmac##bits##_functions,                               \
         .shape_names = kmac_shape,                                            \
+        .empty_set_inert = 1,                                                 \
         .direct = &kmac_direct,                                               \
         .direct_digest = "KECCAK-KMAC-" #bits,                                \
         .direct_new = kc_kmac##bits##_direct_new,                             \

@@ -1339,6 +1339,24 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
     return materialize(w, params) && f->set_ctx_params(w->t.inner, params);
 }
 
+/*
+ * Is set_ctx_params(params), NULL or empty (EVP_Q_mac makes both), a no-op
+ * of w's default context in any state?  NULL: every version's returns at
+ * once, if a fresh one took it quietly; empty: only where the family says
+ * so too.  Unknown (before the family's first use): no.
+ */
+static ossl_inline int noop_set(const KC_TMAC_CTX *w,
+                                const OSSL_PARAM params[])
+{
+    unsigned int q = __atomic_load_n(&w->f->quirks, __ATOMIC_RELAXED);
+
+    if (w->ops != &w->f->mac)
+        return 0;
+    if (params == NULL)
+        return kc_quirk(q, KC_Q_NULL_SET_OK);
+    return w->f->d->empty_set_inert && kc_quirk(q, KC_Q_EMPTY_SET_OK);
+}
+
 int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     KC_TMAC_CTX *w = vctx;
@@ -1347,6 +1365,8 @@ int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     if (w->t.inner != NULL) {
         if (w->first == KC_FIRST_SHAPE)
             return first_set(w, params);
+        if ((params == NULL || params[0].key == NULL) && noop_set(w, params))
+            return 1;
         /* whatever it sets, a keyless init may not undo it */
         w->clean = 0;
         w->size = 0;
