@@ -660,6 +660,180 @@ static void test_first_props_change(void)
     OSSL_LIB_CTX_free(def);
 }
 
+/*
+ * A thread that keys every message anew goes cold: its new contexts look
+ * nothing up, and CMAC's (GMAC's with GCM off) are the application's
+ * default's from the start, as a first context is.  After a warm-up of
+ * new CMAC keys, each family's contexts through what a context meets once
+ * keyed: an empty array and NULL set, a copy mid-message, a keyless init,
+ * the size, a refused cipher, keyed again on another cipher (KMAC: a size
+ * set after the key), and one copied before its key.  On the thread's own
+ * default library context, so that a failed fetch's data says which one.
+ */
+static const struct {
+    const char *mac, *cipher, *cipher2;
+    size_t keylen2;
+} cold_fams[] = {
+    { "CMAC", "AES-256-CBC", "DES-EDE3-CBC", 24 },
+    { "GMAC", "AES-256-GCM", "AES-128-GCM", 16 },
+    { "KMAC-128", NULL, NULL, 32 }
+};
+
+static void cold_mac(KCT_REC *r, EVP_MAC_CTX *c, const unsigned char *in,
+                     size_t inl)
+{
+    unsigned char out[64];
+    size_t n = 0;
+    int ok = EVP_MAC_update(c, in, inl) && EVP_MAC_final(c, out, &n,
+                                                           sizeof(out));
+
+    kct_rec_printf(r, " mac %d ", ok);
+    kct_rec_hex(r, out, ok ? n : 0);
+    kct_rec_errs(r);
+}
+
+/* cipher (if any) and, for GMAC, an IV: into p, ended */
+static void cold_params(size_t f, const char *cipher, unsigned char *iv,
+                        OSSL_PARAM p[3])
+{
+    size_t n = 0;
+
+    if (cipher != NULL)
+        p[n++] = OSSL_PARAM_construct_utf8_string("cipher", (char *)cipher,
+                                                  0);
+    if (f == 1)
+        p[n++] = OSSL_PARAM_construct_octet_string("iv", iv, 12);
+    p[n] = OSSL_PARAM_construct_end();
+}
+
+static void cold_pattern(OSSL_LIB_CTX *libctx, KCT_REC *r)
+{
+    static const OSSL_PARAM empty[] = { OSSL_PARAM_END };
+    unsigned char k[32], out[64], iv[12] = { 0 };
+    OSSL_PARAM p[3];
+    size_t f, i, n;
+    int fails = 0, ok;
+
+    for (i = 0; i < 200; i++) {
+        kct_fill(k, sizeof(k), 50000 + (uint32_t)i);
+        fails += EVP_Q_mac(libctx, "CMAC", NULL, "AES-256-CBC", NULL, k,
+                           sizeof(k), msg, 40, out, sizeof(out), &n) == NULL;
+    }
+    kct_rec_printf(r, "warm-up failures %d\n", fails);
+    for (f = 0; f < 3; f++) {
+        EVP_MAC *mac = EVP_MAC_fetch(libctx, cold_fams[f].mac, NULL);
+
+        for (i = 0; i < 4; i++) {
+            EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL, *d;
+            size_t size = 20;
+
+            kct_fill(k, sizeof(k), 60000 + 10 * (uint32_t)f + (uint32_t)i);
+            iv[0] = (unsigned char)i;
+            cold_params(f, cold_fams[f].cipher, iv, p);
+            kct_rec_printf(r, "%s %zu:", cold_fams[f].mac, i);
+            if (i == 3) {
+                /* copied before its key (CMAC's default cannot) */
+                ok = c != NULL && EVP_MAC_CTX_set_params(c, p);
+                d = ok ? EVP_MAC_CTX_dup(c) : NULL;
+                kct_rec_printf(r, " set %d dup %d", ok, d != NULL);
+                kct_rec_errs(r);
+                if (d != NULL) {
+                    EVP_MAC_CTX_free(c);
+                    c = d;
+                }
+            }
+            ok = c != NULL && EVP_MAC_init(c, k, sizeof(k), p);
+            kct_rec_printf(r, " init %d", ok);
+            kct_rec_errs(r);
+            kct_rec_printf(r, " set empty %d",
+                           c != NULL && EVP_MAC_CTX_set_params(c, empty));
+            kct_rec_printf(r, " set NULL %d",
+                           c != NULL && EVP_MAC_CTX_set_params(c, NULL));
+            kct_rec_errs(r);
+            if (c == NULL)
+                continue;
+            ok = EVP_MAC_update(c, msg, 40);
+            d = EVP_MAC_CTX_dup(c);
+            kct_rec_printf(r, " update %d dup %d", ok, d != NULL);
+            cold_mac(r, c, msg + 40, 20);
+            if (d != NULL) {
+                cold_mac(r, d, msg + 60, 7);
+                EVP_MAC_CTX_free(d);
+            }
+            /* a keyless init (GMAC: a new IV) */
+            iv[1] = 1;
+            cold_params(f, NULL, iv, p);
+            kct_rec_printf(r, " reinit %d size %zu",
+                           EVP_MAC_init(c, NULL, 0, f == 1 ? p : NULL),
+                           EVP_MAC_CTX_get_mac_size(c));
+            cold_mac(r, c, msg, sizeof(msg));
+            if (cold_fams[f].cipher != NULL) {
+                p[0] = OSSL_PARAM_construct_utf8_string("cipher",
+                                                        "NOPE-256-CBC", 0);
+                p[1] = OSSL_PARAM_construct_end();
+                kct_rec_printf(r, " refused %d",
+                               EVP_MAC_CTX_set_params(c, p));
+                kct_rec_errs(r);
+                cold_params(f, cold_fams[f].cipher2, iv, p);
+            } else {
+                p[0] = OSSL_PARAM_construct_size_t("size", &size);
+                p[1] = OSSL_PARAM_construct_end();
+            }
+            kct_rec_printf(r, " again %d",
+                           EVP_MAC_init(c, k, cold_fams[f].keylen2, p));
+            kct_rec_errs(r);
+            kct_rec_printf(r, " size %zu", EVP_MAC_CTX_get_mac_size(c));
+            cold_mac(r, c, msg, 33);
+            EVP_MAC_CTX_free(c);
+        }
+        EVP_MAC_free(mac);
+    }
+}
+
+typedef struct {
+    kct_rec_fn fn;
+    OSSL_LIB_CTX *libctx;
+    KCT_REC *r;
+} REC_RUN;
+
+static void *rec_thread(void *arg)
+{
+    REC_RUN *x = arg;
+
+    kct_rec_run(x->fn, x->libctx, x->r);
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+/* fn on a new thread of libctx into r */
+static void rec_on_thread(kct_rec_fn fn, OSSL_LIB_CTX *libctx, KCT_REC *r)
+{
+    REC_RUN run = { fn, libctx, r };
+    pthread_t t;
+
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, rec_thread, &run) == 0);
+    pthread_join(t, NULL);
+}
+
+/* ... on the default and, GCM off (GMAC's cold contexts too), keycache */
+static void test_cold_contexts(void)
+{
+    KCT_REC want = { 0 }, got = { 0 };
+    uint64_t p0 = kct_counter_in(gcm_off, KEYCACHE_PARAM_PASSTHROUGH);
+
+    rec_on_thread(cold_pattern, kct_default(), &want);
+    rec_on_thread(cold_pattern, gcm_off, &got);
+    CU_ASSERT_TRUE(kct_rec_same("cold contexts", &want, &got));
+    if (getenv("KC_SHOW") != NULL)
+        fprintf(stderr, "\n%s", want.buf);
+    CU_ASSERT_PTR_NOT_NULL(strstr(want.buf, "warm-up failures 0\n"));
+    /* most of the contexts were cold: counted as they were made */
+    CU_ASSERT_TRUE(kct_counter_in(gcm_off, KEYCACHE_PARAM_PASSTHROUGH)
+                   >= p0 + 100);
+    kct_rec_free(&want);
+    kct_rec_free(&got);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("a thread's first contexts of a family",
@@ -675,6 +849,8 @@ static void add_suites(void)
                 test_first_contexts);
     CU_add_test(s, "the size a first context reports after a change",
                 test_first_sizes);
+    CU_add_test(s, "cold contexts of a thread keying every message anew",
+                test_cold_contexts);
     CU_add_test(s, "a fresh process's first CMAC, in its own context",
                 test_first_process);
     CU_add_test(s, "copies of an unkeyed first GMAC template, cached",

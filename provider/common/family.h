@@ -92,7 +92,7 @@ struct kc_tfam_st {
     unsigned int quirks;            /* KC_Q_* learned of the default */
     long direct_state;              /* see kc_tfam_ready() */
     int first;                      /* the registry's: first contexts... */
-    EVP_MAC *app_first;             /* ...on this (kc_inner_app_first()) */
+    EVP_MAC *app_first;             /* ...and cold ones on this */
     int nested;                     /* the registry's nests is on */
 };
 

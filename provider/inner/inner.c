@@ -321,9 +321,10 @@ static char app_none;
 #define KC_APP_NONE ((EVP_MAC *)&app_none)
 
 /*
- * kc_inner_app_mac() for a family's first contexts (kc_tcore_app_first()),
- * but the MAC is fetched once and pinned in *pin till kc_inner_stop(), so
- * that neither these contexts nor their copies count references.
+ * kc_inner_app_mac() for a family's first contexts (kc_tcore_app_first())
+ * and cold ones, but the MAC is fetched once and pinned in *pin till
+ * kc_inner_stop(), so that neither these contexts nor their copies count
+ * references.
  */
 void *kc_inner_app_first(KC_PROVCTX *pctx, EVP_MAC **pin, const char *name,
                          OSSL_FUNC_mac_newctx_fn *newctx)

@@ -964,7 +964,9 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
      * A cold context naming a cipher: the application's default's, which
      * fetches it as the default would, so nothing asks where it resolves
      * (needs_app()); cold_in() counted it.  Not a nested family's: its
-     * fetch would need a property query (to_default()), dearer.
+     * fetch would need a property query (to_default()), dearer.  (3.0's
+     * CMAC takes any mode: one naming AES-GCM, -OCB or -SIV gets keycache's
+     * there, as a first context does; the same answers, a wrapper more.)
      */
     if (cold && f->d->cipher_param != NULL && !f->nested
         && (w->t.inner = kc_inner_app_first(pctx, (EVP_MAC **)&f->app_first,
@@ -1053,8 +1055,7 @@ static KC_NOINLINE int first_init(KC_TMAC_CTX *w, const unsigned char *key,
     if (key == NULL && params == NULL)
         return ok;
     w->size = 0;
-    if (ok != 1 || key == NULL || w->ops->get_ctx_params == NULL
-        || w->first == KC_FIRST_COLD)
+    if (ok != 1 || key == NULL || w->ops->get_ctx_params == NULL)
         return ok;
     q[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &size);
     q[1] = OSSL_PARAM_construct_end();
@@ -1192,7 +1193,7 @@ static ossl_inline void *dup_keyed(const KC_TMAC_CTX *src)
     dst->t.len = dst->t.shape_len = dst->t.sig_len = 0;
     memset(&dst->lease, 0, sizeof(dst->lease));
     dst->clean = 0;
-    dst->first &= KC_FIRST_PLAIN;
+    dst->first &= ~KC_FIRST_RECORD;
     return dst;
 }
 
@@ -1226,7 +1227,7 @@ void *kc_tmac_dupctx(void *vctx)
     memset(&dst->lease, 0, sizeof(dst->lease));
     dst->clean = 0;
     /* (a first context's copy has no record: all its state is its inner's) */
-    dst->first &= KC_FIRST_PLAIN;
+    dst->first &= ~KC_FIRST_RECORD;
     if (src->app_mac != NULL && !EVP_MAC_up_ref(src->app_mac)) {
         kc_wrapper_free(src->pctx, KC_POOL_TMPL, dst, sizeof(*dst));
         return NULL;
