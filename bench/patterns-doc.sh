@@ -93,13 +93,20 @@ Where the losses come from today:
   `EVP_SKEY`, keycache offers every cipher of the default's
   (pass-through), so the first cipher fetch builds keycache's cipher
   methods beside the default's.
-- `copy-*`, `dup-*`, `newkey-cmac`/`-gmac`/`-kmac`, `cmac-3des`, on 4.0
-  `newkey-ocb` and a key used three times: a wrapper struct per context
-  (taken from and given back to the thread's pool), the check that a
-  CMAC's or GMAC's cipher is the private default's, forwarding, and the
-  admission's origin check (issue 34).  A thread whose keys never
-  repeat stops looking them up (its contexts are cold) but still pays
-  the wrapper.  `steady-*`: a kept keyed context pays only forwarding,
+- `copy-*`, `dup-*`, `newkey-cmac`/`-gmac`, `newkey-kmac` on 3.5 and
+  4.0, `cmac-3des`, on 4.0 `newkey-ocb` and a key used three times: a
+  wrapper struct per context (taken from and given back to the thread's
+  pool), forwarding, and the admission's origin check (issue 34).  A
+  thread whose keys never repeat stops looking them up (its contexts are
+  cold) but still pays the wrapper, and before that, one window of 64
+  contexts each pays a look-up and a count (`newkey-cmac`: ~1,000
+  instructions each, `--profiles DIR newkey-cmac`).  A cold CMAC
+  context (GMAC's while GCM is off) is the application's default's from
+  `newctx`, as a thread's first is, and EVP_Q_mac's no-op sets are not
+  forwarded to it; a cold GMAC's while GCM is on still asks where its
+  cipher resolves (~250 instructions), and `cmac-3des` compares each
+  context's cipher with the thread's last pass-through (~210).
+  `steady-*`: a kept keyed context pays only forwarding,
   about 4 instructions a call (`steady-ocb`: 6 calls a message, 24
   instructions, the forwarding floor below).
   On 4.0 a key used three times also finds the default's own
@@ -109,7 +116,7 @@ Where the losses come from today:
   Where the forwarding floor below exceeds the target too
   (`dup-keyed-gmac`, `copy-keyed-ocb`; `steady-ocb` on 3.5 and 4.0;
   `dup-keyed-cmac` and `newkey-ocb` on 4.0; `thread-per-task` on 3.0
-  and 3.5, by 0.2–0.6%), a wrapper cannot meet it by trimming: only by
+  and 3.5, by up to 0.8%), a wrapper cannot meet it by trimming: only by
   saving in that row.  The `steady-*` rows keep the thread's first
   context: for CMAC, GMAC and KMAC the application's default's, which
   keycache only forwards to.
