@@ -316,7 +316,7 @@ MUTANTS = {
         "    if (0 && src->first == KC_FIRST_SHAPE\n        && ((dst"),
     # ... or made in keycache's private library context after all
     "app-first-private": ("provider/inner/inner.c",
-        "    return default_mac_newctx(pctx, m, newctx);",
+        "    return newctx(OSSL_PROVIDER_get0_provider_ctx(EVP_MAC_get0_provider(m)));",
         "    return newctx(pctx->inner_provctx);"),
     # ... a first context's size kept across a set or a keying init
     "first-size-kept-set": ("provider/layer/tmpl.c",
