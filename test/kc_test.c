@@ -457,6 +457,32 @@ void kct_rec_run(kct_rec_fn fn, OSSL_LIB_CTX *libctx, KCT_REC *r)
 
 typedef struct {
     kct_rec_fn fn;
+    OSSL_LIB_CTX *libctx;
+    KCT_REC *r;
+} REC_THREAD;
+
+static void *rec_thread(void *arg)
+{
+    REC_THREAD *x = arg;
+
+    kct_rec_run(x->fn, x->libctx, x->r);
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+int kct_rec_run_thread(kct_rec_fn fn, OSSL_LIB_CTX *libctx, KCT_REC *r)
+{
+    REC_THREAD x = { fn, libctx, r };
+    pthread_t t;
+
+    if (pthread_create(&t, NULL, rec_thread, &x) != 0)
+        return 0;
+    pthread_join(t, NULL);
+    return 1;
+}
+
+typedef struct {
+    kct_rec_fn fn;
     void (*churn)(void);
     KCT_REC kc[KCT_REC_RUNS];
 } KC_RUNS;

@@ -165,6 +165,11 @@ typedef void (*kct_rec_fn)(OSSL_LIB_CTX *libctx, KCT_REC *r);
  * error queue cleared before and after.
  */
 void kct_rec_run(kct_rec_fn fn, OSSL_LIB_CTX *libctx, KCT_REC *r);
+/*
+ * The same on a new thread (which starts with no per-thread cache), stopped
+ * with OPENSSL_thread_stop() before it ends: 1 if the thread ran.
+ */
+int kct_rec_run_thread(kct_rec_fn fn, OSSL_LIB_CTX *libctx, KCT_REC *r);
 
 /*
  * The keycache side of a pattern: KCT_REC_RUNS runs of fn on kct_keycache()

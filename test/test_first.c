@@ -790,39 +790,14 @@ static void cold_pattern(OSSL_LIB_CTX *libctx, KCT_REC *r)
     }
 }
 
-typedef struct {
-    kct_rec_fn fn;
-    OSSL_LIB_CTX *libctx;
-    KCT_REC *r;
-} REC_RUN;
-
-static void *rec_thread(void *arg)
-{
-    REC_RUN *x = arg;
-
-    kct_rec_run(x->fn, x->libctx, x->r);
-    OPENSSL_thread_stop();
-    return NULL;
-}
-
-/* fn on a new thread of libctx into r */
-static void rec_on_thread(kct_rec_fn fn, OSSL_LIB_CTX *libctx, KCT_REC *r)
-{
-    REC_RUN run = { fn, libctx, r };
-    pthread_t t;
-
-    CU_ASSERT_FATAL(pthread_create(&t, NULL, rec_thread, &run) == 0);
-    pthread_join(t, NULL);
-}
-
 /* ... on the default and, GCM off (GMAC's cold contexts too), keycache */
 static void test_cold_contexts(void)
 {
     KCT_REC want = { 0 }, got = { 0 };
     uint64_t p0 = kct_counter_in(gcm_off, KEYCACHE_PARAM_PASSTHROUGH);
 
-    rec_on_thread(cold_pattern, kct_default(), &want);
-    rec_on_thread(cold_pattern, gcm_off, &got);
+    CU_ASSERT_FATAL(kct_rec_run_thread(cold_pattern, kct_default(), &want));
+    CU_ASSERT_FATAL(kct_rec_run_thread(cold_pattern, gcm_off, &got));
     CU_ASSERT_TRUE(kct_rec_same("cold contexts", &want, &got));
     if (getenv("KC_SHOW") != NULL)
         fprintf(stderr, "\n%s", want.buf);

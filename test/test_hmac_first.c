@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 #include <unistd.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
@@ -31,11 +30,6 @@
 #include "keycache.h"
 
 typedef KCT_REC REC;
-
-typedef struct {
-    OSSL_LIB_CTX *libctx;
-    REC rec;
-} RUN_OTHER;
 
 static OSSL_LIB_CTX *deployed;
 /* this program, for a fresh process (not /proc/self/exe: under valgrind) */
@@ -362,22 +356,11 @@ static void p_other(OSSL_LIB_CTX *libctx, REC *r)
     EVP_MAC_free(mac);
 }
 
-static void *other_thread(void *arg)
-{
-    RUN_OTHER *run = arg;
-
-    kct_rec_run(p_other, run->libctx, &run->rec);
-    OPENSSL_thread_stop();
-    return NULL;
-}
-
 /* another provider's digest beside the default's, on a new thread */
 static void test_other_provider(void)
 {
     KCT_OTHER o;
-    RUN_OTHER run = { NULL, { 0 } };
-    REC def = { 0 };
-    pthread_t t;
+    REC def = { 0 }, got = { 0 };
 
     CU_ASSERT_FATAL(kct_testmd_begin());
     CU_ASSERT_FATAL(kct_other_start_conf(&o, "kctestmd", OSSL_OP_DIGEST,
@@ -388,16 +371,14 @@ static void test_other_provider(void)
     other_hmac_q = NULL;
     kct_rec_run(p_other, o.ref, &def);
     other_hmac_q = "provider=" KEYCACHE_PROVIDER_NAME;
-    run.libctx = o.kc;
-    CU_ASSERT_FATAL(pthread_create(&t, NULL, other_thread, &run) == 0);
-    pthread_join(t, NULL);
+    CU_ASSERT_FATAL(kct_rec_run_thread(p_other, o.kc, &got));
     CU_ASSERT_TRUE(kct_rec_same("[other] first keyings of a thread", &def,
-                                &run.rec));
+                                &got));
     /* both SHA-256s ran in the reference */
     CU_ASSERT(def.buf != NULL && strstr(def.buf, "kctestmd updates 0") != NULL
               && strstr(def.buf, "kctestmd updates 4") != NULL);
     kct_rec_free(&def);
-    kct_rec_free(&run.rec);
+    kct_rec_free(&got);
     kct_other_stop(&o);
     kct_testmd_end();
 }
@@ -412,39 +393,22 @@ static const struct {
 };
 #define NPATTERNS (sizeof(patterns) / sizeof(patterns[0]))
 
-typedef struct {
-    kct_rec_fn fn;
-    REC rec;
-} RUN;
-
-static void *run_thread(void *arg)
-{
-    RUN *run = arg;
-
-    kct_rec_run(run->fn, deployed, &run->rec);
-    OPENSSL_thread_stop();
-    return NULL;
-}
-
 /* each pattern on a new thread of keycache, against the default */
 static void test_threads(void)
 {
     size_t i;
 
     for (i = 0; i < NPATTERNS; i++) {
-        RUN run = { patterns[i].fn, { 0 } };
-        REC def = { 0 };
-        pthread_t t;
+        REC def = { 0 }, got = { 0 };
         char what[64];
 
         kct_rec_run(patterns[i].fn, kct_default(), &def);
-        CU_ASSERT_FATAL(pthread_create(&t, NULL, run_thread, &run) == 0);
-        pthread_join(t, NULL);
+        CU_ASSERT_FATAL(kct_rec_run_thread(patterns[i].fn, deployed, &got));
         snprintf(what, sizeof(what), "[%s] first keyings of a thread",
                  patterns[i].name);
-        CU_ASSERT_TRUE(kct_rec_same(what, &def, &run.rec));
+        CU_ASSERT_TRUE(kct_rec_same(what, &def, &got));
         kct_rec_free(&def);
-        kct_rec_free(&run.rec);
+        kct_rec_free(&got);
     }
 }
 
