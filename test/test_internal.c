@@ -258,7 +258,10 @@ static int siv_seal(OSSL_LIB_CTX *ctx, unsigned char *out)
  * key is one entry (admitted at once by the test config) and hits after
  * that; the CMAC inside runs in keycache's private context and adds
  * nothing.  With aes_siv = off, SIV is passed through and touches no
- * counter at all.
+ * counter at all.  With no cipher wrapped at all on 3.5+, where passing
+ * SIV through would pass every cipher through (EVP_SKEY), the default's
+ * own SIV keys keycache's CMAC: its key is refused (a cipher entry point
+ * keyed it, cache/origin.c), so nothing is stored and nothing hits.
  */
 static void test_siv(void)
 {
@@ -268,16 +271,27 @@ static void test_siv(void)
         KEYCACHE_PARAM_PASSTHROUGH, KEYCACHE_PARAM_ENTRIES
     };
     static const uint64_t cached[4] = { 3, 1, 0, 1 };
+    static const char *const what[3] = { "on", "off", "off, no cipher" };
+    int before35 = OpenSSL_version_num() < 0x30500000UL;
     OSSL_LIB_CTX *off = kct_keycache_conf("aes_siv = off\n");
-    OSSL_LIB_CTX *ctxs[2];
-    uint64_t before[4], after[4];
+    OSSL_LIB_CTX *bare = kct_keycache_conf("aes_siv = off\naes_ocb = off\n"
+                                           "aes_gcm = off\n");
+    OSSL_LIB_CTX *ctxs[3];
+    EVP_CIPHER *c;
+    uint64_t before[4], after[4], d;
     int i, k, n;
 
-    CU_ASSERT_FATAL(off != NULL);
+    CU_ASSERT_FATAL(off != NULL && bare != NULL);
     ctxs[0] = kct_keycache();
     ctxs[1] = off;
+    ctxs[2] = bare;
     CU_ASSERT_FATAL(siv_seal(kct_default(), want));
-    for (k = 0; k < 2; k++) {
+    c = EVP_CIPHER_fetch(bare, "AES-128-SIV", NULL);
+    CU_ASSERT_FATAL(c != NULL);
+    CU_ASSERT_STRING_EQUAL(OSSL_PROVIDER_get0_name(EVP_CIPHER_get0_provider(c)),
+                           before35 ? KEYCACHE_PROVIDER_NAME : "default");
+    EVP_CIPHER_free(c);
+    for (k = 0; k < 3; k++) {
         for (n = 0; n < 4; n++)
             before[n] = kct_counter_in(ctxs[k], names[n]);
         for (i = 0; i < 4; i++) {
@@ -287,14 +301,18 @@ static void test_siv(void)
         }
         for (n = 0; n < 4; n++) {
             after[n] = kct_counter_in(ctxs[k], names[n]);
-            if (after[n] - before[n] != (k == 0 ? cached[n] : 0))
+            d = after[n] - before[n];
+            /* the refused CMAC's misses and pass-throughs are not asked */
+            if (k == 2 && !before35 && (n == 1 || n == 2))
+                continue;
+            if (d != (k == 0 ? cached[n] : 0))
                 fprintf(stderr, "\nAES-SIV (aes_siv %s): %s +%llu, want "
-                        "+%llu\n", k == 0 ? "on" : "off", names[n],
-                        (unsigned long long)(after[n] - before[n]),
+                        "+%llu\n", what[k], names[n], (unsigned long long)d,
                         (unsigned long long)(k == 0 ? cached[n] : 0));
-            CU_ASSERT(after[n] - before[n] == (k == 0 ? cached[n] : 0));
+            CU_ASSERT(d == (k == 0 ? cached[n] : 0));
         }
     }
+    OSSL_LIB_CTX_free(bare);
     OSSL_LIB_CTX_free(off);
     ERR_clear_error();
 }

@@ -21,14 +21,14 @@ sed "s#^module = keycache.so#module = $build/keycache.so#" \
     "$src/openssl.cnf.sample" > "$tmp/keycache.cnf"
 grep -q "^module = $build/keycache.so" "$tmp/keycache.cnf" \
     || { echo "FAIL: sample has no 'module = keycache.so' line"; exit 1; }
-# aes_gcm = auto wraps AES-GCM on 3.0 only.  From 3.5 keycache also lists
-# AES-256-GCM, as the default's own functions passed through beside its
-# EVP_SKEY key managers (passthrough.c): listed there, not wrapped, which
-# the start line's aes_gcm= says.
+# aes_gcm = auto wraps AES-GCM on 3.0 only; from 3.5 "auto" offers no
+# cipher at all (EVP_SKEY: one cipher offered means all passed through,
+# docs/families.md), so AES-OCB and -SIV, on before, are listed for the
+# default alone there too.
 case "$(openssl version)" in
-"OpenSSL 3.0."*) gcm_by_keycache=1 gcm_listed=1 ;;
-"OpenSSL 3."[1-4].*) gcm_by_keycache=0 gcm_listed=0 ;;
-*) gcm_by_keycache=0 gcm_listed=1 ;;
+"OpenSSL 3.0."*) gcm_by_keycache=1 gcm_listed=1 ciphers_listed=1 ;;
+"OpenSSL 3."[1-4].*) gcm_by_keycache=0 gcm_listed=0 ciphers_listed=1 ;;
+*) gcm_by_keycache=0 gcm_listed=0 ciphers_listed=0 ;;
 esac
 [ "$gcm_by_keycache" = 1 ] && gcm_state=on || gcm_state=off
 printf 'what do ya want for nothing?' > "$tmp/msg"
@@ -47,6 +47,10 @@ for conf in "$tmp/keycache.cnf" "$build/openssl.cnf"; do
     check "$n: AES-256-GCM listed for keycache: $gcm_listed" \
         "$(openssl list -cipher-algorithms | grep -c 'aes-256-gcm.*@ keycache')" \
         "$gcm_listed"
+    check "$n: AES-128-SIV, AES-256-OCB listed for keycache: $ciphers_listed" \
+        "$(openssl list -cipher-algorithms \
+           | grep -ci 'aes-\(128-siv\|256-ocb\).*@ keycache')" \
+        "$((2 * ciphers_listed))"
     check "$n: AES-256-GCM offered by default" \
         "$(openssl list -cipher-algorithms | grep -c 'aes-256-gcm.*@ default')" 1
     # RFC 4231 test case 2

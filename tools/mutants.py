@@ -41,6 +41,9 @@ ONLY_ON = {
     "siv-table-wrong-3.5": ("3.5",),
     "siv-table-wrong-4.0": ("4.",),
     "siv-table-version-typo": ("3.0",),
+    # EVP_SKEY came with 3.5: before it the answer is "pay" either way
+    "siv-pt-drags-ciphers": ("3.5", "3.6", "4."),
+    "ciphers-pay-always": ("3.5", "3.6", "4."),
 }
 
 MUTANTS = {
@@ -765,8 +768,20 @@ MUTANTS = {
     # AES-SIV switched off is not passed through: its inner CMAC reaches
     # the cache
     "siv-not-passthrough": ("provider/core/passthrough.c",
-        "    siv_pt = n > 0 && *kc_registry_on(pctx, KC_ROW_CMAC);",
-        "    siv_pt = 0;"),
+        "    siv_pt = n > 0 && *kc_registry_on(pctx, KC_ROW_CMAC)\n",
+        "    siv_pt = 0 && *kc_registry_on(pctx, KC_ROW_CMAC)\n"),
+    # 3.5+, no cipher wrapped: AES-SIV passed through anyway, which drags
+    # every cipher in for EVP_SKEY at each process's first cipher fetch
+    "siv-pt-drags-ciphers": ("provider/core/passthrough.c",
+        "             && (kc_quirk_ciphers_pay()\n",
+        "             && (1\n"),
+    # "auto" offers no cipher (and no CMAC) on any version, or on all
+    "ciphers-pay-never": ("provider/quirks/quirks.c",
+        "    return OpenSSL_version_num() < 0x30500000UL;",
+        "    return 0;"),
+    "ciphers-pay-always": ("provider/quirks/quirks.c",
+        "    return OpenSSL_version_num() < 0x30500000UL;",
+        "    return 1;"),
     # OCB: one template for both directions (the bulk function follows the
     # direction the key was set in)
     "ocb-one-direction": ("provider/families/ocb.c",

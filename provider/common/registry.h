@@ -35,7 +35,7 @@
 #define KC_REGISTRY(X)                                                   \
     X(HMAC, HMAC, KEYCACHE_CONF_HMAC, 1,                                 \
       "HMAC", 32, "digest", "SHA256", NULL, 0, 0, NULL)                  \
-    X(CMAC, MAC, KEYCACHE_CONF_CMAC, 1,                                  \
+    X(CMAC, MAC, KEYCACHE_CONF_CMAC, kc_quirk_ciphers_pay(),             \
       "CMAC", 32, "cipher", "AES-256-CBC", &kc_cmac_desc, KC_QS_TMAC,    \
       1, NULL)                                                           \
     X(GMAC, MAC, KEYCACHE_CONF_GMAC, 1,                                  \
@@ -45,19 +45,19 @@
       "KMAC-128", 32, NULL, NULL, &kc_kmac128_desc, KC_QS_KMAC, 1, NULL) \
     X(KMAC256, MAC, KEYCACHE_CONF_KMAC, 1,                               \
       "KMAC-256", 32, NULL, NULL, &kc_kmac256_desc, KC_QS_KMAC, 1, NULL) \
-    X(OCB128, CIPHER, KEYCACHE_CONF_AES_OCB, 1,                          \
+    X(OCB128, CIPHER, KEYCACHE_CONF_AES_OCB, kc_quirk_ciphers_pay(),     \
       "AES-128-OCB", 16, NULL, NULL, &kc_ocb_desc[0], 0, 0, NULL)        \
-    X(OCB192, CIPHER, KEYCACHE_CONF_AES_OCB, 1,                          \
+    X(OCB192, CIPHER, KEYCACHE_CONF_AES_OCB, kc_quirk_ciphers_pay(),     \
       "AES-192-OCB", 24, NULL, NULL, &kc_ocb_desc[1], 0, 0, NULL)        \
-    X(OCB256, CIPHER, KEYCACHE_CONF_AES_OCB, 1,                          \
+    X(OCB256, CIPHER, KEYCACHE_CONF_AES_OCB, kc_quirk_ciphers_pay(),     \
       "AES-256-OCB", 32, NULL, NULL, &kc_ocb_desc[2], 0, 0, NULL)        \
-    X(SIV128, CIPHER, KEYCACHE_CONF_AES_SIV, 1,                          \
+    X(SIV128, CIPHER, KEYCACHE_CONF_AES_SIV, kc_quirk_ciphers_pay(),     \
       "AES-128-SIV", 32, NULL, NULL, &kc_siv_desc[0], KC_QS_SIV,         \
       0, KEYCACHE_CONF_CMAC)                                             \
-    X(SIV192, CIPHER, KEYCACHE_CONF_AES_SIV, 1,                          \
+    X(SIV192, CIPHER, KEYCACHE_CONF_AES_SIV, kc_quirk_ciphers_pay(),     \
       "AES-192-SIV", 48, NULL, NULL, &kc_siv_desc[1], KC_QS_SIV,         \
       0, KEYCACHE_CONF_CMAC)                                             \
-    X(SIV256, CIPHER, KEYCACHE_CONF_AES_SIV, 1,                          \
+    X(SIV256, CIPHER, KEYCACHE_CONF_AES_SIV, kc_quirk_ciphers_pay(),     \
       "AES-256-SIV", 64, NULL, NULL, &kc_siv_desc[2], KC_QS_SIV,         \
       0, KEYCACHE_CONF_CMAC)                                             \
     X(GCM128, CIPHER, KEYCACHE_CONF_AES_GCM, kc_quirk_gcm_copy_pays(),   \

@@ -256,7 +256,15 @@ static int build(KC_PROVCTX *pctx)
             && !*kc_registry_on(pctx, i))
             sivs[n++] = kc_registry[i].name;
     sivs[n] = NULL;
-    siv_pt = n > 0 && *kc_registry_on(pctx, KC_ROW_CMAC);
+    /*
+     * Not where that alone would pass every cipher through for EVP_SKEY
+     * (3.5+, no cipher wrapped): the default's SIV then keys keycache's
+     * CMAC, whose admission refuses a key a cipher entry point gave
+     * (cache/origin.c).
+     */
+    siv_pt = n > 0 && *kc_registry_on(pctx, KC_ROW_CMAC)
+             && (kc_quirk_ciphers_pay()
+                 || pctx->cipher_algs[0].algorithm_names != NULL);
 
     pctx->pt = OPENSSL_zalloc(KC_PT_SLOTS * sizeof(*pctx->pt));
     if (pctx->pt == NULL)

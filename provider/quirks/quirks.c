@@ -138,3 +138,16 @@ int kc_quirk_gcm_copy_pays(void)
 {
     return OpenSSL_version_num() < 0x30100000UL;
 }
+
+/*
+ * EVP_SKEY (3.5+): libcrypto runs EVP_CipherInit_SKEY only when the key's
+ * manager and the cipher share a provider, so a provider that offers one
+ * cipher must offer them all (core/passthrough.c).  The first cipher fetch
+ * then builds keycache's ~130 cipher methods beside the default's: +1.7M
+ * instructions (first-gcm 1.35x on 3.5), in every process that fetches a
+ * cipher (libssl's SSL_CTX_new does).  So on 3.5+ "auto" offers no cipher.
+ */
+int kc_quirk_ciphers_pay(void)
+{
+    return OpenSSL_version_num() < 0x30500000UL;
+}

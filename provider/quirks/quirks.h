@@ -121,5 +121,7 @@ unsigned int kc_quirk_siv(int use_table, void *provctx,
 
 /* Does an AES-GCM hit (a copy) pay on the running libcrypto?  "auto" */
 int kc_quirk_gcm_copy_pays(void);
+/* May "auto" offer any cipher: no EVP_SKEY, so no every-cipher pass-through */
+int kc_quirk_ciphers_pay(void);
 
 #endif
