@@ -89,6 +89,9 @@ has "fips=yes + include: KEYCACHE_DEBUG says HMAC is refused, at exit" \
 if [ "$cmac" = 1 ]; then
     has "fips=yes + include: the same for CMAC" \
         'a query-less CMAC fetch reaches nothing, not keycache' "$tmp/err"
+else
+    hasnt "fips=yes + include: CMAC not offered, not checked" \
+        'query-less CMAC fetch' "$tmp/err"
 fi
 # keycache offers AES-256-GCM (and checks its route) where aes_gcm = auto is on
 if [ "$gcm" = keycache ]; then

@@ -254,6 +254,38 @@ static int siv_seal(OSSL_LIB_CTX *ctx, unsigned char *out)
 }
 
 /*
+ * Open siv_seal()'s |in| in |ctx| (on a copy of the keyed context if
+ * |copy|), its tag flipped if |forge|: 1 if it opens to salt.
+ */
+static int siv_open(OSSL_LIB_CTX *ctx, const unsigned char *in, int copy,
+                    int forge)
+{
+    EVP_CIPHER *c = EVP_CIPHER_fetch(ctx, "AES-128-SIV", NULL);
+    EVP_CIPHER_CTX *k = EVP_CIPHER_CTX_new();
+    EVP_CIPHER_CTX *cc = copy ? EVP_CIPHER_CTX_new() : k;
+    unsigned char tag[16], pt[sizeof(salt)];
+    int n = 0, m = 0, ok;
+
+    memcpy(tag, in, sizeof(tag));
+    tag[0] ^= forge;
+    ok = c != NULL && k != NULL && cc != NULL
+         && EVP_DecryptInit_ex2(k, c, secret, NULL, NULL)
+         && (!copy || EVP_CIPHER_CTX_copy(cc, k))
+         && EVP_CIPHER_CTX_ctrl(cc, EVP_CTRL_AEAD_SET_TAG, 16, tag) > 0
+         && EVP_DecryptUpdate(cc, NULL, &n, info, sizeof(info))
+         && EVP_DecryptUpdate(cc, pt, &n, in + 16, sizeof(salt))
+         && EVP_DecryptFinal_ex(cc, pt + n, &m) > 0
+         && n + m == (int)sizeof(salt)
+         && memcmp(pt, salt, sizeof(salt)) == 0;
+    if (copy)
+        EVP_CIPHER_CTX_free(cc);
+    EVP_CIPHER_CTX_free(k);
+    EVP_CIPHER_free(c);
+    ERR_clear_error();
+    return ok;
+}
+
+/*
  * AES-SIV keys a CMAC with half of its key.  Served by keycache, the SIV
  * key is one entry (admitted at once by the test config) and hits after
  * that; the CMAC inside runs in keycache's private context and adds
@@ -302,7 +334,7 @@ static void test_siv(void)
         for (n = 0; n < 4; n++) {
             after[n] = kct_counter_in(ctxs[k], names[n]);
             d = after[n] - before[n];
-            /* the refused CMAC's misses and pass-throughs are not asked */
+            /* the refused CMAC's misses and pass-throughs: below */
             if (k == 2 && !before35 && (n == 1 || n == 2))
                 continue;
             if (d != (k == 0 ? cached[n] : 0))
@@ -312,6 +344,25 @@ static void test_siv(void)
             CU_ASSERT(d == (k == 0 ? cached[n] : 0));
         }
     }
+    if (!before35) {
+        EVP_MAC *cmac = EVP_MAC_fetch(bare, "CMAC", NULL);
+
+        /* the default's SIV did reach keycache's CMAC */
+        CU_ASSERT(after[1] - before[1] + after[2] - before[2] >= 4);
+        CU_ASSERT_FATAL(cmac != NULL);
+        CU_ASSERT_STRING_EQUAL(
+            OSSL_PROVIDER_get0_name(EVP_MAC_get0_provider(cmac)),
+            KEYCACHE_PROVIDER_NAME);
+        EVP_MAC_free(cmac);
+    }
+    /* opened, on a copy too, and a forged tag refused, as the default */
+    for (k = 0; k < 2; k++) {
+        CU_ASSERT(siv_open(kct_default(), want, k, 0));
+        CU_ASSERT(siv_open(bare, want, k, 0));
+        CU_ASSERT(!siv_open(kct_default(), want, k, 1));
+        CU_ASSERT(!siv_open(bare, want, k, 1));
+    }
+    CU_ASSERT(kct_counter_in(bare, KEYCACHE_PARAM_ENTRIES) == 0);
     OSSL_LIB_CTX_free(bare);
     OSSL_LIB_CTX_free(off);
     ERR_clear_error();

@@ -41,9 +41,12 @@ ONLY_ON = {
     "siv-table-wrong-3.5": ("3.5",),
     "siv-table-wrong-4.0": ("4.",),
     "siv-table-version-typo": ("3.0",),
-    # EVP_SKEY came with 3.5: before it the answer is "pay" either way
+    # EVP_SKEY came with 3.5: before it the answer is "pay" either way, and
+    # after it AES-SIV is passed through only beside a wrapped cipher
     "siv-pt-drags-ciphers": ("3.5", "3.6", "4."),
     "ciphers-pay-always": ("3.5", "3.6", "4."),
+    "ciphers-pay-never": ("3.0", "3.1", "3.2", "3.3", "3.4"),
+    "siv-not-passthrough": ("3.0", "3.1", "3.2", "3.3", "3.4"),
 }
 
 MUTANTS = {
@@ -773,8 +776,8 @@ MUTANTS = {
     # 3.5+, no cipher wrapped: AES-SIV passed through anyway, which drags
     # every cipher in for EVP_SKEY at each process's first cipher fetch
     "siv-pt-drags-ciphers": ("provider/core/passthrough.c",
-        "             && (kc_quirk_ciphers_pay()\n",
-        "             && (1\n"),
+        "             && (kc_quirk_ciphers_pay() || pctx->ncipher_wrapped > 0);",
+        "             && (1 || pctx->ncipher_wrapped > 0);"),
     # "auto" offers no cipher (and no CMAC) on any version, or on all
     "ciphers-pay-never": ("provider/quirks/quirks.c",
         "    return OpenSSL_version_num() < 0x30500000UL;",

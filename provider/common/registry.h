@@ -11,7 +11,8 @@
  *   kind       HMAC, MAC (layer/tmpl.c) or CIPHER (layer/ctmpl.c)
  *   conf       the configuration key that switches it
  *   auto       what "auto" means on the running libcrypto: 1 where caching
- *              pays on every measured version (docs/families.md)
+ *              pays and offering the family costs no process that does not
+ *              use it (docs/families.md)
  *   name       the default provider's first name for it
  *   keylen     a key length it takes, in bytes (for the tests)
  *   sub        the parameter naming its cipher or digest, or NULL;

@@ -132,7 +132,7 @@ static size_t table_len(const OSSL_DISPATCH *d)
 
 /*
  * Fill slot |s| from the inner algorithm's dispatch table into |table|
- * (3.5+ passes some 150 ciphers of ~15 functions each through at the
+ * (3.5+ passes some 130 ciphers of ~15 functions each through at the
  * first cipher fetch of a process: a look-up per function).
  */
 static size_t bind_slot(KC_PROVCTX *pctx, size_t s, const OSSL_DISPATCH *in,
@@ -225,15 +225,17 @@ static int offer(KC_PROVCTX *pctx, int op, const char *const *want,
 /*
  * EVP_SKEY (3.5+): libcrypto runs a cipher with an EVP_SKEY only if the
  * key's manager is the cipher's provider's (evp_cipher_init_skey_internal).
- * So with any cipher wrapped, the default's key managers and every other
+ * So with any cipher offered, the default's key managers and every other
  * default cipher are passed through, the key data the inner default's.
- * No MAC takes an EVP_SKEY (no OSSL_FUNC_MAC_INIT_SKEY up to 4.0).
+ * No MAC takes an EVP_SKEY (no OSSL_FUNC_MAC_INIT_SKEY up to 4.0).  An
+ * AES-SIV pass-through alone (siv_pt in build()) never comes here: 3.5+
+ * passes it through only beside a wrapped cipher.
  */
-static int offer_skey(KC_PROVCTX *pctx, int siv_pt)
+static int offer_skey(KC_PROVCTX *pctx)
 {
     int n;
 
-    if (pctx->cipher_algs[0].algorithm_names == NULL && !siv_pt)
+    if (pctx->ncipher_wrapped == 0)
         return 1;
     n = offer(pctx, KC_OP_SKEYMGMT, NULL, NULL, &pctx->skeymgmt_algs);
     if (n <= 0)
@@ -257,14 +259,13 @@ static int build(KC_PROVCTX *pctx)
             sivs[n++] = kc_registry[i].name;
     sivs[n] = NULL;
     /*
-     * Not where that alone would pass every cipher through for EVP_SKEY
-     * (3.5+, no cipher wrapped): the default's SIV then keys keycache's
-     * CMAC, whose admission refuses a key a cipher entry point gave
-     * (cache/origin.c).
+     * Only where it adds no other cipher: before 3.5, or beside a wrapped
+     * cipher, which passes every cipher through anyway (offer_skey()).
+     * Otherwise the default's SIV keys keycache's CMAC, and admission
+     * refuses a key that a cipher entry point gave (cache/origin.c).
      */
     siv_pt = n > 0 && *kc_registry_on(pctx, KC_ROW_CMAC)
-             && (kc_quirk_ciphers_pay()
-                 || pctx->cipher_algs[0].algorithm_names != NULL);
+             && (kc_quirk_ciphers_pay() || pctx->ncipher_wrapped > 0);
 
     pctx->pt = OPENSSL_zalloc(KC_PT_SLOTS * sizeof(*pctx->pt));
     if (pctx->pt == NULL)
@@ -272,7 +273,7 @@ static int build(KC_PROVCTX *pctx)
     /* every KDF; of the DRBGs only HMAC-DRBG uses a MAC */
     if (offer(pctx, OSSL_OP_KDF, NULL, NULL, &pctx->kdf_algs) < 0
         || offer(pctx, OSSL_OP_RAND, drbgs, NULL, &pctx->rand_algs) < 0
-        || !offer_skey(pctx, siv_pt))
+        || !offer_skey(pctx))
         return 0;
     /* with the key managers every other cipher is passed through already */
     if (pctx->cipher_pt_algs == NULL

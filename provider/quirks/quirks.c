@@ -140,12 +140,12 @@ int kc_quirk_gcm_copy_pays(void)
 }
 
 /*
- * EVP_SKEY (3.5+): libcrypto runs EVP_CipherInit_SKEY only when the key's
- * manager and the cipher share a provider, so a provider that offers one
- * cipher must offer them all (core/passthrough.c).  The first cipher fetch
- * then builds keycache's ~130 cipher methods beside the default's: +1.7M
- * instructions (first-gcm 1.35x on 3.5), in every process that fetches a
- * cipher (libssl's SSL_CTX_new does).  So on 3.5+ "auto" offers no cipher.
+ * cmac, aes_ocb, aes_siv = auto.  From 3.5 libcrypto runs an EVP_SKEY only
+ * with a cipher of its key manager's provider, so offering one cipher
+ * means passing every default cipher through (core/passthrough.c), and
+ * libcrypto builds those methods at every process's first cipher fetch,
+ * used or not (docs/families.md).  CMAC goes with them: keeping the
+ * default's AES-SIV off it takes AES-SIV passed through, a cipher.
  */
 int kc_quirk_ciphers_pay(void)
 {

@@ -121,7 +121,7 @@ unsigned int kc_quirk_siv(int use_table, void *provctx,
 
 /* Does an AES-GCM hit (a copy) pay on the running libcrypto?  "auto" */
 int kc_quirk_gcm_copy_pays(void);
-/* May "auto" offer any cipher: no EVP_SKEY, so no every-cipher pass-through */
+/* May "auto" offer ciphers and CMAC: no EVP_SKEY (before 3.5)?  "auto" */
 int kc_quirk_ciphers_pay(void);
 
 #endif
