@@ -225,10 +225,14 @@ static void test_report_at_unload(void)
     snprintf(pid, sizeof(pid), "keycache[%ld", (long)getpid());
     CU_ASSERT_TRUE(log_has(pid, 0));
     CU_ASSERT_TRUE(log_has("start: keycache", getpid()));
-    /* every family's state: the config forces aes_gcm on, the rest auto */
+    /* every family's state: the config forces the ciphers and cmac on */
     CU_ASSERT_TRUE(log_has("cache_size=64 hmac=on cmac=on gmac=on kmac=on "
                            "aes_ocb=on aes_siv=on aes_gcm=on idle_ttl=0 "
                            "admit_after=1", getpid()));
+    /* and from 3.5 says what a cipher on costs every process */
+    CU_ASSERT_EQUAL(log_has("note: with a cipher on, keycache passes every "
+                            "default cipher through for EVP_SKEY", getpid())
+                    != 0, OpenSSL_version_num() >= 0x30500000UL);
     /* the entry each key made is evicted when the provider unloads */
     CU_ASSERT_TRUE(log_has("report (unload): HMAC hits=9 misses=1 "
                            "passthrough=0 evictions=1 hit_rate=90.0%",

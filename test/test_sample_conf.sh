@@ -47,6 +47,10 @@ for conf in "$tmp/keycache.cnf" "$build/openssl.cnf"; do
     check "$n: AES-256-GCM listed for keycache: $gcm_listed" \
         "$(openssl list -cipher-algorithms | grep -c 'aes-256-gcm.*@ keycache')" \
         "$gcm_listed"
+    check "$n: KEYCACHE_DEBUG says why from 3.5: $((1 - ciphers_listed))" \
+        "$(KEYCACHE_DEBUG=1 openssl list -providers 2>&1 >/dev/null \
+           | grep -c 'auto leaves cmac, aes_ocb and aes_siv off')" \
+        "$((1 - ciphers_listed))"
     check "$n: AES-128-SIV, AES-256-OCB listed for keycache: $ciphers_listed" \
         "$(openssl list -cipher-algorithms \
            | grep -ci 'aes-\(128-siv\|256-ocb\).*@ keycache')" \

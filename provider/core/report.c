@@ -361,6 +361,20 @@ void kc_report_start(KC_PROVCTX *pctx)
                  (unsigned long long)pctx->cache_size, fams,
                  (unsigned long long)pctx->idle_ttl, pctx->admit_after,
                  when);
+    /* 3.5+: why no cipher is cached by default, or what one on costs */
+    if (kc_quirk_ciphers_pay())
+        return;
+    if (pctx->ncipher_wrapped > 0)
+        kc_debug_log(pctx, 1, "note: with a cipher on, keycache passes "
+                     "every default cipher through for EVP_SKEY (OpenSSL "
+                     "3.5+), built at each process's first cipher fetch "
+                     "(docs/families.md)");
+    else
+        kc_debug_log(pctx, 1, "note: OpenSSL 3.5+: auto leaves cmac, "
+                     "aes_ocb and aes_siv off, since a cipher on passes every "
+                     "default cipher through for EVP_SKEY, built at each "
+                     "process's first cipher fetch; set them on to cache "
+                     "them (docs/families.md)");
 }
 
 void kc_report_stop(KC_PROVCTX *pctx)
