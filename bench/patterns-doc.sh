@@ -89,12 +89,14 @@ Where the losses come from today:
   version quirks are known for the versions CI runs, its own context is
   checked against published vectors, and keys not admitted yet get an
   own context too, so no default AES-SIV is keyed (docs/families.md).
-- `first-gcm`/`first-ocb`/`first-cmac`/`first-gmac` on 3.5+: for
-  `EVP_SKEY`, keycache offers every cipher of the default's
-  (pass-through), so the first cipher fetch builds keycache's cipher
-  methods beside the default's.
-- `copy-*`, `dup-*`, `newkey-cmac`/`-gmac`, `newkey-kmac` on 3.5 and
-  4.0, `cmac-3des`, on 4.0 `newkey-ocb` and a key used three times: a
+- On 3.5+ a cipher keycache offers means every default cipher passed
+  through (`EVP_SKEY`), built beside the default's at the first cipher
+  fetch (`first-gcm` 1.35x): so `auto` offers no cipher and no CMAC
+  there, and the CMAC, OCB and SIV rows run the default's
+  (docs/families.md).
+- `dup-*`, `newkey-gmac`, `newkey-kmac` on 3.5 and 4.0, and on 3.0
+  `copy-keyed-ocb`, `newkey-cmac`, `cmac-3des`; on 4.0 a key used three
+  times and `newkey-hmac-200B`: a
   wrapper struct per context (taken from and given back to the thread's
   pool), forwarding, and the admission's origin check (issue 34).  A
   thread whose keys never repeat stops looking them up (its contexts are
@@ -114,9 +116,8 @@ Where the losses come from today:
   entries hold contexts: ~350 instructions an op in `_int_malloc`
   (`--profiles DIR keys-used-3x`).
   Where the forwarding floor below exceeds the target too
-  (`dup-keyed-gmac`, `copy-keyed-ocb`; `steady-ocb` on 3.5 and 4.0;
-  `dup-keyed-cmac` and `newkey-ocb` on 4.0; `thread-per-task` on 3.0
-  and 3.5, by up to 0.8%), a wrapper cannot meet it by trimming: only by
+  (`dup-keyed-gmac`; `copy-keyed-ocb` on 3.0; `thread-per-task` on 3.0
+  and 3.5, by up to 0.5%), a wrapper cannot meet it by trimming: only by
   saving in that row.  The `steady-*` rows keep the thread's first
   context: for CMAC, GMAC and KMAC the application's default's, which
   keycache only forwards to.
