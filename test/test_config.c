@@ -123,7 +123,8 @@ static const char *served_by(OSSL_LIB_CTX *ctx, int cipher)
 
 /*
  * Who serves an AES-GCM keycache does not wrap: the default before 3.5;
- * from 3.5, where keycache offers the default's EVP_SKEY key managers, its
+ * from 3.5, where keycache offers the default's EVP_SKEY key managers
+ * while any cipher is on (these tests' config turns OCB and SIV on), its
  * pass-through of the default's own AES-GCM (passthrough.c), so that a
  * query-less key and cipher share a provider.  Either way nothing cached.
  */

@@ -1402,7 +1402,8 @@ static void pat_gmac_null_iv(OSSL_LIB_CTX *libctx, REC *r)
 
 /* Wrong key lengths, odd ciphers, odd parameters, calls out of order */
 /*
- * Does keycache offer AES-128-CBC?  From OpenSSL 3.5 it passes every
+ * Does keycache offer AES-128-CBC?  From OpenSSL 3.5, while any cipher is
+ * on (the test config's), it passes every
  * default cipher it does not wrap through, as the default's own functions,
  * so that a query-less EVP_SKEY and cipher share a provider (passthrough.c).
  * A program asking for it with provider=keycache, keycache's own name, then

@@ -176,7 +176,8 @@ static void test_fam_to_keycache(void)
 }
 
 /*
- * From OpenSSL 3.5 keycache also offers the default's EVP_SKEY key managers
+ * From OpenSSL 3.5, while any cipher is on (the test config turns them
+ * on), keycache also offers the default's EVP_SKEY key managers
  * and with them passes every other default cipher through, so that a key
  * and a cipher fetched alike share a provider (passthrough.c, test_skey).
  */
