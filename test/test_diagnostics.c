@@ -1060,6 +1060,71 @@ static void test_unknown_key_errors(void)
 }
 
 /*
+ * keycache asks the core only about the section its providers line names,
+ * unless an identity gives it a name that line does not have: then its
+ * line here is kcx, and a decoy section's key named keycache must not be
+ * taken for it.
+ */
+static void test_unknown_keys_identity(void)
+{
+    const char *drop[3] = { "activate", "keycache = ", NULL };
+    char conf[64];
+    unsigned long e;
+    const char *data;
+    int flags, found = 0;
+    OSSL_LIB_CTX *ctx;
+    OSSL_PROVIDER *prov;
+
+    CU_ASSERT_FATAL(write_conf(conf, drop,
+                               "identity = " KEYCACHE_PROVIDER_NAME
+                               "\ncache_sise = 10",
+                               "[provider_sect]\nkcx = keycache_sect\n"
+                               "[kc_decoy_sect]\n" KEYCACHE_PROVIDER_NAME
+                               " = kc_decoy_sub\n[kc_decoy_sub]\nwindow = 1"));
+    ctx = load(conf, NULL, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    ERR_clear_error();
+    setenv("OPENSSL_CONF", conf, 1);
+    prov = OSSL_PROVIDER_load(ctx, KEYCACHE_PROVIDER_NAME);
+    setenv("OPENSSL_CONF", "/dev/null", 1);
+    unlink(conf);
+    CU_ASSERT_PTR_NULL(prov);
+    while ((e = ERR_get_error_all(NULL, NULL, NULL, &data, &flags)) != 0)
+        if ((flags & ERR_TXT_STRING) != 0
+            && strstr(data, "unknown key \"cache_sise\"") != NULL)
+            found = 1;
+    CU_ASSERT_TRUE(found);
+    OSSL_PROVIDER_unload(prov);
+    OSSL_LIB_CTX_free(ctx);
+}
+
+/* Another section's keys, even ones like keycache's, stop nothing. */
+static void test_unknown_keys_elsewhere(void)
+{
+    const char *drop[2] = { "activate", NULL };
+    char conf[64];
+    OSSL_LIB_CTX *ctx;
+    OSSL_PROVIDER *prov;
+
+    CU_ASSERT_FATAL(write_conf(conf, drop, "cache_size = 10",
+                               "[kc_other_sect]\ncache_sise = 10\n"
+                               "hmac = maybe\ntuning = kc_more_sect\n"
+                               "[kc_more_sect]\nwindow = 8"));
+    ctx = load(conf, NULL, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    setenv("OPENSSL_CONF", conf, 1);
+    prov = OSSL_PROVIDER_load(ctx, KEYCACHE_PROVIDER_NAME);
+    setenv("OPENSSL_CONF", "/dev/null", 1);
+    unlink(conf);
+    CU_ASSERT_PTR_NOT_NULL(prov);
+    if (prov == NULL)
+        ERR_print_errors_fp(stderr);
+    OSSL_PROVIDER_unload(prov);
+    OSSL_LIB_CTX_free(ctx);
+    ERR_clear_error();
+}
+
+/*
  * keycache reads the file by hand for key names, and leaves what that scan
  * cannot follow to NCONF: each case below is missed without the fallback.
  */
@@ -1348,6 +1413,10 @@ static void add_suites(void)
     s = CU_add_suite("config errors", NULL, NULL);
     CU_add_test(s, "invalid values say why", test_invalid_value_errors);
     CU_add_test(s, "unknown keys say why", test_unknown_key_errors);
+    CU_add_test(s, "another section's keys are not keycache's",
+                test_unknown_keys_elsewhere);
+    CU_add_test(s, "an identity: every section's keys asked about",
+                test_unknown_keys_identity);
     CU_add_test(s, "unknown keys: the file read as OpenSSL reads it",
                 test_unknown_keys_read_as_openssl_does);
     CU_add_test(s, "unknown keys: the scan finds what NCONF finds",

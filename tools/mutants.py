@@ -765,6 +765,14 @@ MUTANTS = {
         "        } else if (*in == '$') {",
         "        } else if (0) {"),
     # an escape of nothing at the end of a value kept
+    # the unknown-key scan keeps the providers section, not keycache's own
+    "conf-scan-wrong-section": ("provider/core/conf.c",
+        "            ours[c.key[i].sub] = any = 1;",
+        "            ours[c.key[i].sect] = any = 1;"),
+    # an identity does not widen the scan: a decoy key named keycache wins
+    "conf-scan-identity-ignored": ("provider/core/conf.c",
+        '        if (strcmp(dot != NULL ? dot + 1 : k, "identity") == 0) {',
+        '        if (0 && strcmp(dot != NULL ? dot + 1 : k, "identity") == 0) {'),
     "conf-trailing-escape-kept": ("provider/core/conf.c",
         "        } else if (*in == '\\\\') {\n            if (++in == end)\n                break;",
         "        } else if (*in == '\\\\' && in + 1 < end) {\n            if (++in == end)\n                break;"),

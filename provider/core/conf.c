@@ -107,7 +107,7 @@ static void scan_flush(KC_KEYSCAN *ks)
     p[ks->n] = OSSL_PARAM_construct_end();
     if (ks->n > 0 && ks->get(ks->pctx->handle, p))
         for (i = 0; i < ks->n; i++) {
-            if (val[i] == NULL || is_known_key(ks->name[i]))
+            if (val[i] == NULL)
                 continue;
             kc_raise(ks->pctx, KC_R_BAD_CONFIG, "unknown key \"%s\" in %s's "
                      "section of %s; keycache knows " KC_KEYS_TEXT,
@@ -136,15 +136,16 @@ static int join_name(char *out, const char *prefix, const char *key)
 }
 
 /*
- * A name seen twice is asked about twice: the core answers once.  Only
- * names the core knows are then checked against ours (a config file has
- * hundreds of names, a provider's section a few).
+ * A name seen twice is asked about twice: the core answers once.  A name
+ * of ours is not asked (it cannot be unknown), nor one the core answers
+ * whatever the file says; the rest are unknown if the core holds them.
  */
 static void scan_add(KC_KEYSCAN *ks, const char *prefix, const char *key)
 {
     char *s = ks->name[ks->n];
 
-    if (!join_name(s, prefix, key) || kc_name_in_list(core_answers, s))
+    if (!join_name(s, prefix, key) || is_known_key(s)
+        || kc_name_in_list(core_answers, s))
         return;
     if (++ks->n == KC_CONF_BATCH)
         scan_flush(ks);
@@ -604,10 +605,11 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
     KC_KEYSCAN ks;
     KC_CONFKEYS c;
     char *file = NULL, *text = NULL;
+    unsigned char *ours;
     CONF *conf = NULL;
     size_t i, len = 0;
     long eline = 0;
-    int ok = 1;
+    int ok = 1, any = 0;
 
     memset(&c, 0, sizeof(c));
     ERR_set_mark();
@@ -642,10 +644,31 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
     ks.file = file;
     ks.unknown = 0;
     ks.n = 0;
-    /* every section's keys at the top: each key once, in file order */
+    /*
+     * Only the section the core read for this provider: the one its
+     * providers section's line, a key named after it, points to.  Each
+     * other section's names, nested ones too, would only cost the core a
+     * pass over its parameters (some 11,000 instructions a line of
+     * keycache's section).  None found, or an identity anywhere (a name
+     * not the line's, provider_conf_load()): every section's.
+     */
+    ours = c.nsect > 0 ? OPENSSL_zalloc(c.nsect) : NULL;
+    for (i = 0; ours != NULL && i < c.nkey; i++) {
+        const char *k = c.key[i].name, *dot = strchr(k, '.');
+
+        if (strcmp(dot != NULL ? dot + 1 : k, "identity") == 0) {
+            any = 0;
+            break;
+        }
+        if (c.key[i].sub >= 0 && strcmp(k, pctx->name) == 0)
+            ours[c.key[i].sub] = any = 1;
+    }
+    /* every (chosen) section's keys at the top: each once, in file order */
     for (i = 0; i < c.nkey; i++)
-        key_names(&c, &c.key[i], NULL, 0, &ks);
+        if (!any || ours[c.key[i].sect])
+            key_names(&c, &c.key[i], NULL, 0, &ks);
     scan_flush(&ks);
+    OPENSSL_free(ours);
     ok = !ks.unknown;
  done:
     free_keys(&c);
