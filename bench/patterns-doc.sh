@@ -73,7 +73,7 @@ Where the losses come from today:
   The loader's `dlopen` of keycache-ossl3.so and its binding, ~180k; the
   private library context with `default` and its RAND, ~57k at start and
   ~25k at exit; the registry's families bound, ~14k; the configuration,
-  ~35k (the default config file's key names are read by hand, not
+  ~25k (the default config file's key names are read by hand, not
   parsed again by NCONF: with Debian's 12 KB openssl.cnf `openssl
   version` costs +0.64M, +1.63M before).  libgcc's unwinder and a
   cipher family's key length and fresh state are not paid there: they
