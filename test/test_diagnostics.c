@@ -1060,12 +1060,13 @@ static void test_unknown_key_errors(void)
 }
 
 /*
- * keycache asks the core only about the section its providers line names,
- * unless an identity gives it a name that line does not have: then its
- * line here is kcx, and a decoy section's key named keycache must not be
- * taken for it.
+ * keycache asks the core only about the sections its providers lines name,
+ * read as the core reads them, and about every section where an identity
+ * may give it a name no line has.  Its line here is kcx (with an
+ * identity, |dotted| 0) or x.keycache (the core skips to the first dot),
+ * and a decoy section's key named keycache must not be taken for it.
  */
-static void test_unknown_keys_identity(void)
+static void unknown_key_behind(int dotted)
 {
     const char *drop[3] = { "activate", "keycache = ", NULL };
     char conf[64];
@@ -1076,11 +1077,18 @@ static void test_unknown_keys_identity(void)
     OSSL_PROVIDER *prov;
 
     CU_ASSERT_FATAL(write_conf(conf, drop,
-                               "identity = " KEYCACHE_PROVIDER_NAME
-                               "\ncache_sise = 10",
-                               "[provider_sect]\nkcx = keycache_sect\n"
-                               "[kc_decoy_sect]\n" KEYCACHE_PROVIDER_NAME
-                               " = kc_decoy_sub\n[kc_decoy_sub]\nwindow = 1"));
+                               dotted ? "cache_sise = 10"
+                                      : "identity = " KEYCACHE_PROVIDER_NAME
+                                        "\ncache_sise = 10",
+                               dotted
+                               ? "[provider_sect]\nx." KEYCACHE_PROVIDER_NAME
+                                 " = keycache_sect\n[kc_decoy_sect]\n"
+                                 KEYCACHE_PROVIDER_NAME " = kc_decoy_sub\n"
+                                 "[kc_decoy_sub]\nwindow = 1"
+                               : "[provider_sect]\nkcx = keycache_sect\n"
+                                 "[kc_decoy_sect]\n" KEYCACHE_PROVIDER_NAME
+                                 " = kc_decoy_sub\n[kc_decoy_sub]\n"
+                                 "window = 1"));
     ctx = load(conf, NULL, 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     ERR_clear_error();
@@ -1096,6 +1104,12 @@ static void test_unknown_keys_identity(void)
     CU_ASSERT_TRUE(found);
     OSSL_PROVIDER_unload(prov);
     OSSL_LIB_CTX_free(ctx);
+}
+
+static void test_unknown_keys_identity(void)
+{
+    unknown_key_behind(0);
+    unknown_key_behind(1);
 }
 
 /* Another section's keys, even ones like keycache's, stop nothing. */
@@ -1415,7 +1429,7 @@ static void add_suites(void)
     CU_add_test(s, "unknown keys say why", test_unknown_key_errors);
     CU_add_test(s, "another section's keys are not keycache's",
                 test_unknown_keys_elsewhere);
-    CU_add_test(s, "an identity: every section's keys asked about",
+    CU_add_test(s, "an identity or a dotted providers line: found",
                 test_unknown_keys_identity);
     CU_add_test(s, "unknown keys: the file read as OpenSSL reads it",
                 test_unknown_keys_read_as_openssl_does);

@@ -769,6 +769,10 @@ MUTANTS = {
     "conf-scan-wrong-section": ("provider/core/conf.c",
         "            ours[c.key[i].sub] = any = 1;",
         "            ours[c.key[i].sect] = any = 1;"),
+    # a dotted providers line (x.keycache) not read as the core reads it
+    "conf-scan-line-undotted": ("provider/core/conf.c",
+        "            && strcmp(dot != NULL ? dot + 1 : k, pctx->name) == 0)",
+        "            && strcmp(k, pctx->name) == 0)"),
     # an identity does not widen the scan: a decoy key named keycache wins
     "conf-scan-identity-ignored": ("provider/core/conf.c",
         '        if (strcmp(dot != NULL ? dot + 1 : k, "identity") == 0) {',

@@ -645,8 +645,8 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
     ks.unknown = 0;
     ks.n = 0;
     /*
-     * Only the section the core read for this provider: the one its
-     * providers section's line, a key named after it, points to.  Each
+     * Only the sections the core can read for this provider: those its
+     * providers section's lines, keys named after it, point to.  Each
      * other section's names, nested ones too, would only cost the core a
      * pass over its parameters (some 11,000 instructions a line of
      * keycache's section).  None found, or an identity anywhere (a name
@@ -660,7 +660,9 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
             any = 0;
             break;
         }
-        if (c.key[i].sub >= 0 && strcmp(k, pctx->name) == 0)
+        /* the core's name for a line is what follows its first dot */
+        if (c.key[i].sub >= 0
+            && strcmp(dot != NULL ? dot + 1 : k, pctx->name) == 0)
             ours[c.key[i].sub] = any = 1;
     }
     /* every (chosen) section's keys at the top: each once, in file order */
