@@ -235,12 +235,17 @@ static int find_kc(OSSL_PROVIDER *prov, void *arg)
     return 1;
 }
 
-OSSL_PROVIDER *kct_keycache_provider(void)
+OSSL_PROVIDER *kct_keycache_provider_in(OSSL_LIB_CTX *ctx)
 {
     OSSL_PROVIDER *p = NULL;
 
-    OSSL_PROVIDER_do_all(kct_keycache(), find_kc, &p);
+    OSSL_PROVIDER_do_all(ctx, find_kc, &p);
     return p;
+}
+
+OSSL_PROVIDER *kct_keycache_provider(void)
+{
+    return kct_keycache_provider_in(kct_keycache());
 }
 
 uint64_t kct_counter_in(OSSL_LIB_CTX *ctx, const char *name)

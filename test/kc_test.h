@@ -24,6 +24,8 @@ OSSL_LIB_CTX *kct_default(void);
 OSSL_LIB_CTX *kct_keycache(void);
 /* The keycache provider object inside kct_keycache(). */
 OSSL_PROVIDER *kct_keycache_provider(void);
+/* keycache's provider object in |ctx|, or NULL */
+OSSL_PROVIDER *kct_keycache_provider_in(OSSL_LIB_CTX *ctx);
 
 /* Make ctx the calling thread's default library context (NULL = global). */
 void kct_use(OSSL_LIB_CTX *ctx);

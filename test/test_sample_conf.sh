@@ -26,9 +26,9 @@ grep -q "^module = $build/keycache.so" "$tmp/keycache.cnf" \
 # docs/families.md), so AES-OCB and -SIV, on before, are listed for the
 # default alone there too.
 case "$(openssl version)" in
-"OpenSSL 3.0."*) gcm_by_keycache=1 gcm_listed=1 ciphers_listed=1 ;;
-"OpenSSL 3."[1-4].*) gcm_by_keycache=0 gcm_listed=0 ciphers_listed=1 ;;
-*) gcm_by_keycache=0 gcm_listed=0 ciphers_listed=0 ;;
+"OpenSSL 3.0."*) gcm_by_keycache=1 ciphers_listed=1 ;;
+"OpenSSL 3."[1-4].*) gcm_by_keycache=0 ciphers_listed=1 ;;
+*) gcm_by_keycache=0 ciphers_listed=0 ;;
 esac
 [ "$gcm_by_keycache" = 1 ] && gcm_state=on || gcm_state=off
 printf 'what do ya want for nothing?' > "$tmp/msg"
@@ -44,9 +44,9 @@ for conf in "$tmp/keycache.cnf" "$build/openssl.cnf"; do
     check "$n: AES-256-GCM wrapped by keycache: $gcm_by_keycache (aes_gcm = auto)" \
         "$(KEYCACHE_DEBUG=1 openssl list -providers 2>&1 >/dev/null \
            | grep -c " aes_gcm=$gcm_state ")" 1
-    check "$n: AES-256-GCM listed for keycache: $gcm_listed" \
+    check "$n: AES-256-GCM listed for keycache: $gcm_by_keycache" \
         "$(openssl list -cipher-algorithms | grep -c 'aes-256-gcm.*@ keycache')" \
-        "$gcm_listed"
+        "$gcm_by_keycache"
     check "$n: KEYCACHE_DEBUG says why from 3.5: $((1 - ciphers_listed))" \
         "$(KEYCACHE_DEBUG=1 openssl list -providers 2>&1 >/dev/null \
            | grep -c 'auto leaves cmac, aes_ocb and aes_siv off')" \

@@ -771,12 +771,12 @@ MUTANTS = {
         "            ours[c.key[i].sect] = any = 1;"),
     # a dotted providers line (x.keycache) not read as the core reads it
     "conf-scan-line-undotted": ("provider/core/conf.c",
-        "            && strcmp(dot != NULL ? dot + 1 : k, pctx->name) == 0)",
-        "            && strcmp(k, pctx->name) == 0)"),
+        "        const char *k = skip_dot(c.key[i].name);",
+        "        const char *k = c.key[i].name;"),
     # an identity does not widen the scan: a decoy key named keycache wins
     "conf-scan-identity-ignored": ("provider/core/conf.c",
-        '        if (strcmp(dot != NULL ? dot + 1 : k, "identity") == 0) {',
-        '        if (0 && strcmp(dot != NULL ? dot + 1 : k, "identity") == 0) {'),
+        '        if (strcmp(k, "identity") == 0) {',
+        '        if (0 && strcmp(k, "identity") == 0) {'),
     "conf-trailing-escape-kept": ("provider/core/conf.c",
         "        } else if (*in == '\\\\') {\n            if (++in == end)\n                break;",
         "        } else if (*in == '\\\\' && in + 1 < end) {\n            if (++in == end)\n                break;"),

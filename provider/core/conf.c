@@ -75,13 +75,18 @@ static const char *const core_answers[] = {
 #define KC_CONF_BATCH 32
 #define KC_CONF_NAME 128
 
-/* The config module reads its own keys after the first dot, if any. */
-static int is_known_key(const char *name)
+/* A key as the core's config module reads it: after its first dot. */
+static const char *skip_dot(const char *name)
 {
     const char *dot = strchr(name, '.');
 
+    return dot != NULL ? dot + 1 : name;
+}
+
+static int is_known_key(const char *name)
+{
     return kc_name_in_list(our_keys, name)
-           || kc_name_in_list(core_keys, dot != NULL ? dot + 1 : name);
+           || kc_name_in_list(core_keys, skip_dot(name));
 }
 
 /* names to ask the core about, a batch at a time: the scan allocates none */
@@ -654,15 +659,13 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
      */
     ours = c.nsect > 0 ? OPENSSL_zalloc(c.nsect) : NULL;
     for (i = 0; ours != NULL && i < c.nkey; i++) {
-        const char *k = c.key[i].name, *dot = strchr(k, '.');
+        const char *k = skip_dot(c.key[i].name);
 
-        if (strcmp(dot != NULL ? dot + 1 : k, "identity") == 0) {
+        if (strcmp(k, "identity") == 0) {
             any = 0;
             break;
         }
-        /* the core's name for a line is what follows its first dot */
-        if (c.key[i].sub >= 0
-            && strcmp(dot != NULL ? dot + 1 : k, pctx->name) == 0)
+        if (c.key[i].sub >= 0 && strcmp(k, pctx->name) == 0)
             ours[c.key[i].sub] = any = 1;
     }
     /* every (chosen) section's keys at the top: each once, in file order */
