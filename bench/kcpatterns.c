@@ -672,6 +672,9 @@ static const ROW rows[] = {
       "worker pools that recycle threads (.NET, Java, Python)" },
     { "proc-openssl-version", K_PROC, NULL, op_version, 0, 1, 0,
       "`openssl version`: shell scripts, cron jobs, CGI, package scripts" },
+    { "proc-openssl-version-distro", K_PROC, NULL, op_version, 0, 1, 0,
+      "the same, keycache's lines in a distribution-sized config "
+      "(bench/distro.cnf): a machine switched on in its own file" },
     { "proc-one-qmac", K_PROC, NULL, op_qhmac, 0, 1, 0,
       "a process doing one EVP_Q_mac: git/curl invocations, CGI, scripts" },
     { "first-hmac", K_FIRST, NULL, op_qhmac, 0, 1, 0,

@@ -13,6 +13,9 @@
 #             `default` alone, activated by a config, so that both arms
 #             read and apply a config the same way
 #   keycache  OPENSSL_CONF = $KC_CONF (default <build>/openssl.cnf)
+# Rows named *-distro read each arm's config after bench/distro.cnf, a
+# file the size of a distribution's default config: what every process
+# pays when keycache's lines sit in the file a machine already reads.
 # Only the row's measured region is counted (--instr-atstart=no and the
 # CALLGRIND_*_INSTRUMENTATION requests in kcpatterns.c), after its warm-up;
 # `proc` rows count the whole process.  Fork rows count the parent and
@@ -84,6 +87,13 @@ if grep -v "^[[:space:]]*#" "$tmp/default.cnf" | grep -q keycache; then
     exit 2
 fi
 ver=$(OPENSSL_CONF=$tmp/default.cnf "$bin" --version-key)
+# "[ default ]" takes the config's own top keys back to the default section
+for arm in default keycache; do
+    src=$tmp/default.cnf
+    [ $arm = keycache ] && src=$kc_conf
+    { cat "$here/distro.cnf"; echo "[ default ]"; cat "$src"; } \
+        >"$tmp/distro.$arm.cnf"
+done
 
 "$bin" --list >"$tmp/rows"
 if [ ${#want[@]} -gt 0 ]; then
@@ -100,6 +110,7 @@ run_one() {
     local row=$1 arm=$2 kind=$3 conf d ir cpu
     conf=$tmp/default.cnf
     [ "$arm" = keycache ] && conf=$kc_conf
+    case $row in *-distro) conf=$tmp/distro.$arm.cnf ;; esac
     d=$tmp/cg.$row.$arm
     mkdir -p "$d"
     local at=no
