@@ -1154,6 +1154,9 @@ static void test_unknown_keys_read_as_openssl_does(void)
     snprintf(tail, sizeof(tail), ".include %s", inc);
     check_error("tuning = kc_inc_sect", tail, 1, nested);
     unlink(inc);
+    /* a plain value (cut in place): its comment and the tab before it */
+    check_error("tuning = kc_tuning_sect\t# plain", "[kc_tuning_sect]\n"
+                "window = 8", 1, nested);
     /* a quoted value, a variable alone, as NCONF reads them */
     check_error("tuning = \"kc_tuning_sect\" # quoted",
                 "[kc_tuning_sect]\nwindow = 8", 1, nested);

@@ -750,8 +750,12 @@ MUTANTS = {
         "        if (*s == '.')\n            continue;\n"),
     # a key naming a section not followed to its keys ("key.sub")
     "conf-nested-unfollowed": ("provider/core/conf.c",
-        "                       ? section_of(&c, c.key[i].value, 0) : -1;",
-        "                       ? -1 : -1;"),
+        "        k->sub = k->value != NULL ? section_of(c, k->value, 0) : -1;",
+        "        k->sub = -1;"),
+    # a plain value's comment left on it: no section named
+    "conf-plain-comment-kept": ("provider/core/conf.c",
+        "            v[n] = '\\0';\n            val = v;",
+        "            val = v;"),
     # a file with a NUL byte scanned up to it (NCONF reads on)
     "conf-nul-scanned": ("provider/core/conf.c",
         " || memchr(buf, '\\0', got) != NULL) {",

@@ -157,7 +157,8 @@ static void scan_add(KC_KEYSCAN *ks, const char *prefix, const char *key)
 }
 
 /* A config file's sections and keys: a key has its section's number, the
- * next key of that section and the section its value names (or -1). */
+ * next key of that section and the section its value names (or -1; -2
+ * until sub_of() is asked: most keys' never are). */
 typedef struct {
     const char *name;
     int first, last;          /* its keys, a list through KC_CONFKEY.next */
@@ -276,7 +277,8 @@ static int add_key(KC_CONFKEYS *c, int sect, const char *name,
     c->key[n].name = name;
     c->key[n].value = value;
     c->key[n].sect = sect;
-    c->key[n].next = c->key[n].sub = -1;
+    c->key[n].next = -1;
+    c->key[n].sub = -2;
     if (t->last >= 0)
         c->key[t->last].next = n;
     else
@@ -286,17 +288,25 @@ static int add_key(KC_CONFKEYS *c, int sect, const char *name,
     return 1;
 }
 
+/* the section key |k|'s value names, or -1 */
+static int sub_of(KC_CONFKEYS *c, KC_CONFKEY *k)
+{
+    if (k->sub == -2)
+        k->sub = k->value != NULL ? section_of(c, k->value, 0) : -1;
+    return k->sub;
+}
+
 /*
  * Every parameter name key |k| would give its provider: a key naming a
  * section stands for its keys as "key.sub" (provider_conf_params()).
  */
-static void key_names(const KC_CONFKEYS *c, const KC_CONFKEY *k,
-                      const char *prefix, int depth, KC_KEYSCAN *ks)
+static void key_names(KC_CONFKEYS *c, KC_CONFKEY *k, const char *prefix,
+                      int depth, KC_KEYSCAN *ks)
 {
     char full[KC_CONF_NAME];
     int i;
 
-    if (k->sub < 0 || k->sub == k->sect || depth == KC_CONF_DEPTH) {
+    if (sub_of(c, k) < 0 || k->sub == k->sect || depth == KC_CONF_DEPTH) {
         scan_add(ks, prefix, k->name);
         return;
     }
@@ -324,12 +334,24 @@ static int keys_of_conf(const CONF *conf, KC_CONFKEYS *c)
     return ok;
 }
 
-/* the end of a name at s: NCONF's letters, digits and punctuation */
+/* a letter, digit or punctuation NCONF takes in a name */
+static int is_name_ch(unsigned char ch)
+{
+    if (((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z') || (ch >= '0' && ch <= '9'))
+        return 1;
+    switch (ch) {
+    case '_': case '.': case '!': case '%': case '&': case '*': case '+':
+    case ',': case '/': case ';': case '?': case '@': case '^': case '~':
+    case '|': case '-':
+        return 1;
+    }
+    return 0;
+}
+
+/* the end of a name at s */
 static char *name_end(char *s)
 {
-    while ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')
-           || (*s >= '0' && *s <= '9')
-           || (*s != '\0' && strchr("_.!%&*+,/;?@^~|-", *s) != NULL))
+    while (is_name_ch((unsigned char)*s))
         s++;
     return s;
 }
@@ -457,24 +479,29 @@ static char *value_of(KC_CONFKEYS *c, int sect, char *v, char *out,
 }
 
 /*
- * The keys of the file in |buf|, read by hand: NCONF_load() parses
- * everything (some 2,000 instructions a line), in every process.  A name
- * made wrongly costs nothing (the core answers only for its provider's
- * parameters); one missed is an unknown key not reported.  Values are
- * read as NCONF reads them (value_of()); what the scan does not follow
- * goes to NCONF (0): a line starting with '.', a line continued with
- * '\\', a "section::key", a header with blanks inside, $ENV's variables.
+ * The keys of the file in |buf| (|len| bytes and a NUL), read by hand:
+ * NCONF_load() parses everything (some 2,000 instructions a line), in
+ * every process.  A name made wrongly costs nothing (the core answers only
+ * for its provider's parameters); one missed is an unknown key not
+ * reported.  Values are read as NCONF reads them (value_of(); a value with
+ * no quote, escape or variable is only cut at its comment, in place); what
+ * the scan does not follow goes to NCONF (0): a line starting with '.', a
+ * line continued with '\\', a "section::key", a header with blanks
+ * inside, $ENV's variables.
  */
-static int keys_of_text(char *buf, KC_CONFKEYS *c)
+static int keys_of_text(char *buf, size_t len, KC_CONFKEYS *c)
 {
-    char *line, *next, *s, *e, *v, tmp[1024];
+    char *line, *next, *end = buf + len, *s, *e, *v, tmp[1024];
     const char *val;
     int sect = section_of(c, "default", 1);
+    size_t n;
 
     for (line = buf; line != NULL && sect >= 0; line = next) {
-        if ((next = strchr(line, '\n')) != NULL)
-            *next++ = '\0';
-        e = line + strlen(line);
+        if ((e = memchr(line, '\n', (size_t)(end - line))) != NULL)
+            next = e + 1;
+        else
+            e = end, next = NULL;
+        *e = '\0';
         while (e > line && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
             *--e = '\0';
         if (e > line && e[-1] == '\\')
@@ -500,13 +527,22 @@ static int keys_of_text(char *buf, KC_CONFKEYS *c)
             return 0;
         *e = '\0';
         v = skip_blank(v + 1);
-        if ((val = value_of(c, sect, v, tmp, sizeof(tmp))) == NULL)
+        n = strcspn(v, "#\"'`\\$");
+        if (v[n] == '\0' || v[n] == '#') {
+            /* plain: its comment and the blanks before it cut */
+            while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'
+                             || v[n - 1] == '\r'))
+                n--;
+            v[n] = '\0';
+            val = v;
+        } else if ((val = value_of(c, sect, v, tmp, sizeof(tmp))) == NULL) {
             return 0;
-        /* in place when it fits (it does unless a variable grew it) */
-        if (strlen(val) <= strlen(v))
+        } else if (strlen(val) <= strlen(v)) {
+            /* in place when it fits (it does unless a variable grew it) */
             val = strcpy(v, val);
-        else if ((val = own(c, val)) == NULL)
+        } else if ((val = own(c, val)) == NULL) {
             return 0;
+        }
         if (!add_key(c, sect, s, val))
             return 0;
     }
@@ -621,7 +657,7 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
     if ((file = CONF_get1_default_config_file()) != NULL
         && kc_debug_level(pctx) == 0
         && (text = read_file(file, &len)) != NULL
-        && !keys_of_text(text, &c)) {
+        && !keys_of_text(text, len - 1, &c)) {
         free_keys(&c);
         OPENSSL_clear_free(text, len);
         text = NULL;
@@ -640,10 +676,6 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
         ok = 1;
         goto done;
     }
-    /* which section a value names, once every section is known */
-    for (i = 0; i < c.nkey; i++)
-        c.key[i].sub = c.key[i].value != NULL
-                       ? section_of(&c, c.key[i].value, 0) : -1;
     ks.pctx = pctx;
     ks.get = get;
     ks.file = file;
@@ -665,7 +697,7 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
             any = 0;
             break;
         }
-        if (c.key[i].sub >= 0 && strcmp(k, pctx->name) == 0)
+        if (strcmp(k, pctx->name) == 0 && sub_of(&c, &c.key[i]) >= 0)
             ours[c.key[i].sub] = any = 1;
     }
     /* every (chosen) section's keys at the top: each once, in file order */
