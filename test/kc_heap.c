@@ -95,12 +95,22 @@ static void scan_dying(const BLK *b, const char *file, int line)
             file != NULL ? file : "?", line);
 }
 
+static const char *fail_part;          /* kch_fail_file() */
+
+void kch_fail_file(const char *part)
+{
+    __atomic_store_n(&fail_part, part, __ATOMIC_RELEASE);
+}
+
 static void *hook_malloc(size_t num, const char *file, int line)
 {
+    const char *fail = __atomic_load_n(&fail_part, __ATOMIC_ACQUIRE);
     BLK *b;
 
     if (num == 0)
         return NULL;            /* as CRYPTO_malloc does */
+    if (fail != NULL && file != NULL && strstr(file, fail) != NULL)
+        return NULL;
     if ((b = malloc(HDR + num)) == NULL)
         return NULL;
     b->size = num;

@@ -23,6 +23,12 @@
 /* Install the allocator hooks; 0 (and a message) on failure. */
 int kch_install(void);
 
+/*
+ * From now on every allocation whose file argument contains |part| fails
+ * (NULL: none fails), to see a path out on allocation failure.
+ */
+void kch_fail_file(const char *part);
+
 /* Is |file| (an allocation's file argument) one of keycache's sources? */
 int kch_keycache_file(const char *file);
 

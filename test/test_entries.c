@@ -672,6 +672,77 @@ static void test_thread_per_task(void)
     OSSL_LIB_CTX_free(ctx);
 }
 
+/* the provider a fetch of |name| in |ctx| finds, or "" */
+static const char *mac_provider(OSSL_LIB_CTX *ctx, const char *name,
+                                unsigned char *out, size_t *outlen)
+{
+    static const char key[] = "Jefe", msg[] = "what do ya want for nothing?";
+    OSSL_PARAM params[2];
+    const char *prov = "";
+    EVP_MAC *mac = EVP_MAC_fetch(ctx, name, NULL);
+
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                                 "SHA256", 0);
+    params[1] = OSSL_PARAM_construct_end();
+    *outlen = 0;
+    if (mac != NULL) {
+        prov = OSSL_PROVIDER_get0_name(EVP_MAC_get0_provider(mac));
+        if (EVP_Q_mac(ctx, name, NULL, NULL, params, key, sizeof(key) - 1,
+                      (const unsigned char *)msg, sizeof(msg) - 1, out, 32,
+                      outlen) == NULL)
+            *outlen = 0;
+    }
+    EVP_MAC_free(mac);
+    return prov;
+}
+
+/*
+ * keycache binds the default at its first query, not at start (bind.c).
+ * A bind that fails there (here: no library context can be made) leaves
+ * keycache offering nothing for good: the fetch finds the default's, with
+ * the caller's error queue as it was.  (Control: the same first fetch
+ * finds keycache's when nothing fails.)
+ */
+static void test_bind_fails(void)
+{
+    /* RFC 4231, test case 2 */
+    static const unsigned char want[32] = {
+        0x5b, 0xdc, 0xc1, 0x46, 0xbf, 0x60, 0x75, 0x4e, 0x6a, 0x04, 0x24,
+        0x26, 0x08, 0x95, 0x75, 0xc7, 0x5a, 0x00, 0x3f, 0x08, 0x9d, 0x27,
+        0x39, 0x83, 0x9d, 0xec, 0x58, 0xb9, 0x64, 0xec, 0x38, 0x43
+    };
+    OSSL_LIB_CTX *ok = kct_keycache_conf(""), *bad = kct_keycache_conf("");
+    unsigned char out[32];
+    size_t outlen;
+    EVP_CIPHER *c;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ok);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
+    CU_ASSERT_STRING_EQUAL(mac_provider(ok, "HMAC", out, &outlen),
+                           KEYCACHE_PROVIDER_NAME);
+    CU_ASSERT_TRUE(outlen == 32 && memcmp(out, want, 32) == 0);
+    ERR_clear_error();
+    ERR_raise_data(ERR_LIB_USER, 7, "before");
+    kch_fail_file("crypto/context.c");
+    c = EVP_CIPHER_fetch(bad, "AES-256-GCM", NULL);
+    kch_fail_file(NULL);
+    CU_ASSERT_PTR_NOT_NULL(c);
+    if (c != NULL)
+        CU_ASSERT_STRING_EQUAL(OSSL_PROVIDER_get0_name(
+                                   EVP_CIPHER_get0_provider(c)), "default");
+    EVP_CIPHER_free(c);
+    CU_ASSERT_EQUAL(ERR_GET_LIB(ERR_peek_last_error()), ERR_LIB_USER);
+    CU_ASSERT_EQUAL(ERR_GET_REASON(ERR_peek_last_error()), 7);
+    ERR_clear_error();
+    /* failed for good: no later fetch binds */
+    CU_ASSERT_STRING_EQUAL(mac_provider(bad, "HMAC", out, &outlen),
+                           "default");
+    CU_ASSERT_TRUE(outlen == 32 && memcmp(out, want, 32) == 0);
+    CU_ASSERT_EQUAL(ERR_peek_error(), 0);
+    OSSL_LIB_CTX_free(ok);
+    OSSL_LIB_CTX_free(bad);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("entries", suite_init, NULL);
@@ -683,6 +754,8 @@ static void add_suites(void)
                 test_thread_per_task);
     CU_add_test(s, "a context freed on another thread stays out of its cache",
                 test_lockstep);
+    CU_add_test(s, "a bind failing at the first query offers nothing",
+                test_bind_fails);
 }
 
 int main(int argc, char **argv)

@@ -752,6 +752,19 @@ MUTANTS = {
     "conf-nested-unfollowed": ("provider/core/conf.c",
         "        k->sub = k->value != NULL ? section_of(c, k->value, 0) : -1;",
         "        k->sub = -1;"),
+    # a bind failing at the first query leaves its errors on the caller's
+    # queue
+    "bind-fail-errors-kept": ("provider/core/bind.c",
+        "        pctx->bind_ok = bind_default(pctx);\n        ERR_pop_to_mark();",
+        "        pctx->bind_ok = bind_default(pctx);\n        ERR_clear_last_mark();"),
+    # a failed bind offers what it bound before it failed
+    "bind-fail-offers-half": ("provider/core/bind.c",
+        "    return __atomic_load_n(&pctx->bind_state, __ATOMIC_ACQUIRE) == KC_ONCE_DONE\n           && pctx->bind_ok;",
+        "    return __atomic_load_n(&pctx->bind_state, __ATOMIC_ACQUIRE) == KC_ONCE_DONE;"),
+    # bound at start again: every process pays the private default
+    "bind-at-start": ("provider/core/keycache_prov.c",
+        "    kc_bind_start(pctx);\n",
+        "    kc_bind_start(pctx);\n    (void)kc_bind_ready(pctx);\n"),
     # a plain value's comment left on it: no section named
     "conf-plain-comment-kept": ("provider/core/conf.c",
         "            v[n] = '\\0';\n            val = v;",

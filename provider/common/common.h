@@ -240,7 +240,9 @@ struct kc_provctx_st {
      */
     int (*props_follow)(struct kc_provctx_st *pctx);
 
-    /* the wrapped default provider */
+    /* the wrapped default provider, from the first query (bind.c) */
+    long bind_state;
+    int bind_ok;
     OSSL_LIB_CTX *libctx;
     OSSL_PROVIDER *deflt;
     OSSL_PROVIDER *rand_prov;  /* the application's RAND, see rand.c */

@@ -23,7 +23,9 @@ int kc_passthrough_ready(KC_PROVCTX *pctx);
 void kc_passthrough_stop(KC_PROVCTX *pctx);
 
 /* bind.c: the private default, the registry's families, the pass-through */
-int kc_bind_start(KC_PROVCTX *pctx);
+void kc_bind_start(KC_PROVCTX *pctx);
+/* the private default bound (at the first query); 0: nothing offered */
+int kc_bind_ready(KC_PROVCTX *pctx);
 void kc_bind_stop(KC_PROVCTX *pctx);
 /* one algorithm row: the default's names, keycache's functions */
 void kc_bind_row(OSSL_ALGORITHM *row, const OSSL_ALGORITHM *a,

@@ -72,6 +72,21 @@ static const OSSL_ALGORITHM *kc_query(void *provctx, int operation_id,
 
     *no_cache = 0;
     switch (operation_id) {
+    case OSSL_OP_MAC:
+    case OSSL_OP_CIPHER:
+    case OSSL_OP_KDF:
+    case OSSL_OP_RAND:
+    case KC_OP_SKEYMGMT:
+        if (kc_bind_ready(pctx))
+            break;
+        /* asked again from inside the bind: not yet, and not for good */
+        *no_cache = __atomic_load_n(&pctx->bind_state, __ATOMIC_ACQUIRE)
+                    != KC_ONCE_DONE;
+        return NULL;
+    default:
+        return NULL;
+    }
+    switch (operation_id) {
     /* an algorithm switched off is not offered: default serves it directly */
     case OSSL_OP_MAC:
         /* none if the pass-through failed: KDFs must not reach them */
@@ -205,9 +220,9 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                  "offers no way to see the default properties in force");
         goto err;
     }
-    if (!kc_cache_start(pctx)
-        || !kc_bind_start(pctx))
+    if (!kc_cache_start(pctx))
         goto err;
+    kc_bind_start(pctx);
     pctx->hmac_alg.stat = KC_STAT_HMAC;
     pctx->timed = pctx->idle_ttl != 0 || kc_debug_interval(pctx) != 0;
     if (pctx->props_registered == 1 && kc_debug_level(pctx) > 1) {

@@ -332,6 +332,17 @@ static void families(KC_PROVCTX *pctx, char *buf, size_t len)
     }
 }
 
+/* a cipher family on (bound or not yet) */
+static int any_cipher_on(KC_PROVCTX *pctx)
+{
+    int i;
+
+    for (i = 0; i < KC_REGISTRY_ROWS; i++)
+        if (kc_registry[i].kind == KC_KIND_CIPHER && *kc_registry_on(pctx, i))
+            return 1;
+    return 0;
+}
+
 void kc_report_start(KC_PROVCTX *pctx)
 {
     KC_DEBUG *d = pctx->dbg;
@@ -364,7 +375,7 @@ void kc_report_start(KC_PROVCTX *pctx)
     /* 3.5+: why no cipher is cached by default, or what one on costs */
     if (kc_quirk_ciphers_pay())
         return;
-    if (pctx->ncipher_wrapped > 0)
+    if (any_cipher_on(pctx))
         kc_debug_log(pctx, 1, "note: with a cipher on, keycache passes "
                      "every default cipher through for EVP_SKEY (OpenSSL "
                      "3.5+), built at each process's first cipher fetch "
