@@ -1063,6 +1063,9 @@ static void test_unknown_key_errors(void)
     /* a key naming a section stands for that section's keys */
     check_error("tuning = kc_tuning_sect", "[kc_tuning_sect]\nwindow = 8", 1,
                 (const char *[]){ "unknown key \"tuning.window\"", NULL });
+    /* the core's own keys are its own at the top of the section only */
+    check_error("tuning = kc_tuning_sect", "[kc_tuning_sect]\nmodule = x", 1,
+                (const char *[]){ "unknown key \"tuning.module\"", NULL });
     /* both problems of one section are named */
     check_error("cache_sise = 10\nhmac = maybe", NULL, 1,
                 (const char *[]){ "hmac = \"maybe\"", NULL });

@@ -765,6 +765,10 @@ MUTANTS = {
     "bind-at-start": ("provider/core/keycache_prov.c",
         "    kc_bind_start(pctx);\n",
         "    kc_bind_start(pctx);\n    (void)kc_bind_ready(pctx);\n"),
+    # a nested key named like the core's own (tuning.module) not asked
+    "conf-nested-core-key": ("provider/core/conf.c",
+        "           || (top && kc_name_in_list(core_keys, skip_dot(name)));",
+        "           || kc_name_in_list(core_keys, skip_dot(name));"),
     # a plain value's comment left on it: no section named
     "conf-plain-comment-kept": ("provider/core/conf.c",
         "            v[n] = '\\0';\n            val = v;",

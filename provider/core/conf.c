@@ -83,10 +83,15 @@ static const char *skip_dot(const char *name)
     return dot != NULL ? dot + 1 : name;
 }
 
-static int is_known_key(const char *name)
+/*
+ * The core takes module, activate, identity and soft_load from the top of
+ * the section only (after a dot, as it reads them); a nested one
+ * ("tuning.module") is a parameter like any other, and unknown.
+ */
+static int is_known_key(const char *name, int top)
 {
     return kc_name_in_list(our_keys, name)
-           || kc_name_in_list(core_keys, skip_dot(name));
+           || (top && kc_name_in_list(core_keys, skip_dot(name)));
 }
 
 /* names to ask the core about, a batch at a time: the scan allocates none */
@@ -149,7 +154,7 @@ static void scan_add(KC_KEYSCAN *ks, const char *prefix, const char *key)
 {
     char *s = ks->name[ks->n];
 
-    if (!join_name(s, prefix, key) || is_known_key(s)
+    if (!join_name(s, prefix, key) || is_known_key(s, prefix == NULL)
         || kc_name_in_list(core_answers, s))
         return;
     if (++ks->n == KC_CONF_BATCH)
