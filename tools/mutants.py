@@ -752,6 +752,11 @@ MUTANTS = {
     "conf-nested-unfollowed": ("provider/core/conf.c",
         "        k->sub = k->value != NULL ? section_of(c, k->value, 0) : -1;",
         "        k->sub = -1;"),
+    # the sibling bound lazily: a symbol the host lacks in a node it has
+    # kills the program at its first call
+    "loader-lazy": ("provider/early/loader.c",
+        "    h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);",
+        "    h = dlopen(path, RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE);"),
     # a bind failing at the first query leaves its errors on the caller's
     # queue
     "bind-fail-errors-kept": ("provider/core/bind.c",

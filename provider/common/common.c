@@ -106,3 +106,10 @@ void kc_once_done(long *state)
     __atomic_store_n(state, KC_ONCE_DONE, __ATOMIC_RELEASE);
 }
 
+int kc_once_foreign(const long *state)
+{
+    long s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+
+    return (s & 1) != 0 && s >> 26 != (long)getpid();
+}
+

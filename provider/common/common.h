@@ -185,6 +185,8 @@ int kc_err_same(const KC_ERRTOP *a, const KC_ERRTOP *b);
 #define KC_ONCE_DONE 2
 int kc_once_claim(long *state);
 void kc_once_done(long *state);
+/* claimed by a thread of another process: a fork() parent's, half done */
+int kc_once_foreign(const long *state);
 
 #include "common/family.h"
 

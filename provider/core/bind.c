@@ -142,6 +142,7 @@ int kc_bind_ready(KC_PROVCTX *pctx)
         ERR_pop_to_mark();
         if (!pctx->bind_ok) {
             kc_inner_stop(pctx);
+            pctx->inner_provctx = NULL;
             memset(pctx->mac_algs, 0, sizeof(pctx->mac_algs));
             memset(pctx->cipher_algs, 0, sizeof(pctx->cipher_algs));
             kc_debug_log(pctx, 1, "error: %s offers nothing: every fetch "
@@ -155,6 +156,12 @@ int kc_bind_ready(KC_PROVCTX *pctx)
 
 void kc_bind_stop(KC_PROVCTX *pctx)
 {
+    /*
+     * a fork() child whose parent's thread was binding: what that thread
+     * left half made is left alone, as a take-over leaves it
+     */
+    if (kc_once_foreign(&pctx->bind_state))
+        return;
     kc_passthrough_stop(pctx);
     kc_inner_stop(pctx);
 }

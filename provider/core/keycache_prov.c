@@ -72,10 +72,14 @@ static const OSSL_ALGORITHM *kc_query(void *provctx, int operation_id,
 
     *no_cache = 0;
     switch (operation_id) {
+    case OSSL_OP_RAND:
+        /* the DRBGs pass through for HMAC's sake alone: no bind for them */
+        if (!pctx->hmac_on)
+            return NULL;
+        /* fall through */
     case OSSL_OP_MAC:
     case OSSL_OP_CIPHER:
     case OSSL_OP_KDF:
-    case OSSL_OP_RAND:
     case KC_OP_SKEYMGMT:
         if (kc_bind_ready(pctx))
             break;

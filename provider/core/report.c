@@ -219,6 +219,10 @@ static void check_routing(KC_DEBUG *d)
     char props[512];
     int i, fips;
 
+    /* a bind that failed said so: the properties are not to blame */
+    if (__atomic_load_n(&pctx->bind_state, __ATOMIC_ACQUIRE) == KC_ONCE_DONE
+        && !pctx->bind_ok)
+        return;
     kc_props_get(pctx, props, sizeof(props));
     fips = EVP_default_properties_is_fips_enabled(pctx->app_libctx);
     ERR_set_mark();

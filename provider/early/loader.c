@@ -156,13 +156,14 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
      * RTLD_LOCAL, as the core loads a module.  RTLD_NODELETE: the core
      * never unloads the module (it has no handle of it, and the module's
      * teardown runs from its own table), and rand.c may pin it anyway.
-     * RTLD_LAZY: binding all ~140 imports now costs every process some
-     * 70,000 instructions, most for functions it never calls; a symbol
-     * the running libcrypto lacks still fails here, not at its first
-     * call, because each import names its OPENSSL_3.x.0 version node and
-     * the dynamic loader checks those at load (test_loader.sh).
+     * RTLD_NOW, though binding all ~140 imports costs every process some
+     * 70,000 instructions: the dynamic loader checks at load only that a
+     * version node exists, not each symbol, and a libcrypto built
+     * no-engine or no-deprecated keeps OPENSSL_3.0.0 without ENGINE_*;
+     * bound lazily, such a symbol would kill the program at its first
+     * call instead of leaving it on the default (test_loader.sh).
      */
-    h = dlopen(path, RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE);
+    h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (h == NULL) {
         err = dlerror();
         snprintf(why, sizeof(why), "the keycache built for OpenSSL %d "
