@@ -68,23 +68,25 @@ Where the losses come from today:
   child on 3.0 (`--profiles DIR fork-child-empty`): the key's SipHash
   and record ~230, the fork handlers ~260 (~106 of it glibc's walk of
   its handler list), the HMAC wrapper ~450 and its struct ~200.
-- `proc-*` (+0.25M on 3.0, +0.24M on 3.5, +0.23M on 4.0; `bench/patterns.sh
+- `proc-*` (+0.33M on 3.0, +0.32M on 3.5, +0.30M on 4.0; `bench/patterns.sh
   build --profiles DIR proc-openssl-version`): what every process that
-  loads keycache pays.  On 3.0: the core's `dlopen` of the loader ~33k and
-  the loader's of keycache-ossl3.so ~81k (`RTLD_LAZY`: an import is bound
-  at its first call, and one the host's libcrypto lacks still fails the
-  load, since each names its version node); keycache's start ~66k, the
-  configuration ~38k of it; the rest the core's own work for a second
-  provider and its `default_properties`.  The private library context
-  with `default` and its RAND is not built at start but at the core's
-  first query of keycache (~50k on 3.0, ~90k on 3.5, as much again at
-  exit), paid by `first-*` and `proc-one-qmac`, never by a process that
-  fetches nothing from it.  The default config file's key names are read
-  by hand, not parsed again by NCONF: `proc-openssl-version-distro` puts
-  keycache's lines after a 12 KB distribution-sized file
-  (`bench/distro.cnf`): +0.37M / +0.37M / +0.34M.  libgcc's unwinder and
-  a cipher family's key length and fresh state are not paid there either:
-  they come at the first admission and at the family's first context.
+  loads keycache pays.  On 3.0: the core's `dlopen` of the loader ~30k and
+  the loader's of keycache-ossl3.so ~156k, most of it binding its ~140
+  imports (`RTLD_NOW`: bound lazily, an import the host's libcrypto lacks
+  in a version node it has, such as `ENGINE_*` in a no-engine build,
+  would kill the program at its first call instead of leaving it on the
+  default); keycache's start ~40k, the configuration ~20k of it, and
+  ~10k at exit; the rest the core's own work for a second provider and
+  its `default_properties`.  The private library context with `default`
+  and its RAND is not built at start but at the core's first query of
+  keycache (~50k on 3.0, ~90k on 3.5, as much again at exit), paid by
+  `first-*` and `proc-one-qmac`, never by a process that fetches nothing
+  from it.  The default config file's key names are read by hand, not
+  parsed again by NCONF: `proc-openssl-version-distro` puts keycache's
+  lines after a 12 KB distribution-sized file (`bench/distro.cnf`):
+  +0.44M / +0.44M / +0.41M.  libgcc's unwinder and a cipher family's key
+  length and fresh state are not paid there either: they come at the
+  first admission and at the family's first context.
 - `first-*`: what a family learns of the running default (its own
   contexts' checks, the no-op calls of a fresh context) is learned at
   the family's first context, not at every process's start, and none of
