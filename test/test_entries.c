@@ -672,26 +672,25 @@ static void test_thread_per_task(void)
     OSSL_LIB_CTX_free(ctx);
 }
 
-/* the provider a fetch of |name| in |ctx| finds, or "" */
+/* the provider a fetch of |name| in |ctx| finds, and its HMAC-SHA256 */
 static const char *mac_provider(OSSL_LIB_CTX *ctx, const char *name,
                                 unsigned char *out, size_t *outlen)
 {
     static const char key[] = "Jefe", msg[] = "what do ya want for nothing?";
     OSSL_PARAM params[2];
-    const char *prov = "";
     EVP_MAC *mac = EVP_MAC_fetch(ctx, name, NULL);
+    const char *prov = kct_provider_name(mac != NULL
+                                         ? EVP_MAC_get0_provider(mac) : NULL);
 
     params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
                                                  "SHA256", 0);
     params[1] = OSSL_PARAM_construct_end();
     *outlen = 0;
-    if (mac != NULL) {
-        prov = OSSL_PROVIDER_get0_name(EVP_MAC_get0_provider(mac));
-        if (EVP_Q_mac(ctx, name, NULL, NULL, params, key, sizeof(key) - 1,
-                      (const unsigned char *)msg, sizeof(msg) - 1, out, 32,
-                      outlen) == NULL)
-            *outlen = 0;
-    }
+    if (mac != NULL
+        && EVP_Q_mac(ctx, name, NULL, NULL, params, key, sizeof(key) - 1,
+                     (const unsigned char *)msg, sizeof(msg) - 1, out, 32,
+                     outlen) == NULL)
+        *outlen = 0;
     EVP_MAC_free(mac);
     return prov;
 }

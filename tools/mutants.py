@@ -427,8 +427,7 @@ MUTANTS = {
         "               && kc_passthrough_ready(pctx) ? pctx->kdf_algs : NULL;",
         "        return NULL;"),
         ("provider/core/keycache_prov.c",
-         "        return pctx->hmac_on && kc_passthrough_ready(pctx) ? pctx->rand_algs\n"
-         "                                                           : NULL;",
+         "        return kc_passthrough_ready(pctx) ? pctx->rand_algs : NULL;",
          "        return NULL;")],
     # Cipher families with volatile calls (GCM): an expected tag or IV
     # given before the key is not replayed onto the copy

@@ -76,6 +76,12 @@ int kc_err_same(const KC_ERRTOP *a, const KC_ERRTOP *b)
  * behind is taken over from scratch (its work may wait on a lock that
  * thread held, as any OpenSSL call in the child may).
  */
+/* the process of the thread that claims |s|, or 0: not claimed */
+static long claimer(long s)
+{
+    return (s & 1) != 0 ? s >> 26 : 0;
+}
+
 int kc_once_claim(long *state)
 {
     long s, pid = (long)getpid(), mine = (pid << 24 | (long)gettid()) << 2 | 1;
@@ -88,7 +94,7 @@ int kc_once_claim(long *state)
             return 0;
         if (s == mine)
             return 0;
-        if ((s & 1) != 0 && s >> 26 == pid) {
+        if (claimer(s) == pid) {
             if (++waits < 64)
                 sched_yield();
             else
@@ -108,8 +114,8 @@ void kc_once_done(long *state)
 
 int kc_once_foreign(const long *state)
 {
-    long s = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+    long pid = claimer(__atomic_load_n(state, __ATOMIC_ACQUIRE));
 
-    return (s & 1) != 0 && s >> 26 != (long)getpid();
+    return pid != 0 && pid != (long)getpid();
 }
 

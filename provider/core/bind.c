@@ -128,23 +128,27 @@ static int bind_default(KC_PROVCTX *pctx)
  * is left as it was.  A fork() child takes over a bind its parent's
  * thread left half done, and starts over beside that half.
  */
+/* nothing of the default's: what a failed or forsaken bind leaves */
+static void unbound(KC_PROVCTX *pctx)
+{
+    pctx->libctx = NULL;
+    pctx->deflt = pctx->rand_prov = NULL;
+    pctx->inner_provctx = NULL;
+    memset(pctx->mac_algs, 0, sizeof(pctx->mac_algs));
+    memset(pctx->cipher_algs, 0, sizeof(pctx->cipher_algs));
+}
+
 int kc_bind_ready(KC_PROVCTX *pctx)
 {
     if (__atomic_load_n(&pctx->bind_state, __ATOMIC_ACQUIRE) != KC_ONCE_DONE
         && kc_once_claim(&pctx->bind_state)) {
-        pctx->libctx = NULL;
-        pctx->deflt = pctx->rand_prov = NULL;
-        pctx->inner_provctx = NULL;
-        memset(pctx->mac_algs, 0, sizeof(pctx->mac_algs));
-        memset(pctx->cipher_algs, 0, sizeof(pctx->cipher_algs));
+        unbound(pctx);
         ERR_set_mark();
         pctx->bind_ok = bind_default(pctx);
         ERR_pop_to_mark();
         if (!pctx->bind_ok) {
             kc_inner_stop(pctx);
-            pctx->inner_provctx = NULL;
-            memset(pctx->mac_algs, 0, sizeof(pctx->mac_algs));
-            memset(pctx->cipher_algs, 0, sizeof(pctx->cipher_algs));
+            unbound(pctx);
             kc_debug_log(pctx, 1, "error: %s offers nothing: every fetch "
                          "goes to the default provider", pctx->name);
         }

@@ -109,8 +109,7 @@ static const OSSL_ALGORITHM *kc_query(void *provctx, int operation_id,
         return pctx->mac_algs[0].algorithm_names != NULL
                && kc_passthrough_ready(pctx) ? pctx->kdf_algs : NULL;
     case OSSL_OP_RAND:
-        return pctx->hmac_on && kc_passthrough_ready(pctx) ? pctx->rand_algs
-                                                           : NULL;
+        return kc_passthrough_ready(pctx) ? pctx->rand_algs : NULL;
     /* EVP_SKEY keys for keycache's ciphers, see passthrough.c */
     case KC_OP_SKEYMGMT:
         return kc_passthrough_ready(pctx) && pctx->skeymgmt_algs != NULL
