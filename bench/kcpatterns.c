@@ -759,7 +759,7 @@ static const ROW rows[] = {
       "NULL, iv) per message: a cipher context per connection" },
     { "steady-ocb", K_OPS, ocb_template, op_cipher_steady, 4, 500, 0,
       "one keyed AES-256-OCB context kept, a new IV alone per message" },
-    { "hmac-key-200B", K_OPS, NULL, op_longkey, 4, 500, 0,
+    { "hmac-key-200B", K_OPS, NULL, op_longkey, 8, 500, 0,
       "HMAC-SHA256 under a 200-byte key: long secrets used as HMAC keys" },
     { "newkey-hmac-200B", K_OPS, NULL, op_newkey_longkey, 4, 500, 0,
       "a new 200-byte HMAC key every message: long per-request secrets" },

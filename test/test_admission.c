@@ -11,10 +11,10 @@
  * keys that share one evict each other's count forever, in 5 to 11 of 50
  * random sets of 3 to 10 keys.  Here many random sets of 3, 5 and 10 keys
  * each run on a new thread (a new record, then a new cache), under the
- * deployed admission policy,
- * for ROUNDS rounds of EVP_Q_mac: every key must hit in every round after
- * its admission (ROUNDS - admit_after hits each), and every MAC must be the
- * default provider's.
+ * deployed admission policy, after the thread's first contexts (never
+ * counted: the registry's "first"), for ROUNDS rounds of EVP_Q_mac: every
+ * key must hit in every round after its admission (ROUNDS - admit_after
+ * hits each), and every MAC must be the default provider's.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -29,6 +29,7 @@
 #define ROUNDS 7
 #define ADMIT_AFTER 3            /* the deployed default (README) */
 #define MAXKEYS 10
+#define FIRSTS 3                 /* layer/layer.h's KC_APP_FIRST */
 
 static OSSL_LIB_CTX *deployed;
 
@@ -47,6 +48,14 @@ static void *rotate(void *arg)
     if (RAND_bytes(&keys[0][0], sizeof(keys)) != 1) {
         set->bad_macs++;
         return NULL;
+    }
+    /* the thread's first contexts, keyed with keys of their own */
+    for (k = 0; k < FIRSTS; k++) {
+        memset(got, 0xf0 + k, sizeof(got));
+        if (EVP_Q_mac(deployed, "HMAC", NULL, "SHA256", NULL, got, 32,
+                      (const unsigned char *)"first", 5, want, sizeof(want),
+                      &len) == NULL)
+            set->bad_macs++;
     }
     for (r = 0; r < ROUNDS; r++)
         for (k = 0; k < set->nkeys; k++) {

@@ -795,9 +795,9 @@ static void test_fork_default_own(void)
 /*
  * A parent thread that has used HMAC key 1 once and holds no cache (only
  * its small record, which counts keys towards admission: a new thread,
- * whose record no other instance took) forks: the child counts afresh, so
- * with admit_after = 3 its second use is no entry yet and its third is.
- * Every MAC is the default's.
+ * whose record no other instance took, its first contexts spent) forks:
+ * the child counts afresh, so with admit_after = 3 its second use is no
+ * entry yet and its third is.  Every MAC is the default's.
  */
 static void *record_fork(void *arg)
 {
@@ -807,7 +807,7 @@ static void *record_fork(void *arg)
     pid_t pid;
     int i;
 
-    if (!scan_same(ctx, row, 1)
+    if (spend_first(ctx) != 0 || !scan_same(ctx, row, 1)
         || kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES) != 0)
         return (void *)1;
     fflush(NULL);

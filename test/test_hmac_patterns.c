@@ -1772,8 +1772,11 @@ static void test_rekey_kept_deployed(void)
     pthread_join(t, NULL);
     got = deployed_rec;
     CU_ASSERT(kct_rec_same("[pat_rekey_kept, admit_after 3]", &def, &got));
-    /* a changed key or digest takes two misses: 4 of the 40 hit */
-    CU_ASSERT(kct_counter_in(kc, KEYCACHE_PARAM_HITS) >= hits + 4);
+    /*
+     * A changed key or digest takes two misses, and the thread's first
+     * keying a third (not hashed, hmac.c): 3 of the 40 hit.
+     */
+    CU_ASSERT(kct_counter_in(kc, KEYCACHE_PARAM_HITS) >= hits + 3);
     kct_rec_free(&def);
     kct_rec_free(&got);
     OSSL_LIB_CTX_free(kc);

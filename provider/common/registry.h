@@ -21,8 +21,10 @@
  *   quirks     the version differences its code asks about: KC_Q_* bits
  *              (quirks/quirks.h), learned of the running default at its
  *              first use and named in KEYCACHE_DEBUG's reports
- *   first      1: a thread's first contexts are the application's default's
- *              (layer/layer.h, kc_tcore_app_first())
+ *   first      1: a thread's first contexts are the application's default's,
+ *              neither looked up nor counted (layer/layer.h,
+ *              kc_tcore_app_first(); HMAC: its first misses of contexts
+ *              keyed the first time, families/hmac.c)
  *   nests      the configuration key of a family the default fetches by
  *              name (GMAC: GCM, AES-SIV: CMAC), or NULL: in the
  *              application's context that fetch finds keycache's own when
@@ -35,7 +37,7 @@
 
 #define KC_REGISTRY(X)                                                   \
     X(HMAC, HMAC, KEYCACHE_CONF_HMAC, 1,                                 \
-      "HMAC", 32, "digest", "SHA256", NULL, 0, 0, NULL)                  \
+      "HMAC", 32, "digest", "SHA256", NULL, 0, 1, NULL)                  \
     X(CMAC, MAC, KEYCACHE_CONF_CMAC, kc_quirk_ciphers_pay(),             \
       "CMAC", 32, "cipher", "AES-256-CBC", &kc_cmac_desc, KC_QS_TMAC,    \
       1, NULL)                                                           \

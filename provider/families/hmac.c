@@ -50,7 +50,7 @@ typedef struct {
 static const KC_DIGEST unknown_digest;
 
 /*
- * A thread's first misses not admitted key the default's HMAC in the
+ * A thread's first KC_APP_FIRST misses key the default's HMAC in the
  * application's library context, whose digest store is built anyway: a
  * private inner's digest fetch builds the private context's, some 3M
  * instructions, which a process that computes an HMAC or two never needs
@@ -58,7 +58,6 @@ static const KC_DIGEST unknown_digest;
  * A fork child inherits the count: a parent's one HMAC and a child's one
  * stay in the application's context.
  */
-#define KC_APP_MISSES 3
 static __thread unsigned char app_misses
     __attribute__((tls_model("initial-exec")));
 
@@ -428,6 +427,24 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
         return 1;
     }
 
+    /*
+     * A thread's first misses, in contexts keyed for the first time, are
+     * neither looked up nor counted: none can hit (nothing is admitted
+     * before), and a thread or fork child that keys once or twice would pay
+     * the key's hash for nothing.  A context keyed again looks up, to find
+     * the key it had (missed_hash).
+     */
+    if (app_misses < KC_APP_FIRST && w->inner == NULL
+        && pctx->admit_after > 1) {
+        int r = key_app(w, key, keylen);
+
+        if (r >= 0) {
+            if (r == 1)
+                kc_count_passthrough(pctx, &pctx->hmac_alg);
+            return r;
+        }
+    }
+
     /* the old inner goes back to its entry, restarted, or is freed */
     release_inner(c, w);
 
@@ -453,7 +470,7 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
      * default would, or from the thread's second miss on a copy (a thread
      * that keys once pays no copy).
      */
-    if (app_misses < KC_APP_MISSES && !lk.admit && !lk.pending) {
+    if (app_misses < KC_APP_FIRST && !lk.admit && !lk.pending) {
         int r = key_app(w, key, keylen);
 
         if (r >= 0) {
