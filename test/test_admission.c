@@ -51,10 +51,16 @@ static void *rotate(void *arg)
     }
     /* the thread's first contexts, keyed with keys of their own */
     for (k = 0; k < FIRSTS; k++) {
-        memset(got, 0xf0 + k, sizeof(got));
-        if (EVP_Q_mac(deployed, "HMAC", NULL, "SHA256", NULL, got, 32,
-                      (const unsigned char *)"first", 5, want, sizeof(want),
-                      &len) == NULL)
+        unsigned char key[32];
+
+        memset(key, 0xf0 + k, sizeof(key));
+        if (EVP_Q_mac(deployed, "HMAC", NULL, "SHA256", NULL, key, 32,
+                      (const unsigned char *)"first", 5, got, sizeof(got),
+                      &len) == NULL
+            || EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256", NULL, key,
+                         32, (const unsigned char *)"first", 5, want,
+                         sizeof(want), &len) == NULL
+            || memcmp(got, want, len) != 0)
             set->bad_macs++;
     }
     for (r = 0; r < ROUNDS; r++)

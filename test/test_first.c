@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A thread's first contexts of a family whose registry row says "first"
- * (CMAC, KMAC, GMAC without GCM) are the application's default's, neither counted nor
- * cached (provider/layer/layer.h, kc_tcore_app_first()), so that a process
+ * (HMAC's first misses; CMAC, KMAC, GMAC) are the application's default's,
+ * neither counted nor cached (provider/layer/layer.h, kc_tcore_app_first();
+ * provider/families/hmac.c, app_misses), so that a process
  * using the family once or twice builds none of keycache's private
  * stores; later contexts count their keys and are cached as usual.  Every
  * row of the family registry, with the deployed admission (admit_after =
@@ -109,8 +110,9 @@ static void *first_thread(void *arg)
 
     /*
      * The thread's first three contexts of the family (a run, a context
-     * and its copy, a refused key length), then a fourth keyed with the
-     * same key: only it counts, and once is not enough to be cached.
+     * and its copy, a key length the row may refuse: HMAC takes it), then
+     * a fourth keyed with the same key: only it counts, and once is not
+     * enough to be cached.
      */
     r->bad += !same_run(r->f, r->f->keylen);
     r->bad += !same_dup(r->f);

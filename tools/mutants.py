@@ -54,16 +54,16 @@ MUTANTS = {
     "tmpl-dup-memo-any": ("provider/layer/tmpl.c",
         "                            w->t.len, NULL, 0) == 1)",
         "                            w->t.len, NULL, 0) == 1 || w->t.len > 0)"),
-    # a context keyed from an entry (or adopted as its template) is never
-    # given back: the lease test inverted
     # a thread's first misses counted (the registry's "first" for HMAC), or
     # a context keyed again among them not looked up for its own key
     "hmac-first-counted": ("provider/families/hmac.c",
-        "    if (app_misses < KC_APP_FIRST && w->inner == NULL",
+        "    if (app_misses < KC_APP_MISSES && w->inner == NULL",
         "    if (0 && w->inner == NULL"),
     "hmac-first-rekey-skipped": ("provider/families/hmac.c",
-        "    if (app_misses < KC_APP_FIRST && w->inner == NULL",
-        "    if (app_misses < KC_APP_FIRST"),
+        "    if (app_misses < KC_APP_MISSES && w->inner == NULL",
+        "    if (app_misses < KC_APP_MISSES"),
+    # a context keyed from an entry (or adopted as its template) is never
+    # given back: the lease test inverted
     "hmac-park-leased-never": ("provider/families/hmac.c",
         "    return w->lease.cache_id != 0 && !w->passthrough && !w->app_keyed",
         "    return w->lease.cache_id == 0 && !w->passthrough && !w->app_keyed"),

@@ -23,8 +23,9 @@
  *              first use and named in KEYCACHE_DEBUG's reports
  *   first      1: a thread's first contexts are the application's default's,
  *              neither looked up nor counted (layer/layer.h,
- *              kc_tcore_app_first(); HMAC: its first misses of contexts
- *              keyed the first time, families/hmac.c)
+ *              kc_tcore_app_first()); for HMAC, read by the tests only:
+ *              a thread's first misses of contexts keyed the first time,
+ *              whatever the instance (families/hmac.c, app_misses)
  *   nests      the configuration key of a family the default fetches by
  *              name (GMAC: GCM, AES-SIV: CMAC), or NULL: in the
  *              application's context that fetch finds keycache's own when

@@ -50,14 +50,16 @@ typedef struct {
 static const KC_DIGEST unknown_digest;
 
 /*
- * A thread's first KC_APP_FIRST misses key the default's HMAC in the
+ * A thread's first misses not admitted key the default's HMAC in the
  * application's library context, whose digest store is built anyway: a
  * private inner's digest fetch builds the private context's, some 3M
  * instructions, which a process that computes an HMAC or two never needs
  * (issue 33).  Later misses take the private inner and its cheap copies.
  * A fork child inherits the count: a parent's one HMAC and a child's one
- * stay in the application's context.
+ * stay in the application's context.  As many as the template families'
+ * first contexts (KC_APP_FIRST), which the registry's "first" counts.
  */
+#define KC_APP_MISSES KC_APP_FIRST
 static __thread unsigned char app_misses
     __attribute__((tls_model("initial-exec")));
 
@@ -410,7 +412,7 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
     KC_LOOKUP lk;
     KC_CACHE *c;
     void *tmpl, *inner;
-    int first;
+    int first, r, tried = 0;
 
     if (key == NULL || w->dg == NULL || keylen > KEYCACHE_MAX_KEY_LEN
         || (c = kc_cache_get(pctx)) == NULL)
@@ -429,20 +431,19 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
 
     /*
      * A thread's first misses, in contexts keyed for the first time, are
-     * neither looked up nor counted: none can hit (nothing is admitted
-     * before), and a thread or fork child that keys once or twice would pay
-     * the key's hash for nothing.  A context keyed again looks up, to find
-     * the key it had (missed_hash).
+     * neither looked up nor counted: a thread or fork child that keys once
+     * or twice would pay the key's hash for nothing.  Not with admit_after
+     * 1, which caches a key at its first keying.  A context keyed again
+     * takes the usual way.
      */
-    if (app_misses < KC_APP_FIRST && w->inner == NULL
+    if (app_misses < KC_APP_MISSES && w->inner == NULL
         && pctx->admit_after > 1) {
-        int r = key_app(w, key, keylen);
-
-        if (r >= 0) {
+        if ((r = key_app(w, key, keylen)) >= 0) {
             if (r == 1)
                 kc_count_passthrough(pctx, &pctx->hmac_alg);
             return r;
         }
+        tried = 1;
     }
 
     /* the old inner goes back to its entry, restarted, or is freed */
@@ -470,10 +471,8 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
      * default would, or from the thread's second miss on a copy (a thread
      * that keys once pays no copy).
      */
-    if (app_misses < KC_APP_FIRST && !lk.admit && !lk.pending) {
-        int r = key_app(w, key, keylen);
-
-        if (r >= 0) {
+    if (app_misses < KC_APP_MISSES && !tried && !lk.admit && !lk.pending) {
+        if ((r = key_app(w, key, keylen)) >= 0) {
             /* the second time this context misses with this key: kept */
             if (r == 1 && lk.hash != 0 && lk.hash == w->missed_hash)
                 remember_key(w, key, keylen, 0);
