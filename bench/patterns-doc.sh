@@ -51,8 +51,8 @@ where keycache makes a program slower today.
 
 Where the losses come from today:
 - `fork-*`: a forked child frees the default's context every entry it
-  inherited holds, its template, before `fork()` returns: 2,688
-  instructions an entry on 3.0 (2,795 on 3.5, 2,985 on 4.0), of which
+  inherited holds, its template, before `fork()` returns: 2,687
+  instructions an entry on 3.0 (2,796 on 3.5, 2,985 on 4.0), of which
   keycache's own work is ~90, where the application's own
   `EVP_MAC_CTX_free` of a used HMAC context is ~2,590 on 3.0
   (`--profiles DIR thread-per-task`, its inclusive count).  The
@@ -63,11 +63,11 @@ Where the losses come from today:
   `__libc_single_threaded`, linked weakly) forks without the registry's
   lock.  `fork-child-empty` and
   `thread-per-task`: a thread that never admits a key keeps only a small
-  thread-local record, but its contexts still cost a wrapper struct
-  (allocated and freed) and counting the key towards admission; per
-  child on 3.0 (`--profiles DIR fork-child-empty`): the key's SipHash
-  and record ~230, the fork handlers ~260 (~106 of it glibc's walk of
-  its handler list), the HMAC wrapper ~450 and its struct ~200.
+  thread-local record, and its first misses are not even counted (no
+  hash of the key), but its contexts still cost a wrapper struct
+  (allocated and freed); per child on 3.0 (`--profiles DIR
+  fork-child-empty`): the fork handlers ~230 (~106 of it glibc's walk of
+  its handler list), the HMAC wrapper's calls ~450 and its struct ~200.
 - `proc-*` (+0.33M on 3.0, +0.32M on 3.5, +0.30M on 4.0; `bench/patterns.sh
   build --profiles DIR proc-openssl-version`): what every process that
   loads keycache pays.  On 3.0: the core's `dlopen` of the loader ~30k and
