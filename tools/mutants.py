@@ -236,17 +236,26 @@ MUTANTS = {
     # HMAC: a thread's first misses keyed in keycache's private context,
     # not the application's (a failed digest fetch then names another
     # library context: test_hmac_first's fresh process)
-    "hmac-app-never": ("provider/families/hmac.c",
-        "    if (app_misses < KC_APP_MISSES && !lk.admit && !lk.pending) {",
-        "    if (0 && app_misses < KC_APP_MISSES && !lk.admit && !lk.pending) {"),
+    "hmac-app-never": [("provider/families/hmac.c",
+        "        if ((r = key_app(w, key, keylen)) >= 0) {\n"
+        "            if (r == 1)\n"
+        "                kc_count_passthrough(pctx, &pctx->hmac_alg);\n"
+        "            return r;",
+        "        if (0) {\n"
+        "            if (r == 1)\n"
+        "                kc_count_passthrough(pctx, &pctx->hmac_alg);\n"
+        "            return r;"),
+        ("provider/families/hmac.c",
+        "    if (app_misses < KC_APP_MISSES && !tried && !lk.admit && !lk.pending) {",
+        "    if (0 && app_misses < KC_APP_MISSES && !tried && !lk.admit && !lk.pending) {")],
     # ... even a miss that admits its key (which then is never cached)
     "hmac-app-admitted": ("provider/families/hmac.c",
-        "    if (app_misses < KC_APP_MISSES && !lk.admit && !lk.pending) {",
-        "    if (app_misses < KC_APP_MISSES && !lk.pending) {"),
+        "    if (app_misses < KC_APP_MISSES && !tried && !lk.admit && !lk.pending) {",
+        "    if (app_misses < KC_APP_MISSES && !tried && !lk.pending) {"),
     # ... even a miss whose key's entry awaits its template
     "hmac-app-pending": ("provider/families/hmac.c",
-        "    if (app_misses < KC_APP_MISSES && !lk.admit && !lk.pending) {",
-        "    if (app_misses < KC_APP_MISSES && !lk.admit) {"),
+        "    if (app_misses < KC_APP_MISSES && !tried && !lk.admit && !lk.pending) {",
+        "    if (app_misses < KC_APP_MISSES && !tried && !lk.admit) {"),
     # ... told the digest's name but not the query it was resolved with
     # (another provider's SHA-256, preferred by default, taken instead)
     "hmac-app-no-props": ("provider/families/hmac.c",
@@ -254,8 +263,17 @@ MUTANTS = {
         "        ok = inner_set_digest(w, ctx, w->dg, NULL);"),
     # ... not counted as the pass-through a miss not admitted is
     "hmac-app-uncounted": ("provider/families/hmac.c",
+        "            /* counted as any miss not admitted (a failure was, forwarded) */\n"
         "            if (r == 1)\n                kc_count_passthrough(pctx, &pctx->hmac_alg);",
         "            (void)0;"),
+    # ... nor a thread's first miss, not looked up
+    "hmac-first-uncounted": ("provider/families/hmac.c",
+        "        if ((r = key_app(w, key, keylen)) >= 0) {\n"
+        "            if (r == 1)\n"
+        "                kc_count_passthrough(pctx, &pctx->hmac_alg);\n"
+        "            return r;",
+        "        if ((r = key_app(w, key, keylen)) >= 0) {\n"
+        "            return r;"),
     # a thread's first contexts of a CMAC or KMAC: none on the
     # application's default (each looked up, counted and cached) ...
     "app-first-never": ("provider/layer/layer.h",
