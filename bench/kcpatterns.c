@@ -301,13 +301,25 @@ static int siv_template(const ROW *r, long i)
     return fetch_siv(r, i) && cipher_template();
 }
 
-/* the parent of a fork row: r->arg keys, each used admit_after + 1 times */
+/*
+ * The parent of a fork row: r->arg keys, each used admit_after + 1 times,
+ * after the thread's first misses, which are never counted (KC_APP_FIRST,
+ * provider/layer/layer.h), spent on keys of their own.
+ */
+#define FIRST_MISSES 3
+
 static int fork_parent(const ROW *r, long i)
 {
+    unsigned char spent[32];
     int k, n;
 
     if (r->arg == 0)
         return qhmac(keys[0], 32);              /* one HMAC, nothing cached */
+    for (k = 0; k < FIRST_MISSES; k++) {
+        memset(spent, 0xf0 + k, sizeof(spent));
+        if (!qhmac(spent, sizeof(spent)))
+            return 0;
+    }
     for (k = 0; k < r->arg; k++)
         for (n = 0; n <= KEYCACHE_DEFAULT_ADMIT_AFTER; n++)
             if (!qhmac(keys[k], 32))
