@@ -51,8 +51,8 @@ where keycache makes a program slower today.
 
 Where the losses come from today:
 - `fork-*`: a forked child frees the default's context every entry it
-  inherited holds, its template, before `fork()` returns: 2,687
-  instructions an entry on 3.0 (2,796 on 3.5, 2,985 on 4.0), of which
+  inherited holds, its template, before `fork()` returns: 2,690
+  instructions an entry on 3.0 (2,800 on 3.5, 3,003 on 4.0), of which
   keycache's own work is ~90, where the application's own
   `EVP_MAC_CTX_free` of a used HMAC context is ~2,590 on 3.0
   (`--profiles DIR thread-per-task`, its inclusive count).  The
