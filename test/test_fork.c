@@ -533,9 +533,9 @@ static void scan_copies(int k, unsigned long copies[NROWS], const char *say)
  * run on the application's default, neither counted nor cached (provider/
  * layer/layer.h, kc_tcore_app_first(); counted per thread and instance,
  * HMAC's misses per thread; a fork child goes on from its parent's
- * counts): spent here, on three
- * keys never scanned for and used once each here (so never cached), so
- * that a key used three times next is cached.  The mismatches.
+ * counts): spent here, on three keys never scanned for and used once each
+ * here (so never cached), so that a key used three times next is cached.
+ * The mismatches.
  */
 static int spend_first(OSSL_LIB_CTX *ctx)
 {
