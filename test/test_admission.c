@@ -38,11 +38,25 @@ typedef struct {
     int bad_macs;
 } SET;
 
+/* EVP_Q_mac HMAC-SHA256 of msg under key, deployed and default: 1 if alike */
+static int same_qmac(const unsigned char key[32], const char *msg)
+{
+    unsigned char got[32], want[32];
+    size_t len, wlen;
+
+    return EVP_Q_mac(deployed, "HMAC", NULL, "SHA256", NULL, key, 32,
+                     (const unsigned char *)msg, strlen(msg), got,
+                     sizeof(got), &len) != NULL
+           && EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256", NULL, key, 32,
+                        (const unsigned char *)msg, strlen(msg), want,
+                        sizeof(want), &wlen) != NULL
+           && len == wlen && memcmp(got, want, len) == 0;
+}
+
 static void *rotate(void *arg)
 {
     SET *set = arg;
-    unsigned char keys[MAXKEYS][32], got[32], want[32];
-    size_t len;
+    unsigned char keys[MAXKEYS][32], first[32];
     int r, k;
 
     if (RAND_bytes(&keys[0][0], sizeof(keys)) != 1) {
@@ -51,29 +65,12 @@ static void *rotate(void *arg)
     }
     /* the thread's first contexts, keyed with keys of their own */
     for (k = 0; k < FIRSTS; k++) {
-        unsigned char key[32];
-
-        memset(key, 0xf0 + k, sizeof(key));
-        if (EVP_Q_mac(deployed, "HMAC", NULL, "SHA256", NULL, key, 32,
-                      (const unsigned char *)"first", 5, got, sizeof(got),
-                      &len) == NULL
-            || EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256", NULL, key,
-                         32, (const unsigned char *)"first", 5, want,
-                         sizeof(want), &len) == NULL
-            || memcmp(got, want, len) != 0)
-            set->bad_macs++;
+        memset(first, 0xf0 + k, sizeof(first));
+        set->bad_macs += !same_qmac(first, "first");
     }
     for (r = 0; r < ROUNDS; r++)
-        for (k = 0; k < set->nkeys; k++) {
-            if (EVP_Q_mac(deployed, "HMAC", NULL, "SHA256", NULL, keys[k], 32,
-                          (const unsigned char *)"rotation", 8, got,
-                          sizeof(got), &len) == NULL
-                || EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256", NULL,
-                             keys[k], 32, (const unsigned char *)"rotation",
-                             8, want, sizeof(want), &len) == NULL
-                || memcmp(got, want, len) != 0)
-                set->bad_macs++;
-        }
+        for (k = 0; k < set->nkeys; k++)
+            set->bad_macs += !same_qmac(keys[k], "rotation");
     return NULL;
 }
 

@@ -69,6 +69,12 @@ int kc_err_same(const KC_ERRTOP *a, const KC_ERRTOP *b)
            && a->func == b->func && a->data == b->data;
 }
 
+/* the process of the thread that claims |s|, or 0: not claimed */
+static long claimer(long s)
+{
+    return (s & 1) != 0 ? s >> 26 : 0;
+}
+
 /*
  * *state is 0, KC_ONCE_DONE, or its claimer, (pid << 24 | tid) << 2 | 1.
  * Waiters yield, then sleep, so a claimer of lower real-time priority gets
@@ -76,12 +82,6 @@ int kc_err_same(const KC_ERRTOP *a, const KC_ERRTOP *b)
  * behind is taken over from scratch (its work may wait on a lock that
  * thread held, as any OpenSSL call in the child may).
  */
-/* the process of the thread that claims |s|, or 0: not claimed */
-static long claimer(long s)
-{
-    return (s & 1) != 0 ? s >> 26 : 0;
-}
-
 int kc_once_claim(long *state)
 {
     long s, pid = (long)getpid(), mine = (pid << 24 | (long)gettid()) << 2 | 1;

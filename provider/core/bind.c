@@ -118,16 +118,6 @@ static int bind_default(KC_PROVCTX *pctx)
     return 1;
 }
 
-/*
- * Bound at the first query, not at start: the private library context
- * and its default cost a start 50,000 instructions on 3.0, 90,000 on 3.5
- * (and as much again to free), which a process that fetches nothing from
- * keycache (`openssl version`) never needs.  A failure, reported in
- * KEYCACHE_DEBUG, leaves keycache offering nothing: every fetch goes to
- * the default, as when a start fails, and the fetching call's error queue
- * is left as it was.  A fork() child takes over a bind its parent's
- * thread left half done, and starts over beside that half.
- */
 /* nothing of the default's: what a failed or forsaken bind leaves */
 static void unbound(KC_PROVCTX *pctx)
 {
@@ -138,6 +128,16 @@ static void unbound(KC_PROVCTX *pctx)
     memset(pctx->cipher_algs, 0, sizeof(pctx->cipher_algs));
 }
 
+/*
+ * Bound at the first query, not at start: the private library context
+ * and its default cost a start 50,000 instructions on 3.0, 90,000 on 3.5
+ * (and as much again to free), which a process that fetches nothing from
+ * keycache (`openssl version`) never needs.  A failure, reported in
+ * KEYCACHE_DEBUG, leaves keycache offering nothing: every fetch goes to
+ * the default, as when a start fails, and the fetching call's error queue
+ * is left as it was.  A fork() child takes over a bind its parent's
+ * thread left half done, and starts over beside that half.
+ */
 int kc_bind_ready(KC_PROVCTX *pctx)
 {
     if (__atomic_load_n(&pctx->bind_state, __ATOMIC_ACQUIRE) != KC_ONCE_DONE
