@@ -2059,6 +2059,150 @@ static void pat_uncached(OSSL_LIB_CTX *libctx, REC *r)
 }
 
 /*
+ * What a thread's base of a shape serves (layer/tmpl.c, KC_TBASE): the
+ * cold contexts of CMAC and GMAC once misses made the thread cold (runs 2
+ * and 3, after cold_churn()), and CMAC with 3DES, never cached, on any
+ * thread.  New keys on one shape, then another shape and back, a key of
+ * another length, and contexts set up in steps: the cipher alone first,
+ * with the key, a size asked, a copy, an update before the key.
+ */
+static void pat_base(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const char *const shapes[3][3] = {
+        { "AES-256-CBC", "AES-128-CBC", "AES-256-CBC" },
+        { "AES-256-GCM", "AES-128-GCM", "AES-256-GCM" },
+        { "DES-EDE3-CBC", "AES-256-CBC", "DES-EDE3-CBC" },
+    };
+    static const size_t klens[3][3] = {
+        { 32, 16, 32 }, { 32, 16, 32 }, { 24, 32, 24 }
+    };
+    static const char *const others[3][3] = {
+        { "AES-256-CBC", "AES-128-CBC", "AES-256-CBC" },
+        { "AES-256-GCM", "AES-128-GCM", "AES-256-GCM" },
+        { "AES-192-CBC", "AES-256-CBC", "AES-192-CBC" },
+    };
+    unsigned char key[32], out[OUTMAX], *res;
+    OSSL_PARAM p[4], ivp[2], *iv;
+    EVP_MAC_CTX *ctx2;
+    size_t f, outl, klen;
+    int i, j, n;
+
+    for (f = 0; f < 3; f++) {
+        const FAM *fm = &fams[f == 1 ? 1 : 0];
+        EVP_MAC *mac = fetch(libctx, r, fm->mac);
+
+        ivp[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[1], 12);
+        ivp[1] = OSSL_PARAM_construct_end();
+        iv = fm->kind == F_GMAC ? ivp : NULL;
+        for (i = 0; i < 3; i++) {
+            rec_printf(r, "-- %s %s\n", fm->mac, shapes[f][i]);
+            for (j = 0; j < (i == 0 ? 12 : 6); j++) {
+                EVP_MAC_CTX *ctx, *dup;
+
+                kct_fill(key, sizeof(key), 40000 + 100 * (int)f + 10 * i + j);
+                /* a key of another length (refused), then the right one */
+                klen = j == 4 ? 16 + klens[f][i] % 16 : klens[f][i];
+                n = 0;
+                p[n++] = p_utf8(OSSL_MAC_PARAM_CIPHER, shapes[f][i]);
+                if (fm->kind == F_GMAC)
+                    p[n++] = ivp[0];
+                p[n] = OSSL_PARAM_construct_end();
+                switch (j % 6) {
+                case 0: /* EVP_Q_mac: the cipher set alone, then the IV */
+                    res = EVP_Q_mac(libctx, fm->mac, NULL, shapes[f][i], iv,
+                                    key, klen, msgs[2], msglens[2], out,
+                                    sizeof(out), &outl);
+                    rec_printf(r, "q_mac res=%s len=%zu mac=",
+                               res == out ? "out" : "NULL", outl);
+                    if (res != NULL)
+                        rec_hex(r, out, outl);
+                    rec_errs(r);
+                    break;
+                case 1: /* the cipher and IV with the key */
+                    ctx = new_ctx(mac, r);
+                    do_mac(r, ctx, key, klen, p, msgs[3], msglens[3], out,
+                           &outl);
+                    EVP_MAC_CTX_free(ctx);
+                    break;
+                case 2: /* the cipher alone, a size asked, the key */
+                    ctx = new_ctx(mac, r);
+                    p[1] = OSSL_PARAM_construct_end();
+                    do_set(r, ctx, p);
+                    do_sizes(r, ctx, "before the key");
+                    do_mac(r, ctx, key, klen, iv, msgs[1], msglens[1], out,
+                           &outl);
+                    do_sizes(r, ctx, "after");
+                    EVP_MAC_CTX_free(ctx);
+                    break;
+                case 3: /* the cipher alone, a copy, both keyed */
+                    ctx = new_ctx(mac, r);
+                    p[1] = OSSL_PARAM_construct_end();
+                    do_set(r, ctx, p);
+                    dup = ctx != NULL ? EVP_MAC_CTX_dup(ctx) : NULL;
+                    rec_printf(r, "dup rc=%d", dup != NULL);
+                    rec_errs(r);
+                    do_mac(r, ctx, key, klen, iv, msgs[2], msglens[2], out,
+                           &outl);
+                    do_mac(r, dup, keys[1], klen, iv, msgs[2], msglens[2],
+                           out, &outl);
+                    EVP_MAC_CTX_free(dup);
+                    EVP_MAC_CTX_free(ctx);
+                    break;
+                case 4: /* as case 0 with the key given again, this time */
+                    ctx = new_ctx(mac, r);
+                    do_set(r, ctx, p);
+                    do_init(r, ctx, key, klen, p);
+                    do_update(r, ctx, msgs[2], msglens[2]);
+                    do_final(r, ctx, out, &outl, OUTMAX);
+                    EVP_MAC_CTX_free(ctx);
+                    break;
+                default: /* an update and a final before the key */
+                    ctx = new_ctx(mac, r);
+                    p[1] = OSSL_PARAM_construct_end();
+                    do_set(r, ctx, p);
+                    do_update(r, ctx, msgs[1], msglens[1]);
+                    do_final(r, ctx, out, &outl, OUTMAX);
+                    do_mac(r, ctx, key, klen, iv, msgs[1], msglens[1], out,
+                           &outl);
+                    EVP_MAC_CTX_free(ctx);
+                    break;
+                }
+            }
+            /* the shape, then a cipher again (3DES: another, as long a key) */
+            ctx2 = new_ctx(mac, r);
+            p[1] = OSSL_PARAM_construct_end();
+            do_set(r, ctx2, p);
+            p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, others[f][i]);
+            do_set(r, ctx2, p);
+            do_mac(r, ctx2, key, klens[f][i], iv, msgs[2], msglens[2], out,
+                   &outl);
+            EVP_MAC_CTX_free(ctx2);
+        }
+        EVP_MAC_free(mac);
+    }
+}
+
+/* CMAC and GMAC misses until new contexts are cold (see test_cold) */
+static void cold_churn(void)
+{
+    unsigned char key[32], out[OUTMAX];
+    OSSL_PARAM p[2];
+    size_t f, outl;
+    int i;
+
+    for (i = 0; i < 400; i++) {
+        f = (size_t)i % 2;
+        kct_fill(key, sizeof(key), 30000 + i);
+        p[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[i % 4], 12);
+        p[1] = OSSL_PARAM_construct_end();
+        EVP_Q_mac(kct_keycache(), fams[f].mac, NULL, fams[f].sub[2],
+                  fams[f].kind == F_GMAC ? p : NULL, key, 32, msgs[2], 40,
+                  out, sizeof(out), &outl);
+    }
+    ERR_clear_error();
+}
+
+/*
  * A thread that keys every message with a new key: once its hit rate is
  * low, new contexts are served by the default from the start (cold), with
  * the same results; a key used again and again is cached again soon.
@@ -2746,6 +2890,77 @@ static void pat_cipher_mandatory(OSSL_LIB_CTX *libctx, REC *r)
     ERR_clear_error();
 }
 
+/*
+ * A thread's base (KC_TBASE) follows the default properties: made for
+ * AES-128-CBC while nothing is preferred, it no longer serves once theirs
+ * is (their cipher runs, as the reference's does), and the tags stay the
+ * reference's throughout.  On a thread made cold by new keys.
+ */
+static KCT_OTHER *base_other;
+
+static int base_props_run(OSSL_LIB_CTX *libctx, const char *q, int *calls)
+{
+    unsigned char key[16], want[16], tag[16];
+    size_t l1, l2;
+    int i, before, ref = 0, bad = 0;
+
+    *calls = 0;
+    for (i = 0; i < 300; i++) {
+        kct_fill(key, sizeof(key), 50000 + i);
+        l1 = l2 = 0;
+        before = ciph_calls;
+        if (EVP_Q_mac(base_other->ref, "CMAC", NULL, "AES-128-CBC", NULL,
+                      key, 16, msgs[2], msglens[2], want, sizeof(want),
+                      &l1) == NULL)
+            bad++;
+        ref += ciph_calls - before;
+        before = ciph_calls;
+        if (EVP_Q_mac(libctx, "CMAC", q, "AES-128-CBC", NULL, key, 16,
+                      msgs[2], msglens[2], tag, sizeof(tag), &l2) == NULL
+            || l1 != 16 || l2 != 16 || memcmp(want, tag, 16) != 0)
+            bad++;
+        *calls += ciph_calls - before;
+    }
+    /*
+     * Theirs ran as often under keycache as in the reference, but for the
+     * cold thread's sampled lookups (one context in 32), whose shape is
+     * still the one learned before the change (a known gap: learned shapes
+     * do not follow the default properties yet).  A base that did not
+     * follow them would serve nearly every context.
+     */
+    if (*calls < ref - ref / 16) {
+        fprintf(stderr, "\ntheir AES-128-CBC: %d calls, the reference's %d\n",
+                *calls, ref);
+        bad++;
+    }
+    ERR_clear_error();
+    return bad;
+}
+
+static void *base_props_main(void *arg)
+{
+    int *bad = arg, quiet, preferred;
+
+    if (!EVP_set_default_properties(base_other->ref, "?provider=default")
+        || !EVP_set_default_properties(base_other->kc, "?provider=default"))
+        (*bad)++;
+    *bad += base_props_run(base_other->kc, where_q, &quiet);
+    if (!EVP_set_default_properties(base_other->ref, "?provider=kctestciph")
+        || !EVP_set_default_properties(base_other->kc,
+                                       "?provider=kctestciph"))
+        (*bad)++;
+    *bad += base_props_run(base_other->kc, where_q, &preferred);
+    if (quiet != 0 || preferred < 300) {
+        fprintf(stderr, "\ntheir AES-128-CBC ran %d, then %d times\n", quiet,
+                preferred);
+        (*bad)++;
+    }
+    EVP_set_default_properties(base_other->ref, "");
+    EVP_set_default_properties(base_other->kc, "");
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
 static void test_cipher_where(void)
 {
     KCT_OTHER o;
@@ -2807,6 +3022,10 @@ static void test_cipher_where(void)
                             sizeof(tag), &l2) == NULL);
     }
     ERR_clear_error();
+
+    base_other = &o;
+    where_q = "provider=" KEYCACHE_PROVIDER_NAME;
+    CU_ASSERT_EQUAL(kct_thread_problems(base_props_main), 0);
 
     CU_ASSERT_FATAL(
         EVP_set_default_properties(o.ref, "?provider=kctestciph")
@@ -2873,6 +3092,27 @@ static void test_param_prefix(void) { run_pattern(pat_param_prefix, 1); }
 static void test_utf8_forms(void) { run_pattern(pat_utf8_forms, 1); }
 static void test_uncached(void) { run_pattern(pat_uncached, 0); }
 
+/* runs 2 and 3 on a thread made cold first: its bases serve */
+#define run_pattern_cold(fn) \
+    kct_rec_pattern(#fn " (cold)", fn, cold_churn, 1, served_by_keycache, 0)
+static void test_base(void) { run_pattern_cold(pat_base); }
+static void test_cold_patterns(void)
+{
+    run_pattern_cold(pat_q_mac);
+    run_pattern_cold(pat_fresh);
+    run_pattern_cold(pat_dup);
+    run_pattern_cold(pat_after_key);
+    run_pattern_cold(pat_gmac_iv);
+    run_pattern_cold(pat_gmac_messages);
+    run_pattern_cold(pat_bad);
+    run_pattern_cold(pat_gmac_null_iv);
+    run_pattern_cold(pat_cipher_after_key);
+    run_pattern_cold(pat_sizes);
+    run_pattern_cold(pat_interleave);
+    run_pattern_cold(pat_init_variants);
+    run_pattern_cold(pat_utf8_forms);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("fam_patterns", NULL, NULL);
@@ -2917,6 +3157,8 @@ static void add_suites(void)
     CU_add_test(s, "a refused GMAC IV is never served",
                 test_bad_iv_uncached);
     CU_add_test(s, "a new key per message, then one key", test_cold);
+    CU_add_test(s, "a thread's base: new keys, shapes, steps", test_base);
+    CU_add_test(s, "patterns on a thread made cold", test_cold_patterns);
     CU_add_test(s, "a cipher of another provider's, or none",
                 test_cipher_where);
 }

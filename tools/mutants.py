@@ -50,6 +50,34 @@ ONLY_ON = {
 }
 
 MUTANTS = {
+    # a thread's base (KC_TBASE): a copy not keyed with the caller's key
+    "tmpl-base-key-skipped": ("provider/layer/tmpl.c",
+        "         && (key == NULL || f->init(inner, key, keylen, NULL));",
+        "         && (key == NULL || 1);"),
+    # ...served whatever the call's shape names
+    "tmpl-base-any-shape": ("provider/layer/tmpl.c",
+        "                         0, KC_T_PARAM, s->shape, s->ns) != b->len)\n        return 0;",
+        "                         0, KC_T_PARAM, s->shape, s->ns) != b->len && 0)\n        return 0;"),
+    # ...or whatever was recorded before the key
+    "tmpl-base-record-unchecked": ("provider/layer/tmpl.c",
+        "    return w->t.len == b->len && memcmp(w->t.rec, b->rec, b->len) == 0;",
+        "    return 1;"),
+    # ...its zeros kept whatever the key's length
+    "tmpl-base-keylen-unchecked": ("provider/layer/tmpl.c",
+        "    if (w->f->d->base_keyed && b->keylen != keylen) {",
+        "    if (w->f->d->base_keyed && b->keylen == 0) {"),
+    # ...the call's IV dropped
+    "tmpl-base-volatile-dropped": ("provider/layer/tmpl.c",
+        "    ok = (s->nv == 0 || apply_volatile(w, s))",
+        "    ok = (s->nv == 0 || 1)"),
+    # ...a CMAC copy made before the key (keyed with zeros)
+    "tmpl-base-keyed-early": ("provider/layer/tmpl.c",
+        "    if (!w->f->d->base_keyed)\n        return base_copy(w, b, s, NULL, 0);",
+        "    if (1)\n        return base_copy(w, b, s, NULL, 0);"),
+    # ...kept across a change of the default properties
+    "tmpl-base-stale-props": ("provider/layer/tmpl.c",
+        "        || b->gen != __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE))\n        return NULL;\n    return b;",
+        "        || 0)\n        return NULL;\n    return b;"),
     # an unkeyed MAC context's copy: remembered as possible for any record
     "tmpl-dup-memo-any": ("provider/layer/tmpl.c",
         "                            w->t.len, NULL, 0) == 1)",
@@ -297,8 +325,8 @@ MUTANTS = {
         "        || np->data == NULL || !kc_trec_utf8_ends(np)",
         "        || !kc_trec_utf8_ends(np)"),
     "memo-props-gen-ignored": ("provider/layer/tmpl.c",
-        "    gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);",
-        "    gen = 0;"),
+        "    gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);\n    /* no query",
+        "    gen = 0;\n    /* no query"),
     "props-gen-not-bumped": ("provider/core/props.c",
         "    __atomic_add_fetch(&pctx->props_gen, 1, __ATOMIC_RELEASE);",
         "    (void)0;"),

@@ -108,8 +108,8 @@ void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
 /*
  * Per-thread side templates holding no key material (an HMAC context with
  * a digest and an empty key), by a tag the caller chooses, freed with the
- * cache.  A put may evict another; without a cache nothing is kept (the
- * caller still owns ctx: kc_cache_aux_get() says whether it was kept).
+ * cache.  A put replaces its tag's, or may evict another; without a cache
+ * nothing is kept (the caller still owns ctx: kc_cache_aux_get() says).
  */
 #define KC_AUX_SLOTS 8
 void *kc_cache_aux_get(KC_CACHE *c, const void *tag);

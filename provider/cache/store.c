@@ -1004,7 +1004,12 @@ void kc_cache_aux_put(KC_CACHE *c, const void *tag, void *ctx,
     /* a thread without a cache keeps none: ctx stays the caller's */
     if (is_lite(c) && (c = as_lite(c)->body) == NULL)
         return;
-    i = c->aux_next++ % KC_AUX_SLOTS;
+    /* the tag's own slot if it has one, else the next in turn */
+    for (i = 0; i < KC_AUX_SLOTS; i++)
+        if (c->aux[i].tag == tag && c->aux[i].ctx != NULL)
+            break;
+    if (i == KC_AUX_SLOTS)
+        i = c->aux_next++ % KC_AUX_SLOTS;
     old = c->aux[i].ctx;
 
     /* in this order for a child forked meanwhile, see cache_drop_side() */

@@ -45,6 +45,12 @@ struct kc_tdesc_st {
      * wipes what the program frees.
      */
     size_t park_scrub;
+    /*
+     * Can the default copy a context with only its shape set (GMAC), or
+     * only once keyed (base_keyed: CMAC)?  A thread's base for its cold
+     * contexts (layer/tmpl.c) is then keyed with zeros, copied at the key.
+     */
+    int base_keyed;
     /* "size" once keyed with a cached shape (CMAC: 16); 0: ask the default */
     size_t keyed_size;
     /*

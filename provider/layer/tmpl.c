@@ -41,6 +41,7 @@ typedef struct {
      * naming a cipher, the application's default's too; 0: none of them.
      */
     int first;
+    int based;                  /* its record is the thread's base's shape */
     /* the record: the shape's calls, then the volatile calls, never mixed */
     KC_TCORE t;
 } KC_TMAC_CTX;
@@ -700,6 +701,225 @@ static KC_NOINLINE int materialize(KC_TMAC_CTX *w, const OSSL_PARAM params[])
     return 1;
 }
 
+/*
+ * A thread's base for the cold contexts of a family naming a cipher (CMAC,
+ * GMAC): a private default context given the thread's last cold shape and,
+ * where the default copies no unkeyed context (base_keyed: CMAC), keyed
+ * with zeros at the first key of a length.  A cold context of that shape
+ * copies it and keys the copy, instead of fetching the cipher again (some
+ * 2,500 instructions) into a new cipher context on every miss.  No key
+ * material.  Only where the shape's cipher is the private default's in the
+ * application's context too (needs_app()), under the default properties
+ * it was made with; kept in the thread's cache, so a thread without one
+ * makes none.
+ */
+typedef struct {
+    const KC_TFAM *f;
+    void *ctx;                  /* NULL: the shape makes no base */
+    unsigned int gen;           /* pctx->props_gen when made */
+    unsigned int misses;        /* other cold shapes since it last matched */
+    size_t keylen;              /* base_keyed: its zeros' length, 0: none */
+    size_t len;                 /* the shape's call, as recorded */
+    uint64_t hash;
+    uint64_t rec[KC_TREC_MAX / 8];
+} KC_TBASE;
+
+/* another shape this often in a row, and the base is made anew for it */
+#define KC_BASE_MISSES 2
+
+static void base_free(void *vb)
+{
+    KC_TBASE *b = vb;
+
+    if (b->ctx != NULL)
+        b->f->mac.freectx(b->ctx);
+    OPENSSL_free(b);
+}
+
+/* The thread's base of family f, if made under today's properties. */
+static KC_TBASE *base_get(const KC_PROVCTX *pctx, const KC_TFAM *f,
+                          KC_CACHE *c)
+{
+    KC_TBASE *b;
+
+    if (f->d->cipher_param == NULL || (b = kc_cache_aux_get(c, f)) == NULL
+        || b->gen != __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE))
+        return NULL;
+    return b;
+}
+
+/*
+ * A base for the shape of s (shape names only), in place of the thread's
+ * last: one without a context if the call raised anything or its cipher
+ * is the application's to fetch, so that the shape is not tried again.
+ */
+static KC_NOINLINE void base_make(const KC_TMAC_CTX *w, KC_CACHE *c,
+                                  const SPLIT *s)
+{
+    KC_PROVCTX *pctx = w->pctx;
+    KC_ERRTOP before, after;
+    KC_TMAC_CTX tmp;
+    KC_TBASE *b;
+    EVP_MAC *mac = NULL;
+    unsigned int gen;
+    int ok;
+
+    if (pctx->props_follow == NULL || !pctx->props_follow(pctx))
+        return;
+    gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
+    tmp.pctx = pctx;
+    tmp.f = w->f;
+    memset(&tmp.t, 0, KC_TCORE_HEAD(KC_TMAC_CTX) - offsetof(KC_TMAC_CTX, t));
+    tmp.t.value = -1;
+    if (!append_call(&tmp, s->shape, s->ns, KC_AS_SHAPE)
+        || (b = OPENSSL_malloc(sizeof(*b))) == NULL)
+        return;
+    ERR_set_mark();
+    kc_err_top(&before);
+    ok = (b->ctx = new_inner(&tmp, NULL, &mac)) != NULL && mac == NULL
+         && replay(&tmp, b->ctx, 0, tmp.t.len);
+    kc_err_top(&after);
+    ok = ok && kc_err_same(&before, &after);
+    ERR_pop_to_mark();
+    if (!ok && b->ctx != NULL) {
+        free_inner(&tmp, b->ctx, mac);
+        b->ctx = NULL;
+    }
+    b->f = w->f;
+    b->gen = gen;
+    b->misses = 0;
+    b->keylen = 0;
+    b->len = tmp.t.len;
+    b->hash = tmp.t.hash;
+    memcpy(b->rec, tmp.t.rec, b->len);
+    kc_cache_aux_put(c, w->f, b, base_free);
+    if (kc_cache_aux_get(c, w->f) != b)
+        base_free(b);
+}
+
+/*
+ * Is a cold context's call (params split into s) b's shape: its shape
+ * names b's, or (once base_shape() recorded it) the record b's and the
+ * call's none or the same again?  Volatile names only where b is unkeyed.
+ */
+static int base_is(const KC_TMAC_CTX *w, const KC_TBASE *b, const SPLIT *s)
+{
+    if (s->key != NULL
+        || (s->nv > 0 && (w->f->d->base_keyed || volatile_unset(s))))
+        return 0;
+    if (s->ns > 0
+        && kc_trec_match((const unsigned char *)b->rec, 0, b->len, KC_T_CALL,
+                         0, KC_T_PARAM, s->shape, s->ns) != b->len)
+        return 0;
+    if (w->t.len == 0)
+        return s->ns > 0;
+    return w->t.len == b->len && memcmp(w->t.rec, b->rec, b->len) == 0;
+}
+
+/*
+ * w's inner from now on: a copy of the base's, given s's volatile names
+ * and the key if any, as the default sets them after the shape.  1 done;
+ * 0 failed as the default's in that state would; -1 nothing done (the
+ * default's way then: no copy, or a keyed base's copy refusing a key of
+ * the length it was keyed with, which only a lack of memory does).
+ */
+static int base_copy(KC_TMAC_CTX *w, const KC_TBASE *b, const SPLIT *s,
+                     const unsigned char *key, size_t keylen)
+{
+    const KC_MAC_FNS *f = &w->f->mac;
+    void *inner = f->dupctx(b->ctx);
+    int ok;
+
+    if (inner == NULL)
+        return -1;
+    w->t.inner = inner;
+    w->ops = f;
+    w->app_mac = NULL;
+    w->size = 0;
+    ok = (s->nv == 0 || apply_volatile(w, s))
+         && (key == NULL || f->init(inner, key, keylen, NULL));
+    if (!ok && key != NULL && w->f->d->base_keyed) {
+        f->freectx(inner);
+        w->t.inner = NULL;
+        return -1;
+    }
+    /* as materialize() counts (a cold context was when it was made) */
+    if (!w->t.cold)
+        kc_count_passthrough(w->pctx, &w->f->alg);
+    return ok;
+}
+
+/*
+ * A cold context's first call, shape names only (and volatile ones): if
+ * the thread's base's, a copy of it now, or (base_keyed) the call recorded
+ * as any, for a copy at the key (base_key()).  1 done, 0 failed as the
+ * default, -1 pass; *make: time for a base of this shape.
+ */
+static KC_NOINLINE int base_shape(KC_TMAC_CTX *w, KC_CACHE *c,
+                                  const OSSL_PARAM params[], SPLIT *s,
+                                  int *make)
+{
+    KC_TBASE *b = base_get(w->pctx, w->f, c);
+
+    *make = 0;
+    if (!split(w->f, params, s))
+        return -1;
+    if (b == NULL || !base_is(w, b, s)) {
+        *make = s->key == NULL && s->nv == 0 && s->ns > 0
+                && (b == NULL || ++b->misses >= KC_BASE_MISSES);
+        return -1;
+    }
+    b->misses = 0;
+    if (b->ctx == NULL)
+        return -1;
+    if (!w->f->d->base_keyed)
+        return base_copy(w, b, s, NULL, 0);
+    if (s->nv > 0)
+        return -1;
+    memcpy(w->t.rec, b->rec, b->len);
+    w->t.len = w->t.shape_len = b->len;
+    w->t.hash = b->hash;
+    w->t.value = -1;
+    w->based = 1;
+    return 1;
+}
+
+/*
+ * init(key, params) of a cold context of the base's shape (recorded by
+ * base_shape(), or named in params): a copy of the base keyed with key.  A
+ * keyed base takes zeros of this length first, so that keying its copies
+ * fails only where memory runs out.  As base_copy().
+ */
+static KC_NOINLINE int base_key(KC_TMAC_CTX *w, const unsigned char *key,
+                                size_t keylen, const OSSL_PARAM params[])
+{
+    static const unsigned char zeros[EVP_MAX_KEY_LENGTH];
+    KC_CACHE *c;
+    KC_TBASE *b;
+    SPLIT s;
+    int ok;
+
+    s.key = NULL;
+    s.ns = s.nv = 0;
+    if ((c = kc_cache_get(w->pctx)) == NULL
+        || (b = base_get(w->pctx, w->f, c)) == NULL || b->ctx == NULL
+        || (params != NULL && !split(w->f, params, &s)) || !base_is(w, b, &s))
+        return -1;
+    if (w->f->d->base_keyed && b->keylen != keylen) {
+        ok = keylen > 0 && keylen <= sizeof(zeros);
+        if (ok) {
+            ERR_set_mark();
+            ok = w->f->mac.init(b->ctx, zeros, keylen, NULL);
+            ERR_pop_to_mark();
+        }
+        /* (a failure leaves the base as it was, or unkeyed: keyed again) */
+        b->keylen = ok ? keylen : 0;
+        if (!ok)
+            return -1;
+    }
+    return base_copy(w, b, &s, key, keylen);
+}
+
 /* params without the entries named a, or in list (a may be NULL) */
 static OSSL_PARAM *without(const OSSL_PARAM params[], const char *a,
                            const char *const *list, OSSL_PARAM *buf,
@@ -934,6 +1154,34 @@ static KC_NOINLINE int keyed_init(KC_TMAC_CTX *w, const unsigned char *key,
 static OSSL_FUNC_mac_get_params_fn *inner_get_params[KC_FAM_COUNT];
 static size_t fixed_size[KC_FAM_COUNT];
 
+/* Has the thread a base of f with a context (see KC_TBASE)? */
+static int base_serves(KC_PROVCTX *pctx, const KC_TFAM *f)
+{
+    KC_CACHE *c = kc_cache_get(pctx);
+    KC_TBASE *b;
+
+    return c != NULL && (b = base_get(pctx, f, c)) != NULL && b->ctx != NULL;
+}
+
+/*
+ * set_ctx_params of a cold context of the application's default's, made
+ * while the thread had no base: its first call of shape names makes one.
+ */
+static KC_NOINLINE int cold_forward(KC_TMAC_CTX *w, const OSSL_PARAM params[])
+{
+    KC_CACHE *c;
+    SPLIT s;
+
+    if (!forward(w, 0, NULL, 0, params))
+        return 0;
+    if (params != NULL && w->f->d->cipher_param != NULL
+        && (c = kc_cache_get(w->pctx)) != NULL
+        && base_get(w->pctx, w->f, c) == NULL && split(w->f, params, &s)
+        && s.key == NULL && s.nv == 0 && s.ns > 0)
+        base_make(w, c, &s);
+    return 1;
+}
+
 /* A new wrapper: the record buffers are written before they are read. */
 #define KC_TMAC_HEAD KC_TCORE_HEAD(KC_TMAC_CTX)
 
@@ -969,6 +1217,7 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
      * there, as a first context does; the same answers, a wrapper more.)
      */
     if (cold && f->d->cipher_param != NULL && !f->nested
+        && !base_serves(pctx, f)
         && (w->t.inner = kc_inner_app_first(pctx, (EVP_MAC **)&f->app_first,
                                             f->d->name,
                                             f->mac.newctx)) != NULL) {
@@ -1286,6 +1535,45 @@ static KC_NOINLINE int pass_private(KC_TMAC_CTX *w, const OSSL_PARAM params[])
     return f->set_ctx_params(w->t.inner, params);
 }
 
+/*
+ * set_ctx_params of a cold context before the key: the default's context,
+ * or for a first call of shape names only, the thread's base (made for it
+ * first if it is time).
+ */
+static KC_NOINLINE int cold_set_params(KC_TMAC_CTX *w,
+                                       const OSSL_PARAM params[])
+{
+    KC_CACHE *c = NULL;
+    SPLIT s;
+    int r, make = 0;
+
+    if (w->f->d->cipher_param != NULL && w->t.len == 0
+        && (c = kc_cache_get(w->pctx)) != NULL
+        && (r = base_shape(w, c, params, &s, &make)) >= 0)
+        return r;
+    if (!materialize(w, params) || !w->f->mac.set_ctx_params(w->t.inner, params))
+        return 0;
+    if (make)
+        base_make(w, c, &s);
+    return 1;
+}
+
+/* The same for a shape no key of which is cached (CMAC with 3DES). */
+static KC_NOINLINE int uncacheable_set(KC_TMAC_CTX *w, KC_CACHE *c,
+                                       const OSSL_PARAM params[])
+{
+    SPLIT s;
+    int r, make;
+
+    if ((r = base_shape(w, c, params, &s, &make)) >= 0)
+        return r;
+    if (!pass_private(w, params))
+        return 0;
+    if (make)
+        base_make(w, c, &s);
+    return 1;
+}
+
 /* set_ctx_params before the key: record, key from the cache, or pass. */
 static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
                                           const OSSL_PARAM params[])
@@ -1305,12 +1593,12 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
         && !(params[0].key == NULL
              && kc_quirk(__atomic_load_n(&w->f->quirks, __ATOMIC_RELAXED),
                          KC_Q_EMPTY_SET_OK)))
-        goto pass;
+        return cold_set_params(w, params);
     if ((c = kc_cache_get(w->pctx)) == NULL)
         goto pass;
     if (__atomic_load_n(&uncacheable_seen, __ATOMIC_RELAXED)
         && uncacheable_as_last(w, c, params))
-        return pass_private(w, params);
+        return uncacheable_set(w, c, params);
     if (!split(w->f, params, &s))
         goto pass;
     if (s.key == NULL) {
@@ -1372,6 +1660,8 @@ int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
         w->clean = 0;
         w->size = 0;
         /* the application's default's: it fetches as the default would */
+        if (w->first == KC_FIRST_COLD)
+            return cold_forward(w, params);
         if (w->first != 0)
             return forward(w, 0, NULL, 0, params);
         if ((c = w->f->d->cipher_param) != NULL && params != NULL
@@ -1392,6 +1682,9 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
     int direct = 0, r = -1;
 
     if (key == NULL || w->t.cold || (c = kc_cache_get(w->pctx)) == NULL)
+        goto pass;
+    /* no lookup: base_shape() recorded no shape cached, or a cold one */
+    if (w->based)
         goto pass;
     kc_tcore_mark(&w->t, &sv);
     if (params != NULL && params[0].key != NULL && w->t.len == 0
@@ -1426,6 +1719,10 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
         return !direct || apply_volatile(w, &s);
     kc_tcore_back(&w->t, &sv);
  pass:
+    if ((w->t.cold || w->based) && key != NULL
+        && w->f->d->cipher_param != NULL
+        && (r = base_key(w, key, keylen, params)) >= 0)
+        return r;
     if (!materialize(w, params)
         || !w->f->mac.init(w->t.inner, key, keylen, params))
         return 0;
