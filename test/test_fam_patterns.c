@@ -2182,7 +2182,67 @@ static void pat_base(OSSL_LIB_CTX *libctx, REC *r)
     }
 }
 
-/* CMAC and GMAC misses until new contexts are cold (see test_cold) */
+/*
+ * The same for KMAC-128, whose base is a fresh context's (or one with a
+ * customisation string) keyed with zeros: EVP_Q_mac and contexts in steps,
+ * keys of other lengths (2 bytes: refused; 100: longer than a base's).
+ */
+static void pat_base_kmac(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const size_t klens[] = { 32, 16, 2, 64, 100 };
+    unsigned char key[128], out[OUTMAX], *res;
+    EVP_MAC *mac = fetch(libctx, r, "KMAC-128");
+    EVP_MAC_CTX *ctx, *dup;
+    OSSL_PARAM p[2];
+    size_t outl, klen;
+    int i, j;
+
+    p[0] = p_oct(OSSL_MAC_PARAM_CUSTOM, "abc", 3);
+    p[1] = OSSL_PARAM_construct_end();
+    for (i = 0; i < 3; i++) {
+        rec_printf(r, "-- KMAC-128 %s\n", i == 1 ? "custom" : "plain");
+        for (j = 0; j < 14; j++) {
+            klen = j < 9 ? 32 : klens[j - 9];
+            kct_fill(key, sizeof(key), 60000 + 100 * i + j);
+            if (j % 4 == 0) {
+                res = EVP_Q_mac(libctx, "KMAC-128", NULL, NULL,
+                                i == 1 ? p : NULL, key, klen, msgs[2],
+                                msglens[2], out, sizeof(out), &outl);
+                rec_printf(r, "q_mac res=%s len=%zu mac=",
+                           res == out ? "out" : "NULL", outl);
+                if (res != NULL)
+                    rec_hex(r, out, outl);
+                rec_errs(r);
+                continue;
+            }
+            ctx = new_ctx(mac, r);
+            if (i == 1)
+                do_set(r, ctx, p);
+            if (j % 4 == 2) {
+                /* a size, an update and a final before the key */
+                do_sizes(r, ctx, "before the key");
+                do_update(r, ctx, msgs[1], msglens[1]);
+                do_final(r, ctx, out, &outl, OUTMAX);
+            }
+            dup = NULL;
+            if (j % 4 == 3) {
+                dup = ctx != NULL ? EVP_MAC_CTX_dup(ctx) : NULL;
+                rec_printf(r, "dup rc=%d", dup != NULL);
+                rec_errs(r);
+            }
+            do_mac(r, ctx, key, klen, NULL, msgs[3], msglens[3], out,
+                   &outl);
+            if (dup != NULL)
+                do_mac(r, dup, keys[1], 32, NULL, msgs[2], msglens[2], out,
+                       &outl);
+            EVP_MAC_CTX_free(dup);
+            EVP_MAC_CTX_free(ctx);
+        }
+    }
+    EVP_MAC_free(mac);
+}
+
+/* CMAC, GMAC, KMAC misses until new contexts are cold (see test_cold) */
 static void cold_churn(void)
 {
     unsigned char key[32], out[OUTMAX];
@@ -2190,8 +2250,8 @@ static void cold_churn(void)
     size_t f, outl;
     int i;
 
-    for (i = 0; i < 400; i++) {
-        f = (size_t)i % 2;
+    for (i = 0; i < 600; i++) {
+        f = (size_t)i % 3;
         kct_fill(key, sizeof(key), 30000 + i);
         p[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[i % 4], 12);
         p[1] = OSSL_PARAM_construct_end();
@@ -3095,7 +3155,11 @@ static void test_uncached(void) { run_pattern(pat_uncached, 0); }
 /* runs 2 and 3 on a thread made cold first: its bases serve */
 #define run_pattern_cold(fn) \
     kct_rec_pattern(#fn " (cold)", fn, cold_churn, 1, served_by_keycache, 0)
-static void test_base(void) { run_pattern_cold(pat_base); }
+static void test_base(void)
+{
+    run_pattern_cold(pat_base);
+    run_pattern_cold(pat_base_kmac);
+}
 static void test_cold_patterns(void)
 {
     run_pattern_cold(pat_q_mac);
@@ -3111,6 +3175,10 @@ static void test_cold_patterns(void)
     run_pattern_cold(pat_interleave);
     run_pattern_cold(pat_init_variants);
     run_pattern_cold(pat_utf8_forms);
+    run_pattern_cold(pat_kmac_out);
+    run_pattern_cold(pat_kmac_bare);
+    run_pattern_cold(pat_key_in_set);
+    run_pattern_cold(pat_reinit);
 }
 
 static void add_suites(void)

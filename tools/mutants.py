@@ -56,24 +56,28 @@ MUTANTS = {
         "         && (key == NULL || 1);"),
     # ...served whatever the call's shape names
     "tmpl-base-any-shape": ("provider/layer/tmpl.c",
-        "                         0, KC_T_PARAM, s->shape, s->ns) != b->len)\n        return 0;",
-        "                         0, KC_T_PARAM, s->shape, s->ns) != b->len && 0)\n        return 0;"),
+        "                             KC_T_CALL, 0, KC_T_PARAM, s->shape, s->ns)\n               != b->len))",
+        "                             KC_T_CALL, 0, KC_T_PARAM, s->shape, s->ns)\n               != b->len && 0))"),
     # ...or whatever was recorded before the key
     "tmpl-base-record-unchecked": ("provider/layer/tmpl.c",
         "    return w->t.len == b->len && memcmp(w->t.rec, b->rec, b->len) == 0;",
         "    return 1;"),
     # ...its zeros kept whatever the key's length
     "tmpl-base-keylen-unchecked": ("provider/layer/tmpl.c",
-        "    if (w->f->d->base_keyed && b->keylen != keylen) {",
-        "    if (w->f->d->base_keyed && b->keylen == 0) {"),
+        "    if (w->f->d->base == KC_BASE_KEYED && b->keylen != keylen) {",
+        "    if (w->f->d->base == KC_BASE_KEYED && b->keylen == 0) {"),
     # ...the call's IV dropped
     "tmpl-base-volatile-dropped": ("provider/layer/tmpl.c",
         "    ok = (s->nv == 0 || apply_volatile(w, s))",
         "    ok = (s->nv == 0 || 1)"),
     # ...a CMAC copy made before the key (keyed with zeros)
     "tmpl-base-keyed-early": ("provider/layer/tmpl.c",
-        "    if (!w->f->d->base_keyed)\n        return base_copy(w, b, s, NULL, 0);",
+        "    if (w->f->d->base == KC_BASE_COPY)\n        return base_copy(w, b, s, NULL, 0);",
         "    if (1)\n        return base_copy(w, b, s, NULL, 0);"),
+    # ...a fresh context's (KMAC) served whatever shape the base has
+    "tmpl-base-empty-any": ("provider/layer/tmpl.c",
+        "        return s->ns > 0 || (b->len == 0 && w->f->d->cipher_param == NULL);",
+        "        return 1;"),
     # ...kept across a change of the default properties
     "tmpl-base-stale-props": ("provider/layer/tmpl.c",
         "        || b->gen != __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE))\n        return NULL;\n    return b;",

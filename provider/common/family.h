@@ -10,6 +10,10 @@
 typedef struct kc_tdesc_st KC_TDESC;
 typedef struct kc_tfam_st KC_TFAM;
 
+/* KC_TDESC.base */
+#define KC_BASE_COPY 1
+#define KC_BASE_KEYED 2
+
 /* the most zero bytes a family's park_scrub may ask for */
 #define KC_SCRUB_MAX 32
 
@@ -46,11 +50,12 @@ struct kc_tdesc_st {
      */
     size_t park_scrub;
     /*
-     * Can the default copy a context with only its shape set (GMAC), or
-     * only once keyed (base_keyed: CMAC)?  A thread's base for its cold
-     * contexts (layer/tmpl.c) is then keyed with zeros, copied at the key.
+     * How a thread's base serves its cold contexts (layer/tmpl.c,
+     * KC_TBASE), 0: none.  KC_BASE_COPY: copied with only its shape set
+     * (GMAC); KC_BASE_KEYED: the default copies no unkeyed context (CMAC,
+     * KMAC), so the base is keyed with zeros and copied at the key.
      */
-    int base_keyed;
+    int base;
     /* "size" once keyed with a cached shape (CMAC: 16); 0: ask the default */
     size_t keyed_size;
     /*

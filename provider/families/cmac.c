@@ -27,7 +27,7 @@ const KC_TDESC kc_cmac_desc = {
     .set_key_keys = 1,
     .reinit_restores = 1,
     .park_scrub = 32,
-    .base_keyed = 1,
+    .base = KC_BASE_KEYED,
     .keyed_size = 16,           /* AES's block, until something is set */
     .ciphers = aes_cbc
 };

@@ -460,6 +460,7 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
         .functions = kc_kmac##bits##_functions,                               \
         .shape_names = kmac_shape,                                            \
         .empty_set_inert = 1,                                                 \
+        .base = KC_BASE_KEYED,                                                \
         .direct = &kmac_direct,                                               \
         .direct_digest = "KECCAK-KMAC-" #bits,                                \
         .direct_new = kc_kmac##bits##_direct_new,                             \

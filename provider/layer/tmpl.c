@@ -702,23 +702,23 @@ static KC_NOINLINE int materialize(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 }
 
 /*
- * A thread's base for the cold contexts of a family naming a cipher (CMAC,
- * GMAC): a private default context given the thread's last cold shape and,
- * where the default copies no unkeyed context (base_keyed: CMAC), keyed
- * with zeros at the first key of a length.  A cold context of that shape
- * copies it and keys the copy, instead of fetching the cipher again (some
- * 2,500 instructions) into a new cipher context on every miss.  No key
- * material.  Only where the shape's cipher is the private default's in the
- * application's context too (needs_app()), under the default properties
- * it was made with; kept in the thread's cache, so a thread without one
- * makes none.
+ * A thread's base for a family's cold contexts (KC_TDESC.base: CMAC, GMAC,
+ * KMAC): a private default context given the thread's last cold shape and,
+ * where the default copies no unkeyed context (KC_BASE_KEYED: CMAC, KMAC),
+ * keyed with zeros at the first key of a length.  A cold context of that
+ * shape copies it and keys the copy, instead of fetching the cipher (or
+ * KMAC's digest) again, some 2,500 instructions, into new contexts on
+ * every miss.  No key material.  Only where a shape's cipher is the
+ * private default's in the application's context too (needs_app()),
+ * under the default properties it was made with; kept in the thread's
+ * cache, so a thread without one makes none.
  */
 typedef struct {
     const KC_TFAM *f;
     void *ctx;                  /* NULL: the shape makes no base */
     unsigned int gen;           /* pctx->props_gen when made */
     unsigned int misses;        /* other cold shapes since it last matched */
-    size_t keylen;              /* base_keyed: its zeros' length, 0: none */
+    size_t keylen;              /* KC_BASE_KEYED: its zeros' length, or 0 */
     size_t len;                 /* the shape's call, as recorded */
     uint64_t hash;
     uint64_t rec[KC_TREC_MAX / 8];
@@ -742,21 +742,21 @@ static KC_TBASE *base_get(const KC_PROVCTX *pctx, const KC_TFAM *f,
 {
     KC_TBASE *b;
 
-    if (f->d->cipher_param == NULL || (b = kc_cache_aux_get(c, f)) == NULL
+    if (f->d->base == 0 || (b = kc_cache_aux_get(c, f)) == NULL
         || b->gen != __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE))
         return NULL;
     return b;
 }
 
 /*
- * A base for the shape of s (shape names only), in place of the thread's
- * last: one without a context if the call raised anything or its cipher
- * is the application's to fetch, so that the shape is not tried again.
+ * A base for the shape of s (shape names only; none: a fresh context's),
+ * in place of the thread's last: one without a context if the call raised
+ * anything or its cipher is the application's to fetch, so that the shape
+ * is not tried again.
  */
-static KC_NOINLINE void base_make(const KC_TMAC_CTX *w, KC_CACHE *c,
-                                  const SPLIT *s)
+static KC_NOINLINE void base_make(KC_PROVCTX *pctx, const KC_TFAM *f,
+                                  KC_CACHE *c, const SPLIT *s)
 {
-    KC_PROVCTX *pctx = w->pctx;
     KC_ERRTOP before, after;
     KC_TMAC_CTX tmp;
     KC_TBASE *b;
@@ -768,10 +768,10 @@ static KC_NOINLINE void base_make(const KC_TMAC_CTX *w, KC_CACHE *c,
         return;
     gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
     tmp.pctx = pctx;
-    tmp.f = w->f;
+    tmp.f = f;
     memset(&tmp.t, 0, KC_TCORE_HEAD(KC_TMAC_CTX) - offsetof(KC_TMAC_CTX, t));
     tmp.t.value = -1;
-    if (!append_call(&tmp, s->shape, s->ns, KC_AS_SHAPE)
+    if ((s->ns > 0 && !append_call(&tmp, s->shape, s->ns, KC_AS_SHAPE))
         || (b = OPENSSL_malloc(sizeof(*b))) == NULL)
         return;
     ERR_set_mark();
@@ -785,15 +785,15 @@ static KC_NOINLINE void base_make(const KC_TMAC_CTX *w, KC_CACHE *c,
         free_inner(&tmp, b->ctx, mac);
         b->ctx = NULL;
     }
-    b->f = w->f;
+    b->f = f;
     b->gen = gen;
     b->misses = 0;
     b->keylen = 0;
     b->len = tmp.t.len;
     b->hash = tmp.t.hash;
     memcpy(b->rec, tmp.t.rec, b->len);
-    kc_cache_aux_put(c, w->f, b, base_free);
-    if (kc_cache_aux_get(c, w->f) != b)
+    kc_cache_aux_put(c, f, b, base_free);
+    if (kc_cache_aux_get(c, f) != b)
         base_free(b);
 }
 
@@ -805,14 +805,18 @@ static KC_NOINLINE void base_make(const KC_TMAC_CTX *w, KC_CACHE *c,
 static int base_is(const KC_TMAC_CTX *w, const KC_TBASE *b, const SPLIT *s)
 {
     if (s->key != NULL
-        || (s->nv > 0 && (w->f->d->base_keyed || volatile_unset(s))))
+        || (s->nv > 0
+            && (w->f->d->base == KC_BASE_KEYED || volatile_unset(s))))
         return 0;
     if (s->ns > 0
-        && kc_trec_match((const unsigned char *)b->rec, 0, b->len, KC_T_CALL,
-                         0, KC_T_PARAM, s->shape, s->ns) != b->len)
+        && (b->len == 0
+            || kc_trec_match((const unsigned char *)b->rec, 0, b->len,
+                             KC_T_CALL, 0, KC_T_PARAM, s->shape, s->ns)
+               != b->len))
         return 0;
+    /* (a context naming its cipher has a shape: CMAC, GMAC) */
     if (w->t.len == 0)
-        return s->ns > 0;
+        return s->ns > 0 || (b->len == 0 && w->f->d->cipher_param == NULL);
     return w->t.len == b->len && memcmp(w->t.rec, b->rec, b->len) == 0;
 }
 
@@ -838,7 +842,7 @@ static int base_copy(KC_TMAC_CTX *w, const KC_TBASE *b, const SPLIT *s,
     w->size = 0;
     ok = (s->nv == 0 || apply_volatile(w, s))
          && (key == NULL || f->init(inner, key, keylen, NULL));
-    if (!ok && key != NULL && w->f->d->base_keyed) {
+    if (!ok && key != NULL && w->f->d->base == KC_BASE_KEYED) {
         f->freectx(inner);
         w->t.inner = NULL;
         return -1;
@@ -851,7 +855,7 @@ static int base_copy(KC_TMAC_CTX *w, const KC_TBASE *b, const SPLIT *s,
 
 /*
  * A cold context's first call, shape names only (and volatile ones): if
- * the thread's base's, a copy of it now, or (base_keyed) the call recorded
+ * the thread's base's, a copy of it now, or (KC_BASE_KEYED) the call recorded
  * as any, for a copy at the key (base_key()).  1 done, 0 failed as the
  * default, -1 pass; *make: time for a base of this shape.
  */
@@ -872,7 +876,7 @@ static KC_NOINLINE int base_shape(KC_TMAC_CTX *w, KC_CACHE *c,
     b->misses = 0;
     if (b->ctx == NULL)
         return -1;
-    if (!w->f->d->base_keyed)
+    if (w->f->d->base == KC_BASE_COPY)
         return base_copy(w, b, s, NULL, 0);
     if (s->nv > 0)
         return -1;
@@ -905,7 +909,7 @@ static KC_NOINLINE int base_key(KC_TMAC_CTX *w, const unsigned char *key,
         || (b = base_get(w->pctx, w->f, c)) == NULL || b->ctx == NULL
         || (params != NULL && !split(w->f, params, &s)) || !base_is(w, b, &s))
         return -1;
-    if (w->f->d->base_keyed && b->keylen != keylen) {
+    if (w->f->d->base == KC_BASE_KEYED && b->keylen != keylen) {
         ok = keylen > 0 && keylen <= sizeof(zeros);
         if (ok) {
             ERR_set_mark();
@@ -1154,6 +1158,26 @@ static KC_NOINLINE int keyed_init(KC_TMAC_CTX *w, const unsigned char *key,
 static OSSL_FUNC_mac_get_params_fn *inner_get_params[KC_FAM_COUNT];
 static size_t fixed_size[KC_FAM_COUNT];
 
+/*
+ * A cold context of a family naming no cipher (KMAC) waits for its calls
+ * where the thread's base serves (1); else it is the private default's
+ * from newctx, and the thread's first such one makes a base of a fresh
+ * context.
+ */
+static int base_defers(KC_PROVCTX *pctx, const KC_TFAM *f)
+{
+    static const SPLIT fresh;
+    KC_CACHE *c;
+    KC_TBASE *b;
+
+    if (f->d->base == 0 || (c = kc_cache_get(pctx)) == NULL)
+        return 0;
+    if ((b = base_get(pctx, f, c)) != NULL)
+        return b->ctx != NULL;
+    base_make(pctx, f, c, &fresh);
+    return 0;
+}
+
 /* Has the thread a base of f with a context (see KC_TBASE)? */
 static int base_serves(KC_PROVCTX *pctx, const KC_TFAM *f)
 {
@@ -1178,7 +1202,7 @@ static KC_NOINLINE int cold_forward(KC_TMAC_CTX *w, const OSSL_PARAM params[])
         && (c = kc_cache_get(w->pctx)) != NULL
         && base_get(w->pctx, w->f, c) == NULL && split(w->f, params, &s)
         && s.key == NULL && s.nv == 0 && s.ns > 0)
-        base_make(w, c, &s);
+        base_make(w->pctx, w->f, c, &s);
     return 1;
 }
 
@@ -1189,7 +1213,7 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
 {
     const KC_TFAM *f = &pctx->fam[which];
     KC_TMAC_CTX *w;
-    int cold;
+    int cold, based;
 
     w = kc_wrapper_new_cold(pctx, KC_POOL_TMPL, sizeof(*w), KC_TMAC_HEAD,
                             &f->alg, &cold);
@@ -1226,11 +1250,12 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
         return w;
     }
     /* the family's first context learns what it needs (gate.c) */
+    based = cold && f->d->cipher_param == NULL && base_defers(pctx, f);
     cold = cold || !kc_tfam_ready(pctx, f);
     w->t.value = __atomic_load_n(&f->empty_value, __ATOMIC_RELAXED);
     /* keys miss here: the default's now, or at a call naming its cipher */
     w->t.cold = cold;
-    if (cold && f->d->cipher_param == NULL
+    if (cold && f->d->cipher_param == NULL && !based
         && (w->t.inner = f->mac.newctx(pctx->inner_provctx)) == NULL) {
         kc_wrapper_free(pctx, KC_POOL_TMPL, w, sizeof(*w));
         return NULL;
@@ -1547,14 +1572,14 @@ static KC_NOINLINE int cold_set_params(KC_TMAC_CTX *w,
     SPLIT s;
     int r, make = 0;
 
-    if (w->f->d->cipher_param != NULL && w->t.len == 0
+    if (w->f->d->base != 0 && w->t.len == 0
         && (c = kc_cache_get(w->pctx)) != NULL
         && (r = base_shape(w, c, params, &s, &make)) >= 0)
         return r;
     if (!materialize(w, params) || !w->f->mac.set_ctx_params(w->t.inner, params))
         return 0;
     if (make)
-        base_make(w, c, &s);
+        base_make(w->pctx, w->f, c, &s);
     return 1;
 }
 
@@ -1570,7 +1595,7 @@ static KC_NOINLINE int uncacheable_set(KC_TMAC_CTX *w, KC_CACHE *c,
     if (!pass_private(w, params))
         return 0;
     if (make)
-        base_make(w, c, &s);
+        base_make(w->pctx, w->f, c, &s);
     return 1;
 }
 
@@ -1719,8 +1744,7 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
         return !direct || apply_volatile(w, &s);
     kc_tcore_back(&w->t, &sv);
  pass:
-    if ((w->t.cold || w->based) && key != NULL
-        && w->f->d->cipher_param != NULL
+    if ((w->t.cold || w->based) && key != NULL && w->f->d->base != 0
         && (r = base_key(w, key, keylen, params)) >= 0)
         return r;
     if (!materialize(w, params)
