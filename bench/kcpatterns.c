@@ -396,6 +396,18 @@ static int op_newkey_cmac(const ROW *r, long i)
     return qmac_fam("CMAC", "AES-256-CBC", key, sizeof(key), 0);
 }
 
+/* the same, AES-128, -192 and -256 in turn: a thread's base never fits */
+static int op_newkey_cmac_sizes(const ROW *r, long i)
+{
+    static const char *const ciph[3] = {
+        "AES-128-CBC", "AES-192-CBC", "AES-256-CBC"
+    };
+    unsigned char key[32];
+
+    fill(key, sizeof(key));
+    return qmac_fam("CMAC", ciph[i % 3], key, 16 + 8 * (size_t)(i % 3), 0);
+}
+
 static int op_newkey_gmac(const ROW *r, long i)
 {
     unsigned char key[32];
@@ -739,6 +751,9 @@ static const ROW rows[] = {
       "an unkeyed GMAC template duplicated, then keyed, per message" },
     { "newkey-cmac", K_OPS, NULL, op_newkey_cmac, 4, 500, 0,
       "a new CMAC key every message: per-message derived keys" },
+    { "newkey-cmac-sizes", K_OPS, NULL, op_newkey_cmac_sizes, 4, 500, 0,
+      "the same, AES-128, -192 and -256 keys in turn: key-wrapping and "
+      "derivation services serving several key sizes" },
     { "newkey-hmac", K_OPS, NULL, op_newkey_hmac, 4, 500, 0,
       "a new HMAC key every message: HKDF/TLS-PRF-like derivation loops" },
     { "newkey-gmac", K_OPS, NULL, op_newkey_gmac, 4, 500, 0,

@@ -2101,7 +2101,7 @@ static void pat_base(OSSL_LIB_CTX *libctx, REC *r)
 
                 kct_fill(key, sizeof(key), 40000 + 100 * (int)f + 10 * i + j);
                 /* a key of another length (refused), then the right one */
-                klen = j == 4 ? 16 + klens[f][i] % 16 : klens[f][i];
+                klen = j != 4 ? klens[f][i] : klens[f][i] == 16 ? 24 : 16;
                 n = 0;
                 p[n++] = p_utf8(OSSL_MAC_PARAM_CIPHER, shapes[f][i]);
                 if (fm->kind == F_GMAC)
@@ -3124,6 +3124,133 @@ static void test_cipher_where(void)
     ciph_cbc = ciph_gcm = NULL;
 }
 
+/*
+ * Contexts a base served (KC_TBASE), then given a cipher only the
+ * application's preference finds (their AES, by "properties" after the
+ * key), or keyed after the default properties changed since their cipher
+ * was set: their cipher runs exactly where the reference's does.  GCM is
+ * off in keycache's config, so GMAC's cold contexts are not nested.
+ */
+static void pat_base_where(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const char *const sub[2] = { "AES-128-CBC", "AES-128-GCM" };
+    unsigned char key[16], out[OUTMAX];
+    OSSL_PARAM p[4], ivp[2];
+    size_t f, outl;
+    int round, before;
+
+    ivp[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[2], 12);
+    ivp[1] = OSSL_PARAM_construct_end();
+    for (f = 0; f < 2; f++) {
+        EVP_MAC *mac = EVP_MAC_fetch(libctx, fams[f].mac, where_q);
+
+        rec_printf(r, "fetch %s rc=%d", fams[f].mac, mac != NULL);
+        rec_errs(r);
+        for (round = 0; round < 6; round++) {
+            EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+            kct_fill(key, sizeof(key), 70000 + 10 * (int)f + round);
+            rec_printf(r, "-- %s round %d\n", fams[f].mac, round);
+            p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, sub[f]);
+            p[1] = OSSL_PARAM_construct_end();
+            /* first a plain one: a cold thread's base under these properties */
+            do_set(r, ctx, p);
+            do_mac(r, ctx, key, 16, f == 1 ? ivp : NULL, msgs[1], msglens[1],
+                   out, &outl);
+            EVP_MAC_CTX_free(ctx);
+            ctx = new_ctx(mac, r);
+            before = ciph_calls;
+            do_set(r, ctx, p);
+            if (round % 2 == 0) {
+                /* keyed, then their cipher by name, keyed again */
+                do_mac(r, ctx, key, 16, f == 1 ? ivp : NULL, msgs[2],
+                       msglens[2], out, &outl);
+                p[1] = p_utf8(OSSL_MAC_PARAM_PROPERTIES,
+                              round == 2 ? "provider=nope"
+                              : "provider=kctestciph");
+                p[2] = OSSL_PARAM_construct_end();
+                do_set(r, ctx, p);
+            } else if (!EVP_set_default_properties(libctx,
+                                                   "?provider=kctestciph")) {
+                rec_printf(r, "set default properties failed");
+            }
+            do_mac(r, ctx, key, 16, f == 1 ? ivp : NULL, msgs[3],
+                   msglens[3], out, &outl);
+            EVP_set_default_properties(libctx, "?provider=default");
+            EVP_MAC_CTX_free(ctx);
+            rec_printf(r, "kctestciph calls %s\n",
+                       ciph_calls > before ? "some" : "none");
+        }
+        EVP_MAC_free(mac);
+    }
+}
+
+typedef struct {
+    OSSL_LIB_CTX *libctx;
+    KCT_REC *rec;
+} BASE_WHERE;
+
+/* keycache's run on a thread whose CMAC and GMAC misses made it cold */
+static void *base_where_main(void *arg)
+{
+    BASE_WHERE *x = arg;
+    unsigned char key[16], out[OUTMAX];
+    OSSL_PARAM p[2];
+    size_t outl;
+    int i;
+
+    p[0] = p_oct(OSSL_MAC_PARAM_IV, ivs[1], 12);
+    p[1] = OSSL_PARAM_construct_end();
+    for (i = 0; i < 600; i++) {
+        kct_fill(key, sizeof(key), 80000 + i);
+        EVP_Q_mac(x->libctx, fams[i % 2].mac, where_q,
+                  i % 2 == 0 ? "AES-128-CBC" : "AES-128-GCM",
+                  i % 2 == 0 ? NULL : p, key, 16, msgs[2], 40, out,
+                  sizeof(out), &outl);
+    }
+    ERR_clear_error();
+    kct_rec_run(pat_base_where, x->libctx, x->rec);
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+static void test_base_where(void)
+{
+    KCT_OTHER o;
+    KCT_REC def = { 0 }, warm = { 0 }, cold = { 0 };
+    BASE_WHERE x;
+    pthread_t t;
+
+    ciph_cbc = EVP_CIPHER_fetch(kct_default(), "AES-128-CBC", NULL);
+    ciph_gcm = EVP_CIPHER_fetch(kct_default(), "AES-128-GCM", NULL);
+    CU_ASSERT_FATAL(ciph_cbc != NULL && ciph_gcm != NULL);
+    CU_ASSERT_FATAL(kct_other_start_conf(&o, "kctestciph", OSSL_OP_CIPHER,
+                                         ciph_algs, "aes_gcm = off\n"));
+    CU_ASSERT_FATAL(
+        EVP_set_default_properties(o.ref, "?provider=default")
+        && EVP_set_default_properties(o.kc, "?provider=default"));
+    where_q = NULL;
+    kct_rec_run(pat_base_where, o.ref, &def);
+    where_q = "provider=" KEYCACHE_PROVIDER_NAME;
+    kct_rec_run(pat_base_where, o.kc, &warm);
+    CU_ASSERT(kct_rec_same("based contexts, warm", &def, &warm));
+    x.libctx = o.kc;
+    x.rec = &cold;
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, base_where_main, &x) == 0);
+    pthread_join(t, NULL);
+    CU_ASSERT(kct_rec_same("based contexts, cold", &def, &cold));
+    /* not vacuous: theirs ran in some rounds and not in others */
+    CU_ASSERT(strstr(def.buf, "kctestciph calls some") != NULL
+              && strstr(def.buf, "kctestciph calls none") != NULL);
+    kct_rec_free(&def);
+    kct_rec_free(&warm);
+    kct_rec_free(&cold);
+    kct_other_stop(&o);
+    EVP_CIPHER_free(ciph_cbc);
+    EVP_CIPHER_free(ciph_gcm);
+    ciph_cbc = ciph_gcm = NULL;
+}
+
 static void test_q_mac(void) { run_pattern(pat_q_mac, 1); }
 static void test_fresh(void) { run_pattern(pat_fresh, 1); }
 static void test_key_in_set(void) { run_pattern(pat_key_in_set, 1); }
@@ -3227,6 +3354,8 @@ static void add_suites(void)
     CU_add_test(s, "a new key per message, then one key", test_cold);
     CU_add_test(s, "a thread's base: new keys, shapes, steps", test_base);
     CU_add_test(s, "patterns on a thread made cold", test_cold_patterns);
+    CU_add_test(s, "a base's contexts given another provider's cipher",
+                test_base_where);
     CU_add_test(s, "a cipher of another provider's, or none",
                 test_cipher_where);
 }

@@ -78,10 +78,14 @@ MUTANTS = {
     "tmpl-base-empty-any": ("provider/layer/tmpl.c",
         "        return s->ns > 0 || (b->len == 0 && w->f->d->cipher_param == NULL);",
         "        return 1;"),
+    # ...or its recorded shape keyed under the properties of the key's time
+    "tmpl-base-gen-at-key": ("provider/layer/tmpl.c",
+        "        || (b = w->based ? base_at(w->f, c, w->based_gen)",
+        "        || (b = w->based ? base_get(w->pctx, w->f, c)"),
     # ...kept across a change of the default properties
     "tmpl-base-stale-props": ("provider/layer/tmpl.c",
-        "        || b->gen != __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE))\n        return NULL;\n    return b;",
-        "        || 0)\n        return NULL;\n    return b;"),
+        "    if (f->d->base == 0 || (b = kc_cache_aux_get(c, f)) == NULL\n        || b->gen != gen)",
+        "    if (f->d->base == 0 || (b = kc_cache_aux_get(c, f)) == NULL\n        || 0)"),
     # an unkeyed MAC context's copy: remembered as possible for any record
     "tmpl-dup-memo-any": ("provider/layer/tmpl.c",
         "                            w->t.len, NULL, 0) == 1)",

@@ -41,7 +41,9 @@ typedef struct {
      * naming a cipher, the application's default's too; 0: none of them.
      */
     int first;
-    int based;                  /* its record is the thread's base's shape */
+    /* its record is the shape of the thread's base made under props_gen */
+    int based;
+    unsigned int based_gen;
     /* the record: the shape's calls, then the volatile calls, never mixed */
     KC_TCORE t;
 } KC_TMAC_CTX;
@@ -717,7 +719,8 @@ typedef struct {
     const KC_TFAM *f;
     void *ctx;                  /* NULL: the shape makes no base */
     unsigned int gen;           /* pctx->props_gen when made */
-    unsigned int misses;        /* other cold shapes since it last matched */
+    unsigned int misses;        /* another shape's, in a row (miss_fp) */
+    uint64_t miss_fp;
     size_t keylen;              /* KC_BASE_KEYED: its zeros' length, or 0 */
     size_t len;                 /* the shape's call, as recorded */
     uint64_t hash;
@@ -736,16 +739,64 @@ static void base_free(void *vb)
     OPENSSL_free(b);
 }
 
-/* The thread's base of family f, if made under today's properties. */
-static KC_TBASE *base_get(const KC_PROVCTX *pctx, const KC_TFAM *f,
-                          KC_CACHE *c)
+/* The thread's base of family f, if made under the properties of gen. */
+static KC_TBASE *base_at(const KC_TFAM *f, KC_CACHE *c, unsigned int gen)
 {
     KC_TBASE *b;
 
     if (f->d->base == 0 || (b = kc_cache_aux_get(c, f)) == NULL
-        || b->gen != __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE))
+        || b->gen != gen)
         return NULL;
     return b;
+}
+
+/* ... today's */
+static KC_TBASE *base_get(const KC_PROVCTX *pctx, const KC_TFAM *f,
+                          KC_CACHE *c)
+{
+    return base_at(f, c, __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE));
+}
+
+/* FNV-1a of a call's shape names, types and data */
+static uint64_t shape_fp(const SPLIT *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    const unsigned char *d;
+    size_t i, j, n;
+
+    for (i = 0; i < s->ns; i++) {
+        for (d = (const unsigned char *)s->shape[i]->key; *d != '\0'; d++)
+            h = (h ^ *d) * 0x100000001b3ULL;
+        h = (h ^ (0x100 | s->shape[i]->data_type)) * 0x100000001b3ULL;
+        d = s->shape[i]->data;
+        n = d != NULL ? s->shape[i]->data_size : 0;
+        for (j = 0; j < n; j++)
+            h = (h ^ d[j]) * 0x100000001b3ULL;
+        h = (h ^ 0x200) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/*
+ * A cold call of shape names only, not b's (NULL: none): time for a base
+ * of its shape?  Once the same shape missed twice in a row, so that shapes
+ * in rotation keep the one base rather than remake it at every context.
+ */
+static int base_missed(KC_TBASE *b, const SPLIT *s)
+{
+    uint64_t fp;
+
+    if (s->key != NULL || s->nv > 0 || s->ns == 0)
+        return 0;
+    if (b == NULL)
+        return 1;
+    fp = shape_fp(s);
+    if (b->misses == 0 || fp != b->miss_fp) {
+        b->miss_fp = fp;
+        b->misses = 1;
+        return 0;
+    }
+    return ++b->misses >= KC_BASE_MISSES;
 }
 
 /*
@@ -788,6 +839,7 @@ static KC_NOINLINE void base_make(KC_PROVCTX *pctx, const KC_TFAM *f,
     b->f = f;
     b->gen = gen;
     b->misses = 0;
+    b->miss_fp = 0;
     b->keylen = 0;
     b->len = tmp.t.len;
     b->hash = tmp.t.hash;
@@ -869,8 +921,7 @@ static KC_NOINLINE int base_shape(KC_TMAC_CTX *w, KC_CACHE *c,
     if (!split(w->f, params, s))
         return -1;
     if (b == NULL || !base_is(w, b, s)) {
-        *make = s->key == NULL && s->nv == 0 && s->ns > 0
-                && (b == NULL || ++b->misses >= KC_BASE_MISSES);
+        *make = base_missed(b, s);
         return -1;
     }
     b->misses = 0;
@@ -885,6 +936,7 @@ static KC_NOINLINE int base_shape(KC_TMAC_CTX *w, KC_CACHE *c,
     w->t.hash = b->hash;
     w->t.value = -1;
     w->based = 1;
+    w->based_gen = b->gen;
     return 1;
 }
 
@@ -905,8 +957,11 @@ static KC_NOINLINE int base_key(KC_TMAC_CTX *w, const unsigned char *key,
 
     s.key = NULL;
     s.ns = s.nv = 0;
+    /* a recorded shape: the default fetched its cipher then, not now */
     if ((c = kc_cache_get(w->pctx)) == NULL
-        || (b = base_get(w->pctx, w->f, c)) == NULL || b->ctx == NULL
+        || (b = w->based ? base_at(w->f, c, w->based_gen)
+                         : base_get(w->pctx, w->f, c)) == NULL
+        || b->ctx == NULL
         || (params != NULL && !split(w->f, params, &s)) || !base_is(w, b, &s))
         return -1;
     if (w->f->d->base == KC_BASE_KEYED && b->keylen != keylen) {
@@ -970,23 +1025,15 @@ static void *cipher_part(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
     return t;
 }
 
-/*
- * A cipher set on a direct family's keyed context (GMAC): a new default one
- * takes the cipher part, then the rest; if the first fails, nothing changes.
- */
-static KC_NOINLINE int direct_recipher(KC_TMAC_CTX *w,
-                                       const OSSL_PARAM params[])
+/* w's inner replaced by t, which took params' cipher part: then the rest */
+static int recipher_to(KC_TMAC_CTX *w, const OSSL_PARAM params[], void *t,
+                       EVP_MAC *mac)
 {
     const KC_TFAM *f = w->f;
     OSSL_PARAM b[16], *rest;
-    EVP_MAC *mac;
     int ok;
-    void *t = cipher_part(w, params, &mac, &ok);
 
-    if (t == NULL)
-        return 0;
-    if (!ok
-        || (rest = without(params, f->d->cipher_param, NULL, b, 16)) == NULL) {
+    if ((rest = without(params, f->d->cipher_param, NULL, b, 16)) == NULL) {
         free_inner(w, t, mac);
         return 0;
     }
@@ -1001,6 +1048,26 @@ static KC_NOINLINE int direct_recipher(KC_TMAC_CTX *w,
     return ok;
 }
 
+/*
+ * A cipher set on a direct family's keyed context (GMAC): a new default one
+ * takes the cipher part, then the rest; if the first fails, nothing changes.
+ */
+static KC_NOINLINE int direct_recipher(KC_TMAC_CTX *w,
+                                       const OSSL_PARAM params[])
+{
+    EVP_MAC *mac;
+    int ok;
+    void *t = cipher_part(w, params, &mac, &ok);
+
+    if (t == NULL)
+        return 0;
+    if (!ok) {
+        free_inner(w, t, mac);
+        return 0;
+    }
+    return recipher_to(w, params, t, mac);
+}
+
 /* Do params (not NULL) name the family's cipher parameter c? */
 static ossl_inline int names_cipher(const char *c, const OSSL_PARAM *params)
 {
@@ -1008,23 +1075,6 @@ static ossl_inline int names_cipher(const char *c, const OSSL_PARAM *params)
         if (params->key[0] == c[0] && strcmp(params->key, c) == 0)
             return 1;
     return 0;
-}
-
-/*
- * A cipher named to a private keyed default context (CMAC's): 1 if one of
- * the application's default refused it, with the default's errors.
- */
-static int app_refuses(const KC_TMAC_CTX *w, const OSSL_PARAM params[])
-{
-    EVP_MAC *mac;
-    void *t;
-    int ok;
-
-    if (!needs_app(w, params, 0)
-        || (t = cipher_part(w, params, &mac, &ok)) == NULL)
-        return 0;
-    free_inner(w, t, mac);
-    return !ok;
 }
 
 /* (layer.h) the default asked once, at the first repeated name */
@@ -1105,16 +1155,21 @@ static int forward(KC_TMAC_CTX *w, int init, const unsigned char *key,
 
 /*
  * set_ctx_params (or init if init) naming a cipher on a keyed context.  A
- * direct family's starts over as the default's.  A refused cipher fails
- * with app_refuses()' errors; the call still goes to this context, whose
- * failing fetch leaves it as the default's would, its errors (naming
- * keycache's library context) dropped.
+ * direct family's starts over as the default's, and so does a private
+ * default context given a cipher that resolves elsewhere in the
+ * application's library context (another provider's): a context of the
+ * application's default takes the call, as the default's fetch would.  A
+ * cipher it refuses still goes to this context, whose failing fetch
+ * leaves it as the default's would, its errors (naming keycache's library
+ * context) dropped for the application's.
  */
 static KC_NOINLINE int cipher_call(KC_TMAC_CTX *w, int init,
                                    const unsigned char *key, size_t keylen,
                                    const OSSL_PARAM params[])
 {
-    int refused;
+    EVP_MAC *mac;
+    void *t;
+    int ok;
 
     /* the application's default's: it fetches as the default would */
     if (w->app_mac != NULL || w->first)
@@ -1126,11 +1181,15 @@ static KC_NOINLINE int cipher_call(KC_TMAC_CTX *w, int init,
     if (w->ops != &w->f->mac)
         return direct_recipher(w, params)
                && (!init || w->ops->init(w->t.inner, key, keylen, NULL));
-    if ((refused = app_refuses(w, params)))
-        ERR_set_mark();
-    init = forward(w, init, key, keylen, params);
-    if (!refused)
-        return init;
+    if (!needs_app(w, params, 0)
+        || (t = cipher_part(w, params, &mac, &ok)) == NULL)
+        return forward(w, init, key, keylen, params);
+    if (ok)
+        return recipher_to(w, params, t, mac)
+               && (!init || w->ops->init(w->t.inner, key, keylen, NULL));
+    free_inner(w, t, mac);
+    ERR_set_mark();
+    (void)forward(w, init, key, keylen, params);
     ERR_pop_to_mark();
     return 0;
 }
@@ -1189,20 +1248,23 @@ static int base_serves(KC_PROVCTX *pctx, const KC_TFAM *f)
 
 /*
  * set_ctx_params of a cold context of the application's default's, made
- * while the thread had no base: its first call of shape names makes one.
+ * while the thread had no base serving: its first call of shape names
+ * makes one, as base_missed() says.
  */
 static KC_NOINLINE int cold_forward(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
     KC_CACHE *c;
+    KC_TBASE *b;
     SPLIT s;
 
     if (!forward(w, 0, NULL, 0, params))
         return 0;
-    if (params != NULL && w->f->d->cipher_param != NULL
-        && (c = kc_cache_get(w->pctx)) != NULL
-        && base_get(w->pctx, w->f, c) == NULL && split(w->f, params, &s)
-        && s.key == NULL && s.nv == 0 && s.ns > 0)
-        base_make(w->pctx, w->f, c, &s);
+    if (params != NULL && w->f->d->base != 0
+        && (c = kc_cache_get(w->pctx)) != NULL && split(w->f, params, &s)) {
+        b = base_get(w->pctx, w->f, c);
+        if ((b == NULL || !base_is(w, b, &s)) && base_missed(b, &s))
+            base_make(w->pctx, w->f, c, &s);
+    }
     return 1;
 }
 
@@ -1576,8 +1638,19 @@ static KC_NOINLINE int cold_set_params(KC_TMAC_CTX *w,
         && (c = kc_cache_get(w->pctx)) != NULL
         && (r = base_shape(w, c, params, &s, &make)) >= 0)
         return r;
-    if (!materialize(w, params) || !w->f->mac.set_ctx_params(w->t.inner, params))
+    /* not the base's: the application's default's, as kc_tmac_newctx() */
+    if (w->t.len == 0 && w->f->d->cipher_param != NULL && !w->f->nested
+        && (w->t.inner = kc_inner_app_first(w->pctx,
+                                            (EVP_MAC **)&w->f->app_first,
+                                            w->f->d->name,
+                                            w->f->mac.newctx)) != NULL) {
+        w->first = KC_FIRST_COLD;
+        if (!forward(w, 0, NULL, 0, params))
+            return 0;
+    } else if (!materialize(w, params)
+               || !w->f->mac.set_ctx_params(w->t.inner, params)) {
         return 0;
+    }
     if (make)
         base_make(w->pctx, w->f, c, &s);
     return 1;
