@@ -103,20 +103,22 @@ Where the losses come from today:
   fetch (`first-gcm` 1.35x): so `auto` offers no cipher and no CMAC
   there, and the CMAC, OCB and SIV rows run the default's
   (docs/families.md).
-- `dup-*`, `newkey-gmac`, `newkey-kmac` on 3.5 and 4.0, and on 3.0
-  `copy-keyed-ocb`, `newkey-cmac`, `cmac-3des`; on 4.0 a key used three
-  times and `newkey-hmac-200B`: a
-  wrapper struct per context (taken from and given back to the thread's
-  pool), forwarding, and the admission's origin check (issue 34).  A
+- `newkey-cmac`, `newkey-gmac`, `newkey-kmac`, `cmac-3des` gain: a
   thread whose keys never repeat stops looking them up (its contexts are
-  cold) but still pays the wrapper, and before that, one window of 64
-  contexts each pays a look-up and a count (`newkey-cmac`: ~1,000
-  instructions each, `--profiles DIR newkey-cmac`).  A cold CMAC
-  context (GMAC's while GCM is off) is the application's default's from
-  `newctx`, as a thread's first is, and EVP_Q_mac's no-op sets are not
-  forwarded to it; a cold GMAC's while GCM is on still asks where its
-  cipher resolves (~250 instructions), and `cmac-3des` compares each
-  context's cipher with the thread's last pass-through (~210).
+  cold), and keeps one *base* per family, a private default context with
+  its last shape set (CMAC's and KMAC's keyed with zeros: their default
+  copies no unkeyed context); a new key copies it and keys the copy
+  instead of fetching the cipher or KMAC's digest again (~2,500
+  instructions a context; CMAC with 3DES, never cached, too).  Shapes in
+  rotation keep one base (another is made only when the same other shape
+  misses twice in a row), the rest being the application's default's as
+  a thread's first contexts are: `newkey-cmac-sizes` (three AES key sizes
+  in turn) pays the wrapper and the base's check on two contexts in
+  three.
+- `dup-*`, and on 3.0 `copy-keyed-ocb`; on 4.0 a key used three times
+  and `newkey-hmac-200B`: a
+  wrapper struct per context (taken from and given back to the thread's
+  pool), forwarding, and the admission's origin check (issue 34).
   `steady-*`: a kept keyed context pays only forwarding,
   about 4 instructions a call (`steady-ocb`: 6 calls a message, 24
   instructions, the forwarding floor below).
