@@ -1003,8 +1003,8 @@ MUTANTS = {
     # a cipher after the key: the default's context taken even when the
     # cipher failed (the message so far is lost)
     "gmac-recipher-adopts-failure": ("provider/layer/tmpl.c",
-        "    if (!ok\n        || (rest = without(",
-        "    if (0\n        || (rest = without("),
+        "    if (!ok) {\n        free_inner(w, t, mac);\n        return 0;\n    }\n    return recipher_to(",
+        "    if (0) {\n        free_inner(w, t, mac);\n        return 0;\n    }\n    return recipher_to("),
     # ... the default's context made in the private library context
     "gmac-recipher-private": ("provider/layer/tmpl.c",
         "    if ((t = new_inner(w, params, mac)) != NULL)",
