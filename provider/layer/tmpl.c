@@ -815,7 +815,8 @@ static KC_NOINLINE void base_make(KC_PROVCTX *pctx, const KC_TFAM *f,
     unsigned int gen;
     int ok;
 
-    if (pctx->props_follow == NULL || !pctx->props_follow(pctx))
+    if (pctx->props_follow == NULL || kc_quirk_props_unannounced()
+        || !pctx->props_follow(pctx))
         return;
     gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
     tmp.pctx = pctx;

@@ -42,6 +42,11 @@ int kc_quirk_same_major(const char *host_version)
  */
 const int kc_quirk_load_keeps_errors = OPENSSL_VERSION_MAJOR >= 4;
 
+int kc_quirk_props_unannounced(void)
+{
+    return OPENSSL_version_major() >= 4;
+}
+
 /* seen with 4.0.3: get_updated_iv right after EVP_CipherInit_ex(c, NULL...) */
 const int kc_quirk_gcm_draws_iv = OPENSSL_VERSION_MAJOR >= 4;
 
