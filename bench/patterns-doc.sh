@@ -103,7 +103,9 @@ Where the losses come from today:
   fetch (`first-gcm` 1.35x): so `auto` offers no cipher and no CMAC
   there, and the CMAC, OCB and SIV rows run the default's
   (docs/families.md).
-- `newkey-cmac`, `newkey-gmac`, `newkey-kmac`, `cmac-3des` gain: a
+- `newkey-cmac`, `newkey-gmac`, `newkey-kmac`, `cmac-3des` gain on 3.x
+  (on 4.x bases are off: a change of the default properties is not
+  announced there, and a base could not follow it): a
   thread whose keys never repeat stops looking them up (its contexts are
   cold), and keeps one *base* per family, a private default context with
   its last shape set (CMAC's and KMAC's keyed with zeros: their default
@@ -115,8 +117,8 @@ Where the losses come from today:
   a thread's first contexts are: `newkey-cmac-sizes` (three AES key sizes
   in turn) pays the wrapper and the base's check on two contexts in
   three.
-- `dup-*`, and on 3.0 `copy-keyed-ocb`; on 4.0 a key used three times
-  and `newkey-hmac-200B`: a
+- `dup-*`, and on 3.0 `copy-keyed-ocb`; on 4.0 `newkey-gmac`,
+  `newkey-kmac`, a key used three times and `newkey-hmac-200B`: a
   wrapper struct per context (taken from and given back to the thread's
   pool), forwarding, and the admission's origin check (issue 34).
   `steady-*`: a kept keyed context pays only forwarding,

@@ -739,12 +739,18 @@ static void base_free(void *vb)
     OPENSSL_free(b);
 }
 
+/* Does family f have bases on this libcrypto? */
+static ossl_inline int bases_on(const KC_TFAM *f)
+{
+    return f->d->base != 0 && !kc_quirk_props_unannounced();
+}
+
 /* The thread's base of family f, if made under the properties of gen. */
 static KC_TBASE *base_at(const KC_TFAM *f, KC_CACHE *c, unsigned int gen)
 {
     KC_TBASE *b;
 
-    if (f->d->base == 0 || (b = kc_cache_aux_get(c, f)) == NULL
+    if (!bases_on(f) || (b = kc_cache_aux_get(c, f)) == NULL
         || b->gen != gen)
         return NULL;
     return b;
@@ -815,8 +821,7 @@ static KC_NOINLINE void base_make(KC_PROVCTX *pctx, const KC_TFAM *f,
     unsigned int gen;
     int ok;
 
-    if (pctx->props_follow == NULL || kc_quirk_props_unannounced()
-        || !pctx->props_follow(pctx))
+    if (pctx->props_follow == NULL || !pctx->props_follow(pctx))
         return;
     gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
     tmp.pctx = pctx;
@@ -1230,7 +1235,7 @@ static int base_defers(KC_PROVCTX *pctx, const KC_TFAM *f)
     KC_CACHE *c;
     KC_TBASE *b;
 
-    if (f->d->base == 0 || (c = kc_cache_get(pctx)) == NULL)
+    if (!bases_on(f) || (c = kc_cache_get(pctx)) == NULL)
         return 0;
     if ((b = base_get(pctx, f, c)) != NULL)
         return b->ctx != NULL;
@@ -1260,7 +1265,7 @@ static KC_NOINLINE int cold_forward(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 
     if (!forward(w, 0, NULL, 0, params))
         return 0;
-    if (params != NULL && w->f->d->base != 0
+    if (params != NULL && bases_on(w->f)
         && (c = kc_cache_get(w->pctx)) != NULL && split(w->f, params, &s)) {
         b = base_get(w->pctx, w->f, c);
         if ((b == NULL || !base_is(w, b, &s)) && base_missed(b, &s))
@@ -1635,7 +1640,7 @@ static KC_NOINLINE int cold_set_params(KC_TMAC_CTX *w,
     SPLIT s;
     int r, make = 0;
 
-    if (w->f->d->base != 0 && w->t.len == 0
+    if (w->t.len == 0 && bases_on(w->f)
         && (c = kc_cache_get(w->pctx)) != NULL
         && (r = base_shape(w, c, params, &s, &make)) >= 0)
         return r;
@@ -1818,7 +1823,7 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
         return !direct || apply_volatile(w, &s);
     kc_tcore_back(&w->t, &sv);
  pass:
-    if ((w->t.cold || w->based) && key != NULL && w->f->d->base != 0
+    if ((w->t.cold || w->based) && key != NULL && bases_on(w->f)
         && (r = base_key(w, key, keylen, params)) >= 0)
         return r;
     if (!materialize(w, params)
