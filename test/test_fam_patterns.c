@@ -3085,7 +3085,13 @@ static void test_cipher_where(void)
 
     base_other = &o;
     where_q = "provider=" KEYCACHE_PROVIDER_NAME;
-    CU_ASSERT_EQUAL(kct_thread_problems(base_props_main), 0);
+    /*
+     * 4.x does not announce a change of the default properties to
+     * keycache (kc_quirk_props_unannounced()): what it learned before the
+     * change stays, a known gap there, with or without bases.
+     */
+    if (OPENSSL_version_major() < 4)
+        CU_ASSERT_EQUAL(kct_thread_problems(base_props_main), 0);
 
     CU_ASSERT_FATAL(
         EVP_set_default_properties(o.ref, "?provider=kctestciph")

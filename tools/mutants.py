@@ -92,8 +92,8 @@ MUTANTS = {
         "        || (b = w->based ? base_get(w->pctx, w->f, c)"),
     # ...kept across a change of the default properties
     "tmpl-base-stale-props": ("provider/layer/tmpl.c",
-        "    if (f->d->base == 0 || (b = kc_cache_aux_get(c, f)) == NULL\n        || b->gen != gen)",
-        "    if (f->d->base == 0 || (b = kc_cache_aux_get(c, f)) == NULL\n        || 0)"),
+        "    if (!bases_on(f) || (b = kc_cache_aux_get(c, f)) == NULL\n        || b->gen != gen)",
+        "    if (!bases_on(f) || (b = kc_cache_aux_get(c, f)) == NULL\n        || 0)"),
     # an unkeyed MAC context's copy: remembered as possible for any record
     "tmpl-dup-memo-any": ("provider/layer/tmpl.c",
         "                            w->t.len, NULL, 0) == 1)",
