@@ -377,7 +377,7 @@ MUTANTS = {
     # a cold CMAC context made the private default's, not the application's
     # (a refused cipher's error then names keycache's library context)
     "cold-mac-private-inner": ("provider/layer/tmpl.c",
-        "        && (w->t.inner = kc_inner_app_first(pctx, (EVP_MAC **)&f->app_first,\n                                            f->d->name,\n                                            f->mac.newctx)) != NULL) {\n        w->t.cold = 1;\n        w->first = KC_FIRST_COLD;",
+        "        && (w->t.inner = app_first_inner(w)) != NULL) {\n        w->t.cold = 1;\n        w->first = KC_FIRST_COLD;",
         "        && (w->t.inner = f->mac.newctx(pctx->inner_provctx)) != NULL) {\n        w->t.cold = 1;\n        w->first = KC_FIRST_COLD;"),
     # a keyed context's every set_ctx_params taken for EVP_Q_mac's no-op
     "keyed-set-skipped-any": ("provider/layer/tmpl.c",

@@ -703,6 +703,13 @@ static KC_NOINLINE int materialize(KC_TMAC_CTX *w, const OSSL_PARAM params[])
     return 1;
 }
 
+/* A new context of the application's default (a first or cold context) */
+static void *app_first_inner(const KC_TMAC_CTX *w)
+{
+    return kc_inner_app_first(w->pctx, (EVP_MAC **)&w->f->app_first,
+                              w->f->d->name, w->f->mac.newctx);
+}
+
 /*
  * A thread's base for a family's cold contexts (KC_TDESC.base: CMAC, GMAC,
  * KMAC): a private default context given the thread's last cold shape and,
@@ -1246,10 +1253,11 @@ static int base_defers(KC_PROVCTX *pctx, const KC_TFAM *f)
 /* Has the thread a base of f with a context (see KC_TBASE)? */
 static int base_serves(KC_PROVCTX *pctx, const KC_TFAM *f)
 {
-    KC_CACHE *c = kc_cache_get(pctx);
+    KC_CACHE *c;
     KC_TBASE *b;
 
-    return c != NULL && (b = base_get(pctx, f, c)) != NULL && b->ctx != NULL;
+    return bases_on(f) && (c = kc_cache_get(pctx)) != NULL
+           && (b = base_get(pctx, f, c)) != NULL && b->ctx != NULL;
 }
 
 /*
@@ -1291,10 +1299,7 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
     w->f = f;
     w->ops = &f->mac;
     if (!cold && f->first && kc_tcore_app_first(pctx, &f->alg)
-        && (w->t.inner = kc_inner_app_first(pctx,
-                                            (EVP_MAC **)&f->app_first,
-                                            f->d->name,
-                                            f->mac.newctx)) != NULL) {
+        && (w->t.inner = app_first_inner(w)) != NULL) {
         w->t.cold = 1;
         w->first = KC_FIRST_SHAPE;
         kc_count_passthrough(pctx, &f->alg);
@@ -1310,9 +1315,7 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
      */
     if (cold && f->d->cipher_param != NULL && !f->nested
         && !base_serves(pctx, f)
-        && (w->t.inner = kc_inner_app_first(pctx, (EVP_MAC **)&f->app_first,
-                                            f->d->name,
-                                            f->mac.newctx)) != NULL) {
+        && (w->t.inner = app_first_inner(w)) != NULL) {
         w->t.cold = 1;
         w->first = KC_FIRST_COLD;
         return w;
@@ -1646,10 +1649,7 @@ static KC_NOINLINE int cold_set_params(KC_TMAC_CTX *w,
         return r;
     /* not the base's: the application's default's, as kc_tmac_newctx() */
     if (w->t.len == 0 && w->f->d->cipher_param != NULL && !w->f->nested
-        && (w->t.inner = kc_inner_app_first(w->pctx,
-                                            (EVP_MAC **)&w->f->app_first,
-                                            w->f->d->name,
-                                            w->f->mac.newctx)) != NULL) {
+        && (w->t.inner = app_first_inner(w)) != NULL) {
         w->first = KC_FIRST_COLD;
         if (!forward(w, 0, NULL, 0, params))
             return 0;
