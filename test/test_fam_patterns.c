@@ -2802,6 +2802,24 @@ static const OSSL_ALGORITHM ciph_algs[] = {
 /* the MACs' query: keycache's, where the default properties prefer theirs */
 static const char *where_q;
 
+/* "kctestciph" loaded beside the default and beside keycache (its lines) */
+static int theirs_start(KCT_OTHER *o, const char *lines)
+{
+    ciph_cbc = EVP_CIPHER_fetch(kct_default(), "AES-128-CBC", NULL);
+    ciph_gcm = EVP_CIPHER_fetch(kct_default(), "AES-128-GCM", NULL);
+    return ciph_cbc != NULL && ciph_gcm != NULL
+           && kct_other_start_conf(o, "kctestciph", OSSL_OP_CIPHER, ciph_algs,
+                                   lines);
+}
+
+static void theirs_stop(KCT_OTHER *o)
+{
+    kct_other_stop(o);
+    EVP_CIPHER_free(ciph_cbc);
+    EVP_CIPHER_free(ciph_gcm);
+    ciph_cbc = ciph_gcm = NULL;
+}
+
 static void pat_cipher_where(OSSL_LIB_CTX *libctx, REC *r)
 {
     static const char *const props[] = {
@@ -3030,11 +3048,7 @@ static void test_cipher_where(void)
     size_t l1 = 0, l2 = 0;
     OSSL_PARAM p[4];
 
-    ciph_cbc = EVP_CIPHER_fetch(kct_default(), "AES-128-CBC", NULL);
-    ciph_gcm = EVP_CIPHER_fetch(kct_default(), "AES-128-GCM", NULL);
-    CU_ASSERT_FATAL(ciph_cbc != NULL && ciph_gcm != NULL);
-    CU_ASSERT_FATAL(kct_other_start(&o, "kctestciph", OSSL_OP_CIPHER,
-                                    ciph_algs));
+    CU_ASSERT_FATAL(theirs_start(&o, ""));
 
     /*
      * keycache offers AES-GCM itself: where it is loaded, the default's
@@ -3124,10 +3138,7 @@ static void test_cipher_where(void)
               && strstr(def.buf, "final rc=1") != NULL);
     kct_rec_free(&def);
     kct_rec_free(&got);
-    kct_other_stop(&o);
-    EVP_CIPHER_free(ciph_cbc);
-    EVP_CIPHER_free(ciph_gcm);
-    ciph_cbc = ciph_gcm = NULL;
+    theirs_stop(&o);
 }
 
 /*
@@ -3227,11 +3238,7 @@ static void test_base_where(void)
     BASE_WHERE x;
     pthread_t t;
 
-    ciph_cbc = EVP_CIPHER_fetch(kct_default(), "AES-128-CBC", NULL);
-    ciph_gcm = EVP_CIPHER_fetch(kct_default(), "AES-128-GCM", NULL);
-    CU_ASSERT_FATAL(ciph_cbc != NULL && ciph_gcm != NULL);
-    CU_ASSERT_FATAL(kct_other_start_conf(&o, "kctestciph", OSSL_OP_CIPHER,
-                                         ciph_algs, "aes_gcm = off\n"));
+    CU_ASSERT_FATAL(theirs_start(&o, "aes_gcm = off\n"));
     CU_ASSERT_FATAL(
         EVP_set_default_properties(o.ref, "?provider=default")
         && EVP_set_default_properties(o.kc, "?provider=default"));
@@ -3251,10 +3258,7 @@ static void test_base_where(void)
     kct_rec_free(&def);
     kct_rec_free(&warm);
     kct_rec_free(&cold);
-    kct_other_stop(&o);
-    EVP_CIPHER_free(ciph_cbc);
-    EVP_CIPHER_free(ciph_gcm);
-    ciph_cbc = ciph_gcm = NULL;
+    theirs_stop(&o);
 }
 
 static void test_q_mac(void) { run_pattern(pat_q_mac, 1); }
