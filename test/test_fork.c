@@ -339,22 +339,30 @@ static int reap(KID *kids, int *n, STORM *st)
     return gone;
 }
 
-static void test_fork_storm(void)
+/*
+ * warm: the parent caches keys first.  Cold, it has made no cache and
+ * hashed no key (a fresh process, see fresh_storm()): keycache registers
+ * its fork handlers only then, or once registry_lock is taken while other
+ * threads run, as the poller's is.
+ */
+static void fork_storm(int warm, int children)
 {
     const struct timespec pause = { 0, 200 * 1000 };
     KID kids[STORM_INFLIGHT];
     POLLER poller;
     STORM st;
     pthread_t t;
-    int n = 0, want = STORM_CHILDREN;
+    int n = 0, want = children;
     pid_t pid;
 
     memset(&poller, 0, sizeof(poller));
     memset(&st, 0, sizeof(st));
     kct_use(kct_keycache());
     /* twice: the second round hits, so the children inherit a warm cache */
-    CU_ASSERT_EQUAL(run_keys(STORM_WARM, 1), 0);
-    CU_ASSERT_EQUAL(run_keys(STORM_WARM, 2), 0);
+    if (warm) {
+        CU_ASSERT_EQUAL(run_keys(STORM_WARM, 1), 0);
+        CU_ASSERT_EQUAL(run_keys(STORM_WARM, 2), 0);
+    }
     poller.prov = kct_keycache_provider();
     CU_ASSERT_PTR_NOT_NULL_FATAL(poller.prov);
     CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, poll_counters, &poller),
@@ -403,7 +411,7 @@ static void test_fork_storm(void)
     CU_ASSERT_EQUAL(st.hangs, 0);
     CU_ASSERT_EQUAL(st.failed, 0);
     CU_ASSERT_EQUAL(st.lost, 0);
-    CU_ASSERT_EQUAL(st.exited_ok, STORM_CHILDREN);
+    CU_ASSERT_EQUAL(st.exited_ok, children);
     CU_ASSERT_TRUE(poller.polls > 0);
     CU_ASSERT_EQUAL(poller.failed, 0);
 
@@ -411,6 +419,11 @@ static void test_fork_storm(void)
     CU_ASSERT_EQUAL(run_keys(STORM_WARM, 3), 0);
     CU_ASSERT_NOT_EQUAL(kct_counter(KEYCACHE_PARAM_HITS), UINT64_MAX);
     kct_use(NULL);
+}
+
+static void test_fork_storm(void)
+{
+    fork_storm(1, STORM_CHILDREN);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -537,7 +550,7 @@ static void scan_copies(int k, unsigned long copies[NROWS], const char *say)
  * here (so never cached), so that a key used three times next is cached.
  * The mismatches.
  */
-static int spend_first(OSSL_LIB_CTX *ctx)
+static int spend_first_of(OSSL_LIB_CTX *ctx, size_t only)
 {
     unsigned char key[KCT_FAM_MAXKEY], got[SCAN_OUT], want[SCAN_OUT];
     size_t row, n;
@@ -546,7 +559,7 @@ static int spend_first(OSSL_LIB_CTX *ctx)
     for (row = 0; row < NROWS; row++) {
         const KCT_FAM *f = &kct_fams[row];
 
-        if (!f->first)
+        if (!f->first || (only != NROWS && row != only))
             continue;
         for (i = 0; i < 3; i++) {
             memset(key, 0xa0 + i, sizeof(key));
@@ -559,6 +572,12 @@ static int spend_first(OSSL_LIB_CTX *ctx)
         }
     }
     return bad;
+}
+
+/* every row's first contexts */
+static int spend_first(OSSL_LIB_CTX *ctx)
+{
+    return spend_first_of(ctx, NROWS);
 }
 
 /* What a child found wrong: bits of its exit status. */
@@ -752,14 +771,15 @@ static void parent_copies(OSSL_LIB_CTX *ctx, int kc, int k)
  * three times (an entry, its template and a spare, each holding the key),
  * every copy of the program's freed and wiped, then fork.
  */
-static void fork_one_thread(int kc)
+/* rekeyed: a context keyed twice first (its key is looked up at once) */
+static void fork_one_thread_as(int kc, int rekeyed)
 {
     OSSL_LIB_CTX *ctx = scan_ctx(kc);
     uint64_t hits;
     pid_t pid;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    {
+    if (rekeyed) {
         unsigned char got[SCAN_OUT], want[SCAN_OUT];
         size_t n = scan_mac_rekeyed(kct_default(), 0, want);
 
@@ -785,12 +805,12 @@ static void fork_one_thread(int kc)
 
 static void test_fork_drops_own(void)
 {
-    fork_one_thread(1);
+    fork_one_thread_as(1, 1);
 }
 
 static void test_fork_default_own(void)
 {
-    fork_one_thread(0);
+    fork_one_thread_as(0, 1);
 }
 
 /*
@@ -800,17 +820,17 @@ static void test_fork_default_own(void)
  * the child counts afresh, so with admit_after = 3 its second use is no
  * entry yet and its third is.  Every MAC is the default's.
  */
-static void *record_fork(void *arg)
+static intptr_t record_fork_of(OSSL_LIB_CTX *ctx, int hmac_only)
 {
-    OSSL_LIB_CTX *ctx = arg;
     size_t row = (size_t)(kct_fam_find("HMAC") - kct_fams);
     intptr_t bad = 0;
     pid_t pid;
     int i;
 
-    if (spend_first(ctx) != 0 || !scan_same(ctx, row, 1)
+    if (spend_first_of(ctx, hmac_only ? row : NROWS) != 0
+        || !scan_same(ctx, row, 1)
         || kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES) != 0)
-        return (void *)1;
+        return 1;
     fflush(NULL);
     if ((pid = fork()) == 0) {
         alarm(KCT_CHILD_ALARM);
@@ -827,7 +847,12 @@ static void *record_fork(void *arg)
         fflush(stderr);
         _exit((int)bad);
     }
-    return (void *)(intptr_t)(scan_wait(pid) != 0);
+    return scan_wait(pid) != 0;
+}
+
+static void *record_fork(void *arg)
+{
+    return (void *)record_fork_of(arg, 0);
 }
 
 static void test_fork_record_counts_afresh(void)
@@ -923,6 +948,87 @@ static void test_fork_default_worker(void)
     fork_worker(0);
 }
 
+/*
+ * In a fresh process (run_fresh()), before keycache has anything for its
+ * fork handlers to do, so that they are not registered yet (fork-child-
+ * empty pays nothing for them): on its only thread, a record whose one
+ * fingerprint the child must not inherit (HMAC alone: a cipher's or
+ * another MAC's first contexts would free enough wrappers to make a
+ * cache); a storm whose parent has no cache, with a poller taking
+ * registry_lock; and keys the only thread cached in a cache its first
+ * contexts made (by wrappers freed) before it hashed any key.
+ */
+static void fresh_record(void)
+{
+    OSSL_LIB_CTX *ctx = scan_ctx(1);
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_EQUAL(record_fork_of(ctx, 1), 0);
+    OSSL_LIB_CTX_free(ctx);
+}
+
+/* fewer children: the whole process must end within KCT_CHILD_ALARM */
+static void fresh_storm(void)
+{
+    fork_storm(0, STORM_CHILDREN / 4);
+}
+
+/* the first contexts of every row make a cache before any key is hashed */
+static void fresh_own(void)
+{
+    fork_one_thread_as(1, 0);
+}
+
+static const char *self;
+
+static void run_fresh(const char *what)
+{
+    char *out = NULL;
+
+    CU_ASSERT_TRUE(kct_child_output(self, "/dev/null", what, &out));
+    if (out != NULL && strstr(out, "...FAILED") != NULL)
+        fprintf(stderr, "\n%s", out);
+    free(out);
+}
+
+static void test_fork_fresh_record(void)
+{
+    run_fresh("fresh-record");
+}
+
+static void test_fork_fresh_storm(void)
+{
+    run_fresh("fresh-storm");
+}
+
+static void test_fork_fresh_own(void)
+{
+    run_fresh("fresh-own");
+}
+
+static void add_fresh(void (*fn)(void))
+{
+    CU_pSuite s = CU_add_suite("fork, fresh process", NULL, NULL);
+
+    scan_keys_init();
+    CU_add_test(s, "fresh", fn);
+}
+
+static void add_fresh_record(void)
+{
+    add_fresh(fresh_record);
+}
+
+static void add_fresh_storm(void)
+{
+    add_fresh(fresh_storm);
+}
+
+static void add_fresh_own(void)
+{
+    add_fresh(fresh_own);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("fork", NULL, NULL);
@@ -931,15 +1037,21 @@ static void add_suites(void)
     CU_add_test(s, "repeated forks, from a thread", test_fork_repeated);
     CU_add_test(s, "fork storm while a thread reads counters",
                 test_fork_storm);
+    CU_add_test(s, "fork storm, the parent without a cache (fresh process)",
+                test_fork_fresh_storm);
 
     s = CU_add_suite("fork drops key material", NULL, NULL);
     scan_keys_init();
     CU_add_test(s, "a child of a thread without a cache counts afresh",
                 test_fork_record_counts_afresh);
+    CU_add_test(s, "the same, its process's only thread (fresh process)",
+                test_fork_fresh_record);
     CU_add_test(s, "default alone: no copy in the child (one thread)",
                 test_fork_default_own);
     CU_add_test(s, "no copy of the forking thread's key in the child",
                 test_fork_drops_own);
+    CU_add_test(s, "the same, its process's only thread (fresh process)",
+                test_fork_fresh_own);
     CU_add_test(s, "default alone: no copy in the child (worker thread)",
                 test_fork_default_worker);
     CU_add_test(s, "no copy of another thread's key in the child",
@@ -948,5 +1060,16 @@ static void add_suites(void)
 
 int main(int argc, char **argv)
 {
+    self = argv[0];
+    /* --child fresh-record | fresh-storm | fresh-own: run_fresh()'s */
+    if (argc == 3 && strcmp(argv[1], "--child") == 0) {
+        if (strcmp(argv[2], "fresh-record") == 0)
+            return kct_main(argc, argv, add_fresh_record);
+        if (strcmp(argv[2], "fresh-storm") == 0)
+            return kct_main(argc, argv, add_fresh_storm);
+        if (strcmp(argv[2], "fresh-own") == 0)
+            return kct_main(argc, argv, add_fresh_own);
+        return 2;
+    }
     return kct_main(argc, argv, add_suites);
 }

@@ -738,6 +738,20 @@ MUTANTS = {
     "fork-unlocked-threaded": ("provider/cache/store.c",
         "    if (one_thread()) {\n        fork_locked = 0;",
         "    if (1) {\n        fork_locked = 0;"),
+    # fork handlers registered late: not before a thread's record takes a
+    # fingerprint (the child would count the parent's sightings), nor
+    # before registry_lock is taken while other threads run (a child of a
+    # parent without a cache hangs: test_fork's fresh storm), nor with a
+    # cache
+    "fork-arm-no-record": ("provider/cache/store.c",
+        "        return NULL;\n    fork_arm();\n    lk->hash = kc_hash(",
+        "        return NULL;\n    lk->hash = kc_hash("),
+    "fork-arm-not-threaded": ("provider/cache/store.c",
+        "    if (!one_thread())\n        fork_arm();\n    pthread_mutex_lock(&registry_lock);",
+        "    pthread_mutex_lock(&registry_lock);"),
+    "fork-arm-no-cache": ("provider/cache/store.c",
+        "    fork_arm();\n    if ((c = cache_new(pctx)) == NULL)",
+        "    if ((c = cache_new(pctx)) == NULL)"),
     # a thread's record handed out without its instance checked: a new
     # thread's (no instance's yet) or another instance's
     "record-any-instance": ("provider/cache/store.c",

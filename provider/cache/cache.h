@@ -62,6 +62,8 @@ KC_CACHE *kc_cache_here(KC_PROVCTX *pctx);
 void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size);
 
 int kc_cache_start(KC_PROVCTX *pctx);
+/* the fork handlers registered now (they are first when there is work) */
+void kc_cache_fork_arm(void);
 void kc_cache_stop(KC_PROVCTX *pctx);
 KC_CACHE *kc_cache_get(KC_PROVCTX *pctx);
 void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries);

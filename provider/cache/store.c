@@ -259,6 +259,32 @@ static void atfork_register(void)
                    registry_postfork_child);
 }
 
+/*
+ * The handlers are registered when there is first something for them to
+ * do: a cache (entries, spares, bases), a fingerprint in a thread's record
+ * (a key's, under the hash key), a report, or registry_lock taken while
+ * other threads run.  Until then a fork() costs keycache nothing
+ * (fork-child-empty): the child inherits nothing of a key, and no thread
+ * can hold the lock, since only the thread that took it ran.  Children of
+ * such a parent keep its hash key, which hashed nothing there.
+ */
+static void fork_arm(void)
+{
+    pthread_once(&atfork_once, atfork_register);
+}
+
+void kc_cache_fork_arm(void)
+{
+    fork_arm();
+}
+
+static void registry_take(void)
+{
+    if (!one_thread())
+        fork_arm();
+    pthread_mutex_lock(&registry_lock);
+}
+
 /* Is pctx, or the instance numbered inst, live?  (registry_lock held) */
 static int instance_live(const KC_PROVCTX *pctx, uint64_t inst)
 {
@@ -542,7 +568,7 @@ static void kc_thread_stop(void *arg)
     KC_PROVCTX *pctx = arg;
     KC_CACHE *c;
 
-    pthread_mutex_lock(&registry_lock);
+    registry_take();
     if (!instance_live(pctx, 0)) {
         c = NULL;
     } else if (kc_lite.inst == pctx->inst) {
@@ -736,10 +762,11 @@ static void caches_forked(void)
  */
 static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
 {
-    KC_CACHE *c = cache_new(pctx);
+    KC_CACHE *c;
     unsigned int k;
 
-    if (c == NULL)
+    fork_arm();
+    if ((c = cache_new(pctx)) == NULL)
         return NULL;
     if (l != NULL) {
         memcpy(c->sipkey, pctx->shared->key, sizeof(c->sipkey));
@@ -759,7 +786,7 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
         cache_release(c);
         return NULL;
     }
-    pthread_mutex_lock(&registry_lock);
+    registry_take();
     c->id = next_cache_id++;
     /* a thread with a record was counted when it took the record */
     if (l == NULL)
@@ -803,7 +830,7 @@ static int lite_claim(KC_PROVCTX *pctx)
     int taken;
 
     if (kc_lite.inst != 0) {
-        pthread_mutex_lock(&registry_lock);
+        registry_take();
         taken = instance_live(NULL, kc_lite.inst);
         pthread_mutex_unlock(&registry_lock);
         if (taken)
@@ -1514,6 +1541,7 @@ static KC_NOINLINE void *lite_find(KC_LITE *l, const KC_ALG *alg,
 
     if (l->pctx->cache_size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
         return NULL;
+    fork_arm();
     lk->hash = kc_hash(l->pctx->shared->key, key, keylen);
     if (rec != NULL)
         lk->hash ^= rechash * 0x9fb21c651e98df25ULL;
@@ -1764,7 +1792,7 @@ void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
     unsigned int i;
 
     *entries = 0;
-    pthread_mutex_lock(&registry_lock);
+    registry_take();
     memcpy(by, pctx->retired, sizeof(pctx->retired));
     for (i = 0; pctx->shared != NULL && i < KC_STAT_SLOTS; i++)
         by[i].passthrough += __atomic_load_n(&pctx->shared->passthrough[i],
@@ -1779,7 +1807,7 @@ void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
 void kc_cache_lost(KC_PROVCTX *pctx, uint64_t *threads, uint64_t *admitted,
                    uint64_t *wiped)
 {
-    pthread_mutex_lock(&registry_lock);
+    registry_take();
     *threads = __atomic_load_n(&pctx->threads_cached, __ATOMIC_RELAXED);
     *admitted = __atomic_load_n(&pctx->threads_admitted, __ATOMIC_RELAXED);
     *wiped = pctx->fork_wiped;
@@ -1811,9 +1839,8 @@ int kc_cache_start(KC_PROVCTX *pctx)
         pctx->shared = NULL;
         return 0;
     }
-    pthread_once(&atfork_once, atfork_register);
     pctx->tls_ok = 1;
-    pthread_mutex_lock(&registry_lock);
+    registry_take();
     pctx->inst = next_inst++;
     pctx->next_live = live_instances;
     live_instances = pctx;
@@ -1828,7 +1855,7 @@ void kc_cache_stop(KC_PROVCTX *pctx)
 
     if (!pctx->tls_ok)
         return;
-    pthread_mutex_lock(&registry_lock);
+    registry_take();
     for (pp = &live_instances; *pp != NULL; pp = &(*pp)->next_live)
         if (*pp == pctx) {
             *pp = pctx->next_live;

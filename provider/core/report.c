@@ -356,6 +356,8 @@ void kc_report_start(KC_PROVCTX *pctx)
     if (d == NULL)
         return;
     d->report = report;
+    /* the child's report counts from the fork: store.c's handlers first */
+    kc_cache_fork_arm();
     pthread_once(&hooks_once, hooks_register);
     taken = dbg_take();
     d->to.serial = ++serials;
