@@ -752,6 +752,11 @@ MUTANTS = {
     "fork-arm-no-cache": ("provider/cache/store.c",
         "    fork_arm();\n    if ((c = cache_new(pctx)) == NULL)",
         "    if ((c = cache_new(pctx)) == NULL)"),
+    # a first miss's context given the name the thread resolved last,
+    # whatever digest this context has
+    "hmac-app-spelling-unchecked": ("provider/families/hmac.c",
+        "w->dg == w->hint_dg ? w->hint\n",
+        "1 ? w->hint\n"),
     # a thread's record handed out without its instance checked: a new
     # thread's (no instance's yet) or another instance's
     "record-any-instance": ("provider/cache/store.c",

@@ -80,18 +80,18 @@ static const KC_MAC_FNS *fns(const KC_HMAC_CTX *w)
 }
 
 /*
- * Give inner the digest dg.  A private inner needs the name alone; one in
- * the application's context needs the query dg was resolved with, or that
- * context's default properties could pick another provider's.  The list
- * is what OSSL_PARAM_construct_utf8_string() makes, without its calls
- * (every miss comes here).
+ * Give inner the digest named name.  A private inner needs the name alone;
+ * one in the application's context needs the query the digest was
+ * resolved with, or that context's default properties could pick another
+ * provider's.  The list is what OSSL_PARAM_construct_utf8_string() makes,
+ * without its calls (every miss comes here).
  */
-static int inner_set_digest(const KC_HMAC_CTX *w, void *inner,
-                            const KC_DIGEST *dg, const char *props)
+static int inner_set_name(const KC_HMAC_CTX *w, void *inner,
+                          const char *name, const char *props)
 {
     OSSL_PARAM p[3] = {
-        { OSSL_MAC_PARAM_DIGEST, OSSL_PARAM_UTF8_STRING, (char *)dg->name,
-          strlen(dg->name), OSSL_PARAM_UNMODIFIED },
+        { OSSL_MAC_PARAM_DIGEST, OSSL_PARAM_UTF8_STRING, (char *)name,
+          strlen(name), OSSL_PARAM_UNMODIFIED },
         OSSL_PARAM_END, OSSL_PARAM_END
     };
 
@@ -99,6 +99,13 @@ static int inner_set_digest(const KC_HMAC_CTX *w, void *inner,
         p[1] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
                                                 (char *)props, 0);
     return fns(w)->set_ctx_params(inner, p);
+}
+
+/* ... the digest dg, by the default's first name for it */
+static int inner_set_digest(const KC_HMAC_CTX *w, void *inner,
+                            const KC_DIGEST *dg, const char *props)
+{
+    return inner_set_name(w, inner, dg->name, props);
 }
 
 /* w->dg = dg, resolved with |props| (NULL or "" for none); 0: no memory */
@@ -382,7 +389,9 @@ static KC_NOINLINE int key_app(KC_HMAC_CTX *w, const unsigned char *key,
      * keeps a successful fetch's errors), and those were raised already.
      */
     if (w->dg_props == NULL) {
-        ok = inner_set_digest(w, ctx, w->dg, NULL);
+        /* the application's spelling, if known: its fetch's very look-up */
+        ok = inner_set_name(w, ctx, w->dg == w->hint_dg ? w->hint
+                                                        : w->dg->name, NULL);
     } else {
         ERR_set_mark();
         ok = inner_set_digest(w, ctx, w->dg, w->dg_props);
