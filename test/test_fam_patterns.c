@@ -2183,6 +2183,66 @@ static void pat_base(OSSL_LIB_CTX *libctx, REC *r)
 }
 
 /*
+ * Shapes in turn, one a context, on a cold thread: a base each while there
+ * are bases to make (KC_BASES, 3), then CMAC's fourth (3DES) among them.
+ * New keys throughout, one of the wrong length now and then; the cipher
+ * set alone then the key, or both at the key, and a copy of a keyed one.
+ */
+static void pat_base_rotation(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const char *const cmacs[] = {
+        "AES-128-CBC", "AES-192-CBC", "AES-256-CBC", "DES-EDE3-CBC"
+    };
+    static const char *const gmacs[] = {
+        "AES-128-GCM", "AES-192-GCM", "AES-256-GCM"
+    };
+    static const size_t cklen[] = { 16, 24, 32, 24 }, gklen[] = { 16, 24, 32 };
+    unsigned char key[32], out[OUTMAX];
+    OSSL_PARAM p[3];
+    size_t f, outl, klen, n;
+    int i;
+
+    for (f = 0; f < 2; f++) {
+        const FAM *fm = &fams[f];
+        const char *const *ciph = f == 0 ? cmacs : gmacs;
+        const size_t *klens = f == 0 ? cklen : gklen;
+        size_t nciph = f == 0 ? 4 : 3;
+        EVP_MAC *mac = fetch(libctx, r, fm->mac);
+
+        for (i = 0; i < 40; i++) {
+            EVP_MAC_CTX *ctx = new_ctx(mac, r), *dup;
+            size_t k = (size_t)i % nciph;
+
+            kct_fill(key, sizeof(key), 47000 + 100 * (int)f + i);
+            klen = i % 11 == 5 ? (klens[k] == 16 ? 32 : 16) : klens[k];
+            rec_printf(r, "-- %s %s key %zu\n", fm->mac, ciph[k], klen);
+            n = 0;
+            p[n++] = p_utf8(OSSL_MAC_PARAM_CIPHER, ciph[k]);
+            if (fm->kind == F_GMAC)
+                p[n++] = p_oct(OSSL_MAC_PARAM_IV, ivs[i % 2], 12);
+            p[n] = OSSL_PARAM_construct_end();
+            if (i % 3 == 0) {
+                do_mac(r, ctx, key, klen, p, msgs[2], msglens[2], out, &outl);
+            } else {
+                do_set(r, ctx, p);
+                do_mac(r, ctx, key, klen, NULL, msgs[3], msglens[3], out,
+                       &outl);
+            }
+            if (i % 4 == 1) {
+                dup = EVP_MAC_CTX_dup(ctx);
+                rec_printf(r, "dup rc=%d", dup != NULL);
+                rec_errs(r);
+                do_mac(r, dup, keys[1], klens[k], NULL, msgs[1], msglens[1],
+                       out, &outl);
+                EVP_MAC_CTX_free(dup);
+            }
+            EVP_MAC_CTX_free(ctx);
+        }
+        EVP_MAC_free(mac);
+    }
+}
+
+/*
  * The same for KMAC-128, whose base is a fresh context's (or one with a
  * customisation string) keyed with zeros: EVP_Q_mac and contexts in steps,
  * keys of other lengths (2 bytes: refused; 100: longer than a base's).
@@ -3295,6 +3355,7 @@ static void test_uncached(void) { run_pattern(pat_uncached, 0); }
 static void test_base(void)
 {
     run_pattern_cold(pat_base);
+    run_pattern_cold(pat_base_rotation);
     run_pattern_cold(pat_base_kmac);
 }
 static void test_cold_patterns(void)

@@ -32,7 +32,7 @@ ONLY_ON = {
         "tmpl-base-record-unchecked", "tmpl-base-keylen-unchecked",
         "tmpl-base-volatile-dropped", "tmpl-base-keyed-early",
         "tmpl-base-stale-props", "tmpl-base-empty-any",
-        "tmpl-base-gen-at-key")},
+        "tmpl-base-gen-at-key", "tmpl-bases-first-any")},
     # a name twice fails the call only in 4.x's generated decoders
     "gmac-repeats-taken": ("4.",),
     "cipher-call-resolves-first": ("4.",),
@@ -88,12 +88,16 @@ MUTANTS = {
         "        return 1;"),
     # ...or its recorded shape keyed under the properties of the key's time
     "tmpl-base-gen-at-key": ("provider/layer/tmpl.c",
-        "        || (b = w->based ? base_at(w->f, c, w->based_gen)",
-        "        || (b = w->based ? base_get(w->pctx, w->f, c)"),
+        "                        w->based ? w->based_gen : props_gen_now(w->pctx),",
+        "                        props_gen_now(w->pctx),"),
     # ...kept across a change of the default properties
     "tmpl-base-stale-props": ("provider/layer/tmpl.c",
-        "    if (!bases_on(f) || (b = kc_cache_aux_get(c, f)) == NULL\n        || b->gen != gen)",
-        "    if (!bases_on(f) || (b = kc_cache_aux_get(c, f)) == NULL\n        || 0)"),
+        "        if (set->b[i].gen == gen\n            && (w != NULL",
+        "        if (1\n            && (w != NULL"),
+    # a thread's bases: the first of them, whatever its shape
+    "tmpl-bases-first-any": ("provider/layer/tmpl.c",
+        "            && (w != NULL ? base_is(w, &set->b[i], s)",
+        "            && (w != NULL ? 1"),
     # an unkeyed MAC context's copy: remembered as possible for any record
     "tmpl-dup-memo-any": ("provider/layer/tmpl.c",
         "                            w->t.len, NULL, 0) == 1)",

@@ -723,27 +723,40 @@ static void *app_first_inner(const KC_TMAC_CTX *w)
  * cache, so a thread without one makes none.
  */
 typedef struct {
-    const KC_TFAM *f;
     void *ctx;                  /* NULL: the shape makes no base */
     unsigned int gen;           /* pctx->props_gen when made */
-    unsigned int misses;        /* another shape's, in a row (miss_fp) */
-    uint64_t miss_fp;
     size_t keylen;              /* KC_BASE_KEYED: its zeros' length, or 0 */
     size_t len;                 /* the shape's call, as recorded */
     uint64_t hash;
     uint64_t rec[KC_TREC_MAX / 8];
 } KC_TBASE;
 
-/* another shape this often in a row, and the base is made anew for it */
+/*
+ * A thread's bases of one family, one a shape: a few, for shapes used in
+ * turn (CMAC over AES-128, -192 and -256 keys, newkey-cmac-sizes).
+ */
+#define KC_BASES 3
+typedef struct {
+    const KC_TFAM *f;
+    unsigned int n;             /* b[0, n) made */
+    unsigned int next;          /* the one to make anew when all are */
+    unsigned int misses;        /* another shape's, in a row (miss_fp) */
+    uint64_t miss_fp;
+    KC_TBASE b[KC_BASES];
+} KC_TBASES;
+
+/* once all are made, another shape this often in a row makes one anew */
 #define KC_BASE_MISSES 2
 
-static void base_free(void *vb)
+static void bases_free(void *vset)
 {
-    KC_TBASE *b = vb;
+    KC_TBASES *set = vset;
+    unsigned int i;
 
-    if (b->ctx != NULL)
-        b->f->mac.freectx(b->ctx);
-    OPENSSL_free(b);
+    for (i = 0; i < set->n; i++)
+        if (set->b[i].ctx != NULL)
+            set->f->mac.freectx(set->b[i].ctx);
+    OPENSSL_free(set);
 }
 
 /* Does family f have bases on this libcrypto? */
@@ -752,22 +765,35 @@ static ossl_inline int bases_on(const KC_TFAM *f)
     return f->d->base != 0 && !kc_quirk_props_unannounced();
 }
 
-/* The thread's base of family f, if made under the properties of gen. */
-static KC_TBASE *base_at(const KC_TFAM *f, KC_CACHE *c, unsigned int gen)
+/* The thread's bases of family f, if any. */
+static KC_TBASES *bases_of(const KC_TFAM *f, KC_CACHE *c)
 {
-    KC_TBASE *b;
-
-    if (!bases_on(f) || (b = kc_cache_aux_get(c, f)) == NULL
-        || b->gen != gen)
-        return NULL;
-    return b;
+    return bases_on(f) ? kc_cache_aux_get(c, f) : NULL;
 }
 
-/* ... today's */
-static KC_TBASE *base_get(const KC_PROVCTX *pctx, const KC_TFAM *f,
-                          KC_CACHE *c)
+static unsigned int props_gen_now(const KC_PROVCTX *pctx)
 {
-    return base_at(f, c, __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE));
+    return __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
+}
+
+static int base_is(const KC_TMAC_CTX *w, const KC_TBASE *b, const SPLIT *s);
+
+/*
+ * The thread's base of w's family for the call s, made under the
+ * properties of gen; w NULL: any with a context.
+ */
+static ossl_inline KC_TBASE *base_at(const KC_TMAC_CTX *w,
+                                     KC_TBASES *set, unsigned int gen,
+                                     const SPLIT *s)
+{
+    unsigned int i;
+
+    for (i = 0; set != NULL && i < set->n; i++)
+        if (set->b[i].gen == gen
+            && (w != NULL ? base_is(w, &set->b[i], s)
+                          : set->b[i].ctx != NULL))
+            return &set->b[i];
+    return NULL;
 }
 
 /* FNV-1a of a call's shape names, types and data */
@@ -791,38 +817,60 @@ static uint64_t shape_fp(const SPLIT *s)
 }
 
 /*
- * A cold call of shape names only, not b's (NULL: none): time for a base
- * of its shape?  Once the same shape missed twice in a row, so that shapes
- * in rotation keep the one base rather than remake it at every context.
+ * A cold call of shape names only that no base of set (NULL: none) has:
+ * time for a base of its shape?  While one is still to make, yes; then
+ * once the same shape missed twice in a row, so that more shapes in
+ * rotation than there are bases do not remake one at every context.
  */
-static int base_missed(KC_TBASE *b, const SPLIT *s)
+static int base_missed(KC_TBASES *set, const SPLIT *s)
 {
     uint64_t fp;
 
     if (s->key != NULL || s->nv > 0 || s->ns == 0)
         return 0;
-    if (b == NULL)
+    if (set == NULL || set->n < KC_BASES)
         return 1;
     fp = shape_fp(s);
-    if (b->misses == 0 || fp != b->miss_fp) {
-        b->miss_fp = fp;
-        b->misses = 1;
+    if (set->misses == 0 || fp != set->miss_fp) {
+        set->miss_fp = fp;
+        set->misses = 1;
         return 0;
     }
-    return ++b->misses >= KC_BASE_MISSES;
+    return ++set->misses >= KC_BASE_MISSES;
+}
+
+/* Where the next base of set goes: a free one, one of older properties,
+ * or the oldest made (its context freed). */
+static KC_TBASE *base_slot(KC_TBASES *set, unsigned int gen)
+{
+    KC_TBASE *b;
+    unsigned int i;
+
+    for (i = 0; i < set->n && set->b[i].gen == gen; i++)
+        ;
+    if (i == set->n && set->n < KC_BASES)
+        return &set->b[set->n++];
+    if (i == set->n)
+        i = set->next++ % KC_BASES;
+    b = &set->b[i];
+    if (b->ctx != NULL)
+        set->f->mac.freectx(b->ctx);
+    b->ctx = NULL;
+    return b;
 }
 
 /*
  * A base for the shape of s (shape names only; none: a fresh context's),
- * in place of the thread's last: one without a context if the call raised
- * anything or its cipher is the application's to fetch, so that the shape
- * is not tried again.
+ * among the thread's: one without a context if the call raised anything or
+ * its cipher is the application's to fetch, so that the shape is not tried
+ * again.
  */
 static KC_NOINLINE void base_make(KC_PROVCTX *pctx, const KC_TFAM *f,
                                   KC_CACHE *c, const SPLIT *s)
 {
     KC_ERRTOP before, after;
     KC_TMAC_CTX tmp;
+    KC_TBASES *set;
     KC_TBASE *b;
     EVP_MAC *mac = NULL;
     unsigned int gen;
@@ -830,14 +878,26 @@ static KC_NOINLINE void base_make(KC_PROVCTX *pctx, const KC_TFAM *f,
 
     if (pctx->props_follow == NULL || !pctx->props_follow(pctx))
         return;
-    gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
+    gen = props_gen_now(pctx);
     tmp.pctx = pctx;
     tmp.f = f;
     memset(&tmp.t, 0, KC_TCORE_HEAD(KC_TMAC_CTX) - offsetof(KC_TMAC_CTX, t));
     tmp.t.value = -1;
-    if ((s->ns > 0 && !append_call(&tmp, s->shape, s->ns, KC_AS_SHAPE))
-        || (b = OPENSSL_malloc(sizeof(*b))) == NULL)
+    if (s->ns > 0 && !append_call(&tmp, s->shape, s->ns, KC_AS_SHAPE))
         return;
+    if ((set = kc_cache_aux_get(c, f)) == NULL) {
+        if ((set = OPENSSL_zalloc(sizeof(*set))) == NULL)
+            return;
+        set->f = f;
+        kc_cache_aux_put(c, f, set, bases_free);
+        if (kc_cache_aux_get(c, f) != set) {
+            bases_free(set);
+            return;
+        }
+    }
+    b = base_slot(set, gen);
+    set->misses = 0;
+    set->miss_fp = 0;
     ERR_set_mark();
     kc_err_top(&before);
     ok = (b->ctx = new_inner(&tmp, NULL, &mac)) != NULL && mac == NULL
@@ -849,17 +909,11 @@ static KC_NOINLINE void base_make(KC_PROVCTX *pctx, const KC_TFAM *f,
         free_inner(&tmp, b->ctx, mac);
         b->ctx = NULL;
     }
-    b->f = f;
     b->gen = gen;
-    b->misses = 0;
-    b->miss_fp = 0;
     b->keylen = 0;
     b->len = tmp.t.len;
     b->hash = tmp.t.hash;
     memcpy(b->rec, tmp.t.rec, b->len);
-    kc_cache_aux_put(c, f, b, base_free);
-    if (kc_cache_aux_get(c, f) != b)
-        base_free(b);
 }
 
 /*
@@ -928,16 +982,17 @@ static KC_NOINLINE int base_shape(KC_TMAC_CTX *w, KC_CACHE *c,
                                   const OSSL_PARAM params[], SPLIT *s,
                                   int *make)
 {
-    KC_TBASE *b = base_get(w->pctx, w->f, c);
+    KC_TBASES *set = bases_of(w->f, c);
+    KC_TBASE *b;
 
     *make = 0;
     if (!split(w->f, params, s))
         return -1;
-    if (b == NULL || !base_is(w, b, s)) {
-        *make = base_missed(b, s);
+    if ((b = base_at(w, set, props_gen_now(w->pctx), s)) == NULL) {
+        *make = base_missed(set, s);
         return -1;
     }
-    b->misses = 0;
+    set->misses = 0;
     if (b->ctx == NULL)
         return -1;
     if (w->f->d->base == KC_BASE_COPY)
@@ -972,10 +1027,11 @@ static KC_NOINLINE int base_key(KC_TMAC_CTX *w, const unsigned char *key,
     s.ns = s.nv = 0;
     /* a recorded shape: the default fetched its cipher then, not now */
     if ((c = kc_cache_get(w->pctx)) == NULL
-        || (b = w->based ? base_at(w->f, c, w->based_gen)
-                         : base_get(w->pctx, w->f, c)) == NULL
-        || b->ctx == NULL
-        || (params != NULL && !split(w->f, params, &s)) || !base_is(w, b, &s))
+        || (params != NULL && !split(w->f, params, &s))
+        || (b = base_at(w, bases_of(w->f, c),
+                        w->based ? w->based_gen : props_gen_now(w->pctx),
+                        &s)) == NULL
+        || b->ctx == NULL)
         return -1;
     if (w->f->d->base == KC_BASE_KEYED && b->keylen != keylen) {
         ok = keylen > 0 && keylen <= sizeof(zeros);
@@ -1240,12 +1296,16 @@ static int base_defers(KC_PROVCTX *pctx, const KC_TFAM *f)
 {
     static const SPLIT fresh;
     KC_CACHE *c;
-    KC_TBASE *b;
+    KC_TBASES *set;
+    unsigned int i, gen;
 
     if (!bases_on(f) || (c = kc_cache_get(pctx)) == NULL)
         return 0;
-    if ((b = base_get(pctx, f, c)) != NULL)
-        return b->ctx != NULL;
+    set = bases_of(f, c);
+    gen = props_gen_now(pctx);
+    for (i = 0; set != NULL && i < set->n; i++)
+        if (set->b[i].gen == gen)
+            return base_at(NULL, set, gen, NULL) != NULL;
     base_make(pctx, f, c, &fresh);
     return 0;
 }
@@ -1254,10 +1314,10 @@ static int base_defers(KC_PROVCTX *pctx, const KC_TFAM *f)
 static int base_serves(KC_PROVCTX *pctx, const KC_TFAM *f)
 {
     KC_CACHE *c;
-    KC_TBASE *b;
 
     return bases_on(f) && (c = kc_cache_get(pctx)) != NULL
-           && (b = base_get(pctx, f, c)) != NULL && b->ctx != NULL;
+           && base_at(NULL, bases_of(f, c), props_gen_now(pctx), NULL)
+              != NULL;
 }
 
 /*
@@ -1268,15 +1328,16 @@ static int base_serves(KC_PROVCTX *pctx, const KC_TFAM *f)
 static KC_NOINLINE int cold_forward(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
     KC_CACHE *c;
-    KC_TBASE *b;
+    KC_TBASES *set;
     SPLIT s;
 
     if (!forward(w, 0, NULL, 0, params))
         return 0;
     if (params != NULL && bases_on(w->f)
         && (c = kc_cache_get(w->pctx)) != NULL && split(w->f, params, &s)) {
-        b = base_get(w->pctx, w->f, c);
-        if ((b == NULL || !base_is(w, b, &s)) && base_missed(b, &s))
+        set = bases_of(w->f, c);
+        if (base_at(w, set, props_gen_now(w->pctx), &s) == NULL
+            && base_missed(set, &s))
             base_make(w->pctx, w->f, c, &s);
     }
     return 1;
