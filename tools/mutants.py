@@ -31,8 +31,8 @@ ONLY_ON = {
         "tmpl-base-key-skipped", "tmpl-base-any-shape",
         "tmpl-base-record-unchecked", "tmpl-base-keylen-unchecked",
         "tmpl-base-volatile-dropped", "tmpl-base-keyed-early",
-        "tmpl-base-stale-props", "tmpl-base-empty-any",
-        "tmpl-base-gen-at-key", "tmpl-bases-first-any")},
+        "tmpl-base-empty-any", "tmpl-bases-first-any",
+        "tmpl-based-resolved-again")},
     # a name twice fails the call only in 4.x's generated decoders
     "gmac-repeats-taken": ("4.",),
     "cipher-call-resolves-first": ("4.",),
@@ -87,17 +87,11 @@ MUTANTS = {
         "        return s->ns > 0 || (b->len == 0 && w->f->d->cipher_param == NULL);",
         "        return 1;"),
     # ...or its recorded shape keyed under the properties of the key's time
-    "tmpl-base-gen-at-key": ("provider/layer/tmpl.c",
-        "                        w->based ? w->based_gen : props_gen_now(w->pctx),",
-        "                        props_gen_now(w->pctx),"),
     # ...kept across a change of the default properties
-    "tmpl-base-stale-props": ("provider/layer/tmpl.c",
-        "        if (set->b[i].gen == gen\n            && (w != NULL",
-        "        if (1\n            && (w != NULL"),
     # a thread's bases: the first of them, whatever its shape
     "tmpl-bases-first-any": ("provider/layer/tmpl.c",
-        "            && (w != NULL ? base_is(w, &set->b[i], s)",
-        "            && (w != NULL ? 1"),
+        "        if (w != NULL ? base_is(w, &set->b[i], s) : set->b[i].ctx != NULL)",
+        "        if (w != NULL ? 1 : set->b[i].ctx != NULL)"),
     # an unkeyed MAC context's copy: remembered as possible for any record
     "tmpl-dup-memo-any": ("provider/layer/tmpl.c",
         "                            w->t.len, NULL, 0) == 1)",
@@ -344,19 +338,38 @@ MUTANTS = {
     "first-nested-null-name": ("provider/layer/tmpl.c",
         "        || np->data == NULL || !kc_trec_utf8_ends(np)",
         "        || !kc_trec_utf8_ends(np)"),
-    "memo-props-gen-ignored": ("provider/layer/tmpl.c",
-        "    gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);\n    /* no query",
-        "    gen = 0;\n    /* no query"),
-    "props-gen-not-bumped": ("provider/core/props.c",
-        "    __atomic_add_fetch(&pctx->props_gen, 1, __ATOMIC_RELEASE);",
+    # a thread's cache kept across a change of the default properties:
+    # not started again at all, or its learned records, pair hint or side
+    # templates (bases) kept
+    "cache-props-unchecked": ("provider/cache/store.c",
+        "        if (c->props_gen != gen)\n            cache_props_moved(c, gen);",
+        "        (void)gen;"),
+    "cache-get-props-unasked": ("provider/cache/store.c",
+        "    if (c == NULL || pctx->timed\n        || c->props_gen != __atomic_load_n(&pctx->props_gen,\n                                           __ATOMIC_RELAXED))",
+        "    if (c == NULL || pctx->timed)"),
+    "cache-props-keeps-records": ("provider/cache/store.c",
+        "    for (k = 0; k < KC_REC_SLOTS; k++)\n        OPENSSL_clear_free(c->recs[k].bytes, c->recs[k].len);\n    memset(c->recs, 0, sizeof(c->recs));\n    c->rec_last[0] = c->rec_last[1] = c->rec_next = 0;\n    memset(&c->pair, 0, sizeof(c->pair));",
         "    (void)0;"),
+    "cache-props-keeps-bases": ("provider/cache/store.c",
+        "    cache_renew(c);\n    for (k = 0; k < KC_AUX_SLOTS; k++)\n        if (c->aux[k].ctx != NULL && c->aux[k].freectx != NULL)\n            c->aux[k].freectx(c->aux[k].ctx);\n    memset(c->aux, 0, sizeof(c->aux));\n    c->aux_next = 0;\n",
+        "    cache_renew(c);\n"),
+    "props-gen-not-bumped": ("provider/core/props.c",
+        "        __atomic_add_fetch(&pctx->props_gen, 1, __ATOMIC_RELEASE);",
+        "        (void)0;"),
+    # the registration's own call taken for a change (every cache made
+    # before it starts again)
+    "props-first-call-changes": ("provider/core/props.c",
+        "    changed = __atomic_load_n(&pctx->props_registered, __ATOMIC_ACQUIRE) == 1\n              && (",
+        "    changed = (1 ||"),
+    # a context set on a base's shape, keyed after the default properties
+    # changed: its cipher resolved again, not as the default did at the set
+    "tmpl-based-resolved-again": ("provider/layer/tmpl.c",
+        "    } else if (w->based\n               || (w->t.value > 0",
+        "    } else if (0\n               || (w->t.value > 0"),
     "memo-props-unfollowed": ("provider/layer/tmpl.c",
         "        || pctx->props_follow == NULL || !pctx->props_follow(pctx))",
         "        || 0)"),
     # ... or the thread's last answer kept across a change of them
-    "pair-hint-any-gen": ("provider/cache/store.c",
-        "    if (c->pair.owner != owner || c->pair.gen != gen",
-        "    if (c->pair.owner != owner"),
     "pair-hint-any-props": ("provider/cache/store.c",
         " || strcmp(c->pair.b, b) != 0)",
         ")"),

@@ -96,16 +96,16 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
 #define KC_HINT_NAME 16
 const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME]);
 /*
- * The thread's last answer about a pair of strings (a, b, by content) at
- * generation gen for owner, or -1 if another pair: a one-entry memo for
- * what a new context asks every time.  Longer pairs are not kept.  No
- * secrets.
+ * The thread's last answer about a pair of strings (a, b, by content) for
+ * owner, or -1 if another pair: a one-entry memo for what a new context
+ * asks every time, gone with the cache's contents when the default
+ * properties change.  Longer pairs are not kept.  No secrets.
  */
 #define KC_PAIR_HINT_MAX 32
 int kc_cache_pair_hint(const KC_CACHE *c, const void *owner, const char *a,
-                       const char *b, unsigned int gen);
+                       const char *b);
 void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
-                            const char *b, unsigned int gen, int value);
+                            const char *b, int value);
 
 /*
  * Per-thread side templates holding no key material (an HMAC context with

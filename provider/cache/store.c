@@ -89,6 +89,7 @@ struct kc_cache_st {
     int admitted;             /* has admitted a key (kc_cache_lost()) */
     uint32_t missed;          /* bit KC_ALG.stat: missed on this thread */
     uint64_t gen;
+    unsigned int props_gen;   /* pctx->props_gen its contents were made at */
     time_t last_sweep;
     size_t size, used;
     size_t nspares;           /* spare contexts in all entries */
@@ -103,7 +104,6 @@ struct kc_cache_st {
     /* the last answer about a string pair, see kc_cache_pair_hint() */
     struct {
         const void *owner;
-        unsigned int gen;
         char a[KC_PAIR_HINT_MAX], b[KC_PAIR_HINT_MAX];
         int value;
     } pair;
@@ -637,6 +637,7 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
     hash_key_new(c->sipkey);
     c->lru_head = c->lru_tail = c->free_head = KC_NIL;
     c->last_sweep = time(NULL);
+    c->props_gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
     return c;
 }
 
@@ -865,12 +866,41 @@ static KC_NOINLINE void cache_timed(KC_CACHE *c)
     kc_debug_tick(c->pctx, now);
 }
 
+/*
+ * The default properties changed since c's contents were made (the core's
+ * callback, core/props.c): its entries, learned records and side templates
+ * may hold what a fetch no longer finds, so c starts again as a new
+ * thread's would, keeping its pooled wrappers.
+ */
+static KC_NOINLINE void cache_props_moved(KC_CACHE *c, unsigned int gen)
+{
+    unsigned int k;
+
+    cache_renew(c);
+    for (k = 0; k < KC_AUX_SLOTS; k++)
+        if (c->aux[k].ctx != NULL && c->aux[k].freectx != NULL)
+            c->aux[k].freectx(c->aux[k].ctx);
+    memset(c->aux, 0, sizeof(c->aux));
+    c->aux_next = 0;
+    for (k = 0; k < KC_REC_SLOTS; k++)
+        OPENSSL_clear_free(c->recs[k].bytes, c->recs[k].len);
+    memset(c->recs, 0, sizeof(c->recs));
+    c->rec_last[0] = c->rec_last[1] = c->rec_next = 0;
+    memset(&c->pair, 0, sizeof(c->pair));
+    c->props_gen = gen;
+}
+
 static KC_NOINLINE KC_CACHE *cache_get_slower(KC_PROVCTX *pctx, KC_CACHE *c)
 {
+    unsigned int gen;
     time_t now;
 
     if (c != NULL) {
-        cache_timed(c);
+        gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
+        if (c->props_gen != gen)
+            cache_props_moved(c, gen);
+        if (pctx->timed)
+            cache_timed(c);
         return c;
     }
     if (kc_lite.inst != pctx->inst && !lite_claim(pctx))
@@ -897,7 +927,9 @@ KC_CACHE *kc_cache_get(KC_PROVCTX *pctx)
     KC_CACHE *c = tls_get(pctx);
 
     /* the usual case without a stack frame: the rest is out of line */
-    if (c == NULL || pctx->timed)
+    if (c == NULL || pctx->timed
+        || c->props_gen != __atomic_load_n(&pctx->props_gen,
+                                           __ATOMIC_RELAXED))
         return cache_get_slow(pctx, c);
     return c;
 }
@@ -969,19 +1001,19 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
 }
 
 int kc_cache_pair_hint(const KC_CACHE *c, const void *owner, const char *a,
-                       const char *b, unsigned int gen)
+                       const char *b)
 {
     if (is_lite(c)
         && (c = ((const KC_LITE *)(const void *)c)->body) == NULL)
         return -1;
-    if (c->pair.owner != owner || c->pair.gen != gen
+    if (c->pair.owner != owner
         || strcmp(c->pair.a, a) != 0 || strcmp(c->pair.b, b) != 0)
         return -1;
     return c->pair.value;
 }
 
 void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
-                            const char *b, unsigned int gen, int value)
+                            const char *b, int value)
 {
     size_t alen = strnlen(a, KC_PAIR_HINT_MAX) + 1;
     size_t blen = strnlen(b, KC_PAIR_HINT_MAX) + 1;
@@ -991,7 +1023,6 @@ void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
     if (is_lite(c) && (c = lite_body(as_lite(c))) == NULL)
         return;
     c->pair.owner = NULL;
-    c->pair.gen = gen;
     memcpy(c->pair.a, a, alen);
     memcpy(c->pair.b, b, blen);
     c->pair.value = value;

@@ -30,18 +30,28 @@ static int child_nop(const OSSL_CORE_HANDLE *prov, void *cbdata)
     return 1;
 }
 
-/* Called by the core with its provider store locked: copy and return. */
+/*
+ * Called by the core with its provider store locked: copy and return.  The
+ * first call, inside the registration, says what is in force; a later one
+ * with another string is a change, which ends what threads learned
+ * (props_gen, cache/store.c).
+ */
 static int props_cb(const char *props, void *cbdata)
 {
     KC_PROVCTX *pctx = cbdata;
-    char *copy = OPENSSL_strdup(props != NULL ? props : "");
+    const char *now = props != NULL ? props : "";
+    char *copy = OPENSSL_strdup(now);
+    int changed;
 
     pthread_mutex_lock(&pctx->props_lock);
+    changed = __atomic_load_n(&pctx->props_registered, __ATOMIC_ACQUIRE) == 1
+              && (pctx->props == NULL || strcmp(pctx->props, now) != 0);
     OPENSSL_free(pctx->props);
     pctx->props = copy;
     pctx->props_lost = copy == NULL;
     pthread_mutex_unlock(&pctx->props_lock);
-    __atomic_add_fetch(&pctx->props_gen, 1, __ATOMIC_RELEASE);
+    if (changed)
+        __atomic_add_fetch(&pctx->props_gen, 1, __ATOMIC_RELEASE);
     return 1;
 }
 

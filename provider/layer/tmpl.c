@@ -41,9 +41,8 @@ typedef struct {
      * naming a cipher, the application's default's too; 0: none of them.
      */
     int first;
-    /* its record is the shape of the thread's base made under props_gen */
+    /* its record is the shape of one of the thread's bases */
     int based;
-    unsigned int based_gen;
     /* the record: the shape's calls, then the volatile calls, never mixed */
     KC_TCORE t;
 } KC_TMAC_CTX;
@@ -133,8 +132,9 @@ static void first_named(const char *param, const OSSL_PARAM params[],
 
 /*
  * ask(pctx, name, props), remembered per thread and (owner, name, props)
- * while the default properties stay the same (a fetch's answer may change
- * with them).
+ * while the default properties stay the same: a fetch's answer may change
+ * with them, and the thread's cache then starts again (kc_cache_get()),
+ * so the callback that says so is registered first.
  */
 #define KC_MEMO_PROPS_MAX 256
 
@@ -142,8 +142,6 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
                     const char *props,
                     int (*ask)(KC_PROVCTX *, const char *, const char *))
 {
-    unsigned int gen;
-    char pb[KC_MEMO_PROPS_MAX + sizeof(gen)];
     const char *q = props != NULL ? props : "";
     KC_CACHE *c;
     size_t nlen, plen;
@@ -153,30 +151,24 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
     if ((c = kc_cache_get(pctx)) == NULL
         || pctx->props_follow == NULL || !pctx->props_follow(pctx))
         return ask(pctx, name, props);
-    gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
     /* no query and an empty one are the same query */
-    if ((v = kc_cache_pair_hint(c, owner, name, q, gen)) >= 0)
+    if ((v = kc_cache_pair_hint(c, owner, name, q)) >= 0)
         return v;
     if ((plen = strlen(q) + 1) > KC_MEMO_PROPS_MAX)
         return ask(pctx, name, props);
-    /* the bytes remembered: the query, its NUL, the properties' generation */
-    memcpy(pb, q, plen);
-    memcpy(pb + plen, &gen, sizeof(gen));
-    plen += sizeof(gen);
     nlen = strlen(name) + 1;
     /* the memo compares the bytes: the hash only spreads them */
     h = 0;
     memcpy(&h, name, nlen < sizeof(h) ? nlen : sizeof(h));
-    h = (h ^ ((uint64_t)nlen << 40) ^ ((uint64_t)gen << 20) ^ plen)
-        * 0x9e3779b97f4a7c15ULL;
+    h = (h ^ ((uint64_t)nlen << 40) ^ plen) * 0x9e3779b97f4a7c15ULL;
     h ^= h >> 32;
     if ((v = kc_cache_rec_get(c, owner, h, (const unsigned char *)name, nlen,
-                              (const unsigned char *)pb, plen)) < 0) {
-        v = ask(pctx, name, pb);
+                              (const unsigned char *)q, plen)) < 0) {
+        v = ask(pctx, name, q);
         kc_cache_rec_put(c, owner, h, (const unsigned char *)name, nlen,
-                         (const unsigned char *)pb, plen, v);
+                         (const unsigned char *)q, plen, v);
     }
-    kc_cache_pair_hint_put(c, owner, name, q, gen, v);
+    kc_cache_pair_hint_put(c, owner, name, q, v);
     return v;
 }
 
@@ -205,8 +197,13 @@ static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
             return 0;
         name = np->data;
         props = pp != NULL ? pp->data : NULL;
-    } else if (w->t.value > 0 && (w->t.value & KC_REC_CACHEABLE)) {
-        /* its cipher was resolved when the shape was learned */
+    } else if (w->based
+               || (w->t.value > 0 && (w->t.value & KC_REC_CACHEABLE))) {
+        /*
+         * its cipher was resolved when the shape was learned, or, a base's
+         * shape, when it was set: the private default's then, whatever
+         * the default properties are now (the base may be gone with them)
+         */
         return 0;
     } else {
         /* (a recorded cipher is a string: the default took the call) */
@@ -724,7 +721,6 @@ static void *app_first_inner(const KC_TMAC_CTX *w)
  */
 typedef struct {
     void *ctx;                  /* NULL: the shape makes no base */
-    unsigned int gen;           /* pctx->props_gen when made */
     size_t keylen;              /* KC_BASE_KEYED: its zeros' length, or 0 */
     size_t len;                 /* the shape's call, as recorded */
     uint64_t hash;
@@ -771,27 +767,20 @@ static KC_TBASES *bases_of(const KC_TFAM *f, KC_CACHE *c)
     return bases_on(f) ? kc_cache_aux_get(c, f) : NULL;
 }
 
-static unsigned int props_gen_now(const KC_PROVCTX *pctx)
-{
-    return __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
-}
-
 static int base_is(const KC_TMAC_CTX *w, const KC_TBASE *b, const SPLIT *s);
 
 /*
- * The thread's base of w's family for the call s, made under the
- * properties of gen; w NULL: any with a context.
+ * The thread's base of w's family for the call s; w NULL: any with a
+ * context.  (All were made under the default properties in force: the
+ * cache drops them when those change, kc_cache_get().)
  */
-static ossl_inline KC_TBASE *base_at(const KC_TMAC_CTX *w,
-                                     KC_TBASES *set, unsigned int gen,
+static ossl_inline KC_TBASE *base_at(const KC_TMAC_CTX *w, KC_TBASES *set,
                                      const SPLIT *s)
 {
     unsigned int i;
 
     for (i = 0; set != NULL && i < set->n; i++)
-        if (set->b[i].gen == gen
-            && (w != NULL ? base_is(w, &set->b[i], s)
-                          : set->b[i].ctx != NULL))
+        if (w != NULL ? base_is(w, &set->b[i], s) : set->b[i].ctx != NULL)
             return &set->b[i];
     return NULL;
 }
@@ -839,20 +828,14 @@ static int base_missed(KC_TBASES *set, const SPLIT *s)
     return ++set->misses >= KC_BASE_MISSES;
 }
 
-/* Where the next base of set goes: a free one, one of older properties,
- * or the oldest made (its context freed). */
-static KC_TBASE *base_slot(KC_TBASES *set, unsigned int gen)
+/* Where the next base of set goes: a free one, or the oldest made's. */
+static KC_TBASE *base_slot(KC_TBASES *set)
 {
     KC_TBASE *b;
-    unsigned int i;
 
-    for (i = 0; i < set->n && set->b[i].gen == gen; i++)
-        ;
-    if (i == set->n && set->n < KC_BASES)
+    if (set->n < KC_BASES)
         return &set->b[set->n++];
-    if (i == set->n)
-        i = set->next++ % KC_BASES;
-    b = &set->b[i];
+    b = &set->b[set->next++ % KC_BASES];
     if (b->ctx != NULL)
         set->f->mac.freectx(b->ctx);
     b->ctx = NULL;
@@ -873,12 +856,11 @@ static KC_NOINLINE void base_make(KC_PROVCTX *pctx, const KC_TFAM *f,
     KC_TBASES *set;
     KC_TBASE *b;
     EVP_MAC *mac = NULL;
-    unsigned int gen;
     int ok;
 
+    /* the cache must hear of a change of the default properties */
     if (pctx->props_follow == NULL || !pctx->props_follow(pctx))
         return;
-    gen = props_gen_now(pctx);
     tmp.pctx = pctx;
     tmp.f = f;
     memset(&tmp.t, 0, KC_TCORE_HEAD(KC_TMAC_CTX) - offsetof(KC_TMAC_CTX, t));
@@ -895,7 +877,7 @@ static KC_NOINLINE void base_make(KC_PROVCTX *pctx, const KC_TFAM *f,
             return;
         }
     }
-    b = base_slot(set, gen);
+    b = base_slot(set);
     set->misses = 0;
     set->miss_fp = 0;
     ERR_set_mark();
@@ -909,7 +891,6 @@ static KC_NOINLINE void base_make(KC_PROVCTX *pctx, const KC_TFAM *f,
         free_inner(&tmp, b->ctx, mac);
         b->ctx = NULL;
     }
-    b->gen = gen;
     b->keylen = 0;
     b->len = tmp.t.len;
     b->hash = tmp.t.hash;
@@ -988,7 +969,7 @@ static KC_NOINLINE int base_shape(KC_TMAC_CTX *w, KC_CACHE *c,
     *make = 0;
     if (!split(w->f, params, s))
         return -1;
-    if ((b = base_at(w, set, props_gen_now(w->pctx), s)) == NULL) {
+    if ((b = base_at(w, set, s)) == NULL) {
         *make = base_missed(set, s);
         return -1;
     }
@@ -1004,7 +985,6 @@ static KC_NOINLINE int base_shape(KC_TMAC_CTX *w, KC_CACHE *c,
     w->t.hash = b->hash;
     w->t.value = -1;
     w->based = 1;
-    w->based_gen = b->gen;
     return 1;
 }
 
@@ -1028,9 +1008,7 @@ static KC_NOINLINE int base_key(KC_TMAC_CTX *w, const unsigned char *key,
     /* a recorded shape: the default fetched its cipher then, not now */
     if ((c = kc_cache_get(w->pctx)) == NULL
         || (params != NULL && !split(w->f, params, &s))
-        || (b = base_at(w, bases_of(w->f, c),
-                        w->based ? w->based_gen : props_gen_now(w->pctx),
-                        &s)) == NULL
+        || (b = base_at(w, bases_of(w->f, c), &s)) == NULL
         || b->ctx == NULL)
         return -1;
     if (w->f->d->base == KC_BASE_KEYED && b->keylen != keylen) {
@@ -1297,15 +1275,11 @@ static int base_defers(KC_PROVCTX *pctx, const KC_TFAM *f)
     static const SPLIT fresh;
     KC_CACHE *c;
     KC_TBASES *set;
-    unsigned int i, gen;
 
     if (!bases_on(f) || (c = kc_cache_get(pctx)) == NULL)
         return 0;
-    set = bases_of(f, c);
-    gen = props_gen_now(pctx);
-    for (i = 0; set != NULL && i < set->n; i++)
-        if (set->b[i].gen == gen)
-            return base_at(NULL, set, gen, NULL) != NULL;
+    if ((set = bases_of(f, c)) != NULL && set->n > 0)
+        return base_at(NULL, set, NULL) != NULL;
     base_make(pctx, f, c, &fresh);
     return 0;
 }
@@ -1316,8 +1290,7 @@ static int base_serves(KC_PROVCTX *pctx, const KC_TFAM *f)
     KC_CACHE *c;
 
     return bases_on(f) && (c = kc_cache_get(pctx)) != NULL
-           && base_at(NULL, bases_of(f, c), props_gen_now(pctx), NULL)
-              != NULL;
+           && base_at(NULL, bases_of(f, c), NULL) != NULL;
 }
 
 /*
@@ -1336,8 +1309,7 @@ static KC_NOINLINE int cold_forward(KC_TMAC_CTX *w, const OSSL_PARAM params[])
     if (params != NULL && bases_on(w->f)
         && (c = kc_cache_get(w->pctx)) != NULL && split(w->f, params, &s)) {
         set = bases_of(w->f, c);
-        if (base_at(w, set, props_gen_now(w->pctx), &s) == NULL
-            && base_missed(set, &s))
+        if (base_at(w, set, &s) == NULL && base_missed(set, &s))
             base_make(w->pctx, w->f, c, &s);
     }
     return 1;
