@@ -25,14 +25,6 @@ SIV_CHECK_OFF = ("provider/families/siv.c",
 # on the others the mutated path is never taken, so no test can fail there.
 # tools/compat.sh sid-ossl4 --mutants runs them where they can be killed.
 ONLY_ON = {
-    # a thread's bases are not made where the default properties' changes
-    # go unannounced (kc_quirk_props_unannounced(): 4.x)
-    **{m: ("3.",) for m in (
-        "tmpl-base-key-skipped", "tmpl-base-any-shape",
-        "tmpl-base-record-unchecked", "tmpl-base-keylen-unchecked",
-        "tmpl-base-volatile-dropped", "tmpl-base-keyed-early",
-        "tmpl-base-empty-any", "tmpl-bases-first-any",
-        "tmpl-based-resolved-again")},
     # a name twice fails the call only in 4.x's generated decoders
     "gmac-repeats-taken": ("4.",),
     "cipher-call-resolves-first": ("4.",),

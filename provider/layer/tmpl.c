@@ -755,10 +755,10 @@ static void bases_free(void *vset)
     OPENSSL_free(set);
 }
 
-/* Does family f have bases on this libcrypto? */
+/* Does family f have bases? */
 static ossl_inline int bases_on(const KC_TFAM *f)
 {
-    return f->d->base != 0 && !kc_quirk_props_unannounced();
+    return f->d->base != 0;
 }
 
 /* The thread's bases of family f, if any. */

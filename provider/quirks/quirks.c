@@ -42,19 +42,6 @@ int kc_quirk_same_major(const char *host_version)
  */
 const int kc_quirk_load_keeps_errors = OPENSSL_VERSION_MAJOR >= 4;
 
-int kc_quirk_props_unannounced(void)
-{
-    /* asked on cold contexts: the running version, read once (-1: not yet) */
-    static int v = -1;
-    int r = __atomic_load_n(&v, __ATOMIC_RELAXED);
-
-    if (r < 0) {
-        r = OPENSSL_version_major() >= 4;
-        __atomic_store_n(&v, r, __ATOMIC_RELAXED);
-    }
-    return r;
-}
-
 /* seen with 4.0.3: get_updated_iv right after EVP_CipherInit_ex(c, NULL...) */
 const int kc_quirk_gcm_draws_iv = OPENSSL_VERSION_MAJOR >= 4;
 

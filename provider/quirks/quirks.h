@@ -32,14 +32,6 @@ int kc_quirk_cipher_engine(int nid);
 extern const int kc_quirk_load_keeps_errors;
 
 /*
- * Is a change of the default properties (EVP_set_default_properties())
- * left unannounced to keycache's child callback?  Seen on 4.0.3: the
- * thread's bases (layer/tmpl.c), which must follow the properties, are
- * not made there.  Asked of the running libcrypto.
- */
-int kc_quirk_props_unannounced(void);
-
-/*
  * Does the default's AES-GCM draw an IV at an encrypting init without one
  * and report it (OpenSSL 4)?  3.x draws at the first update.
  */
