@@ -2184,7 +2184,8 @@ static void pat_base(OSSL_LIB_CTX *libctx, REC *r)
 
 /*
  * Shapes in turn, one a context, on a cold thread: a base each while there
- * are bases to make (KC_BASES, 3), then CMAC's fourth (3DES) among them.
+ * are bases to make (KC_BASES, 3), then CMAC's fourth (3DES) among them,
+ * then 3DES in a row (a base in place of the oldest), then the others.
  * New keys throughout, one of the wrong length now and then; the cipher
  * set alone then the key, or both at the key, and a copy of a keyed one.
  */
@@ -2209,9 +2210,11 @@ static void pat_base_rotation(OSSL_LIB_CTX *libctx, REC *r)
         size_t nciph = f == 0 ? 4 : 3;
         EVP_MAC *mac = fetch(libctx, r, fm->mac);
 
-        for (i = 0; i < 40; i++) {
+        for (i = 0; i < 52; i++) {
             EVP_MAC_CTX *ctx = new_ctx(mac, r), *dup;
-            size_t k = (size_t)i % nciph;
+            /* from the 40th: the last shape four times, then in turn */
+            size_t k = i < 40 ? (size_t)i % nciph
+                       : i < 44 ? nciph - 1 : (size_t)(i - 44) % nciph;
 
             kct_fill(key, sizeof(key), 47000 + 100 * (int)f + i);
             klen = i % 11 == 5 ? (klens[k] == 16 ? 32 : 16) : klens[k];

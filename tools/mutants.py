@@ -344,18 +344,18 @@ MUTANTS = {
         "    if (c == NULL || pctx->timed\n        || c->props_gen != __atomic_load_n(&pctx->props_gen,\n                                           __ATOMIC_RELAXED))",
         "    if (c == NULL || pctx->timed)"),
     "cache-props-keeps-records": ("provider/cache/store.c",
-        "    for (k = 0; k < KC_REC_SLOTS; k++)\n        OPENSSL_clear_free(c->recs[k].bytes, c->recs[k].len);\n    memset(c->recs, 0, sizeof(c->recs));\n    c->rec_last[0] = c->rec_last[1] = c->rec_next = 0;\n    memset(&c->pair, 0, sizeof(c->pair));",
-        "    (void)0;"),
+        "    for (k = 0; k < KC_REC_SLOTS; k++) {\n        if ((p = c->recs[k].bytes) == NULL)\n            continue;\n        len = c->recs[k].len;\n        __atomic_store_n(&c->recs[k].bytes, NULL, __ATOMIC_RELEASE);\n        OPENSSL_clear_free(p, len);\n    }\n    memset(c->recs, 0, sizeof(c->recs));\n    c->rec_last[0] = c->rec_last[1] = c->rec_next = 0;\n    memset(&c->pair, 0, sizeof(c->pair));\n",
+        ""),
     "cache-props-keeps-bases": ("provider/cache/store.c",
-        "    cache_renew(c);\n    for (k = 0; k < KC_AUX_SLOTS; k++)\n        if (c->aux[k].ctx != NULL && c->aux[k].freectx != NULL)\n            c->aux[k].freectx(c->aux[k].ctx);\n    memset(c->aux, 0, sizeof(c->aux));\n    c->aux_next = 0;\n",
-        "    cache_renew(c);\n"),
+        "    /* each unlinked before it is freed, for a child forked meanwhile */\n    for (k = 0; k < KC_AUX_SLOTS; k++) {\n        if ((p = c->aux[k].ctx) == NULL)\n            continue;\n        __atomic_store_n(&c->aux[k].ctx, NULL, __ATOMIC_RELEASE);\n        if (c->aux[k].freectx != NULL)\n            c->aux[k].freectx(p);\n    }\n    memset(c->aux, 0, sizeof(c->aux));\n    c->aux_next = 0;\n",
+        ""),
     "props-gen-not-bumped": ("provider/core/props.c",
         "        __atomic_add_fetch(&pctx->props_gen, 1, __ATOMIC_RELEASE);",
         "        (void)0;"),
     # the registration's own call taken for a change (every cache made
     # before it starts again)
     "props-first-call-changes": ("provider/core/props.c",
-        "    changed = __atomic_load_n(&pctx->props_registered, __ATOMIC_ACQUIRE) == 1\n              && (",
+        "    changed = pctx->props_seen\n              && (",
         "    changed = (1 ||"),
     # a context set on a base's shape, keyed after the default properties
     # changed: its cipher resolved again, not as the default did at the set

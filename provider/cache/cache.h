@@ -102,6 +102,11 @@ const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME]);
  * properties change.  Longer pairs are not kept.  No secrets.
  */
 #define KC_PAIR_HINT_MAX 32
+/*
+ * The default properties' generation now (c: a thread's cache or record):
+ * an answer worked out across a change is not kept.
+ */
+unsigned int kc_cache_props_gen(KC_CACHE *c);
 int kc_cache_pair_hint(const KC_CACHE *c, const void *owner, const char *a,
                        const char *b);
 void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,

@@ -493,7 +493,7 @@ static size_t cache_drop_entries(KC_CACHE *c)
 
     for (i = 0; i < hw && i < c->size; i++) {
         if (c->entries[i].alg != NULL)
-            c->n[c->entries[i].alg->stat].evictions++;
+            KC_BUMP(c, c->entries[i].alg->stat, evictions);
         dropped += entry_clear(c, &c->entries[i]);
     }
     c->nspares = 0;
@@ -875,15 +875,27 @@ static KC_NOINLINE void cache_timed(KC_CACHE *c)
 static KC_NOINLINE void cache_props_moved(KC_CACHE *c, unsigned int gen)
 {
     unsigned int k;
+    size_t len;
+    void *p;
 
     cache_renew(c);
-    for (k = 0; k < KC_AUX_SLOTS; k++)
-        if (c->aux[k].ctx != NULL && c->aux[k].freectx != NULL)
-            c->aux[k].freectx(c->aux[k].ctx);
+    /* each unlinked before it is freed, for a child forked meanwhile */
+    for (k = 0; k < KC_AUX_SLOTS; k++) {
+        if ((p = c->aux[k].ctx) == NULL)
+            continue;
+        __atomic_store_n(&c->aux[k].ctx, NULL, __ATOMIC_RELEASE);
+        if (c->aux[k].freectx != NULL)
+            c->aux[k].freectx(p);
+    }
     memset(c->aux, 0, sizeof(c->aux));
     c->aux_next = 0;
-    for (k = 0; k < KC_REC_SLOTS; k++)
-        OPENSSL_clear_free(c->recs[k].bytes, c->recs[k].len);
+    for (k = 0; k < KC_REC_SLOTS; k++) {
+        if ((p = c->recs[k].bytes) == NULL)
+            continue;
+        len = c->recs[k].len;
+        __atomic_store_n(&c->recs[k].bytes, NULL, __ATOMIC_RELEASE);
+        OPENSSL_clear_free(p, len);
+    }
     memset(c->recs, 0, sizeof(c->recs));
     c->rec_last[0] = c->rec_last[1] = c->rec_next = 0;
     memset(&c->pair, 0, sizeof(c->pair));
@@ -1027,6 +1039,11 @@ void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
     memcpy(c->pair.b, b, blen);
     c->pair.value = value;
     c->pair.owner = owner;
+}
+
+unsigned int kc_cache_props_gen(KC_CACHE *c)
+{
+    return __atomic_load_n(&pctx_of(c)->props_gen, __ATOMIC_ACQUIRE);
 }
 
 const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME])

@@ -231,6 +231,7 @@ struct kc_provctx_st {
     pthread_mutex_t props_lock, props_follow_lock;
     /* props_registered: 1, 0 not yet, -1 failed (props_follow) */
     int props_lock_ok, props_registered, props_lost;
+    int props_seen;           /* props_cb() called once (props_lock) */
     /* bumped at each change of props: what fetches find may change too */
     unsigned int props_gen;
     char *props;              /* a copy, under props_lock */

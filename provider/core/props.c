@@ -44,8 +44,9 @@ static int props_cb(const char *props, void *cbdata)
     int changed;
 
     pthread_mutex_lock(&pctx->props_lock);
-    changed = __atomic_load_n(&pctx->props_registered, __ATOMIC_ACQUIRE) == 1
+    changed = pctx->props_seen
               && (pctx->props == NULL || strcmp(pctx->props, now) != 0);
+    pctx->props_seen = 1;
     OPENSSL_free(pctx->props);
     pctx->props = copy;
     pctx->props_lost = copy == NULL;
@@ -100,6 +101,7 @@ void kc_props_stop(KC_PROVCTX *pctx)
     if (pctx->props_registered == 1)
         pctx->props_dereg(pctx->handle);
     pctx->props_registered = 0;
+    pctx->props_seen = 0;
     pctx->props_follow = NULL;
     if (pctx->props_lock_ok) {
         OPENSSL_free(pctx->props);

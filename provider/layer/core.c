@@ -91,11 +91,15 @@ int kc_tcore_learn(KC_TCORE *t, const KC_TSIDE *s, KC_CACHE *c,
     size_t sig_len = vol ? t->sig_len : 0;
     uint64_t h = t->hash ^ (vol ? t->sig_hash * KC_VOL_MIX : s->shape_salt);
     int v = kc_cache_rec_get(c, owner, h, rec, t->shape_len, sig, sig_len);
+    unsigned int gen;
 
     if (v >= 0)
         return v;
+    gen = kc_cache_props_gen(c);
     v = s->value(t, vol);
-    kc_cache_rec_put(c, owner, h, rec, t->shape_len, sig, sig_len, v);
+    /* (not kept if the default properties changed meanwhile) */
+    if (kc_cache_props_gen(c) == gen)
+        kc_cache_rec_put(c, owner, h, rec, t->shape_len, sig, sig_len, v);
     return v;
 }
 

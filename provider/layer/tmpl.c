@@ -146,6 +146,7 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
     KC_CACHE *c;
     size_t nlen, plen;
     uint64_t h;
+    unsigned int gen;
     int v;
 
     if ((c = kc_cache_get(pctx)) == NULL
@@ -164,7 +165,10 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
     h ^= h >> 32;
     if ((v = kc_cache_rec_get(c, owner, h, (const unsigned char *)name, nlen,
                               (const unsigned char *)q, plen)) < 0) {
+        gen = kc_cache_props_gen(c);
         v = ask(pctx, name, q);
+        if (kc_cache_props_gen(c) != gen)
+            return v;
         kc_cache_rec_put(c, owner, h, (const unsigned char *)name, nlen,
                          (const unsigned char *)q, plen, v);
     }
@@ -828,17 +832,22 @@ static int base_missed(KC_TBASES *set, const SPLIT *s)
     return ++set->misses >= KC_BASE_MISSES;
 }
 
-/* Where the next base of set goes: a free one, or the oldest made's. */
+/*
+ * Where the next base of set goes: a free one, or the oldest made's (its
+ * context unlinked before it is freed, for a child forked meanwhile).
+ */
 static KC_TBASE *base_slot(KC_TBASES *set)
 {
     KC_TBASE *b;
+    void *ctx;
 
     if (set->n < KC_BASES)
         return &set->b[set->n++];
     b = &set->b[set->next++ % KC_BASES];
-    if (b->ctx != NULL)
-        set->f->mac.freectx(b->ctx);
-    b->ctx = NULL;
+    if ((ctx = b->ctx) != NULL) {
+        __atomic_store_n(&b->ctx, NULL, __ATOMIC_RELEASE);
+        set->f->mac.freectx(ctx);
+    }
     return b;
 }
 
@@ -856,45 +865,59 @@ static KC_NOINLINE void base_make(KC_PROVCTX *pctx, const KC_TFAM *f,
     KC_TBASES *set;
     KC_TBASE *b;
     EVP_MAC *mac = NULL;
+    void *ctx;
     int ok;
 
     /* the cache must hear of a change of the default properties */
     if (pctx->props_follow == NULL || !pctx->props_follow(pctx))
         return;
+    /* a fresh context's fields (needs_app() reads based) */
+    memset(&tmp, 0, KC_TCORE_HEAD(KC_TMAC_CTX));
     tmp.pctx = pctx;
     tmp.f = f;
-    memset(&tmp.t, 0, KC_TCORE_HEAD(KC_TMAC_CTX) - offsetof(KC_TMAC_CTX, t));
+    tmp.ops = &f->mac;
     tmp.t.value = -1;
     if (s->ns > 0 && !append_call(&tmp, s->shape, s->ns, KC_AS_SHAPE))
         return;
+    ERR_set_mark();
+    kc_err_top(&before);
+    ok = (ctx = new_inner(&tmp, NULL, &mac)) != NULL && mac == NULL
+         && replay(&tmp, ctx, 0, tmp.t.len);
+    kc_err_top(&after);
+    ok = ok && kc_err_same(&before, &after);
+    ERR_pop_to_mark();
+    if (!ok && ctx != NULL) {
+        free_inner(&tmp, ctx, mac);
+        ctx = NULL;
+    }
+    /*
+     * Only now into the cache: new_inner() looks up (kc_cache_get()), which
+     * drops the bases if the default properties changed meanwhile.
+     */
     if ((set = kc_cache_aux_get(c, f)) == NULL) {
-        if ((set = OPENSSL_zalloc(sizeof(*set))) == NULL)
-            return;
-        set->f = f;
-        kc_cache_aux_put(c, f, set, bases_free);
-        if (kc_cache_aux_get(c, f) != set) {
-            bases_free(set);
+        if ((set = OPENSSL_zalloc(sizeof(*set))) != NULL) {
+            set->f = f;
+            kc_cache_aux_put(c, f, set, bases_free);
+            if (kc_cache_aux_get(c, f) != set) {
+                bases_free(set);
+                set = NULL;
+            }
+        }
+        if (set == NULL) {
+            if (ctx != NULL)
+                f->mac.freectx(ctx);
             return;
         }
     }
     b = base_slot(set);
     set->misses = 0;
     set->miss_fp = 0;
-    ERR_set_mark();
-    kc_err_top(&before);
-    ok = (b->ctx = new_inner(&tmp, NULL, &mac)) != NULL && mac == NULL
-         && replay(&tmp, b->ctx, 0, tmp.t.len);
-    kc_err_top(&after);
-    ok = ok && kc_err_same(&before, &after);
-    ERR_pop_to_mark();
-    if (!ok && b->ctx != NULL) {
-        free_inner(&tmp, b->ctx, mac);
-        b->ctx = NULL;
-    }
     b->keylen = 0;
     b->len = tmp.t.len;
     b->hash = tmp.t.hash;
     memcpy(b->rec, tmp.t.rec, b->len);
+    /* last, for a child forked meanwhile (bases_free()) */
+    __atomic_store_n(&b->ctx, ctx, __ATOMIC_RELEASE);
 }
 
 /*
