@@ -65,9 +65,11 @@ Where the losses come from today:
   `thread-per-task`: a thread that never admits a key keeps only a small
   thread-local record, and its first misses are not even counted (no
   hash of the key), but its contexts still cost a wrapper struct
-  (allocated and freed); per child on 3.0 (`--profiles DIR
-  fork-child-empty`): the fork handlers ~230 (~106 of it glibc's walk of
-  its handler list), the HMAC wrapper's calls ~450 and its struct ~200.
+  (allocated and freed), and the fork handlers are registered only once
+  a thread made a cache or hashed a key, or the registry's lock was taken
+  while other threads ran (none of it in these rows); per child on 3.0
+  (`--profiles DIR fork-child-empty`, ~530 in all): the HMAC wrapper's
+  calls ~380 and its struct ~150.
 - `proc-*` (+0.33M on 3.0, +0.32M on 3.5, +0.30M on 4.0; `bench/patterns.sh
   build --profiles DIR proc-openssl-version`): what every process that
   loads keycache pays.  On 3.0: the core's `dlopen` of the loader ~30k and
@@ -103,24 +105,21 @@ Where the losses come from today:
   fetch (`first-gcm` 1.35x): so `auto` offers no cipher and no CMAC
   there, and the CMAC, OCB and SIV rows run the default's
   (docs/families.md).
-- `newkey-cmac`, `newkey-gmac`, `newkey-kmac`, `cmac-3des` gain on 3.x
-  (on 4.x bases are off: a change of the default properties is not
-  announced there, and a base could not follow it): a
-  thread whose keys never repeat stops looking them up (its contexts are
-  cold), and keeps one *base* per family, a private default context with
-  its last shape set (CMAC's and KMAC's keyed with zeros: their default
-  copies no unkeyed context); a new key copies it and keys the copy
-  instead of fetching the cipher or KMAC's digest again (~2,500
-  instructions a context; CMAC with 3DES, never cached, too).  Shapes in
-  rotation keep one base (another is made only when the same other shape
-  misses twice in a row), the rest being the application's default's as
-  a thread's first contexts are: `newkey-cmac-sizes` (three AES key sizes
-  in turn) pays the wrapper and the base's check on two contexts in
-  three.
-- `dup-*`, and on 3.0 `copy-keyed-ocb`; on 4.0 `newkey-gmac`,
-  `newkey-kmac`, a key used three times and `newkey-hmac-200B`: a
-  wrapper struct per context (taken from and given back to the thread's
-  pool), forwarding, and the admission's origin check (issue 34).
+- `newkey-cmac`, `newkey-cmac-sizes`, `newkey-gmac`, `newkey-kmac`,
+  `cmac-3des` gain (on 4.0 `newkey-gmac` only breaks even, 1.004x): a
+  thread whose keys never repeat stops looking them
+  up (its contexts are cold), and keeps up to three *bases* per family,
+  one a shape, each a private default context with that shape set
+  (CMAC's and KMAC's keyed with zeros: their default copies no unkeyed
+  context); a new key copies one and keys the copy instead of fetching
+  the cipher or KMAC's digest again (~2,500 instructions a context; CMAC
+  with 3DES, never cached, too).  A change of the default properties
+  starts a thread's cache again at its next look-up, bases included
+  (`cache_props_moved()`).
+- `dup-*`, and on 3.0 `copy-keyed-ocb`; on 4.0 a key used three times
+  and `newkey-hmac-200B`: a wrapper struct per context (taken from and
+  given back to the thread's pool), forwarding, and the admission's
+  origin check (issue 34).
   `steady-*`: a kept keyed context pays only forwarding,
   about 4 instructions a call (`steady-ocb`: 6 calls a message, 24
   instructions, the forwarding floor below).
