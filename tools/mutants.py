@@ -336,19 +336,16 @@ MUTANTS = {
         "        || !kc_trec_utf8_ends(np)"),
     # a thread's cache kept across a change of the default properties:
     # not started again at all, or its learned records, pair hint or side
-    # templates (bases) kept
+    # templates (bases) kept (one mutant since both go in one helper)
     "cache-props-unchecked": ("provider/cache/store.c",
         "        if (c->props_gen != gen)\n            cache_props_moved(c, gen);",
         "        (void)gen;"),
     "cache-get-props-unasked": ("provider/cache/store.c",
         "    if (c == NULL || pctx->timed\n        || c->props_gen != __atomic_load_n(&pctx->props_gen,\n                                           __ATOMIC_RELAXED))",
         "    if (c == NULL || pctx->timed)"),
-    "cache-props-keeps-records": ("provider/cache/store.c",
-        "    for (k = 0; k < KC_REC_SLOTS; k++) {\n        if ((p = c->recs[k].bytes) == NULL)\n            continue;\n        len = c->recs[k].len;\n        __atomic_store_n(&c->recs[k].bytes, NULL, __ATOMIC_RELEASE);\n        OPENSSL_clear_free(p, len);\n    }\n    memset(c->recs, 0, sizeof(c->recs));\n    c->rec_last[0] = c->rec_last[1] = c->rec_next = 0;\n    memset(&c->pair, 0, sizeof(c->pair));\n",
-        ""),
-    "cache-props-keeps-bases": ("provider/cache/store.c",
-        "    /* each unlinked before it is freed, for a child forked meanwhile */\n    for (k = 0; k < KC_AUX_SLOTS; k++) {\n        if ((p = c->aux[k].ctx) == NULL)\n            continue;\n        __atomic_store_n(&c->aux[k].ctx, NULL, __ATOMIC_RELEASE);\n        if (c->aux[k].freectx != NULL)\n            c->aux[k].freectx(p);\n    }\n    memset(c->aux, 0, sizeof(c->aux));\n    c->aux_next = 0;\n",
-        ""),
+    "cache-props-keeps-learned": ("provider/cache/store.c",
+        "    cache_renew(c);\n    cache_drop_learned(c, 0);\n",
+        "    cache_renew(c);\n"),
     "props-gen-not-bumped": ("provider/core/props.c",
         "        __atomic_add_fetch(&pctx->props_gen, 1, __ATOMIC_RELEASE);",
         "        (void)0;"),

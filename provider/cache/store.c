@@ -501,23 +501,48 @@ static size_t cache_drop_entries(KC_CACHE *c)
 }
 
 /*
- * What else a cache holds, none of it secret (side templates, records,
- * pooled wrapper structs), freed with bounded counts.  In a forked child a
- * record's length may be a newer one's than its bytes: freed, not cleansed.
+ * What else a cache holds, none of it secret, freed with bounded counts:
+ * side templates and learned records (cache_drop_learned(), also when the
+ * default properties change), then pooled wrapper structs.  In a forked
+ * child a record's length may be a newer one's than its bytes: freed, not
+ * cleansed.
  */
+static void cache_drop_learned(KC_CACHE *c, int forked)
+{
+    unsigned int k;
+    size_t len;
+    void *p;
+
+    /* each unlinked before it is freed, for a child forked meanwhile */
+    for (k = 0; k < KC_AUX_SLOTS; k++) {
+        if ((p = c->aux[k].ctx) == NULL)
+            continue;
+        __atomic_store_n(&c->aux[k].ctx, NULL, __ATOMIC_RELEASE);
+        if (c->aux[k].freectx != NULL)
+            c->aux[k].freectx(p);
+    }
+    memset(c->aux, 0, sizeof(c->aux));
+    c->aux_next = 0;
+    for (k = 0; k < KC_REC_SLOTS; k++) {
+        if ((p = c->recs[k].bytes) == NULL)
+            continue;
+        len = c->recs[k].len;
+        __atomic_store_n(&c->recs[k].bytes, NULL, __ATOMIC_RELEASE);
+        if (forked)
+            OPENSSL_free(p);
+        else
+            OPENSSL_clear_free(p, len);
+    }
+    memset(c->recs, 0, sizeof(c->recs));
+    c->rec_last[0] = c->rec_last[1] = c->rec_next = 0;
+    memset(&c->pair, 0, sizeof(c->pair));
+}
+
 static void cache_drop_side(KC_CACHE *c, int forked)
 {
     unsigned int k, n;
 
-    for (k = 0; k < KC_AUX_SLOTS; k++)
-        if (c->aux[k].ctx != NULL && c->aux[k].freectx != NULL)
-            c->aux[k].freectx(c->aux[k].ctx);
-    for (k = 0; k < KC_REC_SLOTS; k++) {
-        if (forked)
-            OPENSSL_free(c->recs[k].bytes);
-        else
-            OPENSSL_clear_free(c->recs[k].bytes, c->recs[k].len);
-    }
+    cache_drop_learned(c, forked);
     for (k = 0; k < KC_POOL_KINDS; k++) {
         n = c->npool[k] < KC_POOL_MAX ? c->npool[k] : KC_POOL_MAX;
         while (n > 0)
@@ -874,31 +899,8 @@ static KC_NOINLINE void cache_timed(KC_CACHE *c)
  */
 static KC_NOINLINE void cache_props_moved(KC_CACHE *c, unsigned int gen)
 {
-    unsigned int k;
-    size_t len;
-    void *p;
-
     cache_renew(c);
-    /* each unlinked before it is freed, for a child forked meanwhile */
-    for (k = 0; k < KC_AUX_SLOTS; k++) {
-        if ((p = c->aux[k].ctx) == NULL)
-            continue;
-        __atomic_store_n(&c->aux[k].ctx, NULL, __ATOMIC_RELEASE);
-        if (c->aux[k].freectx != NULL)
-            c->aux[k].freectx(p);
-    }
-    memset(c->aux, 0, sizeof(c->aux));
-    c->aux_next = 0;
-    for (k = 0; k < KC_REC_SLOTS; k++) {
-        if ((p = c->recs[k].bytes) == NULL)
-            continue;
-        len = c->recs[k].len;
-        __atomic_store_n(&c->recs[k].bytes, NULL, __ATOMIC_RELEASE);
-        OPENSSL_clear_free(p, len);
-    }
-    memset(c->recs, 0, sizeof(c->recs));
-    c->rec_last[0] = c->rec_last[1] = c->rec_next = 0;
-    memset(&c->pair, 0, sizeof(c->pair));
+    cache_drop_learned(c, 0);
     c->props_gen = gen;
 }
 
