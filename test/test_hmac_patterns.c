@@ -1727,6 +1727,146 @@ static void test_other_provider_md(void)
     kct_testmd_end();
 }
 
+/*
+ * The default properties changed while keycache's HMAC knows SHA-256 as
+ * the default's: from the change on, the preferred provider's SHA-256
+ * runs as often as in the reference (contexts made before the change and
+ * set after it too), and the default's again once the change is undone.
+ */
+static int props_change_round(KCT_OTHER *o)
+{
+    OSSL_LIB_CTX *libs[2] = { o->ref, o->kc };
+    const char *qs[2] = { NULL, "provider=" KEYCACHE_PROVIDER_NAME };
+    OSSL_PARAM p[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    unsigned char out[2][EVP_MAX_MD_SIZE];
+    size_t outl[2];
+    int calls[2], i, m, before, bad = 0;
+
+    for (i = 0; i < 2; i++) {
+        EVP_MAC *mac = EVP_MAC_fetch(libs[i], "HMAC", qs[i]);
+
+        calls[i] = 0;
+        for (m = 0; mac != NULL && m < 40; m++) {
+            EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(mac);
+
+            before = kct_testmd_updates;
+            outl[i] = 0;
+            if (ctx == NULL || !EVP_MAC_CTX_set_params(ctx, p)
+                || !EVP_MAC_init(ctx, keys[m % 3], sizeof(keys[0]), NULL)
+                || !EVP_MAC_update(ctx, msgs[2], msglens[2])
+                || !EVP_MAC_final(ctx, out[i], &outl[i], sizeof(out[i])))
+                bad++;
+            calls[i] += kct_testmd_updates - before;
+            EVP_MAC_CTX_free(ctx);
+        }
+        if (mac == NULL)
+            bad++;
+        EVP_MAC_free(mac);
+    }
+    if (outl[0] != 32 || outl[1] != 32 || memcmp(out[0], out[1], 32) != 0)
+        bad++;
+    if (calls[0] != calls[1]) {
+        fprintf(stderr, "\ntheir SHA-256: %d updates, the reference's %d\n",
+                calls[1], calls[0]);
+        bad++;
+    }
+    ERR_clear_error();
+    return bad;
+}
+
+/* a context made before a change and set after it, on each side */
+static int props_change_kept(KCT_OTHER *o, const char *props)
+{
+    EVP_MAC *ref = EVP_MAC_fetch(o->ref, "HMAC", NULL);
+    EVP_MAC *mac = EVP_MAC_fetch(o->kc, "HMAC",
+                                 "provider=" KEYCACHE_PROVIDER_NAME);
+    EVP_MAC_CTX *c0 = ref != NULL ? EVP_MAC_CTX_new(ref) : NULL;
+    EVP_MAC_CTX *c1 = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM p[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    unsigned char out[2][EVP_MAX_MD_SIZE];
+    size_t l0 = 0, l1 = 0;
+    int n0, n1, bad = c0 == NULL || c1 == NULL;
+
+    if (!EVP_set_default_properties(o->ref, props)
+        || !EVP_set_default_properties(o->kc, props))
+        bad++;
+    n0 = kct_testmd_updates;
+    if (!bad && (!EVP_MAC_CTX_set_params(c0, p)
+                 || !EVP_MAC_init(c0, keys[0], sizeof(keys[0]), NULL)
+                 || !EVP_MAC_update(c0, msgs[2], msglens[2])
+                 || !EVP_MAC_final(c0, out[0], &l0, sizeof(out[0]))))
+        bad++;
+    n0 = kct_testmd_updates - n0;
+    n1 = kct_testmd_updates;
+    if (!bad && (!EVP_MAC_CTX_set_params(c1, p)
+                 || !EVP_MAC_init(c1, keys[0], sizeof(keys[0]), NULL)
+                 || !EVP_MAC_update(c1, msgs[2], msglens[2])
+                 || !EVP_MAC_final(c1, out[1], &l1, sizeof(out[1]))))
+        bad++;
+    n1 = kct_testmd_updates - n1;
+    if (l0 != 32 || l1 != 32 || memcmp(out[0], out[1], 32) != 0 || n0 != n1) {
+        fprintf(stderr, "\na context made before %s: their SHA-256 %d "
+                "updates, the reference's %d\n", props, n1, n0);
+        bad++;
+    }
+    EVP_MAC_CTX_free(c0);
+    EVP_MAC_CTX_free(c1);
+    EVP_MAC_free(ref);
+    EVP_MAC_free(mac);
+    ERR_clear_error();
+    return bad;
+}
+
+static void *props_change_main(void *arg)
+{
+    KCT_OTHER *o = arg;
+    int bad = 0, before;
+
+    /*
+     * The default's SHA-256 known and keys cached.  Preferred by name:
+     * with none preferred, which of two SHA-256s a fetch finds is the
+     * store's choice.
+     */
+    if (!EVP_set_default_properties(o->ref, "?provider=default")
+        || !EVP_set_default_properties(o->kc, "?provider=default"))
+        bad++;
+    before = kct_testmd_updates;
+    bad += props_change_round(o);
+    bad += props_change_round(o);
+    if (kct_testmd_updates != before)
+        bad++;
+    bad += props_change_kept(o, "?provider=kctestmd");
+    bad += props_change_round(o);
+    if (kct_testmd_updates == before)
+        bad++;                          /* theirs never ran: nothing tested */
+    before = kct_testmd_updates;
+    bad += props_change_kept(o, "?provider=default");
+    bad += props_change_round(o);
+    if (kct_testmd_updates != before)
+        bad++;
+    EVP_set_default_properties(o->ref, "");
+    EVP_set_default_properties(o->kc, "");
+    OPENSSL_thread_stop();
+    return bad != 0 ? NULL : arg;
+}
+
+static void test_props_change(void)
+{
+    KCT_OTHER o;
+    pthread_t t;
+    void *res = NULL;
+
+    CU_ASSERT_FATAL(kct_testmd_begin());
+    CU_ASSERT_FATAL(kct_other_start(&o, "kctestmd", OSSL_OP_DIGEST,
+                                    kct_testmd_algs));
+    /* a thread of its own: a cache of its own, made with no preference */
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, props_change_main, &o) == 0);
+    pthread_join(t, &res);
+    CU_ASSERT_PTR_EQUAL(res, &o);
+    kct_other_stop(&o);
+    kct_testmd_end();
+}
+
 /* CUnit wrappers: each pattern is its own test */
 
 static void test_q_mac(void) { run_pattern(pat_q_mac, 1); }
@@ -2090,6 +2230,8 @@ static void add_suites(void)
                 test_legacy_digests);
     CU_add_test(s, "a digest of another provider, under the default's name",
                 test_other_provider_md);
+    CU_add_test(s, "the default properties change under a known digest",
+                test_props_change);
     CU_add_test(s, "noinit/oneshot/tls params do not leak", test_flags);
     CU_add_test(s, "8 threads, mixed keys", test_threads);
     CU_add_test(s, "context outlives its thread", test_thread_handoff);

@@ -767,6 +767,20 @@ MUTANTS = {
     "hmac-app-spelling-unchecked": ("provider/families/hmac.c",
         "w->dg == w->hint_dg ? w->hint\n",
         "1 ? w->hint\n"),
+    # a digest name's answer served after the default properties changed
+    "memo-gen-ignored": ("provider/cache/store.c",
+        "        if (m->gen == gen && strcmp(m->name, name) == 0\n",
+        "        if (strcmp(m->name, name) == 0\n"),
+    # a context's last digest name served after the default properties
+    # changed
+    "hmac-hint-gen-ignored": ("provider/families/hmac.c",
+        "        && w->hint_gen == kc_props_gen(pctx) && strcmp(name, w->hint) == 0)",
+        "        && strcmp(name, w->hint) == 0)"),
+    # HMAC remembers a digest without hearing of a change of the default
+    # properties (the only family in the process)
+    "hmac-memo-unfollowed": ("provider/families/hmac.c",
+        "    keep = c != NULL && pctx->props_follow != NULL && pctx->props_follow(pctx);",
+        "    keep = c != NULL;"),
     # a thread's record handed out without its instance checked: a new
     # thread's (no instance's yet) or another instance's
     "record-any-instance": ("provider/cache/store.c",

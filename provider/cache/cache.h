@@ -87,14 +87,22 @@ int kc_key_equal(const unsigned char *a, const unsigned char *b, size_t n);
  * child)?  Counts this call as one.  Always no on a thread without a cache.
  */
 int kc_cache_missed_before(KC_CACHE *c, const KC_ALG *alg);
-/* The instance's memo of (name, properties) -> value (resolved digests). */
+/*
+ * The instance's memo of (name, properties) -> value (resolved digests),
+ * under the default properties in force: put drops an answer found under
+ * gen (kc_cache_props_gen(), read before resolving) if they changed since.
+ */
 const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props);
 void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
-                       const void *value);
-/* the value last found or put, if it has no properties and its name fits */
+                       const void *value, unsigned int gen);
+/*
+ * The value last found or put, if it has no properties and its name fits;
+ * *gen says under which default properties it holds (the caller checks).
+ */
 #define KC_HINT_NAME 16
-const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME]);
+const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME],
+                               unsigned int *gen);
 /*
  * The thread's last answer about a pair of strings (a, b, by content) for
  * owner, or -1 if another pair: a one-entry memo for what a new context

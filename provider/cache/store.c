@@ -50,11 +50,15 @@ typedef struct {
  * name goes in a block of its own, published by compare-and-swap (on a
  * miss only) in the first empty slot and never written again while the
  * instance lives: readers take no lock and see whole names.  No secrets.
+ * An answer holds for the default properties it was found under (gen):
+ * after a change the name is resolved and published again, and once the
+ * slots are full it is resolved at every look-up.
  */
 #define KC_MEMO_SLOTS 16
 #define KC_MEMO_NAME 64
 typedef struct {
     const void *value;
+    unsigned int gen;         /* pctx->props_gen it was found at */
     size_t namelen;
     char name[KC_MEMO_NAME];
     char props[KC_MEMO_NAME];
@@ -967,7 +971,9 @@ static ossl_inline unsigned int *memo_last_of(KC_CACHE *c)
 const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
                               const char *props)
 {
-    const struct kc_shared_st *sh = pctx_of(c)->shared;
+    KC_PROVCTX *pctx = pctx_of(c);
+    const struct kc_shared_st *sh = pctx->shared;
+    unsigned int gen = kc_props_gen(pctx);
     const KC_MEMO *m;
     unsigned int i;
 
@@ -975,7 +981,7 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
         props = "";
     /* slots are filled in order: the first empty one ends them */
     for (i = 0; i < KC_MEMO_SLOTS && (m = memo_at(sh, i)) != NULL; i++) {
-        if (strcmp(m->name, name) == 0
+        if (m->gen == gen && strcmp(m->name, name) == 0
             && (m->props[0] == props[0]
                 && (props[0] == '\0' || strcmp(m->props, props) == 0))) {
             *memo_last_of(c) = i;
@@ -986,15 +992,17 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
 }
 
 void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
-                       const void *value)
+                       const void *value, unsigned int gen)
 {
-    struct kc_shared_st *sh = pctx_of(c)->shared;
+    KC_PROVCTX *pctx = pctx_of(c);
+    struct kc_shared_st *sh = pctx->shared;
     KC_MEMO *m, *expect;
     unsigned int i;
 
     if (props == NULL)
         props = "";
-    if (strlen(name) >= KC_MEMO_NAME || strlen(props) >= KC_MEMO_NAME
+    /* an answer found under properties no longer in force */
+    if (gen != kc_props_gen(pctx) || strlen(name) >= KC_MEMO_NAME || strlen(props) >= KC_MEMO_NAME
         || memo_at(sh, KC_MEMO_SLOTS - 1) != NULL
         || (m = OPENSSL_malloc(sizeof(*m))) == NULL)
         return;
@@ -1002,6 +1010,7 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
     strcpy(m->name, name);
     strcpy(m->props, props);
     m->value = value;
+    m->gen = gen;
     for (i = 0; i < KC_MEMO_SLOTS; i++) {
         expect = NULL;
         if (__atomic_compare_exchange_n(&sh->memo[i], &expect, m, 0,
@@ -1045,18 +1054,19 @@ void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
 
 unsigned int kc_cache_props_gen(KC_CACHE *c)
 {
-    return __atomic_load_n(&pctx_of(c)->props_gen, __ATOMIC_ACQUIRE);
+    return kc_props_gen(pctx_of(c));
 }
 
-const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME])
+const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME],
+                               unsigned int *gen)
 {
     const KC_MEMO *m = memo_at(pctx_of(c)->shared, *memo_last_of(c));
 
     /* a whole name with room for its NUL, no properties */
-    if (m == NULL || m->props[0] != '\0'
-        || m->namelen >= KC_HINT_NAME)
+    if (m == NULL || m->props[0] != '\0' || m->namelen >= KC_HINT_NAME)
         return NULL;
     memcpy(name, m->name, KC_HINT_NAME);
+    *gen = m->gen;
     return m->value;
 }
 

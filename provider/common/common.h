@@ -281,4 +281,10 @@ struct kc_provctx_st {
     uint64_t threads_cached, threads_admitted, fork_wiped;
 };
 
+/* The count of changes of the default properties heard (core/props.c). */
+static ossl_inline unsigned int kc_props_gen(KC_PROVCTX *pctx)
+{
+    return __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
+}
+
 #endif

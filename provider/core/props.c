@@ -5,7 +5,9 @@
  * file cannot say (every alg_section replaces the last).  The core's
  * child-provider upcall hands a registrant the string in force and every
  * later one; keycache keeps a copy and counts the changes, which end what
- * threads remember of fetches (layer/tmpl.c, memo_ask()).  The core calls
+ * threads remember of fetches (layer/tmpl.c, memo_ask(); HMAC's digest
+ * names, families/hmac.c, resolve_digest()) and their caches (cache/store.c,
+ * kc_cache_get()).  The core calls
  * back before installing the string, so a racing fetch may be remembered
  * under the old one, as OpenSSL's own query cache may keep it.
  * Registering costs a process 4k-14k instructions: done at start only for

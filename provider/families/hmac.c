@@ -29,6 +29,7 @@ typedef struct {
      * saves EVP_Q_mac()'s two memo look-ups (set_params, init).
      */
     const KC_DIGEST *hint_dg;
+    unsigned int hint_gen;     /* the default properties it holds under */
     char hint[KC_HINT_NAME];
     uint64_t counted;          /* see KC_LOOKUP */
     /*
@@ -278,8 +279,10 @@ static EVP_MD *app_md_fetch(KC_PROVCTX *pctx, const char *name,
 /*
  * Resolve a digest name as the default does, in the application's library
  * context, so a failure (NULL) leaves its very errors.  Only the default
- * provider's digest maps to the table.  Remembered per thread: a provider
- * loaded later is not seen for a name resolved.
+ * provider's digest maps to the table.  Remembered by the instance while
+ * the default properties stay the same, so the callback that says they
+ * changed is registered before the first answer is kept; a provider loaded
+ * later is not seen for a name resolved.
  */
 static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
                                        const char *props)
@@ -289,16 +292,20 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
     const KC_DIGEST *d = NULL;
     KC_ERRTOP before, after;
     EVP_MD *md;
-    int noisy;
+    unsigned int gen = 0;
+    int noisy, keep;
 
     if (w->hint_dg != NULL && (props == NULL || props[0] == '\0')
-        && strcmp(name, w->hint) == 0)
+        && w->hint_gen == kc_props_gen(pctx) && strcmp(name, w->hint) == 0)
         return w->hint_dg;
     c = kc_cache_get(pctx);
     if (c != NULL && (d = kc_cache_memo_get(c, name, props)) != NULL) {
-        w->hint_dg = kc_cache_memo_last(c, w->hint);
+        w->hint_dg = kc_cache_memo_last(c, w->hint, &w->hint_gen);
         return d;
     }
+    keep = c != NULL && pctx->props_follow != NULL && pctx->props_follow(pctx);
+    if (keep)
+        gen = kc_cache_props_gen(c);
     /*
      * A successful fetch may queue errors (a query with trailing junk):
      * OpenSSL 4's default keeps them every time, so such a name is not
@@ -322,9 +329,9 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
     EVP_MD_free(md);
     if (d == NULL)
         return &unknown_digest;
-    if (c != NULL && !noisy) {
-        kc_cache_memo_put(c, name, props, d);
-        w->hint_dg = kc_cache_memo_last(c, w->hint);
+    if (keep && !noisy) {
+        kc_cache_memo_put(c, name, props, d, gen);
+        w->hint_dg = kc_cache_memo_last(c, w->hint, &w->hint_gen);
     }
     return d;
 }
@@ -579,7 +586,7 @@ static void *kc_hmac_newctx(void *provctx)
         return NULL;
     w->pctx = pctx;
     if (c != NULL)
-        w->hint_dg = kc_cache_memo_last(c, w->hint);
+        w->hint_dg = kc_cache_memo_last(c, w->hint, &w->hint_gen);
     return w;
 }
 
