@@ -176,14 +176,19 @@ int kc_cache_add_rec(KC_CACHE *c, const KC_ALG *alg, const unsigned char *rec,
 /*
  * Per-thread values learned about records (the bytes a + b, of owner):
  * the value put, or -1 if none is known (or overwritten).  No secrets.
+ * Put keeps a value only while the default properties are those of gen
+ * (kc_cache_props_gen(), read before working it out: working it out may
+ * itself start the thread's cache again); 0 if they moved, and the value
+ * is then kept nowhere else either.
  */
 #define KC_REC_SLOTS 32
 int kc_cache_rec_get(KC_CACHE *c, const void *owner, uint64_t hash,
                      const unsigned char *a, size_t alen,
                      const unsigned char *b, size_t blen);
-void kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
-                      const unsigned char *a, size_t alen,
-                      const unsigned char *b, size_t blen, int value);
+int kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
+                     const unsigned char *a, size_t alen,
+                     const unsigned char *b, size_t blen, int value,
+                     unsigned int gen);
 /*
  * The record last found or put for owner, of one piece (pair 0) or two:
  * its bytes, first piece's and whole length, hash and value; or NULL.

@@ -1169,18 +1169,21 @@ const unsigned char *kc_cache_rec_last(KC_CACHE *c, const void *owner,
     return c->recs[i].bytes;
 }
 
-void kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
-                      const unsigned char *a, size_t alen,
-                      const unsigned char *b, size_t blen, int value)
+int kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
+                     const unsigned char *a, size_t alen,
+                     const unsigned char *b, size_t blen, int value,
+                     unsigned int gen)
 {
     unsigned char *bytes, *old;
     unsigned int i, n;
 
+    if (gen != kc_props_gen(pctx_of(c)))
+        return 0;
     /* something to keep: the thread's cache is made for it */
     if (is_lite(c) && (c = lite_body(as_lite(c))) == NULL)
-        return;
+        return 1;
     if ((bytes = OPENSSL_malloc(alen + blen + 1)) == NULL)
-        return;
+        return 1;
     if (alen > 0)
         memcpy(bytes, a, alen);
     if (blen > 0)
@@ -1203,6 +1206,7 @@ void kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
     __atomic_store_n(&c->recs[i].bytes, bytes, __ATOMIC_RELEASE);
     c->recs[i].value = value;
     c->rec_last[blen != 0] = i;
+    return 1;
 }
 
 /*

@@ -97,9 +97,7 @@ int kc_tcore_learn(KC_TCORE *t, const KC_TSIDE *s, KC_CACHE *c,
         return v;
     gen = kc_cache_props_gen(c);
     v = s->value(t, vol);
-    /* (not kept if the default properties changed meanwhile) */
-    if (kc_cache_props_gen(c) == gen)
-        kc_cache_rec_put(c, owner, h, rec, t->shape_len, sig, sig_len, v);
+    kc_cache_rec_put(c, owner, h, rec, t->shape_len, sig, sig_len, v, gen);
     return v;
 }
 

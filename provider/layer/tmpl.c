@@ -167,10 +167,9 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
                               (const unsigned char *)q, plen)) < 0) {
         gen = kc_cache_props_gen(c);
         v = ask(pctx, name, q);
-        if (kc_cache_props_gen(c) != gen)
+        if (!kc_cache_rec_put(c, owner, h, (const unsigned char *)name, nlen,
+                              (const unsigned char *)q, plen, v, gen))
             return v;
-        kc_cache_rec_put(c, owner, h, (const unsigned char *)name, nlen,
-                         (const unsigned char *)q, plen, v);
     }
     kc_cache_pair_hint_put(c, owner, name, q, v);
     return v;
@@ -1512,11 +1511,13 @@ static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
     KC_ERRTOP before, after;
     EVP_MAC *mac;
     void *t, *d = NULL;
+    unsigned int gen;
 
     if (c != NULL
         && kc_cache_rec_get(c, &dup_owner[w->f - w->pctx->fam], h, rec,
                             w->t.len, NULL, 0) == 1)
         return 1;
+    gen = c != NULL ? kc_cache_props_gen(c) : 0;
     kc_err_top(&before);
     if ((t = new_inner(w, NULL, &mac)) == NULL)
         return 0;
@@ -1526,7 +1527,7 @@ static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
     kc_err_top(&after);
     if (d != NULL && c != NULL && kc_err_same(&before, &after))
         kc_cache_rec_put(c, &dup_owner[w->f - w->pctx->fam], h, rec,
-                         w->t.len, NULL, 0, 1);
+                         w->t.len, NULL, 0, 1, gen);
     return d != NULL;
 }
 
