@@ -1733,86 +1733,61 @@ static void test_other_provider_md(void)
  * runs as often as in the reference (contexts made before the change and
  * set after it too), and the default's again once the change is undone.
  */
-static int props_change_round(KCT_OTHER *o)
+
+/* one HMAC-SHA256 on ctx with keys[k]; *calls += kctestmd's updates */
+static size_t props_mac(EVP_MAC_CTX *ctx, int k, unsigned char *out,
+                        int *calls)
 {
-    OSSL_LIB_CTX *libs[2] = { o->ref, o->kc };
-    const char *qs[2] = { NULL, "provider=" KEYCACHE_PROVIDER_NAME };
     OSSL_PARAM p[2] = { p_digest("SHA256"), OSSL_PARAM_END };
-    unsigned char out[2][EVP_MAX_MD_SIZE];
-    size_t outl[2];
-    int calls[2], i, m, before, bad = 0;
+    int before = kct_testmd_updates;
+    size_t outl = 0;
 
-    for (i = 0; i < 2; i++) {
-        EVP_MAC *mac = EVP_MAC_fetch(libs[i], "HMAC", qs[i]);
-
-        calls[i] = 0;
-        for (m = 0; mac != NULL && m < 40; m++) {
-            EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(mac);
-
-            before = kct_testmd_updates;
-            outl[i] = 0;
-            if (ctx == NULL || !EVP_MAC_CTX_set_params(ctx, p)
-                || !EVP_MAC_init(ctx, keys[m % 3], sizeof(keys[0]), NULL)
-                || !EVP_MAC_update(ctx, msgs[2], msglens[2])
-                || !EVP_MAC_final(ctx, out[i], &outl[i], sizeof(out[i])))
-                bad++;
-            calls[i] += kct_testmd_updates - before;
-            EVP_MAC_CTX_free(ctx);
-        }
-        if (mac == NULL)
-            bad++;
-        EVP_MAC_free(mac);
-    }
-    if (outl[0] != 32 || outl[1] != 32 || memcmp(out[0], out[1], 32) != 0)
-        bad++;
-    if (calls[0] != calls[1]) {
-        fprintf(stderr, "\ntheir SHA-256: %d updates, the reference's %d\n",
-                calls[1], calls[0]);
-        bad++;
-    }
-    ERR_clear_error();
-    return bad;
+    if (ctx == NULL || !EVP_MAC_CTX_set_params(ctx, p)
+        || !EVP_MAC_init(ctx, keys[k], sizeof(keys[k]), NULL)
+        || !EVP_MAC_update(ctx, msgs[2], msglens[2])
+        || !EVP_MAC_final(ctx, out, &outl, EVP_MAX_MD_SIZE))
+        outl = 0;
+    *calls += kct_testmd_updates - before;
+    return outl;
 }
 
-/* a context made before a change and set after it, on each side */
-static int props_change_kept(KCT_OTHER *o, const char *props)
+/*
+ * A new context per message on each side; with kept, one made before the
+ * default properties are set to props and set after.
+ */
+static int props_change_round(KCT_OTHER *o, int kept, const char *props)
 {
-    EVP_MAC *ref = EVP_MAC_fetch(o->ref, "HMAC", NULL);
-    EVP_MAC *mac = EVP_MAC_fetch(o->kc, "HMAC",
-                                 "provider=" KEYCACHE_PROVIDER_NAME);
-    EVP_MAC_CTX *c0 = ref != NULL ? EVP_MAC_CTX_new(ref) : NULL;
-    EVP_MAC_CTX *c1 = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
-    OSSL_PARAM p[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+    EVP_MAC *macs[2] = {
+        EVP_MAC_fetch(o->ref, "HMAC", NULL),
+        EVP_MAC_fetch(o->kc, "HMAC", "provider=" KEYCACHE_PROVIDER_NAME)
+    };
+    EVP_MAC_CTX *ctx[2] = { NULL, NULL };
     unsigned char out[2][EVP_MAX_MD_SIZE];
-    size_t l0 = 0, l1 = 0;
-    int n0, n1, bad = c0 == NULL || c1 == NULL;
+    int calls[2] = { 0, 0 }, i, m, bad = 0;
 
-    if (!EVP_set_default_properties(o->ref, props)
-        || !EVP_set_default_properties(o->kc, props))
+    for (i = 0; kept && i < 2; i++)
+        ctx[i] = macs[i] != NULL ? EVP_MAC_CTX_new(macs[i]) : NULL;
+    if (kept && (!EVP_set_default_properties(o->ref, props)
+                 || !EVP_set_default_properties(o->kc, props)))
         bad++;
-    n0 = kct_testmd_updates;
-    if (!bad && (!EVP_MAC_CTX_set_params(c0, p)
-                 || !EVP_MAC_init(c0, keys[0], sizeof(keys[0]), NULL)
-                 || !EVP_MAC_update(c0, msgs[2], msglens[2])
-                 || !EVP_MAC_final(c0, out[0], &l0, sizeof(out[0]))))
+    for (i = 0; i < 2; i++) {
+        for (m = 0; m < (kept ? 1 : 40); m++) {
+            if (!kept)
+                ctx[i] = macs[i] != NULL ? EVP_MAC_CTX_new(macs[i]) : NULL;
+            if (props_mac(ctx[i], m % 3, out[i], &calls[i]) != 32)
+                bad++;
+            EVP_MAC_CTX_free(ctx[i]);
+            ctx[i] = NULL;
+        }
+        EVP_MAC_free(macs[i]);
+    }
+    if (memcmp(out[0], out[1], 32) != 0)
         bad++;
-    n0 = kct_testmd_updates - n0;
-    n1 = kct_testmd_updates;
-    if (!bad && (!EVP_MAC_CTX_set_params(c1, p)
-                 || !EVP_MAC_init(c1, keys[0], sizeof(keys[0]), NULL)
-                 || !EVP_MAC_update(c1, msgs[2], msglens[2])
-                 || !EVP_MAC_final(c1, out[1], &l1, sizeof(out[1]))))
-        bad++;
-    n1 = kct_testmd_updates - n1;
-    if (l0 != 32 || l1 != 32 || memcmp(out[0], out[1], 32) != 0 || n0 != n1) {
-        fprintf(stderr, "\na context made before %s: their SHA-256 %d "
-                "updates, the reference's %d\n", props, n1, n0);
+    if (calls[0] != calls[1]) {
+        fprintf(stderr, "\ntheir SHA-256: %d updates, the reference's %d%s\n",
+                calls[1], calls[0], kept ? " (a context made before)" : "");
         bad++;
     }
-    EVP_MAC_CTX_free(c0);
-    EVP_MAC_CTX_free(c1);
-    EVP_MAC_free(ref);
-    EVP_MAC_free(mac);
     ERR_clear_error();
     return bad;
 }
@@ -1831,17 +1806,17 @@ static void *props_change_main(void *arg)
         || !EVP_set_default_properties(o->kc, "?provider=default"))
         bad++;
     before = kct_testmd_updates;
-    bad += props_change_round(o);
-    bad += props_change_round(o);
+    bad += props_change_round(o, 0, NULL);
+    bad += props_change_round(o, 0, NULL);
     if (kct_testmd_updates != before)
         bad++;
-    bad += props_change_kept(o, "?provider=kctestmd");
-    bad += props_change_round(o);
+    bad += props_change_round(o, 1, "?provider=kctestmd");
+    bad += props_change_round(o, 0, NULL);
     if (kct_testmd_updates == before)
         bad++;                          /* theirs never ran: nothing tested */
     before = kct_testmd_updates;
-    bad += props_change_kept(o, "?provider=default");
-    bad += props_change_round(o);
+    bad += props_change_round(o, 1, "?provider=default");
+    bad += props_change_round(o, 0, NULL);
     if (kct_testmd_updates != before)
         bad++;
     EVP_set_default_properties(o->ref, "");
