@@ -1023,6 +1023,34 @@ static void pat_offered_digests(OSSL_LIB_CTX *libctx, REC *r)
     EVP_MAC_free(mac);
 }
 
+/*
+ * A key longer than the block with every digest the default offers, twice
+ * each: XOFs and digests that want more than a name (ML-DSA-MU on 4.x)
+ * are refused as the default refuses them, with its errors only.
+ */
+static void pat_long_key_offered(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    unsigned char key[300], out[EVP_MAX_MD_SIZE];
+    size_t outl;
+    int i, rep;
+
+    kct_fill(key, sizeof(key), 4242);
+    for (i = 0; offered_mds[i] != NULL; i++) {
+        OSSL_PARAM p[2] = { p_digest(offered_mds[i]), OSSL_PARAM_END };
+
+        for (rep = 0; rep < 2; rep++) {
+            EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+            rec_printf(r, "-- %s\n", offered_mds[i]);
+            do_mac(r, ctx, key, sizeof(key), p, msgs[1], msglens[1], out,
+                   &outl);
+            EVP_MAC_CTX_free(ctx);
+        }
+    }
+    EVP_MAC_free(mac);
+}
+
 static void collect_md(EVP_MD *md, void *arg)
 {
     int *n = arg;
@@ -1734,15 +1762,25 @@ static void test_other_provider_md(void)
  * set after it too), and the default's again once the change is undone.
  */
 
-/* one HMAC-SHA256 on ctx with keys[k]; *calls += kctestmd's updates */
-static size_t props_mac(EVP_MAC_CTX *ctx, int k, unsigned char *out,
-                        int *calls)
+/* the digest set on ctx */
+static int props_set(EVP_MAC_CTX *ctx)
 {
     OSSL_PARAM p[2] = { p_digest("SHA256"), OSSL_PARAM_END };
+
+    return ctx != NULL && EVP_MAC_CTX_set_params(ctx, p);
+}
+
+/*
+ * One HMAC-SHA256 on ctx with keys[k], the digest set first if set;
+ * *calls += kctestmd's updates.
+ */
+static size_t props_mac(EVP_MAC_CTX *ctx, int set, int k, unsigned char *out,
+                        int *calls)
+{
     int before = kct_testmd_updates;
     size_t outl = 0;
 
-    if (ctx == NULL || !EVP_MAC_CTX_set_params(ctx, p)
+    if (ctx == NULL || (set && !props_set(ctx))
         || !EVP_MAC_init(ctx, keys[k], sizeof(keys[k]), NULL)
         || !EVP_MAC_update(ctx, msgs[2], msglens[2])
         || !EVP_MAC_final(ctx, out, &outl, EVP_MAX_MD_SIZE))
@@ -1752,10 +1790,14 @@ static size_t props_mac(EVP_MAC_CTX *ctx, int k, unsigned char *out,
 }
 
 /*
- * A new context per message on each side; with kept, one made before the
- * default properties are set to props and set after.
+ * A new context per message on each side (NEW); or one context made
+ * before the default properties are set to props, its digest set and its
+ * key given after (MADE); or made and its digest set before, the key
+ * given after (SET), which keeps the digest the set found.
  */
-static int props_change_round(KCT_OTHER *o, int kept, const char *props)
+enum { PROPS_NEW, PROPS_MADE, PROPS_SET };
+
+static int props_change_round(KCT_OTHER *o, int mode, const char *props)
 {
     EVP_MAC *macs[2] = {
         EVP_MAC_fetch(o->ref, "HMAC", NULL),
@@ -1765,16 +1807,20 @@ static int props_change_round(KCT_OTHER *o, int kept, const char *props)
     unsigned char out[2][EVP_MAX_MD_SIZE];
     int calls[2] = { 0, 0 }, i, m, bad = 0;
 
-    for (i = 0; kept && i < 2; i++)
+    for (i = 0; mode != PROPS_NEW && i < 2; i++) {
         ctx[i] = macs[i] != NULL ? EVP_MAC_CTX_new(macs[i]) : NULL;
-    if (kept && (!EVP_set_default_properties(o->ref, props)
-                 || !EVP_set_default_properties(o->kc, props)))
+        if (mode == PROPS_SET && !props_set(ctx[i]))
+            bad++;
+    }
+    if (mode != PROPS_NEW && (!EVP_set_default_properties(o->ref, props)
+                              || !EVP_set_default_properties(o->kc, props)))
         bad++;
     for (i = 0; i < 2; i++) {
-        for (m = 0; m < (kept ? 1 : 40); m++) {
-            if (!kept)
+        for (m = 0; m < (mode != PROPS_NEW ? 1 : 40); m++) {
+            if (mode == PROPS_NEW)
                 ctx[i] = macs[i] != NULL ? EVP_MAC_CTX_new(macs[i]) : NULL;
-            if (props_mac(ctx[i], m % 3, out[i], &calls[i]) != 32)
+            if (props_mac(ctx[i], mode != PROPS_SET, m % 3, out[i],
+                          &calls[i]) != 32)
                 bad++;
             EVP_MAC_CTX_free(ctx[i]);
             ctx[i] = NULL;
@@ -1784,8 +1830,8 @@ static int props_change_round(KCT_OTHER *o, int kept, const char *props)
     if (memcmp(out[0], out[1], 32) != 0)
         bad++;
     if (calls[0] != calls[1]) {
-        fprintf(stderr, "\ntheir SHA-256: %d updates, the reference's %d%s\n",
-                calls[1], calls[0], kept ? " (a context made before)" : "");
+        fprintf(stderr, "\ntheir SHA-256: %d updates, the reference's %d "
+                "(mode %d)\n", calls[1], calls[0], mode);
         bad++;
     }
     ERR_clear_error();
@@ -1795,7 +1841,7 @@ static int props_change_round(KCT_OTHER *o, int kept, const char *props)
 static void *props_change_main(void *arg)
 {
     KCT_OTHER *o = arg;
-    int bad = 0, before;
+    int bad = 0, before, mode;
 
     /*
      * The default's SHA-256 known and keys cached.  Preferred by name:
@@ -1805,40 +1851,52 @@ static void *props_change_main(void *arg)
     if (!EVP_set_default_properties(o->ref, "?provider=default")
         || !EVP_set_default_properties(o->kc, "?provider=default"))
         bad++;
+    /* a thread's first contexts (keyed in the application's context) */
+    bad += props_change_round(o, PROPS_SET, "?provider=kctestmd");
+    bad += props_change_round(o, PROPS_SET, "?provider=default");
     before = kct_testmd_updates;
-    bad += props_change_round(o, 0, NULL);
-    bad += props_change_round(o, 0, NULL);
+    bad += props_change_round(o, PROPS_NEW, NULL);
+    bad += props_change_round(o, PROPS_NEW, NULL);
     if (kct_testmd_updates != before)
         bad++;
-    bad += props_change_round(o, 1, "?provider=kctestmd");
-    bad += props_change_round(o, 0, NULL);
-    if (kct_testmd_updates == before)
-        bad++;                          /* theirs never ran: nothing tested */
-    before = kct_testmd_updates;
-    bad += props_change_round(o, 1, "?provider=default");
-    bad += props_change_round(o, 0, NULL);
-    if (kct_testmd_updates != before)
-        bad++;
+    for (mode = PROPS_MADE; mode <= PROPS_SET; mode++) {
+        bad += props_change_round(o, mode, "?provider=kctestmd");
+        before = kct_testmd_updates;
+        bad += props_change_round(o, PROPS_NEW, NULL);
+        if (kct_testmd_updates == before)
+            bad++;                      /* theirs never ran: nothing tested */
+        bad += props_change_round(o, mode, "?provider=default");
+        before = kct_testmd_updates;
+        bad += props_change_round(o, PROPS_NEW, NULL);
+        if (kct_testmd_updates != before)
+            bad++;
+    }
     EVP_set_default_properties(o->ref, "");
     EVP_set_default_properties(o->kc, "");
     OPENSSL_thread_stop();
     return bad != 0 ? NULL : arg;
 }
 
+/* under admit_after 1 (the tests' config) and the deployed 3 */
 static void test_props_change(void)
 {
+    static const char *const lines[] = { "", "-admit_after\n" };
     KCT_OTHER o;
     pthread_t t;
-    void *res = NULL;
+    void *res;
+    size_t i;
 
     CU_ASSERT_FATAL(kct_testmd_begin());
-    CU_ASSERT_FATAL(kct_other_start(&o, "kctestmd", OSSL_OP_DIGEST,
-                                    kct_testmd_algs));
-    /* a thread of its own: a cache of its own, made with no preference */
-    CU_ASSERT_FATAL(pthread_create(&t, NULL, props_change_main, &o) == 0);
-    pthread_join(t, &res);
-    CU_ASSERT_PTR_EQUAL(res, &o);
-    kct_other_stop(&o);
+    for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+        CU_ASSERT_FATAL(kct_other_start_conf(&o, "kctestmd", OSSL_OP_DIGEST,
+                                             kct_testmd_algs, lines[i]));
+        /* a thread of its own: a cache of its own */
+        res = NULL;
+        CU_ASSERT_FATAL(pthread_create(&t, NULL, props_change_main, &o) == 0);
+        pthread_join(t, &res);
+        CU_ASSERT_PTR_EQUAL(res, &o);
+        kct_other_stop(&o);
+    }
     kct_testmd_end();
 }
 
@@ -1904,6 +1962,10 @@ static void test_long_keys(void) { run_pattern(pat_long_keys, 1); }
 static void test_listed_digests(void) { run_pattern(pat_listed_digests, 0); }
 static void test_offered_digests(void) { run_pattern(pat_offered_digests, 0); }
 static void test_sizes(void) { run_pattern(pat_sizes, 0); }
+static void test_long_key_offered(void)
+{
+    run_pattern(pat_long_key_offered, 0);
+}
 static void test_param_shapes(void) { run_pattern(pat_param_shapes, 0); }
 static void test_unknown_digest(void) { run_pattern(pat_unknown_digest, 0); }
 static void test_xof_digest(void) { run_pattern(pat_xof_digest, 0); }
@@ -2197,6 +2259,8 @@ static void add_suites(void)
     CU_add_test(s, "listed digests", test_listed_digests);
     CU_add_test(s, "every digest default offers", test_offered_digests);
     CU_add_test(s, "mac and block size", test_sizes);
+    CU_add_test(s, "a long key with every digest default offers",
+                test_long_key_offered);
     CU_add_test(s, "parameter lists and odd key params", test_param_shapes);
     CU_add_test(s, "unknown digest", test_unknown_digest);
     CU_add_test(s, "XOF digest", test_xof_digest);

@@ -35,6 +35,8 @@ ONLY_ON = {
     "siv-repeats-taken": ("4.",),
     # AES-SIV's set_ctx_params(NULL) reopens the final in 4.x only
     "siv-null-keeps-final": ("4.",),
+    # SHAKE hashing a long key raises from 3.4 on (no default length)
+    "digest-key-retried": ("3.5", "3.6", "4."),
     # AES-SIV's empty message and reopened finals came after 3.0
     "siv-empty-never-message": ("3.5", "3.6", "4."),
     "siv-refusal-keeps-final": ("3.5", "3.6", "4."),
@@ -422,8 +424,8 @@ MUTANTS = {
     # HMAC: the digest carried from the thread's memo is taken whatever
     # name is given (HMAC-SHA512 after HMAC-SHA256 computes SHA-256)
     "hmac-hint-any-name": ("provider/families/hmac.c",
-        "        && strcmp(name, w->hint) == 0)\n        return w->hint_dg;",
-        "        )\n        return w->hint_dg;"),
+        " && strcmp(name, w->hint) == 0)\n        return w->hint_dg;",
+        ")\n        return w->hint_dg;"),
     # the straight-line compare of 32- and 16-byte keys skips their last
     # word (a key differing there hits the other key's entry)
     "keys-equal-32-short": ("provider/cache/store.c",
@@ -545,11 +547,11 @@ MUTANTS = {
     # HMAC: a digest name that is a prefix of the context's last one, or of
     # one the thread resolved, taken as that digest ("SHA2-25")
     "hmac-hint-prefix": ("provider/families/hmac.c",
-        "        && strcmp(name, w->hint) == 0)\n        return w->hint_dg;",
-        "        && strncmp(name, w->hint, strlen(name)) == 0)\n        return w->hint_dg;"),
+        " && strcmp(name, w->hint) == 0)\n        return w->hint_dg;",
+        " && strncmp(name, w->hint, strlen(name)) == 0)\n        return w->hint_dg;"),
     "memo-name-prefix": ("provider/cache/store.c",
-        "        if (strcmp(m->name, name) == 0\n            && (m->props[0]",
-        "        if (strncmp(m->name, name, strlen(name)) == 0\n            && (m->props[0]"),
+        " && strcmp(m->name, name) == 0\n            && (m->props[0]",
+        " && strncmp(m->name, name, strlen(name)) == 0\n            && (m->props[0]"),
     # the one-pass keying init (same_init_as_last) takes a volatile
     # signature the thread learned invalid
     "tmpl-fast-sig-invalid": ("provider/layer/tmpl.c",
@@ -767,6 +769,16 @@ MUTANTS = {
     "hmac-app-spelling-unchecked": ("provider/families/hmac.c",
         "w->dg == w->hint_dg ? w->hint\n",
         "1 ? w->hint\n"),
+    # a digest that failed or raised hashing a long key once is asked
+    # again, without an error mark
+    "digest-key-retried": ("provider/inner/inner.c",
+        "    if (tried < 0 || !d->fns_ok || d->size == 0 || d->size > outsize)",
+        "    if (!d->fns_ok || d->size == 0 || d->size > outsize)"),
+    # a context keyed by the digest's name in the application's context,
+    # where the default properties changed since the digest was set
+    "hmac-app-dg-any-gen": ("provider/families/hmac.c",
+        "    return w->dg == NULL || w->dg_gen == kc_props_gen(w->pctx);",
+        "    return 1;"),
     # a digest name's answer served after the default properties changed
     "memo-gen-ignored": ("provider/cache/store.c",
         "        if (m->gen == gen && strcmp(m->name, name) == 0\n",

@@ -1002,7 +1002,8 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
     if (props == NULL)
         props = "";
     /* an answer found under properties no longer in force */
-    if (gen != kc_props_gen(pctx) || strlen(name) >= KC_MEMO_NAME || strlen(props) >= KC_MEMO_NAME
+    if (gen != kc_props_gen(pctx)
+        || strlen(name) >= KC_MEMO_NAME || strlen(props) >= KC_MEMO_NAME
         || memo_at(sh, KC_MEMO_SLOTS - 1) != NULL
         || (m = OPENSSL_malloc(sizeof(*m))) == NULL)
         return;

@@ -98,6 +98,7 @@ typedef struct {
     /* the default's functions for it, loaded with the table (inner.c) */
     KC_DIGEST_FNS fns;
     int fns_ok;
+    int key_hash;             /* kc_inner_digest_key(): 0 untried, 1, -1 */
 } KC_DIGEST;
 
 /* A rare path kept out of line: the forwarding path needs no frame. */

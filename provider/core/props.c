@@ -8,8 +8,9 @@
  * threads remember of fetches (layer/tmpl.c, memo_ask(); HMAC's digest
  * names, families/hmac.c, resolve_digest()) and their caches (cache/store.c,
  * kc_cache_get()).  The core calls
- * back before installing the string, so a racing fetch may be remembered
- * under the old one, as OpenSSL's own query cache may keep it.
+ * back before installing the string (and flushes its own query cache
+ * after), so what another thread's fetch finds in between is remembered
+ * under the new generation (docs/limits.md).
  * Registering costs a process 4k-14k instructions: done at start only for
  * prefer = if_unset and KEYCACHE_DEBUG's routing line, else at the first
  * memo (kc_props_follow()).  prefer = if_unset sets ?provider=NAME only
@@ -80,6 +81,11 @@ int kc_props_follow(KC_PROVCTX *pctx)
                             pctx) ? 1 : -1;
         ERR_pop_to_mark();
         __atomic_store_n(&pctx->props_registered, r, __ATOMIC_RELEASE);
+        if (r < 0)
+            kc_debug_log(pctx, 1, "warning: the core refused to report "
+                         "changes of the default properties, so what "
+                         "fetches find (digest names, learned shapes) is "
+                         "worked out again at every use");
     }
     pthread_mutex_unlock(&pctx->props_follow_lock);
     return r == 1;

@@ -19,6 +19,7 @@ typedef struct {
     KC_PROVCTX *pctx;
     const KC_DIGEST *dg;       /* the default ctx's digest: a table entry */
     char *dg_props;            /* the query dg was resolved with, or NULL */
+    unsigned int dg_gen;       /* the default properties it was resolved at */
     void *inner;               /* inner HMAC ctx, NULL until keyed */
     KC_LEASE lease;            /* where inner goes back to, if anywhere */
     int passthrough;           /* inner is the reference copy: forward all */
@@ -117,6 +118,7 @@ static int set_digest(KC_HMAC_CTX *w, const KC_DIGEST *dg, const char *props)
         w->dg_props = NULL;
     }
     w->dg = dg;
+    w->dg_gen = kc_props_gen(w->pctx);
     if (dg == NULL || props == NULL || props[0] == '\0')
         return 1;
     if ((w->dg_props = OPENSSL_strdup(props)) == NULL) {
@@ -240,6 +242,17 @@ static int go_passthrough(KC_HMAC_CTX *w)
 }
 
 /*
+ * Would the application's context find the digest w was set with, by its
+ * name?  Not once the default properties changed since: the default's
+ * context keeps the digest it fetched then, which only a private inner
+ * (the default's digest, dg) reproduces.
+ */
+static ossl_inline int app_finds_dg(const KC_HMAC_CTX *w)
+{
+    return w->dg == NULL || w->dg_gen == kc_props_gen(w->pctx);
+}
+
+/*
  * The same, but before the key with the default's HMAC in the
  * application's library context, which takes the digests and raises the
  * errors the default would; once keyed, or without one, a private inner.
@@ -250,7 +263,7 @@ static int go_passthrough_app(KC_HMAC_CTX *w)
     void *ctx;
     int ok;
 
-    if (w->passthrough || w->inner != NULL
+    if (w->passthrough || w->inner != NULL || !app_finds_dg(w)
         || (ctx = kc_inner_app_mac(w->pctx, OSSL_MAC_NAME_HMAC,
                                    fns(w)->newctx, &mac)) == NULL)
         return go_passthrough(w);
@@ -388,7 +401,8 @@ static KC_NOINLINE int key_app(KC_HMAC_CTX *w, const unsigned char *key,
     int ok;
 
     /* its digest's: a fetch of HMAC would cost a thread about 3,000 */
-    if ((ctx = kc_inner_app_newctx(w->dg, fns(w)->newctx)) == NULL)
+    if (!app_finds_dg(w)
+        || (ctx = kc_inner_app_newctx(w->dg, fns(w)->newctx)) == NULL)
         return -1;
     /*
      * The query the application's fetch resolved, asked again there.  A
@@ -546,27 +560,13 @@ static KC_NOINLINE int setkey_long(KC_HMAC_CTX *w, const unsigned char *key,
                                    size_t keylen)
 {
     unsigned char kd[EVP_MAX_MD_SIZE];
-    const KC_DIGEST_FNS *g;
-    size_t kdlen = 0;
-    void *dc;
-    int r, ok;
+    int r;
 
     if (key == NULL || w->dg == NULL || w->dg->block_size <= 0
-        || keylen <= (size_t)w->dg->block_size || w->dg->size > sizeof(kd)
-        || (g = kc_inner_digest_fns(w->dg)) == NULL)
+        || keylen <= (size_t)w->dg->block_size
+        || !kc_inner_digest_key(w->pctx, w->dg, key, keylen, kd, sizeof(kd)))
         return -1;
-    /*
-     * The default's digest itself: no EVP layer to pay on top of it.  No
-     * error mark (some 400 instructions on 4.x): the default's digests raise
-     * nothing on this path but an allocation's failure, which the default's
-     * own HMAC_Init_ex() would meet as well.
-     */
-    dc = g->newctx(w->pctx->inner_provctx);
-    ok = dc != NULL && g->init(dc, NULL) && g->update(dc, key, keylen)
-         && g->final(dc, kd, &kdlen, sizeof(kd)) && kdlen == w->dg->size;
-    if (dc != NULL)
-        g->freectx(dc);
-    r = ok ? setkey_cached_as(w, kd, kdlen) : -1;
+    r = setkey_cached_as(w, kd, w->dg->size);
     OPENSSL_cleanse(kd, sizeof(kd));
     return r;
 }

@@ -265,9 +265,49 @@ void *kc_inner_app_newctx(const KC_DIGEST *d, void *(*newctx)(void *))
     return newctx(OSSL_PROVIDER_get0_provider_ctx(EVP_MD_get0_provider(md)));
 }
 
-const KC_DIGEST_FNS *kc_inner_digest_fns(const KC_DIGEST *d)
+/*
+ * The default's digest functions themselves: no EVP layer to pay on top.
+ * No error mark around the calls (some 400 instructions on 4.x) once a
+ * digest hashed a key without raising anything: the default's digests
+ * raise nothing on this path then, but for an allocation's failure (an
+ * error from 3.2 on), which the default's own HMAC_Init_ex() meets as
+ * well.  A digest that fails or raises the first time (SHAKE has no
+ * length from 3.4 on, ML-DSA-MU wants a key) is never asked again.
+ */
+int kc_inner_digest_key(KC_PROVCTX *pctx, const KC_DIGEST *cd,
+                        const unsigned char *in, size_t inlen,
+                        unsigned char *out, size_t outsize)
 {
-    return d->fns_ok ? &d->fns : NULL;
+    KC_DIGEST *d = (KC_DIGEST *)cd;      /* the table is the instance's */
+    int tried = __atomic_load_n(&d->key_hash, __ATOMIC_ACQUIRE);
+    const KC_DIGEST_FNS *f = &d->fns;
+    KC_ERRTOP before, after;
+    size_t n = 0;
+    void *dc;
+    int ok;
+
+    if (tried < 0 || !d->fns_ok || d->size == 0 || d->size > outsize)
+        return 0;
+    if (!tried) {
+        ERR_set_mark();
+        kc_err_top(&before);
+    }
+    dc = f->newctx(pctx->inner_provctx);
+    ok = dc != NULL && f->init(dc, NULL) && f->update(dc, in, inlen)
+         && f->final(dc, out, &n, outsize) && n == d->size;
+    if (dc != NULL)
+        f->freectx(dc);
+    if (!tried) {
+        kc_err_top(&after);
+        ok = ok && kc_err_same(&before, &after);
+        /* (a failed allocation says nothing of the digest) */
+        if (dc != NULL)
+            __atomic_store_n(&d->key_hash, ok ? 1 : -1, __ATOMIC_RELEASE);
+        ERR_pop_to_mark();
+    }
+    if (!ok)
+        OPENSSL_cleanse(out, outsize);
+    return ok;
 }
 
 /* Whether |prov| is the built-in default (in any library context). */

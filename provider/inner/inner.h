@@ -27,8 +27,14 @@ EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
 /* rand.c: the private context's RAND is the application's */
 int kc_rand_start(KC_PROVCTX *pctx);
 void kc_rand_stop(KC_PROVCTX *pctx);
-/* digest d's functions, loaded with the table: NULL if HMAC lacks one */
-const KC_DIGEST_FNS *kc_inner_digest_fns(const KC_DIGEST *d);
+/*
+ * in hashed with d's default functions, as HMAC hashes a key longer than
+ * its block: 1 and d's size bytes in out (outsize at least), or 0 if d
+ * cannot do it without a trace (the caller then leaves the key to HMAC).
+ */
+int kc_inner_digest_key(KC_PROVCTX *pctx, const KC_DIGEST *d,
+                        const unsigned char *in, size_t inlen,
+                        unsigned char *out, size_t outsize);
 /* The default's algorithm that has name anywhere in its names, or NULL. */
 const OSSL_ALGORITHM *kc_inner_find(const OSSL_ALGORITHM *algs,
                                     const char *name);

@@ -1517,6 +1517,10 @@ static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
         && kc_cache_rec_get(c, &dup_owner[w->f - w->pctx->fam], h, rec,
                             w->t.len, NULL, 0) == 1)
         return 1;
+    /* the answer may change with the default properties: follow them */
+    if (c != NULL && (w->pctx->props_follow == NULL
+                      || !w->pctx->props_follow(w->pctx)))
+        c = NULL;
     gen = c != NULL ? kc_cache_props_gen(c) : 0;
     kc_err_top(&before);
     if ((t = new_inner(w, NULL, &mac)) == NULL)
