@@ -1043,8 +1043,13 @@ static void pat_long_key_offered(OSSL_LIB_CTX *libctx, REC *r)
             EVP_MAC_CTX *ctx = new_ctx(mac, r);
 
             rec_printf(r, "-- %s\n", offered_mds[i]);
-            do_mac(r, ctx, key, sizeof(key), p, msgs[1], msglens[1], out,
-                   &outl);
+            /*
+             * Not finished after a failed init: 4.0.3's own HMAC_Final
+             * then dereferences NULL for an XOF.
+             */
+            if (do_init(r, ctx, key, sizeof(key), p)
+                && do_update(r, ctx, msgs[1], msglens[1]))
+                do_final(r, ctx, out, &outl);
             EVP_MAC_CTX_free(ctx);
         }
     }
