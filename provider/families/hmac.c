@@ -118,7 +118,6 @@ static int set_digest(KC_HMAC_CTX *w, const KC_DIGEST *dg, const char *props)
         w->dg_props = NULL;
     }
     w->dg = dg;
-    w->dg_gen = kc_props_gen(w->pctx);
     if (dg == NULL || props == NULL || props[0] == '\0')
         return 1;
     if ((w->dg_props = OPENSSL_strdup(props)) == NULL) {
@@ -758,6 +757,9 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
             if (d != w->dg)
                 goto passthrough_quiet;
         } else {
+            /* read first: what resolves is of this generation or later */
+            unsigned int gen = kc_props_gen(w->pctx);
+
             d = resolve_digest(w, dig->data, pq);
             if (d == NULL) {
                 /* the default forgets its digest when a fetch fails */
@@ -768,6 +770,7 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
                 goto passthrough;
             if (!set_digest(w, d, pq))
                 return 0;
+            w->dg_gen = gen;
         }
     }
     if (key != NULL)
