@@ -3032,6 +3032,88 @@ static void pat_cipher_mandatory(OSSL_LIB_CTX *libctx, REC *r)
 }
 
 /*
+ * A cipher set, then the default properties changed to ones no provider
+ * meets, then the key: the default's context keeps the cipher its set
+ * fetched, so each MAC succeeds, cached cipher or not (3DES, Camellia:
+ * CMAC; ARIA: GMAC), on a thread past its first contexts.
+ */
+static void pat_set_then_props(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const struct {
+        const char *mac, *cipher;
+        size_t keylen;
+    } cases[] = {
+        { "CMAC", "DES-EDE3-CBC", 24 }, { "CMAC", "CAMELLIA-128-CBC", 16 },
+        { "CMAC", "AES-128-CBC", 16 }, { "GMAC", "ARIA-128-GCM", 16 },
+        { "GMAC", "AES-128-GCM", 16 }
+    };
+    unsigned char out[OUTMAX];
+    OSSL_PARAM p[3];
+    size_t i, outl;
+    int rep, warm;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        /* by query: the default properties are changed and reset below */
+        EVP_MAC *mac = EVP_MAC_fetch(libctx, cases[i].mac, where_q);
+
+        rec_printf(r, "fetch %s rc=%d", cases[i].mac, mac != NULL);
+        p[0] = p_utf8(OSSL_MAC_PARAM_CIPHER, cases[i].cipher);
+        p[1] = p_oct(OSSL_MAC_PARAM_IV, ivs[1], 12);
+        p[2] = OSSL_PARAM_construct_end();
+        if (cases[i].mac[0] == 'C')
+            p[1] = OSSL_PARAM_construct_end();
+        /* past a thread's first contexts, under no properties */
+        for (warm = 0; warm < 4; warm++) {
+            EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+            if (do_set(r, ctx, p))
+                do_mac(r, ctx, keys[warm], cases[i].keylen, NULL, msgs[1],
+                       msglens[1], out, &outl);
+            EVP_MAC_CTX_free(ctx);
+        }
+        for (rep = 0; rep < 3; rep++) {
+            EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+            rec_printf(r, "-- %s %s set, then provider=nope\n",
+                       cases[i].mac, cases[i].cipher);
+            do_set(r, ctx, p);
+            if (!EVP_set_default_properties(libctx, "provider=nope"))
+                rec_printf(r, "set_default_properties failed\n");
+            do_mac(r, ctx, keys[rep], cases[i].keylen, NULL, msgs[1],
+                   msglens[1], out, &outl);
+            EVP_set_default_properties(libctx, "");
+            EVP_MAC_CTX_free(ctx);
+        }
+        EVP_MAC_free(mac);
+    }
+    ERR_clear_error();
+}
+
+static void test_set_then_props(void)
+{
+    OSSL_LIB_CTX *ref = OSSL_LIB_CTX_new();
+    OSSL_LIB_CTX *kc = kct_keycache_conf("");
+    OSSL_PROVIDER *dflt = ref != NULL ? OSSL_PROVIDER_load(ref, "default")
+                                      : NULL;
+    KCT_REC def = { 0 }, got = { 0 };
+
+    CU_ASSERT_FATAL(dflt != NULL && kc != NULL);
+    where_q = NULL;
+    kct_rec_run(pat_set_then_props, ref, &def);
+    where_q = "provider=" KEYCACHE_PROVIDER_NAME;
+    CU_ASSERT_FATAL(kct_rec_run_thread(pat_set_then_props, kc, &got));
+    CU_ASSERT(kct_rec_same("[set, then properties no provider meets]", &def,
+                           &got));
+    /* the reference kept its ciphers: no refusal to compare against */
+    CU_ASSERT(def.buf != NULL && strstr(def.buf, "final rc=0") == NULL);
+    kct_rec_free(&def);
+    kct_rec_free(&got);
+    OSSL_PROVIDER_unload(dflt);
+    OSSL_LIB_CTX_free(ref);
+    OSSL_LIB_CTX_free(kc);
+}
+
+/*
  * A thread's base (KC_TBASE) follows the default properties: made for
  * AES-128-CBC while nothing is preferred, it no longer serves once theirs
  * is (their cipher runs, as the reference's does), and the tags stay the
@@ -3440,6 +3522,8 @@ static void add_suites(void)
                 test_bad_iv_uncached);
     CU_add_test(s, "a new key per message, then one key", test_cold);
     CU_add_test(s, "a thread's base: new keys, shapes, steps", test_base);
+    CU_add_test(s, "a cipher set, then default properties no provider meets",
+                test_set_then_props);
     CU_add_test(s, "patterns on a thread made cold", test_cold_patterns);
     CU_add_test(s, "a base's contexts given another provider's cipher",
                 test_base_where);

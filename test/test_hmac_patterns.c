@@ -1798,9 +1798,10 @@ static size_t props_mac(EVP_MAC_CTX *ctx, int set, int k, unsigned char *out,
  * A new context per message on each side (NEW); or one context made
  * before the default properties are set to props, its digest set and its
  * key given after (MADE); or made and its digest set before, the key
- * given after (SET), which keeps the digest the set found.
+ * given after (SET), which keeps the digest the set found; or the same
+ * with a flag that passes it through set between (SET_PT).
  */
-enum { PROPS_NEW, PROPS_MADE, PROPS_SET };
+enum { PROPS_NEW, PROPS_MADE, PROPS_SET, PROPS_SET_PT };
 
 static int props_change_round(KCT_OTHER *o, int mode, const char *props)
 {
@@ -1810,21 +1811,28 @@ static int props_change_round(KCT_OTHER *o, int mode, const char *props)
     };
     EVP_MAC_CTX *ctx[2] = { NULL, NULL };
     unsigned char out[2][EVP_MAX_MD_SIZE];
-    int calls[2] = { 0, 0 }, i, m, bad = 0;
+    int calls[2] = { 0, 0 }, i, m, bad = 0, zero = 0;
+    OSSL_PARAM oneshot[2] = {
+        OSSL_PARAM_construct_int(OSSL_MAC_PARAM_DIGEST_ONESHOT, &zero),
+        OSSL_PARAM_END
+    };
 
     for (i = 0; mode != PROPS_NEW && i < 2; i++) {
         ctx[i] = macs[i] != NULL ? EVP_MAC_CTX_new(macs[i]) : NULL;
-        if (mode == PROPS_SET && !props_set(ctx[i]))
+        if (mode >= PROPS_SET && !props_set(ctx[i]))
             bad++;
     }
     if (mode != PROPS_NEW && (!EVP_set_default_properties(o->ref, props)
                               || !EVP_set_default_properties(o->kc, props)))
         bad++;
+    for (i = 0; mode == PROPS_SET_PT && i < 2; i++)
+        if (ctx[i] == NULL || !EVP_MAC_CTX_set_params(ctx[i], oneshot))
+            bad++;
     for (i = 0; i < 2; i++) {
         for (m = 0; m < (mode != PROPS_NEW ? 1 : 40); m++) {
             if (mode == PROPS_NEW)
                 ctx[i] = macs[i] != NULL ? EVP_MAC_CTX_new(macs[i]) : NULL;
-            if (props_mac(ctx[i], mode != PROPS_SET, m % 3, out[i],
+            if (props_mac(ctx[i], mode < PROPS_SET, m % 3, out[i],
                           &calls[i]) != 32)
                 bad++;
             EVP_MAC_CTX_free(ctx[i]);
@@ -1864,7 +1872,7 @@ static void *props_change_main(void *arg)
     bad += props_change_round(o, PROPS_NEW, NULL);
     if (kct_testmd_updates != before)
         bad++;
-    for (mode = PROPS_MADE; mode <= PROPS_SET; mode++) {
+    for (mode = PROPS_MADE; mode <= PROPS_SET_PT; mode++) {
         bad += props_change_round(o, mode, "?provider=kctestmd");
         before = kct_testmd_updates;
         bad += props_change_round(o, PROPS_NEW, NULL);

@@ -777,8 +777,17 @@ MUTANTS = {
     # a context keyed by the digest's name in the application's context,
     # where the default properties changed since the digest was set
     "hmac-app-dg-any-gen": ("provider/families/hmac.c",
-        "    return w->dg == NULL || w->dg_gen == kc_props_gen(w->pctx);",
-        "    return 1;"),
+        "|| (w->dg_gen == kc_props_gen(w->pctx)\n",
+        "|| (1\n"),
+    # an uncached cipher (3DES) set before a change of the default
+    # properties is fetched again at the key, under the new ones
+    "tmpl-private-resolved-again": ("provider/layer/tmpl.c",
+        "                   && (w->t.value & (KC_REC_CACHEABLE | KC_REC_PRIVATE)))) {",
+        "                   && (w->t.value & KC_REC_CACHEABLE))) {"),
+    # the same for an HMAC context passed through before its key
+    "hmac-pt-app-any-gen": ("provider/families/hmac.c",
+        "    if (w->passthrough || w->inner != NULL || !app_finds_dg(w)\n",
+        "    if (w->passthrough || w->inner != NULL\n"),
     # a digest name's answer served after the default properties changed
     "memo-gen-ignored": ("provider/cache/store.c",
         "        if (m->gen == gen && strcmp(m->name, name) == 0\n",

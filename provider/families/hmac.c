@@ -242,13 +242,16 @@ static int go_passthrough(KC_HMAC_CTX *w)
 
 /*
  * Would the application's context find the digest w was set with, by its
- * name?  Not once the default properties changed since: the default's
- * context keeps the digest it fetched then, which only a private inner
- * (the default's digest, dg) reproduces.
+ * name?  Not once the default properties changed since, or if no change
+ * would be heard: the default's context keeps the digest it fetched then,
+ * which only a private inner (the default's digest, dg) reproduces.
  */
 static ossl_inline int app_finds_dg(const KC_HMAC_CTX *w)
 {
-    return w->dg == NULL || w->dg_gen == kc_props_gen(w->pctx);
+    return w->dg == NULL
+           || (w->dg_gen == kc_props_gen(w->pctx)
+               && __atomic_load_n(&w->pctx->props_registered,
+                                  __ATOMIC_RELAXED) == 1);
 }
 
 /*

@@ -284,7 +284,7 @@ int kc_inner_digest_key(KC_PROVCTX *pctx, const KC_DIGEST *cd,
     KC_ERRTOP before, after;
     size_t n = 0;
     void *dc;
-    int ok;
+    int ok, quiet;
 
     if (tried < 0 || !d->fns_ok || d->size == 0 || d->size > outsize)
         return 0;
@@ -299,9 +299,12 @@ int kc_inner_digest_key(KC_PROVCTX *pctx, const KC_DIGEST *cd,
         f->freectx(dc);
     if (!tried) {
         kc_err_top(&after);
-        ok = ok && kc_err_same(&before, &after);
-        /* (a failed allocation says nothing of the digest) */
-        if (dc != NULL)
+        quiet = kc_err_same(&before, &after);
+        ok = ok && quiet;
+        /* memory running out says nothing of the digest: asked again */
+        if (ok || (dc != NULL
+                   && (quiet || ERR_GET_REASON(ERR_peek_last_error())
+                                != ERR_R_MALLOC_FAILURE)))
             __atomic_store_n(&d->key_hash, ok ? 1 : -1, __ATOMIC_RELEASE);
         ERR_pop_to_mark();
     }

@@ -201,11 +201,14 @@ static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
         name = np->data;
         props = pp != NULL ? pp->data : NULL;
     } else if (w->based
-               || (w->t.value > 0 && (w->t.value & KC_REC_CACHEABLE))) {
+               || (w->t.value > 0
+                   && (w->t.value & (KC_REC_CACHEABLE | KC_REC_PRIVATE)))) {
         /*
-         * its cipher was resolved when the shape was learned, or, a base's
-         * shape, when it was set: the private default's then, whatever
-         * the default properties are now (the base may be gone with them)
+         * its cipher was resolved when the shape was learned (a cipher
+         * keycache caches, or one it does not, such as 3DES), or, a
+         * base's shape, when it was set: the private default's then,
+         * whatever the default properties are now, as the default's
+         * context keeps what its set fetched (the base may be gone)
          */
         return 0;
     } else {
