@@ -1959,6 +1959,12 @@ static void test_uncached_ciphers(void)
     ERR_clear_error();
 }
 
+/* a MAC, its cipher and that cipher's key length */
+typedef struct {
+    const char *mac, *cipher;
+    size_t keylen;
+} MAC_CIPHER;
+
 /*
  * Ciphers keycache does not cache (CMAC with 3DES, as EMV and payment MACs
  * use it): once the thread has learned the shape, a fresh context whose
@@ -1967,10 +1973,7 @@ static void test_uncached_ciphers(void)
  */
 static void pat_uncached(OSSL_LIB_CTX *libctx, REC *r)
 {
-    static const struct {
-        const char *mac, *cipher;
-        size_t keylen;
-    } u[] = {
+    static const MAC_CIPHER u[] = {
         { "CMAC", "DES-EDE3-CBC", 24 }, { "CMAC", "ARIA-128-CBC", 16 },
         { "CMAC", "AES-128-ECB", 16 }, { "GMAC", "ARIA-128-GCM", 16 }
     };
@@ -3039,10 +3042,7 @@ static void pat_cipher_mandatory(OSSL_LIB_CTX *libctx, REC *r)
  */
 static void pat_set_then_props(OSSL_LIB_CTX *libctx, REC *r)
 {
-    static const struct {
-        const char *mac, *cipher;
-        size_t keylen;
-    } cases[] = {
+    static const MAC_CIPHER cases[] = {
         { "CMAC", "DES-EDE3-CBC", 24 }, { "CMAC", "CAMELLIA-128-CBC", 16 },
         { "CMAC", "AES-128-CBC", 16 }, { "GMAC", "ARIA-128-GCM", 16 },
         { "GMAC", "AES-128-GCM", 16 }
