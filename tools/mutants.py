@@ -362,8 +362,12 @@ MUTANTS = {
         "    } else if (w->based\n               || (w->t.value > 0",
         "    } else if (0\n               || (w->t.value > 0"),
     "memo-props-unfollowed": ("provider/layer/tmpl.c",
-        "        || pctx->props_follow == NULL || !pctx->props_follow(pctx))",
-        "        || 0)"),
+        "    if ((c = kc_cache_get(pctx)) == NULL || !kc_cache_keep_gen(c, &gen))",
+        "    if ((c = kc_cache_get(pctx)) == NULL\n        || ((gen = kc_cache_props_gen(c)), 0))"),
+    # the one answer to "may it be kept": yes without the callback
+    "keep-gen-unfollowed": ("provider/cache/store.c",
+        "    if (pctx->props_follow == NULL || !pctx->props_follow(pctx))\n        return 0;",
+        "    if (pctx->props_follow == NULL)\n        return 0;"),
     # ... or the thread's last answer kept across a change of them
     "pair-hint-any-props": ("provider/cache/store.c",
         " || strcmp(c->pair.b, b) != 0)",
@@ -800,8 +804,8 @@ MUTANTS = {
     # HMAC remembers a digest without hearing of a change of the default
     # properties (the only family in the process)
     "hmac-memo-unfollowed": ("provider/families/hmac.c",
-        "    keep = c != NULL && pctx->props_follow != NULL && pctx->props_follow(pctx);",
-        "    keep = c != NULL;"),
+        "    keep = c != NULL && kc_cache_keep_gen(c, &gen);",
+        "    keep = c != NULL && (gen = kc_cache_props_gen(c), 1);"),
     # a thread's record handed out without its instance checked: a new
     # thread's (no instance's yet) or another instance's
     "record-any-instance": ("provider/cache/store.c",

@@ -88,6 +88,19 @@ int kc_key_equal(const unsigned char *a, const unsigned char *b, size_t n);
  */
 int kc_cache_missed_before(KC_CACHE *c, const KC_ALG *alg);
 /*
+ * The default properties' generation now (c: a thread's cache or record):
+ * an answer worked out across a change is not kept.
+ */
+unsigned int kc_cache_props_gen(KC_CACHE *c);
+/*
+ * May an answer about what fetches find, worked out now, be kept?  1 once
+ * the core will say when the default properties change (the callback is
+ * registered first), with *gen (if gen) their generation read after: the
+ * one to give the put (kept in the cache itself, an answer needs none: the
+ * cache drops its contents at a change).  0 if no change would be heard.
+ */
+int kc_cache_keep_gen(KC_CACHE *c, unsigned int *gen);
+/*
  * The instance's memo of (name, properties) -> value (resolved digests),
  * under the default properties in force: put drops an answer found under
  * gen (kc_cache_props_gen(), read before resolving) if they changed since.
@@ -110,11 +123,6 @@ const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME],
  * properties change.  Longer pairs are not kept.  No secrets.
  */
 #define KC_PAIR_HINT_MAX 32
-/*
- * The default properties' generation now (c: a thread's cache or record):
- * an answer worked out across a change is not kept.
- */
-unsigned int kc_cache_props_gen(KC_CACHE *c);
 int kc_cache_pair_hint(const KC_CACHE *c, const void *owner, const char *a,
                        const char *b);
 void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,

@@ -1058,6 +1058,17 @@ unsigned int kc_cache_props_gen(KC_CACHE *c)
     return kc_props_gen(pctx_of(c));
 }
 
+int kc_cache_keep_gen(KC_CACHE *c, unsigned int *gen)
+{
+    KC_PROVCTX *pctx = pctx_of(c);
+
+    if (pctx->props_follow == NULL || !pctx->props_follow(pctx))
+        return 0;
+    if (gen != NULL)
+        *gen = kc_props_gen(pctx);
+    return 1;
+}
+
 const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME],
                                unsigned int *gen)
 {

@@ -318,9 +318,7 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
         w->hint_dg = kc_cache_memo_last(c, w->hint, &w->hint_gen);
         return d;
     }
-    keep = c != NULL && pctx->props_follow != NULL && pctx->props_follow(pctx);
-    if (keep)
-        gen = kc_cache_props_gen(c);
+    keep = c != NULL && kc_cache_keep_gen(c, &gen);
     /*
      * A successful fetch may queue errors (a query with trailing junk):
      * OpenSSL 4's default keeps them every time, so such a name is not

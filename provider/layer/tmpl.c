@@ -149,8 +149,7 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
     unsigned int gen;
     int v;
 
-    if ((c = kc_cache_get(pctx)) == NULL
-        || pctx->props_follow == NULL || !pctx->props_follow(pctx))
+    if ((c = kc_cache_get(pctx)) == NULL || !kc_cache_keep_gen(c, &gen))
         return ask(pctx, name, props);
     /* no query and an empty one are the same query */
     if ((v = kc_cache_pair_hint(c, owner, name, q)) >= 0)
@@ -165,7 +164,6 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
     h ^= h >> 32;
     if ((v = kc_cache_rec_get(c, owner, h, (const unsigned char *)name, nlen,
                               (const unsigned char *)q, plen)) < 0) {
-        gen = kc_cache_props_gen(c);
         v = ask(pctx, name, q);
         if (!kc_cache_rec_put(c, owner, h, (const unsigned char *)name, nlen,
                               (const unsigned char *)q, plen, v, gen))
@@ -871,7 +869,7 @@ static KC_NOINLINE void base_make(KC_PROVCTX *pctx, const KC_TFAM *f,
     int ok;
 
     /* the cache must hear of a change of the default properties */
-    if (pctx->props_follow == NULL || !pctx->props_follow(pctx))
+    if (!kc_cache_keep_gen(c, NULL))
         return;
     /* a fresh context's fields (needs_app() reads based) */
     memset(&tmp, 0, KC_TCORE_HEAD(KC_TMAC_CTX));
@@ -1521,10 +1519,8 @@ static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
                             w->t.len, NULL, 0) == 1)
         return 1;
     /* the answer may change with the default properties: follow them */
-    if (c != NULL && (w->pctx->props_follow == NULL
-                      || !w->pctx->props_follow(w->pctx)))
+    if (c != NULL && !kc_cache_keep_gen(c, &gen))
         c = NULL;
-    gen = c != NULL ? kc_cache_props_gen(c) : 0;
     kc_err_top(&before);
     if ((t = new_inner(w, NULL, &mac)) == NULL)
         return 0;
