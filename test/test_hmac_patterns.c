@@ -1355,6 +1355,77 @@ static void tls_ctx_odd(EVP_MAC *mac, REC *r, const unsigned char *key)
 }
 
 /*
+ * TLS mode on a context keyed with a key longer than the cache holds (so,
+ * under keycache, cached by its digest): the default's record MAC refuses
+ * a key over 128 bytes whatever HMAC derives from it, so each record fails
+ * there and must here.  Then a short key in TLS mode (a record MAC again),
+ * the long key again (refused again), a short key as a parameter, and
+ * plain mode under the long key: its HMAC.
+ * Each key in several contexts, so that the later ones are hits.
+ */
+static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const size_t lens[] = { 129, 200 };
+    static const char *mds[] = { "SHA256", "SHA1" };
+    EVP_MAC *mac = fetch_hmac(libctx, r);
+    unsigned char key[200], header[13], record[256], out[EVP_MAX_MD_SIZE];
+    size_t recsize = sizeof(record), zero = 0, outl, i, d, k;
+    OSSL_PARAM tp[2] = {
+        OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_TLS_DATA_SIZE, &recsize),
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM zp[2] = {
+        OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_TLS_DATA_SIZE, &zero),
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM kp[2] = {
+        OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, keys[4], 32),
+        OSSL_PARAM_END
+    };
+    int rep;
+
+    kct_fill(header, sizeof(header), 505);
+    kct_fill(record, sizeof(record), 506);
+    for (d = 0; d < sizeof(mds) / sizeof(mds[0]); d++) {
+        OSSL_PARAM dp[2] = { p_digest(mds[d]), OSSL_PARAM_END };
+
+        for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+            kct_fill(key, sizeof(key), 710 + (uint32_t)i);
+            for (rep = 0; rep < 5; rep++) {
+                EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+                rec_printf(r, "tls long %s %zu #%d\n", mds[d], lens[i], rep);
+                do_init(r, ctx, key, lens[i], dp);
+                do_set(r, ctx, tp);
+                for (k = 0; k < 4; k++) {
+                    /*
+                     * The long key, a short one, the long one, a short
+                     * one: the short keys by init and as a parameter, in
+                     * turns, so that either comes first after the long.
+                     */
+                    if (k == 2)
+                        do_init(r, ctx, key, lens[i], NULL);
+                    else if (k > 0 && (k == 1) == (rep % 2 == 0))
+                        do_init(r, ctx, keys[5], 32, NULL);
+                    else if (k > 0)
+                        do_set(r, ctx, kp);
+                    do_update(r, ctx, header, sizeof(header));
+                    do_update(r, ctx, record, 100);
+                    do_final(r, ctx, out, &outl);
+                }
+                do_set(r, ctx, zp);
+                if (do_mac(r, ctx, key, lens[i], NULL, msgs[1], msglens[1],
+                           out, &outl))
+                    check_ref(r, mds[d], key, lens[i], msgs[1], msglens[1],
+                              out, outl);
+                EVP_MAC_CTX_free(ctx);
+            }
+        }
+    }
+    EVP_MAC_free(mac);
+}
+
+/*
  * Unusual parameters must stay on their own context: after a context that
  * used digest-noinit, digest-oneshot or tls-data-size, a normal context
  * with the same key must give the plain HMAC, exactly as on default.
@@ -1972,6 +2043,7 @@ static void test_rekey_kept_deployed(void)
 static void test_many_keys(void) { run_pattern(pat_many_keys, 1); }
 static void test_key_lengths(void) { run_pattern(pat_key_lengths, 1); }
 static void test_long_keys(void) { run_pattern(pat_long_keys, 1); }
+static void test_tls_long_key(void) { run_pattern(pat_tls_long_key, 1); }
 static void test_listed_digests(void) { run_pattern(pat_listed_digests, 0); }
 static void test_offered_digests(void) { run_pattern(pat_offered_digests, 0); }
 static void test_sizes(void) { run_pattern(pat_sizes, 0); }
@@ -2267,6 +2339,8 @@ static void add_suites(void)
     CU_add_test(s, "more keys than the cache holds", test_many_keys);
     CU_add_test(s, "key lengths", test_key_lengths);
     CU_add_test(s, "keys longer than the cache holds", test_long_keys);
+    CU_add_test(s, "TLS mode under a key longer than the cache holds",
+                test_tls_long_key);
     CU_add_test(s, "keys one byte apart, every position", test_near_keys);
     CU_add_test(s, "digest names a prefix of the last", test_digest_prefix);
     CU_add_test(s, "listed digests", test_listed_digests);

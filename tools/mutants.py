@@ -796,6 +796,21 @@ MUTANTS = {
     "memo-gen-ignored": ("provider/cache/store.c",
         "        if (m->gen == gen && strcmp(m->name, name) == 0\n",
         "        if (strcmp(m->name, name) == 0\n"),
+    # TLS mode on an inner holding a long key's digest: the record MAC
+    # computed where the default's refuses the key
+    "hmac-tls-long-unrefused": ("provider/families/hmac.c",
+        "    if (got && size > 0)\n        cp[p - params]",
+        "    if (0)\n        cp[p - params]"),
+    "hmac-long-key-unmarked": ("provider/families/hmac.c",
+        "    w->long_key = r >= 0 && w->inner != NULL;",
+        "    w->long_key = 0;"),
+    # ... and a short key then given in TLS mode still refused
+    "hmac-tls-not-again": ("provider/families/hmac.c",
+        "    w->long_key = 0;\n    if (w->tls_size > 0)\n        fns(w)->set_ctx_params",
+        "    w->long_key = 0;\n    if (0)\n        fns(w)->set_ctx_params"),
+    "hmac-tls-key-param-ignored": ("provider/families/hmac.c",
+        "            == NULL)\n            pt_tls_again(w);",
+        "            == NULL)\n            w->long_key = 0;"),
     # a context's last digest name served after the default properties
     # changed
     "hmac-hint-gen-ignored": ("provider/families/hmac.c",

@@ -34,6 +34,13 @@ typedef struct {
     char hint[KC_HINT_NAME];
     uint64_t counted;          /* see KC_LOOKUP */
     /*
+     * inner holds the digest of a key longer than the cache holds, not the
+     * key (setkey_long()); tls_size: the record size last given while so
+     * passed through (KC_TLS_REFUSED).
+     */
+    int long_key;
+    size_t tls_size;
+    /*
      * The key inner holds, so that re-keying with the same bytes is a
      * keyless init (OpenVPN re-keys per message).  KEY_LEASED: the leased
      * entry's; KEY_COPY: in key[], wiped when inner goes.  Copied only when
@@ -47,6 +54,16 @@ typedef struct {
 } KC_HMAC_CTX;
 
 #define KC_HMAC_HEAD offsetof(KC_HMAC_CTX, key)
+
+/*
+ * The default's TLS record MAC ("tls-data-size") refuses a key longer than
+ * its 128-byte pad before reading key or record, whatever HMAC derives from
+ * the key; an inner holding such a key's digest would compute the record
+ * MAC instead.  While it does, it is given a record size the record MAC
+ * refuses as early (1 MiB or more), so each record fails as the default's:
+ * test_hmac_patterns' "TLS mode under a key longer than the cache holds".
+ */
+#define KC_TLS_REFUSED ((size_t)1 << 20)
 
 /* returned by resolve_digest() for a digest the table does not know */
 static const KC_DIGEST unknown_digest;
@@ -211,6 +228,7 @@ static int holds_key(KC_CACHE *c, const KC_HMAC_CTX *w,
 static void release_inner(KC_CACHE *c, KC_HMAC_CTX *w)
 {
     forget_key(w);
+    w->long_key = 0;
     if (w->inner == NULL)
         return;
     if (!park_inner(c, w))
@@ -562,20 +580,25 @@ static KC_NOINLINE int setkey_long(KC_HMAC_CTX *w, const unsigned char *key,
     unsigned char kd[EVP_MAX_MD_SIZE];
     int r;
 
+    w->long_key = 0;
     if (key == NULL || w->dg == NULL || w->dg->block_size <= 0
         || keylen <= (size_t)w->dg->block_size
         || !kc_inner_digest_key(w->pctx, w->dg, key, keylen, kd, sizeof(kd)))
         return -1;
     r = setkey_cached_as(w, kd, w->dg->size);
     OPENSSL_cleanse(kd, sizeof(kd));
+    /* given to an inner, kept or not (a failure forwards all): see tls */
+    w->long_key = r >= 0 && w->inner != NULL;
     return r;
 }
 
 static ossl_inline int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
                                      size_t keylen)
 {
-    return keylen <= KEYCACHE_MAX_KEY_LEN ? setkey_cached_as(w, key, keylen)
-                                          : setkey_long(w, key, keylen);
+    if (keylen > KEYCACHE_MAX_KEY_LEN)
+        return setkey_long(w, key, keylen);
+    w->long_key = 0;
+    return setkey_cached_as(w, key, keylen);
 }
 
 static void *kc_hmac_newctx(void *provctx)
@@ -817,7 +840,7 @@ static KC_NOINLINE int pt_set_digest(KC_HMAC_CTX *w, const OSSL_PARAM params[],
     return 1;
 }
 
-static int pt_set_ctx_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
+static int pt_forward(KC_HMAC_CTX *w, const OSSL_PARAM params[])
 {
     const OSSL_PARAM *dig;
 
@@ -827,6 +850,79 @@ static int pt_set_ctx_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
            != NULL)
         return pt_set_digest(w, params, dig);
     return fns(w)->set_ctx_params(w->inner, params);
+}
+
+/* The record size given last to an inner that now holds a key itself. */
+static void pt_tls_again(KC_HMAC_CTX *w)
+{
+    OSSL_PARAM one[2] = {
+        OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_TLS_DATA_SIZE,
+                                    &w->tls_size),
+        OSSL_PARAM_END
+    };
+
+    w->long_key = 0;
+    if (w->tls_size > 0)
+        fns(w)->set_ctx_params(w->inner, one);
+}
+
+/*
+ * params passed through to an inner holding a long key's digest: a record
+ * size is given as KC_TLS_REFUSED; a key (set before the record size, as
+ * the default sets them) ends that.
+ */
+static KC_NOINLINE int pt_set_long(KC_HMAC_CTX *w, const OSSL_PARAM params[])
+{
+    const OSSL_PARAM *p;
+    OSSL_PARAM *cp;
+    size_t n, size, refused = KC_TLS_REFUSED;
+    int ok, got;
+
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_KEY)) != NULL
+        && p->data_type == OSSL_PARAM_OCTET_STRING) {
+        w->long_key = 0;
+        ok = pt_forward(w, params);
+        if (OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_TLS_DATA_SIZE)
+            == NULL)
+            pt_tls_again(w);
+        return ok;
+    }
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_TLS_DATA_SIZE))
+        == NULL)
+        return pt_forward(w, params);
+    /* the default's own read of it: one it cannot read fails there as is */
+    ERR_set_mark();
+    got = OSSL_PARAM_get_size_t(p, &size);
+    ERR_pop_to_mark();
+    if (got)
+        w->tls_size = size;
+    for (n = 0; params[n].key != NULL; n++)
+        continue;
+    if ((cp = OPENSSL_memdup(params, (n + 1) * sizeof(*params))) == NULL)
+        return 0;
+    if (got && size > 0)
+        cp[p - params] = OSSL_PARAM_construct_size_t(
+            OSSL_MAC_PARAM_TLS_DATA_SIZE, &refused);
+    ok = pt_forward(w, cp);
+    OPENSSL_free(cp);
+    return ok;
+}
+
+static int pt_set_ctx_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
+{
+    if (w->long_key && params != NULL)
+        return pt_set_long(w, params);
+    return pt_forward(w, params);
+}
+
+/* A keyed init passed through: the inner holds that key from then on. */
+static int pt_init(KC_HMAC_CTX *w, const unsigned char *key, size_t keylen)
+{
+    int ok = fns(w)->init(w->inner, key, keylen, NULL);
+
+    if (key != NULL && w->long_key)
+        pt_tls_again(w);
+    return ok;
 }
 
 /* EVP_Q_mac() and EVP_MAC_init() pass NULL or empty lists too: cheaply */
@@ -849,16 +945,17 @@ static int kc_hmac_init(void *vctx, const unsigned char *key, size_t keylen,
 
     if (w->passthrough) {
         /* the default's init sets the params, then the key */
-        if (kc_quirk_load_keeps_errors && params != NULL
-            && params[0].key != NULL && !pt_set_ctx_params(w, params))
+        if (!kc_quirk_load_keeps_errors && !w->long_key)
+            return fns(w)->init(w->inner, key, keylen, params);
+        if (params != NULL && params[0].key != NULL
+            && !pt_set_ctx_params(w, params))
             return 0;
-        return fns(w)->init(w->inner, key, keylen,
-                            kc_quirk_load_keeps_errors ? NULL : params);
+        return pt_init(w, key, keylen);
     }
     if (!kc_hmac_set_ctx_params(w, params))
         return 0;
     if (w->passthrough) /* the params just switched us over */
-        return fns(w)->init(w->inner, key, keylen, NULL);
+        return pt_init(w, key, keylen);
     if (key == NULL) {
         /* keyless re-init; never keyed at all fails like HMAC_Init_ex */
         return w->inner != NULL ? fns(w)->init(w->inner, NULL, 0, NULL) : 0;
