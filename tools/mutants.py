@@ -7,13 +7,15 @@ hand out a wrong or stale context.  For every mutant the copy is built and
 the test suite run; a mutant that no test kills is a hole in the tests.
 
 usage: tools/mutants.py [--keep] [--every-test] [--tests REGEX] [NAME ...]
+       tools/mutants.py --check
 (from the root; tools/compat.sh SUITE --mutants runs it on another OpenSSL)
 
 The copy is built once; each mutant is then an incremental build and the
 suite, stopped at the first test that fails (--every-test: all of them, to
 see every test that kills it).  --tests REGEX runs only the ctests matching
 REGEX (ctest -R).  A mutant in ONLY_ON is skipped, and reported so, on a
-libcrypto that cannot tell it apart.
+libcrypto that cannot tell it apart.  --check builds nothing: it says which
+mutants no longer apply (ctest runs it as check_mutants).
 """
 import os, shutil, subprocess, sys, tempfile
 
@@ -110,11 +112,11 @@ MUTANTS = {
     # a long HMAC key cached by its digest: even one no longer than the
     # digest's block (which HMAC uses as it is), or by a digest of a prefix
     "hmac-long-key-any-length": ("provider/families/hmac.c",
-        "        || keylen <= (size_t)w->dg->block_size || w->dg->size > sizeof(kd)",
-        "        || w->dg->size > sizeof(kd)"),
-    "hmac-long-key-prefix": ("provider/families/hmac.c",
-        "    ok = dc != NULL && g->init(dc, NULL) && g->update(dc, key, keylen)",
-        "    ok = dc != NULL && g->init(dc, NULL) && g->update(dc, key, 128)"),
+        "        || keylen <= (size_t)w->dg->block_size\n        || !kc_inner_digest_key(",
+        "        || !kc_inner_digest_key("),
+    "hmac-long-key-prefix": ("provider/inner/inner.c",
+        "    ok = dc != NULL && f->init(dc, NULL) && f->update(dc, in, inlen)",
+        "    ok = dc != NULL && f->init(dc, NULL) && f->update(dc, in, 128)"),
     # a registry row bound to the default's algorithm beside its own, when
     # found looking back from the last one found
     "bind-near-neighbour": ("provider/inner/inner.c",
@@ -1180,7 +1182,22 @@ def libcrypto_version():
     except (OSError, IndexError):
         return "?"
 
+def check(root):
+    """Each mutant's text found exactly once: run by ctest (check_mutants),
+    so an edit that moves code moves its mutants with it."""
+    stale = 0
+    for name, edits in MUTANTS.items():
+        for path, old, new in edits if isinstance(edits, list) else [edits]:
+            n = open(os.path.join(root, path)).read().count(old)
+            if n != 1:
+                print(f"{name}: found {n} times in {path}")
+                stale += 1
+    print(f"{len(MUTANTS)} mutants, {stale} not applying")
+    return 1 if stale else 0
+
 def main(argv):
+    if "--check" in argv:
+        return check(os.getcwd())
     keep = "--keep" in argv
     every = "--every-test" in argv
     tests = ""
