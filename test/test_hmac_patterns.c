@@ -205,6 +205,22 @@ static int do_mac(REC *r, EVP_MAC_CTX *ctx, const unsigned char *key,
     return do_final(r, ctx, out, outl) && ok;
 }
 
+/* do_mac(), then the MAC checked against the reference if one came out */
+static int mac_ref_at(REC *r, EVP_MAC_CTX *ctx, const char *md,
+                      const unsigned char *key, size_t keylen,
+                      const OSSL_PARAM *params, const unsigned char *msg,
+                      size_t msglen, int line)
+{
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t outl;
+
+    return do_mac(r, ctx, key, keylen, params, msg, msglen, out, &outl)
+           && check_ref_at(r, md, key, keylen, msg, msglen, out, outl, line);
+}
+
+#define mac_ref(r, ctx, md, k, kl, p, m, ml) \
+    mac_ref_at(r, ctx, md, k, kl, p, m, ml, __LINE__)
+
 /* Test data: distinct deterministic keys and messages */
 
 #define NKEYS 6
@@ -321,18 +337,14 @@ static void pat_ctx_per_msg(OSSL_LIB_CTX *libctx, REC *r)
 {
     EVP_MAC *mac = fetch_hmac(libctx, r);
     OSSL_PARAM params[2] = { p_digest("SHA256"), OSSL_PARAM_END };
-    unsigned char out[EVP_MAX_MD_SIZE];
-    size_t outl;
     int i;
 
     for (i = 0; i < 24; i++) {
         EVP_MAC_CTX *ctx = new_ctx(mac, r);
         int k = (i * 5) % NKEYS, m = i % 4;
 
-        if (do_mac(r, ctx, keys[k], sizeof(keys[k]), params, msgs[m],
-                   msglens[m], out, &outl))
-            check_ref(r, "SHA256", keys[k], sizeof(keys[k]), msgs[m],
-                      msglens[m], out, outl);
+        mac_ref(r, ctx, "SHA256", keys[k], sizeof(keys[k]), params, msgs[m],
+                msglens[m]);
         EVP_MAC_CTX_free(ctx);
     }
     EVP_MAC_free(mac);
@@ -383,10 +395,8 @@ static void pat_reinit_null_key(OSSL_LIB_CTX *libctx, REC *r)
 
     for (i = 0; i < 8; i++) {
         k = i % 3;
-        if (do_mac(r, ctx, keys[k], sizeof(keys[k]), params, msgs[1],
-                   msglens[1], out, &outl))
-            check_ref(r, "SHA256", keys[k], sizeof(keys[k]), msgs[1],
-                      msglens[1], out, outl);
+        mac_ref(r, ctx, "SHA256", keys[k], sizeof(keys[k]), params, msgs[1],
+                msglens[1]);
         /* another context with another key in between must not matter */
         {
             EVP_MAC_CTX *other = new_ctx(mac, r);
@@ -434,27 +444,21 @@ static void pat_digest_order(OSSL_LIB_CTX *libctx, REC *r)
     /* digest set first, key at init */
     ctx = new_ctx(mac, r);
     do_set(r, ctx, sha1);
-    if (do_mac(r, ctx, keys[0], sizeof(keys[0]), NULL, msgs[2], msglens[2],
-               out, &outl))
-        check_ref(r, "SHA1", keys[0], sizeof(keys[0]), msgs[2], msglens[2],
-                  out, outl);
+    mac_ref(r, ctx, "SHA1", keys[0], sizeof(keys[0]), NULL, msgs[2],
+            msglens[2]);
     EVP_MAC_CTX_free(ctx);
 
     /* digest only in the init params */
     ctx = new_ctx(mac, r);
-    if (do_mac(r, ctx, keys[0], sizeof(keys[0]), sha1, msgs[2], msglens[2],
-               out, &outl))
-        check_ref(r, "SHA1", keys[0], sizeof(keys[0]), msgs[2], msglens[2],
-                  out, outl);
+    mac_ref(r, ctx, "SHA1", keys[0], sizeof(keys[0]), sha1, msgs[2],
+            msglens[2]);
     EVP_MAC_CTX_free(ctx);
 
     /* digest set, then replaced in the init params: the latter wins */
     ctx = new_ctx(mac, r);
     do_set(r, ctx, sha1);
-    if (do_mac(r, ctx, keys[0], sizeof(keys[0]), sha256, msgs[2], msglens[2],
-               out, &outl))
-        check_ref(r, "SHA256", keys[0], sizeof(keys[0]), msgs[2], msglens[2],
-                  out, outl);
+    mac_ref(r, ctx, "SHA256", keys[0], sizeof(keys[0]), sha256, msgs[2],
+            msglens[2]);
     /* digest changed on a keyed context, keyless re-init */
     do_set(r, ctx, sha1);
     do_mac(r, ctx, NULL, 0, NULL, msgs[1], msglens[1], out, &outl);
@@ -479,10 +483,8 @@ static void pat_digest_order(OSSL_LIB_CTX *libctx, REC *r)
 
     /* property query for the digest */
     ctx = new_ctx(mac, r);
-    if (do_mac(r, ctx, keys[3], sizeof(keys[3]), props, msgs[3], msglens[3],
-               out, &outl))
-        check_ref(r, "SHA512", keys[3], sizeof(keys[3]), msgs[3], msglens[3],
-                  out, outl);
+    mac_ref(r, ctx, "SHA512", keys[3], sizeof(keys[3]), props, msgs[3],
+            msglens[3]);
     EVP_MAC_CTX_free(ctx);
     ctx = new_ctx(mac, r);
     do_mac(r, ctx, keys[3], sizeof(keys[3]), badprops, msgs[3], msglens[3],
@@ -500,10 +502,9 @@ static void pat_digest_heap(OSSL_LIB_CTX *libctx, REC *r)
 {
     static const char *const strs[2] = { "SHA256", "provider=default" };
     EVP_MAC *mac = fetch_hmac(libctx, r);
-    unsigned char out[EVP_MAX_MD_SIZE];
     OSSL_PARAM params[3];
     char *buf[2];
-    size_t outl, len;
+    size_t len;
     int counted, i, j;
 
     for (counted = 0; counted < 2; counted++) {
@@ -524,10 +525,8 @@ static void pat_digest_heap(OSSL_LIB_CTX *libctx, REC *r)
             params[i % 2 + 1] = OSSL_PARAM_construct_end();
             if (i < 2)
                 do_set(r, ctx, params);
-            if (do_mac(r, ctx, keys[0], sizeof(keys[0]), i < 2 ? NULL : params,
-                       msgs[2], msglens[2], out, &outl))
-                check_ref(r, "SHA256", keys[0], sizeof(keys[0]), msgs[2],
-                          msglens[2], out, outl);
+            mac_ref(r, ctx, "SHA256", keys[0], sizeof(keys[0]),
+                    i < 2 ? NULL : params, msgs[2], msglens[2]);
             EVP_MAC_CTX_free(ctx);
             free(buf[0]);
             free(buf[1]);
@@ -583,23 +582,17 @@ static void pat_alternating(OSSL_LIB_CTX *libctx, REC *r)
     EVP_MAC *mac = fetch_hmac(libctx, r);
     EVP_MAC_CTX *reused = new_ctx(mac, r);
     OSSL_PARAM params[2] = { p_digest("SHA256"), OSSL_PARAM_END };
-    unsigned char out[EVP_MAX_MD_SIZE];
-    size_t outl;
     int i;
 
     for (i = 0; i < 200; i++) {
         EVP_MAC_CTX *ctx = new_ctx(mac, r);
         int k = i % 2, m = (i / 2) % 4;
 
-        if (do_mac(r, ctx, keys[k], sizeof(keys[k]), params, msgs[m],
-                   msglens[m], out, &outl))
-            check_ref(r, "SHA256", keys[k], sizeof(keys[k]), msgs[m],
-                      msglens[m], out, outl);
+        mac_ref(r, ctx, "SHA256", keys[k], sizeof(keys[k]), params, msgs[m],
+                msglens[m]);
         EVP_MAC_CTX_free(ctx);
-        if (do_mac(r, reused, keys[k], sizeof(keys[k]), params, msgs[m],
-                   msglens[m], out, &outl))
-            check_ref(r, "SHA256", keys[k], sizeof(keys[k]), msgs[m],
-                      msglens[m], out, outl);
+        mac_ref(r, reused, "SHA256", keys[k], sizeof(keys[k]), params, msgs[m],
+                msglens[m]);
     }
     EVP_MAC_CTX_free(reused);
     EVP_MAC_free(mac);
@@ -659,10 +652,8 @@ static void pat_inplace_key(OSSL_LIB_CTX *libctx, REC *r)
             key[31] ^= 0x01;          /* only the last byte differs */
         else if (i % 4 == 2)
             key[0] ^= 0x80;           /* only the first byte differs */
-        if (do_mac(r, ctx, key, sizeof(key), params, msgs[1], msglens[1],
-                   out, &outl))
-            check_ref(r, "SHA256", key, sizeof(key), msgs[1], msglens[1],
-                      out, outl);
+        mac_ref(r, ctx, "SHA256", key, sizeof(key), params, msgs[1],
+                msglens[1]);
         EVP_MAC_CTX_free(ctx);
 
         res = EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, key, sizeof(key),
@@ -752,10 +743,8 @@ static void pat_many_keys(OSSL_LIB_CTX *libctx, REC *r)
             EVP_MAC_CTX *ctx = new_ctx(mac, r);
 
             kct_fill(key, sizeof(key), 5000 + (uint32_t)i);
-            if (do_mac(r, ctx, key, sizeof(key), params, msgs[1], msglens[1],
-                       out, &outl))
-                check_ref(r, "SHA256", key, sizeof(key), msgs[1], msglens[1],
-                          out, outl);
+            mac_ref(r, ctx, "SHA256", key, sizeof(key), params, msgs[1],
+                    msglens[1]);
             /* keep a few alive across evictions, freed much later */
             if (i % 25 == 0) {
                 EVP_MAC_CTX_free(held[i / 25]);
@@ -783,8 +772,8 @@ static void pat_key_lengths(OSSL_LIB_CTX *libctx, REC *r)
     static const size_t lens[] = { 0, 1, 64, 65, 128, 129, 200 };
     static const char *mds[] = { "SHA256", "SHA512", "SHA1" };
     EVP_MAC *mac = fetch_hmac(libctx, r);
-    unsigned char key[200], out[EVP_MAX_MD_SIZE];
-    size_t outl, i, d;
+    unsigned char key[200];
+    size_t i, d;
     int rep;
 
     for (rep = 0; rep < 2; rep++) {
@@ -795,10 +784,8 @@ static void pat_key_lengths(OSSL_LIB_CTX *libctx, REC *r)
                 EVP_MAC_CTX *ctx = new_ctx(mac, r);
 
                 kct_fill(key, sizeof(key), 300 + (uint32_t)i);
-                if (do_mac(r, ctx, key, lens[i], params, msgs[2], msglens[2],
-                           out, &outl))
-                    check_ref(r, mds[d], key, lens[i], msgs[2], msglens[2],
-                              out, outl);
+                mac_ref(r, ctx, mds[d], key, lens[i], params, msgs[2],
+                        msglens[2]);
                 EVP_MAC_CTX_free(ctx);
             }
         }
@@ -820,8 +807,8 @@ static void pat_long_keys(OSSL_LIB_CTX *libctx, REC *r)
     static const char *mds[] = { "SHA256", "SHA512", "SHA1", "SHA3-256" };
     static const size_t flips[] = { 0, 150, 299 };
     EVP_MAC *mac = fetch_hmac(libctx, r);
-    unsigned char key[300], out[EVP_MAX_MD_SIZE];
-    size_t outl, i, d, f;
+    unsigned char key[300];
+    size_t i, d, f;
     int rep;
 
     for (d = 0; d < sizeof(mds) / sizeof(mds[0]); d++) {
@@ -835,10 +822,8 @@ static void pat_long_keys(OSSL_LIB_CTX *libctx, REC *r)
                 for (rep = 0; rep < 2; rep++) {
                     EVP_MAC_CTX *ctx = new_ctx(mac, r);
 
-                    if (do_mac(r, ctx, key, lens[i], params, msgs[1],
-                               msglens[1], out, &outl))
-                        check_ref(r, mds[d], key, lens[i], msgs[1],
-                                  msglens[1], out, outl);
+                    mac_ref(r, ctx, mds[d], key, lens[i], params, msgs[1],
+                            msglens[1]);
                     EVP_MAC_CTX_free(ctx);
                 }
             }
@@ -862,23 +847,18 @@ static void near_one(EVP_MAC *mac, EVP_MAC_CTX *reused, REC *r,
     static const unsigned char other[8] = "other-k";
     const unsigned char *seq[8] = { a, b, a, b, other, b, other, a };
     OSSL_PARAM params[2] = { p_digest(md), OSSL_PARAM_END };
-    unsigned char out[EVP_MAX_MD_SIZE];
-    size_t outl, i, l;
+    size_t i, l;
 
     for (i = 0; i < 8; i++) {
         EVP_MAC_CTX *ctx = new_ctx(mac, r);
 
         l = seq[i] == other ? sizeof(other) : len;
-        if (do_mac(r, ctx, seq[i], l, params, msgs[1], msglens[1], out,
-                   &outl))
-            check_ref(r, md, seq[i], l, msgs[1], msglens[1], out, outl);
+        mac_ref(r, ctx, md, seq[i], l, params, msgs[1], msglens[1]);
         EVP_MAC_CTX_free(ctx);
     }
     /* one context re-keyed: A, then A' */
     for (i = 0; i < 2; i++)
-        if (do_mac(r, reused, seq[i], len, params, msgs[2], msglens[2], out,
-                   &outl))
-            check_ref(r, md, seq[i], len, msgs[2], msglens[2], out, outl);
+        mac_ref(r, reused, md, seq[i], len, params, msgs[2], msglens[2]);
 }
 
 static void pat_near_keys(OSSL_LIB_CTX *libctx, REC *r)
@@ -1168,10 +1148,8 @@ static void pat_param_shapes(OSSL_LIB_CTX *libctx, REC *r)
     do_set(r, ctx, unknown);
     do_set(r, ctx, sha256);
     do_set(r, ctx, nullkey);
-    if (do_mac(r, ctx, keys[4], sizeof(keys[4]), NULL, msgs[1], msglens[1],
-               out, &outl))
-        check_ref(r, "SHA256", keys[4], sizeof(keys[4]), msgs[1],
-                  msglens[1], out, outl);
+    mac_ref(r, ctx, "SHA256", keys[4], sizeof(keys[4]), NULL, msgs[1],
+            msglens[1]);
     do_set(r, ctx, strkey);
     do_set(r, ctx, intdigest);
     do_set(r, ctx, unknown);
@@ -1199,10 +1177,8 @@ static void bad_digest(OSSL_LIB_CTX *libctx, REC *r, const char *md)
            out, &outl);
     rec_sizes(r, ctx, "after-bad");
     /* the context stays usable with a good digest */
-    if (do_mac(r, ctx, keys[0], sizeof(keys[0]), good, msgs[1], msglens[1],
-               out, &outl))
-        check_ref(r, "SHA256", keys[0], sizeof(keys[0]), msgs[1],
-                  msglens[1], out, outl);
+    mac_ref(r, ctx, "SHA256", keys[0], sizeof(keys[0]), good, msgs[1],
+            msglens[1]);
     EVP_MAC_CTX_free(ctx);
 
     ctx = new_ctx(mac, r);
@@ -1249,12 +1225,9 @@ static void plain_mac(EVP_MAC *mac, REC *r, const unsigned char *key,
 {
     OSSL_PARAM params[2] = { p_digest("SHA256"), OSSL_PARAM_END };
     EVP_MAC_CTX *ctx = new_ctx(mac, r);
-    unsigned char out[EVP_MAX_MD_SIZE];
-    size_t outl;
 
     rec_printf(r, "plain\n");
-    if (do_mac(r, ctx, key, 32, params, msg, msglen, out, &outl))
-        check_ref(r, "SHA256", key, 32, msg, msglen, out, outl);
+    mac_ref(r, ctx, "SHA256", key, 32, params, msg, msglen);
     EVP_MAC_CTX_free(ctx);
 }
 
@@ -1414,10 +1387,8 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
                     do_final(r, ctx, out, &outl);
                 }
                 do_set(r, ctx, zp);
-                if (do_mac(r, ctx, key, lens[i], NULL, msgs[1], msglens[1],
-                           out, &outl))
-                    check_ref(r, mds[d], key, lens[i], msgs[1], msglens[1],
-                              out, outl);
+                mac_ref(r, ctx, mds[d], key, lens[i], NULL, msgs[1],
+                        msglens[1]);
                 EVP_MAC_CTX_free(ctx);
             }
         }
