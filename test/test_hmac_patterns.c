@@ -1333,7 +1333,9 @@ static void tls_ctx_odd(EVP_MAC *mac, REC *r, const unsigned char *key)
  * a key over 128 bytes whatever HMAC derives from it, so each record fails
  * there and must here.  Then a short key in TLS mode (a record MAC again),
  * the long key again (refused again), a short key as a parameter, and
- * plain mode under the long key: its HMAC.
+ * plain mode under the long key: its HMAC.  Then sets that fail before
+ * their key or record size, and a context keyed with the long key and
+ * given a short one with another digest, in one set.
  * Each key in several contexts, so that the later ones are hits.
  */
 static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
@@ -1355,12 +1357,21 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
         OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, keys[4], 32),
         OSSL_PARAM_END
     };
-    int rep;
+    int bad = 1, rep;
+    OSSL_PARAM bk[3] = {
+        OSSL_PARAM_construct_int(OSSL_MAC_PARAM_PROPERTIES, &bad), kp[0],
+        OSSL_PARAM_END
+    };
+    OSSL_PARAM bt[3] = {
+        OSSL_PARAM_construct_int(OSSL_MAC_PARAM_PROPERTIES, &bad), tp[0],
+        OSSL_PARAM_END
+    };
 
     kct_fill(header, sizeof(header), 505);
     kct_fill(record, sizeof(record), 506);
     for (d = 0; d < sizeof(mds) / sizeof(mds[0]); d++) {
         OSSL_PARAM dp[2] = { p_digest(mds[d]), OSSL_PARAM_END };
+        OSSL_PARAM sp[3] = { p_digest(mds[1 - d]), kp[0], OSSL_PARAM_END };
 
         for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
             kct_fill(key, sizeof(key), 710 + (uint32_t)i);
@@ -1389,6 +1400,38 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
                 do_set(r, ctx, zp);
                 mac_ref(r, ctx, mds[d], key, lens[i], NULL, msgs[1],
                         msglens[1]);
+                EVP_MAC_CTX_free(ctx);
+
+                /*
+                 * Sets that fail before the key (properties of the wrong
+                 * type): the long key stays, and so does plain mode.
+                 */
+                ctx = new_ctx(mac, r);
+                do_init(r, ctx, key, lens[i], dp);
+                do_set(r, ctx, rep % 2 ? tp : zp);
+                for (k = 0; k < 2; k++) {
+                    if (k == 0) {
+                        do_set(r, ctx, bk);
+                    } else {
+                        do_set(r, ctx, bt);
+                        do_set(r, ctx, kp);
+                    }
+                    /* two records: the second replaces in TLS mode */
+                    do_update(r, ctx, header, sizeof(header));
+                    do_update(r, ctx, record, 100);
+                    do_update(r, ctx, record + 100, 50);
+                    do_final(r, ctx, out, &outl);
+                }
+                EVP_MAC_CTX_free(ctx);
+
+                /* a short key with another digest in one set: then TLS */
+                ctx = new_ctx(mac, r);
+                do_init(r, ctx, key, lens[i], dp);
+                do_set(r, ctx, sp);
+                do_set(r, ctx, tp);
+                do_update(r, ctx, header, sizeof(header));
+                do_update(r, ctx, record, 100);
+                do_final(r, ctx, out, &outl);
                 EVP_MAC_CTX_free(ctx);
             }
         }

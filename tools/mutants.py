@@ -812,7 +812,19 @@ MUTANTS = {
         "    w->long_key = 0;\n    if (0)\n        fns(w)->set_ctx_params"),
     "hmac-tls-key-param-ignored": ("provider/families/hmac.c",
         "            == NULL)\n            pt_tls_again(w);",
-        "            == NULL)\n            w->long_key = 0;"),
+        "            == NULL)\n            ;"),
+    # ... or a short key given with another digest in one set ignored
+    "hmac-tls-digest-key-ignored": ("provider/families/hmac.c",
+        "    if (key != NULL)\n        w->long_key = 0;",
+        "    if (0)\n        w->long_key = 0;"),
+    # ... or what a failed set would have done taken as done: the key
+    # (the record MAC then computed), the record size (TLS mode at the key)
+    "hmac-tls-failed-key-trusted": ("provider/families/hmac.c",
+        "        if ((ok = pt_forward(w, params)) != 1)\n            return ok;",
+        "        ok = pt_forward(w, params);"),
+    "hmac-tls-failed-size-kept": ("provider/families/hmac.c",
+        "    if (ok == 1 && got)\n        w->tls_size = size;",
+        "    if (got)\n        w->tls_size = size;"),
     # a context's last digest name served after the default properties
     # changed
     "hmac-hint-gen-ignored": ("provider/families/hmac.c",

@@ -64,6 +64,8 @@ typedef struct {
  * test_hmac_patterns' "TLS mode under a key longer than the cache holds".
  */
 #define KC_TLS_REFUSED ((size_t)1 << 20)
+/* ... which holds while no key the cache holds is refused there */
+_Static_assert(KEYCACHE_MAX_KEY_LEN >= 128, "long keys: see KC_TLS_REFUSED");
 
 /* returned by resolve_digest() for a digest the table does not know */
 static const KC_DIGEST unknown_digest;
@@ -809,7 +811,12 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
  passthrough_quiet:
     if (!go_passthrough_app(w))
         return 0;
-    return inner_set_quietly(w, params);
+    if (!inner_set_quietly(w, params))
+        return 0;
+    /* a key with the new digest: the inner holds that key itself */
+    if (key != NULL)
+        w->long_key = 0;
+    return 1;
 }
 
 /*
@@ -869,7 +876,9 @@ static void pt_tls_again(KC_HMAC_CTX *w)
 /*
  * params passed through to an inner holding a long key's digest: a record
  * size is given as KC_TLS_REFUSED; a key (set before the record size, as
- * the default sets them) ends that.
+ * the default sets them) ends that.  What a set that fails did is not
+ * known (it may stop before or after the key): keycache's view stays as it
+ * was (docs/limits.md).
  */
 static KC_NOINLINE int pt_set_long(KC_HMAC_CTX *w, const OSSL_PARAM params[])
 {
@@ -880,11 +889,12 @@ static KC_NOINLINE int pt_set_long(KC_HMAC_CTX *w, const OSSL_PARAM params[])
 
     if ((p = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_KEY)) != NULL
         && p->data_type == OSSL_PARAM_OCTET_STRING) {
-        w->long_key = 0;
-        ok = pt_forward(w, params);
+        if ((ok = pt_forward(w, params)) != 1)
+            return ok;
         if (OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_TLS_DATA_SIZE)
             == NULL)
             pt_tls_again(w);
+        w->long_key = 0;
         return ok;
     }
     if ((p = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_TLS_DATA_SIZE))
@@ -894,8 +904,6 @@ static KC_NOINLINE int pt_set_long(KC_HMAC_CTX *w, const OSSL_PARAM params[])
     ERR_set_mark();
     got = OSSL_PARAM_get_size_t(p, &size);
     ERR_pop_to_mark();
-    if (got)
-        w->tls_size = size;
     for (n = 0; params[n].key != NULL; n++)
         continue;
     if ((cp = OPENSSL_memdup(params, (n + 1) * sizeof(*params))) == NULL)
@@ -905,6 +913,8 @@ static KC_NOINLINE int pt_set_long(KC_HMAC_CTX *w, const OSSL_PARAM params[])
             OSSL_MAC_PARAM_TLS_DATA_SIZE, &refused);
     ok = pt_forward(w, cp);
     OPENSSL_free(cp);
+    if (ok == 1 && got)
+        w->tls_size = size;
     return ok;
 }
 
