@@ -1344,7 +1344,7 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
     static const char *mds[] = { "SHA256", "SHA1" };
     EVP_MAC *mac = fetch_hmac(libctx, r);
     unsigned char key[200], header[13], record[256], out[EVP_MAX_MD_SIZE];
-    size_t recsize = sizeof(record), zero = 0, outl, i, d, k;
+    size_t recsize = sizeof(record), zero = 0, outl, i, d, k, f;
     OSSL_PARAM tp[2] = {
         OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_TLS_DATA_SIZE, &recsize),
         OSSL_PARAM_END
@@ -1366,6 +1366,10 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
         OSSL_PARAM_construct_int(OSSL_MAC_PARAM_PROPERTIES, &bad), tp[0],
         OSSL_PARAM_END
     };
+    /* (4.x refuses a list naming a parameter twice before taking any) */
+    OSSL_PARAM bk2[3] = { kp[0], kp[0], OSSL_PARAM_END };
+    OSSL_PARAM bt2[3] = { tp[0], tp[0], OSSL_PARAM_END };
+    const OSSL_PARAM *fails[4] = { bk, bt, bk2, bt2 };
 
     kct_fill(header, sizeof(header), 505);
     kct_fill(record, sizeof(record), 506);
@@ -1403,17 +1407,18 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
                 EVP_MAC_CTX_free(ctx);
 
                 /*
-                 * Sets that fail before the key (properties of the wrong
-                 * type): the long key stays, and so does plain mode.
+                 * Sets that fail before their key or record size (3.x:
+                 * properties of the wrong type; 4.x: a name twice): the
+                 * long key stays, and so does plain mode.
                  */
-                ctx = new_ctx(mac, r);
-                do_init(r, ctx, key, lens[i], dp);
-                do_set(r, ctx, rep % 2 ? tp : zp);
-                for (k = 0; k < 2; k++) {
-                    if (k == 0) {
-                        do_set(r, ctx, bk);
+                for (f = 0; f < 4; f++) {
+                    if (f % 2 == 0) {
+                        ctx = new_ctx(mac, r);
+                        do_init(r, ctx, key, lens[i], dp);
+                        do_set(r, ctx, rep % 2 ? tp : zp);
+                        do_set(r, ctx, fails[f]);
                     } else {
-                        do_set(r, ctx, bt);
+                        do_set(r, ctx, fails[f]);
                         do_set(r, ctx, kp);
                     }
                     /* two records: the second replaces in TLS mode */
@@ -1421,8 +1426,9 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
                     do_update(r, ctx, record, 100);
                     do_update(r, ctx, record + 100, 50);
                     do_final(r, ctx, out, &outl);
+                    if (f % 2 == 1)
+                        EVP_MAC_CTX_free(ctx);
                 }
-                EVP_MAC_CTX_free(ctx);
 
                 /* a short key with another digest in one set: then TLS */
                 ctx = new_ctx(mac, r);
