@@ -1261,7 +1261,7 @@ def main(argv):
                 print(f"{name:20} BUILD FAILED\n{b.stdout[-2000:]}{b.stderr[-2000:]}")
                 failed += 1
             else:
-                t = run(f"ctest --test-dir build -j2 -E valgrind{stop}{tests} 2>&1", src)
+                t = run(f"ctest --test-dir build -j2 -E 'valgrind|check_mutants'{stop}{tests} 2>&1", src)
                 killed = [l.split(" - ")[1].split()[0] for l in t.stdout.splitlines()
                           if l.strip().startswith(tuple("0123456789")) and " - " in l]
                 if t.returncode == 0:
