@@ -1334,8 +1334,8 @@ static void tls_ctx_odd(EVP_MAC *mac, REC *r, const unsigned char *key)
  * there and must here.  Then a short key in TLS mode (a record MAC again),
  * the long key again (refused again), a short key as a parameter, and
  * plain mode under the long key: its HMAC.  Then sets that fail before
- * their key or record size, and a context keyed with the long key and
- * given a short one with another digest, in one set.
+ * their key or record size, the long key's digest as the key after it, and
+ * the long key then a short one with another digest, in one set.
  * Each key in several contexts, so that the later ones are hits.
  */
 static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
@@ -1378,7 +1378,12 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
         OSSL_PARAM sp[3] = { p_digest(mds[1 - d]), kp[0], OSSL_PARAM_END };
 
         for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+            unsigned char kd[EVP_MAX_MD_SIZE];
+            unsigned int kdlen = 0;
+
             kct_fill(key, sizeof(key), 710 + (uint32_t)i);
+            CU_ASSERT_FATAL(EVP_Digest(key, lens[i], kd, &kdlen,
+                                       EVP_get_digestbyname(mds[d]), NULL));
             for (rep = 0; rep < 5; rep++) {
                 EVP_MAC_CTX *ctx = new_ctx(mac, r);
 
@@ -1429,6 +1434,19 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
                     if (f % 2 == 1)
                         EVP_MAC_CTX_free(ctx);
                 }
+
+                /*
+                 * Keyed again with the long key's digest itself (what HMAC
+                 * keys with): the same state, but the key is now short.
+                 */
+                ctx = new_ctx(mac, r);
+                do_init(r, ctx, key, lens[i], dp);
+                do_init(r, ctx, kd, kdlen, NULL);
+                do_set(r, ctx, tp);
+                do_update(r, ctx, header, sizeof(header));
+                do_update(r, ctx, record, 100);
+                do_final(r, ctx, out, &outl);
+                EVP_MAC_CTX_free(ctx);
 
                 /* a short key with another digest in one set: then TLS */
                 ctx = new_ctx(mac, r);

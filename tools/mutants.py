@@ -825,6 +825,10 @@ MUTANTS = {
     "hmac-tls-failed-size-kept": ("provider/families/hmac.c",
         "    if (ok == 1 && got)\n        w->tls_size = size;",
         "    if (got)\n        w->tls_size = size;"),
+    # ... or the long key's digest, given as the key, taken as still long
+    "hmac-tls-digest-as-key-long": ("provider/families/hmac.c",
+        "        /* (a long key's digest given as the key: the inner's key now) */\n        w->long_key = 0;\n",
+        ""),
     # a context's last digest name served after the default properties
     # changed
     "hmac-hint-gen-ignored": ("provider/families/hmac.c",

@@ -20,6 +20,12 @@ typedef struct {
     const KC_DIGEST *dg;       /* the default ctx's digest: a table entry */
     char *dg_props;            /* the query dg was resolved with, or NULL */
     unsigned int dg_gen;       /* the default properties it was resolved at */
+    /*
+     * inner holds the digest of a key longer than the cache holds, not the
+     * key (setkey_long()); tls_size: the record size last given while so
+     * passed through (KC_TLS_REFUSED).
+     */
+    int long_key;
     void *inner;               /* inner HMAC ctx, NULL until keyed */
     KC_LEASE lease;            /* where inner goes back to, if anywhere */
     int passthrough;           /* inner is the reference copy: forward all */
@@ -34,13 +40,6 @@ typedef struct {
     char hint[KC_HINT_NAME];
     uint64_t counted;          /* see KC_LOOKUP */
     /*
-     * inner holds the digest of a key longer than the cache holds, not the
-     * key (setkey_long()); tls_size: the record size last given while so
-     * passed through (KC_TLS_REFUSED).
-     */
-    int long_key;
-    size_t tls_size;
-    /*
      * The key inner holds, so that re-keying with the same bytes is a
      * keyless init (OpenVPN re-keys per message).  KEY_LEASED: the leased
      * entry's; KEY_COPY: in key[], wiped when inner goes.  Copied only when
@@ -50,10 +49,12 @@ typedef struct {
     uint64_t missed_hash;      /* the keyed hash of the key a miss last took */
     const KC_DIGEST *key_dg;
     size_t keylen;
-    unsigned char key[KEYCACHE_MAX_KEY_LEN];   /* last: not zeroed at new */
+    /* not zeroed at new: tls_size is set with long_key, key[] with keylen */
+    size_t tls_size;
+    unsigned char key[KEYCACHE_MAX_KEY_LEN];
 } KC_HMAC_CTX;
 
-#define KC_HMAC_HEAD offsetof(KC_HMAC_CTX, key)
+#define KC_HMAC_HEAD offsetof(KC_HMAC_CTX, tls_size)
 
 /*
  * The default's TLS record MAC ("tls-data-size") refuses a key longer than
@@ -475,6 +476,8 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
     if (holds_key(c, w, key, keylen)) {
         if (!f->init(w->inner, NULL, 0, NULL))
             return -1;
+        /* (a long key's digest given as the key: the inner's key now) */
+        w->long_key = 0;
         kc_count_hit(pctx, &pctx->hmac_alg);
         return 1;
     }
@@ -591,16 +594,15 @@ static KC_NOINLINE int setkey_long(KC_HMAC_CTX *w, const unsigned char *key,
     OPENSSL_cleanse(kd, sizeof(kd));
     /* given to an inner, kept or not (a failure forwards all): see tls */
     w->long_key = r >= 0 && w->inner != NULL;
+    w->tls_size = 0;
     return r;
 }
 
 static ossl_inline int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
                                      size_t keylen)
 {
-    if (keylen > KEYCACHE_MAX_KEY_LEN)
-        return setkey_long(w, key, keylen);
-    w->long_key = 0;
-    return setkey_cached_as(w, key, keylen);
+    return keylen <= KEYCACHE_MAX_KEY_LEN ? setkey_cached_as(w, key, keylen)
+                                          : setkey_long(w, key, keylen);
 }
 
 static void *kc_hmac_newctx(void *provctx)
@@ -642,6 +644,7 @@ static void *kc_hmac_dupctx(void *vctx)
                                     sizeof(*dst))) == NULL)
         return NULL;
     memcpy(dst, src, KC_HMAC_HEAD);
+    dst->tls_size = src->tls_size;
     /* the copy owns its inner outright; only the original holds the lease */
     memset(&dst->lease, 0, sizeof(dst->lease));
     /* nor the key: a copy keyed again takes the usual way */
@@ -676,6 +679,7 @@ static int set_key_param(KC_HMAC_CTX *w, const OSSL_PARAM *p)
         return r;
     if (!go_passthrough(w))
         return 0;
+    w->long_key = 0;            /* (the key itself, from here on) */
     one[0] = *p;
     one[1] = OSSL_PARAM_construct_end();
     return fns(w)->set_ctx_params(w->inner, one);
@@ -918,7 +922,8 @@ static KC_NOINLINE int pt_set_long(KC_HMAC_CTX *w, const OSSL_PARAM params[])
     return ok;
 }
 
-static int pt_set_ctx_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
+static KC_NOINLINE int pt_set_ctx_params(KC_HMAC_CTX *w,
+                                         const OSSL_PARAM params[])
 {
     if (w->long_key && params != NULL)
         return pt_set_long(w, params);
@@ -926,7 +931,8 @@ static int pt_set_ctx_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
 }
 
 /* A keyed init passed through: the inner holds that key from then on. */
-static int pt_init(KC_HMAC_CTX *w, const unsigned char *key, size_t keylen)
+static KC_NOINLINE int pt_init(KC_HMAC_CTX *w, const unsigned char *key,
+                               size_t keylen)
 {
     int ok = fns(w)->init(w->inner, key, keylen, NULL);
 
@@ -962,10 +968,12 @@ static int kc_hmac_init(void *vctx, const unsigned char *key, size_t keylen,
             return 0;
         return pt_init(w, key, keylen);
     }
-    if (!kc_hmac_set_ctx_params(w, params))
-        return 0;
-    if (w->passthrough) /* the params just switched us over */
-        return pt_init(w, key, keylen);
+    if (params != NULL && params[0].key != NULL) {
+        if (!set_params(w, params))
+            return 0;
+        if (w->passthrough) /* the params just switched us over */
+            return pt_init(w, key, keylen);
+    }
     if (key == NULL) {
         /* keyless re-init; never keyed at all fails like HMAC_Init_ex */
         return w->inner != NULL ? fns(w)->init(w->inner, NULL, 0, NULL) : 0;
@@ -975,7 +983,7 @@ static int kc_hmac_init(void *vctx, const unsigned char *key, size_t keylen,
         return r;
     if (!go_passthrough(w))
         return 0;
-    return fns(w)->init(w->inner, key, keylen, NULL);
+    return pt_init(w, key, keylen);
 }
 
 static int kc_hmac_update(void *vctx, const unsigned char *data,
