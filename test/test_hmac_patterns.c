@@ -1437,11 +1437,22 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
 
                 /*
                  * Keyed again with the long key's digest itself (what HMAC
-                 * keys with): the same state, but the key is now short.
+                 * keys with), by init or as a parameter: the same state,
+                 * but the key is now short.
                  */
                 ctx = new_ctx(mac, r);
                 do_init(r, ctx, key, lens[i], dp);
-                do_init(r, ctx, kd, kdlen, NULL);
+                if (rep % 2 == 0) {
+                    do_init(r, ctx, kd, kdlen, NULL);
+                } else {
+                    OSSL_PARAM kdp[2] = {
+                        OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY,
+                                                          kd, kdlen),
+                        OSSL_PARAM_END
+                    };
+
+                    do_set(r, ctx, kdp);
+                }
                 do_set(r, ctx, tp);
                 do_update(r, ctx, header, sizeof(header));
                 do_update(r, ctx, record, 100);

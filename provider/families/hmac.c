@@ -20,11 +20,7 @@ typedef struct {
     const KC_DIGEST *dg;       /* the default ctx's digest: a table entry */
     char *dg_props;            /* the query dg was resolved with, or NULL */
     unsigned int dg_gen;       /* the default properties it was resolved at */
-    /*
-     * inner holds the digest of a key longer than the cache holds, not the
-     * key (setkey_long()); tls_size: the record size last given while so
-     * passed through (KC_TLS_REFUSED).
-     */
+    /* inner holds a long key's digest, not the key: see KC_TLS_REFUSED */
     int long_key;
     void *inner;               /* inner HMAC ctx, NULL until keyed */
     KC_LEASE lease;            /* where inner goes back to, if anywhere */
@@ -49,7 +45,10 @@ typedef struct {
     uint64_t missed_hash;      /* the keyed hash of the key a miss last took */
     const KC_DIGEST *key_dg;
     size_t keylen;
-    /* not zeroed at new: tls_size is set with long_key, key[] with keylen */
+    /*
+     * Not zeroed at new.  tls_size: the record size last given while
+     * long_key and passed through, set with long_key; key[]: see have_key.
+     */
     size_t tls_size;
     unsigned char key[KEYCACHE_MAX_KEY_LEN];
 } KC_HMAC_CTX;
