@@ -1327,6 +1327,18 @@ static void tls_ctx_odd(EVP_MAC *mac, REC *r, const unsigned char *key)
     EVP_MAC_CTX_free(ctx);
 }
 
+/* One TLS record through ctx: its 13-byte header, n bytes, then the MAC */
+static void tls_record(REC *r, EVP_MAC_CTX *ctx, const unsigned char *header,
+                       const unsigned char *record, size_t n)
+{
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t outl;
+
+    do_update(r, ctx, header, 13);
+    do_update(r, ctx, record, n);
+    do_final(r, ctx, out, &outl);
+}
+
 /*
  * TLS mode on a context keyed with a key longer than the cache holds (so,
  * under keycache, cached by its digest): the default's record MAC refuses
@@ -1402,9 +1414,7 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
                         do_init(r, ctx, keys[5], 32, NULL);
                     else if (k > 0)
                         do_set(r, ctx, kp);
-                    do_update(r, ctx, header, sizeof(header));
-                    do_update(r, ctx, record, 100);
-                    do_final(r, ctx, out, &outl);
+                    tls_record(r, ctx, header, record, 100);
                 }
                 do_set(r, ctx, zp);
                 mac_ref(r, ctx, mds[d], key, lens[i], NULL, msgs[1],
@@ -1454,9 +1464,7 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
                     do_set(r, ctx, kdp);
                 }
                 do_set(r, ctx, tp);
-                do_update(r, ctx, header, sizeof(header));
-                do_update(r, ctx, record, 100);
-                do_final(r, ctx, out, &outl);
+                tls_record(r, ctx, header, record, 100);
                 EVP_MAC_CTX_free(ctx);
 
                 /* a short key with another digest in one set: then TLS */
@@ -1464,9 +1472,7 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
                 do_init(r, ctx, key, lens[i], dp);
                 do_set(r, ctx, sp);
                 do_set(r, ctx, tp);
-                do_update(r, ctx, header, sizeof(header));
-                do_update(r, ctx, record, 100);
-                do_final(r, ctx, out, &outl);
+                tls_record(r, ctx, header, record, 100);
                 EVP_MAC_CTX_free(ctx);
             }
         }
