@@ -1369,6 +1369,7 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
         OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, keys[4], 32),
         OSSL_PARAM_END
     };
+    OSSL_PARAM kz[3] = { kp[0], zp[0], OSSL_PARAM_END };
     int bad = 1, rep;
     OSSL_PARAM bk[3] = {
         OSSL_PARAM_construct_int(OSSL_MAC_PARAM_PROPERTIES, &bad), kp[0],
@@ -1473,6 +1474,17 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
                 do_set(r, ctx, sp);
                 do_set(r, ctx, tp);
                 tls_record(r, ctx, header, record, 100);
+                EVP_MAC_CTX_free(ctx);
+
+                /* a short key and plain mode in one set, after TLS mode */
+                ctx = new_ctx(mac, r);
+                do_init(r, ctx, key, lens[i], dp);
+                do_set(r, ctx, tp);
+                do_set(r, ctx, kz);
+                do_update(r, ctx, header, sizeof(header));
+                do_update(r, ctx, record, 100);
+                do_update(r, ctx, record + 100, 50);
+                do_final(r, ctx, out, &outl);
                 EVP_MAC_CTX_free(ctx);
             }
         }

@@ -808,15 +808,23 @@ MUTANTS = {
         "    w->long_key = 0;"),
     # ... and a short key then given in TLS mode still refused
     "hmac-tls-not-again": ("provider/families/hmac.c",
-        "    w->long_key = 0;\n    if (w->tls_size > 0)\n        fns(w)->set_ctx_params",
-        "    w->long_key = 0;\n    if (0)\n        fns(w)->set_ctx_params"),
+        "    w->long_key = 0;\n    if (w->tls_size == 0)\n        return;",
+        "    w->long_key = 0;\n    if (1)\n        return;"),
     "hmac-tls-key-param-ignored": ("provider/families/hmac.c",
-        "            == NULL)\n            pt_tls_again(w);",
-        "            == NULL)\n            ;"),
+        "            w->tls_size = 0;\n        key_taken(w);\n        return ok;",
+        "            w->tls_size = 0;\n        return ok;"),
+    # ... or, with a record size in the same list, the earlier size given
+    "hmac-tls-list-size-overridden": ("provider/families/hmac.c",
+        "            != NULL)\n            w->tls_size = 0;",
+        "            != NULL)\n            ;"),
+    # ... or a key given by a keyed init
+    "hmac-tls-init-key-ignored": ("provider/families/hmac.c",
+        "    if (key != NULL)\n        key_taken(w);\n    return ok;",
+        "    if (0)\n        key_taken(w);\n    return ok;"),
     # ... or a short key given with another digest in one set ignored
     "hmac-tls-digest-key-ignored": ("provider/families/hmac.c",
-        "    if (key != NULL)\n        w->long_key = 0;",
-        "    if (0)\n        w->long_key = 0;"),
+        "    if (key != NULL)\n        key_taken(w);\n    return 1;",
+        "    if (0)\n        key_taken(w);\n    return 1;"),
     # ... or what a failed set would have done taken as done: the key
     # (the record MAC then computed), the record size (TLS mode at the key)
     "hmac-tls-failed-key-trusted": ("provider/families/hmac.c",
@@ -827,7 +835,7 @@ MUTANTS = {
         "    if (got)\n        w->tls_size = size;"),
     # ... or the long key's digest, given as the key, taken as still long
     "hmac-tls-digest-as-key-long": ("provider/families/hmac.c",
-        "        /* (a long key's digest given as the key: the inner's key now) */\n        w->long_key = 0;\n",
+        "        /* (a long key's digest given as the key: the inner's key now) */\n        key_taken(w);\n",
         ""),
     # a context's last digest name served after the default properties
     # changed
@@ -1198,12 +1206,17 @@ def libcrypto_version():
     except (OSError, IndexError):
         return "?"
 
+def edits_of(name):
+    """A mutant's edits as a list: one (path, old, new), or several."""
+    edits = MUTANTS[name]
+    return [edits] if isinstance(edits, tuple) else edits
+
 def check(root):
     """Each mutant's text found exactly once: run by ctest (check_mutants),
     so an edit that moves code moves its mutants with it."""
     stale = 0
-    for name, edits in MUTANTS.items():
-        for path, old, new in edits if isinstance(edits, list) else [edits]:
+    for name in MUTANTS:
+        for path, old, new in edits_of(name):
             n = open(os.path.join(root, path)).read().count(old)
             if n != 1:
                 print(f"{name}: found {n} times in {path}")
@@ -1243,9 +1256,7 @@ def main(argv):
     stop = "" if every else " --stop-on-failure"
     failed = skipped = 0
     for name in names:
-        edits = MUTANTS[name]
-        if isinstance(edits, tuple):
-            edits = [edits]
+        edits = edits_of(name)
         only = ONLY_ON.get(name)
         if only is not None and not version.startswith(only):
             print(f"{name:20} n/a on {version}: only OpenSSL {', '.join(only)} can tell")

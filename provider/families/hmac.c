@@ -101,6 +101,25 @@ static const KC_MAC_FNS *fns(const KC_HMAC_CTX *w)
 }
 
 /*
+ * The inner now holds a key itself, not a long key's digest: TLS records
+ * are its own again, with the record size last given (KC_TLS_REFUSED).
+ */
+static ossl_inline void key_taken(KC_HMAC_CTX *w)
+{
+    OSSL_PARAM one[2];
+
+    if (!w->long_key)
+        return;
+    w->long_key = 0;
+    if (w->tls_size == 0)
+        return;
+    one[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_TLS_DATA_SIZE,
+                                         &w->tls_size);
+    one[1] = OSSL_PARAM_construct_end();
+    fns(w)->set_ctx_params(w->inner, one);
+}
+
+/*
  * Give inner the digest named name.  A private inner needs the name alone;
  * one in the application's context needs the query the digest was
  * resolved with, or that context's default properties could pick another
@@ -476,7 +495,7 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
         if (!f->init(w->inner, NULL, 0, NULL))
             return -1;
         /* (a long key's digest given as the key: the inner's key now) */
-        w->long_key = 0;
+        key_taken(w);
         kc_count_hit(pctx, &pctx->hmac_alg);
         return 1;
     }
@@ -678,10 +697,11 @@ static int set_key_param(KC_HMAC_CTX *w, const OSSL_PARAM *p)
         return r;
     if (!go_passthrough(w))
         return 0;
-    w->long_key = 0;            /* (the key itself, from here on) */
     one[0] = *p;
     one[1] = OSSL_PARAM_construct_end();
-    return fns(w)->set_ctx_params(w->inner, one);
+    if ((r = fns(w)->set_ctx_params(w->inner, one)) == 1)
+        key_taken(w);
+    return r;
 }
 
 enum { P_OTHER, P_DIGEST, P_PROPS, P_KEY, P_UNRESETTABLE };
@@ -818,7 +838,7 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
         return 0;
     /* a key with the new digest: the inner holds that key itself */
     if (key != NULL)
-        w->long_key = 0;
+        key_taken(w);
     return 1;
 }
 
@@ -862,20 +882,6 @@ static int pt_forward(KC_HMAC_CTX *w, const OSSL_PARAM params[])
     return fns(w)->set_ctx_params(w->inner, params);
 }
 
-/* The record size given last to an inner that now holds a key itself. */
-static void pt_tls_again(KC_HMAC_CTX *w)
-{
-    OSSL_PARAM one[2] = {
-        OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_TLS_DATA_SIZE,
-                                    &w->tls_size),
-        OSSL_PARAM_END
-    };
-
-    w->long_key = 0;
-    if (w->tls_size > 0)
-        fns(w)->set_ctx_params(w->inner, one);
-}
-
 /*
  * params passed through to an inner holding a long key's digest: a record
  * size is given as KC_TLS_REFUSED; a key (set before the record size, as
@@ -894,10 +900,11 @@ static KC_NOINLINE int pt_set_long(KC_HMAC_CTX *w, const OSSL_PARAM params[])
         && p->data_type == OSSL_PARAM_OCTET_STRING) {
         if ((ok = pt_forward(w, params)) != 1)
             return ok;
+        /* a record size in the same list is the one the inner has now */
         if (OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_TLS_DATA_SIZE)
-            == NULL)
-            pt_tls_again(w);
-        w->long_key = 0;
+            != NULL)
+            w->tls_size = 0;
+        key_taken(w);
         return ok;
     }
     if ((p = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_TLS_DATA_SIZE))
@@ -935,8 +942,8 @@ static KC_NOINLINE int pt_init(KC_HMAC_CTX *w, const unsigned char *key,
 {
     int ok = fns(w)->init(w->inner, key, keylen, NULL);
 
-    if (key != NULL && w->long_key)
-        pt_tls_again(w);
+    if (key != NULL)
+        key_taken(w);
     return ok;
 }
 
