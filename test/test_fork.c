@@ -37,6 +37,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
@@ -513,6 +514,52 @@ static size_t scan_mac_rekeyed(OSSL_LIB_CTX *ctx, int k, unsigned char *out)
     return ok ? outlen : 0;
 }
 
+/*
+ * MAC row |row| keyed with key |k| as a parameter, then a keyless init:
+ * the output, or 0.
+ */
+static size_t scan_mac_param(OSSL_LIB_CTX *ctx, size_t row, int k,
+                             unsigned char *out)
+{
+    const KCT_FAM *f = &kct_fams[row];
+    unsigned char *key = OPENSSL_malloc(KCT_FAM_MAXKEY);
+    EVP_MAC *mac = EVP_MAC_fetch(ctx, f->name, NULL);
+    EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM p[4];
+    size_t i, n, outlen = 0;
+    int ok = key != NULL && c != NULL;
+
+    for (i = 0; ok && i < KCT_FAM_MAXKEY; i++)
+        key[i] = masked_keys[row][k][i] ^ SCAN_MASK;
+    kct_fam_mac_params(f, p, NULL);
+    for (n = 0; p[n].key != NULL; n++)
+        continue;
+    p[n] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, key,
+                                             f->keylen);
+    p[n + 1] = OSSL_PARAM_construct_end();
+    ok = ok && EVP_MAC_CTX_set_params(c, p)
+         && EVP_MAC_init(c, NULL, 0, NULL)
+         && EVP_MAC_update(c, scan_msg, sizeof(scan_msg))
+         && EVP_MAC_final(c, out, &outlen, SCAN_OUT);
+    EVP_MAC_CTX_free(c);
+    EVP_MAC_free(mac);
+    OPENSSL_clear_free(key, KCT_FAM_MAXKEY);
+    return ok ? outlen : 0;
+}
+
+/* The same on |ctx| as on the default: 1 if so (a cipher row: 1). */
+static int scan_same_param(OSSL_LIB_CTX *ctx, size_t row, int k)
+{
+    unsigned char got[SCAN_OUT], want[SCAN_OUT];
+    size_t n;
+
+    if (kct_fams[row].kind == KCT_CIPHER)
+        return 1;
+    n = scan_mac_param(kct_default(), row, k, want);
+    return n != 0 && scan_mac_param(ctx, row, k, got) == n
+           && memcmp(got, want, n) == 0;
+}
+
 /* Row |row|'s output on |ctx| is the default's: 1 if so. */
 static int scan_same(OSSL_LIB_CTX *ctx, size_t row, int k)
 {
@@ -619,22 +666,11 @@ static int child_reuse(OSSL_LIB_CTX *ctx, size_t row, int k,
 }
 
 /*
- * KNOWN DIVERGENCE (found by this test once it ran every registry row;
- * provider not changed here, reported instead): with keycache, a KMAC-128
- * or KMAC-256 key a thread used three times (admit_after = 3) leaves one
- * copy on that thread's stack, which the child of a fork inherits; with
- * the default alone there is none.  The copy is written by the default's
- * own KMAC init (libcrypto 3.0's kmac_init, a memcpy into a stack buffer
- * it does not wipe) when keycache's make_template() (layer/tmpl.c) calls
- * it to key a template: from keycache's deeper stack the residue lies
- * where later calls do not overwrite it.  Whether the copy survives
- * depends on the stack's layout: it shows with the scenarios run a row at
- * a time (commit 195cddc: KC_TEST_KNOWN=1 LD_BIND_NOW=1 test/test_fork,
- * rows KMAC128 and KMAC256, both scenarios), not in today's one pass.
- * Until it is fixed the copy is reported, not failed, for these rows;
- * KC_TEST_KNOWN=1 fails it.
+ * A key copy in the child: keycache's own, or one the default left on a
+ * stack below keycache's frames, which keycache must wipe (KMAC's key
+ * encoding, families/kmac.c).
  *
- * A second residue, with lazy binding only: the dynamic linker's first
+ * A residue with lazy binding only: the dynamic linker's first
  * resolution of a symbol (_dl_runtime_resolve_xsavec) saves the vector
  * registers on the stack, and right after keycache handled a key they
  * hold key bytes (seen for GCM256 on the forking thread, GMAC and GCM
@@ -642,23 +678,6 @@ static int child_reuse(OSSL_LIB_CTX *ctx, size_t row, int k,
  * test_fork without LD_BIND_NOW (ctest sets LD_BIND_NOW=1 for this test,
  * test/CMakeLists.txt); a provider linked with -z now would not leave it.
  */
-static int known_copy(size_t row)
-{
-    static const char *const rows[] = { "KMAC128", "KMAC256" };
-    const char *strict = getenv("KC_TEST_KNOWN");
-    size_t i;
-
-    if (strict != NULL && *strict == '1')
-        return 0;
-    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-        if (strcmp(kct_fams[row].id, rows[i]) == 0) {
-            fprintf(stderr, "\n  KNOWN DIVERGENCE %s: a key copy in the child"
-                    " (see known_copy() in test_fork.c)\n", kct_fams[row].id);
-            return 1;
-        }
-    return 0;
-}
-
 /*
  * The child of either scenario: scan for key |k| of every row first
  * (after OPENSSL_thread_stop() if |stop|, which can only drop the forking
@@ -681,8 +700,7 @@ static void scan_child(OSSL_LIB_CTX *ctx, int kc, int k, int stop)
             fprintf(stderr, "\n  fork child (%s): %lu copies of %s key %d\n",
                     kc ? "keycache" : "default alone", copies[row],
                     kct_fams[row].id, k);
-            if (!kc || !known_copy(row))
-                bad |= CF_COPIES;
+            bad |= CF_COPIES;
         }
     if (kc && kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES) != 0)
         bad |= CF_ENTRIES;
@@ -730,9 +748,12 @@ static int use_rows_3(OSSL_LIB_CTX *ctx, int k)
     size_t row;
     int i, bad = spend_first(ctx);
 
-    for (row = 0; row < NROWS; row++)
+    for (row = 0; row < NROWS; row++) {
         for (i = 0; i < 3; i++)
             bad += !scan_same(ctx, row, k);
+        /* and once given as a parameter, then a keyless init */
+        bad += !scan_same_param(ctx, row, k);
+    }
     return bad;
 }
 

@@ -42,6 +42,16 @@ void *kc_cipher_new_init(void *provctx, const KC_CIPHER_FNS *m, int enc,
     return t;
 }
 
+KC_NOINLINE void kc_stack_wipe(void)
+{
+    unsigned char below[KC_STACK_WIPE];
+
+    /* (whole vectors: OPENSSL_cleanse() stores a word at a time) */
+    explicit_bzero(below, sizeof(below));
+    /* (the frame stays where it is: not a tail call, not elided) */
+    __asm__ __volatile__("" : : "r"(below) : "memory");
+}
+
 int kc_mac_key_final(const KC_MAC_FNS *m, void *t)
 {
     static const unsigned char key[32];

@@ -109,6 +109,14 @@ typedef struct {
 #endif
 
 /*
+ * Overwrites the KC_STACK_WIPE bytes of stack below the caller's frame,
+ * where the calls it just made kept their locals: after a default's call
+ * that leaves a copy of a key there (families/kmac.c).
+ */
+#define KC_STACK_WIPE 1024
+void kc_stack_wipe(void);
+
+/*
  * Makes a loaded value opaque: pinning a forwarded call's function load
  * saves gcc -O2 a register move of the context on every call.
  */

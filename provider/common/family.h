@@ -84,6 +84,12 @@ struct kc_tdesc_st {
     void *(*direct_new)(KC_PROVCTX *pctx, const unsigned char *shape,
                         size_t len, const unsigned char *key, size_t keylen);
     int (*direct_bind)(KC_PROVCTX *pctx, KC_TFAM *f);
+    /*
+     * Optional (KMAC): puts the family's own functions in front of some of
+     * the default's in KC_TFAM.mac, before any call, for every call
+     * keycache makes to them.
+     */
+    void (*guard_default)(KC_MAC_FNS *m);
 };
 
 /* the most ciphers a direct family runs on */

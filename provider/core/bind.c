@@ -34,6 +34,8 @@ static int bind_hmac(KC_PROVCTX *pctx, const OSSL_ALGORITHM *a)
 static int bind_mac(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *a)
 {
     kc_inner_load_mac(&f->mac, a->implementation);
+    if (f->d->guard_default != NULL)
+        f->d->guard_default(&f->mac);
     f->direct_on = 0;
     f->direct_state = 0;
     return kc_tmpl_bind(pctx, f, a);

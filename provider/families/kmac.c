@@ -91,6 +91,37 @@ static size_t encode_string(unsigned char *out, const unsigned char *s,
 
 /* ---- The default's answers ---- */
 
+/*
+ * The default's KMAC copies a key it is given into a stack buffer it does
+ * not wipe (kmac_bytepad_encode_key(), 3.0 through 4.0).  Called from
+ * below keycache's frames, that copy outlives the call where the
+ * default's own next calls would write over it, and a fork child inherits
+ * it (test_fork).  keycache calls the default's init and set_ctx_params
+ * through these, which wipe the stack after (KC_TDESC.guard_default).
+ */
+static OSSL_FUNC_mac_init_fn *dflt_init[2];
+static OSSL_FUNC_mac_set_ctx_params_fn *dflt_set[2];
+
+static int init_wiped(int v, void *t, const unsigned char *key,
+                      size_t keylen, const OSSL_PARAM params[])
+{
+    int r = __atomic_load_n(&dflt_init[v], __ATOMIC_ACQUIRE)(t, key, keylen,
+                                                             params);
+
+    if (key != NULL || params != NULL)
+        kc_stack_wipe();
+    return r;
+}
+
+static int set_wiped(int v, void *t, const OSSL_PARAM params[])
+{
+    int r = __atomic_load_n(&dflt_set[v], __ATOMIC_ACQUIRE)(t, params);
+
+    if (params != NULL)
+        kc_stack_wipe();
+    return r;
+}
+
 static const KC_MAC_FNS *deflt(const KC_KMAC_CTX *k)
 {
     return &k->f->mac;
@@ -444,8 +475,27 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
     return 1;
 }
 
-#define KC_KMAC_IMPL(bits, which)                                             \
+#define KC_KMAC_IMPL(bits, which, v)                                          \
     KC_TMAC_IMPL(kc_kmac##bits, which, CTX)                                   \
+    static int kc_kmac##bits##_init_wiped(void *t, const unsigned char *key,  \
+                                          size_t keylen,                      \
+                                          const OSSL_PARAM params[])          \
+    {                                                                         \
+        return init_wiped(v, t, key, keylen, params);                         \
+    }                                                                         \
+    static int kc_kmac##bits##_set_wiped(void *t, const OSSL_PARAM params[])  \
+    {                                                                         \
+        return set_wiped(v, t, params);                                       \
+    }                                                                         \
+    static void kc_kmac##bits##_guard(KC_MAC_FNS *m)                          \
+    {                                                                         \
+        if (m->init == NULL || m->set_ctx_params == NULL)                     \
+            return;                                                           \
+        KC_PUBLISH_ONCE(&dflt_init[v], m->init);                              \
+        KC_PUBLISH_ONCE(&dflt_set[v], m->set_ctx_params);                     \
+        m->init = kc_kmac##bits##_init_wiped;                                 \
+        m->set_ctx_params = kc_kmac##bits##_set_wiped;                        \
+    }                                                                         \
     static void *kc_kmac##bits##_direct_new(KC_PROVCTX *pctx,                 \
                                             const unsigned char *shape,       \
                                             size_t len,                       \
@@ -464,8 +514,9 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
         .direct = &kmac_direct,                                               \
         .direct_digest = "KECCAK-KMAC-" #bits,                                \
         .direct_new = kc_kmac##bits##_direct_new,                             \
-        .direct_bind = kmac_direct_bind                                       \
+        .direct_bind = kmac_direct_bind,                                      \
+        .guard_default = kc_kmac##bits##_guard                                \
     };
 
-KC_KMAC_IMPL(128, KC_FAM_KMAC128)
-KC_KMAC_IMPL(256, KC_FAM_KMAC256)
+KC_KMAC_IMPL(128, KC_FAM_KMAC128, 0)
+KC_KMAC_IMPL(256, KC_FAM_KMAC256, 1)
