@@ -610,6 +610,18 @@ int kct_main(int argc, char **argv, void (*add_suites)(void))
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 2;
     add_suites();
+    /* a suite or test not registered would vanish from the run */
+    if (CU_get_error() != CUE_SUCCESS) {
+        fprintf(stderr, "registering the tests failed: %s\n",
+                CU_get_error_msg());
+        return 2;
+    }
+    /* nothing this build can run (ctest: SKIP_RETURN_CODE), not a pass */
+    if (CU_get_registry()->uiNumberOfTests == 0) {
+        fprintf(stderr, "no tests registered: skipped\n");
+        CU_cleanup_registry();
+        return 77;
+    }
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     failed = CU_get_number_of_failures() + CU_get_number_of_suites_failed();

@@ -46,18 +46,22 @@ static unsigned char K[32], IV[12], IV2[12], P[32];
 
 /*
  * Encrypt one message and free the context: a keycache that reuses used
- * contexts would park this one for the next init with the key.
+ * contexts would park this one for the next init with the key.  Its
+ * ciphertext and tag are noted, so compared with the default's.
  */
-static void park_one(EVP_CIPHER *c, unsigned char *ct, unsigned char *tag)
+static void park_one(REC *r, EVP_CIPHER *c, unsigned char *ct,
+                     unsigned char *tag)
 {
     EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
     unsigned char out[64];
-    int outl;
+    int outl = 0;
 
-    EVP_EncryptInit_ex2(x, c, K, IV2, NULL);
-    EVP_EncryptUpdate(x, ct, &outl, P, sizeof(P));
-    EVP_EncryptFinal_ex(x, out, &outl);
-    EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_GET_TAG, 16, tag);
+    note(r, "park einit", EVP_EncryptInit_ex2(x, c, K, IV2, NULL), NULL, 0);
+    note(r, "park update", EVP_EncryptUpdate(x, ct, &outl, P, sizeof(P)), ct,
+         (size_t)outl);
+    note(r, "park final", EVP_EncryptFinal_ex(x, out, &outl), NULL, 0);
+    note(r, "park tag", EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_GET_TAG, 16, tag),
+         tag, 16);
     EVP_CIPHER_CTX_free(x);
 }
 
@@ -73,7 +77,7 @@ static void seq_tls_aad(OSSL_LIB_CTX *libctx, REC *r, int zero_update)
     };
     int outl = 0;
 
-    park_one(c, C, T);
+    park_one(r, c, C, T);
     x = EVP_CIPHER_CTX_new();
     note(r, "dinit", EVP_DecryptInit_ex2(x, c, K, IV, NULL), NULL, 0);
     if (zero_update)
@@ -102,7 +106,7 @@ static void seq_short_tag(OSSL_LIB_CTX *libctx, REC *r)
     unsigned char C[32], T[16], tag12[12], got[16];
 
     memset(tag12, 0xaa, sizeof(tag12));
-    park_one(c, C, T);
+    park_one(r, c, C, T);
     x = EVP_CIPHER_CTX_new();
     note(r, "dinit", EVP_DecryptInit_ex2(x, c, K, IV2, NULL), NULL, 0);
     note(r, "set tag12",
@@ -126,7 +130,7 @@ static void seq_forgotten_tag(OSSL_LIB_CTX *libctx, REC *r)
     unsigned char C[32], T[16], out[64];
     int outl, i;
 
-    park_one(c, C, T);
+    park_one(r, c, C, T);
     for (i = 0; i < 2; i++) {
         x = EVP_CIPHER_CTX_new();
         note(r, "dinit", EVP_DecryptInit_ex2(x, c, K, IV2, NULL), NULL, 0);
@@ -158,7 +162,7 @@ static void seq_tls_then_cipher_final(OSSL_LIB_CTX *libctx, REC *r)
         OSSL_PARAM_END
     };
 
-    park_one(c, C, T);
+    park_one(r, c, C, T);
     x = EVP_CIPHER_CTX_new();
     note(r, "einit", EVP_EncryptInit_ex2(x, c, K, IV2, NULL), NULL, 0);
     note(r, "tag + tlsivfixed", EVP_CIPHER_CTX_set_params(x, p), NULL, 0);
