@@ -30,7 +30,7 @@ fi
 
 keycache is switched on for a whole machine, so it meets every way a
 program uses OpenSSL, not only the hot-key one-shots it was built for.
-Each row below is one usage pattern (issues 33 and 34), written in C in
+Each row below is one usage pattern, written in C in
 `bench/kcpatterns.c` as the programs named beside it write it, and run as
 two processes under callgrind: `default` alone, activated by the same
 config without keycache's lines, and that config with keycache.  The
@@ -41,15 +41,15 @@ thread rows count each thread's start, one HMAC and exit; `proc` rows the
 whole process.  How each row is measured: `bench/README.md`,
 "patterns.sh".
 
-*target* is the issue's (start-up `+0.5M` = keycache may add at most
-0.5 million instructions; ratios are keycache / default); *bound* is what
-CI enforces on 3.0, 3.5 and 4.0 (`tools/test-all.sh`,
-`bench/patterns.bounds`): the target
-where a row meets it, otherwise today's figure + 1%, so that nothing gets
-worse while the targets are worked on.  A row above 1.00× is a pattern
-where keycache makes a program slower today.
+*target* is what the row should reach, from `bench/patterns.bounds`
+(start-up `+0.5M` = keycache may add at most 0.5 million instructions;
+ratios are keycache / default); *bound* is what CI enforces on 3.0, 3.5
+and 4.0 (`tools/test-all.sh`, the same file): the target where a row
+meets it, otherwise the measured figure + 1%, so that nothing gets worse
+while the targets are worked on.  A row above 1.00× is a pattern where
+keycache makes a program slower.
 
-Where the losses come from today:
+Where the losses come from:
 - `fork-*`: a forked child frees the default's context every entry it
   inherited holds, its template, before `fork()` returns: 2,690
   instructions an entry on 3.0 (2,800 on 3.5, 3,003 on 4.0), of which
@@ -119,7 +119,7 @@ Where the losses come from today:
 - `dup-*`, and on 3.0 `copy-keyed-ocb`; on 4.0 a key used three times
   and `newkey-hmac-200B`: a wrapper struct per context (taken from and
   given back to the thread's pool), forwarding, and the admission's
-  origin check (issue 34).
+  origin check.
   `steady-*`: a kept keyed context pays only forwarding,
   about 4 instructions a call (`steady-ocb`: 6 calls a message, 24
   instructions, the forwarding floor below).

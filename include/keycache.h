@@ -49,7 +49,10 @@
  */
 #define KEYCACHE_DEFAULT_ADMIT_AFTER 3
 #define KEYCACHE_MAX_ADMIT_AFTER     16
-/* Longer keys are never cached: they pass straight through. */
+/*
+ * Longer keys pass straight through, but for an HMAC key longer than its
+ * digest's block: HMAC keys with that key's digest, which is cached.
+ */
 #define KEYCACHE_MAX_KEY_LEN        128
 
 /*

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* keycache - what the build knows of OpenSSL versions from its headers */
+/*
+ * keycache - OpenSSL version differences: what the build's headers have
+ * (ENGINEs, EVP_SKEY's numbers), and what "auto" asks of the running
+ * libcrypto (OpenSSL_version_num(), never the headers' version).
+ */
 /* ENGINE_get_cipher_engine(), deprecated in 3.0 and gone in 4.0 */
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <string.h>
