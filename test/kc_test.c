@@ -610,7 +610,10 @@ int kct_main(int argc, char **argv, void (*add_suites)(void))
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 2;
     add_suites();
-    /* a suite or test not registered would vanish from the run */
+    /*
+     * a suite or test not registered would vanish from the run (CUnit
+     * keeps the last call's error only: an earlier one passes unseen)
+     */
     if (CU_get_error() != CUE_SUCCESS) {
         fprintf(stderr, "registering the tests failed: %s\n",
                 CU_get_error_msg());

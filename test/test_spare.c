@@ -54,11 +54,12 @@ static void park_one(REC *r, EVP_CIPHER *c, unsigned char *ct,
 {
     EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
     unsigned char out[64];
-    int outl = 0;
+    int outl = 0, ret;
 
     note(r, "park einit", EVP_EncryptInit_ex2(x, c, K, IV2, NULL), NULL, 0);
-    note(r, "park update", EVP_EncryptUpdate(x, ct, &outl, P, sizeof(P)), ct,
-         (size_t)outl);
+    /* (the call before note() reads outl) */
+    ret = EVP_EncryptUpdate(x, ct, &outl, P, sizeof(P));
+    note(r, "park update", ret, ct, (size_t)outl);
     note(r, "park final", EVP_EncryptFinal_ex(x, out, &outl), NULL, 0);
     note(r, "park tag", EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_GET_TAG, 16, tag),
          tag, 16);
@@ -75,7 +76,7 @@ static void seq_tls_aad(OSSL_LIB_CTX *libctx, REC *r, int zero_update)
         OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, aad, 13),
         OSSL_PARAM_END
     };
-    int outl = 0;
+    int outl = 0, ret;
 
     park_one(r, c, C, T);
     x = EVP_CIPHER_CTX_new();
@@ -91,8 +92,8 @@ static void seq_tls_aad(OSSL_LIB_CTX *libctx, REC *r, int zero_update)
     note(r, "set tag", EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_SET_TAG, 16, T),
          NULL, 0);
     outl = 0;
-    note(r, "update", EVP_DecryptUpdate(x, out, &outl, C, sizeof(C)), out,
-         (size_t)outl);
+    ret = EVP_DecryptUpdate(x, out, &outl, C, sizeof(C));
+    note(r, "update", ret, out, (size_t)outl);
     note(r, "final", EVP_DecryptFinal_ex(x, out, &outl), NULL, 0);
     EVP_CIPHER_CTX_free(x);
     EVP_CIPHER_free(c);

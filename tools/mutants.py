@@ -798,8 +798,6 @@ MUTANTS = {
     "memo-gen-ignored": ("provider/cache/store.c",
         "        if (m->gen == gen && strcmp(m->name, name) == 0\n",
         "        if (strcmp(m->name, name) == 0\n"),
-    # TLS mode on an inner holding a long key's digest: the record MAC
-    # computed where the default's refuses the key
     # the default's KMAC key copy left on the stack (test_fork's child scan)
     "kmac-init-unwiped": ("provider/families/kmac.c",
         "    if (key != NULL || params != NULL)\n        kc_stack_wipe();",
@@ -809,6 +807,8 @@ MUTANTS = {
         ""),
     "stack-wipe-short": ("provider/common/common.h",
         "#define KC_STACK_WIPE 1024", "#define KC_STACK_WIPE 64"),
+    # TLS mode on an inner holding a long key's digest: the record MAC
+    # computed where the default's refuses the key
     "hmac-tls-long-unrefused": ("provider/families/hmac.c",
         "    if (got && size > 0)\n        cp[p - params]",
         "    if (0)\n        cp[p - params]"),

@@ -699,8 +699,9 @@ static int set_key_param(KC_HMAC_CTX *w, const OSSL_PARAM *p)
         return 0;
     one[0] = *p;
     one[1] = OSSL_PARAM_construct_end();
-    if ((r = fns(w)->set_ctx_params(w->inner, one)) == 1)
-        key_taken(w);
+    r = fns(w)->set_ctx_params(w->inner, one);
+    /* the default drops the key it held before it can fail to take this */
+    key_taken(w);
     return r;
 }
 

@@ -493,6 +493,11 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
             return;                                                           \
         KC_PUBLISH_ONCE(&dflt_init[v], m->init);                              \
         KC_PUBLISH_ONCE(&dflt_set[v], m->set_ctx_params);                     \
+        /* (another default's functions than the first bound: unguarded) */   \
+        if (__atomic_load_n(&dflt_init[v], __ATOMIC_ACQUIRE) != m->init        \
+            || __atomic_load_n(&dflt_set[v], __ATOMIC_ACQUIRE)                \
+               != m->set_ctx_params)                                          \
+            return;                                                           \
         m->init = kc_kmac##bits##_init_wiped;                                 \
         m->set_ctx_params = kc_kmac##bits##_set_wiped;                        \
     }                                                                         \
