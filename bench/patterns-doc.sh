@@ -70,7 +70,7 @@ Where the losses come from:
   while other threads ran (none of it in these rows); per child on 3.0
   (`--profiles DIR fork-child-empty`, ~530 in all): the HMAC wrapper's
   calls ~380 and its struct ~150.
-- `proc-*` (+0.33M on 3.0, +0.32M on 3.5, +0.30M on 4.0; `bench/patterns.sh
+- `proc-*` (+0.32M on 3.0, +0.32M on 3.5, +0.30M on 4.0; `bench/patterns.sh
   build --profiles DIR proc-openssl-version`): what every process that
   loads keycache pays.  On 3.0: the core's `dlopen` of the loader ~30k and
   the loader's of keycache-ossl3.so ~156k, most of it binding its ~140

@@ -212,6 +212,8 @@ worst=$(awk -F'\t' 'NR == 1 || $5 + 0 > m { m = $5 + 0; w = $0 } END { print w }
         "$tmp/table")
 if [ -n "$worst" ]; then
     IFS=$'\t' read -r wrow _ wa wb wr _ _ wbound _ _ wprog <<<"$worst"
+    # (from the Ir, not the ratio already rounded to 3 places: 10.225 -> 10.23)
+    wr=$(awk -v a="$wa" -v b="$wb" 'BEGIN { printf "%.6f", b / a }')
     printf '\nworst row: %s %.2fx (%s vs %s Ir/op; bound %s): %s\n' "$wrow" \
         "$wr" "$wb" "$wa" "$wbound" "$wprog"
 fi
