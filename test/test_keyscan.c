@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -88,14 +89,16 @@ static int use_row(OSSL_LIB_CTX *ctx, const KCT_FAM *f,
 
 /*
  * key roles (WKEYLEN bytes each, a row takes the first keylen): 0-3
- * evicted, 8-11 thread, 12-15 teardown, 16 message tails, 17-18 re-keyed
+ * evicted, 8-11 thread, 12-15 teardown, 16 message tails, 17-18 re-keyed,
+ * 19 idle
  */
 #define K_EV 0
 #define K_THREAD 8
 #define K_TEARDOWN 12
 #define K_TAILS 16
 #define K_REKEY 17
-#define K_USED 19
+#define K_IDLE 19
+#define K_USED 20
 
 static int suite_init(void)
 {
@@ -201,6 +204,33 @@ static void test_eviction(void)
         CU_ASSERT_EQUAL(scan_live(0, K_USED, 1), 0);
     }
     CU_ASSERT_EQUAL(bad, 0);
+}
+
+/*
+ * idle_ttl = 1: every registry row's entry for one key, then a sleep past
+ * the limit and one HMAC with another key on this (the owning) thread:
+ * the sweep leaves no copy of the key in any family's entry.
+ */
+static void test_idle_sweep(void)
+{
+    static const struct timespec idle = { 2, 500000000L };
+    OSSL_LIB_CTX *ctx = kct_keycache_conf("idle_ttl = 1\n");
+    unsigned char other[KEYLEN];
+    int bad = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    bad += use_rows(ctx, keys[K_IDLE]);
+    bad += use_rows(ctx, keys[K_IDLE]);
+    CU_ASSERT_TRUE(kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES) >= kct_nfams);
+    CU_ASSERT_TRUE(scan_live(K_IDLE, K_IDLE + 1, 0) >= 1);
+    nanosleep(&idle, NULL);
+    kct_fill(other, sizeof(other), 0x1D1E);
+    bad += use_row(ctx, kct_fam_find("HMAC"), other, sizeof(other));
+    CU_ASSERT_TRUE(kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES) <= 1);
+    CU_ASSERT_EQUAL(scan_live(K_IDLE, K_IDLE + 1, 1), 0);
+    CU_ASSERT_EQUAL(violations(), 0);
+    CU_ASSERT_EQUAL(bad, 0);
+    OSSL_LIB_CTX_free(ctx);
 }
 
 /* Entries four keys through every row make at least, in a cache of |size| */
@@ -679,6 +709,7 @@ static void add_suites(void)
     CU_add_test(s, "given-back contexts keep no message bytes",
                 test_message_tails);
     CU_add_test(s, "a re-keyed context forgets its key", test_rekey_forgets);
+    CU_add_test(s, "idle_ttl sweeps every family's entries", test_idle_sweep);
 }
 
 int main(int argc, char **argv)

@@ -798,6 +798,11 @@ MUTANTS = {
     "memo-gen-ignored": ("provider/cache/store.c",
         "        if (m->gen == gen && strcmp(m->name, name) == 0\n",
         "        if (strcmp(m->name, name) == 0\n"),
+    # idle entries kept past idle_ttl (test_entries: HMAC; test_keyscan:
+    # every family)
+    "idle-sweep-off": ("provider/cache/store.c",
+        "            && (uint64_t)(now - c->entries[i].last_time) >= c->pctx->idle_ttl)",
+        "            && 0)"),
     # the default's KMAC key copy left on the stack (test_fork's child scan)
     "kmac-init-unwiped": ("provider/families/kmac.c",
         "    if (key != NULL || params != NULL)\n        kc_stack_wipe();",
