@@ -463,83 +463,49 @@ static void scan_keys_init(void)
     OPENSSL_cleanse(key, sizeof(key));
 }
 
+/* Key |k| of row |row| unmasked, in a block to OPENSSL_clear_free(). */
+static unsigned char *scan_key(size_t row, int k)
+{
+    unsigned char *key = OPENSSL_malloc(KCT_FAM_MAXKEY);
+    size_t i;
+
+    for (i = 0; key != NULL && i < KCT_FAM_MAXKEY; i++)
+        key[i] = masked_keys[row][k][i] ^ SCAN_MASK;
+    return key;
+}
+
+/* One way to use row |row|'s key |k| on |ctx|: the output length, or 0. */
+typedef size_t SCAN_FN(OSSL_LIB_CTX *ctx, size_t row, int k,
+                       unsigned char *out);
+
 /*
  * One operation of registry row |row| on scan_msg under key |k| on |ctx|
- * (kct_fam_run: a MAC, or a seal): the output length, 0 on failure.
+ * (kct_fam_run: a MAC, or a seal).
  */
 static size_t scan_mac(OSSL_LIB_CTX *ctx, size_t row, int k,
                        unsigned char *out)
 {
-    unsigned char *key = OPENSSL_malloc(KCT_FAM_MAXKEY);
+    unsigned char *key = scan_key(row, k);
     const KCT_FAM *f = &kct_fams[row];
-    size_t i, n;
+    size_t n;
 
     if (key == NULL)
         return 0;
-    for (i = 0; i < KCT_FAM_MAXKEY; i++)
-        key[i] = masked_keys[row][k][i] ^ SCAN_MASK;
     n = kct_fam_run(ctx, f, key, f->keylen, scan_msg, sizeof(scan_msg), out);
     OPENSSL_clear_free(key, KCT_FAM_MAXKEY);
     return n;
 }
 
 /*
- * HMAC from one context keyed with key |k| twice, then freed: the second
- * keying of a context keycache had to key again copies the key into its
- * wrapper (hmac.c), which must wipe it before the wrapper is pooled.  The
- * output, or 0.
+ * scan_msg MACed on |c|, keyed and initialised if |ok|; then |c|, |mac|
+ * and |key| freed: the output length, or 0.
  */
-static size_t scan_mac_rekeyed(OSSL_LIB_CTX *ctx, int k, unsigned char *out)
+static size_t scan_finish(int ok, EVP_MAC *mac, EVP_MAC_CTX *c,
+                          unsigned char *key, unsigned char *out)
 {
-    const KCT_FAM *f = kct_fam_find("HMAC");
-    unsigned char *key = OPENSSL_malloc(KCT_FAM_MAXKEY);
-    EVP_MAC *mac = EVP_MAC_fetch(ctx, "HMAC", NULL);
-    EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
-    OSSL_PARAM p[2];
-    size_t i, outlen = 0, row = (size_t)(f - kct_fams);
-    int ok = key != NULL && c != NULL, n;
+    size_t outlen = 0;
 
-    p[0] = OSSL_PARAM_construct_utf8_string("digest", (char *)f->sub_value,
-                                            0);
-    p[1] = OSSL_PARAM_construct_end();
-    for (i = 0; ok && i < KCT_FAM_MAXKEY; i++)
-        key[i] = masked_keys[row][k][i] ^ SCAN_MASK;
-    for (n = 0; ok && n < 2; n++)
-        ok = EVP_MAC_init(c, key, f->keylen, p)
-             && EVP_MAC_update(c, scan_msg, sizeof(scan_msg))
-             && EVP_MAC_final(c, out, &outlen, SCAN_OUT);
-    EVP_MAC_CTX_free(c);
-    EVP_MAC_free(mac);
-    OPENSSL_clear_free(key, KCT_FAM_MAXKEY);
-    return ok ? outlen : 0;
-}
-
-/*
- * MAC row |row| keyed with key |k| as a parameter, then a keyless init:
- * the output, or 0.
- */
-static size_t scan_mac_param(OSSL_LIB_CTX *ctx, size_t row, int k,
-                             unsigned char *out)
-{
-    const KCT_FAM *f = &kct_fams[row];
-    unsigned char *key = OPENSSL_malloc(KCT_FAM_MAXKEY);
-    EVP_MAC *mac = EVP_MAC_fetch(ctx, f->name, NULL);
-    EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
-    OSSL_PARAM p[4];
-    size_t i, n, outlen = 0;
-    int ok = key != NULL && c != NULL;
-
-    for (i = 0; ok && i < KCT_FAM_MAXKEY; i++)
-        key[i] = masked_keys[row][k][i] ^ SCAN_MASK;
-    kct_fam_mac_params(f, p, NULL);
-    for (n = 0; p[n].key != NULL; n++)
-        continue;
-    p[n] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, key,
-                                             f->keylen);
-    p[n + 1] = OSSL_PARAM_construct_end();
-    ok = ok && EVP_MAC_CTX_set_params(c, p)
-         && EVP_MAC_init(c, NULL, 0, NULL)
-         && EVP_MAC_update(c, scan_msg, sizeof(scan_msg))
+    ok = ok && EVP_MAC_update(c, scan_msg, sizeof(scan_msg))
          && EVP_MAC_final(c, out, &outlen, SCAN_OUT);
     EVP_MAC_CTX_free(c);
     EVP_MAC_free(mac);
@@ -547,27 +513,82 @@ static size_t scan_mac_param(OSSL_LIB_CTX *ctx, size_t row, int k,
     return ok ? outlen : 0;
 }
 
-/* The same on |ctx| as on the default: 1 if so (a cipher row: 1). */
-static int scan_same_param(OSSL_LIB_CTX *ctx, size_t row, int k)
+/*
+ * A MAC row's context keyed with key |k| as a parameter, then a keyless
+ * init (with keycache, a route of its own); 1 byte of output for a
+ * cipher row, which has none.
+ */
+static size_t scan_mac_param(OSSL_LIB_CTX *ctx, size_t row, int k,
+                             unsigned char *out)
+{
+    const KCT_FAM *f = &kct_fams[row];
+    unsigned char *key;
+    EVP_MAC *mac;
+    EVP_MAC_CTX *c;
+    OSSL_PARAM p[4];
+    size_t n;
+    int ok;
+
+    if (f->kind == KCT_CIPHER) {
+        out[0] = 0;
+        return 1;
+    }
+    key = scan_key(row, k);
+    mac = EVP_MAC_fetch(ctx, f->name, NULL);
+    c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    kct_fam_mac_params(f, p, NULL);
+    for (n = 0; p[n].key != NULL; n++)
+        continue;
+    p[n] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, key,
+                                             f->keylen);
+    p[n + 1] = OSSL_PARAM_construct_end();
+    ok = key != NULL && c != NULL && EVP_MAC_CTX_set_params(c, p)
+         && EVP_MAC_init(c, NULL, 0, NULL);
+    return scan_finish(ok, mac, c, key, out);
+}
+
+/*
+ * HMAC (row |row| unused) from one context keyed with key |k| twice, then
+ * freed: the second keying of a context keycache had to key again copies
+ * the key into its wrapper (hmac.c), which must wipe it before the
+ * wrapper is pooled.
+ */
+static size_t scan_mac_rekeyed(OSSL_LIB_CTX *ctx, size_t row, int k,
+                               unsigned char *out)
+{
+    const KCT_FAM *f = kct_fam_find("HMAC");
+    unsigned char *key;
+    EVP_MAC *mac = EVP_MAC_fetch(ctx, "HMAC", NULL);
+    EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM p[2];
+    size_t outlen = 0;
+    int ok;
+
+    row = (size_t)(f - kct_fams);
+    key = scan_key(row, k);
+    p[0] = OSSL_PARAM_construct_utf8_string("digest", (char *)f->sub_value,
+                                            0);
+    p[1] = OSSL_PARAM_construct_end();
+    ok = key != NULL && c != NULL && EVP_MAC_init(c, key, f->keylen, p)
+         && EVP_MAC_update(c, scan_msg, sizeof(scan_msg))
+         && EVP_MAC_final(c, out, &outlen, SCAN_OUT)
+         && EVP_MAC_init(c, key, f->keylen, p);
+    return scan_finish(ok, mac, c, key, out);
+}
+
+/* Row |row|'s key |k| used by |use| on |ctx| as on the default: 1 if so. */
+static int scan_same_by(SCAN_FN *use, OSSL_LIB_CTX *ctx, size_t row, int k)
 {
     unsigned char got[SCAN_OUT], want[SCAN_OUT];
-    size_t n;
+    size_t n = use(kct_default(), row, k, want);
 
-    if (kct_fams[row].kind == KCT_CIPHER)
-        return 1;
-    n = scan_mac_param(kct_default(), row, k, want);
-    return n != 0 && scan_mac_param(ctx, row, k, got) == n
+    return n != 0 && use(ctx, row, k, got) == n
            && memcmp(got, want, n) == 0;
 }
 
-/* Row |row|'s output on |ctx| is the default's: 1 if so. */
 static int scan_same(OSSL_LIB_CTX *ctx, size_t row, int k)
 {
-    unsigned char got[SCAN_OUT], want[SCAN_OUT];
-    size_t n = scan_mac(kct_default(), row, k, want);
-
-    return n != 0 && scan_mac(ctx, row, k, got) == n
-           && memcmp(got, want, n) == 0;
+    return scan_same_by(scan_mac, ctx, row, k);
 }
 
 /*
@@ -752,7 +773,7 @@ static int use_rows_3(OSSL_LIB_CTX *ctx, int k)
         for (i = 0; i < 3; i++)
             bad += !scan_same(ctx, row, k);
         /* and once given as a parameter, then a keyless init */
-        bad += !scan_same_param(ctx, row, k);
+        bad += !scan_same_by(scan_mac_param, ctx, row, k);
     }
     return bad;
 }
@@ -800,13 +821,8 @@ static void fork_one_thread_as(int kc, int rekeyed)
     pid_t pid;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    if (rekeyed) {
-        unsigned char got[SCAN_OUT], want[SCAN_OUT];
-        size_t n = scan_mac_rekeyed(kct_default(), 0, want);
-
-        CU_ASSERT_TRUE(n != 0 && scan_mac_rekeyed(ctx, 0, got) == n
-                       && memcmp(got, want, n) == 0);
-    }
+    if (rekeyed)
+        CU_ASSERT_TRUE(scan_same_by(scan_mac_rekeyed, ctx, 0, 0));
     CU_ASSERT_EQUAL(use_rows_3(ctx, 0), 0);
     parent_copies(ctx, kc, 0);
     fflush(NULL);
