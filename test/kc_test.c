@@ -404,6 +404,60 @@ void kct_rec_hex(KCT_REC *r, const unsigned char *p, size_t n)
         kct_rec_printf(r, "%02x", p[i]);
 }
 
+EVP_MAC_CTX *kct_mac_new(KCT_REC *r, EVP_MAC *mac)
+{
+    EVP_MAC_CTX *ctx = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+
+    kct_rec_printf(r, "ctx_new rc=%d", ctx != NULL);
+    kct_rec_errs(r);
+    return ctx;
+}
+
+int kct_mac_set(KCT_REC *r, EVP_MAC_CTX *ctx, const OSSL_PARAM *params)
+{
+    int rc = ctx != NULL && EVP_MAC_CTX_set_params(ctx, params);
+
+    kct_rec_printf(r, "set_params rc=%d", rc);
+    kct_rec_errs(r);
+    return rc;
+}
+
+int kct_mac_init(KCT_REC *r, EVP_MAC_CTX *ctx, const unsigned char *key,
+                 size_t keylen, const OSSL_PARAM *params)
+{
+    int rc = ctx != NULL && EVP_MAC_init(ctx, key, keylen, params);
+
+    kct_rec_printf(r, "init(%s%zu) rc=%d", key == NULL ? "NULL/" : "", keylen,
+                   rc);
+    kct_rec_errs(r);
+    return rc;
+}
+
+int kct_mac_update(KCT_REC *r, EVP_MAC_CTX *ctx, const unsigned char *msg,
+                   size_t len)
+{
+    int rc = ctx != NULL && EVP_MAC_update(ctx, msg, len);
+
+    kct_rec_printf(r, "update(%zu) rc=%d", len, rc);
+    kct_rec_errs(r);
+    return rc;
+}
+
+int kct_mac_final(KCT_REC *r, EVP_MAC_CTX *ctx, unsigned char *out,
+                  size_t *outl, size_t outsize)
+{
+    int rc;
+
+    *outl = 0;
+    memset(out, 0x5a, outsize);
+    rc = ctx != NULL && EVP_MAC_final(ctx, out, outl, outsize);
+    kct_rec_printf(r, "final rc=%d len=%zu mac=", rc, rc ? *outl : 0);
+    if (rc && !r->rc_only)
+        kct_rec_hex(r, out, *outl);
+    kct_rec_errs(r);
+    return rc;
+}
+
 void kct_rec_errs(KCT_REC *r)
 {
     char err[KCT_ERR_LEN];

@@ -154,6 +154,20 @@ void kct_rec_errs(KCT_REC *r);
 void kct_rec_free(KCT_REC *r);
 
 /*
+ * EVP_MAC steps, each recorded as "<step> rc=<n>" with its errors (a NULL
+ * mac or ctx fails the step); the return value is the step's.  Final
+ * records the MAC unless r->rc_only, after filling out's outsize bytes.
+ */
+EVP_MAC_CTX *kct_mac_new(KCT_REC *r, EVP_MAC *mac);
+int kct_mac_set(KCT_REC *r, EVP_MAC_CTX *ctx, const OSSL_PARAM *params);
+int kct_mac_init(KCT_REC *r, EVP_MAC_CTX *ctx, const unsigned char *key,
+                 size_t keylen, const OSSL_PARAM *params);
+int kct_mac_update(KCT_REC *r, EVP_MAC_CTX *ctx, const unsigned char *msg,
+                   size_t len);
+int kct_mac_final(KCT_REC *r, EVP_MAC_CTX *ctx, unsigned char *out,
+                  size_t *outl, size_t outsize);
+
+/*
  * 1 if got equals want; otherwise 0, and the first differing line of each
  * is printed to stderr under the heading |what|.  Asserts nothing.
  */

@@ -143,55 +143,13 @@ static EVP_MAC *fetch_hmac(OSSL_LIB_CTX *libctx, REC *r)
     return mac;
 }
 
-static EVP_MAC_CTX *new_ctx(EVP_MAC *mac, REC *r)
-{
-    EVP_MAC_CTX *ctx = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
-
-    rec_rc(r, "ctx_new", ctx != NULL);
-    return ctx;
-}
-
-static int do_set(REC *r, EVP_MAC_CTX *ctx, const OSSL_PARAM *params)
-{
-    int rc = ctx != NULL && EVP_MAC_CTX_set_params(ctx, params);
-
-    rec_rc(r, "set_params", rc);
-    return rc;
-}
-
-static int do_init(REC *r, EVP_MAC_CTX *ctx, const unsigned char *key,
-                   size_t keylen, const OSSL_PARAM *params)
-{
-    int rc = ctx != NULL && EVP_MAC_init(ctx, key, keylen, params);
-
-    rec_printf(r, "init(%s%zu) rc=%d", key == NULL ? "NULL/" : "", keylen, rc);
-    rec_errs(r);
-    return rc;
-}
-
-static int do_update(REC *r, EVP_MAC_CTX *ctx, const unsigned char *msg,
-                     size_t len)
-{
-    int rc = ctx != NULL && EVP_MAC_update(ctx, msg, len);
-
-    rec_printf(r, "update(%zu) rc=%d", len, rc);
-    rec_errs(r);
-    return rc;
-}
-
-static int do_final(REC *r, EVP_MAC_CTX *ctx, unsigned char *out,
-                    size_t *outl)
-{
-    int rc;
-
-    *outl = 0;
-    rc = ctx != NULL && EVP_MAC_final(ctx, out, outl, EVP_MAX_MD_SIZE);
-    rec_printf(r, "final rc=%d len=%zu mac=", rc, rc ? *outl : 0);
-    if (rc)
-        rec_hex(r, out, *outl);
-    rec_errs(r);
-    return rc;
-}
+/* (kc_test.c's) */
+#define new_ctx(mac, r) kct_mac_new(r, mac)
+#define do_set kct_mac_set
+#define do_init kct_mac_init
+#define do_update kct_mac_update
+#define do_final(r, ctx, out, outl) \
+    kct_mac_final(r, ctx, out, outl, EVP_MAX_MD_SIZE)
 
 /* init + update + final; returns 1 if a MAC came out */
 static int do_mac(REC *r, EVP_MAC_CTX *ctx, const unsigned char *key,
