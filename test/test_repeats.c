@@ -19,6 +19,7 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include "kc_family.h"
 #include "kc_test.h"
 #include "keycache.h"
 
@@ -283,12 +284,37 @@ static void test_repeats(void)
                     1);
 }
 
+/*
+ * fams[] holds what each family's parameters are, so it is written by
+ * hand: every family of the registry (its configuration key) must have a
+ * row there, so that a new one is not left out.
+ */
+static void test_every_family(void)
+{
+    size_t i, j, r;
+    int covered;
+
+    for (i = 0; i < kct_nfams; i++) {
+        covered = 0;
+        for (j = 0; j < NFAMS; j++)
+            for (r = 0; r < kct_nfams; r++)
+                if (strcmp(kct_fams[r].name, fams[j].alg) == 0
+                    && strcmp(kct_fams[r].conf, kct_fams[i].conf) == 0)
+                    covered = 1;
+        if (!covered)
+            fprintf(stderr, "\n%s (%s): no row in test_repeats.c's fams[]\n",
+                    kct_fams[i].id, kct_fams[i].conf);
+        CU_ASSERT(covered);
+    }
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("a parameter named twice", NULL, NULL);
 
     CU_add_test(s, "every family, after and before the key, cached",
                 test_repeats);
+    CU_add_test(s, "every registry family has a row", test_every_family);
 }
 
 int main(int argc, char **argv)
