@@ -99,23 +99,24 @@ static size_t encode_string(unsigned char *out, const unsigned char *s,
  * it (test_fork).  keycache calls the default's init and set_ctx_params
  * through these, which wipe the stack after (KC_TDESC.guard_default).
  */
-static OSSL_FUNC_mac_init_fn *dflt_init[2];
-static OSSL_FUNC_mac_set_ctx_params_fn *dflt_set[2];
+static OSSL_FUNC_mac_init_fn *dflt_init[KC_FAM_COUNT];
+static OSSL_FUNC_mac_set_ctx_params_fn *dflt_set[KC_FAM_COUNT];
 
-static int init_wiped(int v, void *t, const unsigned char *key,
+static int init_wiped(int which, void *t, const unsigned char *key,
                       size_t keylen, const OSSL_PARAM params[])
 {
-    int r = __atomic_load_n(&dflt_init[v], __ATOMIC_ACQUIRE)(t, key, keylen,
-                                                             params);
+    OSSL_FUNC_mac_init_fn *init = __atomic_load_n(&dflt_init[which],
+                                                  __ATOMIC_ACQUIRE);
+    int r = init(t, key, keylen, params);
 
     if (key != NULL || params != NULL)
         kc_stack_wipe();
     return r;
 }
 
-static int set_wiped(int v, void *t, const OSSL_PARAM params[])
+static int set_wiped(int which, void *t, const OSSL_PARAM params[])
 {
-    int r = __atomic_load_n(&dflt_set[v], __ATOMIC_ACQUIRE)(t, params);
+    int r = __atomic_load_n(&dflt_set[which], __ATOMIC_ACQUIRE)(t, params);
 
     if (params != NULL)
         kc_stack_wipe();
@@ -475,27 +476,27 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
     return 1;
 }
 
-#define KC_KMAC_IMPL(bits, which, v)                                          \
+#define KC_KMAC_IMPL(bits, which)                                             \
     KC_TMAC_IMPL(kc_kmac##bits, which, CTX)                                   \
     static int kc_kmac##bits##_init_wiped(void *t, const unsigned char *key,  \
                                           size_t keylen,                      \
                                           const OSSL_PARAM params[])          \
     {                                                                         \
-        return init_wiped(v, t, key, keylen, params);                         \
+        return init_wiped(which, t, key, keylen, params);                     \
     }                                                                         \
     static int kc_kmac##bits##_set_wiped(void *t, const OSSL_PARAM params[])  \
     {                                                                         \
-        return set_wiped(v, t, params);                                       \
+        return set_wiped(which, t, params);                                   \
     }                                                                         \
     static void kc_kmac##bits##_guard(KC_MAC_FNS *m)                          \
     {                                                                         \
         if (m->init == NULL || m->set_ctx_params == NULL)                     \
             return;                                                           \
-        KC_PUBLISH_ONCE(&dflt_init[v], m->init);                              \
-        KC_PUBLISH_ONCE(&dflt_set[v], m->set_ctx_params);                     \
+        KC_PUBLISH_ONCE(&dflt_init[which], m->init);                          \
+        KC_PUBLISH_ONCE(&dflt_set[which], m->set_ctx_params);                 \
         /* (another default's functions than the first bound: unguarded) */   \
-        if (__atomic_load_n(&dflt_init[v], __ATOMIC_ACQUIRE) != m->init        \
-            || __atomic_load_n(&dflt_set[v], __ATOMIC_ACQUIRE)                \
+        if (__atomic_load_n(&dflt_init[which], __ATOMIC_ACQUIRE) != m->init   \
+            || __atomic_load_n(&dflt_set[which], __ATOMIC_ACQUIRE)            \
                != m->set_ctx_params)                                          \
             return;                                                           \
         m->init = kc_kmac##bits##_init_wiped;                                 \
@@ -523,5 +524,5 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
         .guard_default = kc_kmac##bits##_guard                                \
     };
 
-KC_KMAC_IMPL(128, KC_FAM_KMAC128, 0)
-KC_KMAC_IMPL(256, KC_FAM_KMAC256, 1)
+KC_KMAC_IMPL(128, KC_FAM_KMAC128)
+KC_KMAC_IMPL(256, KC_FAM_KMAC256)
