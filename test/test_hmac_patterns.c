@@ -1285,15 +1285,21 @@ static void tls_ctx_odd(EVP_MAC *mac, REC *r, const unsigned char *key)
     EVP_MAC_CTX_free(ctx);
 }
 
-/* One TLS record through ctx: its 13-byte header, n bytes, then the MAC */
+/*
+ * One TLS record through ctx: its 13-byte header, n bytes, then, if more,
+ * a second update of the next more bytes (TLS mode: a record replacing the
+ * first; plain mode: more message), then the MAC
+ */
 static void tls_record(REC *r, EVP_MAC_CTX *ctx, const unsigned char *header,
-                       const unsigned char *record, size_t n)
+                       const unsigned char *record, size_t n, size_t more)
 {
     unsigned char out[EVP_MAX_MD_SIZE];
     size_t outl;
 
     do_update(r, ctx, header, 13);
     do_update(r, ctx, record, n);
+    if (more > 0)
+        do_update(r, ctx, record + n, more);
     do_final(r, ctx, out, &outl);
 }
 
@@ -1313,8 +1319,8 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
     static const size_t lens[] = { 129, 200 };
     static const char *mds[] = { "SHA256", "SHA1" };
     EVP_MAC *mac = fetch_hmac(libctx, r);
-    unsigned char key[200], header[13], record[256], out[EVP_MAX_MD_SIZE];
-    size_t recsize = sizeof(record), zero = 0, outl, i, d, k, f;
+    unsigned char key[200], header[13], record[256];
+    size_t recsize = sizeof(record), zero = 0, i, d, k, f;
     OSSL_PARAM tp[2] = {
         OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_TLS_DATA_SIZE, &recsize),
         OSSL_PARAM_END
@@ -1373,7 +1379,7 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
                         do_init(r, ctx, keys[5], 32, NULL);
                     else if (k > 0)
                         do_set(r, ctx, kp);
-                    tls_record(r, ctx, header, record, 100);
+                    tls_record(r, ctx, header, record, 100, 0);
                 }
                 do_set(r, ctx, zp);
                 mac_ref(r, ctx, mds[d], key, lens[i], NULL, msgs[1],
@@ -1396,10 +1402,7 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
                         do_set(r, ctx, kp);
                     }
                     /* two records: the second replaces in TLS mode */
-                    do_update(r, ctx, header, sizeof(header));
-                    do_update(r, ctx, record, 100);
-                    do_update(r, ctx, record + 100, 50);
-                    do_final(r, ctx, out, &outl);
+                    tls_record(r, ctx, header, record, 100, 50);
                     if (f % 2 == 1)
                         EVP_MAC_CTX_free(ctx);
                 }
@@ -1423,27 +1426,22 @@ static void pat_tls_long_key(OSSL_LIB_CTX *libctx, REC *r)
                     do_set(r, ctx, kdp);
                 }
                 do_set(r, ctx, tp);
-                tls_record(r, ctx, header, record, 100);
+                tls_record(r, ctx, header, record, 100, 0);
                 EVP_MAC_CTX_free(ctx);
 
-                /* a short key with another digest in one set: then TLS */
-                ctx = new_ctx(mac, r);
-                do_init(r, ctx, key, lens[i], dp);
-                do_set(r, ctx, sp);
-                do_set(r, ctx, tp);
-                tls_record(r, ctx, header, record, 100);
-                EVP_MAC_CTX_free(ctx);
-
-                /* a short key and plain mode in one set, after TLS mode */
-                ctx = new_ctx(mac, r);
-                do_init(r, ctx, key, lens[i], dp);
-                do_set(r, ctx, tp);
-                do_set(r, ctx, kz);
-                do_update(r, ctx, header, sizeof(header));
-                do_update(r, ctx, record, 100);
-                do_update(r, ctx, record + 100, 50);
-                do_final(r, ctx, out, &outl);
-                EVP_MAC_CTX_free(ctx);
+                /*
+                 * Two sets after the long key: a short key with another
+                 * digest in one, then TLS mode (a record); TLS mode, then
+                 * a short key and plain mode in one (two updates)
+                 */
+                for (k = 0; k < 2; k++) {
+                    ctx = new_ctx(mac, r);
+                    do_init(r, ctx, key, lens[i], dp);
+                    do_set(r, ctx, k == 0 ? sp : tp);
+                    do_set(r, ctx, k == 0 ? tp : kz);
+                    tls_record(r, ctx, header, record, 100, k == 0 ? 0 : 50);
+                    EVP_MAC_CTX_free(ctx);
+                }
             }
         }
     }
