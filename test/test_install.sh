@@ -9,7 +9,8 @@
 # keycache-ossl<major>.so, beside it (both stripped in Release builds), the
 # header under
 # include/keycache/, the three configs with the installed module path, the
-# man page (renders without warnings), docs, license and copyright, and the
+# man page (renders without warnings), docs (their links resolving), license
+# and copyright, and the
 # systemd drop-in example, whose environment (as systemd parses it, when
 # systemd-analyze is there) gives a service keycache and its reports.
 set -uo pipefail
@@ -58,8 +59,9 @@ for f in "$moddir_rel/keycache.so" "$moddir_rel/$real" \
          share/keycache/keycache.cnf share/keycache/keycache-system.cnf \
          share/keycache/keycache-include.cnf share/man/man7/provider-keycache.7 \
          share/doc/keycache/README.md share/doc/keycache/LICENSE \
-         share/doc/keycache/copyright share/doc/keycache/deployment.md \
-         share/doc/keycache/architecture.md share/doc/keycache/families.md \
+         share/doc/keycache/copyright share/doc/keycache/docs/deployment.md \
+         share/doc/keycache/docs/architecture.md \
+         share/doc/keycache/docs/families.md \
          share/doc/keycache/examples/keycache-systemd.conf; do
     [ -s "$P/$f" ] && ok "--prefix: $f" || bad "--prefix: $f missing"
 done
@@ -67,6 +69,15 @@ cmp -s "$src/LICENSE" "$P/share/doc/keycache/LICENSE" && ok "LICENSE is the sour
     || bad "LICENSE is the source's"
 grep -q "^License: Apache-2.0" "$P/share/doc/keycache/copyright" \
     && ok "copyright: machine-readable, Apache-2.0" || bad "copyright: Apache-2.0"
+# every relative link in the installed Markdown finds its file, as in the
+# source tree (README's docs/..., docs' ../bench/README.md)
+unlinked=$(cd "$P/share/doc/keycache" && for md in $(find . -name '*.md'); do
+    grep -o '](\([^)#:]*\)[#)]' "$md" | sed 's/^](//; s/[#)]$//' \
+        | while read -r to; do
+            [ -z "$to" ] || [ -e "$(dirname "$md")/$to" ] || echo "$md -> $to"
+        done
+done)
+check "docs: every relative link resolves where installed" "$unlinked" ""
 mod=$P/$moddir_rel/keycache.so
 check "keycache.cnf names the installed module" \
     "$(grep '^module' "$P/share/keycache/keycache.cnf")" "module = $mod"
