@@ -35,6 +35,34 @@ const char *kct_vectors_dir(void)
     return p != NULL ? p : KC_VECTORS;
 }
 
+char *kct_file_text(const char *dir, const char *name)
+{
+    char path[1024];
+    FILE *f;
+    long n;
+    char *buf = NULL;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if ((f = fopen(path, "rb")) == NULL) {
+        fprintf(stderr, "cannot open %s\n", path);
+        return NULL;
+    }
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0
+        && fseek(f, 0, SEEK_SET) == 0
+        && (buf = malloc((size_t)n + 1)) != NULL) {
+        if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[n] = '\0';
+        }
+    }
+    fclose(f);
+    if (buf == NULL)
+        fprintf(stderr, "cannot read %s\n", path);
+    return buf;
+}
+
 OSSL_LIB_CTX *kct_default(void)
 {
     if (def_ctx == NULL) {

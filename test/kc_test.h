@@ -105,6 +105,12 @@ int kct_copy_conf(char *path, void (*edit)(FILE *out, const char *line,
 const char *kct_conf_path(void);
 const char *kct_vectors_dir(void);
 
+/*
+ * The text of file name in folder dir (kct_vectors_dir(), say),
+ * NUL-terminated, to free(); NULL, said on stderr, if it cannot be read.
+ */
+char *kct_file_text(const char *dir, const char *name);
+
 /* Hex helpers for vector files; return allocated buffer, *len set. */
 unsigned char *kct_unhex(const char *hex, size_t *len);
 

@@ -21,13 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
-#include <cjson/cJSON.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
 #include "kc_test.h"
+#include "kc_json.h"
 #include "keycache.h"
 
 typedef KCT_REC REC;
@@ -319,44 +319,11 @@ static void end_file(TALLY *t)
     CU_ASSERT(t->run > 0 && t->cached > 0);
 }
 
-static cJSON *wp_load(const char *name)
-{
-    char path[1024];
-    FILE *f;
-    long n;
-    char *buf;
-    cJSON *j = NULL;
-
-    snprintf(path, sizeof(path), "%s/wycheproof/%s", kct_vectors_dir(),
-             name);
-    if ((f = fopen(path, "rb")) == NULL)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    rewind(f);
-    if ((buf = malloc((size_t)n + 1)) != NULL
-        && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-        buf[n] = '\0';
-        j = cJSON_Parse(buf);
-    }
-    free(buf);
-    fclose(f);
-    return j;
-}
-
-static unsigned char *wp_bin(const cJSON *o, const char *k, size_t *len)
-{
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, k);
-
-    *len = 0;
-    return cJSON_IsString(s) ? kct_unhex(s->valuestring, len) : NULL;
-}
-
 /* aead: AEAD_AES_SIV_CMAC (AD = [aad, nonce]), else AES-SIV (AD = [aad]) */
 static void wycheproof_siv(const char *file, int aead)
 {
     TALLY t = { file, 0, 0, 0, 0 };
-    cJSON *root = wp_load(file), *g, *tc;
+    cJSON *root = kct_json_load(file), *g, *tc;
     char id[64], cipher[32];
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(root);
@@ -371,10 +338,10 @@ static void wycheproof_siv(const char *file, int aead)
             AEAD a;
 
             memset(&a, 0, sizeof(a));
-            key = wp_bin(tc, "key", &keylen);
-            aad = wp_bin(tc, "aad", &aadlen);
-            msg = wp_bin(tc, "msg", &msglen);
-            ct = wp_bin(tc, "ct", &ctlen);
+            key = kct_json_hex(tc, "key", &keylen);
+            aad = kct_json_hex(tc, "aad", &aadlen);
+            msg = kct_json_hex(tc, "msg", &msglen);
+            ct = kct_json_hex(tc, "ct", &ctlen);
             a.cipher = cipher;
             a.key = key;
             a.keylen = keylen;
@@ -382,8 +349,8 @@ static void wycheproof_siv(const char *file, int aead)
             a.aadlen[0] = aadlen;
             a.naad = 1;
             if (aead) {
-                tag = wp_bin(tc, "tag", &taglen);
-                iv = wp_bin(tc, "iv", &ivlen);
+                tag = kct_json_hex(tc, "tag", &taglen);
+                iv = kct_json_hex(tc, "iv", &ivlen);
                 a.aad[1] = iv;
                 a.aadlen[1] = ivlen;
                 a.naad = 2;
@@ -413,12 +380,12 @@ static void wycheproof_siv(const char *file, int aead)
 
 static void test_wp_siv(void)
 {
-    wycheproof_siv("aes_siv_cmac_test.json", 0);
+    wycheproof_siv("wycheproof/aes_siv_cmac_test.json", 0);
 }
 
 static void test_wp_aead_siv(void)
 {
-    wycheproof_siv("aead_aes_siv_cmac_test.json", 1);
+    wycheproof_siv("wycheproof/aead_aes_siv_cmac_test.json", 1);
 }
 
 /* OpenSSL's evpciph files: Cipher, Key, IV, AAD (repeatable), Tag, ... */

@@ -21,13 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cjson/cJSON.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
 #include "kc_test.h"
+#include "kc_json.h"
 #include "keycache.h"
 
 #define RUNS 3
@@ -235,49 +235,11 @@ static void end_file(TALLY *t, uint64_t hits0)
 
 /* ---- Wycheproof ---- */
 
-static cJSON *wp_load(const char *name)
-{
-    char path[1024];
-    FILE *f;
-    long n;
-    char *buf;
-    cJSON *j;
-
-    snprintf(path, sizeof(path), "%s/wycheproof/%s", kct_vectors_dir(),
-             name);
-    if ((f = fopen(path, "rb")) == NULL) {
-        fprintf(stderr, "\ncannot read %s\n", path);
-        return NULL;
-    }
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    rewind(f);
-    buf = malloc((size_t)n + 1);
-    if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        fclose(f);
-        return NULL;
-    }
-    buf[n] = '\0';
-    fclose(f);
-    j = cJSON_Parse(buf);
-    free(buf);
-    return j;
-}
-
-static unsigned char *wp_bin(const cJSON *o, const char *k, size_t *len)
-{
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, k);
-
-    *len = 0;
-    return cJSON_IsString(s) ? kct_unhex(s->valuestring, len) : NULL;
-}
-
 static void wycheproof(const char *file, const char *mac)
 {
     TALLY t = { file, 0, 0, 0 };
     uint64_t hits0 = kct_counter(KEYCACHE_PARAM_HITS);
-    cJSON *root = wp_load(file), *g, *tc;
+    cJSON *root = kct_json_load(file), *g, *tc;
     char id[64];
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(root);
@@ -295,10 +257,10 @@ static void wycheproof(const char *file, const char *mac)
             memset(&v, 0, sizeof(v));
             v.mac = mac;
             v.xof = -1;
-            key = wp_bin(tc, "key", &keylen);
-            msg = wp_bin(tc, "msg", &msglen);
-            tag = wp_bin(tc, "tag", &taglen);
-            iv = wp_bin(tc, "iv", &ivlen);
+            key = kct_json_hex(tc, "key", &keylen);
+            msg = kct_json_hex(tc, "msg", &msglen);
+            tag = kct_json_hex(tc, "tag", &taglen);
+            iv = kct_json_hex(tc, "iv", &ivlen);
             v.key = key;
             v.keylen = keylen;
             v.msg = msg;
@@ -336,22 +298,22 @@ static void wycheproof(const char *file, const char *mac)
 
 static void test_wp_cmac(void)
 {
-    wycheproof("aes_cmac_test.json", "CMAC");
+    wycheproof("wycheproof/aes_cmac_test.json", "CMAC");
 }
 
 static void test_wp_gmac(void)
 {
-    wycheproof("aes_gmac_test.json", "GMAC");
+    wycheproof("wycheproof/aes_gmac_test.json", "GMAC");
 }
 
 static void test_wp_kmac128(void)
 {
-    wycheproof("kmac128_no_customization_test.json", "KMAC128");
+    wycheproof("wycheproof/kmac128_no_customization_test.json", "KMAC128");
 }
 
 static void test_wp_kmac256(void)
 {
-    wycheproof("kmac256_no_customization_test.json", "KMAC256");
+    wycheproof("wycheproof/kmac256_no_customization_test.json", "KMAC256");
 }
 
 /* ---- OpenSSL's EVP test data ---- */

@@ -30,13 +30,13 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
-#include <cjson/cJSON.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
 #include "kc_test.h"
+#include "kc_json.h"
 #include "keycache.h"
 
 /* Run 0 is the default provider, runs 1 and 2 are keycache (2 = cached). */
@@ -507,32 +507,6 @@ static void gcm_vec_free(GCM_VEC *v)
 
 /* ---- files ---- */
 
-static char *slurp(const char *dir, const char *name)
-{
-    char path[1024];
-    FILE *f;
-    long n;
-    char *buf = NULL;
-
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    if ((f = fopen(path, "rb")) == NULL) {
-        fprintf(stderr, "cannot open %s\n", path);
-        return NULL;
-    }
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0
-        && fseek(f, 0, SEEK_SET) == 0
-        && (buf = malloc((size_t)n + 1)) != NULL) {
-        if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-            free(buf);
-            buf = NULL;
-        } else {
-            buf[n] = '\0';
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
 /* A hex string, or "text" in double quotes as in OpenSSL's EVP files. */
 static unsigned char *parse_bin(const char *s, size_t *len)
 {
@@ -761,10 +735,8 @@ static int wp_outcome(const char *result)
 
 static cJSON *wp_load(TALLY *t)
 {
-    char *text = slurp(kct_vectors_dir(), t->file);
-    cJSON *root = text != NULL ? cJSON_Parse(text) : NULL;
+    cJSON *root = kct_json_load(t->file);
 
-    free(text);
     if (root == NULL)
         FAIL(t, "cannot read or parse %s/%s", kct_vectors_dir(), t->file);
     return root;
@@ -773,10 +745,7 @@ static cJSON *wp_load(TALLY *t)
 static int wp_bin(const cJSON *test, const char *k, unsigned char **p,
                   size_t *len)
 {
-    const char *s = jstr(test, k);
-
-    *p = s != NULL ? kct_unhex(s, len) : NULL;
-    return *p != NULL;
+    return (*p = kct_json_hex(test, k, len)) != NULL;
 }
 
 static void test_wycheproof_gcm(void)
@@ -914,7 +883,7 @@ static const char *const evpmac_fields[] = {
 static void evp_mac_file(const char *file)
 {
     TALLY t = { .file = file };
-    char *text = slurp(kct_vectors_dir(), file), *cur = text;
+    char *text = kct_file_text(kct_vectors_dir(), file), *cur = text;
     int lineno = 0;
     STANZA st;
     MAC_VEC vec;
@@ -1012,7 +981,7 @@ static int evp_gcm_cipher(const char *name, size_t keylen)
 static void test_evpciph_gcm(void)
 {
     TALLY t = { .file = "openssl-evp/evpciph_aes_common.txt" };
-    char *text = slurp(kct_vectors_dir(), t.file), *cur = text;
+    char *text = kct_file_text(kct_vectors_dir(), t.file), *cur = text;
     int lineno = 0;
     STANZA st;
     GCM_VEC vec;
@@ -1093,7 +1062,7 @@ static void cavp_gcm(const char *file, int enc)
 
     if (!cavp_present())
         return;
-    if ((text = slurp(KC_CAVP_DIR, file)) == NULL) {
+    if ((text = kct_file_text(KC_CAVP_DIR, file)) == NULL) {
         FAIL(&t, "cannot read %s/%s", KC_CAVP_DIR, file);
         return;
     }
@@ -1150,7 +1119,7 @@ static void rfc_hmac(const char *file, const char *digest)
 
     if (!cavp_present())
         return;
-    if ((text = slurp(KC_CAVP_DIR, file)) == NULL) {
+    if ((text = kct_file_text(KC_CAVP_DIR, file)) == NULL) {
         FAIL(&t, "cannot read %s/%s", KC_CAVP_DIR, file);
         return;
     }
