@@ -1715,7 +1715,15 @@ static void test_legacy_digests(void)
     if ((d0 = OSSL_PROVIDER_load(legacy_ref, "default")) == NULL
         || (l1 = OSSL_PROVIDER_load(legacy_ref, "legacy")) == NULL
         || (l2 = OSSL_PROVIDER_load(kc, "legacy")) == NULL) {
-        fprintf(stderr, "\n[legacy digests] SKIP: no legacy provider\n");
+        const char *dir = getenv("OPENSSL_MODULES");
+        char path[1024];
+
+        /* a skip only where this libcrypto has no legacy module at all */
+        if (dir == NULL)
+            dir = OPENSSL_info(OPENSSL_INFO_MODULES_DIR);
+        snprintf(path, sizeof(path), "%s/legacy.so", dir != NULL ? dir : "");
+        CU_ASSERT(access(path, F_OK) != 0);
+        fprintf(stderr, "\n[legacy digests] SKIP: %s does not load\n", path);
         ERR_clear_error();
         OSSL_PROVIDER_unload(l1);
         OSSL_PROVIDER_unload(d0);

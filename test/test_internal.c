@@ -199,7 +199,10 @@ static void test_kbkdf_cmac(void)
     check_kdf("KBKDF", p);
 }
 
-/* KBKDF takes KMAC from OpenSSL 3.1 on */
+/*
+ * KBKDF takes KMAC from OpenSSL 3.1 on (the running libcrypto's version);
+ * before, keycache's configuration refuses it as the default does.
+ */
 static void test_kbkdf_kmac(void)
 {
     OSSL_PARAM p[] = {
@@ -211,9 +214,11 @@ static void test_kbkdf_kmac(void)
     };
     unsigned char out[64];
 
-    if (!derive(kct_default(), "KBKDF", p, out, sizeof(out), NULL)) {
+    if (OPENSSL_version_major() == 3 && OPENSSL_version_minor() == 0) {
+        CU_ASSERT(!derive(kct_default(), "KBKDF", p, out, sizeof(out), NULL));
+        CU_ASSERT(!derive(kct_keycache(), "KBKDF", p, out, sizeof(out),
+                          NULL));
         ERR_clear_error();
-        fprintf(stderr, "(no KBKDF with KMAC in this OpenSSL) ");
         return;
     }
     check_kdf("KBKDF", p);
