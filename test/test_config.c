@@ -21,6 +21,7 @@
 #include <openssl/params.h>
 
 #include "kc_test.h"
+#include "kc_route.h"
 #include "keycache.h"
 #include "common/registry.h"
 
@@ -399,9 +400,9 @@ static void test_fam_auto(void)
 
 /*
  * Every configuration key of the registry, switched off, leaves exactly
- * its own rows to the default.  Told apart by the implementation's
- * description: on 3.5+ keycache also passes the default's own ciphers
- * through (the EVP_SKEY key managers), under its own name.
+ * its own rows to the default.  Told apart by the provider and, for a
+ * cipher, by its functions: on 3.5+ keycache also passes the default's own
+ * ciphers through (the EVP_SKEY key managers), under its own name.
  */
 #define ROW_NAME(id, kind, conf, autorule, name, ...) name,
 #define ROW_CONF(id, kind, conf, ...) conf,
@@ -417,13 +418,73 @@ static int wrapped(OSSL_LIB_CTX *ctx, size_t r)
     EVP_CIPHER *c = row_cipher[r] ? EVP_CIPHER_fetch(ctx, row_names[r], NULL)
                                   : NULL;
     EVP_MAC *m = row_cipher[r] ? NULL : EVP_MAC_fetch(ctx, row_names[r], NULL);
-    const char *d = c != NULL ? EVP_CIPHER_get0_description(c)
-                    : m != NULL ? EVP_MAC_get0_description(m) : NULL;
-    int yes = d != NULL && strstr(d, "per-thread key cache") != NULL;
+    const OSSL_PROVIDER *p = c != NULL ? EVP_CIPHER_get0_provider(c)
+                             : m != NULL ? EVP_MAC_get0_provider(m) : NULL;
+    int yes = p != NULL
+              && strcmp(kct_provider_name(p), KEYCACHE_PROVIDER_NAME) == 0
+              && (c == NULL || !kc_route_is_passthrough(ctx, c, row_names[r]));
 
     EVP_CIPHER_free(c);
     EVP_MAC_free(m);
     return yes;
+}
+
+/*
+ * Each row's description is the default's (what `openssl list -verbose`
+ * and EVP_*_get0_description() show), as is every other algorithm's that
+ * keycache offers: a KDF it passes through, say.
+ */
+static int same_text(const char *a, const char *b)
+{
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static void test_descriptions(void)
+{
+    OSSL_LIB_CTX *ctx = ctx_with(KEYCACHE_CONF_AES_GCM " = on");
+    const char *say = NULL;
+    size_t r;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    for (r = 0; r < NROWS; r++) {
+        EVP_CIPHER *c = NULL, *dc = NULL;
+        EVP_MAC *m = NULL, *dm = NULL;
+        int same;
+
+        CU_ASSERT(wrapped(ctx, r));
+        if (row_cipher[r]) {
+            c = EVP_CIPHER_fetch(ctx, row_names[r], NULL);
+            dc = EVP_CIPHER_fetch(kct_default(), row_names[r], NULL);
+            same = c != NULL && dc != NULL
+                   && same_text(say = EVP_CIPHER_get0_description(c),
+                                EVP_CIPHER_get0_description(dc));
+        } else {
+            m = EVP_MAC_fetch(ctx, row_names[r], NULL);
+            dm = EVP_MAC_fetch(kct_default(), row_names[r], NULL);
+            same = m != NULL && dm != NULL
+                   && same_text(say = EVP_MAC_get0_description(m),
+                                EVP_MAC_get0_description(dm));
+        }
+        if (!same)
+            printf("\n  %s: \"%s\"\n", row_names[r], say ? say : "(null)");
+        CU_ASSERT(same);
+        EVP_CIPHER_free(c);
+        EVP_CIPHER_free(dc);
+        EVP_MAC_free(m);
+        EVP_MAC_free(dm);
+    }
+    {
+        EVP_KDF *k = EVP_KDF_fetch(ctx, "HKDF", NULL);
+        EVP_KDF *dk = EVP_KDF_fetch(kct_default(), "HKDF", NULL);
+
+        CU_ASSERT(k != NULL && dk != NULL
+                  && same_text(EVP_KDF_get0_description(k),
+                               EVP_KDF_get0_description(dk)));
+        EVP_KDF_free(k);
+        EVP_KDF_free(dk);
+    }
+    OSSL_LIB_CTX_free(ctx);
+    ERR_clear_error();
 }
 
 static void test_registry_off(void)
@@ -686,6 +747,8 @@ static void add_suites(void)
     CU_add_test(s, "cmac, gmac, kmac = off leave them to default",
                 test_fam_off);
     CU_add_test(s, "cmac, gmac, kmac, aes_ocb, aes_siv = auto", test_fam_auto);
+    CU_add_test(s, "every row's description is the default's",
+                test_descriptions);
     CU_add_test(s, "each registry key switches its own rows",
                 test_registry_off);
     CU_add_test(s, "cache_size = 0 caches nothing", test_cache_size_zero);

@@ -956,6 +956,10 @@ MUTANTS = {
     "bind-fail-offers-half": ("provider/core/bind.c",
         "    return __atomic_load_n(&pctx->bind_state, __ATOMIC_ACQUIRE) == KC_ONCE_DONE\n           && pctx->bind_ok;",
         "    return __atomic_load_n(&pctx->bind_state, __ATOMIC_ACQUIRE) == KC_ONCE_DONE;"),
+    # keycache's own description for what it offers, not the default's
+    "bind-own-description": ("provider/core/bind.c",
+        "    row->algorithm_description = a->algorithm_description;",
+        "    row->algorithm_description = \"with a per-thread key cache\";"),
     # bound at start again: every process pays the private default
     "bind-at-start": ("provider/core/keycache_prov.c",
         "    kc_bind_start(pctx);\n",

@@ -20,7 +20,6 @@ typedef struct kc_tfam_st KC_TFAM;
 /* What a MAC family's file tells the shared layer: only what differs. */
 struct kc_tdesc_st {
     const char *name;               /* the default's first name for it */
-    const char *description;
     const OSSL_DISPATCH *functions; /* ours */
     /*
      * Names a cached shape may hold, and volatile ones (GMAC's IV), replayed
@@ -118,7 +117,6 @@ typedef struct kc_cfam_st KC_CFAM;
 /* What a cipher family's file tells the shared layer. */
 typedef struct {
     const char *name;               /* the default's first name for it */
-    const char *description;
     const OSSL_DISPATCH *functions; /* ours */
     /*
      * Names a shape may hold (OCB: IV and tag lengths); others, and what

@@ -13,12 +13,12 @@
 #include "families/families.h"
 
 void kc_bind_row(OSSL_ALGORITHM *row, const OSSL_ALGORITHM *a,
-                 const OSSL_DISPATCH *fns, const char *description)
+                 const OSSL_DISPATCH *fns)
 {
     row->algorithm_names = a->algorithm_names;
     row->property_definition = "provider=" KEYCACHE_PROVIDER_NAME;
     row->implementation = fns;
-    row->algorithm_description = description;
+    row->algorithm_description = a->algorithm_description;
 }
 
 static int bind_hmac(KC_PROVCTX *pctx, const OSSL_ALGORITHM *a)
@@ -107,14 +107,11 @@ static int bind_default(KC_PROVCTX *pctx)
         if (!*kc_registry_on(pctx, i))
             continue;
         if (cipher)
-            kc_bind_row(&pctx->cipher_algs[ncipher++], a, cf->d->functions,
-                        cf->d->description);
+            kc_bind_row(&pctx->cipher_algs[ncipher++], a, cf->d->functions);
         else if (f != NULL)
-            kc_bind_row(&pctx->mac_algs[nmac++], a, f->d->functions,
-                        f->d->description);
+            kc_bind_row(&pctx->mac_algs[nmac++], a, f->d->functions);
         else
-            kc_bind_row(&pctx->mac_algs[nmac++], a, kc_hmac_functions,
-                        "HMAC with a per-thread key cache");
+            kc_bind_row(&pctx->mac_algs[nmac++], a, kc_hmac_functions);
     }
     pctx->ncipher_wrapped = ncipher;
     return 1;

@@ -27,9 +27,12 @@ void kc_bind_start(KC_PROVCTX *pctx);
 /* the private default bound (at the first query); 0: nothing offered */
 int kc_bind_ready(KC_PROVCTX *pctx);
 void kc_bind_stop(KC_PROVCTX *pctx);
-/* one algorithm row: the default's names, keycache's functions */
+/*
+ * one algorithm row: the default's names and description (a program reads
+ * it as on default alone), keycache's functions
+ */
 void kc_bind_row(OSSL_ALGORITHM *row, const OSSL_ALGORITHM *a,
-                 const OSSL_DISPATCH *fns, const char *description);
+                 const OSSL_DISPATCH *fns);
 
 /* report.c: KEYCACHE_DEBUG's reports, from start to unload */
 void kc_report_start(KC_PROVCTX *pctx);

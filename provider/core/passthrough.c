@@ -209,12 +209,7 @@ static int offer(KC_PROVCTX *pctx, int op, const char *const *want,
         }
         pctx->pt[pctx->npt].block = pctx->npt == first ? tables : NULL;
         l = bind_slot(pctx, pctx->npt, a->implementation, tables, kind);
-        /* query-less programs read a cipher's description: the default's */
-        kc_bind_row(&algs[n++], a, pctx->pt[pctx->npt++].table,
-                    op == OSSL_OP_CIPHER || op == KC_OP_SKEYMGMT
-                    ? a->algorithm_description
-                    : "the default provider's, run where it cannot reach "
-                      "keycache");
+        kc_bind_row(&algs[n++], a, pctx->pt[pctx->npt++].table);
         tables += l;
     }
     if (pctx->npt == first)

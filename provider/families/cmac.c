@@ -20,7 +20,6 @@ KC_TMAC_IMPL(kc_cmac, KC_FAM_CMAC, CTX)
 
 const KC_TDESC kc_cmac_desc = {
     .name = "CMAC",
-    .description = "CMAC with a per-thread key cache",
     .functions = kc_cmac_functions,
     .shape_names = cmac_shape,
     .cipher_param = OSSL_MAC_PARAM_CIPHER,

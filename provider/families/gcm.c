@@ -25,7 +25,6 @@ KC_TCIPH_IMPL(kc_gcm256, KC_CFAM_GCM256)
 
 #define KC_GCM_DESC(bits)                                                     \
     { .name = "AES-" #bits "-GCM",                                            \
-      .description = "AES-GCM with a per-thread key cache",                   \
       .functions = kc_gcm##bits##_functions,                                  \
       .shape_names = gcm_shape,                                               \
       .per_message = gcm_per_message,                                         \

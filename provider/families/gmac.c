@@ -255,7 +255,6 @@ KC_TMAC_IMPL(kc_gmac, KC_FAM_GMAC, ALG)
 
 const KC_TDESC kc_gmac_desc = {
     .name = "GMAC",
-    .description = "GMAC with a per-thread key cache",
     .functions = kc_gmac_functions,
     .shape_names = gmac_shape,
     .cipher_param = OSSL_MAC_PARAM_CIPHER,

@@ -512,7 +512,6 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
     }                                                                         \
     const KC_TDESC kc_kmac##bits##_desc = {                                   \
         .name = "KMAC-" #bits,                                                \
-        .description = "KMAC" #bits " with a per-thread key cache",           \
         .functions = kc_kmac##bits##_functions,                               \
         .shape_names = kmac_shape,                                            \
         .empty_set_inert = 1,                                                 \

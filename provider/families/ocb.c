@@ -25,7 +25,6 @@ KC_TCIPH_IMPL(kc_aes256ocb, KC_CFAM_OCB256)
 
 #define KC_OCB_DESC(bits)                                                     \
     { .name = "AES-" #bits "-OCB",                                            \
-      .description = "AES-OCB with a per-thread key cache",                   \
       .functions = kc_aes##bits##ocb_functions,                               \
       .shape_names = ocb_shape,                                               \
       .per_message = ocb_per_message,                                         \

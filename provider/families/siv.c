@@ -739,7 +739,6 @@ KC_TCIPH_IMPL(kc_aes256siv, KC_CFAM_SIV256)
 
 #define KC_SIV_DESC(bits, i)                                                  \
     { .name = "AES-" #bits "-SIV",                                            \
-      .description = "AES-SIV with a per-thread key cache",                   \
       .functions = kc_aes##bits##siv_functions,                               \
       .shape_names = siv_shape,                                               \
       .direct = &siv_direct,                                                  \
