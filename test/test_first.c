@@ -808,6 +808,64 @@ static void test_cold_contexts(void)
     kct_rec_free(&got);
 }
 
+/*
+ * A thread keying every message anew, each template MAC row's fresh
+ * contexts given a key of a length the default refuses along the way: once
+ * the thread's bases are made, such a key reaches a copy of one, and its
+ * error must be the default's, raised once.
+ */
+static void refused_pattern(OSSL_LIB_CTX *libctx, KCT_REC *r)
+{
+    static const size_t bad[] = { 0, 1 };
+    unsigned char k[KCT_FAM_MAXKEY], out[KCT_FAM_OUT(40)];
+    OSSL_PARAM p[3];
+    size_t f, i, b;
+
+    for (f = 0; f < kct_nfams; f++) {
+        const KCT_FAM *fam = &kct_fams[f];
+        EVP_MAC *mac;
+
+        if (fam->kind != KCT_MAC)
+            continue;
+        mac = EVP_MAC_fetch(libctx, fam->name, NULL);
+        for (i = 0; i < 100; i++) {
+            kct_fill(k, fam->keylen, 70000 + 1000 * (uint32_t)f + (uint32_t)i);
+            kct_rec_printf(r, "%s %zu: %zu", fam->id, i,
+                           kct_fam_run(libctx, fam, k, fam->keylen, msg, 40,
+                                       out));
+            kct_rec_errs(r);
+            for (b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+                EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+
+                kct_rec_printf(r, " key of %zu: %d", bad[b],
+                               c != NULL
+                               && EVP_MAC_init(c, k, bad[b],
+                                               kct_fam_mac_params(fam, p,
+                                                                  NULL)));
+                kct_rec_errs(r);
+                EVP_MAC_CTX_free(c);
+            }
+        }
+        EVP_MAC_free(mac);
+    }
+}
+
+static void test_refused_keys(void)
+{
+    OSSL_LIB_CTX *ctx[] = { deployed, kct_keycache() };
+    KCT_REC want = { 0 }, got = { 0 };
+    size_t n;
+
+    CU_ASSERT_FATAL(kct_rec_run_thread(refused_pattern, kct_default(),
+                                       &want));
+    for (n = 0; n < 2; n++) {
+        CU_ASSERT_FATAL(kct_rec_run_thread(refused_pattern, ctx[n], &got));
+        CU_ASSERT_TRUE(kct_rec_same("refused keys", &want, &got));
+        kct_rec_free(&got);
+    }
+    kct_rec_free(&want);
+}
+
 static void test_no_conf(void)
 {
     CU_FAIL("cannot load keycache with admit_after = 3");
@@ -830,6 +888,8 @@ static void add_suites(void)
                 test_first_sizes);
     CU_add_test(s, "cold contexts of a thread keying every message anew",
                 test_cold_contexts);
+    CU_add_test(s, "keys the default refuses, on a thread keying anew",
+                test_refused_keys);
     CU_add_test(s, "a fresh process's first CMAC, in its own context",
                 test_first_process);
     CU_add_test(s, "copies of an unkeyed first GMAC template, cached",

@@ -72,8 +72,13 @@ MUTANTS = {
         "    return 1;"),
     # ...its zeros kept whatever the key's length
     "tmpl-base-keylen-unchecked": ("provider/layer/tmpl.c",
-        "    if (w->f->d->base == KC_BASE_KEYED && b->keylen != keylen) {",
-        "    if (w->f->d->base == KC_BASE_KEYED && b->keylen == 0) {"),
+        "        && (b->keylen != keylen || keylen == 0)) {",
+        "        && b->keylen == 0) {"),
+    # ...a key of none taken for the length of a base never keyed: the
+    # copy's refusal raised, then the default's way's again
+    "tmpl-base-keylen-zero-matches": ("provider/layer/tmpl.c",
+        "        && (b->keylen != keylen || keylen == 0)) {",
+        "        && b->keylen != keylen) {"),
     # ...the call's IV dropped
     "tmpl-base-volatile-dropped": ("provider/layer/tmpl.c",
         "    ok = (s->nv == 0 || apply_volatile(w, s))",

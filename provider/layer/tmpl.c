@@ -1034,7 +1034,9 @@ static KC_NOINLINE int base_key(KC_TMAC_CTX *w, const unsigned char *key,
         || (b = base_at(w, bases_of(w->f, c), &s)) == NULL
         || b->ctx == NULL)
         return -1;
-    if (w->f->d->base == KC_BASE_KEYED && b->keylen != keylen) {
+    /* (0 is an unkeyed base's keylen: a key of none is keyed as any) */
+    if (w->f->d->base == KC_BASE_KEYED
+        && (b->keylen != keylen || keylen == 0)) {
         ok = keylen > 0 && keylen <= sizeof(zeros);
         if (ok) {
             ERR_set_mark();
