@@ -961,6 +961,20 @@ MUTANTS = {
     "bind-fail-offers-half": ("provider/core/bind.c",
         "    return __atomic_load_n(&pctx->bind_state, __ATOMIC_ACQUIRE) == KC_ONCE_DONE\n           && pctx->bind_ok;",
         "    return __atomic_load_n(&pctx->bind_state, __ATOMIC_ACQUIRE) == KC_ONCE_DONE;"),
+    # no vector register wiped after a keyed init: copies of cached
+    # contexts leave key bytes there
+    "vector-wipe-off": ("provider/common/common.c",
+        "    int kind = __atomic_load_n(&vector_regs, __ATOMIC_RELAXED);\n",
+        "    int kind = __atomic_load_n(&vector_regs, __ATOMIC_RELAXED);\n\n    return;\n"),
+    # ... only the SSE halves of them, on a CPU with AVX
+    "vector-wipe-sse-only": ("provider/common/common.c",
+        "    if (kind == 1) {\n        __asm__ __volatile__(KC_XOR16(0)",
+        "    if (kind >= 1) {\n        __asm__ __volatile__(KC_XOR16(0)"),
+    # ... not the AVX-512 registers glibc's memcpy uses there (a CPU with
+    # AVX-512 tells)
+    "vector-wipe-no-zmm": ("provider/common/common.c",
+        "    if (kind == 3)\n        __asm__ __volatile__(KC_EXOR16(\"xmm\")",
+        "    if (kind == 5)\n        __asm__ __volatile__(KC_EXOR16(\"xmm\")"),
     # keycache's own description for what it offers, not the default's
     "bind-own-description": ("provider/core/bind.c",
         "    row->algorithm_description = a->algorithm_description;",

@@ -52,6 +52,77 @@ KC_NOINLINE void kc_stack_wipe(void)
     __asm__ __volatile__("" : : "r"(below) : "memory");
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+# include <cpuid.h>
+
+/*
+ * What the CPU and the kernel enable: 1 SSE, 2 AVX, 3 AVX-512 as well
+ * (with VL, so 128-bit forms reach registers 16-31), 4 without VL.
+ */
+static int vector_kind(void)
+{
+    unsigned int a, b, c, d, lo = 0, hi = 0;
+
+    if (!__get_cpuid(1, &a, &b, &c, &d) || (c & bit_OSXSAVE) == 0)
+        return 1;
+    __asm__ __volatile__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((c & bit_AVX) == 0 || (lo & 0x06) != 0x06)
+        return 1;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)
+        || (b & bit_AVX512F) == 0 || (lo & 0xe6) != 0xe6)
+        return 2;
+    return (b & bit_AVX512VL) != 0 ? 3 : 4;
+}
+
+static int vector_regs;         /* vector_kind(), once asked */
+
+# define KC_XOR16(r) "pxor %%xmm" #r ", %%xmm" #r "\n\t"
+# define KC_EXOR(w, r) "vpxord %%" w #r ", %%" w #r ", %%" w #r "\n\t"
+# define KC_EXOR16(w)                                                        \
+    KC_EXOR(w, 16) KC_EXOR(w, 17) KC_EXOR(w, 18) KC_EXOR(w, 19)             \
+    KC_EXOR(w, 20) KC_EXOR(w, 21) KC_EXOR(w, 22) KC_EXOR(w, 23)             \
+    KC_EXOR(w, 24) KC_EXOR(w, 25) KC_EXOR(w, 26) KC_EXOR(w, 27)             \
+    KC_EXOR(w, 28) KC_EXOR(w, 29) KC_EXOR(w, 30) KC_EXOR(w, 31)
+# define KC_XMM_CLOBBERS                                                     \
+    "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",  \
+    "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15"
+
+KC_NOINLINE void kc_vector_wipe(void)
+{
+    int kind = __atomic_load_n(&vector_regs, __ATOMIC_RELAXED);
+
+    if (kind == 0) {
+        kind = vector_kind();
+        __atomic_store_n(&vector_regs, kind, __ATOMIC_RELAXED);
+    }
+    /* (every vector register is the caller's to lose across a call) */
+    if (kind == 1) {
+        __asm__ __volatile__(KC_XOR16(0) KC_XOR16(1) KC_XOR16(2) KC_XOR16(3)
+                             KC_XOR16(4) KC_XOR16(5) KC_XOR16(6) KC_XOR16(7)
+                             KC_XOR16(8) KC_XOR16(9) KC_XOR16(10) KC_XOR16(11)
+                             KC_XOR16(12) KC_XOR16(13) KC_XOR16(14)
+                             KC_XOR16(15) ::: KC_XMM_CLOBBERS);
+        return;
+    }
+    __asm__ __volatile__("vzeroall" ::: KC_XMM_CLOBBERS);
+    /*
+     * glibc's AVX-512 memcpy moves data through registers 16-31; a 128-bit
+     * EVEX write zeroes all of one, and 512-bit forms can slow the core
+     */
+    if (kind == 3)
+        __asm__ __volatile__(KC_EXOR16("xmm") ::: "memory");
+    else if (kind == 4)
+        __asm__ __volatile__(KC_EXOR16("zmm") ::: "memory");
+}
+
+#else
+
+void kc_vector_wipe(void)
+{
+}
+
+#endif
+
 int kc_mac_key_final(const KC_MAC_FNS *m, void *t)
 {
     static const unsigned char key[32];

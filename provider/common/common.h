@@ -117,6 +117,14 @@ typedef struct {
 void kc_stack_wipe(void);
 
 /*
+ * Zeroes the vector registers (x86-64; elsewhere nothing): after a keyed
+ * init keycache served, whose copies of a cached context or key left key
+ * bytes there that nothing may overwrite before a lazily bound program's
+ * next symbol resolution saves them on its stack (docs/keys.md).
+ */
+void kc_vector_wipe(void);
+
+/*
  * Makes a loaded value opaque: pinning a forwarded call's function load
  * saves gcc -O2 a register move of the context on every call.
  */

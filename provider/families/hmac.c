@@ -619,8 +619,12 @@ static KC_NOINLINE int setkey_long(KC_HMAC_CTX *w, const unsigned char *key,
 static ossl_inline int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
                                      size_t keylen)
 {
-    return keylen <= KEYCACHE_MAX_KEY_LEN ? setkey_cached_as(w, key, keylen)
-                                          : setkey_long(w, key, keylen);
+    int r = keylen <= KEYCACHE_MAX_KEY_LEN ? setkey_cached_as(w, key, keylen)
+                                           : setkey_long(w, key, keylen);
+
+    /* what copies of the key or its cached state left in them */
+    kc_vector_wipe();
+    return r;
 }
 
 static void *kc_hmac_newctx(void *provctx)

@@ -976,7 +976,10 @@ void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
         return fn call;                                                       \
     }
 
-/* The inits the same, but a keyed context's keyed init is rekey_init()'s. */
+/*
+ * The inits the same, but a keyed context's keyed init is rekey_init()'s,
+ * and a keyed init leaves no key bytes in the vector registers.
+ */
 #define KC_TCIPH_FORWARD_INIT(name, type)                                     \
     int kc_tciph_##name(void *vctx, const unsigned char *key, size_t keylen,  \
                         const unsigned char *iv, size_t ivlen,                \
@@ -984,11 +987,18 @@ void *kc_tciph_newctx(KC_PROVCTX *pctx, int which)
     {                                                                         \
         KC_TCIPH_CTX *w = vctx;                                               \
         type *fn = w->to->name;                                               \
+        int r;                                                                \
                                                                               \
-        if (key != NULL && w->to == w->ifn && w->f->d->rekey_keyless)         \
-            return rekey_##name(w, key, keylen, iv, ivlen, params);           \
-        KC_PIN(fn);                                                           \
-        return fn(w->arg, key, keylen, iv, ivlen, params);                    \
+        if (key == NULL) {                                                    \
+            KC_PIN(fn);                                                       \
+            return fn(w->arg, key, keylen, iv, ivlen, params);                \
+        }                                                                     \
+        if (w->to == w->ifn && w->f->d->rekey_keyless)                        \
+            r = rekey_##name(w, key, keylen, iv, ivlen, params);              \
+        else                                                                  \
+            r = fn(w->arg, key, keylen, iv, ivlen, params);                   \
+        kc_vector_wipe();                                                     \
+        return r;                                                             \
     }
 
 KC_TCIPH_FORWARD_INIT(einit, OSSL_FUNC_cipher_encrypt_init_fn)

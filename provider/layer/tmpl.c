@@ -1748,6 +1748,7 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
     KC_CACHE *c;
     SPLIT s;
     KC_TMARK sv;
+    int r;
 
     if (params == NULL) {
         if (kc_quirk(__atomic_load_n(&w->f->quirks, __ATOMIC_RELAXED),
@@ -1783,7 +1784,9 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
         if (!record(w, c, &pre))
             goto pass;
     }
-    if (keyed(w, c, s.key->data, s.key->data_size) < 0) {
+    r = keyed(w, c, s.key->data, s.key->data_size);
+    kc_vector_wipe();
+    if (r < 0) {
         kc_tcore_back(&w->t, &sv);
         goto pass;
     }
@@ -1896,10 +1899,9 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
     return 1;
 }
 
-int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
-                 const OSSL_PARAM params[])
+static int tmac_init(KC_TMAC_CTX *w, const unsigned char *key, size_t keylen,
+                     const OSSL_PARAM params[])
 {
-    KC_TMAC_CTX *w = vctx;
     const char *c;
 
     if (w->t.inner != NULL) {
@@ -1923,6 +1925,19 @@ int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
         return w->ops->init(w->t.inner, key, keylen, params);
     }
     return unkeyed_init(w, key, keylen, params);
+}
+
+int kc_tmac_init(void *vctx, const unsigned char *key, size_t keylen,
+                 const OSSL_PARAM params[])
+{
+    int r;
+
+    if (key == NULL)
+        return tmac_init(vctx, key, keylen, params);
+    r = tmac_init(vctx, key, keylen, params);
+    /* what copies of a cached context or the key left in them */
+    kc_vector_wipe();
+    return r;
 }
 
 static KC_NOINLINE int unkeyed_update(KC_TMAC_CTX *w,
