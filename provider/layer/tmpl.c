@@ -1785,7 +1785,6 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
             goto pass;
     }
     r = keyed(w, c, s.key->data, s.key->data_size);
-    kc_vector_wipe();
     if (r < 0) {
         kc_tcore_back(&w->t, &sv);
         goto pass;
@@ -1815,9 +1814,8 @@ static ossl_inline int noop_set(const KC_TMAC_CTX *w,
     return w->f->d->empty_set_inert && kc_quirk(q, KC_Q_EMPTY_SET_OK);
 }
 
-int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+static int tmac_set_ctx_params(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
-    KC_TMAC_CTX *w = vctx;
     const char *c;
 
     if (w->t.inner != NULL) {
@@ -1839,6 +1837,20 @@ int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
         return w->ops->set_ctx_params(w->t.inner, params);
     }
     return unkeyed_set_params(w, params);
+}
+
+int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+{
+    const OSSL_PARAM *p;
+    int r = tmac_set_ctx_params(vctx, params);
+
+    /* a key given here: as kc_tmac_init() */
+    for (p = params; p != NULL && p->key != NULL; p++)
+        if (p->key[0] == 'k' && strcmp(p->key, OSSL_MAC_PARAM_KEY) == 0) {
+            kc_vector_wipe();
+            break;
+        }
+    return r;
 }
 
 /* init before the key: the default sets params, then keys (or fails). */
