@@ -968,8 +968,8 @@ MUTANTS = {
         "    int kind = __atomic_load_n(&vector_regs, __ATOMIC_RELAXED);\n\n    return;\n"),
     # ... nor after a key given by set_ctx_params
     "vector-wipe-set-skipped": ("provider/layer/tmpl.c",
-        "        if (p->key[0] == 'k' && strcmp(p->key, OSSL_MAC_PARAM_KEY) == 0) {\n            kc_vector_wipe();",
-        "        if (p->key[0] == 'k' && strcmp(p->key, OSSL_MAC_PARAM_KEY) == 0) {\n            (void)0;"),
+        "    if (params != NULL && names_param(OSSL_MAC_PARAM_KEY, params))\n        kc_vector_wipe();",
+        "    if (params != NULL && names_param(OSSL_MAC_PARAM_KEY, params))\n        (void)0;"),
     # ... only the SSE halves of them, on a CPU with AVX
     "vector-wipe-sse-only": ("provider/common/common.c",
         "    if (kind == 1) {\n        __asm__ __volatile__(KC_XOR16(0)",

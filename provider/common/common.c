@@ -110,9 +110,9 @@ KC_NOINLINE void kc_vector_wipe(void)
      * EVEX write zeroes all of one, and 512-bit forms can slow the core
      */
     if (kind == 3)
-        __asm__ __volatile__(KC_EXOR16("xmm") ::: "memory");
+        __asm__ __volatile__(KC_EXOR16("xmm") : :);
     else if (kind == 4)
-        __asm__ __volatile__(KC_EXOR16("zmm") ::: "memory");
+        __asm__ __volatile__(KC_EXOR16("zmm") : :);
 }
 
 #else

@@ -1140,8 +1140,8 @@ static KC_NOINLINE int direct_recipher(KC_TMAC_CTX *w,
     return recipher_to(w, params, t, mac);
 }
 
-/* Do params (not NULL) name the family's cipher parameter c? */
-static ossl_inline int names_cipher(const char *c, const OSSL_PARAM *params)
+/* Do params (not NULL) name the parameter c (the family's cipher, say)? */
+static ossl_inline int names_param(const char *c, const OSSL_PARAM *params)
 {
     for (; params->key != NULL; params++)
         if (params->key[0] == c[0] && strcmp(params->key, c) == 0)
@@ -1272,7 +1272,7 @@ static KC_NOINLINE int cipher_call(KC_TMAC_CTX *w, int init,
  */
 static KC_NOINLINE int keyed_set(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
-    if (names_cipher(w->f->d->cipher_param, params))
+    if (names_param(w->f->d->cipher_param, params))
         return cipher_call(w, 0, NULL, 0, params);
     return w->ops->set_ctx_params(w->t.inner, params);
 }
@@ -1280,7 +1280,7 @@ static KC_NOINLINE int keyed_set(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 static KC_NOINLINE int keyed_init(KC_TMAC_CTX *w, const unsigned char *key,
                                   size_t keylen, const OSSL_PARAM params[])
 {
-    if (names_cipher(w->f->d->cipher_param, params))
+    if (names_param(w->f->d->cipher_param, params))
         return cipher_call(w, 1, key, keylen, params);
     return w->ops->init(w->t.inner, key, keylen, params);
 }
@@ -1748,7 +1748,6 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
     KC_CACHE *c;
     SPLIT s;
     KC_TMARK sv;
-    int r;
 
     if (params == NULL) {
         if (kc_quirk(__atomic_load_n(&w->f->quirks, __ATOMIC_RELAXED),
@@ -1784,8 +1783,7 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
         if (!record(w, c, &pre))
             goto pass;
     }
-    r = keyed(w, c, s.key->data, s.key->data_size);
-    if (r < 0) {
+    if (keyed(w, c, s.key->data, s.key->data_size) < 0) {
         kc_tcore_back(&w->t, &sv);
         goto pass;
     }
@@ -1841,15 +1839,11 @@ static int tmac_set_ctx_params(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 
 int kc_tmac_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
-    const OSSL_PARAM *p;
     int r = tmac_set_ctx_params(vctx, params);
 
     /* a key given here: as kc_tmac_init() */
-    for (p = params; p != NULL && p->key != NULL; p++)
-        if (p->key[0] == 'k' && strcmp(p->key, OSSL_MAC_PARAM_KEY) == 0) {
-            kc_vector_wipe();
-            break;
-        }
+    if (params != NULL && names_param(OSSL_MAC_PARAM_KEY, params))
+        kc_vector_wipe();
     return r;
 }
 
