@@ -387,5 +387,36 @@ else
     echo "skip another provider's digest: no legacy provider"
 fi
 
+# --- a config file that is not a plain file ---------------------------------
+
+# OPENSSL_CONF naming a FIFO fed once: the library reads it whole, and
+# keycache must not open it again (that open waits for a writer for good).
+# With KEYCACHE_DEBUG too, whose start line shows keycache ran.
+fifo_run()
+{
+    local name=$1 want out rc
+    shift
+    rm -f "$TMP/fifo"
+    mkfifo "$TMP/fifo" || { echo "skip $name: no mkfifo"; return; }
+    (timeout 30 cat "$CONF" > "$TMP/fifo" &)
+    out=$(env "$@" OPENSSL_CONF="$TMP/fifo" timeout 30 "$OPENSSL" mac \
+          -digest SHA256 -macopt "hexkey:$k" -in "$TMP/one" HMAC \
+          2> "$TMP/err")
+    rc=$?
+    want=$(run_def mac -digest SHA256 -macopt "hexkey:$k" -in "$TMP/one" \
+           HMAC 2> /dev/null)
+    if [ "$rc" -eq 0 ] && [ -n "$want" ] && [ "$out" = "$want" ]; then
+        ok "$name"
+    else
+        bad "$name" "exit $rc (124: hung)" "default: $want" "keycache: $out" \
+            "stderr: $(head -c 400 "$TMP/err")"
+    fi
+}
+fifo_run "config in a FIFO" KC_UNUSED=1
+fifo_run "config in a FIFO, KEYCACHE_DEBUG" KEYCACHE_DEBUG=1
+if ! grep -q "start: keycache" "$TMP/err"; then
+    bad "config in a FIFO loads keycache" "stderr: $(head -c 400 "$TMP/err")"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

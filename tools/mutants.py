@@ -996,6 +996,10 @@ MUTANTS = {
         "            v[n] = '\\0';\n            val = v;",
         "            val = v;"),
     # a file with a NUL byte scanned up to it (NCONF reads on)
+    # a config file that is not a plain file (a FIFO) opened again by NCONF
+    "conf-fifo-reopened": ("provider/core/conf.c",
+        "        && (!plain_file(file) || (conf = NCONF_new(NULL)) == NULL",
+        "        && (!1 || (conf = NCONF_new(NULL)) == NULL"),
     "conf-nul-scanned": ("provider/core/conf.c",
         " || memchr(buf, '\\0', got) != NULL) {",
         ") {"),

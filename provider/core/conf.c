@@ -585,6 +585,17 @@ static char *read_file(const char *file, size_t *len)
     return buf;
 }
 
+/*
+ * May NCONF open file?  Only a plain file: a FIFO the library's own load
+ * emptied would block the open for good (a device, forever).
+ */
+static int plain_file(const char *file)
+{
+    struct stat st;
+
+    return stat(file, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* The values of a section's keys that name config module |module|. */
 static const char *module_value(const CONF *conf, const char *sect,
                                 const char *module, int nth)
@@ -668,7 +679,7 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
         text = NULL;
     }
     if (file != NULL && text == NULL
-        && ((conf = NCONF_new(NULL)) == NULL
+        && (!plain_file(file) || (conf = NCONF_new(NULL)) == NULL
             || NCONF_load(conf, file, &eline) <= 0
             || !keys_of_conf(conf, &c)))
         ok = 0;
