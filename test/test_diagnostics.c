@@ -574,6 +574,43 @@ static void test_report_after_fork(void)
 }
 
 /*
+ * A program that frees a library context without unloading keycache,
+ * which it loaded there itself: keycache is never torn down, and its exit
+ * report must not ask that context who answers (it is gone).  In a child,
+ * which must exit cleanly and still report.
+ */
+static void test_exit_after_context_freed(void)
+{
+    char conf[64];
+    OSSL_LIB_CTX *ctx;
+    OSSL_PROVIDER *kc;
+    pid_t child;
+    int status = -1;
+
+    CU_ASSERT_FATAL(write_conf(conf, NULL, NULL, NULL));
+    debug_to_log(NULL);
+    fflush(NULL);
+    child = fork();
+    CU_ASSERT_FATAL(child >= 0);
+    if (child == 0) {
+        alarm(KCT_CHILD_ALARM);
+        ctx = load(conf, debug_to_log(NULL), 0);
+        /* the program's own hold on keycache, never given back */
+        kc = ctx != NULL ? OSSL_PROVIDER_load(ctx, KEYCACHE_PROVIDER_NAME)
+                         : NULL;
+        if (kc == NULL)
+            exit(3);
+        hmac_ops(ctx, 3, 5);
+        OSSL_LIB_CTX_free(ctx);
+        exit(0);                /* keycache's exit report runs here */
+    }
+    CU_ASSERT_EQUAL(waitpid(child, &status, 0), child);
+    CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CU_ASSERT_TRUE(log_has("report (exit): HMAC", child));
+    unlink(conf);
+}
+
+/*
  * The report says when a process's work is what keycache cannot help: a
  * forked child that only wiped what it inherited, threads that keyed once
  * and never admitted a key.  A process that hits says nothing of it.
@@ -1397,6 +1434,8 @@ static void add_suites(void)
 
     CU_add_test(s, "report per algorithm at unload", test_report_at_unload);
     CU_add_test(s, "forked child reports itself", test_report_after_fork);
+    CU_add_test(s, "exit report after its library context was freed",
+                test_exit_after_context_freed);
     CU_add_test(s, "the report names each family's quirks as the default "
                 "has them", test_report_quirks);
     CU_add_test(s, "AES-SIV's quirks known for this version are the ones "

@@ -996,6 +996,10 @@ MUTANTS = {
         "            v[n] = '\\0';\n            val = v;",
         "            val = v;"),
     # a file with a NUL byte scanned up to it (NCONF reads on)
+    # the exit report asks a library context freed without unloading keycache
+    "report-routing-context-gone": ("provider/core/report.c",
+        "        || __atomic_load_n(&pctx->app_gone, __ATOMIC_ACQUIRE)\n",
+        "        || 0\n"),
     # a config file that is not a plain file (a FIFO) opened again by NCONF
     "conf-fifo-reopened": ("provider/core/conf.c",
         "        && (!plain_file(file) || (conf = NCONF_new(NULL)) == NULL",

@@ -254,6 +254,7 @@ struct kc_provctx_st {
     char *props;              /* a copy, under props_lock */
     OSSL_FUNC_provider_register_child_cb_fn *props_reg;
     OSSL_FUNC_provider_deregister_child_cb_fn *props_dereg;
+    int app_gone;              /* deactivated, maybe its context freed */
     /*
      * Follow props from now on (core/props.c): 1 if followed.  For layers
      * below core that remember what fetches find per props_gen.

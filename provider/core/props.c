@@ -17,7 +17,6 @@
  * when none is in force, so a FIPS host's fips=yes is never replaced.
  */
 #include <pthread.h>
-#include <stdio.h>
 #include <string.h>
 #include <openssl/core_dispatch.h>
 #include <openssl/crypto.h>
@@ -30,6 +29,22 @@ static int child_nop(const OSSL_CORE_HANDLE *prov, void *cbdata)
 {
     (void)prov;
     (void)cbdata;
+    return 1;
+}
+
+/*
+ * A provider of the application's library context deactivated.  When that
+ * context is freed, each of its providers is, once: keycache itself too,
+ * which a program that loaded it and never unloaded it keeps alive with
+ * no teardown ever.  From then on nothing may ask that context anything
+ * (report.c); another provider unloaded only costs that exit check.
+ */
+static int child_removed(const OSSL_CORE_HANDLE *prov, void *cbdata)
+{
+    KC_PROVCTX *pctx = cbdata;
+
+    (void)prov;
+    __atomic_store_n(&pctx->app_gone, 1, __ATOMIC_RELEASE);
     return 1;
 }
 
@@ -77,7 +92,7 @@ int kc_props_follow(KC_PROVCTX *pctx)
     if ((r = pctx->props_registered) == 0) {
         /* inside an application's call: whatever the core raises, quiet */
         ERR_set_mark();
-        r = pctx->props_reg(pctx->handle, child_nop, child_nop, props_cb,
+        r = pctx->props_reg(pctx->handle, child_nop, child_removed, props_cb,
                             pctx) ? 1 : -1;
         ERR_pop_to_mark();
         __atomic_store_n(&pctx->props_registered, r, __ATOMIC_RELEASE);

@@ -209,19 +209,25 @@ static void check_route(KC_DEBUG *d, const char *alg, const char *got,
 /*
  * Fetch as unchanged code does and see who answers.  Only at exit: at the
  * start the configuration's alg_section may not have been applied yet.
+ * Not once keycache was deactivated there (props.c): a program may have
+ * freed that library context without unloading keycache, which is then
+ * never torn down; nor, unheard, in a context other than the default one.
  */
 static void check_routing(KC_DEBUG *d)
 {
     KC_PROVCTX *pctx = d->pctx;
     const OSSL_PROVIDER *prov;
-    EVP_MAC *mac;
-    EVP_CIPHER *cipher;
+    EVP_MAC *mac = NULL;
+    EVP_CIPHER *cipher = NULL;
     char props[512];
     int i, fips;
 
     /* a bind that failed said so: the properties are not to blame */
-    if (__atomic_load_n(&pctx->bind_state, __ATOMIC_ACQUIRE) == KC_ONCE_DONE
-        && !pctx->bind_ok)
+    if ((__atomic_load_n(&pctx->bind_state, __ATOMIC_ACQUIRE) == KC_ONCE_DONE
+         && !pctx->bind_ok)
+        || __atomic_load_n(&pctx->app_gone, __ATOMIC_ACQUIRE)
+        || (__atomic_load_n(&pctx->props_registered, __ATOMIC_ACQUIRE) != 1
+            && pctx->app_libctx != OSSL_LIB_CTX_get0_global_default()))
         return;
     kc_props_get(pctx, props, sizeof(props));
     fips = EVP_default_properties_is_fips_enabled(pctx->app_libctx);
