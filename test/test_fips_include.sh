@@ -176,5 +176,20 @@ printf 'openssl_conf = openssl_init\n[openssl_init]\n.include %s\n' \
 check "prefer = off: keycache loaded, query-less fetches reach default" \
     "$(run "$tmp/prefer-off.cnf" 1)" "$(want 0 default default default)"
 
+# ---- keycache under another name in the providers section --------------
+# Its algorithms carry provider=keycache whatever the section calls it (as
+# the default's carry provider=default): prefer = if_unset asks for that.
+sed 's/^keycache = keycache_include_sect$/kcache = keycache_include_sect/' \
+    "$tmp/keycache-include.cnf" > "$tmp/inc-renamed.cnf"
+grep -q '^kcache = ' "$tmp/inc-renamed.cnf" \
+    || { echo "FAIL: the include names keycache otherwise"; exit 1; }
+printf 'openssl_conf = openssl_init\n[openssl_init]\n.include %s\n' \
+    "$tmp/inc-renamed.cnf" > "$tmp/renamed.cnf"
+check "keycache named kcache: it serves query-less fetches" \
+    "$(run "$tmp/renamed.cnf" 2)" "$(want 0 kcache "${gcm/keycache/kcache}" default)"
+has "keycache named kcache: prefer = if_unset asks for its algorithms' property" \
+    'set default_properties = ?provider=keycache' "$tmp/err"
+hasnt "keycache named kcache: no warning" 'warning' "$tmp/err"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

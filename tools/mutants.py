@@ -996,6 +996,11 @@ MUTANTS = {
         "            v[n] = '\\0';\n            val = v;",
         "            val = v;"),
     # a file with a NUL byte scanned up to it (NCONF reads on)
+    # prefer = if_unset asks for the config's name, not the property its
+    # algorithms carry (a renamed keycache then serves nothing)
+    "props-prefer-config-name": ("provider/core/props.c",
+        "    snprintf(want, sizeof(want), \"?provider=%s\", KEYCACHE_PROVIDER_NAME);",
+        "    snprintf(want, sizeof(want), \"?provider=%s\", pctx->name);"),
     # the exit report asks a library context freed without unloading keycache
     "report-routing-context-gone": ("provider/core/report.c",
         "        || __atomic_load_n(&pctx->app_gone, __ATOMIC_ACQUIRE)\n",

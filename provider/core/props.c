@@ -201,7 +201,7 @@ int kc_props_prefer(KC_PROVCTX *pctx)
                          "on); %s leaves them as they are and, having no "
                          "FIPS implementations, will not be used",
                          now, pctx->name);
-        else if (props_prefer(now, pctx->name))
+        else if (props_prefer(now, KEYCACHE_PROVIDER_NAME))
             kc_debug_log(pctx, 2, "config: prefer = if_unset: "
                          "default_properties = %s are in force and already "
                          "prefer %s; left as they are", now, pctx->name);
@@ -210,10 +210,14 @@ int kc_props_prefer(KC_PROVCTX *pctx)
                          "default_properties = %s are in force; %s leaves "
                          "them as they are, so query-less fetches will not "
                          "use it (add ?provider=%s to them to use it)",
-                         now, pctx->name, pctx->name);
+                         now, pctx->name, KEYCACHE_PROVIDER_NAME);
         return 1;
     }
-    snprintf(want, sizeof(want), "?provider=%s", pctx->name);
+    /*
+     * the property its algorithms carry, whatever the config named it (as
+     * the default's say provider=default): core/bind.c
+     */
+    snprintf(want, sizeof(want), "?provider=%s", KEYCACHE_PROVIDER_NAME);
     if (!EVP_set_default_properties(pctx->app_libctx, want)) {
         kc_raise(pctx, KC_R_INIT_FAILED, "prefer = if_unset: cannot set "
                  "default_properties = %s", want);

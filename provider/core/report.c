@@ -203,7 +203,7 @@ static void check_route(KC_DEBUG *d, const char *alg, const char *got,
                      "not %s: %s is loaded but unused for %s; "
                      "default_properties in force are %s, and need "
                      "?provider=%s", alg, got, pctx->name, pctx->name, alg,
-                     props, pctx->name);
+                     props, KEYCACHE_PROVIDER_NAME);
 }
 
 /*
