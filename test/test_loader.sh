@@ -127,6 +127,12 @@ broken fifo "$tmp/fifo/$real is not a regular file"
 layout dir
 mkdir "$tmp/dir/$real"
 broken dir "$tmp/dir/$real is not a regular file"
+# another machine's build (its e_machine, bytes 18-19, set to another's):
+# glibc's dlopen would call it missing
+layout arch "$real"
+if [ "$(uname -m)" = x86_64 ]; then em='\xb7\x00'; else em='\x3e\x00'; fi
+printf "$em" | dd of="$tmp/arch/$real" bs=1 seek=18 conv=notrunc status=none
+broken arch "$tmp/arch/$real is not a shared object of this machine"
 # 5. a sibling importing a symbol the host's libcrypto lacks is refused,
 # not run until its first call kills the program (RTLD_NOW, loader.c):
 # in a version node the host has (a libcrypto built no-engine keeps

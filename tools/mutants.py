@@ -1005,6 +1005,10 @@ MUTANTS = {
     "report-routing-context-gone": ("provider/core/report.c",
         "        || __atomic_load_n(&pctx->app_gone, __ATOMIC_ACQUIRE)\n",
         "        || 0\n"),
+    # another machine's sibling handed to dlopen (which calls it missing)
+    "loader-machine-unchecked": ("provider/early/loader.c",
+        "        || eh.e_machine != __ehdr_start.e_machine\n",
+        "        || 0\n"),
     # a config file that is not a plain file (a FIFO) opened again by NCONF
     "conf-fifo-reopened": ("provider/core/conf.c",
         "        && (!plain_file(file) || (conf = NCONF_new(NULL)) == NULL",

@@ -66,6 +66,9 @@ static int read_at(int fd, void *buf, size_t len, off_t off)
     return n == (ssize_t)len;
 }
 
+/* this loader's own ELF header (the linker's): its machine is the host's */
+extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
+
 /*
  * Can the sibling at |path| go to dlopen without harm?  1 if so or if it
  * is missing (dlopen says so); else 0 and the reason in |why|.  A page
@@ -93,10 +96,12 @@ static int sibling_sound(const char *path, char *why, size_t len)
         snprintf(why, len, "%s is not a regular file", path);
         goto done;
     }
+    /* (another machine's file: dlopen would say "No such file") */
     if (!read_at(fd, &eh, sizeof(eh), 0)
         || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0
-        || eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64
-                                                        : ELFCLASS32)
+        || eh.e_ident[EI_CLASS] != __ehdr_start.e_ident[EI_CLASS]
+        || eh.e_ident[EI_DATA] != __ehdr_start.e_ident[EI_DATA]
+        || eh.e_machine != __ehdr_start.e_machine
         || eh.e_phentsize != sizeof(ph)) {
         snprintf(why, len, "%s is not a shared object of this machine", path);
         goto done;
