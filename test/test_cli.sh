@@ -412,7 +412,7 @@ fifo_run()
             "stderr: $(head -c 400 "$TMP/err")"
     fi
 }
-fifo_run "config in a FIFO" KC_UNUSED=1
+fifo_run "config in a FIFO"
 fifo_run "config in a FIFO, KEYCACHE_DEBUG" KEYCACHE_DEBUG=1
 if ! grep -q "start: keycache" "$TMP/err"; then
     bad "config in a FIFO loads keycache" "stderr: $(head -c 400 "$TMP/err")"

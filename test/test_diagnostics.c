@@ -588,7 +588,6 @@ static void test_exit_after_context_freed(void)
     int status = -1;
 
     CU_ASSERT_FATAL(write_conf(conf, NULL, NULL, NULL));
-    debug_to_log(NULL);
     fflush(NULL);
     child = fork();
     CU_ASSERT_FATAL(child >= 0);
