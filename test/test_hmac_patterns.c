@@ -2071,7 +2071,12 @@ static void test_rekey_kept_deployed(void)
     kct_rec_free(&got);
     OSSL_LIB_CTX_free(kc);
 }
-static void test_many_keys(void) { run_pattern(pat_many_keys, 1); }
+/* on a thread of its own: its misses would leave this thread's cold */
+static void test_many_keys(void)
+{
+    kct_rec_pattern("pat_many_keys", pat_many_keys, churn, 1,
+                    served_by_keycache, 1);
+}
 static void test_key_lengths(void) { run_pattern(pat_key_lengths, 1); }
 static void test_long_keys(void) { run_pattern(pat_long_keys, 1); }
 static void test_tls_long_key(void) { run_pattern(pat_tls_long_key, 1); }
@@ -2096,6 +2101,104 @@ static void test_digest_prefix(void)
 {
     kct_rec_pattern("pat_digest_prefix", pat_digest_prefix, churn, 1,
                     served_by_keycache, 1);
+}
+
+/*
+ * Cold contexts: in a thread whose look-ups almost all miss, a new context
+ * looks nothing up (hmac.c, setkey_cold()), one in 32 excepted.  The
+ * patterns run there must give the default's records, while the thread's
+ * hits and admissions (its misses counter) stay far below the contexts.
+ */
+static const struct {
+    const char *name;
+    pattern_fn fn;
+} cold_pats[] = {
+    { "pat_q_mac", pat_q_mac },
+    { "pat_ctx_per_msg", pat_ctx_per_msg },
+    { "pat_key_in_params", pat_key_in_params },
+    { "pat_reinit_null_key", pat_reinit_null_key },
+    { "pat_digest_order", pat_digest_order },
+    { "pat_dup_mid", pat_dup_mid },
+    { "pat_alternating", pat_alternating },
+    { "pat_inplace_key", pat_inplace_key },
+    { "pat_rekey_kept", pat_rekey_kept },
+    { "pat_key_lengths", pat_key_lengths },
+    { "pat_long_keys", pat_long_keys },
+    { "pat_tls_long_key", pat_tls_long_key },
+    { "pat_param_shapes", pat_param_shapes },
+    { "pat_unknown_digest", pat_unknown_digest },
+    { "pat_flags", pat_flags },
+};
+#define NCOLD (sizeof(cold_pats) / sizeof(cold_pats[0]))
+
+typedef struct {
+    KCT_REC rec[NCOLD];
+    uint64_t lookups, contexts;
+    int hits_back;
+} COLD_RUN;
+
+/* what a look-up counts: a hit, or a miss admitted */
+static uint64_t lookups(void)
+{
+    return kct_counter(KEYCACHE_PARAM_HITS)
+           + kct_counter(KEYCACHE_PARAM_MISSES);
+}
+
+static void *cold_main(void *arg)
+{
+    COLD_RUN *x = arg;
+    unsigned char key[32], out[EVP_MAX_MD_SIZE];
+    uint64_t l0, p0, h0;
+    size_t outl, i;
+
+    /* a new key every message: the thread's cache stops looking up */
+    for (i = 0; i < 600; i++) {
+        kct_fill(key, sizeof(key), 30000 + (uint32_t)i);
+        EVP_Q_mac(kct_keycache(), "HMAC", NULL, "SHA256", NULL, key,
+                  sizeof(key), msgs[1], msglens[1], out, sizeof(out), &outl);
+    }
+    ERR_clear_error();
+    l0 = lookups();
+    p0 = kct_counter(KEYCACHE_PARAM_PASSTHROUGH);
+    for (i = 0; i < NCOLD; i++)
+        kct_rec_run(cold_pats[i].fn, kct_keycache(), &x->rec[i]);
+    x->lookups = lookups() - l0;
+    /* a cold context is counted as a pass-through when it is made */
+    x->contexts = kct_counter(KEYCACHE_PARAM_PASSTHROUGH) - p0;
+    /* one key from now on: hits come back within a few windows */
+    h0 = kct_counter(KEYCACHE_PARAM_HITS);
+    for (i = 0; i < 5000 && kct_counter(KEYCACHE_PARAM_HITS) == h0; i++)
+        EVP_Q_mac(kct_keycache(), "HMAC", NULL, "SHA256", NULL, keys[0],
+                  sizeof(keys[0]), msgs[1], msglens[1], out, sizeof(out),
+                  &outl);
+    x->hits_back = kct_counter(KEYCACHE_PARAM_HITS) > h0;
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+static void test_cold(void)
+{
+    static COLD_RUN got;
+    KCT_REC def = { 0 };
+    pthread_t t;
+    size_t i;
+
+    memset(&got, 0, sizeof(got));
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, cold_main, &got), 0);
+    pthread_join(t, NULL);
+    for (i = 0; i < NCOLD; i++) {
+        kct_rec_run(cold_pats[i].fn, kct_default(), &def);
+        CU_ASSERT(kct_rec_same(cold_pats[i].name, &def, &got.rec[i]));
+        kct_rec_free(&def);
+        kct_rec_free(&got.rec[i]);
+    }
+    if (got.lookups * 4 > got.contexts)
+        fprintf(stderr, "\ncold thread: %llu look-ups for %llu contexts\n",
+                (unsigned long long)got.lookups,
+                (unsigned long long)got.contexts);
+    CU_ASSERT(got.contexts >= 200);
+    CU_ASSERT(got.lookups * 4 <= got.contexts);
+    CU_ASSERT(got.hits_back);
 }
 
 /* RFC 4231 test case 2 on both contexts through the EVP_MAC_CTX API too */
@@ -2390,6 +2493,7 @@ static void add_suites(void)
     CU_add_test(s, "the default properties change under a known digest",
                 test_props_change);
     CU_add_test(s, "noinit/oneshot/tls params do not leak", test_flags);
+    CU_add_test(s, "cold contexts in a miss-heavy thread", test_cold);
     CU_add_test(s, "8 threads, mixed keys", test_threads);
     CU_add_test(s, "context outlives its thread", test_thread_handoff);
 }

@@ -114,6 +114,14 @@ MUTANTS = {
     "hmac-park-leased-never": ("provider/families/hmac.c",
         "    return w->lease.cache_id != 0 && !w->passthrough && !w->app_keyed",
         "    return w->lease.cache_id == 0 && !w->passthrough && !w->app_keyed"),
+    # a context made in a miss-heavy thread looks up all the same, or a
+    # cold context keyed again leaks the context its last key made
+    "hmac-cold-off": ("provider/families/hmac.c",
+        "    w->cold = cold;",
+        "    w->cold = 0;"),
+    "hmac-cold-inner-leaked": ("provider/families/hmac.c",
+        "    if (w->inner != NULL) {\n        free_inner(w);",
+        "    if (0) {\n        free_inner(w);"),
     # a long HMAC key cached by its digest: even one no longer than the
     # digest's block (which HMAC uses as it is), or by a digest of a prefix
     "hmac-long-key-any-length": ("provider/families/hmac.c",

@@ -25,6 +25,7 @@ typedef struct {
     void *inner;               /* inner HMAC ctx, NULL until keyed */
     KC_LEASE lease;            /* where inner goes back to, if anywhere */
     int passthrough;           /* inner is the reference copy: forward all */
+    int cold;                  /* made while the thread's hits were rare */
     EVP_MAC *app_mac;          /* inner is the application's default's */
     int app_keyed;             /* that too, kept loaded by its own digest */
     /*
@@ -593,6 +594,41 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
 }
 
 /*
+ * A cold context (made while the thread's look-ups almost all missed:
+ * kc_wrapper_take()) looks nothing up, admits nothing and keeps no key:
+ * keyed as a miss is, any length as given, and counted when it was made.
+ */
+static KC_NOINLINE int setkey_cold(KC_HMAC_CTX *w, const unsigned char *key,
+                                   size_t keylen)
+{
+    const KC_MAC_FNS *f = fns(w);
+    KC_CACHE *c;
+    void *inner;
+
+    if (key == NULL || w->dg == NULL || (c = kc_cache_get(w->pctx)) == NULL)
+        return -1;
+    /* (never leased, nor holding a key or a long key's digest) */
+    if (w->inner != NULL) {
+        free_inner(w);
+        w->inner = NULL;
+    }
+    if ((inner = keyed_copy(w, c, key, keylen)) == NULL) {
+        if ((inner = f->newctx(w->pctx->inner_provctx)) == NULL)
+            return 0;
+        w->inner = inner;
+        if (!inner_set_digest(w, inner, w->dg, NULL)
+            || !f->init(inner, key, keylen, NULL)) {
+            /* whatever state that left is the default's: keep it */
+            forget_key(w);
+            w->passthrough = 1;
+            return 0;
+        }
+    }
+    w->inner = inner;
+    return 1;
+}
+
+/*
  * HMAC keys with the digest of a key longer than the block (RFC 2104), so
  * such a key is cached as its digest: the same state, and a key the cache
  * can hold.  Keys too long for the cache but within the block pass through.
@@ -619,8 +655,9 @@ static KC_NOINLINE int setkey_long(KC_HMAC_CTX *w, const unsigned char *key,
 static ossl_inline int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
                                      size_t keylen)
 {
-    int r = keylen <= KEYCACHE_MAX_KEY_LEN ? setkey_cached_as(w, key, keylen)
-                                           : setkey_long(w, key, keylen);
+    int r = w->cold ? setkey_cold(w, key, keylen)
+            : keylen <= KEYCACHE_MAX_KEY_LEN ? setkey_cached_as(w, key, keylen)
+            : setkey_long(w, key, keylen);
 
     /* what copies of the key or its cached state left in them */
     kc_vector_wipe();
@@ -631,12 +668,15 @@ static void *kc_hmac_newctx(void *provctx)
 {
     KC_PROVCTX *pctx = provctx;
     KC_CACHE *c;
-    KC_HMAC_CTX *w = kc_wrapper_new_in(pctx, KC_POOL_HMAC, sizeof(*w),
-                                       KC_HMAC_HEAD, &c);
+    int cold;
+    KC_HMAC_CTX *w = kc_wrapper_take(pctx, KC_POOL_HMAC, sizeof(*w),
+                                     &pctx->hmac_alg, &cold, &c);
 
     if (w == NULL)
         return NULL;
+    memset(w, 0, KC_HMAC_HEAD);
     w->pctx = pctx;
+    w->cold = cold;
     if (c != NULL)
         w->hint_dg = kc_cache_memo_last(c, w->hint, &w->hint_gen);
     return w;
