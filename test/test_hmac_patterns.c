@@ -1146,16 +1146,19 @@ static void bad_digest(OSSL_LIB_CTX *libctx, REC *r, const char *md)
 
     /*
      * bad digest on a context that already has a cached key: keycache
-     * passes it to its keyed inner context, whose fetch happens in
-     * keycache's private library context and says so in its error data
+     * passes it to its keyed inner context, in its private library
+     * context, but the errors are the application's context's fetch's
      */
     ctx = new_ctx(mac, r);
     do_mac(r, ctx, keys[0], sizeof(keys[0]), good, msgs[1], msglens[1],
            out, &outl);
-    r->mask_libctx = 1;
     do_mac(r, ctx, keys[0], sizeof(keys[0]), params, msgs[1], msglens[1],
            out, &outl);
-    r->mask_libctx = 0;
+    /* and by set_ctx_params, as the reviewer's program did */
+    do_set(r, ctx, good);
+    do_mac(r, ctx, keys[0], sizeof(keys[0]), NULL, msgs[1], msglens[1],
+           out, &outl);
+    do_set(r, ctx, params);
     do_mac(r, ctx, NULL, 0, NULL, msgs[1], msglens[1], out, &outl);
     EVP_MAC_CTX_free(ctx);
 

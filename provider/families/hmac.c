@@ -888,10 +888,14 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
 }
 
 /*
- * A digest for a private inner, passed through.  Its fetch is in
- * keycache's library context; where OpenSSL 4 leaves a successful fetch's
- * errors, they are the application's context's to say: a success drops
- * the inner's and fetches there again.  A failure is the inner's own.
+ * A digest for a private inner, passed through.  The inner fetches it in
+ * keycache's library context, the default in the application's: whether
+ * the name is found there, and what a fetch leaves on the error queue,
+ * are that context's to say.  So the name is fetched there first.  If
+ * that fails, the default's set fails with those errors, and the inner
+ * takes the same list quietly, to be in the state a failed set leaves.
+ * Otherwise the inner's set decides; where OpenSSL 4 keeps a successful
+ * fetch's errors, the application's context's stay, not the inner's.
  */
 static KC_NOINLINE int pt_set_digest(KC_HMAC_CTX *w, const OSSL_PARAM params[],
                                      const OSSL_PARAM *dig)
@@ -899,28 +903,42 @@ static KC_NOINLINE int pt_set_digest(KC_HMAC_CTX *w, const OSSL_PARAM params[],
     const OSSL_PARAM *props = OSSL_PARAM_locate_const(params,
                                                       OSSL_MAC_PARAM_PROPERTIES);
     EVP_MD *md;
+    int ok;
 
-    if (!inner_set_quietly(w, params))
-        return 0;
+    /* (a list the default refuses before any fetch: the inner refuses it) */
     if (dig->data_type != OSSL_PARAM_UTF8_STRING
         || (props != NULL && props->data_type != OSSL_PARAM_UTF8_STRING))
-        return 1;
+        return fns(w)->set_ctx_params(w->inner, params);
     ERR_set_mark();
     md = app_md_fetch(w->pctx, dig->data, props != NULL ? props->data : NULL);
-    if (md != NULL)
-        ERR_clear_last_mark();
-    else
+    if (md == NULL) {
+        ERR_set_mark();
+        (void)fns(w)->set_ctx_params(w->inner, params);
         ERR_pop_to_mark();
+        ERR_clear_last_mark();
+        return 0;
+    }
     EVP_MD_free(md);
-    return 1;
+    if (!kc_quirk_load_keeps_errors) {
+        ERR_pop_to_mark();
+        return fns(w)->set_ctx_params(w->inner, params);
+    }
+    ERR_set_mark();
+    ok = fns(w)->set_ctx_params(w->inner, params);
+    if (ok == 1)
+        ERR_pop_to_mark();
+    else
+        ERR_clear_last_mark();
+    ERR_clear_last_mark();
+    return ok;
 }
 
+/* params passed through: a digest named to a private inner, as above */
 static int pt_forward(KC_HMAC_CTX *w, const OSSL_PARAM params[])
 {
     const OSSL_PARAM *dig;
 
-    if (kc_quirk_load_keeps_errors && w->app_mac == NULL && !w->app_keyed
-        && params != NULL
+    if (w->app_mac == NULL && !w->app_keyed && params != NULL
         && (dig = OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_DIGEST))
            != NULL)
         return pt_set_digest(w, params, dig);
@@ -1012,7 +1030,7 @@ static int kc_hmac_init(void *vctx, const unsigned char *key, size_t keylen,
 
     if (w->passthrough) {
         /* the default's init sets the params, then the key */
-        if (!kc_quirk_load_keeps_errors && !w->long_key)
+        if (!w->long_key && (params == NULL || params[0].key == NULL))
             return fns(w)->init(w->inner, key, keylen, params);
         if (params != NULL && params[0].key != NULL
             && !pt_set_ctx_params(w, params))
