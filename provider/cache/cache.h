@@ -221,6 +221,13 @@ int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
  * Asked before a key is admitted, never on a hit.
  */
 int kc_origin_admits(const KC_PROVCTX *pctx, int cipher);
+/*
+ * In a child forked while other threads ran: 0 from now on, without
+ * walking (store.c's fork handler says so).  The loader's lock that
+ * dl_iterate_phdr() takes may have been held by one of them - keycache's
+ * own walk, say - and glibc does not free it in the child.
+ */
+void kc_origin_forked_threaded(void);
 /* Do a and b lie in the same loaded object?  (Cheaper than dladdr.) */
 int kc_same_object(const void *a, const void *b);
 /* The file of the loaded object holding a (for messages), or "?". */

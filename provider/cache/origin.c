@@ -861,11 +861,20 @@ static int fast_admits(uintptr_t ip, uintptr_t sp, uintptr_t bp, int cipher,
  * OpenSSL is another copy (static and unexported, private, a preloaded
  * wrapper of EVP_MAC_init), all its frames would pass for the application's.
  */
+static int forked_threaded;
+
+void kc_origin_forked_threaded(void)
+{
+    forked_threaded = 1;
+}
+
 int kc_origin_admits(const KC_PROVCTX *pctx, int cipher)
 {
     static int told;
     KC_WALK w = { 0, 0, 0, 0, 0, 0 };
 
+    if (forked_threaded)
+        return 0;
     pthread_once(&origin_once, origin_init);
     if (origin.no_unwinder && !__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
         kc_debug_log((KC_PROVCTX *)pctx, 1, "warning: libgcc_s.so.1 cannot be "

@@ -253,8 +253,11 @@ static void caches_forked(void);
 static void registry_postfork_child(void)
 {
     caches_forked();
-    if (fork_locked)
+    if (fork_locked) {
+        /* no admission walks the loader's lists here (origin.c) */
+        kc_origin_forked_threaded();
         pthread_mutex_unlock(&registry_lock);
+    }
 }
 
 static void atfork_register(void)
