@@ -116,17 +116,18 @@ Where the losses come from:
   with 3DES, never cached, too).  A change of the default properties
   starts a thread's cache again at its next look-up, bases included
   (`cache_props_moved()`).
-- `dup-*`, and on 3.0 `copy-keyed-ocb`; on 4.0 a key used three times
-  and `newkey-hmac-200B`: a wrapper struct per context (taken from and
-  given back to the thread's pool), forwarding, and the admission's
-  origin check.
+- `newkey-hmac`, `newkey-hmac-200B`, `keys-used-1x` to `-3x`: HMAC
+  contexts are cold too where the thread's hits are rare.  A cold
+  context keys a copy of the thread's keyless base with the key as given
+  and skips the look-up, the key's hash, the admission filter and, for a
+  key longer than 128 bytes, keycache's digest of it: on 4.0 ~400
+  instructions a context (`keys-used-3x` 1.02x before, `newkey-hmac-200B`
+  1.02x).
+- `dup-*`, and on 3.0 `copy-keyed-ocb`: a wrapper struct per context
+  (taken from and given back to the thread's pool) and forwarding.
   `steady-*`: a kept keyed context pays only forwarding,
   about 4 instructions a call (`steady-ocb`: 6 calls a message, 24
   instructions, the forwarding floor below).
-  On 4.0 a key used three times also finds the default's own
-  allocations missing glibc's per-thread cache more often while 64
-  entries hold contexts: ~350 instructions an op in `_int_malloc`
-  (`--profiles DIR keys-used-3x`).
   Where the forwarding floor below exceeds the target too
   (`dup-keyed-gmac`; `copy-keyed-ocb` on 3.0; `thread-per-task` on 3.0
   and 3.5, by up to 0.5%), a wrapper cannot meet it by trimming: only by
