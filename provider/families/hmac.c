@@ -897,6 +897,18 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
  * Otherwise the inner's set decides; where OpenSSL 4 keeps a successful
  * fetch's errors, the application's context's stay, not the inner's.
  */
+/* Does a name stand twice in params?  (4.x's decoders refuse that first.) */
+static int names_twice(const OSSL_PARAM params[])
+{
+    const OSSL_PARAM *p, *q;
+
+    for (p = params; p->key != NULL; p++)
+        for (q = p + 1; q->key != NULL; q++)
+            if (strcmp(p->key, q->key) == 0)
+                return 1;
+    return 0;
+}
+
 static KC_NOINLINE int pt_set_digest(KC_HMAC_CTX *w, const OSSL_PARAM params[],
                                      const OSSL_PARAM *dig)
 {
@@ -905,9 +917,13 @@ static KC_NOINLINE int pt_set_digest(KC_HMAC_CTX *w, const OSSL_PARAM params[],
     EVP_MD *md;
     int ok;
 
-    /* (a list the default refuses before any fetch: the inner refuses it) */
+    /*
+     * A list the default may refuse before any fetch (a type it cannot
+     * read, a name twice): the inner refuses it the same way.
+     */
     if (dig->data_type != OSSL_PARAM_UTF8_STRING
-        || (props != NULL && props->data_type != OSSL_PARAM_UTF8_STRING))
+        || (props != NULL && props->data_type != OSSL_PARAM_UTF8_STRING)
+        || names_twice(params))
         return fns(w)->set_ctx_params(w->inner, params);
     ERR_set_mark();
     md = app_md_fetch(w->pctx, dig->data, props != NULL ? props->data : NULL);
