@@ -887,16 +887,6 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
     return 1;
 }
 
-/*
- * A digest for a private inner, passed through.  The inner fetches it in
- * keycache's library context, the default in the application's: whether
- * the name is found there, and what a fetch leaves on the error queue,
- * are that context's to say.  So the name is fetched there first.  If
- * that fails, the default's set fails with those errors, and the inner
- * takes the same list quietly, to be in the state a failed set leaves.
- * Otherwise the inner's set decides; where OpenSSL 4 keeps a successful
- * fetch's errors, the application's context's stay, not the inner's.
- */
 /* Does a name stand twice in params?  (4.x's decoders refuse that first.) */
 static int names_twice(const OSSL_PARAM params[])
 {
@@ -909,6 +899,16 @@ static int names_twice(const OSSL_PARAM params[])
     return 0;
 }
 
+/*
+ * A digest for a private inner, passed through.  The inner fetches it in
+ * keycache's library context, the default in the application's: whether
+ * the name is found there, and what a fetch leaves on the error queue,
+ * are that context's to say.  So the name is fetched there first.  If
+ * that fails, the default's set fails with those errors, and the inner
+ * takes the same list quietly, to be in the state a failed set leaves.
+ * Otherwise the inner's set decides; where OpenSSL 4 keeps a successful
+ * fetch's errors, the application's context's stay, not the inner's.
+ */
 static KC_NOINLINE int pt_set_digest(KC_HMAC_CTX *w, const OSSL_PARAM params[],
                                      const OSSL_PARAM *dig)
 {
