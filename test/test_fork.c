@@ -52,6 +52,9 @@
  * cipher's two, one per direction), and a set must fit the test config's
  * cache of 64 for the parent's keys to hit.
  */
+#define NKEYS 2
+#define MSGLEN 77
+
 /*
  * Does a child forked now admit keys?  Not where the parent had other
  * threads (keycache's store.c asks glibc's flag too, one_thread()): one
@@ -65,9 +68,6 @@ static void note_kid_admits(void)
 {
     kid_admits = &__libc_single_threaded != NULL && __libc_single_threaded;
 }
-
-#define NKEYS 2
-#define MSGLEN 77
 
 /*
  * Run every key of the set through every row of the family registry with
@@ -293,7 +293,7 @@ static void storm_child(int i)
     bad += run_rows(STORM_WARM, (uint32_t)i, row, 1)
            + run_rows(STORM_WARM, (uint32_t)i + 1, row, 1)
            + run_rows(10000 + 8 * (uint32_t)i, (uint32_t)i, row, 1);
-    /* forked while the poller ran: no key admitted, no entry, no hit */
+    /* forked while the poller ran (kid_admits 0): no entry and no hit */
     if (STORM_READS(i)
         && (hits == UINT64_MAX
             || (kid_admits
