@@ -129,13 +129,23 @@ static void *hook_malloc(size_t num, const char *file, int line)
     return USER(b);
 }
 
+static void (*on_free)(int keycache);
+
+void kch_on_free(void (*fn)(int keycache))
+{
+    __atomic_store_n(&on_free, fn, __ATOMIC_RELEASE);
+}
+
 static void hook_free(void *p, const char *file, int line)
 {
+    void (*fn)(int) = __atomic_load_n(&on_free, __ATOMIC_ACQUIRE);
     BLK *b;
 
     if (p == NULL)
         return;
     b = BLK_OF(p);
+    if (fn != NULL)
+        fn(b->keycache);
     pthread_mutex_lock(&lock);
     scan_dying(b, file, line);
     if (b->prev != NULL)

@@ -49,6 +49,12 @@ void kch_watch(const void *v, size_t len, int n);
 void kch_watch_new_keys(unsigned char *keys, size_t len, int n,
                         const char *mark, uint32_t seed);
 
+/*
+ * Call |fn| (NULL: nothing) with each block about to be freed, before any
+ * lock of the allocator's is taken: 1 if it is a keycache block.
+ */
+void kch_on_free(void (*fn)(int keycache));
+
 /* Blocks freed so far holding a watched string: keycache's and others'. */
 void kch_freed(unsigned long *kc, unsigned long *other);
 

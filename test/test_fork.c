@@ -940,6 +940,7 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int state;                  /* 1: used the key, idles; 2: go on */
+    int stop;                   /* OPENSSL_thread_stop() before idling */
     int bad;
     uint64_t hits, hits_after;  /* the counter around its last uses */
 } WORKER;
@@ -949,6 +950,8 @@ static void *worker_main(void *arg)
     WORKER *w = arg;
 
     w->bad += use_rows_3(w->ctx, 1);
+    if (w->stop)
+        OPENSSL_thread_stop();
     pthread_mutex_lock(&w->mu);
     w->state = 1;
     pthread_cond_broadcast(&w->cv);
@@ -966,15 +969,17 @@ static void *worker_main(void *arg)
  * Another thread: a worker uses key 1 of every row and idles; the main
  * thread, which never used them, forks.  In the child the worker does not
  * exist; the child calls OPENSSL_thread_stop() (which cannot reach the
- * worker's cache) and scans.
+ * worker's cache) and scans.  With |stop| the worker stops itself first:
+ * its cache, set aside until the worker exits, is not in the child either.
  */
-static void fork_worker(int kc)
+static void fork_worker(int kc, int stop)
 {
     WORKER w;
     pthread_t t;
     pid_t pid;
 
     memset(&w, 0, sizeof(w));
+    w.stop = stop;
     w.ctx = scan_ctx(kc);
     CU_ASSERT_PTR_NOT_NULL_FATAL(w.ctx);
     pthread_mutex_init(&w.mu, NULL);
@@ -998,7 +1003,7 @@ static void fork_worker(int kc)
     pthread_mutex_unlock(&w.mu);
     pthread_join(t, NULL);
     CU_ASSERT_EQUAL(w.bad, 0);
-    if (kc)
+    if (kc && !stop)
         CU_ASSERT_EQUAL(w.hits_after, w.hits + NROWS);
     pthread_cond_destroy(&w.cv);
     pthread_mutex_destroy(&w.mu);
@@ -1007,12 +1012,17 @@ static void fork_worker(int kc)
 
 static void test_fork_drops_worker(void)
 {
-    fork_worker(1);
+    fork_worker(1, 0);
 }
 
 static void test_fork_default_worker(void)
 {
-    fork_worker(0);
+    fork_worker(0, 0);
+}
+
+static void test_fork_drops_stopped_worker(void)
+{
+    fork_worker(1, 1);
 }
 
 /*
@@ -1132,6 +1142,8 @@ static void add_suites(void)
                     test_fork_default_worker);
     CU_add_test(s, "no copy of another thread's key in the child",
                 test_fork_drops_worker);
+    CU_add_test(s, "nor of a key its thread stopped but not yet freed",
+                test_fork_drops_stopped_worker);
 }
 
 int main(int argc, char **argv)

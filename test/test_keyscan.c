@@ -16,14 +16,18 @@
  * after which the entry count and the number of live allocations must not
  * have grown beyond a small constant.
  */
+#define _GNU_SOURCE            /* pthread_timedjoin_np() */
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
+#include <openssl/rand.h>
 
 #include "kc_family.h"
 #include "kc_heap.h"
@@ -90,7 +94,7 @@ static int use_row(OSSL_LIB_CTX *ctx, const KCT_FAM *f,
 /*
  * key roles (WKEYLEN bytes each, a row takes the first keylen): 0-3
  * evicted, 8-11 thread, 12-15 teardown, 16 message tails, 17-18 re-keyed,
- * 19 idle
+ * 19 idle, 20-23 freed outside the lock, 24-27 stopped
  */
 #define K_EV 0
 #define K_THREAD 8
@@ -98,7 +102,9 @@ static int use_row(OSSL_LIB_CTX *ctx, const KCT_FAM *f,
 #define K_TAILS 16
 #define K_REKEY 17
 #define K_IDLE 19
-#define K_USED 20
+#define K_UNLOCKED 20
+#define K_STOPPED 24
+#define K_USED 28
 
 static int suite_init(void)
 {
@@ -274,6 +280,170 @@ static void test_thread_exit(void)
     CU_ASSERT_EQUAL(kct_counter(KEYCACHE_PARAM_ENTRIES), before);
     CU_ASSERT_EQUAL(violations(), 0);
     CU_ASSERT_EQUAL(scan_live(K_THREAD, K_THREAD + 4, 1), 0);
+}
+
+/*
+ * A thread's cache is freed outside the lock OpenSSL holds, process-wide,
+ * while it runs every thread-stop handler: a fork() while another thread
+ * holds it leaves the child unable to exit (OPENSSL_cleanup() takes it).
+ * Each keycache block the exiting thread frees asks a new thread to take
+ * that lock (its first RAND_bytes() registers a thread-stop handler);
+ * if that takes over two seconds, the block was freed under the lock.
+ */
+#define MAX_PROBES 4096
+static __thread int exiting;
+static int probes, held;
+static pthread_t late[2];
+
+static void *take_stop_lock(void *unused)
+{
+    unsigned char b;
+
+    (void)unused;
+    RAND_bytes_ex(kct_default(), &b, 1, 0);
+    return NULL;
+}
+
+static void probe_free(int keycache)
+{
+    struct timespec ts;
+    pthread_t t;
+
+    if (!exiting || !keycache || held == 2 || probes == MAX_PROBES
+        || pthread_create(&t, NULL, take_stop_lock, NULL) != 0)
+        return;
+    probes++;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 2;
+    if (pthread_timedjoin_np(t, NULL, &ts) != 0)
+        late[held++] = t;
+}
+
+static void *unlocked_thread(void *varg)
+{
+    int i, *bad = varg;
+
+    for (i = 0; i < 4; i++)
+        *bad += use_rows(kct_keycache(), keys[K_UNLOCKED + i]);
+    exiting = 1;
+    return NULL;
+}
+
+static void test_thread_exit_unlocked(void)
+{
+    pthread_t t;
+    int i, bad = 0;
+
+    kch_on_free(probe_free);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, unlocked_thread, &bad), 0);
+    pthread_join(t, NULL);
+    kch_on_free(NULL);
+    for (i = 0; i < held; i++)
+        pthread_join(late[i], NULL);
+    CU_ASSERT_EQUAL(bad, 0);
+    /* it freed keycache blocks as it exited, none under the lock */
+    CU_ASSERT_TRUE(probes > 0);
+    CU_ASSERT_EQUAL(held, 0);
+    if (held != 0)
+        fprintf(stderr, "\n%d keycache block(s) freed under OpenSSL's "
+                "thread-stop lock (%d probed)\n", held, probes);
+    CU_ASSERT_EQUAL(violations(), 0);
+    CU_ASSERT_EQUAL(scan_live(K_UNLOCKED, K_UNLOCKED + 4, 1), 0);
+}
+
+/*
+ * Nor does a thread's stop handler wait there for keycache's own lock,
+ * which a fork() holds across the call, and a thread freeing caches holds
+ * while it frees: B exits and, from inside its freeing, lets A exit, then
+ * probes OpenSSL's lock as above.
+ */
+static __thread int role_b;
+static sem_t a_go;
+static int b_fired;
+
+static void probe_from_b(int keycache)
+{
+    if (!role_b || !exiting || !keycache || b_fired)
+        return;
+    b_fired = 1;
+    sem_post(&a_go);
+    usleep(200000);             /* A is in its thread-stop handlers */
+    role_b = 0;
+    probe_free(1);
+}
+
+static void *exit_a(void *varg)
+{
+    int *bad = varg;
+
+    *bad += use_rows(kct_keycache(), keys[K_UNLOCKED]);
+    sem_wait(&a_go);
+    return NULL;
+}
+
+static void *exit_b(void *varg)
+{
+    int *bad = varg;
+
+    *bad += use_rows(kct_keycache(), keys[K_UNLOCKED + 1]);
+    role_b = 1;
+    exiting = 1;
+    return NULL;
+}
+
+static void test_thread_stop_never_waits(void)
+{
+    pthread_t a, b;
+    int i, bad = 0;
+
+    probes = held = b_fired = 0;
+    CU_ASSERT_EQUAL_FATAL(sem_init(&a_go, 0, 0), 0);
+    kch_on_free(probe_from_b);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&a, NULL, exit_a, &bad), 0);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&b, NULL, exit_b, &bad), 0);
+    pthread_join(b, NULL);
+    if (!b_fired)
+        sem_post(&a_go);
+    pthread_join(a, NULL);
+    kch_on_free(NULL);
+    for (i = 0; i < held; i++)
+        pthread_join(late[i], NULL);
+    sem_destroy(&a_go);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_TRUE(b_fired);
+    CU_ASSERT_EQUAL(probes, 1);
+    CU_ASSERT_EQUAL(held, 0);
+    if (held != 0)
+        fprintf(stderr, "\na thread-stop handler waited for keycache's "
+                "lock under OpenSSL's\n");
+    CU_ASSERT_EQUAL(violations(), 0);
+    CU_ASSERT_EQUAL(scan_live(K_UNLOCKED, K_UNLOCKED + 2, 1), 0);
+}
+
+/*
+ * OPENSSL_thread_stop() then more time alive: the cache, set aside under
+ * OpenSSL's lock, is wiped by the thread's exit at the latest.
+ */
+static void *stopped_thread(void *varg)
+{
+    int i, *bad = varg;
+
+    for (i = 0; i < 4; i++)
+        *bad += use_rows(kct_keycache(), keys[K_STOPPED + i]);
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+static void test_thread_stop_then_exit(void)
+{
+    pthread_t t;
+    int bad = 0;
+
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, stopped_thread, &bad), 0);
+    pthread_join(t, NULL);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(violations(), 0);
+    CU_ASSERT_EQUAL(scan_live(K_STOPPED, K_STOPPED + 4, 1), 0);
 }
 
 static void *teardown_thread(void *varg)
@@ -704,6 +874,12 @@ static void add_suites(void)
     CU_add_test(s, "the scanner finds key bytes", test_scanner);
     CU_add_test(s, "eviction leaves no key bytes", test_eviction);
     CU_add_test(s, "thread exit leaves no key bytes", test_thread_exit);
+    CU_add_test(s, "a thread's keys are freed outside OpenSSL's lock",
+                test_thread_exit_unlocked);
+    CU_add_test(s, "a thread's stop never waits for keycache's lock",
+                test_thread_stop_never_waits);
+    CU_add_test(s, "OPENSSL_thread_stop() then exit leaves no key bytes",
+                test_thread_stop_then_exit);
     CU_add_test(s, "teardown leaves no key bytes", test_teardown);
     CU_add_test(s, "a million keys stay bounded", test_bounded);
     CU_add_test(s, "given-back contexts keep no message bytes",

@@ -124,6 +124,18 @@ MUTANTS = {
     "origin-forked-threaded-walks": ("provider/cache/origin.c",
         "    if (forked_threaded)\n        return 0;",
         "    if (0)\n        return 0;"),
+    # a thread's cache freed in its thread-stop handler, under OpenSSL's
+    # process-wide lock (a fork() then leaves the child unable to exit);
+    # or set aside and never freed, nor by a cache made after
+    "thread-stop-frees-under-lock": ("provider/cache/store.c",
+        "    int defer = reap_ok && pthread_setspecific(reap_key, pctx) == 0;",
+        "    int defer = 0;"),
+    "thread-stop-waits-for-registry": ("provider/cache/store.c",
+        "    if (pthread_mutex_trylock(&registry_lock) != 0) {",
+        "    if (pthread_mutex_lock(&registry_lock) != 0) {"),
+    "thread-stop-never-reaped": ("provider/cache/store.c",
+        "    reap_ok = kc_module_pin()\n              && pthread_key_create(&reap_key, caches_reap_all) == 0;",
+        "    reap_ok = kc_module_pin()\n              && pthread_key_create(&reap_key, NULL) == 0;"),
     # a context made in a miss-heavy thread looks up all the same, or a
     # cold context keyed again leaks the context its last key made
     "hmac-cold-off": ("provider/families/hmac.c",
@@ -764,16 +776,16 @@ MUTANTS = {
     "fork-keeps-others": ("provider/cache/store.c",
         "                pctx->fork_wiped += cache_retire(pctx, c, 1);",
         "                (void)0;"),
+    # fork: stopped threads' caches, not yet freed, are kept
+    "fork-keeps-dying": ("provider/cache/store.c",
+        "        pctx->fork_wiped += caches_reap(pctx, 1);",
+        "        (void)0;"),
     # fork: the other threads' caches are freed but left linked, so the
     # child's teardown frees them again
     "fork-others-linked": ("provider/cache/store.c",
-        "    if (c->prev != NULL)\n        c->prev->next = c->next;\n    else\n"
-        "        pctx->caches = c->next;\n    if (c->next != NULL)\n"
-        "        c->next->prev = c->prev;\n    dropped",
-        "    if (!forked && c->prev != NULL)\n        c->prev->next = c->next;\n"
-        "    else if (!forked)\n        pctx->caches = c->next;\n"
-        "    if (!forked && c->next != NULL)\n        c->next->prev = c->prev;\n"
-        "    dropped"),
+        "    cache_unlink(pctx, c);\n    return cache_free(pctx, c, forked);",
+        "    if (!forked)\n        cache_unlink(pctx, c);\n"
+        "    return cache_free(pctx, c, forked);"),
     # fork: registry_lock left alone though other threads live, one of
     # which may hold it at fork() (the child hangs: test_fork's storm)
     "fork-unlocked-threaded": ("provider/cache/store.c",
@@ -791,8 +803,8 @@ MUTANTS = {
         "    if (!one_thread())\n        fork_arm();\n    pthread_mutex_lock(&registry_lock);",
         "    pthread_mutex_lock(&registry_lock);"),
     "fork-arm-no-cache": ("provider/cache/store.c",
-        "    fork_arm();\n    if ((c = cache_new(pctx)) == NULL)",
-        "    if ((c = cache_new(pctx)) == NULL)"),
+        "    fork_arm();\n    pthread_once(&reap_once, reap_key_make);",
+        "    pthread_once(&reap_once, reap_key_make);"),
     # a first miss's context given the name the thread resolved last,
     # whatever digest this context has
     "hmac-app-spelling-unchecked": ("provider/families/hmac.c",

@@ -157,6 +157,7 @@ typedef struct {
     time_t last_tick;         /* KEYCACHE_DEBUG's periodic report */
     unsigned int memo_last;
     unsigned int frees;       /* wrapper structs freed, up to KC_LITE_FREES */
+    int stop_pending;         /* body's stop left to the exit (store.c) */
     KC_SEEN seen[KC_LITE_SEEN];   /* fingerprints under shared->key */
 } KC_LITE;
 
@@ -570,49 +571,135 @@ static void add_counters(KC_COUNTERS *to, const KC_COUNTERS *from)
     }
 }
 
-/*
- * Unlink c from the registry (lock held), keep its counters, wipe and free
- * it; returns how many entries it held.
- */
-static size_t cache_retire(KC_PROVCTX *pctx, KC_CACHE *c, int forked)
+/* Keep c's counters, wipe and free it; returns how many entries it held. */
+static size_t cache_free(KC_PROVCTX *pctx, KC_CACHE *c, int forked)
 {
-    size_t dropped;
+    size_t dropped = cache_drop_entries(c);
 
-    if (c->prev != NULL)
-        c->prev->next = c->next;
-    else
-        pctx->caches = c->next;
-    if (c->next != NULL)
-        c->next->prev = c->prev;
-    dropped = cache_drop_entries(c);
     add_counters(pctx->retired, c->n);
     cache_drop_side(c, forked);
     cache_release(c);
     return dropped;
 }
 
+/* Unlink c from the registry (lock held) */
+static void cache_unlink(KC_PROVCTX *pctx, KC_CACHE *c)
+{
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        pctx->caches = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+}
+
+static size_t cache_retire(KC_PROVCTX *pctx, KC_CACHE *c, int forked)
+{
+    cache_unlink(pctx, c);
+    return cache_free(pctx, c, forked);
+}
+
+/* Free pctx's stopped threads' caches (lock held); how many entries. */
+static size_t caches_reap(KC_PROVCTX *pctx, int forked)
+{
+    KC_CACHE *c;
+    size_t dropped = 0;
+
+    while ((c = pctx->dying) != NULL) {
+        pctx->dying = c->next;
+        dropped += cache_free(pctx, c, forked);
+    }
+    return dropped;
+}
+
+/*
+ * A thread's cache is freed after OpenSSL's thread-stop lock is let go.
+ * OpenSSL 3 runs every thread-stop handler under one process-wide lock,
+ * and a fork() while another thread holds it leaves the child unable to
+ * exit (OPENSSL_cleanup() takes it).  So the handler only moves the cache
+ * to its instance's dying list and sets this key, whose destructor, run
+ * next by the exiting thread, frees every dying cache under registry_lock
+ * (a fork() waits for it; the child frees what is left).  The handler
+ * never waits for registry_lock, which the forking thread holds across
+ * fork(): when it is taken, the record's cache is left to that destructor
+ * (stop_pending).  After an explicit OPENSSL_thread_stop() the cache waits
+ * for the thread's exit, the next cache made, or teardown.
+ */
+static pthread_once_t reap_once = PTHREAD_ONCE_INIT;
+static pthread_key_t reap_key;
+static int reap_ok;
+
+static void cache_set_aside(KC_PROVCTX *pctx, KC_CACHE *c)
+{
+    cache_unlink(pctx, c);
+    c->next = pctx->dying;
+    pctx->dying = c;
+}
+
+/* the calling thread's record's cache, detached (lock held) */
+static KC_CACHE *lite_detach(void)
+{
+    KC_CACHE *c = kc_lite.body;
+
+    kc_lite.body = NULL;
+    kc_lite.stop_pending = 0;
+    /* the record goes on for a thread that goes on, without keys */
+    explicit_bzero(kc_lite.seen, sizeof(kc_lite.seen));
+    kc_lite.nseen = 0;
+    return c;
+}
+
+static void caches_reap_all(void *unused)
+{
+    KC_PROVCTX *pctx;
+    KC_CACHE *c;
+
+    (void)unused;
+    registry_take();
+    if (kc_lite.stop_pending && instance_live(NULL, kc_lite.inst)
+        && (c = lite_detach()) != NULL)
+        cache_set_aside(kc_lite.pctx, c);
+    for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live)
+        caches_reap(pctx, 0);
+    pthread_mutex_unlock(&registry_lock);
+}
+
+/* the destructor's code must outlive an unload: the module is pinned */
+static void reap_key_make(void)
+{
+    reap_ok = kc_module_pin()
+              && pthread_key_create(&reap_key, caches_reap_all) == 0;
+}
+
 /*
  * Thread-stop handler: under the registry lock, so a teardown at the same
  * time either freed the cache already (instance not live) or waits for us.
+ * Without the key (or if it cannot be set), the cache is freed here, as is
+ * another instance's (not the record's) when the lock was taken.
  */
 static void kc_thread_stop(void *arg)
 {
     KC_PROVCTX *pctx = arg;
-    KC_CACHE *c;
+    KC_CACHE *c = NULL;
+    int defer = reap_ok && pthread_setspecific(reap_key, pctx) == 0;
 
-    registry_take();
-    if (!instance_live(pctx, 0)) {
-        c = NULL;
-    } else if (kc_lite.inst == pctx->inst) {
-        c = kc_lite.body;
-        kc_lite.body = NULL;
-        /* the record goes on for a thread that goes on, without keys */
-        explicit_bzero(kc_lite.seen, sizeof(kc_lite.seen));
-        kc_lite.nseen = 0;
-    } else if ((c = CRYPTO_THREAD_get_local(&pctx->tls)) != NULL) {
-        CRYPTO_THREAD_set_local(&pctx->tls, NULL);
+    if (pthread_mutex_trylock(&registry_lock) != 0) {
+        /* pctx is not read before instance_live() says it lives */
+        if (defer && kc_lite.pctx == pctx && kc_lite.body != NULL) {
+            kc_lite.stop_pending = 1;
+            return;
+        }
+        registry_take();
     }
-    if (c != NULL)
+    if (!instance_live(pctx, 0))
+        c = NULL;
+    else if (kc_lite.inst == pctx->inst)
+        c = lite_detach();
+    else if ((c = CRYPTO_THREAD_get_local(&pctx->tls)) != NULL)
+        CRYPTO_THREAD_set_local(&pctx->tls, NULL);
+    if (c != NULL && defer)
+        cache_set_aside(pctx, c);
+    else if (c != NULL)
         cache_retire(pctx, c, 0);
     pthread_mutex_unlock(&registry_lock);
 }
@@ -785,6 +872,7 @@ static void caches_forked(void)
             else
                 pctx->fork_wiped += cache_retire(pctx, c, 1);
         }
+        pctx->fork_wiped += caches_reap(pctx, 1);
     }
 }
 
@@ -799,6 +887,7 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
     unsigned int k;
 
     fork_arm();
+    pthread_once(&reap_once, reap_key_make);
     if ((c = cache_new(pctx)) == NULL)
         return NULL;
     if (l != NULL) {
@@ -820,6 +909,8 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
         return NULL;
     }
     registry_take();
+    /* what an explicit OPENSSL_thread_stop() left */
+    caches_reap(pctx, 0);
     c->id = next_cache_id++;
     /* a thread with a record was counted when it took the record */
     if (l == NULL)
@@ -1880,6 +1971,10 @@ void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
         add_counters(by, c->n);
         *entries += KC_READ(c->used);
     }
+    for (c = pctx->dying; c != NULL; c = c->next) {
+        add_counters(by, c->n);
+        *entries += c->used;
+    }
     pthread_mutex_unlock(&registry_lock);
 }
 
@@ -1942,6 +2037,7 @@ void kc_cache_stop(KC_PROVCTX *pctx)
         }
     while (pctx->caches != NULL)
         cache_retire(pctx, pctx->caches, 0);
+    caches_reap(pctx, 0);
     /* the report at unload (core/report.c) comes after this */
     for (i = 0; i < KC_STAT_SLOTS; i++)
         pctx->retired[i].passthrough += pctx->shared->passthrough[i];

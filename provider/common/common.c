@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Helpers every layer uses: names, the default's contexts tried once,
- * the error queue's newest entry, run-once work.
+ * the error queue's newest entry, run-once work, the module kept mapped.
  */
-#define _GNU_SOURCE            /* gettid() */
+#define _GNU_SOURCE            /* gettid(), dladdr() */
+#include <dlfcn.h>
 #include <sched.h>
 #include <string.h>
 #include <time.h>
@@ -200,3 +201,24 @@ int kc_once_foreign(const long *state)
     return pid != 0 && pid != (long)getpid();
 }
 
+
+/*
+ * Keep this module mapped for good: something may call into it after the
+ * core unloads it (a parked DRBG, a thread's exit destructor).  Loaded
+ * through the loader it is RTLD_NODELETE already; loaded straight, this
+ * makes it so.  Once it worked, a flag read; 0: it cannot be pinned.
+ */
+int kc_module_pin(void)
+{
+    static int pinned;
+    Dl_info info;
+
+    if (__atomic_load_n(&pinned, __ATOMIC_ACQUIRE))
+        return 1;
+    if (dladdr((void *)kc_module_pin, &info) == 0 || info.dli_fname == NULL
+        || dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE)
+           == NULL)
+        return 0;
+    __atomic_store_n(&pinned, 1, __ATOMIC_RELEASE);
+    return 1;
+}

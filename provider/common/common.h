@@ -205,6 +205,9 @@ void kc_once_done(long *state);
 /* claimed by a thread of another process: a fork() parent's, half done */
 int kc_once_foreign(const long *state);
 
+/* keep this module mapped for good (dlopen RTLD_NODELETE); 0: cannot */
+int kc_module_pin(void);
+
 #include "common/family.h"
 
 /* ciphers passed through: AES-SIV, or with EVP_SKEY every one not wrapped */
@@ -292,6 +295,7 @@ struct kc_provctx_st {
     CRYPTO_THREAD_LOCAL tls;
     int tls_ok;
     KC_CACHE *caches;
+    KC_CACHE *dying;            /* stopped threads' caches, not yet freed */
     KC_COUNTERS retired[KC_STAT_SLOTS]; /* of caches already freed */
     struct kc_shared_st *shared; /* shared by its threads (store.c) */
     uint64_t inst;              /* this instance's number, never reused */

@@ -15,8 +15,6 @@
  * context whose other threads still hold DRBGs is parked, the module
  * pinned (the DRBGs' code is ours), and freed once those threads stopped.
  */
-#define _GNU_SOURCE
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <openssl/core_names.h>
@@ -281,15 +279,9 @@ static void sweep(void)
 /* Keep this module mapped for good: parked DRBGs may outlive its unload. */
 static int pin_module(void)
 {
-    Dl_info info;
-
     if (pinned)
         return 1;
-    if (dladdr((void *)kc_rand_functions, &info) == 0
-        || info.dli_fname == NULL
-        || dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE)
-           == NULL
-        || !kc_quirk_at_cleanup(sweep))
+    if (!kc_module_pin() || !kc_quirk_at_cleanup(sweep))
         return 0;
     pinned = 1;
     return 1;
