@@ -2136,9 +2136,43 @@ static const struct {
 
 typedef struct {
     KCT_REC rec[NCOLD];
-    uint64_t lookups, contexts;
-    int hits_back;
+    uint64_t lookups, contexts, forwarded;
+    int hits_back, fwd_same;
 } COLD_RUN;
+
+/*
+ * NFWD contexts keyed before their digest (which the default refuses, as
+ * keycache must, with every later call forwarded): each a pass-through,
+ * counted once whether it was made cold (counted when made) or not.
+ */
+#define NFWD 64
+static uint64_t forwarded(OSSL_LIB_CTX *ctx, int *same)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(ctx, "HMAC", NULL);
+    EVP_MAC *dmac = EVP_MAC_fetch(kct_default(), "HMAC", NULL);
+    uint64_t p0 = kct_counter(KEYCACHE_PARAM_PASSTHROUGH);
+    OSSL_PARAM p[2];
+    EVP_MAC_CTX *c;
+    int i, r, want;
+
+    *same = mac != NULL && dmac != NULL;
+    p[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, keys[0],
+                                             sizeof(keys[0]));
+    p[1] = OSSL_PARAM_construct_end();
+    for (i = 0; i < NFWD && *same; i++) {
+        c = EVP_MAC_CTX_new(mac);
+        r = c != NULL ? EVP_MAC_CTX_set_params(c, p) : -1;
+        EVP_MAC_CTX_free(c);
+        c = EVP_MAC_CTX_new(dmac);
+        want = c != NULL ? EVP_MAC_CTX_set_params(c, p) : -2;
+        EVP_MAC_CTX_free(c);
+        *same = r == want;
+    }
+    ERR_clear_error();
+    EVP_MAC_free(mac);
+    EVP_MAC_free(dmac);
+    return kct_counter(KEYCACHE_PARAM_PASSTHROUGH) - p0;
+}
 
 /* what a look-up counts: a hit, or a miss admitted */
 static uint64_t lookups(void)
@@ -2168,6 +2202,7 @@ static void *cold_main(void *arg)
     x->lookups = lookups() - l0;
     /* a cold context is counted as a pass-through when it is made */
     x->contexts = kct_counter(KEYCACHE_PARAM_PASSTHROUGH) - p0;
+    x->forwarded = forwarded(kct_keycache(), &x->fwd_same);
     /* one key from now on: hits come back within a few windows */
     h0 = kct_counter(KEYCACHE_PARAM_HITS);
     for (i = 0; i < 5000 && kct_counter(KEYCACHE_PARAM_HITS) == h0; i++)
@@ -2201,6 +2236,11 @@ static void test_cold(void)
                 (unsigned long long)got.contexts);
     CU_ASSERT(got.contexts >= 200);
     CU_ASSERT(got.lookups * 4 <= got.contexts);
+    CU_ASSERT(got.fwd_same);
+    if (got.forwarded != NFWD)
+        fprintf(stderr, "\ncold thread: %llu pass-throughs for %d contexts\n",
+                (unsigned long long)got.forwarded, NFWD);
+    CU_ASSERT_EQUAL(got.forwarded, NFWD);
     CU_ASSERT(got.hits_back);
 }
 

@@ -141,6 +141,10 @@ MUTANTS = {
     "hmac-cold-off": ("provider/families/hmac.c",
         "    w->cold = cold;",
         "    w->cold = 0;"),
+    # a cold context (counted when made) counted again when it forwards
+    "hmac-cold-counted-twice": ("provider/families/hmac.c",
+        "    if (!w->cold)\n        kc_count_passthrough(w->pctx, &w->pctx->hmac_alg);\n}",
+        "    kc_count_passthrough(w->pctx, &w->pctx->hmac_alg);\n}"),
     "hmac-cold-inner-leaked": ("provider/families/hmac.c",
         "    if (w->inner != NULL) {\n        free_inner(w);",
         "    if (0) {\n        free_inner(w);"),

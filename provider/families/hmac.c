@@ -259,13 +259,17 @@ static void release_inner(KC_CACHE *c, KC_HMAC_CTX *w)
     memset(&w->lease, 0, sizeof(w->lease));
 }
 
-/* Forward every call to w->inner from now on, uncached and counted so. */
+/*
+ * Forward every call to w->inner from now on, uncached and counted so
+ * (a cold context was counted when it was made).
+ */
 static void forward_all(KC_HMAC_CTX *w)
 {
     forget_key(w);
     w->passthrough = 1;
     memset(&w->lease, 0, sizeof(w->lease));
-    kc_count_passthrough(w->pctx, &w->pctx->hmac_alg);
+    if (!w->cold)
+        kc_count_passthrough(w->pctx, &w->pctx->hmac_alg);
 }
 
 /* Pass through from now on, with an inner in the default's state. */
@@ -473,6 +477,31 @@ static KC_NOINLINE int key_app(KC_HMAC_CTX *w, const unsigned char *key,
     return 1;
 }
 
+/*
+ * Key w as a miss is keyed: a copy of the thread's keyless base (copy), or
+ * else a new context set up as the default's.  0: that failed, and the
+ * state it left, the default's, is kept and forwarded from now on.
+ */
+static int key_missed(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
+                      size_t keylen, int copy)
+{
+    const KC_MAC_FNS *f = fns(w);
+    void *inner = copy ? keyed_copy(w, c, key, keylen) : NULL;
+
+    if (inner == NULL) {
+        if ((inner = f->newctx(w->pctx->inner_provctx)) == NULL)
+            return 0;
+        w->inner = inner;
+        if (!inner_set_digest(w, inner, w->dg, NULL)
+            || !f->init(inner, key, keylen, NULL)) {
+            forward_all(w);
+            return 0;
+        }
+    }
+    w->inner = inner;
+    return 1;
+}
+
 /* Key the wrapper from the cache: 1/0 as the default would, -1 to pass. */
 static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
                             size_t keylen)
@@ -482,7 +511,7 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
     KC_LOOKUP lk;
     KC_CACHE *c;
     void *tmpl, *inner;
-    int first, r, tried = 0;
+    int r, tried = 0;
 
     if (key == NULL || w->dg == NULL || keylen > KEYCACHE_MAX_KEY_LEN
         || (c = kc_cache_get(pctx)) == NULL)
@@ -555,19 +584,10 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
             return r;
         }
     }
-    first = !kc_cache_missed_before(c, &pctx->hmac_alg);
-    if (first || (inner = keyed_copy(w, c, key, keylen)) == NULL) {
-        if ((inner = f->newctx(pctx->inner_provctx)) == NULL)
-            return 0;
-        w->inner = inner;
-        if (!inner_set_digest(w, inner, w->dg, NULL)
-            || !f->init(inner, key, keylen, NULL)) {
-            /* whatever state that left is the default's: keep it, uncached */
-            forward_all(w);
-            return 0;
-        }
-    }
-    w->inner = inner;
+    if (!key_missed(w, c, key, keylen,
+                    kc_cache_missed_before(c, &pctx->hmac_alg)))
+        return 0;
+    inner = w->inner;
     /* the second time this context misses with this key: keyed again */
     if (lk.hash != 0 && lk.hash == w->missed_hash)
         remember_key(w, key, keylen, 0);
@@ -601,9 +621,7 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
 static KC_NOINLINE int setkey_cold(KC_HMAC_CTX *w, const unsigned char *key,
                                    size_t keylen)
 {
-    const KC_MAC_FNS *f = fns(w);
     KC_CACHE *c;
-    void *inner;
 
     if (key == NULL || w->dg == NULL || (c = kc_cache_get(w->pctx)) == NULL)
         return -1;
@@ -612,20 +630,7 @@ static KC_NOINLINE int setkey_cold(KC_HMAC_CTX *w, const unsigned char *key,
         free_inner(w);
         w->inner = NULL;
     }
-    if ((inner = keyed_copy(w, c, key, keylen)) == NULL) {
-        if ((inner = f->newctx(w->pctx->inner_provctx)) == NULL)
-            return 0;
-        w->inner = inner;
-        if (!inner_set_digest(w, inner, w->dg, NULL)
-            || !f->init(inner, key, keylen, NULL)) {
-            /* whatever state that left is the default's: keep it */
-            forget_key(w);
-            w->passthrough = 1;
-            return 0;
-        }
-    }
-    w->inner = inner;
-    return 1;
+    return key_missed(w, c, key, keylen, 1);
 }
 
 /*
