@@ -34,7 +34,7 @@
 #include "kc_test.h"
 #include "keycache.h"
 
-#define MAXKEYS 32
+#define MAXKEYS 40
 #define KEYLEN 32                        /* the HMAC keys of test_bounded */
 #define WKEYLEN KCT_FAM_MAXKEY           /* a watched key: any row's */
 
@@ -94,7 +94,8 @@ static int use_row(OSSL_LIB_CTX *ctx, const KCT_FAM *f,
 /*
  * key roles (WKEYLEN bytes each, a row takes the first keylen): 0-3
  * evicted, 8-11 thread, 12-15 teardown, 16 message tails, 17-18 re-keyed,
- * 19 idle, 20-23 freed outside the lock, 24-27 stopped
+ * 19 idle, 20-23 freed outside the lock, 24-27 stopped, 28-31 stopped while
+ * keycache's lock is taken
  */
 #define K_EV 0
 #define K_THREAD 8
@@ -104,7 +105,8 @@ static int use_row(OSSL_LIB_CTX *ctx, const KCT_FAM *f,
 #define K_IDLE 19
 #define K_UNLOCKED 20
 #define K_STOPPED 24
-#define K_USED 28
+#define K_CONTEND 28
+#define K_USED 32
 
 static int suite_init(void)
 {
@@ -288,7 +290,7 @@ static void test_thread_exit(void)
  * holds it leaves the child unable to exit (OPENSSL_cleanup() takes it).
  * Each keycache block the exiting thread frees asks a new thread to take
  * that lock (its first RAND_bytes() registers a thread-stop handler);
- * if that takes over two seconds, the block was freed under the lock.
+ * if that takes over ten seconds, the block was freed under the lock.
  */
 #define MAX_PROBES 4096
 static __thread int exiting;
@@ -314,7 +316,7 @@ static void probe_free(int keycache)
         return;
     probes++;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += 2;
+    ts.tv_sec += 10;
     if (pthread_timedjoin_np(t, NULL, &ts) != 0)
         late[held++] = t;
 }
@@ -418,6 +420,100 @@ static void test_thread_stop_never_waits(void)
                 "lock under OpenSSL's\n");
     CU_ASSERT_EQUAL(violations(), 0);
     CU_ASSERT_EQUAL(scan_live(K_UNLOCKED, K_UNLOCKED + 2, 1), 0);
+}
+
+/*
+ * An explicit OPENSSL_thread_stop() that finds keycache's lock taken (here
+ * by B, freeing its cache as it exits) still takes A's cache off A: A's
+ * next use of a key it cached is no hit, and once A makes a new cache (that
+ * use makes one) the old cache's other key is gone while A lives on.
+ */
+static sem_t c_stop, c_stopped;
+static int c_fired, c_timeout;
+
+static void contend_from_b(int keycache)
+{
+    struct timespec ts;
+
+    if (!role_b || !exiting || !keycache || c_fired)
+        return;
+    c_fired = 1;
+    sem_post(&c_stop);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 10;
+    c_timeout = sem_timedwait(&c_stopped, &ts) != 0;
+}
+
+typedef struct {
+    int bad;
+    uint64_t hits;              /* A's hits from its old key after the stop */
+    unsigned long left;         /* its other old key in live blocks, then */
+} CONTEND;
+
+static void *contend_a(void *varg)
+{
+    CONTEND *x = varg;
+    const KCT_FAM *f = kct_fam_find("HMAC");
+    uint64_t h;
+    int i;
+
+    x->bad += use_rows(kct_keycache(), keys[K_CONTEND]);
+    x->bad += use_rows(kct_keycache(), keys[K_CONTEND + 1]);
+    sem_wait(&c_stop);
+    OPENSSL_thread_stop();
+    sem_post(&c_stopped);
+    h = kct_counter(KEYCACHE_PARAM_HITS);
+    x->bad += use_row(kct_keycache(), f, keys[K_CONTEND], f->keylen);
+    x->hits = kct_counter(KEYCACHE_PARAM_HITS) - h;
+    /* again, until it is admitted: a new cache */
+    h = kct_counter(KEYCACHE_PARAM_ENTRIES);
+    for (i = 0; i < 8 && kct_counter(KEYCACHE_PARAM_ENTRIES) <= h; i++)
+        x->bad += use_row(kct_keycache(), f, keys[K_CONTEND], f->keylen);
+    x->left = scan_live(K_CONTEND + 1, K_CONTEND + 2, 1);
+    return NULL;
+}
+
+static void *contend_b(void *varg)
+{
+    int *bad = varg;
+
+    *bad += use_rows(kct_keycache(), keys[K_CONTEND + 3]);
+    role_b = 1;
+    exiting = 1;
+    return NULL;
+}
+
+static void test_thread_stop_contended(void)
+{
+    CONTEND x = { 0, 0, 0 };
+    pthread_t a, b;
+    int bad = 0;
+
+    c_fired = c_timeout = 0;
+    CU_ASSERT_EQUAL_FATAL(sem_init(&c_stop, 0, 0), 0);
+    CU_ASSERT_EQUAL_FATAL(sem_init(&c_stopped, 0, 0), 0);
+    kch_on_free(contend_from_b);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&a, NULL, contend_a, &x), 0);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&b, NULL, contend_b, &bad), 0);
+    pthread_join(b, NULL);
+    if (!c_fired)
+        sem_post(&c_stop);
+    pthread_join(a, NULL);
+    kch_on_free(NULL);
+    sem_destroy(&c_stop);
+    sem_destroy(&c_stopped);
+    CU_ASSERT_EQUAL(bad + x.bad, 0);
+    CU_ASSERT_TRUE(c_fired);
+    /* the stop did not wait for B's lock */
+    CU_ASSERT_FALSE(c_timeout);
+    if (x.hits != 0 || x.left != 0)
+        fprintf(stderr, "\nafter the stop: %llu hit(s), old key in %lu live "
+                "block(s) once a new cache was made\n",
+                (unsigned long long)x.hits, x.left);
+    CU_ASSERT_EQUAL(x.hits, 0);
+    CU_ASSERT_EQUAL(x.left, 0);
+    CU_ASSERT_EQUAL(violations(), 0);
+    CU_ASSERT_EQUAL(scan_live(K_CONTEND, K_CONTEND + 4, 1), 0);
 }
 
 /*
@@ -878,6 +974,8 @@ static void add_suites(void)
                 test_thread_exit_unlocked);
     CU_add_test(s, "a thread's stop never waits for keycache's lock",
                 test_thread_stop_never_waits);
+    CU_add_test(s, "OPENSSL_thread_stop() with keycache's lock taken",
+                test_thread_stop_contended);
     CU_add_test(s, "OPENSSL_thread_stop() then exit leaves no key bytes",
                 test_thread_stop_then_exit);
     CU_add_test(s, "teardown leaves no key bytes", test_teardown);

@@ -157,7 +157,7 @@ typedef struct {
     time_t last_tick;         /* KEYCACHE_DEBUG's periodic report */
     unsigned int memo_last;
     unsigned int frees;       /* wrapper structs freed, up to KC_LITE_FREES */
-    int stop_pending;         /* body's stop left to the exit (store.c) */
+    KC_CACHE *stopped;        /* body at a stop that found the lock taken */
     KC_SEEN seen[KC_LITE_SEEN];   /* fingerprints under shared->key */
 } KC_LITE;
 
@@ -621,9 +621,10 @@ static size_t caches_reap(KC_PROVCTX *pctx, int forked)
  * next by the exiting thread, frees every dying cache under registry_lock
  * (a fork() waits for it; the child frees what is left).  The handler
  * never waits for registry_lock, which the forking thread holds across
- * fork(): when it is taken, the record's cache is left to that destructor
- * (stop_pending).  After an explicit OPENSSL_thread_stop() the cache waits
- * for the thread's exit, the next cache made, or teardown.
+ * fork(): when it is taken, the record's cache is taken off the thread
+ * (stopped) and set aside by that destructor or the thread's next cache.
+ * After an explicit OPENSSL_thread_stop() the cache waits for the thread's
+ * exit, the next cache made, or teardown; a forked child frees it.
  */
 static pthread_once_t reap_once = PTHREAD_ONCE_INIT;
 static pthread_key_t reap_key;
@@ -636,29 +637,35 @@ static void cache_set_aside(KC_PROVCTX *pctx, KC_CACHE *c)
     pctx->dying = c;
 }
 
-/* the calling thread's record's cache, detached (lock held) */
+/* the calling thread's record's cache, detached (its own: no lock) */
 static KC_CACHE *lite_detach(void)
 {
     KC_CACHE *c = kc_lite.body;
 
     kc_lite.body = NULL;
-    kc_lite.stop_pending = 0;
     /* the record goes on for a thread that goes on, without keys */
     explicit_bzero(kc_lite.seen, sizeof(kc_lite.seen));
     kc_lite.nseen = 0;
     return c;
 }
 
+/* a cache the record's stop took off without the lock, set aside (held) */
+static void lite_stopped_aside(void)
+{
+    KC_CACHE *c = kc_lite.stopped;
+
+    kc_lite.stopped = NULL;
+    if (c != NULL && instance_live(NULL, kc_lite.inst))
+        cache_set_aside(kc_lite.pctx, c);
+}
+
 static void caches_reap_all(void *unused)
 {
     KC_PROVCTX *pctx;
-    KC_CACHE *c;
 
     (void)unused;
     registry_take();
-    if (kc_lite.stop_pending && instance_live(NULL, kc_lite.inst)
-        && (c = lite_detach()) != NULL)
-        cache_set_aside(kc_lite.pctx, c);
+    lite_stopped_aside();
     for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live)
         caches_reap(pctx, 0);
     pthread_mutex_unlock(&registry_lock);
@@ -684,9 +691,14 @@ static void kc_thread_stop(void *arg)
     int defer = reap_ok && pthread_setspecific(reap_key, pctx) == 0;
 
     if (pthread_mutex_trylock(&registry_lock) != 0) {
-        /* pctx is not read before instance_live() says it lives */
-        if (defer && kc_lite.pctx == pctx && kc_lite.body != NULL) {
-            kc_lite.stop_pending = 1;
+        /*
+         * Nothing but the thread's own record is touched before
+         * instance_live() says pctx lives: its next admission makes a new
+         * cache (and registers this handler again).
+         */
+        if (defer && kc_lite.pctx == pctx && kc_lite.body != NULL
+            && kc_lite.stopped == NULL) {
+            kc_lite.stopped = lite_detach();
             return;
         }
         registry_take();
@@ -861,6 +873,8 @@ static void caches_forked(void)
         if (kc_lite.inst == pctx->inst) {
             memset(kc_lite.seen, 0, sizeof(kc_lite.seen));
             kc_lite.nseen = 0;
+            /* (linked still: freed below with the other threads') */
+            kc_lite.stopped = NULL;
         }
         /* the child's own report counts from here (core/report.c) */
         pctx->threads_cached = pctx->threads_admitted = pctx->fork_wiped = 0;
@@ -910,6 +924,8 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
     }
     registry_take();
     /* what an explicit OPENSSL_thread_stop() left */
+    if (l != NULL)
+        lite_stopped_aside();
     caches_reap(pctx, 0);
     c->id = next_cache_id++;
     /* a thread with a record was counted when it took the record */
