@@ -384,12 +384,18 @@ static void *exit_a(void *varg)
     return NULL;
 }
 
-static void *exit_b(void *varg)
-{
-    int *bad = varg;
+/* B: keys its key, waits for A's cache, then exits (its hook runs) */
+typedef struct {
+    int bad, key;
+    sem_t *a_ready;
+} B_ARG;
 
-    *bad += use_rows(kct_keycache(), keys[K_UNLOCKED + 1]);
-    sem_wait(&a_ready);
+static void *b_exits(void *varg)
+{
+    B_ARG *b = varg;
+
+    b->bad += use_rows(kct_keycache(), keys[b->key]);
+    sem_wait(b->a_ready);
     role_b = 1;
     exiting = 1;
     return NULL;
@@ -397,6 +403,7 @@ static void *exit_b(void *varg)
 
 static void test_thread_stop_never_waits(void)
 {
+    B_ARG bb = { 0, K_UNLOCKED + 1, &a_ready };
     pthread_t a, b;
     int i, bad = 0;
 
@@ -405,7 +412,7 @@ static void test_thread_stop_never_waits(void)
     CU_ASSERT_EQUAL_FATAL(sem_init(&a_go, 0, 0), 0);
     kch_on_free(probe_from_b);
     CU_ASSERT_EQUAL_FATAL(pthread_create(&a, NULL, exit_a, &bad), 0);
-    CU_ASSERT_EQUAL_FATAL(pthread_create(&b, NULL, exit_b, &bad), 0);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&b, NULL, b_exits, &bb), 0);
     pthread_join(b, NULL);
     if (!b_fired)
         sem_post(&a_go);
@@ -415,7 +422,7 @@ static void test_thread_stop_never_waits(void)
         pthread_join(late[i], NULL);
     sem_destroy(&a_go);
     sem_destroy(&a_ready);
-    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(bad + bb.bad, 0);
     CU_ASSERT_TRUE(b_fired);
     CU_ASSERT_EQUAL(probes, 1);
     CU_ASSERT_EQUAL(held, 0);
@@ -477,22 +484,11 @@ static void *contend_a(void *varg)
     return NULL;
 }
 
-static void *contend_b(void *varg)
-{
-    int *bad = varg;
-
-    *bad += use_rows(kct_keycache(), keys[K_CONTEND + 3]);
-    sem_wait(&c_ready);
-    role_b = 1;
-    exiting = 1;
-    return NULL;
-}
-
 static void test_thread_stop_contended(void)
 {
     CONTEND x = { 0, 0, 0 };
+    B_ARG bb = { 0, K_CONTEND + 3, &c_ready };
     pthread_t a, b;
-    int bad = 0;
 
     c_fired = c_timeout = 0;
     CU_ASSERT_EQUAL_FATAL(sem_init(&c_ready, 0, 0), 0);
@@ -500,7 +496,7 @@ static void test_thread_stop_contended(void)
     CU_ASSERT_EQUAL_FATAL(sem_init(&c_stopped, 0, 0), 0);
     kch_on_free(contend_from_b);
     CU_ASSERT_EQUAL_FATAL(pthread_create(&a, NULL, contend_a, &x), 0);
-    CU_ASSERT_EQUAL_FATAL(pthread_create(&b, NULL, contend_b, &bad), 0);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&b, NULL, b_exits, &bb), 0);
     pthread_join(b, NULL);
     if (!c_fired)
         sem_post(&c_stop);
@@ -509,7 +505,7 @@ static void test_thread_stop_contended(void)
     sem_destroy(&c_stop);
     sem_destroy(&c_ready);
     sem_destroy(&c_stopped);
-    CU_ASSERT_EQUAL(bad + x.bad, 0);
+    CU_ASSERT_EQUAL(bb.bad + x.bad, 0);
     CU_ASSERT_TRUE(c_fired);
     /* the stop did not wait for B's lock */
     CU_ASSERT_FALSE(c_timeout);
