@@ -401,23 +401,34 @@ static void *b_exits(void *varg)
     return NULL;
 }
 
+/*
+ * A and B run with B's hook on; a hook that never fired (B freed nothing)
+ * lets A go on by itself.
+ */
+static void run_a_b(void (*hook)(int), void *(*a_main)(void *), void *a_arg,
+                    B_ARG *bb, const int *fired, sem_t *a_go)
+{
+    pthread_t a, b;
+
+    kch_on_free(hook);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&a, NULL, a_main, a_arg), 0);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&b, NULL, b_exits, bb), 0);
+    pthread_join(b, NULL);
+    if (!*fired)
+        sem_post(a_go);
+    pthread_join(a, NULL);
+    kch_on_free(NULL);
+}
+
 static void test_thread_stop_never_waits(void)
 {
     B_ARG bb = { 0, K_UNLOCKED + 1, &a_ready };
-    pthread_t a, b;
     int i, bad = 0;
 
     probes = held = b_fired = 0;
     CU_ASSERT_EQUAL_FATAL(sem_init(&a_ready, 0, 0), 0);
     CU_ASSERT_EQUAL_FATAL(sem_init(&a_go, 0, 0), 0);
-    kch_on_free(probe_from_b);
-    CU_ASSERT_EQUAL_FATAL(pthread_create(&a, NULL, exit_a, &bad), 0);
-    CU_ASSERT_EQUAL_FATAL(pthread_create(&b, NULL, b_exits, &bb), 0);
-    pthread_join(b, NULL);
-    if (!b_fired)
-        sem_post(&a_go);
-    pthread_join(a, NULL);
-    kch_on_free(NULL);
+    run_a_b(probe_from_b, exit_a, &bad, &bb, &b_fired, &a_go);
     for (i = 0; i < held; i++)
         pthread_join(late[i], NULL);
     sem_destroy(&a_go);
@@ -488,20 +499,12 @@ static void test_thread_stop_contended(void)
 {
     CONTEND x = { 0, 0, 0 };
     B_ARG bb = { 0, K_CONTEND + 3, &c_ready };
-    pthread_t a, b;
 
     c_fired = c_timeout = 0;
     CU_ASSERT_EQUAL_FATAL(sem_init(&c_ready, 0, 0), 0);
     CU_ASSERT_EQUAL_FATAL(sem_init(&c_stop, 0, 0), 0);
     CU_ASSERT_EQUAL_FATAL(sem_init(&c_stopped, 0, 0), 0);
-    kch_on_free(contend_from_b);
-    CU_ASSERT_EQUAL_FATAL(pthread_create(&a, NULL, contend_a, &x), 0);
-    CU_ASSERT_EQUAL_FATAL(pthread_create(&b, NULL, b_exits, &bb), 0);
-    pthread_join(b, NULL);
-    if (!c_fired)
-        sem_post(&c_stop);
-    pthread_join(a, NULL);
-    kch_on_free(NULL);
+    run_a_b(contend_from_b, contend_a, &x, &bb, &c_fired, &c_stop);
     sem_destroy(&c_stop);
     sem_destroy(&c_ready);
     sem_destroy(&c_stopped);
