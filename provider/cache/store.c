@@ -150,14 +150,14 @@ struct kc_cache_st {
 #define KC_LITE_FREES 8
 typedef struct {
     int lite;                 /* 1 */
-    uint32_t nseen;           /* seen[0, nseen) used since last wiped */
+    uint32_t last_tick;       /* KEYCACHE_DEBUG's report: time()'s low bits */
     uint64_t inst;            /* the owner's KC_PROVCTX.inst, 0: none */
     KC_PROVCTX *pctx;
     KC_CACHE *body;           /* the thread's cache of inst, or NULL */
-    time_t last_tick;         /* KEYCACHE_DEBUG's periodic report */
-    unsigned int memo_last;
-    unsigned int frees;       /* wrapper structs freed, up to KC_LITE_FREES */
     KC_CACHE *stopped;        /* body at a stop that found the lock taken */
+    unsigned int memo_last;
+    unsigned char nseen;      /* seen[0, nseen) used since last wiped */
+    unsigned char frees;      /* wrapper structs freed, up to KC_LITE_FREES */
     KC_SEEN seen[KC_LITE_SEEN];   /* fingerprints under shared->key */
 } KC_LITE;
 
@@ -1035,8 +1035,8 @@ static KC_NOINLINE KC_CACHE *cache_get_slower(KC_PROVCTX *pctx, KC_CACHE *c)
         return cache_create(pctx, NULL);
     /* a record without a cache: only the periodic report is timed */
     if (pctx->timed && kc_debug_interval(pctx) != 0
-        && (now = time(NULL)) != kc_lite.last_tick) {
-        kc_lite.last_tick = now;
+        && (uint32_t)(now = time(NULL)) != kc_lite.last_tick) {
+        kc_lite.last_tick = (uint32_t)now;
         kc_debug_tick(pctx, now);
     }
     return lite_handle();
