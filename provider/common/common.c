@@ -201,7 +201,6 @@ int kc_once_foreign(const long *state)
     return pid != 0 && pid != (long)getpid();
 }
 
-
 /*
  * Keep this module mapped for good: something may call into it after the
  * core unloads it (a parked DRBG, a thread's exit destructor).  Loaded

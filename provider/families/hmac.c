@@ -488,17 +488,17 @@ static int key_missed(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
     const KC_MAC_FNS *f = fns(w);
     void *inner = copy ? keyed_copy(w, c, key, keylen) : NULL;
 
-    if (inner == NULL) {
-        if ((inner = f->newctx(w->pctx->inner_provctx)) == NULL)
-            return 0;
+    if (inner != NULL) {
         w->inner = inner;
-        if (!inner_set_digest(w, inner, w->dg, NULL)
-            || !f->init(inner, key, keylen, NULL)) {
-            forward_all(w);
-            return 0;
-        }
+        return 1;
     }
-    w->inner = inner;
+    if ((w->inner = f->newctx(w->pctx->inner_provctx)) == NULL)
+        return 0;
+    if (!inner_set_digest(w, w->inner, w->dg, NULL)
+        || !f->init(w->inner, key, keylen, NULL)) {
+        forward_all(w);
+        return 0;
+    }
     return 1;
 }
 
