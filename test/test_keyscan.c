@@ -95,7 +95,7 @@ static int use_row(OSSL_LIB_CTX *ctx, const KCT_FAM *f,
  * key roles (WKEYLEN bytes each, a row takes the first keylen): 0-3
  * evicted, 8-11 thread, 12-15 teardown, 16 message tails, 17-18 re-keyed,
  * 19 idle, 20-23 freed outside the lock, 24-27 stopped, 28-31 stopped while
- * keycache's lock is taken
+ * keycache's lock is taken, 32-34 the same with a second instance
  */
 #define K_EV 0
 #define K_THREAD 8
@@ -106,7 +106,8 @@ static int use_row(OSSL_LIB_CTX *ctx, const KCT_FAM *f,
 #define K_UNLOCKED 20
 #define K_STOPPED 24
 #define K_CONTEND 28
-#define K_USED 32
+#define K_SECOND 32
+#define K_USED 35
 
 static int suite_init(void)
 {
@@ -442,6 +443,51 @@ static void test_thread_stop_never_waits(void)
                 "lock under OpenSSL's\n");
     CU_ASSERT_EQUAL(violations(), 0);
     CU_ASSERT_EQUAL(scan_live(K_UNLOCKED, K_UNLOCKED + 2, 1), 0);
+}
+
+/*
+ * The same for a cache of another instance than the thread's record's (a
+ * second library context with keycache): its stop does not wait either,
+ * and the thread's exit still wipes it.
+ */
+static OSSL_LIB_CTX *second;
+
+static void *exit_a_second(void *varg)
+{
+    int *bad = varg;
+
+    *bad += use_rows(kct_keycache(), keys[K_SECOND]);   /* the record's */
+    *bad += use_rows(second, keys[K_SECOND + 1]);
+    sem_post(&a_ready);
+    sem_wait(&a_go);
+    return NULL;
+}
+
+static void test_thread_stop_second_never_waits(void)
+{
+    B_ARG bb = { 0, K_SECOND + 2, &a_ready };
+    int i, bad = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(second = kct_keycache_conf(""));
+    probes = held = b_fired = 0;
+    CU_ASSERT_EQUAL_FATAL(sem_init(&a_ready, 0, 0), 0);
+    CU_ASSERT_EQUAL_FATAL(sem_init(&a_go, 0, 0), 0);
+    run_a_b(probe_from_b, exit_a_second, &bad, &bb, &b_fired, &a_go);
+    for (i = 0; i < held; i++)
+        pthread_join(late[i], NULL);
+    sem_destroy(&a_go);
+    sem_destroy(&a_ready);
+    CU_ASSERT_EQUAL(bad + bb.bad, 0);
+    CU_ASSERT_TRUE(b_fired);
+    CU_ASSERT_EQUAL(probes, 1);
+    CU_ASSERT_EQUAL(held, 0);
+    if (held != 0)
+        fprintf(stderr, "\nanother instance's thread-stop handler waited for "
+                "keycache's lock under OpenSSL's\n");
+    CU_ASSERT_EQUAL(violations(), 0);
+    /* before the second instance goes, which would wipe it anyway */
+    CU_ASSERT_EQUAL(scan_live(K_SECOND, K_SECOND + 3, 1), 0);
+    OSSL_LIB_CTX_free(second);
 }
 
 /*
@@ -980,6 +1026,8 @@ static void add_suites(void)
                 test_thread_exit_unlocked);
     CU_add_test(s, "a thread's stop never waits for keycache's lock",
                 test_thread_stop_never_waits);
+    CU_add_test(s, "nor does another instance's",
+                test_thread_stop_second_never_waits);
     CU_add_test(s, "OPENSSL_thread_stop() with keycache's lock taken",
                 test_thread_stop_contended);
     CU_add_test(s, "OPENSSL_thread_stop() then exit leaves no key bytes",

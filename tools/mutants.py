@@ -128,7 +128,7 @@ MUTANTS = {
     # process-wide lock (a fork() then leaves the child unable to exit);
     # or set aside and never freed, nor by a cache made after
     "thread-stop-frees-under-lock": ("provider/cache/store.c",
-        "    int defer = reap_ok && pthread_setspecific(reap_key, pctx) == 0;",
+        "    int defer = reap_at_exit(REAP_DYING);",
         "    int defer = 0;"),
     "thread-stop-waits-for-registry": ("provider/cache/store.c",
         "    if (pthread_mutex_trylock(&registry_lock) != 0) {",
@@ -138,6 +138,17 @@ MUTANTS = {
     "thread-stop-contended-keeps-cache": ("provider/cache/store.c",
         "            kc_lite.stopped = lite_detach();",
         "            (void)0;"),
+    # ...another instance's stop waits for it under OpenSSL's lock, or
+    # the cache it left on the thread outlives the thread's exit
+    "thread-stop-second-waits": ("provider/cache/store.c",
+        "        if (defer && kc_lite.pctx != pctx && reap_at_exit(REAP_OWN))",
+        "        if (0 && defer && kc_lite.pctx != pctx && reap_at_exit(REAP_OWN))"),
+    "thread-stop-second-kept": ("provider/cache/store.c",
+        "    if (what == REAP_OWN)\n        caches_own_aside();",
+        "    if (0)\n        caches_own_aside();"),
+    "thread-stop-second-forgotten": ("provider/cache/store.c",
+        "           && (pthread_getspecific(reap_key) == REAP_OWN\n",
+        "           && (0\n"),
     "thread-stop-contended-kept-till-exit": ("provider/cache/store.c",
         "    if (l != NULL)\n        lite_stopped_aside();",
         "    if (0)\n        lite_stopped_aside();"),

@@ -80,6 +80,7 @@ struct kc_cache_st {
     int lite;                 /* 0: see KC_LITE */
     KC_PROVCTX *pctx;
     KC_CACHE *next, *prev;    /* registry list, under registry_lock */
+    pthread_t owner;          /* the thread it is made for */
     uint64_t id;              /* unique for the process's lifetime */
     uint64_t sipkey[2];       /* secret (see kc_hash()) */
     uint32_t lru_head, lru_tail; /* most / least recently used */
@@ -624,11 +625,18 @@ static size_t caches_reap(KC_PROVCTX *pctx, int forked)
  * fork(): when it is taken, the record's cache is taken off the thread
  * (stopped) and set aside by that destructor or the thread's next cache.
  * After an explicit OPENSSL_thread_stop() the cache waits for the thread's
- * exit, the next cache made, or teardown; a forked child frees it.
+ * exit, the next cache made, or teardown; a forked child frees it.  The
+ * key's value says what the destructor does: REAP_DYING frees the dying
+ * caches; REAP_OWN also sets aside every other cache the thread still owns,
+ * as a stop that found the lock taken leaves another instance's (one not
+ * the record's, reached only through its instance, which may be gone).
  */
 static pthread_once_t reap_once = PTHREAD_ONCE_INIT;
 static pthread_key_t reap_key;
 static int reap_ok;
+static char reap_dying, reap_own;
+#define REAP_DYING ((void *)&reap_dying)
+#define REAP_OWN ((void *)&reap_own)
 
 static void cache_set_aside(KC_PROVCTX *pctx, KC_CACHE *c)
 {
@@ -659,16 +667,43 @@ static void lite_stopped_aside(void)
         cache_set_aside(kc_lite.pctx, c);
 }
 
-static void caches_reap_all(void *unused)
+/* the calling thread's caches of live instances, but its record's, set aside */
+static void caches_own_aside(void)
+{
+    pthread_t self = pthread_self();
+    KC_PROVCTX *pctx;
+    KC_CACHE *c, *next;
+
+    for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live)
+        for (c = pctx->caches; c != NULL; c = next) {
+            next = c->next;
+            if (c == kc_lite.body || !pthread_equal(c->owner, self))
+                continue;
+            /* (a later destructor calling in makes a new cache) */
+            CRYPTO_THREAD_set_local(&pctx->tls, NULL);
+            cache_set_aside(pctx, c);
+        }
+}
+
+static void caches_reap_all(void *what)
 {
     KC_PROVCTX *pctx;
 
-    (void)unused;
     registry_take();
     lite_stopped_aside();
+    if (what == REAP_OWN)
+        caches_own_aside();
     for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live)
         caches_reap(pctx, 0);
     pthread_mutex_unlock(&registry_lock);
+}
+
+/* Ask the thread's exit for what (never less than asked before); 0: no key. */
+static int reap_at_exit(void *what)
+{
+    return reap_ok
+           && (pthread_getspecific(reap_key) == REAP_OWN
+               || pthread_setspecific(reap_key, what) == 0);
 }
 
 /* the destructor's code must outlive an unload: the module is pinned */
@@ -681,26 +716,28 @@ static void reap_key_make(void)
 /*
  * Thread-stop handler: under the registry lock, so a teardown at the same
  * time either freed the cache already (instance not live) or waits for us.
- * Without the key (or if it cannot be set), the cache is freed here, as is
- * another instance's (not the record's) when the lock was taken.
+ * Without the key (or if it cannot be set), the cache is freed here.
  */
 static void kc_thread_stop(void *arg)
 {
     KC_PROVCTX *pctx = arg;
     KC_CACHE *c = NULL;
-    int defer = reap_ok && pthread_setspecific(reap_key, pctx) == 0;
+    int defer = reap_at_exit(REAP_DYING);
 
     if (pthread_mutex_trylock(&registry_lock) != 0) {
         /*
          * Nothing but the thread's own record is touched before
          * instance_live() says pctx lives: its next admission makes a new
-         * cache (and registers this handler again).
+         * cache (and registers this handler again).  Another instance's
+         * cache stays on the thread until its exit sets it aside.
          */
         if (defer && kc_lite.pctx == pctx && kc_lite.body != NULL
             && kc_lite.stopped == NULL) {
             kc_lite.stopped = lite_detach();
             return;
         }
+        if (defer && kc_lite.pctx != pctx && reap_at_exit(REAP_OWN))
+            return;
         registry_take();
     }
     if (!instance_live(pctx, 0))
@@ -928,6 +965,7 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
         lite_stopped_aside();
     caches_reap(pctx, 0);
     c->id = next_cache_id++;
+    c->owner = pthread_self();
     /* a thread with a record was counted when it took the record */
     if (l == NULL)
         __atomic_add_fetch(&pctx->threads_cached, 1, __ATOMIC_RELAXED);
