@@ -679,6 +679,57 @@ static void test_report_threads_once(void)
                            " 0 hits of 4 keyed inits", getpid()));
 }
 
+/*
+ * A thread that admits, stops (OPENSSL_thread_stop()) and admits again in
+ * a new cache is one thread that admitted, as it is one that keyed.
+ */
+static void *admit_stop_admit(void *arg)
+{
+    int i;
+
+    for (i = 0; i < 3; i++)
+        hmac_ops(arg, 1, 40 + i);   /* the thread's first misses */
+    hmac_ops(arg, 3, 50);           /* admitted at its third use */
+    OPENSSL_thread_stop();
+    hmac_ops(arg, 3, 51);           /* in a new cache */
+    return NULL;
+}
+
+static void *key_new_keys(void *arg)
+{
+    static int next;
+    int i, base = __atomic_fetch_add(&next, 100, __ATOMIC_RELAXED);
+
+    for (i = 0; i < 20; i++)
+        hmac_ops(arg, 1, 1000 + base + i);
+    return NULL;
+}
+
+static void test_report_threads_counted_once(void)
+{
+    static const char *const drop[] = { "admit_after", NULL };
+    char conf[64];
+    OSSL_LIB_CTX *ctx;
+    pthread_t t[4];
+    int i;
+
+    CU_ASSERT_FATAL(write_conf(conf, drop, "admit_after = 3", NULL));
+    ctx = load(conf, debug_to_log(NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t[0], NULL, admit_stop_admit, ctx),
+                          0);
+    pthread_join(t[0], NULL);
+    for (i = 1; i < 4; i++)
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, key_new_keys, ctx),
+                              0);
+    for (i = 1; i < 4; i++)
+        pthread_join(t[i], NULL);
+    OSSL_LIB_CTX_free(ctx);
+    unlink(conf);
+    CU_ASSERT_TRUE(log_has("3 of 4 threads that keyed admitted no key",
+                           getpid()));
+}
+
 /* interval:1 - a report from the thread that uses keycache when due. */
 static void test_report_every_interval(void)
 {
@@ -1444,6 +1495,8 @@ static void add_suites(void)
     CU_add_test(s, "the report says when there is little to gain",
                 test_report_little_to_gain);
     CU_add_test(s, "threads that key once", test_report_threads_once);
+    CU_add_test(s, "a thread stopped and cached again counts once",
+                test_report_threads_counted_once);
     CU_add_test(s, "report every interval", test_report_every_interval);
     CU_add_test(s, "interval with two threads", test_interval_threads);
     CU_add_test(s, "levels and unknown words", test_levels_and_words);

@@ -149,6 +149,11 @@ MUTANTS = {
     "thread-stop-second-forgotten": ("provider/cache/store.c",
         "           && (pthread_getspecific(reap_key) == REAP_OWN\n",
         "           && (0\n"),
+    # the report's count of threads that admitted: a thread stopped and
+    # cached again counted twice
+    "report-thread-admitted-twice": ("provider/cache/store.c",
+        "        if (c != kc_lite.body || !kc_lite.admitted)",
+        "        if (1)"),
     "thread-stop-contended-kept-till-exit": ("provider/cache/store.c",
         "    if (l != NULL)\n        lite_stopped_aside();",
         "    if (0)\n        lite_stopped_aside();"),

@@ -159,6 +159,7 @@ typedef struct {
     unsigned int memo_last;
     unsigned char nseen;      /* seen[0, nseen) used since last wiped */
     unsigned char frees;      /* wrapper structs freed, up to KC_LITE_FREES */
+    unsigned char admitted;   /* a cache of the record's admitted a key */
     KC_SEEN seen[KC_LITE_SEEN];   /* fingerprints under shared->key */
 } KC_LITE;
 
@@ -1928,7 +1929,12 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     __atomic_store_n(&c->used, c->used + 1, __ATOMIC_RELAXED);
     if (!c->admitted) {
         c->admitted = 1;
-        __atomic_add_fetch(&c->pctx->threads_admitted, 1, __ATOMIC_RELAXED);
+        /* a thread counted once, as threads_cached counts it */
+        if (c != kc_lite.body || !kc_lite.admitted)
+            __atomic_add_fetch(&c->pctx->threads_admitted, 1,
+                               __ATOMIC_RELAXED);
+        if (c == kc_lite.body)
+            kc_lite.admitted = 1;
     }
     lk->lease.cache_id = c->id;
     lk->lease.gen = e->gen;
