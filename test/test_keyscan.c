@@ -95,7 +95,7 @@ static int use_row(OSSL_LIB_CTX *ctx, const KCT_FAM *f,
  * key roles (WKEYLEN bytes each, a row takes the first keylen): 0-3
  * evicted, 8-11 thread, 12-15 teardown, 16 message tails, 17-18 re-keyed,
  * 19 idle, 20-23 freed outside the lock, 24-27 stopped, 28-31 stopped while
- * keycache's lock is taken, 32-34 the same with a second instance
+ * keycache's lock is taken, 32-34 and 35-38 the same with a second instance
  */
 #define K_EV 0
 #define K_THREAD 8
@@ -107,7 +107,8 @@ static int use_row(OSSL_LIB_CTX *ctx, const KCT_FAM *f,
 #define K_STOPPED 24
 #define K_CONTEND 28
 #define K_SECOND 32
-#define K_USED 35
+#define K_SECOND_CONTEND 35
+#define K_USED 39
 
 static int suite_init(void)
 {
@@ -458,6 +459,8 @@ static void *exit_a_second(void *varg)
 
     *bad += use_rows(kct_keycache(), keys[K_SECOND]);   /* the record's */
     *bad += use_rows(second, keys[K_SECOND + 1]);
+    /* (the second instance holds that key: there is a cache to stop) */
+    *bad += scan_live(K_SECOND + 1, K_SECOND + 2, 0) == 0;
     sem_post(&a_ready);
     sem_wait(&a_go);
     return NULL;
@@ -566,6 +569,62 @@ static void test_thread_stop_contended(void)
     CU_ASSERT_EQUAL(x.left, 0);
     CU_ASSERT_EQUAL(violations(), 0);
     CU_ASSERT_EQUAL(scan_live(K_CONTEND, K_CONTEND + 4, 1), 0);
+}
+
+/*
+ * The same stop with a cache of a second instance: that cache is no longer
+ * served after the stop, and the thread's next look-up frees it.
+ */
+static void *contend_a_second(void *varg)
+{
+    CONTEND *x = varg;
+    const KCT_FAM *f = kct_fam_find("HMAC");
+    uint64_t h;
+    int i;
+
+    x->bad += use_rows(kct_keycache(), keys[K_SECOND_CONTEND]);
+    x->bad += use_rows(second, keys[K_SECOND_CONTEND + 1]);
+    x->bad += use_rows(second, keys[K_SECOND_CONTEND + 2]);
+    x->bad += scan_live(K_SECOND_CONTEND + 2, K_SECOND_CONTEND + 3, 0) == 0;
+    sem_post(&c_ready);
+    sem_wait(&c_stop);
+    OPENSSL_thread_stop();
+    sem_post(&c_stopped);
+    h = kct_counter_in(second, KEYCACHE_PARAM_HITS);
+    x->bad += use_row(second, f, keys[K_SECOND_CONTEND + 1], f->keylen);
+    x->hits = kct_counter_in(second, KEYCACHE_PARAM_HITS) - h;
+    for (i = 0; i < 4; i++)
+        x->bad += use_row(second, f, keys[K_SECOND_CONTEND + 1], f->keylen);
+    x->left = scan_live(K_SECOND_CONTEND + 2, K_SECOND_CONTEND + 3, 1);
+    return NULL;
+}
+
+static void test_thread_stop_second_contended(void)
+{
+    CONTEND x = { 0, 0, 0 };
+    B_ARG bb = { 0, K_SECOND_CONTEND + 3, &c_ready };
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(second = kct_keycache_conf(""));
+    c_fired = c_timeout = 0;
+    CU_ASSERT_EQUAL_FATAL(sem_init(&c_ready, 0, 0), 0);
+    CU_ASSERT_EQUAL_FATAL(sem_init(&c_stop, 0, 0), 0);
+    CU_ASSERT_EQUAL_FATAL(sem_init(&c_stopped, 0, 0), 0);
+    run_a_b(contend_from_b, contend_a_second, &x, &bb, &c_fired, &c_stop);
+    sem_destroy(&c_stop);
+    sem_destroy(&c_ready);
+    sem_destroy(&c_stopped);
+    CU_ASSERT_EQUAL(bb.bad + x.bad, 0);
+    CU_ASSERT_TRUE(c_fired);
+    CU_ASSERT_FALSE(c_timeout);
+    if (x.hits != 0 || x.left != 0)
+        fprintf(stderr, "\nafter the stop: %llu hit(s) in the second "
+                "instance, its other old key in %lu live block(s)\n",
+                (unsigned long long)x.hits, x.left);
+    CU_ASSERT_EQUAL(x.hits, 0);
+    CU_ASSERT_EQUAL(x.left, 0);
+    CU_ASSERT_EQUAL(violations(), 0);
+    CU_ASSERT_EQUAL(scan_live(K_SECOND_CONTEND, K_SECOND_CONTEND + 4, 1), 0);
+    OSSL_LIB_CTX_free(second);
 }
 
 /*
@@ -1030,6 +1089,8 @@ static void add_suites(void)
                 test_thread_stop_second_never_waits);
     CU_add_test(s, "OPENSSL_thread_stop() with keycache's lock taken",
                 test_thread_stop_contended);
+    CU_add_test(s, "nor with another instance's",
+                test_thread_stop_second_contended);
     CU_add_test(s, "OPENSSL_thread_stop() then exit leaves no key bytes",
                 test_thread_stop_then_exit);
     CU_add_test(s, "teardown leaves no key bytes", test_teardown);

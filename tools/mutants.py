@@ -146,6 +146,17 @@ MUTANTS = {
     "thread-stop-second-kept": ("provider/cache/store.c",
         "    if (what == REAP_OWN)\n        caches_own_aside();",
         "    if (0)\n        caches_own_aside();"),
+    # ...or still served after an explicit stop the thread goes on from,
+    # or left in memory by its next look-up
+    "thread-stop-second-still-served": ("provider/cache/store.c",
+        "            kc_lite.own_stopped = 1;\n",
+        "            (void)0;\n"),
+    "thread-stop-second-served-anyway": ("provider/cache/store.c",
+        "    if (kc_lite.own_stopped)\n        return NULL;",
+        "    if (0)\n        return NULL;"),
+    "thread-stop-second-not-freed": ("provider/cache/store.c",
+        "        caches_reap_all(REAP_OWN);\n    }\n    if (c != NULL) {",
+        "        (void)0;\n    }\n    if (c != NULL) {"),
     "thread-stop-second-forgotten": ("provider/cache/store.c",
         "           && (pthread_getspecific(reap_key) == REAP_OWN\n",
         "           && (0\n"),
@@ -794,8 +805,8 @@ MUTANTS = {
         "        return !direct || apply_volatile(w, &s);", "        return 1;"),
     # fork: the child keeps everything it inherited (every thread's keys)
     "fork-keeps-caches": ("provider/cache/store.c",
-        "    KC_CACHE *c, *next, *mine;\n\n    for (pctx = live_instances;",
-        "    KC_CACHE *c, *next, *mine;\n\n    return;\n    for (pctx = live_instances;"),
+        "    kc_lite.admitted = 0;\n    for (pctx = live_instances;",
+        "    kc_lite.admitted = 0;\n    return;\n    for (pctx = live_instances;"),
     # fork: the forking thread's own cache is not emptied
     "fork-keeps-own": ("provider/cache/store.c",
         "                pctx->fork_wiped += cache_renew(c);",

@@ -160,6 +160,7 @@ typedef struct {
     unsigned char nseen;      /* seen[0, nseen) used since last wiped */
     unsigned char frees;      /* wrapper structs freed, up to KC_LITE_FREES */
     unsigned char admitted;   /* a cache of the record's admitted a key */
+    unsigned char own_stopped; /* caches of other instances: see REAP_OWN */
     KC_SEEN seen[KC_LITE_SEEN];   /* fingerprints under shared->key */
 } KC_LITE;
 
@@ -197,6 +198,9 @@ static ossl_inline KC_CACHE *tls_get(KC_PROVCTX *pctx)
 {
     if (kc_lite.inst == pctx->inst)
         return kc_lite.body;
+    /* stopped, to be set aside by the next look-up (cache_get_slower()) */
+    if (kc_lite.own_stopped)
+        return NULL;
     return CRYPTO_THREAD_get_local(&pctx->tls);
 }
 
@@ -631,6 +635,9 @@ static size_t caches_reap(KC_PROVCTX *pctx, int forked)
  * caches; REAP_OWN also sets aside every other cache the thread still owns,
  * as a stop that found the lock taken leaves another instance's (one not
  * the record's, reached only through its instance, which may be gone).
+ * Such a stop also marks the record (own_stopped): the thread's next
+ * look-up sets them aside and frees them, so that a thread that goes on
+ * after OPENSSL_thread_stop() is served from none of them.
  */
 static pthread_once_t reap_once = PTHREAD_ONCE_INIT;
 static pthread_key_t reap_key;
@@ -668,7 +675,7 @@ static void lite_stopped_aside(void)
         cache_set_aside(kc_lite.pctx, c);
 }
 
-/* the calling thread's caches of live instances, but its record's, set aside */
+/* the calling thread's caches, but its record's, set aside (lock held) */
 static void caches_own_aside(void)
 {
     pthread_t self = pthread_self();
@@ -715,9 +722,10 @@ static void reap_key_make(void)
 }
 
 /*
- * Thread-stop handler: under the registry lock, so a teardown at the same
- * time either freed the cache already (instance not live) or waits for us.
- * Without the key (or if it cannot be set), the cache is freed here.
+ * Thread-stop handler: under the registry lock if it is free, so that a
+ * teardown at the same time either freed the cache already (instance not
+ * live) or waits for us; if it is taken, see reap_key.  Without the key (or
+ * if it cannot be set), the cache is freed here.
  */
 static void kc_thread_stop(void *arg)
 {
@@ -730,15 +738,18 @@ static void kc_thread_stop(void *arg)
          * Nothing but the thread's own record is touched before
          * instance_live() says pctx lives: its next admission makes a new
          * cache (and registers this handler again).  Another instance's
-         * cache stays on the thread until its exit sets it aside.
+         * cache is no longer served (own_stopped) and goes at the thread's
+         * next look-up or exit.
          */
         if (defer && kc_lite.pctx == pctx && kc_lite.body != NULL
             && kc_lite.stopped == NULL) {
             kc_lite.stopped = lite_detach();
             return;
         }
-        if (defer && kc_lite.pctx != pctx && reap_at_exit(REAP_OWN))
+        if (defer && kc_lite.pctx != pctx && reap_at_exit(REAP_OWN)) {
+            kc_lite.own_stopped = 1;
             return;
+        }
         registry_take();
     }
     if (!instance_live(pctx, 0))
@@ -904,6 +915,12 @@ static void caches_forked(void)
     KC_PROVCTX *pctx;
     KC_CACHE *c, *next, *mine;
 
+    /*
+     * The forking thread's caches are its own again, wiped; it is not
+     * counted again among the child's threads that keyed.
+     */
+    kc_lite.own_stopped = 0;
+    kc_lite.admitted = 0;
     for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live) {
         mine = tls_get(pctx);
         /* the memo (no secrets) stays; thread records get a new hash key */
@@ -1062,6 +1079,10 @@ static KC_NOINLINE KC_CACHE *cache_get_slower(KC_PROVCTX *pctx, KC_CACHE *c)
     unsigned int gen;
     time_t now;
 
+    if (kc_lite.own_stopped) {
+        kc_lite.own_stopped = 0;
+        caches_reap_all(REAP_OWN);
+    }
     if (c != NULL) {
         gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
         if (c->props_gen != gen)
