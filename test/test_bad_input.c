@@ -92,6 +92,27 @@ static void rec_out(RECORD *r, const unsigned char *p, size_t n)
     r->used += n;
 }
 
+/* A parameter table as output: its names and types, in order. */
+static void rec_table(RECORD *r, const OSSL_PARAM *t)
+{
+    unsigned char buf[2048];
+    const OSSL_PARAM *p;
+    size_t n = 0, l;
+
+    rec(r, t != NULL);
+    for (p = t; p != NULL && p->key != NULL; p++) {
+        if ((l = strlen(p->key)) + 2 > sizeof(buf) - n) {
+            r->overflow = 1;
+            return;
+        }
+        memcpy(buf + n, p->key, l);
+        n += l;
+        buf[n++] = '/';
+        buf[n++] = (unsigned char)('0' + p->data_type);
+    }
+    rec_out(r, buf, n);
+}
+
 static void run_row(const ROW *row, OSSL_LIB_CTX *libctx, const char *alg,
                     RECORD *r)
 {
@@ -1469,6 +1490,43 @@ static void fm_after_final(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
     EVP_MAC_CTX_free(c);
 }
 
+/* data and a final before any key: with nothing set, and with the rest */
+static void fm_no_key(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    const KCT_FAM *f = fam_of(id);
+    EVP_MAC_CTX *c = fm_new(lc, f);
+    OSSL_PARAM p[3];
+
+    fm_final(r, c, 128);
+    fm_finish(r, c);
+    EVP_MAC_CTX_free(c);
+    c = fm_new(lc, f);
+    rec(r, EVP_MAC_CTX_set_params(c, kct_fam_mac_params(f, p, std_iv)));
+    fm_final(r, c, 128);
+    fm_finish(r, c);
+    EVP_MAC_CTX_free(c);
+}
+
+/* the parameter tables, of the algorithm and of a context before and after
+ * its key */
+static void fm_tables(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    const KCT_FAM *f = fam_of(id);
+    EVP_MAC *mac = EVP_MAC_fetch(lc, f->name, NULL);
+    EVP_MAC_CTX *c = fm_new(lc, f);
+
+    rec_table(r, EVP_MAC_gettable_params(mac));
+    rec_table(r, EVP_MAC_gettable_ctx_params(mac));
+    rec_table(r, EVP_MAC_settable_ctx_params(mac));
+    rec_table(r, EVP_MAC_CTX_gettable_params(c));
+    rec_table(r, EVP_MAC_CTX_settable_params(c));
+    fm_init(r, c, f, fam_key, f->keylen);
+    rec_table(r, EVP_MAC_CTX_gettable_params(c));
+    rec_table(r, EVP_MAC_CTX_settable_params(c));
+    EVP_MAC_CTX_free(c);
+    EVP_MAC_free(mac);
+}
+
 /* final into too small a buffer, and empty or NULL updates */
 static void fm_odd_sizes(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
 {
@@ -1521,6 +1579,8 @@ static const ROW fam_mac_rows[] = {
     { "update and final after final", fm_after_final },
     { "empty updates, small final buffers", fm_odd_sizes },
     { "re-key, keyless re-init, dup mid-message", fm_rekey_dup },
+    { "data and final before any key", fm_no_key },
+    { "parameter tables", fm_tables },
 };
 
 /* The row's cipher through the GCM helpers above, which are EVP's own. */
@@ -1772,6 +1832,26 @@ static void fc_rekey_copy(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
     gcm_close(&g);
 }
 
+/* the parameter tables, of the cipher and of a context before and after
+ * its key */
+static void fc_tables(OSSL_LIB_CTX *lc, const char *id, RECORD *r)
+{
+    const KCT_FAM *f = fam_of(id);
+    GCM g;
+
+    gcm_open(&g, lc, f->name);
+    rec_table(r, EVP_CIPHER_gettable_params(g.cipher));
+    rec_table(r, EVP_CIPHER_gettable_ctx_params(g.cipher));
+    rec_table(r, EVP_CIPHER_settable_ctx_params(g.cipher));
+    rec(r, EVP_EncryptInit_ex2(g.ctx, g.cipher, NULL, NULL, NULL));
+    rec_table(r, EVP_CIPHER_CTX_gettable_params(g.ctx));
+    rec_table(r, EVP_CIPHER_CTX_settable_params(g.ctx));
+    g_init(r, &g, 1, fam_key, fc_iv(f), 1);
+    rec_table(r, EVP_CIPHER_CTX_gettable_params(g.ctx));
+    rec_table(r, EVP_CIPHER_CTX_settable_params(g.ctx));
+    gcm_close(&g);
+}
+
 static const ROW fam_cipher_rows[] = {
     { "NULL key, then a key", fc_null_key },
     { "no IV", fc_no_iv },
@@ -1782,6 +1862,7 @@ static const ROW fam_cipher_rows[] = {
     { "NULL and odd-length updates", fc_odd_sizes },
     { "key lengths 0..65", fc_key_length },
     { "re-key, keyless re-init, copy mid-message", fc_rekey_copy },
+    { "parameter tables", fc_tables },
 };
 
 /* ---- drivers ------------------------------------------------------------ */

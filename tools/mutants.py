@@ -140,6 +140,20 @@ MUTANTS = {
         "            (void)0;"),
     # ...another instance's stop waits for it under OpenSSL's lock, or
     # the cache it left on the thread outlives the thread's exit
+    # the advertised parameter tables of the template families, and a
+    # final before any key
+    "tmac-gettable-ctx-wrong": ("provider/layer/tmpl.c",
+        "    return KC_CTX_TABLE(pctx->fam[which].mac.gettable_ctx_params, pctx);",
+        "    return KC_CTX_TABLE(pctx->fam[which].mac.settable_ctx_params, pctx);"),
+    "tmac-gettable-wrong": ("provider/layer/tmpl.c",
+        "    return KC_TABLE(pctx->fam[which].mac.gettable_params, pctx);",
+        "    return NULL;"),
+    "tciph-gettable-wrong": ("provider/layer/ctmpl.c",
+        "    return KC_TABLE(pctx->cfam[which].fns.gettable_params, pctx);",
+        "    return NULL;"),
+    "tmac-unkeyed-final-succeeds": ("provider/layer/tmpl.c",
+        "    return materialize(w, NULL)\n           && w->f->mac.final(w->t.inner, out, outl, outsize);",
+        "    return 1;"),
     "thread-stop-second-waits": ("provider/cache/store.c",
         "        if (defer && kc_lite.pctx != pctx && reap_at_exit(REAP_OWN))",
         "        if (0 && defer && kc_lite.pctx != pctx && reap_at_exit(REAP_OWN))"),
