@@ -5,15 +5,18 @@
  * thread forks a child every 200 us from their start until they are
  * joined; each child computes one HMAC and exits (OPENSSL_cleanup() takes
  * OpenSSL's thread-stop lock) under alarm(5).  Prints how many hung.
+ * With "rand", each thread also draws 16 bytes from RAND_bytes() once,
+ * which registers the default's own thread-stop handler (its DRBGs).
  *
  *   cc -O1 -o /tmp/forkhang tools/forkhang.c -lcrypto -lpthread
- *   OPENSSL_CONF=build/keycache-test.cnf /tmp/forkhang 400
- *   OPENSSL_CONF=/dev/null /tmp/forkhang 400      (the default alone)
+ *   OPENSSL_CONF=build/keycache-test.cnf /tmp/forkhang 400 [rand]
+ *   OPENSSL_CONF=/dev/null /tmp/forkhang 400 [rand]  (the default alone)
  */
 #define _GNU_SOURCE
 #define OPENSSL_SUPPRESS_DEPRECATED    /* HMAC(): what programs call */
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/rand.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,9 +25,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+static int draw;
+
 static void *worker(void *arg)
 {
-    unsigned char key[32], md[32], msg[64] = "m";
+    unsigned char key[32], md[32], msg[64] = "m", b[16];
     unsigned int len;
     int k, r;
 
@@ -33,6 +38,8 @@ static void *worker(void *arg)
         for (r = 0; r < 3; r++)
             HMAC(EVP_sha256(), key, 32, msg, sizeof(msg), md, &len);
     }
+    if (draw)
+        RAND_bytes(b, sizeof(b));
     return NULL;
 }
 
@@ -42,6 +49,7 @@ int main(int argc, char **argv)
     unsigned char md[32];
     unsigned int len;
 
+    draw = argc > 2 && strcmp(argv[2], "rand") == 0;
     HMAC(EVP_sha256(), "k", 1, (const unsigned char *)"m", 1, md, &len);
     for (i = 0; i < n; i++) {
         pthread_t t[3];
