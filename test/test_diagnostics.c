@@ -655,8 +655,8 @@ static void test_report_little_to_gain(void)
     CU_ASSERT_FALSE(log_has("little for keycache to gain", getpid()));
 }
 
-/* Threads that key once each: nothing to gain, and the report says so. */
-static void test_report_threads_once(void)
+/* Four threads under admit_after = 3: first() on one, rest() on the others */
+static void run_four_threads(void *(*first)(void *), void *(*rest)(void *))
 {
     static const char *const drop[] = { "admit_after", NULL };
     char conf[64];
@@ -668,11 +668,18 @@ static void test_report_threads_once(void)
     ctx = load(conf, debug_to_log(NULL), 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     for (i = 0; i < 4; i++)
-        CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, key_once, ctx), 0);
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL,
+                                             i == 0 ? first : rest, ctx), 0);
     for (i = 0; i < 4; i++)
         pthread_join(t[i], NULL);
     OSSL_LIB_CTX_free(ctx);
     unlink(conf);
+}
+
+/* Threads that key once each: nothing to gain, and the report says so. */
+static void test_report_threads_once(void)
+{
+    run_four_threads(key_once, key_once);
     CU_ASSERT_TRUE(log_has("report (unload): little for keycache to gain "
                            "here; 4 of 4 threads that keyed admitted no key; "
                            "keys not used 3 times on one thread (admit_after):"
@@ -707,25 +714,7 @@ static void *key_new_keys(void *arg)
 
 static void test_report_threads_counted_once(void)
 {
-    static const char *const drop[] = { "admit_after", NULL };
-    char conf[64];
-    OSSL_LIB_CTX *ctx;
-    pthread_t t[4];
-    int i;
-
-    CU_ASSERT_FATAL(write_conf(conf, drop, "admit_after = 3", NULL));
-    ctx = load(conf, debug_to_log(NULL), 0);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    CU_ASSERT_EQUAL_FATAL(pthread_create(&t[0], NULL, admit_stop_admit, ctx),
-                          0);
-    pthread_join(t[0], NULL);
-    for (i = 1; i < 4; i++)
-        CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, key_new_keys, ctx),
-                              0);
-    for (i = 1; i < 4; i++)
-        pthread_join(t[i], NULL);
-    OSSL_LIB_CTX_free(ctx);
-    unlink(conf);
+    run_four_threads(admit_stop_admit, key_new_keys);
     CU_ASSERT_TRUE(log_has("3 of 4 threads that keyed admitted no key",
                            getpid()));
 }

@@ -376,11 +376,24 @@ static void probe_from_b(int keycache)
     probe_free(1);
 }
 
+static OSSL_LIB_CTX *second;  /* a second instance, for the tests that say */
+
+/* A keys k in |on| (and k + 1 in the record's instance if that is not it) */
+typedef struct {
+    int bad;
+    OSSL_LIB_CTX *on;
+    int k;
+} EXIT_A;
+
 static void *exit_a(void *varg)
 {
-    int *bad = varg;
+    EXIT_A *x = varg;
 
-    *bad += use_rows(kct_keycache(), keys[K_UNLOCKED]);
+    if (x->on != kct_keycache())
+        x->bad += use_rows(kct_keycache(), keys[x->k + 1]);
+    x->bad += use_rows(x->on, keys[x->k]);
+    /* (A's cache holds that key: there is a cache to stop) */
+    x->bad += scan_live(x->k, x->k + 1, 0) == 0;
     sem_post(&a_ready);         /* its cache made, before B takes the lock */
     sem_wait(&a_go);
     return NULL;
@@ -422,20 +435,22 @@ static void run_a_b(void (*hook)(int), void *(*a_main)(void *), void *a_arg,
     kch_on_free(NULL);
 }
 
-static void test_thread_stop_never_waits(void)
+/* A as exit_a() says, B keying the key after A's */
+static void run_never_waits(OSSL_LIB_CTX *on, int k)
 {
-    B_ARG bb = { 0, K_UNLOCKED + 1, &a_ready };
-    int i, bad = 0;
+    EXIT_A x = { 0, on, k };
+    int i, kb = k + (on != kct_keycache() ? 2 : 1);
+    B_ARG bb = { 0, kb, &a_ready };
 
     probes = held = b_fired = 0;
     CU_ASSERT_EQUAL_FATAL(sem_init(&a_ready, 0, 0), 0);
     CU_ASSERT_EQUAL_FATAL(sem_init(&a_go, 0, 0), 0);
-    run_a_b(probe_from_b, exit_a, &bad, &bb, &b_fired, &a_go);
+    run_a_b(probe_from_b, exit_a, &x, &bb, &b_fired, &a_go);
     for (i = 0; i < held; i++)
         pthread_join(late[i], NULL);
     sem_destroy(&a_go);
     sem_destroy(&a_ready);
-    CU_ASSERT_EQUAL(bad + bb.bad, 0);
+    CU_ASSERT_EQUAL(x.bad + bb.bad, 0);
     CU_ASSERT_TRUE(b_fired);
     CU_ASSERT_EQUAL(probes, 1);
     CU_ASSERT_EQUAL(held, 0);
@@ -443,7 +458,13 @@ static void test_thread_stop_never_waits(void)
         fprintf(stderr, "\na thread-stop handler waited for keycache's "
                 "lock under OpenSSL's\n");
     CU_ASSERT_EQUAL(violations(), 0);
-    CU_ASSERT_EQUAL(scan_live(K_UNLOCKED, K_UNLOCKED + 2, 1), 0);
+    /* (a second instance's: before it goes, which would wipe it anyway) */
+    CU_ASSERT_EQUAL(scan_live(k, kb + 1, 1), 0);
+}
+
+static void test_thread_stop_never_waits(void)
+{
+    run_never_waits(kct_keycache(), K_UNLOCKED);
 }
 
 /*
@@ -451,45 +472,10 @@ static void test_thread_stop_never_waits(void)
  * second library context with keycache): its stop does not wait either,
  * and the thread's exit still wipes it.
  */
-static OSSL_LIB_CTX *second;
-
-static void *exit_a_second(void *varg)
-{
-    int *bad = varg;
-
-    *bad += use_rows(kct_keycache(), keys[K_SECOND]);   /* the record's */
-    *bad += use_rows(second, keys[K_SECOND + 1]);
-    /* (the second instance holds that key: there is a cache to stop) */
-    *bad += scan_live(K_SECOND + 1, K_SECOND + 2, 0) == 0;
-    sem_post(&a_ready);
-    sem_wait(&a_go);
-    return NULL;
-}
-
 static void test_thread_stop_second_never_waits(void)
 {
-    B_ARG bb = { 0, K_SECOND + 2, &a_ready };
-    int i, bad = 0;
-
     CU_ASSERT_PTR_NOT_NULL_FATAL(second = kct_keycache_conf(""));
-    probes = held = b_fired = 0;
-    CU_ASSERT_EQUAL_FATAL(sem_init(&a_ready, 0, 0), 0);
-    CU_ASSERT_EQUAL_FATAL(sem_init(&a_go, 0, 0), 0);
-    run_a_b(probe_from_b, exit_a_second, &bad, &bb, &b_fired, &a_go);
-    for (i = 0; i < held; i++)
-        pthread_join(late[i], NULL);
-    sem_destroy(&a_go);
-    sem_destroy(&a_ready);
-    CU_ASSERT_EQUAL(bad + bb.bad, 0);
-    CU_ASSERT_TRUE(b_fired);
-    CU_ASSERT_EQUAL(probes, 1);
-    CU_ASSERT_EQUAL(held, 0);
-    if (held != 0)
-        fprintf(stderr, "\nanother instance's thread-stop handler waited for "
-                "keycache's lock under OpenSSL's\n");
-    CU_ASSERT_EQUAL(violations(), 0);
-    /* before the second instance goes, which would wipe it anyway */
-    CU_ASSERT_EQUAL(scan_live(K_SECOND, K_SECOND + 3, 1), 0);
+    run_never_waits(second, K_SECOND);
     OSSL_LIB_CTX_free(second);
 }
 
@@ -519,6 +505,8 @@ typedef struct {
     int bad;
     uint64_t hits;              /* A's hits from its old key after the stop */
     unsigned long left;         /* its other old key in live blocks, then */
+    OSSL_LIB_CTX *on;           /* where A keys: the record's instance or not */
+    int k;                      /* A's keys k, k + 1; the record's k + 2 */
 } CONTEND;
 
 static void *contend_a(void *varg)
@@ -528,26 +516,32 @@ static void *contend_a(void *varg)
     uint64_t h;
     int i;
 
-    x->bad += use_rows(kct_keycache(), keys[K_CONTEND]);
-    x->bad += use_rows(kct_keycache(), keys[K_CONTEND + 1]);
+    /* (another instance than the record's: the record is this one's) */
+    if (x->on != kct_keycache())
+        x->bad += use_rows(kct_keycache(), keys[x->k + 2]);
+    x->bad += use_rows(x->on, keys[x->k]);
+    x->bad += use_rows(x->on, keys[x->k + 1]);
+    /* (A's cache holds that key: there is a cache to stop) */
+    x->bad += scan_live(x->k + 1, x->k + 2, 0) == 0;
     sem_post(&c_ready);         /* its cache made, before B takes the lock */
     sem_wait(&c_stop);
     OPENSSL_thread_stop();
     sem_post(&c_stopped);
-    h = kct_counter(KEYCACHE_PARAM_HITS);
-    x->bad += use_row(kct_keycache(), f, keys[K_CONTEND], f->keylen);
-    x->hits = kct_counter(KEYCACHE_PARAM_HITS) - h;
+    h = kct_counter_in(x->on, KEYCACHE_PARAM_HITS);
+    x->bad += use_row(x->on, f, keys[x->k], f->keylen);
+    x->hits = kct_counter_in(x->on, KEYCACHE_PARAM_HITS) - h;
     /* again, enough for an admission: a new cache */
     for (i = 0; i < 4; i++)
-        x->bad += use_row(kct_keycache(), f, keys[K_CONTEND], f->keylen);
-    x->left = scan_live(K_CONTEND + 1, K_CONTEND + 2, 1);
+        x->bad += use_row(x->on, f, keys[x->k], f->keylen);
+    x->left = scan_live(x->k + 1, x->k + 2, 1);
     return NULL;
 }
 
-static void test_thread_stop_contended(void)
+/* A keys in |on|, keys k to k + 2 its, k + 3 B's */
+static void run_contended(OSSL_LIB_CTX *on, int k)
 {
-    CONTEND x = { 0, 0, 0 };
-    B_ARG bb = { 0, K_CONTEND + 3, &c_ready };
+    CONTEND x = { 0, 0, 0, on, k };
+    B_ARG bb = { 0, k + 3, &c_ready };
 
     c_fired = c_timeout = 0;
     CU_ASSERT_EQUAL_FATAL(sem_init(&c_ready, 0, 0), 0);
@@ -568,62 +562,22 @@ static void test_thread_stop_contended(void)
     CU_ASSERT_EQUAL(x.hits, 0);
     CU_ASSERT_EQUAL(x.left, 0);
     CU_ASSERT_EQUAL(violations(), 0);
-    CU_ASSERT_EQUAL(scan_live(K_CONTEND, K_CONTEND + 4, 1), 0);
+    CU_ASSERT_EQUAL(scan_live(k, k + 4, 1), 0);
+}
+
+static void test_thread_stop_contended(void)
+{
+    run_contended(kct_keycache(), K_CONTEND);
 }
 
 /*
  * The same stop with a cache of a second instance: that cache is no longer
  * served after the stop, and the thread's next look-up frees it.
  */
-static void *contend_a_second(void *varg)
-{
-    CONTEND *x = varg;
-    const KCT_FAM *f = kct_fam_find("HMAC");
-    uint64_t h;
-    int i;
-
-    x->bad += use_rows(kct_keycache(), keys[K_SECOND_CONTEND]);
-    x->bad += use_rows(second, keys[K_SECOND_CONTEND + 1]);
-    x->bad += use_rows(second, keys[K_SECOND_CONTEND + 2]);
-    x->bad += scan_live(K_SECOND_CONTEND + 2, K_SECOND_CONTEND + 3, 0) == 0;
-    sem_post(&c_ready);
-    sem_wait(&c_stop);
-    OPENSSL_thread_stop();
-    sem_post(&c_stopped);
-    h = kct_counter_in(second, KEYCACHE_PARAM_HITS);
-    x->bad += use_row(second, f, keys[K_SECOND_CONTEND + 1], f->keylen);
-    x->hits = kct_counter_in(second, KEYCACHE_PARAM_HITS) - h;
-    for (i = 0; i < 4; i++)
-        x->bad += use_row(second, f, keys[K_SECOND_CONTEND + 1], f->keylen);
-    x->left = scan_live(K_SECOND_CONTEND + 2, K_SECOND_CONTEND + 3, 1);
-    return NULL;
-}
-
 static void test_thread_stop_second_contended(void)
 {
-    CONTEND x = { 0, 0, 0 };
-    B_ARG bb = { 0, K_SECOND_CONTEND + 3, &c_ready };
-
     CU_ASSERT_PTR_NOT_NULL_FATAL(second = kct_keycache_conf(""));
-    c_fired = c_timeout = 0;
-    CU_ASSERT_EQUAL_FATAL(sem_init(&c_ready, 0, 0), 0);
-    CU_ASSERT_EQUAL_FATAL(sem_init(&c_stop, 0, 0), 0);
-    CU_ASSERT_EQUAL_FATAL(sem_init(&c_stopped, 0, 0), 0);
-    run_a_b(contend_from_b, contend_a_second, &x, &bb, &c_fired, &c_stop);
-    sem_destroy(&c_stop);
-    sem_destroy(&c_ready);
-    sem_destroy(&c_stopped);
-    CU_ASSERT_EQUAL(bb.bad + x.bad, 0);
-    CU_ASSERT_TRUE(c_fired);
-    CU_ASSERT_FALSE(c_timeout);
-    if (x.hits != 0 || x.left != 0)
-        fprintf(stderr, "\nafter the stop: %llu hit(s) in the second "
-                "instance, its other old key in %lu live block(s)\n",
-                (unsigned long long)x.hits, x.left);
-    CU_ASSERT_EQUAL(x.hits, 0);
-    CU_ASSERT_EQUAL(x.left, 0);
-    CU_ASSERT_EQUAL(violations(), 0);
-    CU_ASSERT_EQUAL(scan_live(K_SECOND_CONTEND, K_SECOND_CONTEND + 4, 1), 0);
+    run_contended(second, K_SECOND_CONTEND);
     OSSL_LIB_CTX_free(second);
 }
 
