@@ -58,6 +58,20 @@ ONLY_ON = {
 }
 
 MUTANTS = {
+    # the advertised parameter tables of the template families, and a
+    # final before any key
+    "tmac-gettable-ctx-wrong": ("provider/layer/tmpl.c",
+        "    return KC_CTX_TABLE(pctx->fam[which].mac.gettable_ctx_params, pctx);",
+        "    return KC_CTX_TABLE(pctx->fam[which].mac.settable_ctx_params, pctx);"),
+    "tmac-gettable-wrong": ("provider/layer/tmpl.c",
+        "    return KC_TABLE(pctx->fam[which].mac.gettable_params, pctx);",
+        "    return NULL;"),
+    "tciph-gettable-wrong": ("provider/layer/ctmpl.c",
+        "    return KC_TABLE(pctx->cfam[which].fns.gettable_params, pctx);",
+        "    return NULL;"),
+    "tmac-unkeyed-final-succeeds": ("provider/layer/tmpl.c",
+        "    return materialize(w, NULL)\n           && w->f->mac.final(w->t.inner, out, outl, outsize);",
+        "    return 1;"),
     # a thread's base (KC_TBASE): a copy not keyed with the caller's key
     "tmpl-base-key-skipped": ("provider/layer/tmpl.c",
         "         && (key == NULL || f->init(inner, key, keylen, NULL));",
@@ -128,7 +142,7 @@ MUTANTS = {
     # process-wide lock (a fork() then leaves the child unable to exit);
     # or set aside and never freed, nor by a cache made after
     "thread-stop-frees-under-lock": ("provider/cache/store.c",
-        "    int defer = reap_at_exit(REAP_DYING);",
+        "    int defer = reap_ok && pthread_setspecific(reap_key, pctx) == 0;",
         "    int defer = 0;"),
     "thread-stop-waits-for-registry": ("provider/cache/store.c",
         "    if (pthread_mutex_trylock(&registry_lock) != 0) {",
@@ -136,52 +150,31 @@ MUTANTS = {
     # a stop that finds registry_lock taken leaves the thread its cache,
     # or the cache it took off is freed only at the thread's exit
     "thread-stop-contended-keeps-cache": ("provider/cache/store.c",
-        "            kc_lite.stopped = lite_detach();",
-        "            (void)0;"),
-    # ...another instance's stop waits for it under OpenSSL's lock, or
-    # the cache it left on the thread outlives the thread's exit
-    # the advertised parameter tables of the template families, and a
-    # final before any key
-    "tmac-gettable-ctx-wrong": ("provider/layer/tmpl.c",
-        "    return KC_CTX_TABLE(pctx->fam[which].mac.gettable_ctx_params, pctx);",
-        "    return KC_CTX_TABLE(pctx->fam[which].mac.settable_ctx_params, pctx);"),
-    "tmac-gettable-wrong": ("provider/layer/tmpl.c",
-        "    return KC_TABLE(pctx->fam[which].mac.gettable_params, pctx);",
-        "    return NULL;"),
-    "tciph-gettable-wrong": ("provider/layer/ctmpl.c",
-        "    return KC_TABLE(pctx->cfam[which].fns.gettable_params, pctx);",
-        "    return NULL;"),
-    "tmac-unkeyed-final-succeeds": ("provider/layer/tmpl.c",
-        "    return materialize(w, NULL)\n           && w->f->mac.final(w->t.inner, out, outl, outsize);",
-        "    return 1;"),
+        "                (void)lite_detach();",
+        "                (void)0;"),
+    # ...the stop, the record's or another instance's, waits for it
+    # under OpenSSL's lock, or the cache it left outlives the thread's exit
     "thread-stop-second-waits": ("provider/cache/store.c",
-        "        if (defer && kc_lite.pctx != pctx && reap_at_exit(REAP_OWN))",
-        "        if (0 && defer && kc_lite.pctx != pctx && reap_at_exit(REAP_OWN))"),
+        "        if (defer) {\n            if (kc_lite.pctx == pctx)",
+        "        if (0) {\n            if (kc_lite.pctx == pctx)"),
     "thread-stop-second-kept": ("provider/cache/store.c",
-        "    if (what == REAP_OWN)\n        caches_own_aside();",
-        "    if (0)\n        caches_own_aside();"),
-    # ...or still served after an explicit stop the thread goes on from,
-    # or left in memory by its next look-up
+        "    registry_take();\n    own_stopped_aside();\n    for",
+        "    registry_take();\n    for"),
+    # ...or still served after an explicit stop the thread goes on from
     "thread-stop-second-still-served": ("provider/cache/store.c",
         "            kc_lite.own_stopped = 1;\n",
         "            (void)0;\n"),
     "thread-stop-second-served-anyway": ("provider/cache/store.c",
         "    if (kc_lite.own_stopped)\n        return NULL;",
         "    if (0)\n        return NULL;"),
-    "thread-stop-second-not-freed": ("provider/cache/store.c",
-        "        caches_reap_all(REAP_OWN);\n    }\n    if (c != NULL) {",
-        "        (void)0;\n    }\n    if (c != NULL) {"),
-    "thread-stop-second-forgotten": ("provider/cache/store.c",
-        "           && (pthread_getspecific(reap_key) == REAP_OWN\n",
-        "           && (0\n"),
     # the report's count of threads that admitted: a thread stopped and
     # cached again counted twice
     "report-thread-admitted-twice": ("provider/cache/store.c",
         "        if (c != kc_lite.body || !kc_lite.admitted)",
         "        if (1)"),
     "thread-stop-contended-kept-till-exit": ("provider/cache/store.c",
-        "    if (l != NULL)\n        lite_stopped_aside();",
-        "    if (0)\n        lite_stopped_aside();"),
+        "    own_stopped_aside();\n    caches_reap(pctx, 0);",
+        "    caches_reap(pctx, 0);"),
     "thread-stop-never-reaped": ("provider/cache/store.c",
         "    reap_ok = kc_module_pin()\n              && pthread_key_create(&reap_key, caches_reap_all) == 0;",
         "    reap_ok = kc_module_pin()\n              && pthread_key_create(&reap_key, NULL) == 0;"),

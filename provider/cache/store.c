@@ -155,12 +155,11 @@ typedef struct {
     uint64_t inst;            /* the owner's KC_PROVCTX.inst, 0: none */
     KC_PROVCTX *pctx;
     KC_CACHE *body;           /* the thread's cache of inst, or NULL */
-    KC_CACHE *stopped;        /* body at a stop that found the lock taken */
     unsigned int memo_last;
     unsigned char nseen;      /* seen[0, nseen) used since last wiped */
     unsigned char frees;      /* wrapper structs freed, up to KC_LITE_FREES */
     unsigned char admitted;   /* a cache of the record's admitted a key */
-    unsigned char own_stopped; /* caches of other instances: see REAP_OWN */
+    unsigned char own_stopped; /* its caches wait to be set aside: reap_key */
     KC_SEEN seen[KC_LITE_SEEN];   /* fingerprints under shared->key */
 } KC_LITE;
 
@@ -198,7 +197,7 @@ static ossl_inline KC_CACHE *tls_get(KC_PROVCTX *pctx)
 {
     if (kc_lite.inst == pctx->inst)
         return kc_lite.body;
-    /* stopped, to be set aside by the next look-up (cache_get_slower()) */
+    /* stopped, to be set aside by the next cache made (see reap_key) */
     if (kc_lite.own_stopped)
         return NULL;
     return CRYPTO_THREAD_get_local(&pctx->tls);
@@ -627,24 +626,19 @@ static size_t caches_reap(KC_PROVCTX *pctx, int forked)
  * next by the exiting thread, frees every dying cache under registry_lock
  * (a fork() waits for it; the child frees what is left).  The handler
  * never waits for registry_lock, which the forking thread holds across
- * fork(): when it is taken, the record's cache is taken off the thread
- * (stopped) and set aside by that destructor or the thread's next cache.
- * After an explicit OPENSSL_thread_stop() the cache waits for the thread's
- * exit, the next cache made, or teardown; a forked child frees it.  The
- * key's value says what the destructor does: REAP_DYING frees the dying
- * caches; REAP_OWN also sets aside every other cache the thread still owns,
- * as a stop that found the lock taken leaves another instance's (one not
- * the record's, reached only through its instance, which may be gone).
- * Such a stop also marks the record (own_stopped): the thread's next
- * look-up sets them aside and frees them, so that a thread that goes on
- * after OPENSSL_thread_stop() is served from none of them.
+ * fork().  When it is taken, the cache stays linked and is only no longer
+ * served: the record's is taken off the record, another instance's (reached
+ * only through its instance, which may be gone) hidden by own_stopped.
+ * Every cache the thread owns but its record's current one is then set
+ * aside by the next cache the thread makes (a look-up of another instance
+ * makes one) or by that destructor (own_stopped_aside()), and a forked
+ * child frees them.  After an explicit
+ * OPENSSL_thread_stop() the cache waits for the thread's exit, the next
+ * cache made, or teardown.
  */
 static pthread_once_t reap_once = PTHREAD_ONCE_INIT;
 static pthread_key_t reap_key;
 static int reap_ok;
-static char reap_dying, reap_own;
-#define REAP_DYING ((void *)&reap_dying)
-#define REAP_OWN ((void *)&reap_own)
 
 static void cache_set_aside(KC_PROVCTX *pctx, KC_CACHE *c)
 {
@@ -665,16 +659,6 @@ static KC_CACHE *lite_detach(void)
     return c;
 }
 
-/* a cache the record's stop took off without the lock, set aside (held) */
-static void lite_stopped_aside(void)
-{
-    KC_CACHE *c = kc_lite.stopped;
-
-    kc_lite.stopped = NULL;
-    if (c != NULL && instance_live(NULL, kc_lite.inst))
-        cache_set_aside(kc_lite.pctx, c);
-}
-
 /* the calling thread's caches, but its record's, set aside (lock held) */
 static void caches_own_aside(void)
 {
@@ -693,25 +677,25 @@ static void caches_own_aside(void)
         }
 }
 
-static void caches_reap_all(void *what)
+/* what a stop that found registry_lock taken left, set aside (held) */
+static void own_stopped_aside(void)
+{
+    if (kc_lite.own_stopped) {
+        kc_lite.own_stopped = 0;
+        caches_own_aside();
+    }
+}
+
+static void caches_reap_all(void *unused)
 {
     KC_PROVCTX *pctx;
 
+    (void)unused;
     registry_take();
-    lite_stopped_aside();
-    if (what == REAP_OWN)
-        caches_own_aside();
+    own_stopped_aside();
     for (pctx = live_instances; pctx != NULL; pctx = pctx->next_live)
         caches_reap(pctx, 0);
     pthread_mutex_unlock(&registry_lock);
-}
-
-/* Ask the thread's exit for what (never less than asked before); 0: no key. */
-static int reap_at_exit(void *what)
-{
-    return reap_ok
-           && (pthread_getspecific(reap_key) == REAP_OWN
-               || pthread_setspecific(reap_key, what) == 0);
 }
 
 /* the destructor's code must outlive an unload: the module is pinned */
@@ -731,22 +715,17 @@ static void kc_thread_stop(void *arg)
 {
     KC_PROVCTX *pctx = arg;
     KC_CACHE *c = NULL;
-    int defer = reap_at_exit(REAP_DYING);
+    int defer = reap_ok && pthread_setspecific(reap_key, pctx) == 0;
 
     if (pthread_mutex_trylock(&registry_lock) != 0) {
         /*
          * Nothing but the thread's own record is touched before
-         * instance_live() says pctx lives: its next admission makes a new
-         * cache (and registers this handler again).  Another instance's
-         * cache is no longer served (own_stopped) and goes at the thread's
-         * next look-up or exit.
+         * instance_live() says pctx lives (see reap_key); the record's
+         * next admission makes a new cache and registers this handler again.
          */
-        if (defer && kc_lite.pctx == pctx && kc_lite.body != NULL
-            && kc_lite.stopped == NULL) {
-            kc_lite.stopped = lite_detach();
-            return;
-        }
-        if (defer && kc_lite.pctx != pctx && reap_at_exit(REAP_OWN)) {
+        if (defer) {
+            if (kc_lite.pctx == pctx)
+                (void)lite_detach();
             kc_lite.own_stopped = 1;
             return;
         }
@@ -928,8 +907,6 @@ static void caches_forked(void)
         if (kc_lite.inst == pctx->inst) {
             memset(kc_lite.seen, 0, sizeof(kc_lite.seen));
             kc_lite.nseen = 0;
-            /* (linked still: freed below with the other threads') */
-            kc_lite.stopped = NULL;
         }
         /* the child's own report counts from here (core/report.c) */
         pctx->threads_cached = pctx->threads_admitted = pctx->fork_wiped = 0;
@@ -978,9 +955,7 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
         return NULL;
     }
     registry_take();
-    /* what an explicit OPENSSL_thread_stop() left */
-    if (l != NULL)
-        lite_stopped_aside();
+    own_stopped_aside();
     caches_reap(pctx, 0);
     c->id = next_cache_id++;
     c->owner = pthread_self();
@@ -1079,10 +1054,6 @@ static KC_NOINLINE KC_CACHE *cache_get_slower(KC_PROVCTX *pctx, KC_CACHE *c)
     unsigned int gen;
     time_t now;
 
-    if (kc_lite.own_stopped) {
-        kc_lite.own_stopped = 0;
-        caches_reap_all(REAP_OWN);
-    }
     if (c != NULL) {
         gen = __atomic_load_n(&pctx->props_gen, __ATOMIC_ACQUIRE);
         if (c->props_gen != gen)
