@@ -846,6 +846,133 @@ static void pat_copy_keyed(OSSL_LIB_CTX *libctx, REC *r)
     }
 }
 
+/* The lone length queries EVP makes, and the lengths EVP reports. */
+static void rec_lens(REC *r, EVP_CIPHER_CTX *ctx)
+{
+    static const char *const names[] = {
+        OSSL_CIPHER_PARAM_IVLEN, OSSL_CIPHER_PARAM_KEYLEN
+    };
+    OSSL_PARAM p[2];
+    size_t v;
+    int i, rc;
+
+    for (i = 0; i < 2; i++) {
+        v = 12345;
+        p[0] = OSSL_PARAM_construct_size_t(names[i], &v);
+        p[1] = OSSL_PARAM_construct_end();
+        rc = EVP_CIPHER_CTX_get_params(ctx, p);
+        rec_printf(r, "get %s v=%zu size=%zu", names[i], v, p[0].return_size);
+        step(r, "", rc);
+    }
+    rec_printf(r, "lengths key=%d iv=%d", EVP_CIPHER_CTX_get_key_length(ctx),
+               EVP_CIPHER_CTX_get_iv_length(ctx));
+    step(r, "", 1);
+}
+
+/* A message: OCB's IV (of the length EVP is told), then the lengths. */
+static void lens_msg(REC *r, EVP_CIPHER_CTX *ctx, int c, int enc, int n)
+{
+    unsigned char out[BUFMAX], tag[16];
+    int outl;
+
+    rec_printf(r, "message %d", n);
+    step(r, "", 1);
+    if (is_ocb(c))
+        step(r, "iv", EVP_CipherInit_ex2(ctx, NULL, NULL, ivs[n % 4], -1,
+                                         NULL));
+    rec_lens(r, ctx);
+    memset(tag, 0x5a, sizeof(tag));
+    if (!enc)
+        step(r, "tag", EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, 16,
+                                           tag));
+    step(r, "aad", EVP_CipherUpdate(ctx, NULL, &outl, aadbuf, 5 + n));
+    rec_update(r, ctx, out, &outl, msg, 30 + n);
+    step(r, "final", EVP_CipherFinal_ex(ctx, out, &outl));
+    if (enc)
+        rec_tag(r, ctx, tag, 16, " tag");
+}
+
+/*
+ * OpenSSL 3.0's EVP asks a context's IV and key lengths before each init,
+ * which keycache answers itself while it knows them (ctmpl.c, keyed_known):
+ * every way they can change between a keying and the next init, on
+ * templates and their copies, each followed by the lone queries, the
+ * lengths EVP reports and a message.
+ */
+static void pat_lengths(OSSL_LIB_CTX *libctx, REC *r)
+{
+    OSSL_PARAM p[2];
+    size_t eight = 8;
+    int c, enc, k;
+
+    for (c = 0; c < NCIPHERS; c++) {
+        EVP_CIPHER *ci = EVP_CIPHER_fetch(libctx, ciphers[c], NULL);
+
+        for (enc = 1; enc >= 0; enc--) {
+            EVP_CIPHER_CTX *t = EVP_CIPHER_CTX_new(), *x[4];
+
+            for (k = 0; k < 4; k++)
+                x[k] = EVP_CIPHER_CTX_new();
+            rec_printf(r, "-- %s enc=%d", ciphers[c], enc);
+            step(r, "key alone", EVP_CipherInit_ex2(t, ci, keys[0], NULL,
+                                                    enc, NULL));
+            rec_lens(r, t);
+            /* the IV length set on the keyed template, then a copy */
+            if (is_ocb(c))
+                set_len(r, t, OSSL_CIPHER_PARAM_AEAD_IVLEN, 10);
+            rec_lens(r, t);
+            step(r, "copy", EVP_CIPHER_CTX_copy(x[0], t));
+            rec_lens(r, x[0]);
+            lens_msg(r, x[0], c, enc, 0);
+            /* ... and on the copy, between its messages */
+            if (is_ocb(c))
+                set_len(r, x[0], OSSL_CIPHER_PARAM_AEAD_IVLEN, 12);
+            lens_msg(r, x[0], c, enc, 1);
+            /* an init with params on a copy: alone (EVP sets them), then
+             * with an IV (given to the init) */
+            step(r, "copy", EVP_CIPHER_CTX_copy(x[1], t));
+            p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN,
+                                               &eight);
+            p[1] = OSSL_PARAM_construct_end();
+            step(r, "init params", EVP_CipherInit_ex2(x[1], NULL, NULL,
+                                                      NULL, -1, p));
+            lens_msg(r, x[1], c, enc, 2);
+            step(r, "copy", EVP_CIPHER_CTX_copy(x[1], t));
+            step(r, "init iv params",
+                 EVP_CipherInit_ex2(x[1], NULL, NULL,
+                                    is_ocb(c) ? ivs[3] : NULL, -1, p));
+            lens_msg(r, x[1], c, enc, 2);
+            /* a copy keyed again, with another key, then its own */
+            step(r, "copy", EVP_CIPHER_CTX_copy(x[2], t));
+            for (k = 1; k >= 0; k--) {
+                step(r, "key again", EVP_CipherInit_ex2(x[2], NULL, keys[k],
+                                                        NULL, -1, NULL));
+                lens_msg(r, x[2], c, enc, 3 - k);
+            }
+            /* keyed with its IV, the length changed there, then copied */
+            step(r, "key and iv", EVP_CipherInit_ex2(t, ci, keys[1], ivs[1],
+                                                     enc, NULL));
+            if (is_ocb(c))
+                set_len(r, t, OSSL_CIPHER_PARAM_AEAD_IVLEN, 14);
+            step(r, "copy", EVP_CIPHER_CTX_copy(x[3], t));
+            lens_msg(r, x[3], c, enc, 1);
+            lens_msg(r, t, c, enc, 2);
+            /* the IV length set before the key, then the key alone */
+            step(r, "cipher", EVP_CipherInit_ex2(t, ci, NULL, NULL, enc,
+                                                 NULL));
+            if (is_ocb(c))
+                set_len(r, t, OSSL_CIPHER_PARAM_AEAD_IVLEN, 9);
+            step(r, "key", EVP_CipherInit_ex2(t, NULL, keys[2], NULL, -1,
+                                              NULL));
+            lens_msg(r, t, c, enc, 3);
+            for (k = 0; k < 4; k++)
+                EVP_CIPHER_CTX_free(x[k]);
+            EVP_CIPHER_CTX_free(t);
+        }
+        EVP_CIPHER_free(ci);
+    }
+}
+
 /*
  * One key both ways, and a context keyed to encrypt then re-initialised
  * to decrypt without the key (OCB's bulk function follows the direction
@@ -1594,6 +1721,22 @@ static void test_reinit(void) { run_pattern(pat_reinit, 1); }
 static void test_dup(void) { run_pattern(pat_dup, 1); }
 static void test_copy_keyed(void) { run_pattern(pat_copy_keyed, 1); }
 static void test_directions(void) { run_pattern(pat_directions, 1); }
+
+/* ... and with the deployed admission, where a first key passes through */
+static void test_lengths(void)
+{
+    OSSL_LIB_CTX *dep = kct_keycache_conf("admit_after = 3\n");
+    KCT_REC def = { 0 }, kc = { 0 };
+
+    run_pattern(pat_lengths, 1);
+    CU_ASSERT_FATAL(dep != NULL);
+    kct_rec_run(pat_lengths, kct_default(), &def);
+    kct_rec_run(pat_lengths, dep, &kc);
+    CU_ASSERT(kct_rec_same("[pat_lengths] admit_after = 3", &def, &kc));
+    rec_free(&def);
+    rec_free(&kc);
+    OSSL_LIB_CTX_free(dep);
+}
 static void test_queries(void) { run_pattern(pat_queries, 1); }
 static void test_bad(void) { run_pattern(pat_bad, 0); }
 static void test_evp_cipher(void) { run_pattern(pat_evp_cipher, 1); }
@@ -1618,6 +1761,8 @@ static void add_suites(void)
     CU_add_test(s, "copy before the key and mid-message", test_dup);
     CU_add_test(s, "a keyed template copied per message", test_copy_keyed);
     CU_add_test(s, "one key both ways", test_directions);
+    CU_add_test(s, "lengths asked between a keying and the next init",
+                test_lengths);
     CU_add_test(s, "queries before and after the key", test_queries);
     CU_add_test(s, "bad and passed-through calls", test_bad);
     CU_add_test(s, "EVP_Cipher", test_evp_cipher);

@@ -452,6 +452,94 @@ static void test_same_functions(void)
     OSSL_PROVIDER_unload(def);
 }
 
+/* The function |id| of dispatch table |d|, or NULL. */
+static void (*function(const OSSL_DISPATCH *d, int id))(void)
+{
+    for (; d != NULL && d->function_id != 0; d++)
+        if (d->function_id == id)
+            return d->function;
+    return NULL;
+}
+
+/*
+ * A cipher row's context driven through its dispatch table, as a caller
+ * other than 3.0's EVP may (3.0's EVP sets an init's params first): keyed
+ * alone, copied, then an init with an IV and an "ivlen" among params, or
+ * with an IV of another length, and the lone IV-length query after it;
+ * what each returned, into out.
+ */
+static void direct_lengths(OSSL_PROVIDER *prov, const KCT_FAM *f, char *out,
+                           size_t len)
+{
+    const OSSL_DISPATCH *d = implementation(prov, OSSL_OP_CIPHER, f->name);
+    OSSL_FUNC_cipher_newctx_fn *newctx = (OSSL_FUNC_cipher_newctx_fn *)
+        function(d, OSSL_FUNC_CIPHER_NEWCTX);
+    OSSL_FUNC_cipher_dupctx_fn *dupctx = (OSSL_FUNC_cipher_dupctx_fn *)
+        function(d, OSSL_FUNC_CIPHER_DUPCTX);
+    OSSL_FUNC_cipher_freectx_fn *freectx = (OSSL_FUNC_cipher_freectx_fn *)
+        function(d, OSSL_FUNC_CIPHER_FREECTX);
+    OSSL_FUNC_cipher_encrypt_init_fn *einit =
+        (OSSL_FUNC_cipher_encrypt_init_fn *)
+        function(d, OSSL_FUNC_CIPHER_ENCRYPT_INIT);
+    OSSL_FUNC_cipher_get_ctx_params_fn *get =
+        (OSSL_FUNC_cipher_get_ctx_params_fn *)
+        function(d, OSSL_FUNC_CIPHER_GET_CTX_PARAMS);
+    unsigned char key[KCT_FAM_MAXKEY], iv[16];
+    size_t eight = 8, v = 0, w = 0;
+    OSSL_PARAM p[2];
+    void *c, *dup;
+    int r1, r2 = -1, r3 = -1, r4 = -1, r5 = -1;
+
+    CU_ASSERT_FATAL(newctx != NULL && dupctx != NULL && freectx != NULL
+                    && einit != NULL && get != NULL);
+    kct_fill(key, sizeof(key), 71);
+    kct_fill(iv, sizeof(iv), 72);
+    c = newctx(OSSL_PROVIDER_get0_provider_ctx(prov));
+    CU_ASSERT_FATAL(c != NULL);
+    r1 = einit(c, key, f->keylen, NULL, 0, NULL);
+    if ((dup = dupctx(c)) != NULL) {
+        p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN,
+                                           &eight);
+        p[1] = OSSL_PARAM_construct_end();
+        r2 = einit(dup, NULL, 0, iv, KCT_FAM_IVLEN, p);
+        p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_IVLEN, &v);
+        r3 = get(dup, p);
+        freectx(dup);
+    }
+    /* ... and an init with an IV of another length than the last */
+    if ((dup = dupctx(c)) != NULL) {
+        r4 = einit(dup, NULL, 0, iv, 8, NULL);
+        p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_IVLEN, &w);
+        r5 = get(dup, p);
+        freectx(dup);
+    }
+    snprintf(out, len, "%s: key %d init %d get %d ivlen %zu, init %d get %d "
+             "ivlen %zu", f->name, r1, r2, r3, v, r4, r5, w);
+    freectx(c);
+    ERR_clear_error();
+}
+
+static void test_direct_lengths(void)
+{
+    OSSL_PROVIDER *def = OSSL_PROVIDER_load(kct_keycache(), "default");
+    OSSL_PROVIDER *kc = kct_keycache_provider();
+    char want[160], got[160];
+    size_t i;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(def);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(kc);
+    for (i = 0; i < kct_nfams; i++) {
+        if (kct_fams[i].kind != KCT_CIPHER)
+            continue;
+        direct_lengths(def, &kct_fams[i], want, sizeof(want));
+        direct_lengths(kc, &kct_fams[i], got, sizeof(got));
+        if (strcmp(want, got) != 0)
+            fprintf(stderr, "\n  default %s\n  keycache %s\n", want, got);
+        CU_ASSERT_STRING_EQUAL(want, got);
+    }
+    OSSL_PROVIDER_unload(def);
+}
+
 /* ---------------------------------------------------------------------- */
 /* EVP_SKEY (OpenSSL 3.5+)                                                */
 
@@ -523,6 +611,8 @@ static void add_suites(void)
                 test_registry_repeated);
     CU_add_test(s, "same dispatch functions as default, every registry row",
                 test_same_functions);
+    CU_add_test(s, "an init's params given to the init, every cipher row",
+                test_direct_lengths);
 #if OPENSSL_VERSION_NUMBER >= 0x30500000L
     CU_add_test(s, "EVP_CipherInit_SKEY (3.5+)", test_skey_init);
 #endif

@@ -55,6 +55,8 @@ ONLY_ON = {
     "ciphers-pay-always": ("3.5", "3.6", "4."),
     "ciphers-pay-never": ("3.0", "3.1", "3.2", "3.3", "3.4"),
     "siv-not-passthrough": ("3.0", "3.1", "3.2", "3.3", "3.4"),
+    # just keyed is GCM's from 3.5 on; on 3.0 keyed_known answers instead
+    "ctmpl-jk-fresh-ivlen": ("3.5", "3.6", "4."),
 }
 
 MUTANTS = {
@@ -1175,11 +1177,34 @@ MUTANTS = {
     # is not noted, EVP's query before the IV init answered with the old
     "ctmpl-jk-set-untracked": ("provider/layer/ctmpl.c",
         "            w->keyed_ivlen = v + 2;\n", ""),
+    # keyed_known: an init with params still answered from what was known
+    "ctmpl-known-params-stay": ("provider/layer/ctmpl.c",
+        "    if (params != NULL || (iv != NULL && ivlen + 2 != w->keyed_ivlen))",
+        "    if (iv != NULL && ivlen + 2 != w->keyed_ivlen)"),
+    # keyed_known: an init with an IV of another length than the known one
+    # (a caller other than EVP) still answered with the old
+    "ctmpl-known-ivlen-stays": ("provider/layer/ctmpl.c",
+        "    if (params != NULL || (iv != NULL && ivlen + 2 != w->keyed_ivlen))",
+        "    if (params != NULL)"),
+    # keyed_known: a copy answers its template's first lengths, not the
+    # ones the template has when copied
+    "ctmpl-known-learned-stale": ("provider/layer/ctmpl.c",
+        "        set_keyed(w, w->t.inner, w->ifn, known_field(&p[0]),",
+        "        set_keyed(w, w->t.inner, w->ifn, CV_IVLEN(w->f->empty_value),"),
+    # keyed_known: a context keyed alone, passed through, answers a fresh
+    # context's IV length, not its shape's (a length set before the key)
+    "ctmpl-known-pass-fresh": ("provider/layer/ctmpl.c",
+        "        set_keyed(w, w->t.inner, w->ifn, CV_IVLEN(w->t.value),",
+        "        set_keyed(w, w->t.inner, w->ifn, CV_IVLEN(w->f->empty_value),"),
+    # keyed_known: the same, keyed from the cache
+    "ctmpl-known-hit-fresh": ("provider/layer/ctmpl.c",
+        "                set_keyed(w, inner, f->kfns, CV_IVLEN(w->t.value),",
+        "                set_keyed(w, inner, f->kfns, CV_IVLEN(w->f->empty_value),"),
     # just keyed: a refused "ivlen" set noted as if the default took it
     "ctmpl-jk-refused-tracked": ("provider/layer/ctmpl.c",
-        "    if (ret == 1 && params != NULL && len_query(params) == 'i') {",
-        "    if (params != NULL && len_query(params) == 'i') {"),
-    # just keyed: other sets (the IV length among other params) leave
+        "    if (ret == 1 && w->f->d->ivlen_set_sets && len_query(params) == 'i') {",
+        "    if (w->f->d->ivlen_set_sets && len_query(params) == 'i') {"),
+    # just keyed, keyed_known: other sets (the IV length among other params) leave
     # keycache answering with what it knew
     "ctmpl-jk-other-set-stays": ("provider/layer/ctmpl.c",
         "    set_inner(w, w->t.inner, w->ifn);\n    return ret;\n}",

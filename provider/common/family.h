@@ -177,6 +177,7 @@ struct kc_cfam_st {
     size_t keylen;                  /* the one the default accepts */
     int empty_value;                /* what a fresh context is (ctmpl.c) */
     int draws_iv;                   /* IV drawn at IV-less init (4.x GCM) */
+    int asks_lengths;               /* EVP asks them at every init (3.0) */
     long direct_state;              /* see kc_cfam_ready() */
 };
 

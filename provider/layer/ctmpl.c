@@ -52,8 +52,11 @@ typedef struct {
     const KC_CIPHER_FNS *ifn;   /* t.inner's functions: fns, or f->kfns */
     int dir;                    /* the last recorded init's direction, -1 */
     int vdir;                   /* dir when the volatile calls began */
-    /* just keyed (see there): the IV length it has now, as a CV_ field */
-    size_t keyed_ivlen;
+    /*
+     * just keyed or keyed_known (see there): the IV length it has now, as
+     * a CV_ field; keyed_known: the key length too
+     */
+    size_t keyed_ivlen, keyed_keylen;
     /* key[] holds the key inner has, keyed to encrypt (2) or decrypt (1) */
     unsigned char held;
     /* a keyless init's IV held back (hold_iv()): piv_len bytes of piv[] */
@@ -69,6 +72,7 @@ typedef struct {
 #define W(core) KC_TCORE_OF(KC_TCIPH_CTX, core)
 
 static const KC_TSIDE cipher_side;
+static const KC_CIPHER_FNS keyed_known;
 
 static const KC_CIPHER_FNS *fns(const KC_TCIPH_CTX *w)
 {
@@ -88,6 +92,23 @@ static void set_inner(KC_TCIPH_CTX *w, void *inner, const KC_CIPHER_FNS *ifn)
     w->ifn = ifn;
     w->to = ifn;
     w->arg = inner;
+}
+
+/*
+ * w keyed, on inner: forwarding all (set_inner()), or where EVP asks the
+ * lengths at every init and an IV length is known, keyed_known (see there)
+ * with these CV_ fields.
+ */
+static void set_keyed(KC_TCIPH_CTX *w, void *inner, const KC_CIPHER_FNS *ifn,
+                      size_t ivlen_field, size_t keylen_field)
+{
+    set_inner(w, inner, ifn);
+    if (!w->f->asks_lengths || ivlen_field <= 2)
+        return;
+    w->keyed_ivlen = ivlen_field;
+    w->keyed_keylen = keylen_field;
+    w->to = &keyed_known;
+    w->arg = w;
 }
 
 static int inner_init(const KC_CIPHER_FNS *f, void *inner, int enc,
@@ -528,26 +549,33 @@ static KC_NOINLINE int jk_init(KC_TCIPH_CTX *w, int enc,
 }
 KC_INIT_PAIR(jk)
 
-static int jk_get_ctx_params(void *vctx, OSSL_PARAM params[])
+/*
+ * Just keyed and keyed_known: the lone length queries answered as the
+ * default would, a getter changing no length; a set forwarded, then these
+ * lengths kept if it changed none, or the IV length alone as the default
+ * took it (EVP_CTRL_AEAD_SET_IVLEN's call, where that sets it), else the
+ * state ends.
+ */
+static int lens_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     KC_TCIPH_CTX *w = vctx;
     int q;
 
-    /* a getter changes no length: forwarded, and this goes on */
     if (params != NULL && (q = len_query(params)) != 0
-        && put_len(params, q == 'i' ? w->keyed_ivlen : CV_KEYLEN(w->t.value)))
+        && put_len(params, q == 'i' ? w->keyed_ivlen : w->keyed_keylen))
         return 1;
     return w->ifn->get_ctx_params(w->t.inner, params);
 }
 
-static int jk_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+static int lens_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     KC_TCIPH_CTX *w = vctx;
     int ret = w->ifn->set_ctx_params(w->t.inner, params);
     size_t v;
 
-    /* EVP_CTRL_AEAD_SET_IVLEN's call: "ivlen" alone, a size_t */
-    if (ret == 1 && params != NULL && len_query(params) == 'i') {
+    if (params == NULL || params[0].key == NULL)
+        return ret;
+    if (ret == 1 && w->f->d->ivlen_set_sets && len_query(params) == 'i') {
         memcpy(&v, params[0].data, sizeof(v));
         if (v <= CV_LEN_MAX - 2) {
             w->keyed_ivlen = v + 2;
@@ -564,8 +592,8 @@ static const KC_CIPHER_FNS just_keyed = {
     .update = unkeyed_update,
     .final = unkeyed_final,
     .cipher = unkeyed_cipher,
-    .get_ctx_params = jk_get_ctx_params,
-    .set_ctx_params = jk_set_ctx_params,
+    .get_ctx_params = lens_get_ctx_params,
+    .set_ctx_params = lens_set_ctx_params,
 };
 
 /* KC_TSIDE.make: a keyed context's (the family's own, or the default's). */
@@ -669,8 +697,11 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
                 f->kfns->freectx(inner);
                 return 0;
             }
-            if (!f->d->ivlen_set_sets) {
-                set_inner(w, inner, f->kfns);
+            /* (keyed_known answers the IV length for good, where asked) */
+            if (!f->d->ivlen_set_sets
+                || (f->asks_lengths && CV_IVLEN(w->t.value) > 2)) {
+                set_keyed(w, inner, f->kfns, CV_IVLEN(w->t.value),
+                          CV_KEYLEN(w->t.value));
                 return 1;
             }
             /* the IV comes in a later init: just keyed (see there) */
@@ -679,6 +710,7 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
             w->to = &just_keyed;
             w->arg = w;
             w->keyed_ivlen = CV_IVLEN(w->t.value);
+            w->keyed_keylen = CV_KEYLEN(w->t.value);
             return 1;
         }
     }
@@ -751,6 +783,94 @@ static KC_NOINLINE int rekey_keyed(KC_TCIPH_CTX *w, int enc,
 KC_REKEY_INIT(einit, 1)
 KC_REKEY_INIT(dinit, 0)
 
+/*
+ * Keyed, its lengths known (3.0, f->asks_lengths): EVP asks the IV length
+ * before every init with an IV, the key length before every keyed one, and
+ * the default walks every name it knows for each (~440 instructions on
+ * 3.0 for AES-OCB, per message of pyca's AESOCB3, which copies a keyed
+ * context).  So a keyed context that is copied learns them once (the
+ * copies inherit them) and answers the lone queries itself while no call
+ * can have changed them: an init without params, its IV (if any) of the
+ * length known, and getters.  Anything else forwards and ends it.
+ */
+static int known_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
+                      size_t keylen, const unsigned char *iv, size_t ivlen,
+                      const OSSL_PARAM params[])
+{
+    if (params != NULL || (iv != NULL && ivlen + 2 != w->keyed_ivlen))
+        set_inner(w, w->t.inner, w->ifn);
+    /* a key: as the forwarders do (KC_TCIPH_FORWARD_INIT) */
+    if (key != NULL && w->f->d->rekey_keyless)
+        return enc ? rekey_einit(w, key, keylen, iv, ivlen, params)
+                   : rekey_dinit(w, key, keylen, iv, ivlen, params);
+    return inner_init(w->ifn, w->t.inner, enc, key, keylen, iv, ivlen,
+                      params);
+}
+KC_INIT_PAIR(known)
+
+static int known_update(void *vctx, unsigned char *out, size_t *outl,
+                        size_t outsize, const unsigned char *in, size_t inl)
+{
+    KC_TCIPH_CTX *w = vctx;
+
+    return w->ifn->update(w->t.inner, out, outl, outsize, in, inl);
+}
+
+static int known_final(void *vctx, unsigned char *out, size_t *outl,
+                       size_t outsize)
+{
+    KC_TCIPH_CTX *w = vctx;
+
+    return w->ifn->final(w->t.inner, out, outl, outsize);
+}
+
+static int known_cipher(void *vctx, unsigned char *out, size_t *outl,
+                        size_t outsize, const unsigned char *in, size_t inl)
+{
+    KC_TCIPH_CTX *w = vctx;
+
+    return w->ifn->cipher(w->t.inner, out, outl, outsize, in, inl);
+}
+
+static const KC_CIPHER_FNS keyed_known = {
+    .einit = known_einit,
+    .dinit = known_dinit,
+    .update = known_update,
+    .final = known_final,
+    .cipher = known_cipher,
+    .get_ctx_params = lens_get_ctx_params,
+    .set_ctx_params = lens_set_ctx_params,
+};
+
+/* A CV_ field of a length query's answer p; 0: not one to keep. */
+static size_t known_field(const OSSL_PARAM *p)
+{
+    size_t v;
+
+    if (!OSSL_PARAM_modified(p))
+        return 1;
+    memcpy(&v, p->data, sizeof(v));
+    return v <= CV_LEN_MAX - 2 ? v + 2 : 0;
+}
+
+/* A keyed context forwarding all (set_inner()) learns its lengths. */
+static KC_NOINLINE void learn_known(KC_TCIPH_CTX *w)
+{
+    size_t iv = 0, key = 0;
+    OSSL_PARAM p[3];
+    int ok;
+
+    p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_IVLEN, &iv);
+    p[1] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN, &key);
+    p[2] = OSSL_PARAM_construct_end();
+    ERR_set_mark();
+    ok = w->ifn->get_ctx_params(w->t.inner, p) == 1;
+    ERR_pop_to_mark();
+    if (ok)
+        set_keyed(w, w->t.inner, w->ifn, known_field(&p[0]),
+                  known_field(&p[1]));
+}
+
 /* get_params has no provctx: libcrypto's, the same for every instance */
 static OSSL_FUNC_cipher_get_params_fn *inner_get_params[KC_CFAM_COUNT];
 
@@ -798,7 +918,11 @@ static ossl_inline void *dup_keyed(const KC_TCIPH_CTX *src)
     memcpy(dst, src, KC_TCIPH_HEAD);
     dst->t.len = dst->t.shape_len = dst->t.sig_len = 0;
     dst->held = 0;
-    set_inner(dst, inner, src->ifn);
+    /* a copy inherits known lengths (src learns them at its first copy) */
+    if (src->to == &keyed_known)
+        set_keyed(dst, inner, src->ifn, src->keyed_ivlen, src->keyed_keylen);
+    else
+        set_inner(dst, inner, src->ifn);
     return dst;
 }
 
@@ -806,8 +930,14 @@ void *kc_tciph_dupctx(void *vctx)
 {
     KC_TCIPH_CTX *src = vctx, *dst;
 
-    if (src->t.inner != NULL && src->piv_len == 0)
+    if (src->t.inner != NULL && src->piv_len == 0) {
+        /* (not for a family with no IV: AES-SIV's copies ask nothing) */
+        if (src->to == src->ifn && src->f->asks_lengths
+            && src->f->empty_value >= 0
+            && CV_IVLEN(src->f->empty_value) > 2)
+            learn_known(src);
         return dup_keyed(src);
+    }
     if (!flush_iv(src)
         || (src->t.inner == NULL && !unkeyed_dup_ok(src)))
         return NULL;
@@ -844,17 +974,29 @@ static KC_NOINLINE int unkeyed_init(KC_TCIPH_CTX *w, int enc,
                                     const unsigned char *iv, size_t ivlen,
                                     const OSSL_PARAM params[])
 {
+    int known = 0;
+
     if (key != NULL) {
         if (keyed_init(w, enc, key, keylen, iv, ivlen, params))
             return 1;
+        /* keyed alone, made just now from its shape: the shape's lengths */
+        known = iv == NULL && params == NULL && w->f->asks_lengths
+                && w->t.inner == NULL && w->piv_len == 0
+                && w->t.len == w->t.shape_len && w->t.value >= 0
+                && (w->t.value & CV_VALID) != 0;
     } else if (hold_iv(w, enc, iv, ivlen, params)
                || record(w, enc ? KC_T_EINIT : KC_T_DINIT, iv, ivlen,
                          params)) {
         return 1;
     }
-    return materialize(w)
-           && inner_init(w->ifn, w->t.inner, enc, key, keylen, iv, ivlen,
-                         params);
+    if (!materialize(w)
+        || !inner_init(w->ifn, w->t.inner, enc, key, keylen, iv, ivlen,
+                       params))
+        return 0;
+    if (known)
+        set_keyed(w, w->t.inner, w->ifn, CV_IVLEN(w->t.value),
+                  CV_KEYLEN(w->t.value));
+    return 1;
 }
 KC_INIT_PAIR(unkeyed)
 
@@ -1100,5 +1242,6 @@ int kc_ctmpl_bind(KC_PROVCTX *pctx, KC_CFAM *f, const OSSL_ALGORITHM *alg)
     f->empty_value = -1;
     /* not tried here: an IV drawn now would make a private DRBG (rand.c) */
     f->draws_iv = kc_quirk_gcm_draws_iv && f->d->may_draw_iv;
+    f->asks_lengths = kc_quirk_evp_asks_lengths();
     return 1;
 }

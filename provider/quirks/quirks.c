@@ -144,6 +144,18 @@ int kc_quirk_gcm_copy_pays(void)
 }
 
 /*
+ * 3.0's EVP_CIPHER_CTX_get_iv_length() and _get_key_length() ask the
+ * provider every time, and EVP asks before every init with an IV or key;
+ * 3.5 and 4.0 keep the answer in the EVP_CIPHER_CTX (measured with
+ * `bash bench/patterns.sh build copy-keyed-ocb` and --profiles).  3.1-3.4
+ * are taken as 3.5; either way only the cost differs, not an answer.
+ */
+int kc_quirk_evp_asks_lengths(void)
+{
+    return OpenSSL_version_num() < 0x30100000UL;
+}
+
+/*
  * cmac, aes_ocb, aes_siv = auto.  From 3.5 libcrypto runs an EVP_SKEY only
  * with a cipher of its key manager's provider, so offering one cipher
  * means passing every default cipher through (core/passthrough.c), and

@@ -121,6 +121,11 @@ unsigned int kc_quirk_siv(int use_table, void *provctx,
 
 /* Does an AES-GCM hit (a copy) pay on the running libcrypto?  "auto" */
 int kc_quirk_gcm_copy_pays(void);
+/*
+ * Does EVP ask a cipher context's IV length (and key length) before every
+ * init (3.0), or keep what it was told in the EVP_CIPHER_CTX (3.5, 4.0)?
+ */
+int kc_quirk_evp_asks_lengths(void);
 /* May "auto" offer ciphers and CMAC: no EVP_SKEY (before 3.5)?  "auto" */
 int kc_quirk_ciphers_pay(void);
 
