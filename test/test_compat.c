@@ -465,8 +465,8 @@ static void (*function(const OSSL_DISPATCH *d, int id))(void)
  * A cipher row's context driven through its dispatch table, as a caller
  * other than 3.0's EVP may (3.0's EVP sets an init's params first): keyed
  * alone, copied, then an init with an IV and an "ivlen" among params, or
- * with an IV of another length, and the lone IV-length query after it;
- * what each returned, into out.
+ * with an IV of another length; keyed with an IV, then again with params;
+ * each followed by the lone IV-length query; what each returned, into out.
  */
 static void direct_lengths(OSSL_PROVIDER *prov, const KCT_FAM *f, char *out,
                            size_t len)
@@ -485,10 +485,10 @@ static void direct_lengths(OSSL_PROVIDER *prov, const KCT_FAM *f, char *out,
         (OSSL_FUNC_cipher_get_ctx_params_fn *)
         function(d, OSSL_FUNC_CIPHER_GET_CTX_PARAMS);
     unsigned char key[KCT_FAM_MAXKEY], iv[16];
-    size_t eight = 8, v = 0, w = 0;
+    size_t eight = 8, v = 0, w = 0, x = 0;
     OSSL_PARAM p[2];
     void *c, *dup;
-    int r1, r2 = -1, r3 = -1, r4 = -1, r5 = -1;
+    int r1, r2 = -1, r3 = -1, r4 = -1, r5 = -1, r6, r7, r8;
 
     CU_ASSERT_FATAL(newctx != NULL && dupctx != NULL && freectx != NULL
                     && einit != NULL && get != NULL);
@@ -513,8 +513,19 @@ static void direct_lengths(OSSL_PROVIDER *prov, const KCT_FAM *f, char *out,
         r5 = get(dup, p);
         freectx(dup);
     }
+    /* keyed with an IV, then keyed again with it and params (GCM's rekey) */
+    freectx(c);
+    c = newctx(OSSL_PROVIDER_get0_provider_ctx(prov));
+    CU_ASSERT_FATAL(c != NULL);
+    r6 = einit(c, key, f->keylen, iv, KCT_FAM_IVLEN, NULL);
+    p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &eight);
+    p[1] = OSSL_PARAM_construct_end();
+    r7 = einit(c, key, f->keylen, iv, KCT_FAM_IVLEN, p);
+    p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_IVLEN, &x);
+    r8 = get(c, p);
     snprintf(out, len, "%s: key %d init %d get %d ivlen %zu, init %d get %d "
-             "ivlen %zu", f->name, r1, r2, r3, v, r4, r5, w);
+             "ivlen %zu, key %d again %d get %d ivlen %zu", f->name, r1, r2,
+             r3, v, r4, r5, w, r6, r7, r8, x);
     freectx(c);
     ERR_clear_error();
 }
@@ -523,7 +534,7 @@ static void test_direct_lengths(void)
 {
     OSSL_PROVIDER *def = OSSL_PROVIDER_load(kct_keycache(), "default");
     OSSL_PROVIDER *kc = kct_keycache_provider();
-    char want[160], got[160];
+    char want[256], got[256];
     size_t i;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(def);

@@ -1186,6 +1186,15 @@ MUTANTS = {
     "ctmpl-known-ivlen-stays": ("provider/layer/ctmpl.c",
         "    if (params != NULL || (iv != NULL && ivlen + 2 != w->keyed_ivlen))",
         "    if (params != NULL)"),
+    # keyed_known: a context keyed again with params (GCM's rekey) answers
+    # the lengths of its key and IV as if the params changed nothing
+    "ctmpl-rekeyed-params-ignored": ("provider/layer/ctmpl.c",
+        "    if (iv != NULL && params == NULL && ivlen <= CV_LEN_MAX - 2\n        && keylen <= CV_LEN_MAX - 2)\n        set_keyed(w, w->t.inner, w->ifn, ivlen + 2, keylen + 2);",
+        "    if (iv != NULL && ivlen <= CV_LEN_MAX - 2\n        && keylen <= CV_LEN_MAX - 2)\n        set_keyed(w, w->t.inner, w->ifn, ivlen + 2, keylen + 2);"),
+    # ... or another IV length than its IV's
+    "ctmpl-rekeyed-ivlen-wrong": ("provider/layer/ctmpl.c",
+        "        set_keyed(w, w->t.inner, w->ifn, ivlen + 2, keylen + 2);",
+        "        set_keyed(w, w->t.inner, w->ifn, ivlen + 3, keylen + 2);"),
     # keyed_known: a copy answers its template's first lengths, not the
     # ones the template has when copied
     "ctmpl-known-learned-stale": ("provider/layer/ctmpl.c",

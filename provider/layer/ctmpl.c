@@ -759,6 +759,22 @@ static KC_NOINLINE int rekey_keyed(KC_TCIPH_CTX *w, int enc,
 }
 
 /*
+ * Keyed again with an IV and no params, successfully: the default took that
+ * key and IV, so its lengths are theirs (AES-GCM checks the key's, sets the
+ * IV's), and where EVP asks them before each init (3.0) keyed_known answers
+ * them from the next init on: a context keyed per message with its IV
+ * (gcm-encinit-per-msg).
+ */
+static void rekeyed_lengths(KC_TCIPH_CTX *w, size_t keylen,
+                            const unsigned char *iv, size_t ivlen,
+                            const OSSL_PARAM params[])
+{
+    if (iv != NULL && params == NULL && ivlen <= CV_LEN_MAX - 2
+        && keylen <= CV_LEN_MAX - 2)
+        set_keyed(w, w->t.inner, w->ifn, ivlen + 2, keylen + 2);
+}
+
+/*
  * A keyed context keyed again with the key it holds, in the same direction,
  * with an IV: a keyless init leaves the state the keyed one would
  * (rekey_keyless: the IV's set-up resets what a message used; without an IV
@@ -774,10 +790,16 @@ static KC_NOINLINE int rekey_keyed(KC_TCIPH_CTX *w, int enc,
                                         size_t ivlen,                         \
                                         const OSSL_PARAM params[])            \
     {                                                                         \
+        int r;                                                                \
+                                                                              \
         if (w->held == enc + 1 && iv != NULL && keylen == keylen_of(w->f)      \
             && kc_key_equal(w->key, key, keylen))                             \
-            return w->ifn->name(w->t.inner, NULL, 0, iv, ivlen, params);      \
-        return rekey_keyed(w, enc, key, keylen, iv, ivlen, params);           \
+            r = w->ifn->name(w->t.inner, NULL, 0, iv, ivlen, params);         \
+        else                                                                  \
+            r = rekey_keyed(w, enc, key, keylen, iv, ivlen, params);          \
+        if (r == 1 && w->f->asks_lengths)                                     \
+            rekeyed_lengths(w, keylen, iv, ivlen, params);                    \
+        return r;                                                             \
     }
 
 KC_REKEY_INIT(einit, 1)
