@@ -601,8 +601,11 @@ static int op_cipher_copy(const ROW *r, long i)
 
     if (r->arg)
         bump_iv();
+    /* pyca sets the nonce's length on the copy before its init */
     ok = c != NULL && EVP_CIPHER_CTX_copy(c, cctx)
-         && (!r->arg || EVP_EncryptInit_ex(c, NULL, NULL, NULL, iv))
+         && (!r->arg
+             || (EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_IVLEN, IV_LEN, NULL)
+                 && EVP_EncryptInit_ex(c, NULL, NULL, NULL, iv)))
          && seal(c, 32, 1);
     EVP_CIPHER_CTX_free(c);
     return ok;

@@ -1761,7 +1761,7 @@ static void pat_rekey(REC *r, ENV *e)
 {
     static const int order[] = { 1, 1, 1, 2, 1, 1, 2, 2, 2, 1 };
     unsigned char key[32], first_ct[OUTSZ], good[16];
-    EVP_CIPHER_CTX *ctx, *dup;
+    EVP_CIPHER_CTX *ctx, *ctx2, *dup;
     MSG m1, m2;
     int i;
 
@@ -1867,6 +1867,21 @@ static void pat_rekey(REC *r, ENV *e)
                 memcmp(first_ct, m1.ct, m1.inlen) == 0);
     }
     m1.key = e->k1;
+    /*
+     * Another key alone between two with the first key (on 3.0 its lengths
+     * are known then), a refused set, then the first key again: each keyed
+     * init must note the key the context holds, or the last would be
+     * taken as a keyless init under the other key
+     */
+    ctx2 = rekey_ctx(r, e, "another key alone between");
+    for (i = 0; i < 2; i++) {
+        r_rekey_msg(r, ctx2, &m1, 1);
+        r_rekey_msg(r, ctx2, &m1, 1);
+        r_init(r, ctx2, NULL, m2.key, NULL, 1);
+        r_set_tag(r, ctx2, m1.tag, 16);
+        r_rekey_msg(r, ctx2, &m1, 1);
+    }
+    EVP_CIPHER_CTX_free(ctx2);
     /* TLS AAD set on a context holding the key */
     r_ctrl(r, "tls_aad", ctx, EVP_CTRL_AEAD_TLS1_AAD, 13, m1.aad);
     r_rekey_msg(r, ctx, &m1, 1);

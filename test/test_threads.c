@@ -757,6 +757,101 @@ static void test_concurrent_names(void)
     namers_ctx = NULL;
 }
 
+/*
+ * Threads copying one keyed template at the same time (rust-openssl's
+ * CipherCtx::copy takes the template shared): a copy only reads it.  Each
+ * thread seals with every copy and checks the default's bytes; TSan runs
+ * this (tools/test-all.sh).
+ */
+#define NCOPIERS 4
+#define NCOPIES 40
+static const char *const copy_ciphers[] = { "AES-256-GCM", "AES-256-OCB" };
+static EVP_CIPHER_CTX *copy_tmpl;
+static unsigned char copy_want[NCOPIES][48];
+static int copy_bad[NCOPIERS];
+
+/* ct || tag of msgs[n] under a copy of t (ivs[n], 12 bytes), into out */
+static int seal_copy(const EVP_CIPHER_CTX *t, int n, unsigned char out[48])
+{
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    int l = 0, l2 = 0, ok;
+
+    ok = c != NULL && EVP_CIPHER_CTX_copy(c, t)
+         && EVP_EncryptInit_ex(c, NULL, NULL, NULL, ivs[n % NMSGS])
+         && EVP_EncryptUpdate(c, out, &l, msgs[n % NMSGS], 32) && l == 32
+         && EVP_EncryptFinal_ex(c, out + 32, &l2)
+         && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16, out + 32);
+    EVP_CIPHER_CTX_free(c);
+    return ok;
+}
+
+static void *copier(void *arg)
+{
+    int *bad = arg, n;
+    unsigned char got[48];
+
+    pthread_barrier_wait(&start_line);
+    for (n = 0; n < NCOPIES; n++)
+        if (!seal_copy(copy_tmpl, n, got)
+            || memcmp(got, copy_want[n], sizeof(got)) != 0)
+            (*bad)++;
+    return NULL;
+}
+
+/* the template: keyed alone, or keyed with an IV */
+static EVP_CIPHER_CTX *copy_template(OSSL_LIB_CTX *ctx, const char *name,
+                                     int with_iv)
+{
+    EVP_CIPHER *ci = EVP_CIPHER_fetch(ctx, name, NULL);
+    EVP_CIPHER_CTX *t = EVP_CIPHER_CTX_new();
+
+    if (ci == NULL || t == NULL
+        || !EVP_EncryptInit_ex(t, ci, NULL, keys[0], with_iv ? ivs[1] : NULL)) {
+        EVP_CIPHER_CTX_free(t);
+        t = NULL;
+    }
+    EVP_CIPHER_free(ci);
+    return t;
+}
+
+static void test_concurrent_copies(void)
+{
+    pthread_t t[NCOPIERS];
+    EVP_CIPHER_CTX *ref;
+    size_t c;
+    int i, n, with_iv, made;
+
+    for (c = 0; c < sizeof(copy_ciphers) / sizeof(copy_ciphers[0]); c++)
+        for (with_iv = 0; with_iv < 2; with_iv++) {
+            ref = copy_template(kct_default(), copy_ciphers[c], with_iv);
+            copy_tmpl = copy_template(kct_keycache(), copy_ciphers[c],
+                                      with_iv);
+            CU_ASSERT_FATAL(ref != NULL && copy_tmpl != NULL);
+            for (n = 0; n < NCOPIES; n++)
+                CU_ASSERT_FATAL(seal_copy(ref, n, copy_want[n]));
+            CU_ASSERT_FATAL(pthread_barrier_init(&start_line, NULL,
+                                                 NCOPIERS) == 0);
+            made = 0;
+            for (i = 0; i < NCOPIERS; i++) {
+                copy_bad[i] = 0;
+                made += pthread_create(&t[i], NULL, copier,
+                                       &copy_bad[i]) == 0;
+            }
+            CU_ASSERT_FATAL(made == NCOPIERS);
+            for (i = 0; i < NCOPIERS; i++) {
+                pthread_join(t[i], NULL);
+                if (copy_bad[i] != 0)
+                    fprintf(stderr, "\n  %s%s: %d copies not the default's\n",
+                            copy_ciphers[c], with_iv ? " with IV" : "",
+                            copy_bad[i]);
+                CU_ASSERT_EQUAL(copy_bad[i], 0);
+            }
+            pthread_barrier_destroy(&start_line);
+            EVP_CIPHER_CTX_free(copy_tmpl);
+            EVP_CIPHER_CTX_free(ref);
+        }
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("threads", suite_init, NULL);
@@ -773,6 +868,8 @@ static void add_suites(void)
                 test_concurrent_starts);
     CU_add_test(s, "threads resolve digest names at the same time",
                 test_concurrent_names);
+    CU_add_test(s, "threads copy one keyed template at the same time",
+                test_concurrent_copies);
 }
 
 int main(int argc, char **argv)

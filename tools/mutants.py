@@ -1195,11 +1195,17 @@ MUTANTS = {
     "ctmpl-rekeyed-ivlen-wrong": ("provider/layer/ctmpl.c",
         "        set_keyed(w, w->t.inner, w->ifn, ivlen + 2, keylen + 2);",
         "        set_keyed(w, w->t.inner, w->ifn, ivlen + 3, keylen + 2);"),
-    # keyed_known: a copy answers its template's first lengths, not the
-    # ones the template has when copied
-    "ctmpl-known-learned-stale": ("provider/layer/ctmpl.c",
-        "        set_keyed(w, w->t.inner, w->ifn, known_field(&p[0]),",
-        "        set_keyed(w, w->t.inner, w->ifn, CV_IVLEN(w->f->empty_value),"),
+    # keyed_known: a copy answers its template's shape's IV length, not the
+    # one the template has when copied
+    "ctmpl-known-copy-stale": ("provider/layer/ctmpl.c",
+        "        set_keyed(dst, inner, src->ifn, src->keyed_ivlen, src->keyed_keylen);",
+        "        set_keyed(dst, inner, src->ifn, CV_IVLEN(src->t.value), src->keyed_keylen);"),
+    # keyed_known: a keyed init not through the re-key functions, so the
+    # key the context holds is not noted (GCM then takes a later init with
+    # the old key as a keyless one)
+    "ctmpl-known-rekey-skipped": ("provider/layer/ctmpl.c",
+        "    if (key != NULL && w->f->d->rekey_keyless)\n        return enc ? rekey_einit",
+        "    if (0 && key != NULL && w->f->d->rekey_keyless)\n        return enc ? rekey_einit"),
     # keyed_known: a context keyed alone, passed through, answers a fresh
     # context's IV length, not its shape's (a length set before the key)
     "ctmpl-known-pass-fresh": ("provider/layer/ctmpl.c",
@@ -1211,8 +1217,8 @@ MUTANTS = {
         "                set_keyed(w, inner, f->kfns, CV_IVLEN(w->f->empty_value),"),
     # just keyed: a refused "ivlen" set noted as if the default took it
     "ctmpl-jk-refused-tracked": ("provider/layer/ctmpl.c",
-        "    if (ret == 1 && w->f->d->ivlen_set_sets && len_query(params) == 'i') {",
-        "    if (w->f->d->ivlen_set_sets && len_query(params) == 'i') {"),
+        "    if (ret == 1 && (w->f->d->ivlen_set_sets || w->to == &keyed_known)",
+        "    if ((w->f->d->ivlen_set_sets || w->to == &keyed_known)"),
     # just keyed, keyed_known: other sets (the IV length among other params) leave
     # keycache answering with what it knew
     "ctmpl-jk-other-set-stays": ("provider/layer/ctmpl.c",

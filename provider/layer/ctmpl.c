@@ -553,8 +553,8 @@ KC_INIT_PAIR(jk)
  * Just keyed and keyed_known: the lone length queries answered as the
  * default would, a getter changing no length; a set forwarded, then these
  * lengths kept if it changed none, or the IV length alone as the default
- * took it (EVP_CTRL_AEAD_SET_IVLEN's call, where that sets it), else the
- * state ends.
+ * took it (EVP_CTRL_AEAD_SET_IVLEN's call: GCM's just keyed, and on 3.0
+ * keyed_known's), else the state ends.
  */
 static int lens_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
@@ -575,7 +575,8 @@ static int lens_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 
     if (params == NULL || params[0].key == NULL)
         return ret;
-    if (ret == 1 && w->f->d->ivlen_set_sets && len_query(params) == 'i') {
+    if (ret == 1 && (w->f->d->ivlen_set_sets || w->to == &keyed_known)
+        && len_query(params) == 'i') {
         memcpy(&v, params[0].data, sizeof(v));
         if (v <= CV_LEN_MAX - 2) {
             w->keyed_ivlen = v + 2;
@@ -810,10 +811,13 @@ KC_REKEY_INIT(dinit, 0)
  * before every init with an IV, the key length before every keyed one, and
  * the default walks every name it knows for each (~440 instructions on
  * 3.0 for AES-OCB, per message of pyca's AESOCB3, which copies a keyed
- * context).  So a keyed context that is copied learns them once (the
- * copies inherit them) and answers the lone queries itself while no call
- * can have changed them: an init without params, its IV (if any) of the
- * length known, and getters.  Anything else forwards and ends it.
+ * context).  So a context keyed alone from its shape, or keyed again with
+ * an IV (rekeyed_lengths()), and its copies, answer the lone queries
+ * themselves while no call can have changed them: an init without params,
+ * its IV (if any) of the length known, getters, an accepted lone "ivlen"
+ * set (both AES-GCM and -OCB take it as given on 3.0).  Anything else
+ * forwards and ends it.  Never entered by a copy of a forwarding context:
+ * copying writes nothing to the original, which other threads may copy.
  */
 static int known_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
                       size_t keylen, const unsigned char *iv, size_t ivlen,
@@ -864,35 +868,6 @@ static const KC_CIPHER_FNS keyed_known = {
     .set_ctx_params = lens_set_ctx_params,
 };
 
-/* A CV_ field of a length query's answer p; 0: not one to keep. */
-static size_t known_field(const OSSL_PARAM *p)
-{
-    size_t v;
-
-    if (!OSSL_PARAM_modified(p))
-        return 1;
-    memcpy(&v, p->data, sizeof(v));
-    return v <= CV_LEN_MAX - 2 ? v + 2 : 0;
-}
-
-/* A keyed context forwarding all (set_inner()) learns its lengths. */
-static KC_NOINLINE void learn_known(KC_TCIPH_CTX *w)
-{
-    size_t iv = 0, key = 0;
-    OSSL_PARAM p[3];
-    int ok;
-
-    p[0] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_IVLEN, &iv);
-    p[1] = OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN, &key);
-    p[2] = OSSL_PARAM_construct_end();
-    ERR_set_mark();
-    ok = w->ifn->get_ctx_params(w->t.inner, p) == 1;
-    ERR_pop_to_mark();
-    if (ok)
-        set_keyed(w, w->t.inner, w->ifn, known_field(&p[0]),
-                  known_field(&p[1]));
-}
-
 /* get_params has no provctx: libcrypto's, the same for every instance */
 static OSSL_FUNC_cipher_get_params_fn *inner_get_params[KC_CFAM_COUNT];
 
@@ -940,7 +915,7 @@ static ossl_inline void *dup_keyed(const KC_TCIPH_CTX *src)
     memcpy(dst, src, KC_TCIPH_HEAD);
     dst->t.len = dst->t.shape_len = dst->t.sig_len = 0;
     dst->held = 0;
-    /* a copy inherits known lengths (src learns them at its first copy) */
+    /* a copy inherits known lengths (src is only read: copies may race) */
     if (src->to == &keyed_known)
         set_keyed(dst, inner, src->ifn, src->keyed_ivlen, src->keyed_keylen);
     else
@@ -952,14 +927,8 @@ void *kc_tciph_dupctx(void *vctx)
 {
     KC_TCIPH_CTX *src = vctx, *dst;
 
-    if (src->t.inner != NULL && src->piv_len == 0) {
-        /* (not for a family with no IV: AES-SIV's copies ask nothing) */
-        if (src->to == src->ifn && src->f->asks_lengths
-            && src->f->empty_value >= 0
-            && CV_IVLEN(src->f->empty_value) > 2)
-            learn_known(src);
+    if (src->t.inner != NULL && src->piv_len == 0)
         return dup_keyed(src);
-    }
     if (!flush_iv(src)
         || (src->t.inner == NULL && !unkeyed_dup_ok(src)))
         return NULL;
