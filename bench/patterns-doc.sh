@@ -130,15 +130,18 @@ Where the losses come from:
   key longer than 128 bytes, keycache's digest of it: on 4.0 ~400
   instructions a context (`keys-used-3x` 1.02x before, `newkey-hmac-200B`
   1.02x).
-- `dup-*`, and on 3.0 `copy-keyed-ocb`: a wrapper struct per context
-  (taken from and given back to the thread's pool) and forwarding.
-  `steady-*`: a kept keyed context pays only forwarding,
-  about 4 instructions a call (`steady-ocb`: 6 calls a message, 24
-  instructions, the forwarding floor below).
+- `dup-*`: a wrapper struct per context (taken from and given back to
+  the thread's pool) and forwarding.  `steady-*`: a kept keyed context
+  pays only forwarding, about 4 instructions a call (`steady-ocb`: 6
+  calls a message, 24 instructions, the forwarding floor below).  On 3.0,
+  whose EVP asks a cipher context's IV and key lengths before every init,
+  a keyed AES-GCM or -OCB context whose lengths keycache knows answers
+  those queries itself instead of the default's walk over its names
+  (`keyed_known`, docs/families.md): `steady-gcm`, `steady-ocb`,
+  `copy-keyed-ocb` and `gcm-encinit-per-msg` gain there.
   Where the forwarding floor below exceeds the target too
-  (`dup-keyed-gmac`; `copy-keyed-ocb` on 3.0; `thread-per-task` on 3.0
-  and 3.5, by up to 0.5%), a wrapper cannot meet it by trimming: only by
-  saving in that row.  The `steady-*` rows keep the thread's first
+  (`dup-keyed-gmac`; `thread-per-task` on 3.0 and 3.5, by up to 0.5%), a
+  wrapper cannot meet it by trimming: only by saving in that row.  The `steady-*` rows keep the thread's first
   context: for CMAC, GMAC and KMAC the application's default's, which
   keycache only forwards to.
   (Contexts keyed again with the key they hold gain: HMAC's `rekey-*` by
