@@ -12,6 +12,7 @@
 #include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/params.h>
 #include <openssl/provider.h>
 
@@ -484,6 +485,26 @@ int kct_mac_final(KCT_REC *r, EVP_MAC_CTX *ctx, unsigned char *out,
         kct_rec_hex(r, out, *outl);
     kct_rec_errs(r);
     return rc;
+}
+
+void kct_cipher_lens(KCT_REC *r, EVP_CIPHER_CTX *ctx)
+{
+    static const char *const names[] = {
+        OSSL_CIPHER_PARAM_IVLEN, OSSL_CIPHER_PARAM_KEYLEN
+    };
+    OSSL_PARAM q[2];
+    size_t i, v;
+    int ret;
+
+    for (i = 0; i < 2; i++) {
+        v = 12345;
+        q[0] = OSSL_PARAM_construct_size_t(names[i], &v);
+        q[1] = OSSL_PARAM_construct_end();
+        ret = EVP_CIPHER_CTX_get_params(ctx, q);
+        kct_rec_printf(r, "  get %s=%d v=%zu ret_size=%zu", names[i], ret, v,
+                       q[0].return_size);
+        kct_rec_errs(r);
+    }
 }
 
 void kct_rec_errs(KCT_REC *r)

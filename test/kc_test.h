@@ -174,6 +174,14 @@ int kct_mac_final(KCT_REC *r, EVP_MAC_CTX *ctx, unsigned char *out,
                   size_t *outl, size_t outsize);
 
 /*
+ * A cipher context's lone "ivlen" and "keylen" queries, as OpenSSL 3.0's
+ * EVP makes them before an init (keycache may answer them itself,
+ * ctmpl.c), each recorded as "  get <name>=<rc> v=<value> ret_size=<n>"
+ * with its errors.
+ */
+void kct_cipher_lens(KCT_REC *r, EVP_CIPHER_CTX *ctx);
+
+/*
  * 1 if got equals want; otherwise 0, and the first differing line of each
  * is printed to stderr under the heading |what|.  Asserts nothing.
  */

@@ -849,21 +849,7 @@ static void pat_copy_keyed(OSSL_LIB_CTX *libctx, REC *r)
 /* The lone length queries EVP makes, and the lengths EVP reports. */
 static void rec_lens(REC *r, EVP_CIPHER_CTX *ctx)
 {
-    static const char *const names[] = {
-        OSSL_CIPHER_PARAM_IVLEN, OSSL_CIPHER_PARAM_KEYLEN
-    };
-    OSSL_PARAM p[2];
-    size_t v;
-    int i, rc;
-
-    for (i = 0; i < 2; i++) {
-        v = 12345;
-        p[0] = OSSL_PARAM_construct_size_t(names[i], &v);
-        p[1] = OSSL_PARAM_construct_end();
-        rc = EVP_CIPHER_CTX_get_params(ctx, p);
-        rec_printf(r, "get %s v=%zu size=%zu", names[i], v, p[0].return_size);
-        step(r, "", rc);
-    }
+    kct_cipher_lens(r, ctx);
     rec_printf(r, "lengths key=%d iv=%d", EVP_CIPHER_CTX_get_key_length(ctx),
                EVP_CIPHER_CTX_get_iv_length(ctx));
     step(r, "", 1);

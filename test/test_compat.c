@@ -407,12 +407,18 @@ static const OSSL_DISPATCH *implementation(OSSL_PROVIDER *prov, int op,
     return NULL;
 }
 
+/* The function |id| of dispatch table |d|, or NULL. */
+static void (*function(const OSSL_DISPATCH *d, int id))(void)
+{
+    for (; d != NULL && d->function_id != 0; d++)
+        if (d->function_id == id)
+            return d->function;
+    return NULL;
+}
+
 static int offers(const OSSL_DISPATCH *d, int id)
 {
-    for (; d->function_id != 0; d++)
-        if (d->function_id == id)
-            return 1;
-    return 0;
+    return function(d, id) != NULL;
 }
 
 static void check_functions(OSSL_PROVIDER *def, OSSL_PROVIDER *kc, int op,
@@ -450,15 +456,6 @@ static void test_same_functions(void)
                                  ? OSSL_OP_CIPHER : OSSL_OP_MAC,
                         kct_fams[i].name);
     OSSL_PROVIDER_unload(def);
-}
-
-/* The function |id| of dispatch table |d|, or NULL. */
-static void (*function(const OSSL_DISPATCH *d, int id))(void)
-{
-    for (; d != NULL && d->function_id != 0; d++)
-        if (d->function_id == id)
-            return d->function;
-    return NULL;
 }
 
 /*

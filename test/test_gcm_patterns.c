@@ -1544,36 +1544,13 @@ static void pat_tls(REC *r, ENV *e)
  * can change between the key and the IV is here, each followed by the
  * queries (rec_ctx) and a message.
  */
-/*
- * The provider's own answer to lone IV- and key-length queries: EVP keeps
- * the IV length it last learned, so EVP_CIPHER_CTX_get_iv_length() alone
- * need not ask again.
- */
-static void r_lens(REC *r, EVP_CIPHER_CTX *ctx)
-{
-    static const char *const names[] = { "ivlen", "keylen" };
-    OSSL_PARAM q[2];
-    size_t i, v;
-    int ret;
-
-    for (i = 0; i < 2; i++) {
-        v = 12345;
-        q[0] = OSSL_PARAM_construct_size_t(names[i], &v);
-        q[1] = OSSL_PARAM_construct_end();
-        ret = EVP_CIPHER_CTX_get_params(ctx, q);
-        rec_add(r, "  get %s=%d v=%zu ret_size=%zu", names[i], ret, v,
-                q[0].return_size);
-        rec_errs(r);
-    }
-}
-
 static void r_dotnet_key(REC *r, const ENV *e, EVP_CIPHER_CTX *ctx,
                          const unsigned char *key, int dir0)
 {
     rec_add(r, "reset=%d\n", EVP_CIPHER_CTX_reset(ctx));
     r_init(r, ctx, e->cipher, NULL, NULL, dir0);
     r_init(r, ctx, NULL, key, NULL, -1);
-    r_lens(r, ctx);
+    kct_cipher_lens(r, ctx);
 }
 
 static void r_dotnet_msg(REC *r, EVP_CIPHER_CTX *ctx, MSG *m, int enc)
@@ -1612,9 +1589,9 @@ static void pat_dotnet(REC *r, ENV *e)
                 ctx = new_ctx();
                 r_dotnet_key(r, e, ctx, m.key, dir0);
                 r_set_ivlen(r, ctx, lens[i]);
-                r_lens(r, ctx);
+                kct_cipher_lens(r, ctx);
                 r_dotnet_msg(r, ctx, &m, enc);
-                r_lens(r, ctx);
+                kct_cipher_lens(r, ctx);
                 /* AesGcm is reusable: a second message on the object */
                 r_dotnet_msg(r, ctx, &m, enc);
                 EVP_CIPHER_CTX_free(ctx);
@@ -1627,11 +1604,11 @@ static void pat_dotnet(REC *r, ENV *e)
     rec_add(r, "dotnet ivlen twice\n");
     r_dotnet_key(r, e, ctx, m.key, 0);
     r_set_ivlen(r, ctx, 60);
-    r_lens(r, ctx);
+    kct_cipher_lens(r, ctx);
     r_set_ivlen(r, ctx, 0);
-    r_lens(r, ctx);
+    kct_cipher_lens(r, ctx);
     r_set_ivlen(r, ctx, 16);
-    r_lens(r, ctx);
+    kct_cipher_lens(r, ctx);
     r_dotnet_msg(r, ctx, &m, 1);
     EVP_CIPHER_CTX_free(ctx);
 
@@ -1646,7 +1623,7 @@ static void pat_dotnet(REC *r, ENV *e)
         params[2] = OSSL_PARAM_construct_end();
         rec_ret(r, "set_params", EVP_CIPHER_CTX_set_params(ctx, params));
         rec_ctx(r, ctx);
-        r_lens(r, ctx);
+        kct_cipher_lens(r, ctx);
         r_init(r, ctx, NULL, NULL, m.iv, 0);
         r_update(r, ctx, m.out, m.ct, m.inlen);
         r_final(r, ctx);
@@ -1663,7 +1640,7 @@ static void pat_dotnet(REC *r, ENV *e)
     rec_ret(r, "init_ex2", EVP_CipherInit_ex2(ctx, NULL, NULL, m.iv, 1,
                                              params));
     rec_ctx(r, ctx);
-    r_lens(r, ctx);
+    kct_cipher_lens(r, ctx);
     r_dotnet_msg(r, ctx, &m, 1);
     EVP_CIPHER_CTX_free(ctx);
 
@@ -1679,7 +1656,7 @@ static void pat_dotnet(REC *r, ENV *e)
         rec_ret(r, "set_params", EVP_CIPHER_CTX_set_params(ctx, params));
     }
     rec_ctx(r, ctx);
-    r_lens(r, ctx);
+    kct_cipher_lens(r, ctx);
     r_dotnet_msg(r, ctx, &m, 1);
     EVP_CIPHER_CTX_free(ctx);
 
@@ -1691,7 +1668,7 @@ static void pat_dotnet(REC *r, ENV *e)
     r_set_ivlen(r, ctx, 8);
     rec_ret(r, "copy", EVP_CIPHER_CTX_copy(b, ctx));
     rec_ctx(r, b);
-    r_lens(r, b);
+    kct_cipher_lens(r, b);
     r_set_ivlen(r, b, 16);
     r_set_ivlen(r, ctx, 60);
     r_dotnet_msg(r, b, &m, 1);

@@ -1213,8 +1213,8 @@ MUTANTS = {
         "        set_keyed(w, w->t.inner, w->ifn, CV_IVLEN(w->f->empty_value),"),
     # keyed_known: the same, keyed from the cache
     "ctmpl-known-hit-fresh": ("provider/layer/ctmpl.c",
-        "                set_keyed(w, inner, f->kfns, CV_IVLEN(w->t.value),",
-        "                set_keyed(w, inner, f->kfns, CV_IVLEN(w->f->empty_value),"),
+        "            if (set_keyed(w, inner, f->kfns, CV_IVLEN(w->t.value),",
+        "            if (set_keyed(w, inner, f->kfns, CV_IVLEN(w->f->empty_value),"),
     # just keyed: a refused "ivlen" set noted as if the default took it
     "ctmpl-jk-refused-tracked": ("provider/layer/ctmpl.c",
         "    if (ret == 1 && (w->f->d->ivlen_set_sets || w->to == &keyed_known)",

@@ -97,18 +97,19 @@ static void set_inner(KC_TCIPH_CTX *w, void *inner, const KC_CIPHER_FNS *ifn)
 /*
  * w keyed, on inner: forwarding all (set_inner()), or where EVP asks the
  * lengths at every init and an IV length is known, keyed_known (see there)
- * with these CV_ fields.
+ * with these CV_ fields.  1: keyed_known.
  */
-static void set_keyed(KC_TCIPH_CTX *w, void *inner, const KC_CIPHER_FNS *ifn,
-                      size_t ivlen_field, size_t keylen_field)
+static int set_keyed(KC_TCIPH_CTX *w, void *inner, const KC_CIPHER_FNS *ifn,
+                     size_t ivlen_field, size_t keylen_field)
 {
     set_inner(w, inner, ifn);
     if (!w->f->asks_lengths || ivlen_field <= 2)
-        return;
+        return 0;
     w->keyed_ivlen = ivlen_field;
     w->keyed_keylen = keylen_field;
     w->to = &keyed_known;
     w->arg = w;
+    return 1;
 }
 
 static int inner_init(const KC_CIPHER_FNS *f, void *inner, int enc,
@@ -699,15 +700,11 @@ static int keyed_init(KC_TCIPH_CTX *w, int enc, const unsigned char *key,
                 return 0;
             }
             /* (keyed_known answers the IV length for good, where asked) */
-            if (!f->d->ivlen_set_sets
-                || (f->asks_lengths && CV_IVLEN(w->t.value) > 2)) {
-                set_keyed(w, inner, f->kfns, CV_IVLEN(w->t.value),
-                          CV_KEYLEN(w->t.value));
+            if (set_keyed(w, inner, f->kfns, CV_IVLEN(w->t.value),
+                          CV_KEYLEN(w->t.value))
+                || !f->d->ivlen_set_sets)
                 return 1;
-            }
             /* the IV comes in a later init: just keyed (see there) */
-            w->t.inner = inner;
-            w->ifn = f->kfns;
             w->to = &just_keyed;
             w->arg = w;
             w->keyed_ivlen = CV_IVLEN(w->t.value);
