@@ -1599,6 +1599,18 @@ static void pat_dotnet(REC *r, ENV *e)
         }
 
     msg_set(&m, e->k1, 16, 7, 33, 420);
+    /* The IV length set before the key: a hit answers the shape's. */
+    for (enc = 1; enc >= 0; enc--) {
+        ctx = new_ctx();
+        rec_add(r, "ivlen before the key enc=%d\n", enc);
+        r_init(r, ctx, e->cipher, NULL, NULL, enc);
+        r_set_ivlen(r, ctx, 16);
+        r_init(r, ctx, NULL, m.key, NULL, enc);
+        kct_cipher_lens(r, ctx);
+        r_dotnet_msg(r, ctx, &m, enc);
+        EVP_CIPHER_CTX_free(ctx);
+    }
+
     /* The IV length set twice, and a refused set between. */
     ctx = new_ctx();
     rec_add(r, "dotnet ivlen twice\n");
