@@ -364,6 +364,120 @@ static void test_first_copies(void)
 }
 
 /*
+ * Keyed templates (a thread's first GMAC contexts), each copied per message
+ * as rust-openssl does: from the second copy on, a copy of one keyed in
+ * one init looks its key up, and is the family's own context once the key
+ * is cached.  Each scenario (keyed_scenario) changes the template between
+ * its keying and its copies in one way, which must end the look-ups or be
+ * carried into them: a message begun, an IV set, a keyless init with an
+ * IV, a second key, the key's bytes changed in place, a final between the
+ * copies, an IV given to each copy, the cipher set before the key, copies
+ * of a copy.  What each call returned and the MACs, as text.
+ */
+enum {
+    KS_PLAIN, KS_BEGUN, KS_SET_IV, KS_KEYLESS_IV, KS_REKEYED, KS_IN_PLACE,
+    KS_FINAL_BETWEEN, KS_IV_PER_COPY, KS_CIPHER_FIRST, KS_COPY_OF_COPY,
+    KS_COUNT
+};
+static int keyed_scenario;
+
+static void keyed_copies(OSSL_LIB_CTX *libctx, char *buf, size_t len)
+{
+    unsigned char k[32], iv[12], iv2[12], out[16];
+    EVP_MAC *mac = EVP_MAC_fetch(libctx, "GMAC", NULL);
+    EVP_MAC_CTX *t = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    EVP_MAC_CTX *from = t, *first = NULL;
+    OSSL_PARAM p[3], q[2];
+    size_t n = 0, outl, j;
+    int i, ok, sc = keyed_scenario;
+
+    memcpy(k, key, sizeof(k));
+    memset(iv, 0x49, sizeof(iv));
+    memset(iv2, 0x32, sizeof(iv2));
+    p[0] = OSSL_PARAM_construct_utf8_string("cipher", "AES-256-GCM", 0);
+    p[1] = OSSL_PARAM_construct_octet_string("iv", iv, sizeof(iv));
+    p[2] = OSSL_PARAM_construct_end();
+    q[0] = OSSL_PARAM_construct_octet_string("iv", iv2, sizeof(iv2));
+    q[1] = OSSL_PARAM_construct_end();
+    ok = t != NULL;
+    if (sc == KS_CIPHER_FIRST) {
+        p[1] = OSSL_PARAM_construct_end();
+        ok = ok && EVP_MAC_CTX_set_params(t, p) && EVP_MAC_init(t, k, 32, q);
+    } else {
+        if (sc == KS_IV_PER_COPY)
+            p[1] = OSSL_PARAM_construct_end();
+        ok = ok && EVP_MAC_init(t, k, 32, p);
+    }
+    if (sc == KS_BEGUN)
+        ok = ok && EVP_MAC_update(t, msg, 10);
+    if (sc == KS_SET_IV)
+        ok = ok && EVP_MAC_CTX_set_params(t, q);
+    if (sc == KS_KEYLESS_IV)
+        ok = ok && EVP_MAC_init(t, NULL, 0, q);
+    if (sc == KS_REKEYED) {
+        k[0] ^= 0x5a;
+        ok = ok && EVP_MAC_init(t, k, 32, NULL);
+    }
+    if (sc == KS_IN_PLACE)
+        memset(k, 0xee, sizeof(k));
+    if (sc == KS_COPY_OF_COPY)
+        ok = ok && (from = first = EVP_MAC_CTX_dup(t)) != NULL;
+    n += (size_t)snprintf(buf + n, len - n, "scenario %d: %d\n", sc, ok);
+    for (i = 0; ok && i < 8; i++) {
+        EVP_MAC_CTX *c = EVP_MAC_CTX_dup(from);
+        int r;
+
+        outl = 0;
+        memset(iv2, i, sizeof(iv2));
+        r = c != NULL
+            && (sc != KS_IV_PER_COPY || EVP_MAC_init(c, NULL, 0, q))
+            && EVP_MAC_update(c, msg + 10, sizeof(msg) - 10 - (size_t)i)
+            && EVP_MAC_final(c, out, &outl, sizeof(out));
+        n += (size_t)snprintf(buf + n, len - n, "copy %d: %d %d ", i,
+                              c != NULL, r);
+        for (j = 0; j < outl && n + 3 < len; j++)
+            n += (size_t)snprintf(buf + n, len - n, "%02x", out[j]);
+        n += (size_t)snprintf(buf + n, len - n, " err %d\n",
+                              ERR_GET_REASON(ERR_peek_error()));
+        ERR_clear_error();
+        EVP_MAC_CTX_free(c);
+        if (sc == KS_FINAL_BETWEEN && i == 3) {
+            outl = 0;
+            r = EVP_MAC_final(t, out, &outl, sizeof(out));
+            n += (size_t)snprintf(buf + n, len - n, "final %d %zu\n", r,
+                                  outl);
+        }
+    }
+    EVP_MAC_CTX_free(first);
+    EVP_MAC_CTX_free(t);
+    EVP_MAC_free(mac);
+    ERR_clear_error();
+}
+
+/* ... each scenario on a new thread, GCM on and off: as the default's */
+static void test_first_keyed_copies(void)
+{
+    OSSL_LIB_CTX *ctx[2] = { deployed, gcm_off };
+    char def[2048], kc[2048];
+    uint64_t hits;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        for (keyed_scenario = 0; keyed_scenario < KS_COUNT;
+             keyed_scenario++) {
+            hits = kct_counter_in(ctx[i], KEYCACHE_PARAM_HITS);
+            CU_ASSERT_FATAL(same_on_thread(keyed_copies, ctx[i], def, kc,
+                                           sizeof(def)));
+            CU_ASSERT_PTR_NOT_NULL(strstr(def, ": 1\ncopy 0: 1 1 "));
+            /* the key admitted at the fourth copy's count: then hits */
+            if (keyed_scenario == KS_PLAIN)
+                CU_ASSERT_TRUE(kct_counter_in(ctx[i], KEYCACHE_PARAM_HITS)
+                               >= hits + 4);
+        }
+    }
+}
+
+/*
  * A fresh process's first CMAC, in the global library context as
  * configured: a cipher no provider has, then the usual one.  A failed
  * fetch's error names the library context it ran in, so a first context
@@ -894,6 +1008,8 @@ static void add_suites(void)
                 test_first_process);
     CU_add_test(s, "copies of an unkeyed first GMAC template, cached",
                 test_first_copies);
+    CU_add_test(s, "copies of a keyed first GMAC template, cached",
+                test_first_keyed_copies);
     CU_add_test(s, "a first GMAC's GCM is the default's own, not keycache's",
                 test_first_gcm_inside);
     CU_add_test(s, "a fresh process's first GMACs, each cipher as named",

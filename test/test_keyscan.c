@@ -34,7 +34,7 @@
 #include "kc_test.h"
 #include "keycache.h"
 
-#define MAXKEYS 40
+#define MAXKEYS 41
 #define KEYLEN 32                        /* the HMAC keys of test_bounded */
 #define WKEYLEN KCT_FAM_MAXKEY           /* a watched key: any row's */
 
@@ -95,7 +95,8 @@ static int use_row(OSSL_LIB_CTX *ctx, const KCT_FAM *f,
  * key roles (WKEYLEN bytes each, a row takes the first keylen): 0-3
  * evicted, 8-11 thread, 12-15 teardown, 16 message tails, 17-18 re-keyed,
  * 19 idle, 20-23 freed outside the lock, 24-27 stopped, 28-31 stopped while
- * keycache's lock is taken, 32-34 and 35-38 the same with a second instance
+ * keycache's lock is taken, 32-34 and 35-38 the same with a second instance,
+ * 39 held by a keyed first GMAC template
  */
 #define K_EV 0
 #define K_THREAD 8
@@ -108,7 +109,8 @@ static int use_row(OSSL_LIB_CTX *ctx, const KCT_FAM *f,
 #define K_CONTEND 28
 #define K_SECOND 32
 #define K_SECOND_CONTEND 35
-#define K_USED 39
+#define K_HELD 39
+#define K_USED 40
 
 static int suite_init(void)
 {
@@ -1028,6 +1030,61 @@ static void test_rekey_forgets(void)
     OSSL_LIB_CTX_free(on);
 }
 
+/*
+ * A thread's keyed first GMAC template keeps its key for its copies'
+ * look-ups (layer/tmpl.c, first_copy()): gone once it is keyed again, and
+ * at its free (the wrapper is pooled, not freed).  Copied once only, so
+ * the key is never counted, nor cached.  run 0: keyed again; 1: freed.
+ */
+static void *held_thread(void *arg)
+{
+    OSSL_LIB_CTX *ctx = arg;
+    EVP_MAC *mac = EVP_MAC_fetch(ctx, "GMAC", NULL);
+    EVP_MAC_CTX *t, *c;
+    OSSL_PARAM p[3];
+    unsigned char iv[12] = { 7 }, other[32] = { 3 };
+    long bad = 0;
+    int run;
+
+    p[0] = OSSL_PARAM_construct_utf8_string("cipher", "AES-256-GCM", 0);
+    p[1] = OSSL_PARAM_construct_octet_string("iv", iv, sizeof(iv));
+    p[2] = OSSL_PARAM_construct_end();
+    for (run = 0; run < 2; run++) {
+        t = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+        if (t == NULL || !EVP_MAC_init(t, keys[K_HELD], 32, p)
+            || (c = EVP_MAC_CTX_dup(t)) == NULL) {
+            bad++;
+            EVP_MAC_CTX_free(t);
+            continue;
+        }
+        EVP_MAC_CTX_free(c);
+        /* held while the template has it: the scan sees it */
+        bad += scan_live(K_HELD, K_HELD + 1, 0) == 0;
+        if (run == 0)
+            bad += !EVP_MAC_init(t, other, 32, NULL)
+                   || scan_live(K_HELD, K_HELD + 1, 1) != 0;
+        EVP_MAC_CTX_free(t);
+        bad += scan_live(K_HELD, K_HELD + 1, 1) != 0;
+    }
+    EVP_MAC_free(mac);
+    OPENSSL_thread_stop();
+    return (void *)bad;
+}
+
+static void test_first_held_forgets(void)
+{
+    OSSL_LIB_CTX *ctx = kct_keycache_conf("admit_after = 3\n");
+    pthread_t t;
+    void *bad = (void *)1;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, held_thread, ctx) == 0);
+    pthread_join(t, &bad);
+    CU_ASSERT_PTR_NULL(bad);
+    CU_ASSERT_EQUAL(violations(), 0);
+    OSSL_LIB_CTX_free(ctx);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("keyscan", suite_init, NULL);
@@ -1052,6 +1109,8 @@ static void add_suites(void)
     CU_add_test(s, "given-back contexts keep no message bytes",
                 test_message_tails);
     CU_add_test(s, "a re-keyed context forgets its key", test_rekey_forgets);
+    CU_add_test(s, "a keyed first GMAC template forgets its key",
+                test_first_held_forgets);
     CU_add_test(s, "idle_ttl sweeps every family's entries", test_idle_sweep);
 }
 

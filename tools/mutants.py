@@ -687,8 +687,8 @@ MUTANTS = {
     # Template families (tmpl.c): GMAC's IV set before the key is not
     # replayed onto the copy of the template
     "tmpl-drop-volatile": ("provider/layer/tmpl.c",
-        "    if (w->t.len > w->t.shape_len\n        && !kc_trec_replay_calls((const unsigned char *)w->t.rec,\n",
-        "    if (0\n        && !kc_trec_replay_calls((const unsigned char *)w->t.rec,\n"),
+        "    return take_template(w, ops, tmpl, &lk, w->t.len > w->t.shape_len);",
+        "    return take_template(w, ops, tmpl, &lk, 0);"),
     # the shape (cipher, customisation string, size; OCB's tag length) is
     # not part of the cache key: a KMAC with another custom string hits the
     # same entry (the core's, for both sides: ctmpl-shape-not-key merged)
@@ -704,8 +704,8 @@ MUTANTS = {
         "    return 1\n           || (e->reclen"),
     # a hit hands out the template itself, not a copy
     "tmpl-share-template": [("provider/layer/tmpl.c",
-        "    if ((inner = lk.spare) == NULL && (inner = ops->dupctx(tmpl)) == NULL)",
-        "    if ((inner = lk.spare) == NULL && (inner = tmpl) == NULL)"),
+        "    if ((inner = lk->spare) == NULL && (inner = ops->dupctx(tmpl)) == NULL)",
+        "    if ((inner = lk->spare) == NULL && (inner = tmpl) == NULL)"),
         ("provider/layer/tmpl.c", "    if (!kc_cache_park_in(c, &w->lease, w->t.inner, restart, w))\n        w->ops->freectx(w->t.inner);",
          "    if (0 && !kc_cache_park_in(c, &w->lease, w->t.inner, restart, w))\n        w->ops->freectx(w->t.inner);"),
         ("provider/layer/tmpl.c", "    if (w->t.inner != NULL)\n        w->ops->freectx(w->t.inner);\n    /* (after",
@@ -1229,6 +1229,44 @@ MUTANTS = {
     "ctmpl-jk-fresh-ivlen": ("provider/layer/ctmpl.c",
         "        w->keyed_ivlen = CV_IVLEN(w->t.value);",
         "        w->keyed_ivlen = CV_IVLEN(w->f->empty_value);"),
+    # a keyed first MAC template's copies (first_copy()): a message begun
+    # on the template is not carried into its copies
+    "tmpl-firstcopy-begun": ("provider/layer/tmpl.c",
+        "        w->first &= ~(KC_FIRST_RECORD | KC_FIRST_KEYED);\n        return w->ops->update(",
+        "        w->first &= ~KC_FIRST_RECORD;\n        return w->ops->update("),
+    # ... nor a final on the template
+    "tmpl-firstcopy-final-stays": ("provider/layer/tmpl.c",
+        "        w->first &= ~(KC_FIRST_RECORD | KC_FIRST_KEYED);\n        return w->ops->final(",
+        "        w->first &= ~KC_FIRST_RECORD;\n        return w->ops->final("),
+    # ... nor a set on the template (a new IV); nor is the key forgotten
+    "tmpl-firstcopy-set-stays": ("provider/layer/tmpl.c",
+        "            forget_held(w);\n            return forward(w, 0, NULL, 0, params);",
+        "            return forward(w, 0, NULL, 0, params);"),
+    # ... nor a keyless init with an IV
+    "tmpl-firstcopy-keyless-stays": ("provider/layer/tmpl.c",
+        "                return first_init(w, key, keylen, params);\n            w->first &= ~KC_FIRST_KEYED;\n",
+        "                return first_init(w, key, keylen, params);\n"),
+    # ... the keying init's IV is not recorded: copies lack it
+    "tmpl-firstcopy-no-volatile": ("provider/layer/tmpl.c",
+        "            || (s.nv > 0\n                && !append_call(w, s.vol, s.nv, KC_AS_VOLATILE)))) {",
+        "            || 0)) {"),
+    # ... the key is not wiped when the template is freed
+    "tmpl-firstcopy-free-keeps": ("provider/layer/tmpl.c",
+        "    if (w->held != 0)\n        OPENSSL_cleanse(w->key, w->held);\n    if (w->t.inner != NULL && w->clean) {",
+        "    if (w->t.inner != NULL && w->clean) {"),
+    # ... nor when it is keyed again
+    "tmpl-firstcopy-rekey-keeps": ("provider/layer/tmpl.c",
+        "    if (key != NULL)\n        forget_held(w);\n    ok = forward(w, 1, key, keylen, params);",
+        "    ok = forward(w, 1, key, keylen, params);"),
+    # ... the look-up of the whole record finds the shape's entries (no IV)
+    "tmpl-firstcopy-shape-only": ("provider/layer/tmpl.c",
+        "    tmpl = kc_cache_find_rec(c, &f->alg, rec, w->t.len, h, key, keylen, &lk);",
+        "    tmpl = kc_cache_find_rec(c, &f->alg, rec, w->t.shape_len, w->t.hash, key, keylen, &lk);"),
+    # origin: an application's EVP_MAC_CTX_dup is not an entry point, so a
+    # copy's key is never admitted
+    "origin-dup-not-entry": ("provider/cache/origin.c",
+        '    "EVP_MAC_CTX_set_params", "EVP_MAC_CTX_dup",',
+        '    "EVP_MAC_CTX_set_params", "EVP_MAC_CTX_set_params",'),
     # cipher families, a context re-keyed with the key it holds (rekey):
     # keyless without an IV (a half-done message goes on, not restarted)
     "ctmpl-rekey-without-iv": ("provider/layer/ctmpl.c",

@@ -27,12 +27,14 @@
  * version lacks are skipped).  Not EVP_DigestSign/Final nor EVP_PKEY_sign:
  * signatures key HMAC with secrets of their own (deterministic ECDSA
  * nonces, SLH-DSA's PRF).  Each kind counts only its own entry points: the
- * default's AES-SIV keys CMAC with half its key.
+ * default's AES-SIV keys CMAC with half its key.  EVP_MAC_CTX_dup: a copy
+ * of a context the application holds, and so keyed (layer/tmpl.c,
+ * first_copy()); OpenSSL's own copies are made inside other functions.
  */
 static const char *const entry_names[] = {
     /* MAC entry points first, KC_NMAC of them */
     "EVP_Q_mac", "HMAC", "EVP_MAC_init", "EVP_MAC_init_SKEY",
-    "EVP_MAC_CTX_set_params",
+    "EVP_MAC_CTX_set_params", "EVP_MAC_CTX_dup",
     "EVP_DigestSignInit", "EVP_DigestSignInit_ex",
     /* then the cipher ones */
     "EVP_CipherInit", "EVP_CipherInit_ex", "EVP_CipherInit_ex2",
@@ -40,7 +42,7 @@ static const char *const entry_names[] = {
     "EVP_EncryptInit", "EVP_EncryptInit_ex", "EVP_EncryptInit_ex2",
     "EVP_DecryptInit", "EVP_DecryptInit_ex", "EVP_DecryptInit_ex2",
 };
-#define KC_NMAC 7
+#define KC_NMAC 8
 #define KC_NENTRY (sizeof(entry_names) / sizeof(entry_names[0]))
 
 /* deeper than any keying path through libcrypto; beyond it, refuse */

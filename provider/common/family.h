@@ -65,6 +65,12 @@ struct kc_tdesc_st {
      */
     int empty_set_inert;
     /*
+     * Do copies of a thread's keyed first context look its key up (GMAC)?
+     * Where the family's own contexts copy and finish for less than the
+     * default's, a keyed template copied per message gains.
+     */
+    int copies_look_up;
+    /*
      * Optional (CMAC, GMAC): the ciphers it is cached on; a shape is
      * cached only if the last cipher it loads (cipher_param, with its
      * properties) resolves to one of them.  Asked once per thread.

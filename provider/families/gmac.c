@@ -261,6 +261,7 @@ const KC_TDESC kc_gmac_desc = {
     .volatile_names = gmac_volatile,
     .set_key_keys = 1,
     .volatile_last_wins = 1,
+    .copies_look_up = 1,
     .base = KC_BASE_COPY,
     .ciphers = aes_gcm,
     .direct = &gmac_direct,

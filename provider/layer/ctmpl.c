@@ -38,8 +38,6 @@
 /* mixes a record's hash */
 #define KC_CALL_SALT 0x2545f4914f6cdd1dULL
 
-/* the longest key a context remembers for rekey_init() (AES's) */
-#define KC_HELD_MAX 32
 /* the longest IV hold_iv() holds back (GCM's usual 12, AES's block) */
 #define KC_PIV_MAX 16
 

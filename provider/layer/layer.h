@@ -129,6 +129,8 @@ int kc_trec_replay_calls(const unsigned char *rec, size_t from, size_t to,
 
 /* ---- the core (core.c): what the MAC and cipher sides both do ---- */
 #define KC_TCALL_MAX 8          /* the most parameters a recorded call has */
+/* the longest key a wrapper keeps of its own keying (AES's, GMAC's) */
+#define KC_HELD_MAX 32
 #define KC_TSIG_MAX 64          /* room for the volatile calls' signature */
 
 /*

@@ -43,14 +43,20 @@ typedef struct {
     int first;
     /* its record is the shape of one of the thread's bases */
     int based;
+    /* a first context's key[] holds the key its inner has, of this length */
+    size_t held;
     /* the record: the shape's calls, then the volatile calls, never mixed */
     KC_TCORE t;
+    /* not cleared at new: read only while held */
+    unsigned char key[KC_HELD_MAX];
 } KC_TMAC_CTX;
 
 #define KC_FIRST_PLAIN 1        /* set in each: the application's default's */
 #define KC_FIRST_RECORD 2
 #define KC_FIRST_SHAPE (KC_FIRST_PLAIN | KC_FIRST_RECORD)
 #define KC_FIRST_COLD (KC_FIRST_PLAIN | 4)      /* its size is not learned */
+/* keyed in its first init, record and key[] all its calls: see first_copy() */
+#define KC_FIRST_KEYED 8
 
 #define W(core) KC_TCORE_OF(KC_TMAC_CTX, core)
 
@@ -636,6 +642,35 @@ static const KC_TSIDE mac_side = {
 };
 
 /*
+ * w keyed from tmpl (or lk's spare: a used context, restarted by a keyless
+ * init when given back), the volatile calls replayed if vol.  1, or -1.
+ */
+static int take_template(KC_TMAC_CTX *w, const KC_MAC_FNS *ops, void *tmpl,
+                         const KC_LOOKUP *lk, int vol)
+{
+    void *inner;
+
+    if ((inner = lk->spare) == NULL && (inner = ops->dupctx(tmpl)) == NULL)
+        return -1;
+    /* validated without the key; keying first ends in the same state */
+    if (vol
+        && !kc_trec_replay_calls((const unsigned char *)w->t.rec,
+                                 w->t.shape_len, w->t.len, mac_call, ops,
+                                 inner)) {
+        ops->freectx(inner);
+        return -1;
+    }
+    w->t.inner = inner;
+    w->ops = ops;
+    w->size = w->f->d->keyed_size;
+    if (w->f->d->reinit_restores) {
+        w->lease = lk->lease;
+        w->clean = 1;
+    }
+    return 1;
+}
+
+/*
  * The key arrives: a copy of the template (or a spare), the volatile calls
  * replayed.  1 done; else -1, or -2 if the key is not admitted yet.
  */
@@ -645,7 +680,7 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
     const KC_TFAM *f = w->f;
     const KC_MAC_FNS *ops;
     KC_LOOKUP lk;
-    void *tmpl, *inner;
+    void *tmpl;
     int why = -1;
 
     if (key == NULL || keylen > KEYCACHE_MAX_KEY_LEN)
@@ -659,25 +694,7 @@ static int keyed(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
     if ((tmpl = kc_tcore_template(&w->t, &mac_side, c, &f->alg, 1, key,
                                   keylen, &lk, &why)) == NULL)
         return why;
-    /* a spare: a used context, restarted by a keyless init when given back */
-    if ((inner = lk.spare) == NULL && (inner = ops->dupctx(tmpl)) == NULL)
-        return -1;
-    /* validated without the key; keying first ends in the same state */
-    if (w->t.len > w->t.shape_len
-        && !kc_trec_replay_calls((const unsigned char *)w->t.rec,
-                                 w->t.shape_len, w->t.len, mac_call, ops,
-                                 inner)) {
-        ops->freectx(inner);
-        return -1;
-    }
-    w->t.inner = inner;
-    w->ops = ops;
-    w->size = f->d->keyed_size;
-    if (f->d->reinit_restores) {
-        w->lease = lk.lease;
-        w->clean = 1;
-    }
-    return 1;
+    return take_template(w, ops, tmpl, &lk, w->t.len > w->t.shape_len);
 }
 
 /* Pass-through from now on: a default context (for params) in this state. */
@@ -1428,6 +1445,8 @@ void kc_tmac_freectx(void *vctx)
 
     if (w == NULL)
         return;
+    if (w->held != 0)
+        OPENSSL_cleanse(w->key, w->held);
     if (w->t.inner != NULL && w->clean) {
         free_clean(w);
         return;
@@ -1438,6 +1457,45 @@ void kc_tmac_freectx(void *vctx)
     if (w->app_mac != NULL)
         EVP_MAC_free(w->app_mac);
     kc_wrapper_free(w->pctx, KC_POOL_TMPL, w, sizeof(*w));
+}
+
+static void forget_held(KC_TMAC_CTX *w)
+{
+    if (w->held != 0)
+        OPENSSL_cleanse(w->key, w->held);
+    w->held = 0;
+    w->first &= ~KC_FIRST_KEYED;
+}
+
+/*
+ * A first context keyed in its first init, its record all its calls till
+ * then (KC_FIRST_SHAPE): that init's calls are recorded too, as a usual
+ * context's would be but not learned, and the key kept while its inner
+ * holds it, so that its copies look the key up (first_copy()).  Else as
+ * it was: its copies are the default's.
+ */
+static void hold_keying(KC_TMAC_CTX *w, const unsigned char *key,
+                        size_t keylen, const OSSL_PARAM params[])
+{
+    KC_TMARK sv;
+    SPLIT s;
+
+    if (keylen == 0 || keylen > sizeof(w->key))
+        return;
+    kc_tcore_mark(&w->t, &sv);
+    /* (an empty array is a call: the default may act on one) */
+    if (params != NULL
+        && (!split(w->f, params, &s) || s.key != NULL || volatile_unset(&s)
+            || ((s.ns > 0 || s.nv == 0)
+                && !append_call(w, s.shape, s.ns, KC_AS_SHAPE))
+            || (s.nv > 0
+                && !append_call(w, s.vol, s.nv, KC_AS_VOLATILE)))) {
+        kc_tcore_back(&w->t, &sv);
+        return;
+    }
+    memcpy(w->key, key, keylen);
+    w->held = keylen;
+    w->first |= KC_FIRST_KEYED;
 }
 
 /*
@@ -1452,13 +1510,21 @@ static KC_NOINLINE int first_init(KC_TMAC_CTX *w, const unsigned char *key,
 {
     OSSL_PARAM q[2];
     size_t size = 0;
-    int ok = forward(w, 1, key, keylen, params);
+    int was = w->first, ok;
 
-    w->first &= ~KC_FIRST_RECORD;
+    /* the key it held is no longer its inner's, whatever this init does */
+    if (key != NULL)
+        forget_held(w);
+    ok = forward(w, 1, key, keylen, params);
+    w->first &= ~(KC_FIRST_RECORD | KC_FIRST_KEYED);
     if (key == NULL && params == NULL)
         return ok;
     w->size = 0;
-    if (ok != 1 || key == NULL || w->ops->get_ctx_params == NULL)
+    if (ok != 1 || key == NULL)
+        return ok;
+    if (was == KC_FIRST_SHAPE && w->f->d->copies_look_up)
+        hold_keying(w, key, keylen, params);
+    if (w->ops->get_ctx_params == NULL)
         return ok;
     q[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &size);
     q[1] = OSSL_PARAM_construct_end();
@@ -1579,6 +1645,104 @@ static KC_NOINLINE KC_TMAC_CTX *settled_copy(const KC_TMAC_CTX *src,
     return w;
 }
 
+/* mixed into a whole record's hash (first_copy()) */
+#define KC_WHOLE_SALT 0x94d049bb133111ebULL
+
+/*
+ * The template of (w's whole record, key): shape, key, then the volatile
+ * calls, as a usual keying ends (keyed()), so that a copy of a keyed
+ * template (first_copy()) needs no replay.  A record with volatile calls
+ * is never a usual entry's (those hold shapes alone).  Learned only on a
+ * miss: an entry was learned when admitted, and the thread's cache starts
+ * again when the default properties change.  1 done; else -1, or -2 if
+ * the key is not admitted yet.
+ */
+static int keyed_whole(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
+                       size_t keylen)
+{
+    const KC_TFAM *f = w->f;
+    const KC_MAC_FNS *ops = f->direct_on ? f->d->direct : &f->mac;
+    const unsigned char *rec = (const unsigned char *)w->t.rec;
+    uint64_t h = w->t.hash ^ w->t.sig_hash * KC_WHOLE_SALT;
+    KC_LOOKUP lk;
+    void *tmpl;
+    int ok;
+
+    lk.counted = &w->t.counted;
+    tmpl = kc_cache_find_rec(c, &f->alg, rec, w->t.len, h, key, keylen, &lk);
+    if (tmpl == NULL) {
+        if (((w->t.value = learn_shape(w, c)) & KC_REC_CACHEABLE) == 0
+            || (w->t.len > w->t.shape_len
+                && (learn_volatile(w, c) & KC_REC_VALID) == 0))
+            return -1;
+        if (!lk.admit)
+            return -2;
+        if ((tmpl = kc_tcore_make(&w->t, &mac_side, &f->alg, 1, key,
+                                  keylen)) == NULL)
+            return -1;
+        /* validated without the key: quiet, as replayed on any copy */
+        ERR_set_mark();
+        ok = kc_trec_replay_calls(rec, w->t.shape_len, w->t.len, mac_call,
+                                  ops, tmpl);
+        ERR_pop_to_mark();
+        if (!ok || !kc_cache_add_rec(c, &f->alg, rec, w->t.len, key, keylen,
+                                     tmpl, &lk)) {
+            f->alg.freectx(tmpl);
+            return -1;
+        }
+    }
+    return take_template(w, ops, tmpl, &lk, 0);
+}
+
+/* the last keyed first context the thread copied: its next copy looks up */
+static __thread const void *first_copied
+    __attribute__((tls_model("initial-exec")));
+
+/*
+ * A copy of a first context keyed in one init since it was made
+ * (KC_FIRST_KEYED): a usual context of its record and key, if that is
+ * cached (counted and admitted as a usual keying is), so that a keyed
+ * template copied per message gets the family's own contexts, whose copy
+ * and use cost less than the default's (dup-keyed-gmac: rust-openssl).
+ * Not at a context's first copy: a process copying it once learns
+ * nothing.  src is only read.  NULL: the default's copy.
+ */
+static KC_NOINLINE KC_TMAC_CTX *first_copy(const KC_TMAC_CTX *src)
+{
+    const KC_TFAM *f = src->f;
+    KC_TMAC_CTX *w;
+    KC_CACHE *c;
+    int cold;
+
+    if (first_copied != src) {
+        first_copied = src;
+        return NULL;
+    }
+    if (!kc_tfam_ready(src->pctx, f) || (c = kc_cache_get(src->pctx)) == NULL)
+        return NULL;
+    w = kc_wrapper_take(src->pctx, KC_POOL_TMPL, sizeof(*w), &f->alg, &cold,
+                        NULL);
+    if (w == NULL)
+        return NULL;
+    memset(w, 0, KC_TMAC_HEAD);
+    w->pctx = src->pctx;
+    w->f = f;
+    w->ops = &f->mac;
+    w->t.value = -1;
+    w->t.shape_len = src->t.shape_len;
+    w->t.len = src->t.len;
+    w->t.sig_len = src->t.sig_len;
+    w->t.hash = src->t.hash;
+    w->t.sig_hash = src->t.sig_hash;
+    memcpy(w->t.rec, src->t.rec, src->t.len);
+    memcpy(w->t.sig, src->t.sig, src->t.sig_len);
+    /* (no look-up where the thread's hit rate is low) */
+    if (!cold && keyed_whole(w, c, src->key, src->held) == 1)
+        return w;
+    kc_wrapper_free(src->pctx, KC_POOL_TMPL, w, sizeof(*w));
+    return NULL;
+}
+
 /*
  * The usual copy, of a keyed template per message: as kc_tmac_dupctx()'s
  * own, less what such a context lacks (a record, an application's MAC).
@@ -1600,7 +1764,8 @@ static ossl_inline void *dup_keyed(const KC_TMAC_CTX *src)
     dst->t.len = dst->t.shape_len = dst->t.sig_len = 0;
     memset(&dst->lease, 0, sizeof(dst->lease));
     dst->clean = 0;
-    dst->first &= ~KC_FIRST_RECORD;
+    dst->first &= ~(KC_FIRST_RECORD | KC_FIRST_KEYED);
+    dst->held = 0;
     return dst;
 }
 
@@ -1611,6 +1776,8 @@ void *kc_tmac_dupctx(void *vctx)
 
     if (src->first == KC_FIRST_SHAPE
         && ((dst = settled_copy(src, &plain)) != NULL || !plain))
+        return dst;
+    if ((src->first & KC_FIRST_KEYED) != 0 && (dst = first_copy(src)) != NULL)
         return dst;
     if (src->t.inner != NULL && src->app_mac == NULL)
         return dup_keyed(src);
@@ -1634,7 +1801,8 @@ void *kc_tmac_dupctx(void *vctx)
     memset(&dst->lease, 0, sizeof(dst->lease));
     dst->clean = 0;
     /* (a first context's copy has no record: all its state is its inner's) */
-    dst->first &= ~KC_FIRST_RECORD;
+    dst->first &= ~(KC_FIRST_RECORD | KC_FIRST_KEYED);
+    dst->held = 0;
     if (src->app_mac != NULL && !EVP_MAC_up_ref(src->app_mac)) {
         kc_wrapper_free(src->pctx, KC_POOL_TMPL, dst, sizeof(*dst));
         return NULL;
@@ -1827,8 +1995,11 @@ static int tmac_set_ctx_params(KC_TMAC_CTX *w, const OSSL_PARAM params[])
         /* the application's default's: it fetches as the default would */
         if (w->first == KC_FIRST_COLD)
             return cold_forward(w, params);
-        if (w->first != 0)
+        if (w->first != 0) {
+            /* (it may set a key: the one held is no longer sure) */
+            forget_held(w);
             return forward(w, 0, NULL, 0, params);
+        }
         if ((c = w->f->d->cipher_param) != NULL && params != NULL
             && may_name(c, params))
             return keyed_set(w, params);
@@ -1915,6 +2086,7 @@ static int tmac_init(KC_TMAC_CTX *w, const unsigned char *key, size_t keylen,
             if (w->first == KC_FIRST_SHAPE
                 || (key != NULL && w->first != KC_FIRST_COLD))
                 return first_init(w, key, keylen, params);
+            w->first &= ~KC_FIRST_KEYED;
             /* a keyless init (a new IV per message, say), or a cold one's */
             if (params == NULL)
                 return w->ops->init(w->t.inner, key, keylen, NULL);
@@ -1958,7 +2130,7 @@ int kc_tmac_update(void *vctx, const unsigned char *data, size_t datalen)
     KC_TMAC_CTX *w = vctx;
 
     if (w->t.inner != NULL) {
-        w->first &= ~KC_FIRST_RECORD;
+        w->first &= ~(KC_FIRST_RECORD | KC_FIRST_KEYED);
         return w->ops->update(w->t.inner, data, datalen);
     }
     return unkeyed_update(w, data, datalen);
@@ -1977,7 +2149,7 @@ int kc_tmac_final(void *vctx, unsigned char *out, size_t *outl,
     KC_TMAC_CTX *w = vctx;
 
     if (w->t.inner != NULL) {
-        w->first &= ~KC_FIRST_RECORD;
+        w->first &= ~(KC_FIRST_RECORD | KC_FIRST_KEYED);
         return w->ops->final(w->t.inner, out, outl, outsize);
     }
     return unkeyed_final(w, out, outl, outsize);
