@@ -140,8 +140,12 @@ Where the losses come from:
   (`keyed_known`, docs/families.md): `steady-gcm`, `steady-ocb`,
   `copy-keyed-ocb` and `gcm-encinit-per-msg` gain there.
   Where the forwarding floor below exceeds the target too
-  (`dup-keyed-gmac`; `thread-per-task` on 3.0 and 3.5, by up to 0.5%), a
-  wrapper cannot meet it by trimming: only by saving in that row.  The `steady-*` rows keep the thread's first
+  (`thread-per-task` on 3.0 and 3.5, by up to 0.5%), a wrapper cannot
+  meet it by trimming: only by saving in that row.  `dup-keyed-gmac`
+  saves so: from its second copy on, a copy of a thread's first GMAC
+  context keyed in one init is looked up by its calls and key, and once
+  cached is a copy of keycache's own GMAC context, IV applied
+  (docs/families.md).  The `steady-*` rows keep the thread's first
   context: for CMAC, GMAC and KMAC the application's default's, which
   keycache only forwards to.
   (Contexts keyed again with the key they hold gain: HMAC's `rekey-*` by

@@ -852,6 +852,89 @@ static void test_concurrent_copies(void)
         }
 }
 
+/*
+ * The same with a keyed GMAC template, a new thread's first context: its
+ * copies look its key up (layer/tmpl.c, first_copy()) and, once cached,
+ * are keycache's own contexts; the template is only read.
+ */
+static EVP_MAC_CTX *mac_tmpl;
+static unsigned char mac_want[NCOPIES][16];
+
+static int mac_copy(const EVP_MAC_CTX *t, int n, unsigned char out[16])
+{
+    EVP_MAC_CTX *c = EVP_MAC_CTX_dup(t);
+    size_t l = 0;
+    int ok = c != NULL && EVP_MAC_update(c, msgs[n % NMSGS], 32)
+             && EVP_MAC_final(c, out, &l, 16) && l == 16;
+
+    EVP_MAC_CTX_free(c);
+    return ok;
+}
+
+static void *mac_copier(void *arg)
+{
+    int *bad = arg, n;
+    unsigned char got[16];
+
+    pthread_barrier_wait(&start_line);
+    for (n = 0; n < NCOPIES; n++)
+        if (!mac_copy(mac_tmpl, n, got)
+            || memcmp(got, mac_want[n], sizeof(got)) != 0)
+            (*bad)++;
+    return NULL;
+}
+
+static void *gmac_template(void *arg)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(arg, "GMAC", NULL);
+    EVP_MAC_CTX *t = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM p[3];
+
+    p[0] = OSSL_PARAM_construct_utf8_string("cipher", "AES-256-GCM", 0);
+    p[1] = OSSL_PARAM_construct_octet_string("iv", ivs[2], 12);
+    p[2] = OSSL_PARAM_construct_end();
+    if (t != NULL && !EVP_MAC_init(t, keys[0], 32, p)) {
+        EVP_MAC_CTX_free(t);
+        t = NULL;
+    }
+    EVP_MAC_free(mac);
+    return t;
+}
+
+static void test_concurrent_mac_copies(void)
+{
+    OSSL_LIB_CTX *ctx = kct_keycache_conf("admit_after = 3\n");
+    EVP_MAC_CTX *ref;
+    pthread_t t[NCOPIERS], maker;
+    void *made_tmpl = NULL;
+    int i, n, made = 0;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    ref = gmac_template(kct_default());
+    CU_ASSERT_FATAL(pthread_create(&maker, NULL, gmac_template, ctx) == 0);
+    pthread_join(maker, &made_tmpl);
+    mac_tmpl = made_tmpl;
+    CU_ASSERT_FATAL(ref != NULL && mac_tmpl != NULL);
+    for (n = 0; n < NCOPIES; n++)
+        CU_ASSERT_FATAL(mac_copy(ref, n, mac_want[n]));
+    CU_ASSERT_FATAL(pthread_barrier_init(&start_line, NULL, NCOPIERS) == 0);
+    for (i = 0; i < NCOPIERS; i++) {
+        copy_bad[i] = 0;
+        made += pthread_create(&t[i], NULL, mac_copier, &copy_bad[i]) == 0;
+    }
+    CU_ASSERT_FATAL(made == NCOPIERS);
+    for (i = 0; i < NCOPIERS; i++) {
+        pthread_join(t[i], NULL);
+        CU_ASSERT_EQUAL(copy_bad[i], 0);
+    }
+    pthread_barrier_destroy(&start_line);
+    /* each copier's keys were admitted and hit */
+    CU_ASSERT_TRUE(kct_counter_in(ctx, KEYCACHE_PARAM_HITS) > 0);
+    EVP_MAC_CTX_free(mac_tmpl);
+    EVP_MAC_CTX_free(ref);
+    OSSL_LIB_CTX_free(ctx);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("threads", suite_init, NULL);
@@ -870,6 +953,8 @@ static void add_suites(void)
                 test_concurrent_names);
     CU_add_test(s, "threads copy one keyed template at the same time",
                 test_concurrent_copies);
+    CU_add_test(s, "threads copy one keyed GMAC template at the same time",
+                test_concurrent_mac_copies);
 }
 
 int main(int argc, char **argv)

@@ -1240,8 +1240,8 @@ MUTANTS = {
         "        w->first &= ~KC_FIRST_RECORD;\n        return w->ops->final("),
     # ... nor a set on the template (a new IV); nor is the key forgotten
     "tmpl-firstcopy-set-stays": ("provider/layer/tmpl.c",
-        "            forget_held(w);\n            return forward(w, 0, NULL, 0, params);",
-        "            return forward(w, 0, NULL, 0, params);"),
+        "    forget_held(w);\n    return forward(w, 0, NULL, 0, params);",
+        "    return forward(w, 0, NULL, 0, params);"),
     # ... nor a keyless init with an IV
     "tmpl-firstcopy-keyless-stays": ("provider/layer/tmpl.c",
         "                return first_init(w, key, keylen, params);\n            w->first &= ~KC_FIRST_KEYED;\n",
@@ -1252,8 +1252,8 @@ MUTANTS = {
         "            || 0)) {"),
     # ... the key is not wiped when the template is freed
     "tmpl-firstcopy-free-keeps": ("provider/layer/tmpl.c",
-        "    if (w->held != 0)\n        OPENSSL_cleanse(w->key, w->held);\n    if (w->t.inner != NULL && w->clean) {",
-        "    if (w->t.inner != NULL && w->clean) {"),
+        "    if (w->held != 0)\n        OPENSSL_cleanse(w->key, w->held);\n    if (!kc_cache_park_in(",
+        "    if (!kc_cache_park_in("),
     # ... nor when it is keyed again
     "tmpl-firstcopy-rekey-keeps": ("provider/layer/tmpl.c",
         "    if (key != NULL)\n        forget_held(w);\n    ok = forward(w, 1, key, keylen, params);",

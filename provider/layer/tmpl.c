@@ -24,7 +24,10 @@ typedef struct {
     const KC_TFAM *f;
     /* what t.inner is: the default's (f->mac) or the family's own (direct) */
     const KC_MAC_FNS *ops;
-    /* reinit_restores: where inner goes back when freed, if still clean */
+    /*
+     * reinit_restores: where inner goes back when freed, if still clean;
+     * clean too while key[] is held, wiped at the free (free_clean())
+     */
     KC_LEASE lease;
     int clean;
     /*
@@ -1425,12 +1428,15 @@ static int restart(const void *arg, void *inner)
 
 /*
  * A clean used context: its inner back to its entry if kept there, else
- * freed; the thread's cache is looked up once for both.
+ * freed; the thread's cache is looked up once for both.  A first context
+ * holding its key: wiped.
  */
 static KC_NOINLINE void free_clean(KC_TMAC_CTX *w)
 {
     KC_CACHE *c = kc_cache_here(w->pctx);
 
+    if (w->held != 0)
+        OPENSSL_cleanse(w->key, w->held);
     if (!kc_cache_park_in(c, &w->lease, w->t.inner, restart, w))
         w->ops->freectx(w->t.inner);
     if (w->app_mac != NULL)
@@ -1445,8 +1451,6 @@ void kc_tmac_freectx(void *vctx)
 
     if (w == NULL)
         return;
-    if (w->held != 0)
-        OPENSSL_cleanse(w->key, w->held);
     if (w->t.inner != NULL && w->clean) {
         free_clean(w);
         return;
@@ -1459,11 +1463,13 @@ void kc_tmac_freectx(void *vctx)
     kc_wrapper_free(w->pctx, KC_POOL_TMPL, w, sizeof(*w));
 }
 
+/* (a first context is clean only while it holds a key: not leased) */
 static void forget_held(KC_TMAC_CTX *w)
 {
     if (w->held != 0)
         OPENSSL_cleanse(w->key, w->held);
     w->held = 0;
+    w->clean = 0;
     w->first &= ~KC_FIRST_KEYED;
 }
 
@@ -1495,6 +1501,7 @@ static void hold_keying(KC_TMAC_CTX *w, const unsigned char *key,
     }
     memcpy(w->key, key, keylen);
     w->held = keylen;
+    w->clean = 1;
     w->first |= KC_FIRST_KEYED;
 }
 
@@ -1980,6 +1987,14 @@ static ossl_inline int noop_set(const KC_TMAC_CTX *w,
     return w->f->d->empty_set_inert && kc_quirk(q, KC_Q_EMPTY_SET_OK);
 }
 
+/* a set of a first context past its record: it may set a key */
+static KC_NOINLINE int first_forward_set(KC_TMAC_CTX *w,
+                                         const OSSL_PARAM params[])
+{
+    forget_held(w);
+    return forward(w, 0, NULL, 0, params);
+}
+
 static int tmac_set_ctx_params(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
     const char *c;
@@ -1995,11 +2010,8 @@ static int tmac_set_ctx_params(KC_TMAC_CTX *w, const OSSL_PARAM params[])
         /* the application's default's: it fetches as the default would */
         if (w->first == KC_FIRST_COLD)
             return cold_forward(w, params);
-        if (w->first != 0) {
-            /* (it may set a key: the one held is no longer sure) */
-            forget_held(w);
-            return forward(w, 0, NULL, 0, params);
-        }
+        if (w->first != 0)
+            return first_forward_set(w, params);
         if ((c = w->f->d->cipher_param) != NULL && params != NULL
             && may_name(c, params))
             return keyed_set(w, params);
