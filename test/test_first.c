@@ -275,6 +275,21 @@ static void test_first_sizes(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(def, "2: ok 1 sizes 32 20"));
 }
 
+/* One copy's line (made, MAC'd, the MAC, the first error): buf's new end */
+static size_t put_copy(char *buf, size_t len, size_t n, int i, int made,
+                       int r, const unsigned char *out, size_t outl)
+{
+    size_t j;
+
+    n += (size_t)snprintf(buf + n, len - n, "copy %d: %d %d ", i, made, r);
+    for (j = 0; j < outl && n + 3 < len; j++)
+        n += (size_t)snprintf(buf + n, len - n, "%02x", out[j]);
+    n += (size_t)snprintf(buf + n, len - n, " err %d\n",
+                          ERR_GET_REASON(ERR_peek_error()));
+    ERR_clear_error();
+    return n;
+}
+
 /*
  * Unkeyed templates (a thread's first contexts; GMAC's where GCM is off)
  * set up with these calls, each then copied, and each copy given an IV
@@ -290,7 +305,7 @@ static void template_copies(OSSL_LIB_CTX *libctx, char *buf, size_t len)
     static const char *const macs[] = { "GMAC", "GMAC", "GMAC", "GMAC",
                                         "KMAC-128" };
     unsigned char iv[12], out[32];
-    size_t n = 0, outl, j, size = 24, k;
+    size_t n = 0, outl, size = 24, k;
     int i, ok, one = 1;
 
     for (k = 0; k < sizeof(macs) / sizeof(macs[0]); k++) {
@@ -334,13 +349,7 @@ static void template_copies(OSSL_LIB_CTX *libctx, char *buf, size_t len)
             r = c != NULL && EVP_MAC_init(c, key, 32, k < 4 ? p : NULL)
                 && EVP_MAC_update(c, msg, sizeof(msg))
                 && EVP_MAC_final(c, out, &outl, sizeof(out));
-            n += (size_t)snprintf(buf + n, len - n, "copy %d: %d %d ", i,
-                                  c != NULL, r);
-            for (j = 0; j < outl && n + 3 < len; j++)
-                n += (size_t)snprintf(buf + n, len - n, "%02x", out[j]);
-            n += (size_t)snprintf(buf + n, len - n, " err %d\n",
-                                  ERR_GET_REASON(ERR_peek_error()));
-            ERR_clear_error();
+            n = put_copy(buf, len, n, i, c != NULL, r, out, outl);
             EVP_MAC_CTX_free(c);
         }
         EVP_MAC_CTX_free(t);
@@ -388,7 +397,7 @@ static void keyed_copies(OSSL_LIB_CTX *libctx, char *buf, size_t len)
     EVP_MAC_CTX *t = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
     EVP_MAC_CTX *from = t, *first = NULL;
     OSSL_PARAM p[3], q[2];
-    size_t n = 0, outl, j;
+    size_t n = 0, outl;
     int i, ok, sc = keyed_scenario;
 
     memcpy(k, key, sizeof(k));
@@ -433,13 +442,7 @@ static void keyed_copies(OSSL_LIB_CTX *libctx, char *buf, size_t len)
             && (sc != KS_IV_PER_COPY || EVP_MAC_init(c, NULL, 0, q))
             && EVP_MAC_update(c, msg + 10, sizeof(msg) - 10 - (size_t)i)
             && EVP_MAC_final(c, out, &outl, sizeof(out));
-        n += (size_t)snprintf(buf + n, len - n, "copy %d: %d %d ", i,
-                              c != NULL, r);
-        for (j = 0; j < outl && n + 3 < len; j++)
-            n += (size_t)snprintf(buf + n, len - n, "%02x", out[j]);
-        n += (size_t)snprintf(buf + n, len - n, " err %d\n",
-                              ERR_GET_REASON(ERR_peek_error()));
-        ERR_clear_error();
+        n = put_copy(buf, len, n, i, c != NULL, r, out, outl);
         EVP_MAC_CTX_free(c);
         if (sc == KS_FINAL_BETWEEN && i == 3) {
             outl = 0;

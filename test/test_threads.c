@@ -785,6 +785,10 @@ static int seal_copy(const EVP_CIPHER_CTX *t, int n, unsigned char out[48])
     return ok;
 }
 
+/* what each copier makes: the n-th output of a copy of the template */
+static int (*copy_one)(int n, unsigned char out[48]);
+static size_t copy_len;
+
 static void *copier(void *arg)
 {
     int *bad = arg, n;
@@ -792,10 +796,36 @@ static void *copier(void *arg)
 
     pthread_barrier_wait(&start_line);
     for (n = 0; n < NCOPIES; n++)
-        if (!seal_copy(copy_tmpl, n, got)
-            || memcmp(got, copy_want[n], sizeof(got)) != 0)
+        if (!copy_one(n, got) || memcmp(got, copy_want[n], copy_len) != 0)
             (*bad)++;
     return NULL;
+}
+
+/* NCOPIERS threads copying the template at once, each checked */
+static void run_copiers(const char *what)
+{
+    pthread_t t[NCOPIERS];
+    int i, made = 0;
+
+    CU_ASSERT_FATAL(pthread_barrier_init(&start_line, NULL, NCOPIERS) == 0);
+    for (i = 0; i < NCOPIERS; i++) {
+        copy_bad[i] = 0;
+        made += pthread_create(&t[i], NULL, copier, &copy_bad[i]) == 0;
+    }
+    CU_ASSERT_FATAL(made == NCOPIERS);
+    for (i = 0; i < NCOPIERS; i++) {
+        pthread_join(t[i], NULL);
+        if (copy_bad[i] != 0)
+            fprintf(stderr, "\n  %s: %d copies not the default's\n", what,
+                    copy_bad[i]);
+        CU_ASSERT_EQUAL(copy_bad[i], 0);
+    }
+    pthread_barrier_destroy(&start_line);
+}
+
+static int seal_tmpl(int n, unsigned char out[48])
+{
+    return seal_copy(copy_tmpl, n, out);
 }
 
 /* the template: keyed alone, or keyed with an IV */
@@ -816,11 +846,13 @@ static EVP_CIPHER_CTX *copy_template(OSSL_LIB_CTX *ctx, const char *name,
 
 static void test_concurrent_copies(void)
 {
-    pthread_t t[NCOPIERS];
     EVP_CIPHER_CTX *ref;
+    char what[64];
     size_t c;
-    int i, n, with_iv, made;
+    int n, with_iv;
 
+    copy_one = seal_tmpl;
+    copy_len = 48;
     for (c = 0; c < sizeof(copy_ciphers) / sizeof(copy_ciphers[0]); c++)
         for (with_iv = 0; with_iv < 2; with_iv++) {
             ref = copy_template(kct_default(), copy_ciphers[c], with_iv);
@@ -829,24 +861,9 @@ static void test_concurrent_copies(void)
             CU_ASSERT_FATAL(ref != NULL && copy_tmpl != NULL);
             for (n = 0; n < NCOPIES; n++)
                 CU_ASSERT_FATAL(seal_copy(ref, n, copy_want[n]));
-            CU_ASSERT_FATAL(pthread_barrier_init(&start_line, NULL,
-                                                 NCOPIERS) == 0);
-            made = 0;
-            for (i = 0; i < NCOPIERS; i++) {
-                copy_bad[i] = 0;
-                made += pthread_create(&t[i], NULL, copier,
-                                       &copy_bad[i]) == 0;
-            }
-            CU_ASSERT_FATAL(made == NCOPIERS);
-            for (i = 0; i < NCOPIERS; i++) {
-                pthread_join(t[i], NULL);
-                if (copy_bad[i] != 0)
-                    fprintf(stderr, "\n  %s%s: %d copies not the default's\n",
-                            copy_ciphers[c], with_iv ? " with IV" : "",
-                            copy_bad[i]);
-                CU_ASSERT_EQUAL(copy_bad[i], 0);
-            }
-            pthread_barrier_destroy(&start_line);
+            snprintf(what, sizeof(what), "%s%s", copy_ciphers[c],
+                     with_iv ? " with IV" : "");
+            run_copiers(what);
             EVP_CIPHER_CTX_free(copy_tmpl);
             EVP_CIPHER_CTX_free(ref);
         }
@@ -858,9 +875,9 @@ static void test_concurrent_copies(void)
  * are keycache's own contexts; the template is only read.
  */
 static EVP_MAC_CTX *mac_tmpl;
-static unsigned char mac_want[NCOPIES][16];
 
-static int mac_copy(const EVP_MAC_CTX *t, int n, unsigned char out[16])
+/* the MAC of msgs[n] under a copy of t, into out (16 bytes) */
+static int mac_copy(const EVP_MAC_CTX *t, int n, unsigned char *out)
 {
     EVP_MAC_CTX *c = EVP_MAC_CTX_dup(t);
     size_t l = 0;
@@ -871,17 +888,9 @@ static int mac_copy(const EVP_MAC_CTX *t, int n, unsigned char out[16])
     return ok;
 }
 
-static void *mac_copier(void *arg)
+static int mac_tmpl_copy(int n, unsigned char out[48])
 {
-    int *bad = arg, n;
-    unsigned char got[16];
-
-    pthread_barrier_wait(&start_line);
-    for (n = 0; n < NCOPIES; n++)
-        if (!mac_copy(mac_tmpl, n, got)
-            || memcmp(got, mac_want[n], sizeof(got)) != 0)
-            (*bad)++;
-    return NULL;
+    return mac_copy(mac_tmpl, n, out);
 }
 
 static void *gmac_template(void *arg)
@@ -905,29 +914,21 @@ static void test_concurrent_mac_copies(void)
 {
     OSSL_LIB_CTX *ctx = kct_keycache_conf("admit_after = 3\n");
     EVP_MAC_CTX *ref;
-    pthread_t t[NCOPIERS], maker;
-    void *made_tmpl = NULL;
-    int i, n, made = 0;
+    pthread_t maker;
+    void *made = NULL;
+    int n;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     ref = gmac_template(kct_default());
     CU_ASSERT_FATAL(pthread_create(&maker, NULL, gmac_template, ctx) == 0);
-    pthread_join(maker, &made_tmpl);
-    mac_tmpl = made_tmpl;
+    pthread_join(maker, &made);
+    mac_tmpl = made;
     CU_ASSERT_FATAL(ref != NULL && mac_tmpl != NULL);
     for (n = 0; n < NCOPIES; n++)
-        CU_ASSERT_FATAL(mac_copy(ref, n, mac_want[n]));
-    CU_ASSERT_FATAL(pthread_barrier_init(&start_line, NULL, NCOPIERS) == 0);
-    for (i = 0; i < NCOPIERS; i++) {
-        copy_bad[i] = 0;
-        made += pthread_create(&t[i], NULL, mac_copier, &copy_bad[i]) == 0;
-    }
-    CU_ASSERT_FATAL(made == NCOPIERS);
-    for (i = 0; i < NCOPIERS; i++) {
-        pthread_join(t[i], NULL);
-        CU_ASSERT_EQUAL(copy_bad[i], 0);
-    }
-    pthread_barrier_destroy(&start_line);
+        CU_ASSERT_FATAL(mac_copy(ref, n, copy_want[n]));
+    copy_one = mac_tmpl_copy;
+    copy_len = 16;
+    run_copiers("GMAC");
     /* each copier's keys were admitted and hit */
     CU_ASSERT_TRUE(kct_counter_in(ctx, KEYCACHE_PARAM_HITS) > 0);
     EVP_MAC_CTX_free(mac_tmpl);
