@@ -1032,16 +1032,17 @@ static void test_rekey_forgets(void)
 
 /*
  * A thread's keyed first GMAC template keeps its key for its copies'
- * look-ups (layer/tmpl.c, first_copy()): gone once it is keyed again, and
- * at its free (the wrapper is pooled, not freed).  Copied once only, so
- * the key is never counted, nor cached.  run 0: keyed again; 1: freed.
+ * look-ups (layer/tmpl.c, first_copy()): gone once it is keyed again, by
+ * init or by a keyless init's "key", and at its free (the wrapper is
+ * pooled, not freed).  Copied once only, so the key is never counted, nor
+ * cached.  run 0: keyed again; 1: freed; 2: a "key" given.
  */
 static void *held_thread(void *arg)
 {
     OSSL_LIB_CTX *ctx = arg;
     EVP_MAC *mac = EVP_MAC_fetch(ctx, "GMAC", NULL);
     EVP_MAC_CTX *t, *c;
-    OSSL_PARAM p[3];
+    OSSL_PARAM p[3], q[2];
     unsigned char iv[12] = { 7 }, other[32] = { 3 };
     long bad = 0;
     int run;
@@ -1049,7 +1050,9 @@ static void *held_thread(void *arg)
     p[0] = OSSL_PARAM_construct_utf8_string("cipher", "AES-256-GCM", 0);
     p[1] = OSSL_PARAM_construct_octet_string("iv", iv, sizeof(iv));
     p[2] = OSSL_PARAM_construct_end();
-    for (run = 0; run < 2; run++) {
+    q[0] = OSSL_PARAM_construct_octet_string("key", other, sizeof(other));
+    q[1] = OSSL_PARAM_construct_end();
+    for (run = 0; run < 3; run++) {
         t = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
         if (t == NULL || !EVP_MAC_init(t, keys[K_HELD], 32, p)
             || (c = EVP_MAC_CTX_dup(t)) == NULL) {
@@ -1060,8 +1063,9 @@ static void *held_thread(void *arg)
         EVP_MAC_CTX_free(c);
         /* held while the template has it: the scan sees it */
         bad += scan_live(K_HELD, K_HELD + 1, 0) == 0;
-        if (run == 0)
-            bad += !EVP_MAC_init(t, other, 32, NULL)
+        if (run != 1)
+            bad += !EVP_MAC_init(t, run == 0 ? other : NULL, run == 0 ? 32 : 0,
+                                 run == 0 ? NULL : q)
                    || scan_live(K_HELD, K_HELD + 1, 1) != 0;
         EVP_MAC_CTX_free(t);
         bad += scan_live(K_HELD, K_HELD + 1, 1) != 0;

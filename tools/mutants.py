@@ -1244,8 +1244,17 @@ MUTANTS = {
         "    return forward(w, 0, NULL, 0, params);"),
     # ... nor a keyless init with an IV
     "tmpl-firstcopy-keyless-stays": ("provider/layer/tmpl.c",
-        "                return first_init(w, key, keylen, params);\n            w->first &= ~KC_FIRST_KEYED;\n",
-        "                return first_init(w, key, keylen, params);\n"),
+        "            if (w->first & KC_FIRST_HELD)\n                forget_held(w);\n",
+        ""),
+    # ... or ends the look-ups but keeps a key a "key" param replaced
+    "tmpl-firstcopy-keyless-key-kept": ("provider/layer/tmpl.c",
+        "            if (w->first & KC_FIRST_HELD)\n                forget_held(w);\n",
+        "            w->first &= ~KC_FIRST_KEYED;\n"),
+    # ... a context keyed after an IV set (its record ended there) holds
+    # its key too: copies look up a record without that IV
+    "tmpl-firstcopy-any-keying": ("provider/layer/tmpl.c",
+        "    if (was == KC_FIRST_SHAPE && w->f->d->copies_look_up)",
+        "    if (w->f->d->copies_look_up)"),
     # ... the keying init's IV is not recorded: copies lack it
     "tmpl-firstcopy-no-volatile": ("provider/layer/tmpl.c",
         "            || (s.nv > 0\n                && !append_call(w, s.vol, s.nv, KC_AS_VOLATILE)))) {",

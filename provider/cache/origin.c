@@ -28,8 +28,10 @@
  * signatures key HMAC with secrets of their own (deterministic ECDSA
  * nonces, SLH-DSA's PRF).  Each kind counts only its own entry points: the
  * default's AES-SIV keys CMAC with half its key.  EVP_MAC_CTX_dup: a copy
- * of a context the application holds, and so keyed (layer/tmpl.c,
- * first_copy()); OpenSSL's own copies are made inside other functions.
+ * of a context the application holds (layer/tmpl.c, first_copy()); this
+ * judges who copied, not who keyed, so only families OpenSSL never keys
+ * itself (GMAC) look a copy's key up (KC_TDESC.copies_look_up); OpenSSL's
+ * own copies are made inside other functions.
  */
 static const char *const entry_names[] = {
     /* MAC entry points first, KC_NMAC of them */

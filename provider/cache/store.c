@@ -1475,7 +1475,8 @@ static uint64_t fingerprint(uint64_t h, const KC_ALG *alg, const void *param)
 
 /*
  * Wrapper structs come from a per-thread pool, so a hit does not allocate.
- * They hold no key material (a GCM wrapper's IV and tag are public).
+ * The key a wrapper holds for its own context (layer/: a re-keyed cipher's,
+ * a keyed first GMAC template's) is wiped before it comes back here.
  */
 static KC_NOINLINE void *wrapper_take_slow(KC_PROVCTX *pctx, int kind,
                                            size_t size, const KC_ALG *alg,

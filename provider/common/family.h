@@ -67,7 +67,10 @@ struct kc_tdesc_st {
     /*
      * Do copies of a thread's keyed first context look its key up (GMAC)?
      * Where the family's own contexts copy and finish for less than the
-     * default's, a keyed template copied per message gains.
+     * default's, a keyed template copied per message gains.  Only for a
+     * family OpenSSL's own code never keys (KBKDF keys CMAC): the origin
+     * check judges who copied, not who keyed (cache/origin.c).  Not with
+     * reinit_restores: a spare restarted by a keyless init lacks the IV.
      */
     int copies_look_up;
     /*

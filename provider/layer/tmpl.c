@@ -58,8 +58,10 @@ typedef struct {
 #define KC_FIRST_RECORD 2
 #define KC_FIRST_SHAPE (KC_FIRST_PLAIN | KC_FIRST_RECORD)
 #define KC_FIRST_COLD (KC_FIRST_PLAIN | 4)      /* its size is not learned */
-/* keyed in its first init, record and key[] all its calls: see first_copy() */
+/* keyed in its first init, its record and key[] its state: first_copy() */
 #define KC_FIRST_KEYED 8
+/* key[] holds the key its inner has (with KEYED, and after while it does) */
+#define KC_FIRST_HELD 16
 
 #define W(core) KC_TCORE_OF(KC_TMAC_CTX, core)
 
@@ -1464,13 +1466,13 @@ void kc_tmac_freectx(void *vctx)
 }
 
 /* (a first context is clean only while it holds a key: not leased) */
-static void forget_held(KC_TMAC_CTX *w)
+static KC_NOINLINE void forget_held(KC_TMAC_CTX *w)
 {
     if (w->held != 0)
         OPENSSL_cleanse(w->key, w->held);
     w->held = 0;
     w->clean = 0;
-    w->first &= ~KC_FIRST_KEYED;
+    w->first &= ~(KC_FIRST_KEYED | KC_FIRST_HELD);
 }
 
 /*
@@ -1502,7 +1504,7 @@ static void hold_keying(KC_TMAC_CTX *w, const unsigned char *key,
     memcpy(w->key, key, keylen);
     w->held = keylen;
     w->clean = 1;
-    w->first |= KC_FIRST_KEYED;
+    w->first |= KC_FIRST_KEYED | KC_FIRST_HELD;
 }
 
 /*
@@ -1610,6 +1612,41 @@ static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
 }
 
 /*
+ * A usual context with src's record (a first context's: its calls), from
+ * the thread's pool, not yet learned; NULL if there is no memory, or where
+ * the thread's hit rate is low (*cold: a copy that does not look up).
+ */
+static KC_TMAC_CTX *record_copy(const KC_TMAC_CTX *src, int *cold)
+{
+    KC_TMAC_CTX *w;
+
+    *cold = 0;
+    w = kc_wrapper_take(src->pctx, KC_POOL_TMPL, sizeof(*w), &src->f->alg,
+                        cold, NULL);
+    if (w == NULL)
+        return NULL;
+    if (*cold) {
+        kc_wrapper_free(src->pctx, KC_POOL_TMPL, w, sizeof(*w));
+        return NULL;
+    }
+    memset(w, 0, KC_TMAC_HEAD);
+    w->pctx = src->pctx;
+    w->f = src->f;
+    w->ops = &src->f->mac;
+    w->t.value = -1;
+    w->t.shape_len = src->t.shape_len;
+    w->t.len = src->t.len;
+    w->t.sig_len = src->t.sig_len;
+    w->t.hash = src->t.hash;
+    w->t.sig_hash = src->t.sig_hash;
+    memcpy(w->t.rec, src->t.rec, src->t.len);
+    /* (an unkeyed first context's record has no volatile calls) */
+    if (src->t.sig_len != 0)
+        memcpy(w->t.sig, src->t.sig, src->t.sig_len);
+    return w;
+}
+
+/*
  * A copy of a first context its record describes (unkeyed): a usual
  * context with that record, once the default said it can copy one, so
  * that copies of an unkeyed template, each keyed, are served from the
@@ -1621,34 +1658,16 @@ static KC_NOINLINE KC_TMAC_CTX *settled_copy(const KC_TMAC_CTX *src,
 {
     const KC_TFAM *f = src->f;
     KC_TMAC_CTX *w;
-    int cold;
 
     *plain = 0;
     if (!kc_tfam_ready(src->pctx, f)) {
         *plain = 1;
         return NULL;
     }
-    if (!unkeyed_dup_ok(src))
+    if (!unkeyed_dup_ok(src) || (w = record_copy(src, plain)) == NULL)
         return NULL;
-    w = kc_wrapper_take(src->pctx, KC_POOL_TMPL, sizeof(*w), &f->alg, &cold,
-                        NULL);
-    if (w == NULL)
-        return NULL;
-    /* the thread's hit rate is low: a copy that does not look up */
-    if (cold) {
-        kc_wrapper_free(src->pctx, KC_POOL_TMPL, w, sizeof(*w));
-        *plain = 1;
-        return NULL;
-    }
-    memset(w, 0, KC_TMAC_HEAD);
-    w->pctx = src->pctx;
-    w->f = f;
-    w->ops = &f->mac;
-    memcpy(w->t.rec, src->t.rec, src->t.len);
-    w->t.len = w->t.shape_len = src->t.len;
-    w->t.hash = src->t.hash;
-    w->t.value = src->t.len == 0
-                 ? __atomic_load_n(&f->empty_value, __ATOMIC_RELAXED) : -1;
+    if (src->t.len == 0)
+        w->t.value = __atomic_load_n(&f->empty_value, __ATOMIC_RELAXED);
     return w;
 }
 
@@ -1725,26 +1744,10 @@ static KC_NOINLINE KC_TMAC_CTX *first_copy(const KC_TMAC_CTX *src)
         first_copied = src;
         return NULL;
     }
-    if (!kc_tfam_ready(src->pctx, f) || (c = kc_cache_get(src->pctx)) == NULL)
+    if (!kc_tfam_ready(src->pctx, f) || (c = kc_cache_get(src->pctx)) == NULL
+        || (w = record_copy(src, &cold)) == NULL)
         return NULL;
-    w = kc_wrapper_take(src->pctx, KC_POOL_TMPL, sizeof(*w), &f->alg, &cold,
-                        NULL);
-    if (w == NULL)
-        return NULL;
-    memset(w, 0, KC_TMAC_HEAD);
-    w->pctx = src->pctx;
-    w->f = f;
-    w->ops = &f->mac;
-    w->t.value = -1;
-    w->t.shape_len = src->t.shape_len;
-    w->t.len = src->t.len;
-    w->t.sig_len = src->t.sig_len;
-    w->t.hash = src->t.hash;
-    w->t.sig_hash = src->t.sig_hash;
-    memcpy(w->t.rec, src->t.rec, src->t.len);
-    memcpy(w->t.sig, src->t.sig, src->t.sig_len);
-    /* (no look-up where the thread's hit rate is low) */
-    if (!cold && keyed_whole(w, c, src->key, src->held) == 1)
+    if (keyed_whole(w, c, src->key, src->held) == 1)
         return w;
     kc_wrapper_free(src->pctx, KC_POOL_TMPL, w, sizeof(*w));
     return NULL;
@@ -1771,7 +1774,7 @@ static ossl_inline void *dup_keyed(const KC_TMAC_CTX *src)
     dst->t.len = dst->t.shape_len = dst->t.sig_len = 0;
     memset(&dst->lease, 0, sizeof(dst->lease));
     dst->clean = 0;
-    dst->first &= ~(KC_FIRST_RECORD | KC_FIRST_KEYED);
+    dst->first &= ~(KC_FIRST_RECORD | KC_FIRST_KEYED | KC_FIRST_HELD);
     dst->held = 0;
     return dst;
 }
@@ -1808,7 +1811,7 @@ void *kc_tmac_dupctx(void *vctx)
     memset(&dst->lease, 0, sizeof(dst->lease));
     dst->clean = 0;
     /* (a first context's copy has no record: all its state is its inner's) */
-    dst->first &= ~(KC_FIRST_RECORD | KC_FIRST_KEYED);
+    dst->first &= ~(KC_FIRST_RECORD | KC_FIRST_KEYED | KC_FIRST_HELD);
     dst->held = 0;
     if (src->app_mac != NULL && !EVP_MAC_up_ref(src->app_mac)) {
         kc_wrapper_free(src->pctx, KC_POOL_TMPL, dst, sizeof(*dst));
@@ -2098,7 +2101,9 @@ static int tmac_init(KC_TMAC_CTX *w, const unsigned char *key, size_t keylen,
             if (w->first == KC_FIRST_SHAPE
                 || (key != NULL && w->first != KC_FIRST_COLD))
                 return first_init(w, key, keylen, params);
-            w->first &= ~KC_FIRST_KEYED;
+            /* (a "key" in params replaces the one held) */
+            if (w->first & KC_FIRST_HELD)
+                forget_held(w);
             /* a keyless init (a new IV per message, say), or a cold one's */
             if (params == NULL)
                 return w->ops->init(w->t.inner, key, keylen, NULL);
