@@ -65,7 +65,7 @@ awk -v bounds="$here/patterns.bounds" -v md="$markdown" -v ver="$ver" \
     BEGIN { while ((getline l < bounds) > 0) { split(l, f, " ")
                 if (f[1] == "target") target[f[2]] = f[3] }
             skey = ver !~ /^3\.[0-4]$/
-            split("first-cmac first-gmac first-gcm first-ocb first-siv", s, " ")
+            split("first-cmac first-gmac first-gmac-copies first-gcm first-ocb first-siv", s, " ")
             for (i in s) skeyrow[s[i]] = 1 }
     FILENAME ~ /kc$/ { n++; order[n] = $1; def[$1] = $2; kc[$1] = $3; next }
     { v = FILENAME; sub(/.*\/v\./, "", v)

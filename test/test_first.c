@@ -374,9 +374,9 @@ static void test_first_copies(void)
 
 /*
  * Keyed templates (a thread's first GMAC contexts), each copied per message
- * as rust-openssl does: from the second copy on, a copy of one keyed in
- * one init looks its key up, and is the family's own context once the key
- * is cached.  Each scenario (keyed_scenario) changes the template between
+ * as rust-openssl does: once the thread's first contexts are spent (the
+ * template and two copies), a copy of one keyed in one init looks its key
+ * up, and is the family's own context once the key is cached.  Each scenario (keyed_scenario) changes the template between
  * its keying and its copies in one way, which must end the look-ups or be
  * carried into them: a message begun, an IV set, a keyless init with an
  * IV, a second key, the key's bytes changed in place, a final between the
@@ -440,7 +440,7 @@ static void keyed_copies(OSSL_LIB_CTX *libctx, char *buf, size_t len)
         ok = (from = first = EVP_MAC_CTX_dup(t)) != NULL;
     }
     n += (size_t)snprintf(buf + n, len - n, "scenario %d: %d\n", sc, ok);
-    for (i = 0; ok && i < 8; i++) {
+    for (i = 0; ok && i < 10; i++) {
         EVP_MAC_CTX *c = EVP_MAC_CTX_dup(from);
         int r;
 
@@ -480,7 +480,7 @@ static void test_first_keyed_copies(void)
             CU_ASSERT_FATAL(same_on_thread(keyed_copies, ctx[i], def, kc,
                                            sizeof(def)));
             CU_ASSERT_PTR_NOT_NULL(strstr(def, ": 1\ncopy 0: 1 1 "));
-            /* the key admitted at the fourth copy's count: then hits */
+            /* counted from the third copy, admitted at the fifth: hits */
             if (keyed_scenario == KS_PLAIN || keyed_scenario == KS_IN_PLACE
                 || keyed_scenario == KS_CIPHER_FIRST)
                 CU_ASSERT_TRUE(kct_counter_in(ctx[i], KEYCACHE_PARAM_HITS)

@@ -1035,31 +1035,30 @@ static void test_rekey_forgets(void)
  * look-ups (layer/tmpl.c, first_copy()): gone once it is keyed again, by
  * init or by a keyless init's "key", and at its free (the wrapper is
  * pooled, not freed).  Copied once only, so the key is never counted, nor
- * cached.  run 0: keyed again; 1: freed; 2: a "key" given.
+ * cached.  Each run on a new thread (its first contexts): 0 keyed again;
+ * 1 freed; 2 a "key" given.
  */
+static OSSL_LIB_CTX *held_ctx;
+
 static void *held_thread(void *arg)
 {
-    OSSL_LIB_CTX *ctx = arg;
-    EVP_MAC *mac = EVP_MAC_fetch(ctx, "GMAC", NULL);
+    EVP_MAC *mac = EVP_MAC_fetch(held_ctx, "GMAC", NULL);
     EVP_MAC_CTX *t, *c;
     OSSL_PARAM p[3], q[2];
     unsigned char iv[12] = { 7 }, other[32] = { 3 };
     long bad = 0;
-    int run;
+    int run = *(int *)arg;
 
     p[0] = OSSL_PARAM_construct_utf8_string("cipher", "AES-256-GCM", 0);
     p[1] = OSSL_PARAM_construct_octet_string("iv", iv, sizeof(iv));
     p[2] = OSSL_PARAM_construct_end();
     q[0] = OSSL_PARAM_construct_octet_string("key", other, sizeof(other));
     q[1] = OSSL_PARAM_construct_end();
-    for (run = 0; run < 3; run++) {
-        t = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
-        if (t == NULL || !EVP_MAC_init(t, keys[K_HELD], 32, p)
-            || (c = EVP_MAC_CTX_dup(t)) == NULL) {
-            bad++;
-            EVP_MAC_CTX_free(t);
-            continue;
-        }
+    t = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    if (t == NULL || !EVP_MAC_init(t, keys[K_HELD], 32, p)
+        || (c = EVP_MAC_CTX_dup(t)) == NULL) {
+        bad++;
+    } else {
         EVP_MAC_CTX_free(c);
         /* held while the template has it: the scan sees it */
         bad += scan_live(K_HELD, K_HELD + 1, 0) == 0;
@@ -1067,9 +1066,9 @@ static void *held_thread(void *arg)
             bad += !EVP_MAC_init(t, run == 0 ? other : NULL, run == 0 ? 32 : 0,
                                  run == 0 ? NULL : q)
                    || scan_live(K_HELD, K_HELD + 1, 1) != 0;
-        EVP_MAC_CTX_free(t);
-        bad += scan_live(K_HELD, K_HELD + 1, 1) != 0;
     }
+    EVP_MAC_CTX_free(t);
+    bad += scan_live(K_HELD, K_HELD + 1, 1) != 0;
     EVP_MAC_free(mac);
     OPENSSL_thread_stop();
     return (void *)bad;
@@ -1077,16 +1076,20 @@ static void *held_thread(void *arg)
 
 static void test_first_held_forgets(void)
 {
-    OSSL_LIB_CTX *ctx = kct_keycache_conf("admit_after = 3\n");
     pthread_t t;
-    void *bad = (void *)1;
+    void *bad;
+    int run;
 
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    CU_ASSERT_FATAL(pthread_create(&t, NULL, held_thread, ctx) == 0);
-    pthread_join(t, &bad);
-    CU_ASSERT_PTR_NULL(bad);
+    held_ctx = kct_keycache_conf("admit_after = 3\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(held_ctx);
+    for (run = 0; run < 3; run++) {
+        bad = (void *)1;
+        CU_ASSERT_FATAL(pthread_create(&t, NULL, held_thread, &run) == 0);
+        pthread_join(t, &bad);
+        CU_ASSERT_PTR_NULL(bad);
+    }
     CU_ASSERT_EQUAL(violations(), 0);
-    OSSL_LIB_CTX_free(ctx);
+    OSSL_LIB_CTX_free(held_ctx);
 }
 
 static void add_suites(void)

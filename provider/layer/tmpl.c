@@ -1720,18 +1720,16 @@ static int keyed_whole(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
     return take_template(w, ops, tmpl, &lk, 0);
 }
 
-/* the last keyed first context the thread copied: its next copy looks up */
-static __thread const void *first_copied
-    __attribute__((tls_model("initial-exec")));
-
 /*
  * A copy of a first context keyed in one init since it was made
  * (KC_FIRST_KEYED): a usual context of its record and key, if that is
  * cached (counted and admitted as a usual keying is), so that a keyed
  * template copied per message gets the family's own contexts, whose copy
  * and use cost less than the default's (dup-keyed-gmac: rust-openssl).
- * Not at a context's first copy: a process copying it once learns
- * nothing.  src is only read.  NULL: the default's copy.
+ * A copy is a new context: while the thread's first few of the family
+ * last (kc_tcore_app_first()), it is the default's copy, and a process
+ * copying a template once or twice builds no private store.  src is only
+ * read.  NULL: the default's copy.
  */
 static KC_NOINLINE KC_TMAC_CTX *first_copy(const KC_TMAC_CTX *src)
 {
@@ -1740,11 +1738,8 @@ static KC_NOINLINE KC_TMAC_CTX *first_copy(const KC_TMAC_CTX *src)
     KC_CACHE *c;
     int cold;
 
-    if (first_copied != src) {
-        first_copied = src;
-        return NULL;
-    }
-    if (!kc_tfam_ready(src->pctx, f) || (c = kc_cache_get(src->pctx)) == NULL
+    if (kc_tcore_app_first(src->pctx, &f->alg)
+        || !kc_tfam_ready(src->pctx, f) || (c = kc_cache_get(src->pctx)) == NULL
         || (w = record_copy(src, &cold)) == NULL)
         return NULL;
     if (keyed_whole(w, c, src->key, src->held) == 1)
