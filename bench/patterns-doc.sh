@@ -142,10 +142,10 @@ Where the losses come from:
   Where the forwarding floor below exceeds the target too
   (`thread-per-task` on 3.0 and 3.5, by up to 0.5%), a wrapper cannot
   meet it by trimming: only by saving in that row.  `dup-keyed-gmac`
-  saves so: from its second copy on, a copy of a thread's first GMAC
-  context keyed in one init is looked up by its calls and key, and once
-  cached is a copy of keycache's own GMAC context, IV applied
-  (docs/families.md).  The `steady-*` rows keep the thread's first
+  saves so: once the thread's first GMAC contexts are spent (a copy
+  counts as one), a copy of a thread's first GMAC context keyed in one
+  init is looked up by its calls and key, and once cached is a copy of
+  keycache's own GMAC context, IV applied (docs/families.md).  The `steady-*` rows keep the thread's first
   context: for CMAC, GMAC and KMAC the application's default's, which
   keycache only forwards to.
   (Contexts keyed again with the key they hold gain: HMAC's `rekey-*` by

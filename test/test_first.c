@@ -390,6 +390,7 @@ enum {
     KS_COPY_OF_COPY, KS_COUNT
 };
 static int keyed_scenario;
+static int keyed_ncopies = 10;
 
 static void keyed_copies(OSSL_LIB_CTX *libctx, char *buf, size_t len)
 {
@@ -440,7 +441,7 @@ static void keyed_copies(OSSL_LIB_CTX *libctx, char *buf, size_t len)
         ok = (from = first = EVP_MAC_CTX_dup(t)) != NULL;
     }
     n += (size_t)snprintf(buf + n, len - n, "scenario %d: %d\n", sc, ok);
-    for (i = 0; ok && i < 10; i++) {
+    for (i = 0; ok && i < keyed_ncopies; i++) {
         EVP_MAC_CTX *c = EVP_MAC_CTX_dup(from);
         int r;
 
@@ -487,6 +488,30 @@ static void test_first_keyed_copies(void)
                                >= hits + 4);
         }
     }
+}
+
+/*
+ * ... copied three times: a copy is a new context, so the template and its
+ * first two copies are the thread's first contexts and the third only
+ * counts the key once (a process copying a template twice builds no
+ * private store: first-gmac-copies)
+ */
+static void test_first_copies_spent(void)
+{
+    char def[1024], kc[1024];
+    /* (entries: the thread's go at its exit, counted as evictions) */
+    uint64_t misses = kct_counter_in(gcm_off, KEYCACHE_PARAM_MISSES);
+    uint64_t evicted = kct_counter_in(gcm_off, KEYCACHE_PARAM_EVICTIONS);
+
+    keyed_scenario = KS_PLAIN;
+    keyed_ncopies = 3;
+    CU_ASSERT_FATAL(same_on_thread(keyed_copies, gcm_off, def, kc,
+                                   sizeof(def)));
+    keyed_ncopies = 10;
+    CU_ASSERT_PTR_NOT_NULL(strstr(def, "copy 2: 1 1 "));
+    CU_ASSERT_EQUAL(kct_counter_in(gcm_off, KEYCACHE_PARAM_MISSES), misses);
+    CU_ASSERT_EQUAL(kct_counter_in(gcm_off, KEYCACHE_PARAM_EVICTIONS),
+                    evicted);
 }
 
 /*
@@ -1022,6 +1047,8 @@ static void add_suites(void)
                 test_first_copies);
     CU_add_test(s, "copies of a keyed first GMAC template, cached",
                 test_first_keyed_copies);
+    CU_add_test(s, "a keyed first GMAC template copied twice, uncounted",
+                test_first_copies_spent);
     CU_add_test(s, "a first GMAC's GCM is the default's own, not keycache's",
                 test_first_gcm_inside);
     CU_add_test(s, "a fresh process's first GMACs, each cipher as named",

@@ -1271,6 +1271,12 @@ MUTANTS = {
     "tmpl-firstcopy-shape-only": ("provider/layer/tmpl.c",
         "    tmpl = kc_cache_find_rec(c, &f->alg, rec, w->t.len, h, key, keylen, &lk);",
         "    tmpl = kc_cache_find_rec(c, &f->alg, rec, w->t.shape_len, w->t.hash, key, keylen, &lk);"),
+    # ... a copy is not a first context: the template's second copy counts
+    # its key, and a process copying a template twice builds the private
+    # store (first-gmac-copies)
+    "tmpl-firstcopy-no-budget": ("provider/layer/tmpl.c",
+        "    if (kc_tcore_app_first(src->pctx, &f->alg)\n        || !kc_tfam_ready(src->pctx, f)",
+        "    if (!kc_tfam_ready(src->pctx, f)"),
     # origin: an application's EVP_MAC_CTX_dup is not an entry point, so a
     # copy's key is never admitted
     "origin-dup-not-entry": ("provider/cache/origin.c",
