@@ -1488,7 +1488,8 @@ static void hold_keying(KC_TMAC_CTX *w, const unsigned char *key,
     KC_TMARK sv;
     SPLIT s;
 
-    if (keylen == 0 || keylen > sizeof(w->key))
+    /* (a spare, restarted by a keyless init, would lack the volatile calls) */
+    if (keylen == 0 || keylen > sizeof(w->key) || w->f->d->reinit_restores)
         return;
     kc_tcore_mark(&w->t, &sv);
     /* (an empty array is a call: the default may act on one) */
@@ -1614,7 +1615,8 @@ static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
 /*
  * A usual context with src's record (a first context's: its calls), from
  * the thread's pool, not yet learned; NULL if there is no memory, or where
- * the thread's hit rate is low (*cold: a copy that does not look up).
+ * the thread's hit rate is low (*cold: a copy that does not look up; also
+ * set if memory ran out just after the thread was found cold).
  */
 static KC_TMAC_CTX *record_copy(const KC_TMAC_CTX *src, int *cold)
 {
