@@ -762,14 +762,14 @@ static const ROW rows[] = {
     { "dup-keyed-cmac", K_OPS, cmac_template, op_mac_dup, 4, 500, 0,
       "EVP_MAC_CTX_dup of a keyed CMAC per message: pyca CMAC.copy(), "
       "rust-openssl" },
-    /* (its first copies are the default's: tmpl.c, first_copy()) */
+    /* (the first copies of these are the default's: tmpl.c, first_copy()) */
     { "dup-keyed-gmac", K_OPS, gmac_keyed_template, op_mac_dup, 8, 500, 0,
       "EVP_MAC_CTX_dup of a keyed GMAC per message: rust-openssl" },
     { "copy-keyed-ocb", K_OPS, ocb_template, op_cipher_copy, 4, 500, 1,
       "EVP_CIPHER_CTX_copy of a keyed AES-OCB per message: pyca AESOCB3" },
     { "copy-keyed-siv", K_OPS, siv_template, op_cipher_copy, 4, 500, 0,
       "EVP_CIPHER_CTX_copy of a keyed AES-SIV per message: pyca AESSIV" },
-    { "dup-unkeyed-gmac", K_OPS, gmac_template, op_gmac_dup, 4, 500, 0,
+    { "dup-unkeyed-gmac", K_OPS, gmac_template, op_gmac_dup, 8, 500, 0,
       "an unkeyed GMAC template duplicated, then keyed, per message" },
     { "newkey-cmac", K_OPS, NULL, op_newkey_cmac, 4, 500, 0,
       "a new CMAC key every message: per-message derived keys" },

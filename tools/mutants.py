@@ -1275,8 +1275,12 @@ MUTANTS = {
     # its key, and a process copying a template twice builds the private
     # store (first-gmac-copies)
     "tmpl-firstcopy-no-budget": ("provider/layer/tmpl.c",
-        "    if (kc_tcore_app_first(src->pctx, &f->alg)\n        || !kc_tfam_ready(src->pctx, f)",
-        "    if (!kc_tfam_ready(src->pctx, f)"),
+        "    if (kc_tcore_app_first(src->pctx, &f->alg)\n        || !kc_tfam_ready(src->pctx, f) || (c =",
+        "    if (!kc_tfam_ready(src->pctx, f) || (c ="),
+    # ... nor is a copy of an unkeyed first template (settled_copy())
+    "tmpl-settled-no-budget": ("provider/layer/tmpl.c",
+        "    if (kc_tcore_app_first(src->pctx, &f->alg)\n        || !kc_tfam_ready(src->pctx, f)) {\n        *plain = 1;",
+        "    if (!kc_tfam_ready(src->pctx, f)) {\n        *plain = 1;"),
     # origin: an application's EVP_MAC_CTX_dup is not an entry point, so a
     # copy's key is never admitted
     "origin-dup-not-entry": ("provider/cache/origin.c",

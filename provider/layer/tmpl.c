@@ -1661,8 +1661,10 @@ static KC_NOINLINE KC_TMAC_CTX *settled_copy(const KC_TMAC_CTX *src,
     const KC_TFAM *f = src->f;
     KC_TMAC_CTX *w;
 
+    /* a copy is a new context: the thread's first few build nothing */
     *plain = 0;
-    if (!kc_tfam_ready(src->pctx, f)) {
+    if (kc_tcore_app_first(src->pctx, &f->alg)
+        || !kc_tfam_ready(src->pctx, f)) {
         *plain = 1;
         return NULL;
     }
