@@ -290,6 +290,21 @@ static size_t put_copy(char *buf, size_t len, size_t n, int i, int made,
     return n;
 }
 
+/* Copy c (freed) keyed with params, the message MAC'd, its line written. */
+static size_t key_copy(char *buf, size_t len, size_t n, int i, EVP_MAC_CTX *c,
+                       const OSSL_PARAM params[])
+{
+    unsigned char out[32];
+    size_t outl = 0;
+    int r = c != NULL && EVP_MAC_init(c, key, 32, params)
+            && EVP_MAC_update(c, msg, sizeof(msg))
+            && EVP_MAC_final(c, out, &outl, sizeof(out));
+
+    n = put_copy(buf, len, n, i, c != NULL, r, out, outl);
+    EVP_MAC_CTX_free(c);
+    return n;
+}
+
 /*
  * Unkeyed templates (a thread's first contexts; GMAC's where GCM is off)
  * set up with these calls, each then copied, and each copy given an IV
@@ -304,8 +319,8 @@ static void template_copies(OSSL_LIB_CTX *libctx, char *buf, size_t len)
 {
     static const char *const macs[] = { "GMAC", "GMAC", "GMAC", "GMAC",
                                         "KMAC-128" };
-    unsigned char iv[12], out[32];
-    size_t n = 0, outl, size = 24, k;
+    unsigned char iv[12];
+    size_t n = 0, size = 24, k;
     int i, ok, one = 1;
 
     for (k = 0; k < sizeof(macs) / sizeof(macs[0]); k++) {
@@ -340,17 +355,11 @@ static void template_copies(OSSL_LIB_CTX *libctx, char *buf, size_t len)
         n += (size_t)snprintf(buf + n, len - n, "template %zu: %d\n", k, ok);
         for (i = 0; ok && i < 6; i++) {
             EVP_MAC_CTX *c = EVP_MAC_CTX_dup(t);
-            int r;
 
             memset(iv, i, sizeof(iv));
             p[0] = OSSL_PARAM_construct_octet_string("iv", iv, sizeof(iv));
             p[1] = OSSL_PARAM_construct_end();
-            outl = 0;
-            r = c != NULL && EVP_MAC_init(c, key, 32, k < 4 ? p : NULL)
-                && EVP_MAC_update(c, msg, sizeof(msg))
-                && EVP_MAC_final(c, out, &outl, sizeof(out));
-            n = put_copy(buf, len, n, i, c != NULL, r, out, outl);
-            EVP_MAC_CTX_free(c);
+            n = key_copy(buf, len, n, i, c, k < 4 ? p : NULL);
         }
         EVP_MAC_CTX_free(t);
         EVP_MAC_free(mac);
@@ -497,11 +506,11 @@ static void test_first_keyed_copies(void)
 /* An unkeyed GMAC template copied three times, each copy keyed: as text. */
 static void unkeyed_copies(OSSL_LIB_CTX *libctx, char *buf, size_t len)
 {
-    unsigned char iv[12], out[16];
+    unsigned char iv[12];
     EVP_MAC *mac = EVP_MAC_fetch(libctx, "GMAC", NULL);
     EVP_MAC_CTX *t = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
     OSSL_PARAM p[2], q[2];
-    size_t n = 0, outl;
+    size_t n = 0;
     int i, ok;
 
     memset(iv, 0x49, sizeof(iv));
@@ -511,15 +520,7 @@ static void unkeyed_copies(OSSL_LIB_CTX *libctx, char *buf, size_t len)
     q[1] = OSSL_PARAM_construct_end();
     ok = t != NULL && EVP_MAC_CTX_set_params(t, p);
     for (i = 0; ok && i < 3; i++) {
-        EVP_MAC_CTX *c = EVP_MAC_CTX_dup(t);
-        int r;
-
-        outl = 0;
-        r = c != NULL && EVP_MAC_init(c, key, 32, q)
-            && EVP_MAC_update(c, msg, sizeof(msg))
-            && EVP_MAC_final(c, out, &outl, sizeof(out));
-        n = put_copy(buf, len, n, i, c != NULL, r, out, outl);
-        EVP_MAC_CTX_free(c);
+        n = key_copy(buf, len, n, i, EVP_MAC_CTX_dup(t), q);
     }
     EVP_MAC_CTX_free(t);
     EVP_MAC_free(mac);
