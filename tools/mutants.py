@@ -1244,12 +1244,12 @@ MUTANTS = {
         "    return forward(w, 0, NULL, 0, params);"),
     # ... nor a keyless init with an IV
     "tmpl-firstcopy-keyless-stays": ("provider/layer/tmpl.c",
-        "            if (w->first & KC_FIRST_HELD)\n                forget_held(w);\n",
+        "            if (w->first & KC_FIRST_HELD)\n                return held_keyless_init(w, key, keylen, params);\n",
         ""),
     # ... or ends the look-ups but keeps a key a "key" param replaced
     "tmpl-firstcopy-keyless-key-kept": ("provider/layer/tmpl.c",
-        "            if (w->first & KC_FIRST_HELD)\n                forget_held(w);\n",
-        "            w->first &= ~KC_FIRST_KEYED;\n"),
+        "{\n    forget_held(w);\n    if (params == NULL)",
+        "{\n    w->first &= ~KC_FIRST_KEYED;\n    if (params == NULL)"),
     # ... a context keyed after an IV set (its record ended there) holds
     # its key too: copies look up a record without that IV
     "tmpl-firstcopy-any-keying": ("provider/layer/tmpl.c",

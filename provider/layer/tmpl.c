@@ -650,7 +650,8 @@ static const KC_TSIDE mac_side = {
  * w keyed from tmpl (or lk's spare: a used context, restarted by a keyless
  * init when given back), the volatile calls replayed if vol.  1, or -1.
  */
-static int take_template(KC_TMAC_CTX *w, const KC_MAC_FNS *ops, void *tmpl,
+static ossl_inline int take_template(KC_TMAC_CTX *w, const KC_MAC_FNS *ops,
+                                     void *tmpl,
                          const KC_LOOKUP *lk, int vol)
 {
     void *inner;
@@ -2090,6 +2091,23 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
     return 1;
 }
 
+/*
+ * A keyless init of a first context holding its key: a "key" in params
+ * replaces the one held, so it goes first; then as tmac_init().  Out of
+ * line: the usual inits keep their registers.
+ */
+static KC_NOINLINE int held_keyless_init(KC_TMAC_CTX *w,
+                                         const unsigned char *key,
+                                         size_t keylen,
+                                         const OSSL_PARAM params[])
+{
+    forget_held(w);
+    if (params == NULL)
+        return w->ops->init(w->t.inner, key, keylen, NULL);
+    w->size = 0;
+    return forward(w, 1, key, keylen, params);
+}
+
 static int tmac_init(KC_TMAC_CTX *w, const unsigned char *key, size_t keylen,
                      const OSSL_PARAM params[])
 {
@@ -2100,9 +2118,8 @@ static int tmac_init(KC_TMAC_CTX *w, const unsigned char *key, size_t keylen,
             if (w->first == KC_FIRST_SHAPE
                 || (key != NULL && w->first != KC_FIRST_COLD))
                 return first_init(w, key, keylen, params);
-            /* (a "key" in params replaces the one held) */
             if (w->first & KC_FIRST_HELD)
-                forget_held(w);
+                return held_keyless_init(w, key, keylen, params);
             /* a keyless init (a new IV per message, say), or a cold one's */
             if (params == NULL)
                 return w->ops->init(w->t.inner, key, keylen, NULL);
