@@ -389,13 +389,14 @@ static void test_first_copies(void)
  * Keyed templates (a thread's first GMAC contexts), each copied per message
  * as rust-openssl does: once the thread's first contexts are spent (the
  * template and two copies), a copy of one keyed in one init looks its key
- * up, and is the family's own context once the key is cached.  Each scenario (keyed_scenario) changes the template between
- * its keying and its copies in one way, which must end the look-ups or be
- * carried into them: a message begun, an IV set, a keyless init with an
- * IV, a second key, the key's bytes changed in place, a final between the
- * copies, an IV given to each copy, the cipher set before the key, cipher
- * and IV set before the key, copies of a copy served from the cache.  What
- * each call returned and the MACs, as text.
+ * up, and is the family's own context once the key is cached.  Each
+ * scenario (keyed_scenario) changes the template between its keying and
+ * its copies in one way, which must end the look-ups or be carried into
+ * them: a message begun, an IV set, a keyless init with an IV, a second
+ * key, the key's bytes changed in place, a final between the copies, an
+ * IV given to each copy, the cipher set before the key, cipher and IV set
+ * before the key, copies of a copy served from the cache.  What each call
+ * returned and the MACs, as text.
  */
 enum {
     KS_PLAIN, KS_BEGUN, KS_SET_IV, KS_KEYLESS_IV, KS_REKEYED, KS_IN_PLACE,

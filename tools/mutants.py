@@ -1271,16 +1271,14 @@ MUTANTS = {
     "tmpl-firstcopy-shape-only": ("provider/layer/tmpl.c",
         "    tmpl = kc_cache_find_rec(c, &f->alg, rec, w->t.len, h, key, keylen, &lk);",
         "    tmpl = kc_cache_find_rec(c, &f->alg, rec, w->t.shape_len, w->t.hash, key, keylen, &lk);"),
-    # ... a copy is not a first context: the template's second copy counts
-    # its key, and a process copying a template twice builds the private
-    # store (first-gmac-copies)
-    "tmpl-firstcopy-no-budget": ("provider/layer/tmpl.c",
-        "    if (kc_tcore_app_first(src->pctx, &f->alg)\n        || !kc_tfam_ready(src->pctx, f) || (c =",
-        "    if (!kc_tfam_ready(src->pctx, f) || (c ="),
-    # ... nor is a copy of an unkeyed first template (settled_copy())
-    "tmpl-settled-no-budget": ("provider/layer/tmpl.c",
-        "    if (kc_tcore_app_first(src->pctx, &f->alg)\n        || !kc_tfam_ready(src->pctx, f)) {\n        *plain = 1;",
-        "    if (!kc_tfam_ready(src->pctx, f)) {\n        *plain = 1;"),
+    # ... a copy of a first template (keyed: first_copy(); unkeyed:
+    # settled_copy()) is not a first context: the template's second copy
+    # counts its key, and a process copying a template once or twice builds
+    # the private store (first-gmac-copies).  Merged from
+    # tmpl-firstcopy-no-budget and tmpl-settled-no-budget with the check.
+    "tmpl-copy-no-budget": ("provider/layer/tmpl.c",
+        "    return !kc_tcore_app_first(src->pctx, &src->f->alg)\n           && kc_tfam_ready(",
+        "    return kc_tfam_ready("),
     # origin: an application's EVP_MAC_CTX_dup is not an entry point, so a
     # copy's key is never admitted
     "origin-dup-not-entry": ("provider/cache/origin.c",

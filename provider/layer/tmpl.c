@@ -62,6 +62,8 @@ typedef struct {
 #define KC_FIRST_KEYED 8
 /* key[] holds the key its inner has (with KEYED, and after while it does) */
 #define KC_FIRST_HELD 16
+/* what a copy of a first context does not inherit: its inner's state only */
+#define KC_FIRST_OWN (KC_FIRST_RECORD | KC_FIRST_KEYED | KC_FIRST_HELD)
 
 #define W(core) KC_TCORE_OF(KC_TMAC_CTX, core)
 
@@ -651,8 +653,7 @@ static const KC_TSIDE mac_side = {
  * init when given back), the volatile calls replayed if vol.  1, or -1.
  */
 static ossl_inline int take_template(KC_TMAC_CTX *w, const KC_MAC_FNS *ops,
-                                     void *tmpl,
-                         const KC_LOOKUP *lk, int vol)
+                                     void *tmpl, const KC_LOOKUP *lk, int vol)
 {
     void *inner;
 
@@ -1614,6 +1615,19 @@ static KC_NOINLINE int unkeyed_dup_ok(const KC_TMAC_CTX *w)
 }
 
 /*
+ * May a copy of a first context be a usual context of its record
+ * (settled_copy(), first_copy())?  A copy is a new context: not while the
+ * thread's first few of the family last, so that a process copying a
+ * template once or twice builds no private store; and once the family has
+ * learned what it needs.
+ */
+static ossl_inline int copy_looks_up(const KC_TMAC_CTX *src)
+{
+    return !kc_tcore_app_first(src->pctx, &src->f->alg)
+           && kc_tfam_ready(src->pctx, src->f);
+}
+
+/*
  * A usual context with src's record (a first context's: its calls), from
  * the thread's pool, not yet learned; NULL if there is no memory, or where
  * the thread's hit rate is low (*cold: a copy that does not look up; also
@@ -1662,10 +1676,8 @@ static KC_NOINLINE KC_TMAC_CTX *settled_copy(const KC_TMAC_CTX *src,
     const KC_TFAM *f = src->f;
     KC_TMAC_CTX *w;
 
-    /* a copy is a new context: the thread's first few build nothing */
     *plain = 0;
-    if (kc_tcore_app_first(src->pctx, &f->alg)
-        || !kc_tfam_ready(src->pctx, f)) {
+    if (!copy_looks_up(src)) {
         *plain = 1;
         return NULL;
     }
@@ -1730,21 +1742,16 @@ static int keyed_whole(KC_TMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
  * (KC_FIRST_KEYED): a usual context of its record and key, if that is
  * cached (counted and admitted as a usual keying is), so that a keyed
  * template copied per message gets the family's own contexts, whose copy
- * and use cost less than the default's (dup-keyed-gmac: rust-openssl).
- * A copy is a new context: while the thread's first few of the family
- * last (kc_tcore_app_first()), it is the default's copy, and a process
- * copying a template once or twice builds no private store.  src is only
- * read.  NULL: the default's copy.
+ * and use cost less than the default's (dup-keyed-gmac: rust-openssl),
+ * when copy_looks_up().  src is only read.  NULL: the default's copy.
  */
 static KC_NOINLINE KC_TMAC_CTX *first_copy(const KC_TMAC_CTX *src)
 {
-    const KC_TFAM *f = src->f;
     KC_TMAC_CTX *w;
     KC_CACHE *c;
     int cold;
 
-    if (kc_tcore_app_first(src->pctx, &f->alg)
-        || !kc_tfam_ready(src->pctx, f) || (c = kc_cache_get(src->pctx)) == NULL
+    if (!copy_looks_up(src) || (c = kc_cache_get(src->pctx)) == NULL
         || (w = record_copy(src, &cold)) == NULL)
         return NULL;
     if (keyed_whole(w, c, src->key, src->held) == 1)
@@ -1774,7 +1781,7 @@ static ossl_inline void *dup_keyed(const KC_TMAC_CTX *src)
     dst->t.len = dst->t.shape_len = dst->t.sig_len = 0;
     memset(&dst->lease, 0, sizeof(dst->lease));
     dst->clean = 0;
-    dst->first &= ~(KC_FIRST_RECORD | KC_FIRST_KEYED | KC_FIRST_HELD);
+    dst->first &= ~KC_FIRST_OWN;
     dst->held = 0;
     return dst;
 }
@@ -1811,7 +1818,7 @@ void *kc_tmac_dupctx(void *vctx)
     memset(&dst->lease, 0, sizeof(dst->lease));
     dst->clean = 0;
     /* (a first context's copy has no record: all its state is its inner's) */
-    dst->first &= ~(KC_FIRST_RECORD | KC_FIRST_KEYED | KC_FIRST_HELD);
+    dst->first &= ~KC_FIRST_OWN;
     dst->held = 0;
     if (src->app_mac != NULL && !EVP_MAC_up_ref(src->app_mac)) {
         kc_wrapper_free(src->pctx, KC_POOL_TMPL, dst, sizeof(*dst));
