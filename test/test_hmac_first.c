@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A thread's first HMAC keyings: keycache keys them in the default's HMAC
- * of the application's library context (families/hmac.c, key_app) rather
- * than in its private one, whose digest store a process computing an HMAC
- * or two would otherwise pay for.  Every state such a context goes
- * through must be the default's.
+ * A thread's HMAC keyings, first and later: keycache keys them in the
+ * default's HMAC of the application's library context (families/hmac.c,
+ * key_app, new_inner) rather than in its private one, whose digest store
+ * a process computing a few HMACs would otherwise pay for.  Every state
+ * such a context goes through must be the default's.
  *
  * In-process patterns run on a new thread (a thread's first keyings)
  * against keycache with the deployed admission (admit_after = 3), so that
- * keys move from the application's context to the private one and into
- * the cache within a pattern; the records must equal the default's.
+ * keys move from the thread's first misses into the cache within a
+ * pattern; the records must equal the default's.
  *
  * A fresh process's first HMAC is observed by running this program again
  * (--child NAME) with OPENSSL_CONF naming either no configuration (the
@@ -17,6 +17,8 @@
  * failed digest fetch's error names the library context it ran in, so a
  * context keyed in keycache's private one would show, unmasked.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,8 @@ static OSSL_LIB_CTX *deployed;
 static const char *self;
 
 static unsigned char keys[6][200];
+/* see EVP_MD_fetch() below; the count when p_many()'s usual work ended */
+static int fetched_elsewhere, fetched_usual = -1;
 static unsigned char msg[300];
 
 static void inputs(void)
@@ -304,6 +308,139 @@ static void p_process(OSSL_LIB_CTX *libctx, REC *r)
     EVP_MAC_CTX_free(c);
 }
 
+/* one EVP_Q_mac HMAC-SHA256 (or md) with key k of len bytes, recorded */
+static void qmac(OSSL_LIB_CTX *libctx, REC *r, const char *md, int k,
+                 size_t len)
+{
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t n = 0;
+
+    kct_rec_printf(r, "qmac %s key %d/%zu %s ", md, k, len,
+                   EVP_Q_mac(libctx, "HMAC", NULL, md, NULL, keys[k], len,
+                             msg, 100, out, sizeof(out), &n) != NULL
+                   ? "ok" : "failed");
+    kct_rec_hex(r, out, n);
+    kct_rec_errs(r);
+}
+
+/*
+ * Past the first misses, a digest resolved with a query, for an inner
+ * made in the application's context with that query; passed through (a
+ * record size), a digest no provider has must fail with that context's
+ * errors, which in a fresh process (the global context) read apart from
+ * keycache's private one.
+ */
+static void many_query(OSSL_LIB_CTX *libctx, REC *r)
+{
+    OSSL_PARAM p[3] = { digest("SHA2-384"),
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
+                                         "provider=default", 0),
+        OSSL_PARAM_END };
+    OSSL_PARAM none[2] = { digest("NOPE"), OSSL_PARAM_END };
+    EVP_MAC_CTX *c = new_ctx(libctx, r);
+    size_t recsize = 100;
+
+    if (c == NULL)
+        return;
+    rc(r, "query", EVP_MAC_CTX_set_params(c, p));
+    init_key(r, c, NULL, 3, 32);
+    finish(r, c, "query");
+    p[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_TLS_DATA_SIZE, &recsize);
+    p[1] = OSSL_PARAM_construct_end();
+    rc(r, "record size", EVP_MAC_CTX_set_params(c, p));
+    rc(r, "no digest", EVP_MAC_CTX_set_params(c, none));
+    EVP_MAC_CTX_free(c);
+}
+
+/*
+ * The default properties changed after the digest was resolved: only a
+ * private inner keeps the digest the default's context fetched then.
+ * Passed through, a digest no provider has fails as in many_query().
+ */
+static void many_stale(OSSL_LIB_CTX *libctx, REC *r)
+{
+    OSSL_PARAM p[2] = { digest("SHA2-224"), OSSL_PARAM_END };
+    OSSL_PARAM none[2] = { digest("NOPE"), OSSL_PARAM_END };
+    EVP_MAC_CTX *c = new_ctx(libctx, r);
+    size_t recsize = 100;
+
+    if (c == NULL)
+        return;
+    rc(r, "set", EVP_MAC_CTX_set_params(c, p));
+    rc(r, "properties", EVP_set_default_properties(libctx, "?provider=default"));
+    init_key(r, c, NULL, 4, 32);
+    finish(r, c, "stale");
+    p[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_TLS_DATA_SIZE, &recsize);
+    rc(r, "record size", EVP_MAC_CTX_set_params(c, p));
+    rc(r, "no digest", EVP_MAC_CTX_set_params(c, none));
+    EVP_MAC_CTX_free(c);
+    rc(r, "properties back",
+       EVP_set_default_properties(libctx, "?provider=" KEYCACHE_PROVIDER_NAME));
+}
+
+/*
+ * A thread's work past its first misses: keys used once or twice, a key
+ * used until it is admitted and hits, a long key, another digest, a
+ * context re-keyed with the key it holds, a copy, and sizes asked before
+ * the key.  Run in a fresh process too (test_process), where no digest
+ * may be fetched outside the application's library context: keycache's
+ * HMAC contexts are made there, so its private context never builds a
+ * digest store of its own (some 3M instructions a process).
+ */
+static void p_many(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC_CTX *c, *d;
+    OSSL_PARAM p[2] = { digest("SHA256"), OSSL_PARAM_END };
+    int i;
+
+    for (i = 0; i < 12; i++)
+        qmac(libctx, r, "SHA256", i % 6, 32);
+    for (i = 0; i < 8; i++)
+        qmac(libctx, r, "SHA256", 1, 32);
+    for (i = 0; i < 4; i++)
+        qmac(libctx, r, i % 2 ? "SHA2-512" : "SHA256", 2, 200);
+    if ((c = new_ctx(libctx, r)) == NULL)
+        return;
+    rc(r, "set", EVP_MAC_CTX_set_params(c, p));
+    kct_rec_printf(r, "unkeyed macsize=%zu", EVP_MAC_CTX_get_mac_size(c));
+    kct_rec_errs(r);
+    for (i = 0; i < 6; i++) {
+        init_key(r, c, NULL, i / 3, 32);
+        finish(r, c, "rekeyed");
+    }
+    d = EVP_MAC_CTX_dup(c);
+    kct_rec_printf(r, "dup %s", d != NULL ? "ok" : "failed");
+    kct_rec_errs(r);
+    if (d != NULL) {
+        init_key(r, d, NULL, 1, 32);
+        finish(r, d, "copy");
+        EVP_MAC_CTX_free(d);
+    }
+    EVP_MAC_CTX_free(c);
+    many_query(libctx, r);
+    fetched_usual = fetched_elsewhere;
+    many_stale(libctx, r);
+}
+
+/*
+ * Digests fetched outside the application's (global) library context, by
+ * anyone in this process: libcrypto's calls to its own EVP_MD_fetch go
+ * through the symbol table, so this program's definition sees the
+ * default's HMAC fetch its digest, wherever that context was made.
+ */
+
+EVP_MD *EVP_MD_fetch(OSSL_LIB_CTX *libctx, const char *name,
+                     const char *props)
+{
+    static EVP_MD *(*real)(OSSL_LIB_CTX *, const char *, const char *);
+
+    if (real == NULL)
+        *(void **)&real = dlsym(RTLD_NEXT, "EVP_MD_fetch");
+    if (libctx != NULL && libctx != OSSL_LIB_CTX_get0_global_default())
+        __atomic_add_fetch(&fetched_elsewhere, 1, __ATOMIC_RELAXED);
+    return real != NULL ? real(libctx, name, props) : NULL;
+}
+
 /*
  * Another provider's SHA2-256 ("kctestmd", kc_test.c), preferred by the
  * default properties: it counts its updates, so a record shows whose
@@ -314,13 +451,13 @@ static void p_process(OSSL_LIB_CTX *libctx, REC *r)
 static const char *other_hmac_q;
 
 /*
- * On a thread's first keyings: a context keyed with the default's SHA-256
- * (asked for by its properties) then re-stated to theirs and keyed again,
- * which its inner in the application's context resolves as the default
- * does (an inner in keycache's private context would keep the default's:
- * a limit of the private path); then the default's (the application's
- * context must be told the query: by name alone it finds kctestmd's) and
- * theirs by default.
+ * On a thread's first keyings, then past them: a context keyed with the
+ * default's SHA-256 (asked for by its properties) then re-stated to theirs
+ * and keyed again, which its inner in the application's context resolves
+ * as the default does (an inner in keycache's private context would keep
+ * the default's: a limit of the private path, docs/limits.md); then the
+ * default's (the application's context must be told the query: by name
+ * alone it finds kctestmd's) and theirs by default.
  */
 static void p_other(OSSL_LIB_CTX *libctx, REC *r)
 {
@@ -333,12 +470,13 @@ static void p_other(OSSL_LIB_CTX *libctx, REC *r)
     static const int order[] = { 3, 0, 1, 2 };
     int j, i, before;
 
-    for (j = 0; j < 4; j++) {
+    /* twice: the second round is past the thread's first misses */
+    for (j = 0; j < 8; j++) {
         EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
 
         if (c == NULL)
             break;
-        i = order[j];
+        i = order[j % 4];
         kct_rec_printf(r, "-- case %d", i);
         kct_rec_errs(r);
         before = kct_testmd_updates;
@@ -389,7 +527,7 @@ static const struct {
 } patterns[] = {
     { "qmac", p_qmac }, { "rekey", p_rekey }, { "dup", p_dup },
     { "unresettable", p_unresettable }, { "keys-props", p_keys_props },
-    { "params", p_params }, { "process", p_process },
+    { "params", p_params }, { "process", p_process }, { "many", p_many },
 };
 #define NPATTERNS (sizeof(patterns) / sizeof(patterns[0]))
 
@@ -415,7 +553,7 @@ static void test_threads(void)
 /* a fresh process's first HMAC: the default's records, unmasked */
 static void test_process(void)
 {
-    static const char *names[] = { "process", "rekey", "params" };
+    static const char *names[] = { "process", "rekey", "params", "many" };
     char conf[KCT_PATH_LEN];
     size_t i;
 
@@ -458,8 +596,12 @@ static int child(const char *name)
     if (i == NPATTERNS)
         return 2;
     ERR_clear_error();
+    fetched_elsewhere = 0;
+    fetched_usual = -1;
     patterns[i].fn(NULL, &r);
     fputs(r.buf != NULL ? r.buf : "", stdout);
+    printf("digests fetched outside the application's context: %d\n",
+           fetched_usual >= 0 ? fetched_usual : fetched_elsewhere);
     kct_rec_free(&r);
     return 0;
 }

@@ -373,6 +373,21 @@ MUTANTS = {
         ("provider/families/hmac.c",
         "    if (app_misses < KC_APP_MISSES && !tried && !lk.admit && !lk.pending) {",
         "    if (0 && app_misses < KC_APP_MISSES && !tried && !lk.admit && !lk.pending) {")],
+    # HMAC: every later inner (misses, templates, bases) in keycache's
+    # private context, whose digest store a process then builds
+    # (test_hmac_first's fresh process counts digests fetched elsewhere)
+    "hmac-inner-private": ("provider/families/hmac.c",
+        "    if (w->dg != NULL && app_finds_dg(w)\n",
+        "    if (0 && w->dg != NULL && app_finds_dg(w)\n"),
+    # ... made there by the digest's name alone, though it was resolved
+    # with a query (another provider's SHA-256, preferred by default)
+    "hmac-inner-app-no-query": ("provider/families/hmac.c",
+        "            ok = inner_set_digest(w, inner, w->dg, w->dg_props);",
+        "            ok = inner_set_digest(w, inner, w->dg, NULL);"),
+    # ... or once the default properties changed since it was resolved
+    "hmac-inner-app-stale": ("provider/families/hmac.c",
+        "    if (w->dg != NULL && app_finds_dg(w)\n",
+        "    if (w->dg != NULL\n"),
     # ... even a miss that admits its key (which then is never cached)
     "hmac-app-admitted": ("provider/families/hmac.c",
         "    if (app_misses < KC_APP_MISSES && !tried && !lk.admit && !lk.pending) {",

@@ -72,11 +72,11 @@ _Static_assert(KEYCACHE_MAX_KEY_LEN >= 128, "long keys: see KC_TLS_REFUSED");
 static const KC_DIGEST unknown_digest;
 
 /*
- * A thread's first misses not admitted key the default's HMAC in the
- * application's library context, whose digest store is built anyway: a
- * private inner's digest fetch builds the private context's, some 3M
- * instructions, which a process that computes an HMAC or two never needs
- * (issue 33).  Later misses take the private inner and its cheap copies.
+ * A thread's first misses not admitted are keyed at once in a new default
+ * HMAC of the application's library context, neither looked up nor
+ * counted (key_app()): a thread or process that computes an HMAC or two
+ * pays no key's hash.  Later misses are looked up, and keyed in the same
+ * context as cheap copies of the thread's keyless base (new_inner()).
  * A fork child inherits the count: a parent's one HMAC and a child's one
  * stay in the application's context.  As many as the template families'
  * first contexts (KC_APP_FIRST), which the registry's "first" counts.
@@ -166,10 +166,48 @@ static int set_digest(KC_HMAC_CTX *w, const KC_DIGEST *dg, const char *props)
     return 1;
 }
 
-/* A fresh private inner with w's digest, if any; NULL if that fails. */
+/*
+ * Would the application's context find the digest w was set with, by its
+ * name?  Not once the default properties changed since, or if no change
+ * would be heard: the default's context keeps the digest it fetched then,
+ * which only a private inner (the default's digest, dg) reproduces.
+ */
+static ossl_inline int app_finds_dg(const KC_HMAC_CTX *w)
+{
+    return w->dg == NULL
+           || (w->dg_gen == kc_props_gen(w->pctx)
+               && __atomic_load_n(&w->pctx->props_registered,
+                                  __ATOMIC_RELAXED) == 1);
+}
+
+/*
+ * A fresh inner with w's digest, if any; NULL if that fails.  The
+ * default's HMAC of the application's library context, where w's digest
+ * was resolved (as key_app()'s): that context's digest store is built
+ * anyway, where a private inner's fetch builds keycache's own, some 3M
+ * instructions in a process that computes a few HMACs.  Keycache's
+ * private context only where the application's would not find dg again.
+ */
 static void *new_inner(const KC_HMAC_CTX *w)
 {
-    void *inner = fns(w)->newctx(w->pctx->inner_provctx);
+    void *inner;
+    int ok;
+
+    if (w->dg != NULL && app_finds_dg(w)
+        && (inner = kc_inner_app_newctx(w->dg, fns(w)->newctx)) != NULL) {
+        if (w->dg_props == NULL) {
+            ok = inner_set_name(w, inner, w->dg->name, NULL);
+        } else {
+            /* a query's fetch raised what it raises already (OpenSSL 4) */
+            ERR_set_mark();
+            ok = inner_set_digest(w, inner, w->dg, w->dg_props);
+            ERR_pop_to_mark();
+        }
+        if (ok)
+            return inner;
+        fns(w)->freectx(inner);
+    }
+    inner = fns(w)->newctx(w->pctx->inner_provctx);
 
     if (inner != NULL && w->dg != NULL
         && !inner_set_digest(w, inner, w->dg, NULL)) {
@@ -285,23 +323,9 @@ static int go_passthrough(KC_HMAC_CTX *w)
 }
 
 /*
- * Would the application's context find the digest w was set with, by its
- * name?  Not once the default properties changed since, or if no change
- * would be heard: the default's context keeps the digest it fetched then,
- * which only a private inner (the default's digest, dg) reproduces.
- */
-static ossl_inline int app_finds_dg(const KC_HMAC_CTX *w)
-{
-    return w->dg == NULL
-           || (w->dg_gen == kc_props_gen(w->pctx)
-               && __atomic_load_n(&w->pctx->props_registered,
-                                  __ATOMIC_RELAXED) == 1);
-}
-
-/*
  * The same, but before the key with the default's HMAC in the
  * application's library context, which takes the digests and raises the
- * errors the default would; once keyed, or without one, a private inner.
+ * errors the default would; once keyed, or without one, new_inner()'s.
  */
 static int go_passthrough_app(KC_HMAC_CTX *w)
 {
@@ -492,10 +516,9 @@ static int key_missed(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
         w->inner = inner;
         return 1;
     }
-    if ((w->inner = f->newctx(w->pctx->inner_provctx)) == NULL)
+    if ((w->inner = new_inner(w)) == NULL)
         return 0;
-    if (!inner_set_digest(w, w->inner, w->dg, NULL)
-        || !f->init(w->inner, key, keylen, NULL)) {
+    if (!f->init(w->inner, key, keylen, NULL)) {
         forward_all(w);
         return 0;
     }
@@ -567,10 +590,10 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
     }
 
     /*
-     * A miss: among the thread's first, in the application's context unless
-     * admitted (a template is a private context); else key a context as the
-     * default would, or from the thread's second miss on a copy (a thread
-     * that keys once pays no copy).
+     * A miss: among the thread's first, keyed at once unless admitted (its
+     * context becomes a template); else key a context as the default
+     * would, or from the thread's second miss on a copy (a thread that
+     * keys once pays no copy).
      */
     if (app_misses < KC_APP_MISSES && !tried && !lk.admit && !lk.pending) {
         if ((r = key_app(w, key, keylen)) >= 0) {
@@ -824,7 +847,7 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
             key = p;
             break;
         case P_UNRESETTABLE:
-            /* state a keyless re-init cannot undo: use a private inner */
+            /* state a keyless re-init cannot undo: an inner of its own */
             goto passthrough;
         }
     }
@@ -844,7 +867,7 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
              * Re-stating the keyed digest changes nothing; another is the
              * inner's to set.  A success leaves what the application's
              * context's fetch left, as the default's would (OpenSSL 4),
-             * not what the private inner's own fetch raises.
+             * not what the inner's own fetch raises.
              */
             ERR_set_mark();
             d = resolve_digest(w, dig->data, pq);
@@ -905,8 +928,9 @@ static int names_twice(const OSSL_PARAM params[])
 }
 
 /*
- * A digest for a private inner, passed through.  The inner fetches it in
- * keycache's library context, the default in the application's: whether
+ * A digest for an inner that may be keycache's private one (new_inner()),
+ * passed through.  Such an inner fetches it in keycache's library
+ * context, the default in the application's: whether
  * the name is found there, and what a fetch leaves on the error queue,
  * are that context's to say.  So the name is fetched there first.  If
  * that fails, the default's set fails with those errors, and the inner
@@ -954,7 +978,7 @@ static KC_NOINLINE int pt_set_digest(KC_HMAC_CTX *w, const OSSL_PARAM params[],
     return ok;
 }
 
-/* params passed through: a digest named to a private inner, as above */
+/* params passed through: a digest named to a new_inner() one, as above */
 static int pt_forward(KC_HMAC_CTX *w, const OSSL_PARAM params[])
 {
     const OSSL_PARAM *dig;
