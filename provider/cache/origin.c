@@ -104,6 +104,7 @@ static int walk_key_ok;
 typedef struct {
     uintptr_t want;
     KC_RANGE *out;
+    const char *name;         /* its link map's name ("" for the program) */
 } KC_FIND;
 
 static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
@@ -126,12 +127,13 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
         return 0;
     f->out->start = lo;
     f->out->end = hi;
+    f->name = info->dlpi_name;
     return 1;
 }
 
 static int range_of(uintptr_t addr, KC_RANGE *out)
 {
-    KC_FIND f = { addr, out };
+    KC_FIND f = { addr, out, NULL };
 
     return dl_iterate_phdr(find_object, &f) == 1;
 }
@@ -155,17 +157,31 @@ int kc_same_object(const void *a, const void *b)
     return range_of((uintptr_t)a, &r) && in_range(&r, (uintptr_t)b);
 }
 
+/*
+ * libcrypto is the object that holds the EVP_MAC_init we are linked to:
+ * its extent, and a handle by its link map's name, which dlopen matches
+ * among loaded objects.  Not by dladdr(), whose search for the nearest
+ * symbol walks libcrypto's whole symbol table (some 180,000 instructions
+ * at a process's first admission).
+ */
+static void *crypto_handle(void)
+{
+    KC_FIND f = { (uintptr_t)&EVP_MAC_init, &origin.crypto, NULL };
+
+    /* ("": the program itself, never keycache's libcrypto; no admission) */
+    if (dl_iterate_phdr(find_object, &f) != 1 || f.name == NULL
+        || f.name[0] == '\0')
+        return NULL;
+    return dlopen(f.name, RTLD_LAZY | RTLD_NOLOAD);
+}
+
 static void origin_init(void)
 {
-    Dl_info di;
     void *h;
     size_t i;
 
-    /* libcrypto is the object that holds the EVP_MAC_init we are linked to */
     if (!range_of((uintptr_t)&origin_init, &origin.self)
-        || !range_of((uintptr_t)&EVP_MAC_init, &origin.crypto)
-        || dladdr((void *)&EVP_MAC_init, &di) == 0 || di.dli_fname == NULL
-        || (h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD)) == NULL)
+        || (h = crypto_handle()) == NULL)
         return;
     for (i = 0; i < KC_NENTRY; i++) {
         void *f = dlsym(h, entry_names[i]);
