@@ -331,6 +331,47 @@ static int fork_parent(const ROW *r, long i)
 
 static int op_qhmac(const ROW *r, long i) { return qhmac(keys[0], 32); }
 
+/* r->arg HMACs with one key: a batch of tokens checked with one secret */
+static int op_qhmacs(const ROW *r, long i)
+{
+    int n;
+
+    for (n = 0; n < r->arg; n++)
+        if (!qhmac(keys[0], 32))
+            return 0;
+    return 1;
+}
+
+/*
+ * An AWS Signature V4 request signature: HMAC-SHA256 keyed with "AWS4"
+ * and the secret over the date, then each result keying the next over the
+ * region, the service, "aws4_request" and the string to sign: five keys,
+ * each used once.
+ */
+static int op_sigv4(const ROW *r, long i)
+{
+    static const char *const data[] = {
+        "20261206", "eu-west-1", "s3", "aws4_request",
+        "AWS4-HMAC-SHA256\n20261206T120000Z\n"
+        "20261206/eu-west-1/s3/aws4_request\n"
+        "7344ae5b7ee6c3e7e6b0fe0640412a37625d1fbfff95c48bbb2dc43964946972"
+    };
+    unsigned char key[4 + 40], next[EVP_MAX_MD_SIZE];
+    size_t keylen = sizeof(key), n, l;
+
+    memcpy(key, "AWS4", 4);
+    memcpy(key + 4, keys[1], 40);
+    for (n = 0; n < sizeof(data) / sizeof(data[0]); n++) {
+        if (EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, key, keylen,
+                      (const unsigned char *)data[n], strlen(data[n]), next,
+                      sizeof(next), &l) == NULL)
+            return 0;
+        memcpy(key, next, l);
+        keylen = l;
+    }
+    return 1;
+}
+
 static int op_qcmac(const ROW *r, long i)
 {
     return qmac_fam("CMAC", "AES-256-CBC", keys[0], 32, 0);
@@ -719,6 +760,12 @@ static const ROW rows[] = {
       "(bench/distro.cnf): a machine switched on in its own file" },
     { "proc-one-qmac", K_PROC, NULL, op_qhmac, 0, 1, 0,
       "a process doing one EVP_Q_mac: git/curl invocations, CGI, scripts" },
+    { "proc-sigv4", K_PROC, NULL, op_sigv4, 0, 1, 0,
+      "a process signing one AWS Signature V4 request, five HMACs each "
+      "keyed by the last: curl --aws-sigv4, aws-cli, s3cmd" },
+    { "proc-qmac-8x", K_PROC, NULL, op_qhmacs, 0, 1, 8,
+      "a process checking 8 tokens (JWT, webhook signatures) with one "
+      "secret: batch scripts, CGI" },
     { "first-hmac", K_FIRST, NULL, op_qhmac, 0, 1, 0,
       "a fresh process's first HMAC (EVP_Q_mac): every short-lived client" },
     { "first-cmac", K_FIRST, NULL, op_qcmac, 0, 1, 0,
