@@ -342,6 +342,17 @@ static int op_qhmacs(const ROW *r, long i)
     return 1;
 }
 
+/* r->arg CMAC-AES-256s with one key: a provisioning tool's few MACs */
+static int op_qcmacs(const ROW *r, long i)
+{
+    int n;
+
+    for (n = 0; n < r->arg; n++)
+        if (!qmac_fam("CMAC", "AES-256-CBC", keys[0], 32, 0))
+            return 0;
+    return 1;
+}
+
 /*
  * An AWS Signature V4 request signature: HMAC-SHA256 keyed with "AWS4"
  * and the secret over the date, then each result keying the next over the
@@ -766,6 +777,9 @@ static const ROW rows[] = {
     { "proc-qmac-8x", K_PROC, NULL, op_qhmacs, 0, 1, 8,
       "a process checking 8 tokens (JWT, webhook signatures) with one "
       "secret: batch scripts, CGI" },
+    { "proc-cmac-4x", K_PROC, NULL, op_qcmacs, 0, 1, 4,
+      "a process computing 4 CMACs with one key: EMV/IoT provisioning "
+      "tools, key-check values" },
     { "first-hmac", K_FIRST, NULL, op_qhmac, 0, 1, 0,
       "a fresh process's first HMAC (EVP_Q_mac): every short-lived client" },
     { "first-cmac", K_FIRST, NULL, op_qcmac, 0, 1, 0,
