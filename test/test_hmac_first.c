@@ -323,12 +323,25 @@ static void qmac(OSSL_LIB_CTX *libctx, REC *r, const char *md, int k,
     kct_rec_errs(r);
 }
 
+/* passed through (a record size), then a digest no provider has; freed */
+static void none_passed(REC *r, EVP_MAC_CTX *c)
+{
+    OSSL_PARAM p[2] = { OSSL_PARAM_END, OSSL_PARAM_END };
+    OSSL_PARAM none[2] = { digest("NOPE"), OSSL_PARAM_END };
+    size_t recsize = 100;
+
+    p[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_TLS_DATA_SIZE, &recsize);
+    rc(r, "record size", EVP_MAC_CTX_set_params(c, p));
+    rc(r, "no digest", EVP_MAC_CTX_set_params(c, none));
+    EVP_MAC_CTX_free(c);
+}
+
 /*
  * Past the first misses, a digest resolved with a query, for an inner
- * made in the application's context with that query; passed through (a
- * record size), a digest no provider has must fail with that context's
- * errors, which in a fresh process (the global context) read apart from
- * keycache's private one.
+ * made in the application's context with that query; passed through, a
+ * digest no provider has must fail with that context's errors, which in a
+ * fresh process (the global context) read apart from keycache's private
+ * one.
  */
 static void many_query(OSSL_LIB_CTX *libctx, REC *r)
 {
@@ -336,20 +349,14 @@ static void many_query(OSSL_LIB_CTX *libctx, REC *r)
         OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
                                          "provider=default", 0),
         OSSL_PARAM_END };
-    OSSL_PARAM none[2] = { digest("NOPE"), OSSL_PARAM_END };
     EVP_MAC_CTX *c = new_ctx(libctx, r);
-    size_t recsize = 100;
 
     if (c == NULL)
         return;
     rc(r, "query", EVP_MAC_CTX_set_params(c, p));
     init_key(r, c, NULL, 3, 32);
     finish(r, c, "query");
-    p[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_TLS_DATA_SIZE, &recsize);
-    p[1] = OSSL_PARAM_construct_end();
-    rc(r, "record size", EVP_MAC_CTX_set_params(c, p));
-    rc(r, "no digest", EVP_MAC_CTX_set_params(c, none));
-    EVP_MAC_CTX_free(c);
+    none_passed(r, c);
 }
 
 /*
@@ -360,9 +367,7 @@ static void many_query(OSSL_LIB_CTX *libctx, REC *r)
 static void many_stale(OSSL_LIB_CTX *libctx, REC *r)
 {
     OSSL_PARAM p[2] = { digest("SHA2-224"), OSSL_PARAM_END };
-    OSSL_PARAM none[2] = { digest("NOPE"), OSSL_PARAM_END };
     EVP_MAC_CTX *c = new_ctx(libctx, r);
-    size_t recsize = 100;
 
     if (c == NULL)
         return;
@@ -370,10 +375,7 @@ static void many_stale(OSSL_LIB_CTX *libctx, REC *r)
     rc(r, "properties", EVP_set_default_properties(libctx, "?provider=default"));
     init_key(r, c, NULL, 4, 32);
     finish(r, c, "stale");
-    p[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_TLS_DATA_SIZE, &recsize);
-    rc(r, "record size", EVP_MAC_CTX_set_params(c, p));
-    rc(r, "no digest", EVP_MAC_CTX_set_params(c, none));
-    EVP_MAC_CTX_free(c);
+    none_passed(r, c);
     rc(r, "properties back",
        EVP_set_default_properties(libctx, "?provider=" KEYCACHE_PROVIDER_NAME));
 }
@@ -451,6 +453,53 @@ EVP_MD *EVP_MD_fetch(OSSL_LIB_CTX *libctx, const char *name,
 static const char *other_hmac_q;
 
 /*
+ * Contexts set before the default properties changed (only a private
+ * inner keeps the digest each resolved then), keyed once each until their
+ * key would be admitted; then a new context keyed with that key and
+ * switched to theirs by name: it must not have taken one of their private
+ * inners, which cannot find theirs.
+ */
+static void other_stale(OSSL_LIB_CTX *libctx, REC *r, EVP_MAC *mac,
+                        const OSSL_PARAM *dflt)
+{
+    OSSL_PARAM theirs[3] = { digest("SHA256"),
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
+                                         "provider=kctestmd", 0),
+        OSSL_PARAM_END };
+    EVP_MAC_CTX *s[4] = { NULL, NULL, NULL, NULL }, *c;
+    int i, before;
+
+    kct_rec_printf(r, "-- stale");
+    for (i = 0; i < 4; i++)
+        if ((s[i] = EVP_MAC_CTX_new(mac)) != NULL)
+            rc(r, "set", EVP_MAC_CTX_set_params(s[i], dflt));
+    rc(r, "properties", EVP_set_default_properties(libctx,
+                                                   "?provider=default"));
+    /* one keying each: the key is looked up, and admitted at the third */
+    for (i = 0; i < 4; i++) {
+        if (s[i] == NULL)
+            continue;
+        init_key(r, s[i], NULL, 5, 32);
+        finish(r, s[i], "stale");
+        EVP_MAC_CTX_free(s[i]);
+    }
+    if ((c = EVP_MAC_CTX_new(mac)) != NULL) {
+        rc(r, "set", EVP_MAC_CTX_set_params(c, dflt));
+        init_key(r, c, NULL, 5, 32);
+        finish(r, c, "fresh");
+        before = kct_testmd_updates;
+        rc(r, "theirs", EVP_MAC_CTX_set_params(c, theirs));
+        init_key(r, c, NULL, 5, 32);
+        finish(r, c, "fresh theirs");
+        kct_rec_printf(r, "kctestmd updates %d", kct_testmd_updates - before);
+        kct_rec_errs(r);
+        EVP_MAC_CTX_free(c);
+    }
+    rc(r, "properties back",
+       EVP_set_default_properties(libctx, "?provider=kctestmd"));
+}
+
+/*
  * On a thread's first keyings, then past them: a context keyed with the
  * default's SHA-256 (asked for by its properties) then re-stated to theirs
  * and keyed again, which its inner in the application's context resolves
@@ -491,6 +540,8 @@ static void p_other(OSSL_LIB_CTX *libctx, REC *r)
         kct_rec_errs(r);
         EVP_MAC_CTX_free(c);
     }
+    if (mac != NULL)
+        other_stale(libctx, r, mac, dflt);
     EVP_MAC_free(mac);
 }
 
@@ -519,6 +570,70 @@ static void test_other_provider(void)
     kct_rec_free(&got);
     kct_other_stop(&o);
     kct_testmd_end();
+}
+
+/*
+ * The application unloads its default provider while its contexts live
+ * (they keep working: they hold the provider): keyed again, and a context
+ * set before keyed for the first time.  A fetch in the application's
+ * context would fail now; keycache must not leave that failure's errors
+ * behind a call that succeeds.
+ */
+static OSSL_PROVIDER *unload_me;
+
+static void p_unload(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC_CTX *c1 = new_ctx(libctx, r), *c2 = new_ctx(libctx, r);
+    OSSL_PARAM p[2] = { digest("SHA256"), OSSL_PARAM_END };
+    int i;
+
+    if (c1 != NULL && c2 != NULL) {
+        rc(r, "set", EVP_MAC_CTX_set_params(c1, p));
+        rc(r, "set", EVP_MAC_CTX_set_params(c2, p));
+        init_key(r, c1, NULL, 0, 32);
+        finish(r, c1, "before");
+        rc(r, "unload", OSSL_PROVIDER_unload(unload_me));
+        for (i = 0; i < 6; i++) {
+            init_key(r, c1, NULL, i % 3, 32);
+            finish(r, c1, "after");
+        }
+        init_key(r, c2, NULL, 1, 32);
+        finish(r, c2, "first after");
+    }
+    EVP_MAC_CTX_free(c1);
+    EVP_MAC_CTX_free(c2);
+}
+
+/* the test config, its default not activated (the test loads it) */
+static void no_default(FILE *out, const char *line, void *arg)
+{
+    (void)arg;
+    if (line != NULL && strncmp(line, "default = ", 10) != 0
+        && strncmp(line, "admit_after", 11) != 0)
+        fputs(line, out);
+}
+
+static void test_unload(void)
+{
+    OSSL_LIB_CTX *ref = OSSL_LIB_CTX_new(), *kc = OSSL_LIB_CTX_new();
+    char path[KCT_PATH_LEN];
+    REC def = { 0 }, got = { 0 };
+
+    CU_ASSERT_FATAL(ref != NULL && kc != NULL
+                    && kct_copy_conf(path, no_default, NULL));
+    CU_ASSERT_FATAL(OSSL_LIB_CTX_load_config(kc, path)
+                    && OSSL_PROVIDER_available(kc, KEYCACHE_PROVIDER_NAME));
+    unlink(path);
+    CU_ASSERT_FATAL((unload_me = OSSL_PROVIDER_load(ref, "default")) != NULL);
+    kct_rec_run(p_unload, ref, &def);
+    CU_ASSERT_FATAL((unload_me = OSSL_PROVIDER_load(kc, "default")) != NULL);
+    CU_ASSERT_FATAL(kct_rec_run_thread(p_unload, kc, &got));
+    CU_ASSERT_TRUE(kct_rec_same("[unload] the application's default unloaded",
+                                &def, &got));
+    kct_rec_free(&def);
+    kct_rec_free(&got);
+    OSSL_LIB_CTX_free(ref);
+    OSSL_LIB_CTX_free(kc);
 }
 
 static const struct {
@@ -567,6 +682,10 @@ static void test_process(void)
             /* keycache served the second, not the first */
             CU_ASSERT_TRUE(strncmp(def, "served default\n", 15) == 0);
             CU_ASSERT_TRUE(strncmp(kc, "served keycache\n", 16) == 0);
+            if (strstr(kc, "libcrypto's own fetches seen: yes") == NULL)
+                fprintf(stderr, "\n[%s] note: libcrypto binds its own "
+                        "EVP_MD_fetch calls: digests fetched elsewhere not "
+                        "counted\n", names[i]);
             if (strchr(def, '\n') != NULL && strchr(kc, '\n') != NULL
                 && strcmp(strchr(def, '\n'), strchr(kc, '\n')) != 0) {
                 fprintf(stderr, "\n[%s] fresh process differs:\n--- "
@@ -578,6 +697,27 @@ static void test_process(void)
         free(kc);
     }
     unlink(conf);
+}
+
+/*
+ * Does EVP_MD_fetch() above see libcrypto's own calls?  Not where
+ * libcrypto binds its calls to itself (-Bsymbolic-functions): then every
+ * count is 0 and says nothing.  An HMAC in a new library context fetches
+ * its digest there.
+ */
+static int own_fetches_seen(void)
+{
+    OSSL_LIB_CTX *l = OSSL_LIB_CTX_new();
+    unsigned char out[EVP_MAX_MD_SIZE];
+    int before = fetched_elsewhere;
+    size_t n;
+
+    if (l == NULL)
+        return 0;
+    (void)EVP_Q_mac(l, "HMAC", NULL, "SHA256", NULL, keys[0], 32, msg, 10,
+                    out, sizeof(out), &n);
+    OSSL_LIB_CTX_free(l);
+    return fetched_elsewhere > before;
 }
 
 /* --child NAME: the pattern in the global context, as configured */
@@ -603,6 +743,8 @@ static int child(const char *name)
     printf("digests fetched outside the application's context: %d\n",
            fetched_usual >= 0 ? fetched_usual : fetched_elsewhere);
     kct_rec_free(&r);
+    printf("libcrypto's own fetches seen: %s\n",
+           own_fetches_seen() ? "yes" : "no");
     return 0;
 }
 
@@ -613,8 +755,9 @@ static void add_suites(void)
     CU_add_test(s, "a thread's first keyings, in the application's context",
                 test_threads);
     CU_add_test(s, "a fresh process's first HMAC", test_process);
-    CU_add_test(s, "another provider's digest, first keyings",
+    CU_add_test(s, "another provider's digest, first keyings and past them",
                 test_other_provider);
+    CU_add_test(s, "the application's default unloaded", test_unload);
 }
 
 int main(int argc, char **argv)

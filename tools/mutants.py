@@ -377,8 +377,8 @@ MUTANTS = {
     # private context, whose digest store a process then builds
     # (test_hmac_first's fresh process counts digests fetched elsewhere)
     "hmac-inner-private": ("provider/families/hmac.c",
-        "    if (w->dg != NULL && app_finds_dg(w)\n",
-        "    if (0 && w->dg != NULL && app_finds_dg(w)\n"),
+        "    if (w->dg != NULL && app_inner_ok(w)\n",
+        "    if (0 && w->dg != NULL && app_inner_ok(w)\n"),
     # ... made there by the digest's name alone, though it was resolved
     # with a query (another provider's SHA-256, preferred by default)
     "hmac-inner-app-no-query": ("provider/families/hmac.c",
@@ -386,8 +386,23 @@ MUTANTS = {
         "            ok = inner_set_digest(w, inner, w->dg, NULL);"),
     # ... or once the default properties changed since it was resolved
     "hmac-inner-app-stale": ("provider/families/hmac.c",
-        "    if (w->dg != NULL && app_finds_dg(w)\n",
-        "    if (w->dg != NULL\n"),
+        "    return !__atomic_load_n(&w->pctx->app_gone, __ATOMIC_ACQUIRE)\n"
+        "           && app_finds_dg(w);",
+        "    return !__atomic_load_n(&w->pctx->app_gone, __ATOMIC_ACQUIRE);"),
+    # ... tried there after a provider of it was unloaded (the default,
+    # maybe: the fetch fails and leaves its errors behind a success)
+    "hmac-app-gone-ignored": ("provider/families/hmac.c",
+        "    return !__atomic_load_n(&w->pctx->app_gone, __ATOMIC_ACQUIRE)\n"
+        "           && app_finds_dg(w);",
+        "    return app_finds_dg(w);"),
+    # a stale digest's private inner kept as a template for fresh contexts
+    "hmac-stale-shared": ("provider/families/hmac.c",
+        "    if (stale_dg(w))\n        forward_all(w);",
+        "    if (0)\n        forward_all(w);"),
+    # ... or as the thread's keyless base that misses copy
+    "hmac-stale-base": ("provider/families/hmac.c",
+        "        if (stale_dg(w))\n            return NULL;",
+        "        if (0)\n            return NULL;"),
     # ... even a miss that admits its key (which then is never cached)
     "hmac-app-admitted": ("provider/families/hmac.c",
         "    if (app_misses < KC_APP_MISSES && !tried && !lk.admit && !lk.pending) {",

@@ -181,19 +181,44 @@ static ossl_inline int app_finds_dg(const KC_HMAC_CTX *w)
 }
 
 /*
+ * May w's inner be the default's of the application's library context?
+ * Not once a provider there was unloaded (the default itself, maybe: a
+ * fetch there would fail and leave its errors); nor if the context would
+ * not find w's digest again (app_finds_dg()).
+ */
+static ossl_inline int app_inner_ok(const KC_HMAC_CTX *w)
+{
+    return !__atomic_load_n(&w->pctx->app_gone, __ATOMIC_ACQUIRE)
+           && app_finds_dg(w);
+}
+
+/*
+ * Was w's digest resolved before the default properties last changed?
+ * Its inner is then a private one holding the digest the default's
+ * context fetched at that time, which no other context may share: it is
+ * passed through, never a template or the thread's base.
+ */
+static ossl_inline int stale_dg(const KC_HMAC_CTX *w)
+{
+    return w->dg != NULL && w->dg_gen != kc_props_gen(w->pctx)
+           && __atomic_load_n(&w->pctx->props_registered,
+                              __ATOMIC_RELAXED) == 1;
+}
+
+/*
  * A fresh inner with w's digest, if any; NULL if that fails.  The
  * default's HMAC of the application's library context, where w's digest
  * was resolved (as key_app()'s): that context's digest store is built
  * anyway, where a private inner's fetch builds keycache's own, some 3M
  * instructions in a process that computes a few HMACs.  Keycache's
- * private context only where the application's would not find dg again.
+ * private context only where app_inner_ok() says no.
  */
 static void *new_inner(const KC_HMAC_CTX *w)
 {
     void *inner;
     int ok;
 
-    if (w->dg != NULL && app_finds_dg(w)
+    if (w->dg != NULL && app_inner_ok(w)
         && (inner = kc_inner_app_newctx(w->dg, fns(w)->newctx)) != NULL) {
         if (w->dg_props == NULL) {
             ok = inner_set_name(w, inner, w->dg->name, NULL);
@@ -432,6 +457,8 @@ static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
     int mine = 0;
 
     if (base == NULL) {
+        if (stale_dg(w))
+            return NULL;
         ERR_set_mark();
         if ((base = new_inner(w)) != NULL && !f->init(base, empty, 0, NULL)) {
             f->freectx(base);
@@ -469,7 +496,7 @@ static KC_NOINLINE int key_app(KC_HMAC_CTX *w, const unsigned char *key,
     int ok;
 
     /* its digest's: a fetch of HMAC would cost a thread about 3,000 */
-    if (!app_finds_dg(w)
+    if (!app_inner_ok(w)
         || (ctx = kc_inner_app_newctx(w->dg, fns(w)->newctx)) == NULL)
         return -1;
     /*
@@ -522,6 +549,8 @@ static int key_missed(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
         forward_all(w);
         return 0;
     }
+    if (stale_dg(w))
+        forward_all(w);
     return 1;
 }
 
@@ -610,6 +639,9 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
     if (!key_missed(w, c, key, keylen,
                     kc_cache_missed_before(c, &pctx->hmac_alg)))
         return 0;
+    /* (a stale digest's private inner: passed through, counted so) */
+    if (w->passthrough)
+        return 1;
     inner = w->inner;
     /* the second time this context misses with this key: keyed again */
     if (lk.hash != 0 && lk.hash == w->missed_hash)
