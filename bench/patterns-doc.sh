@@ -100,6 +100,16 @@ Where the losses come from:
   version quirks are known for the versions CI runs, its own context is
   checked against published vectors, and keys not admitted yet get an
   own context too, so no default AES-SIV is keyed (docs/families.md).
+- `proc-sigv4`, `proc-qmac-8x`, `proc-cmac-4x`: a process of a few MACs.
+  Every HMAC context keycache makes is the application's default's, in
+  its library context (docs/families.md), so a process of a few HMACs
+  pays keycache's start and, once it admits a key, the origin check's
+  set-up (~85k on 3.0: libgcc's unwinder opened, libcrypto's entry
+  points looked up by its link map's name), and no second digest store.
+  CMAC, KMAC and GMAC still make their templates and own contexts in
+  keycache's private library context: a process's 4th context of one of
+  them builds that context's cipher (or digest) store, some 6M (3M)
+  instructions (`proc-cmac-4x`).
 - On 3.5+ a cipher keycache offers means every default cipher passed
   through (`EVP_SKEY`), built beside the default's at the first cipher
   fetch (`first-gcm` 1.35x): so `auto` offers no cipher and no CMAC
