@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -453,15 +454,17 @@ EVP_MD *EVP_MD_fetch(OSSL_LIB_CTX *libctx, const char *name,
 static const char *other_hmac_q;
 
 /*
- * Contexts set before the default properties changed (only a private
- * inner keeps the digest each resolved then), keyed once each until their
- * key would be admitted; then a new context keyed with that key and
- * switched to theirs by name: it must not have taken one of their private
- * inners, which cannot find theirs.
+ * Contexts set by name while the default's digest was preferred, keyed
+ * once each after theirs became preferred (the default's contexts keep
+ * the digest their set fetched; so does a private inner, which keycache
+ * gives them), until their key would be admitted; then a new context
+ * keyed with that key and switched to theirs by query: it must not have
+ * taken one of their private inners, which cannot find theirs.
  */
 static void other_stale(OSSL_LIB_CTX *libctx, REC *r, EVP_MAC *mac,
                         const OSSL_PARAM *dflt)
 {
+    OSSL_PARAM byname[2] = { digest("SHA256"), OSSL_PARAM_END };
     OSSL_PARAM theirs[3] = { digest("SHA256"),
         OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_PROPERTIES,
                                          "provider=kctestmd", 0),
@@ -470,12 +473,15 @@ static void other_stale(OSSL_LIB_CTX *libctx, REC *r, EVP_MAC *mac,
     int i, before;
 
     kct_rec_printf(r, "-- stale");
-    for (i = 0; i < 4; i++)
-        if ((s[i] = EVP_MAC_CTX_new(mac)) != NULL)
-            rc(r, "set", EVP_MAC_CTX_set_params(s[i], dflt));
     rc(r, "properties", EVP_set_default_properties(libctx,
                                                    "?provider=default"));
+    for (i = 0; i < 4; i++)
+        if ((s[i] = EVP_MAC_CTX_new(mac)) != NULL)
+            rc(r, "set", EVP_MAC_CTX_set_params(s[i], byname));
+    rc(r, "properties", EVP_set_default_properties(libctx,
+                                                   "?provider=kctestmd"));
     /* one keying each: the key is looked up, and admitted at the third */
+    before = kct_testmd_updates;
     for (i = 0; i < 4; i++) {
         if (s[i] == NULL)
             continue;
@@ -483,6 +489,7 @@ static void other_stale(OSSL_LIB_CTX *libctx, REC *r, EVP_MAC *mac,
         finish(r, s[i], "stale");
         EVP_MAC_CTX_free(s[i]);
     }
+    kct_rec_printf(r, "kctestmd updates %d", kct_testmd_updates - before);
     if ((c = EVP_MAC_CTX_new(mac)) != NULL) {
         rc(r, "set", EVP_MAC_CTX_set_params(c, dflt));
         init_key(r, c, NULL, 5, 32);
@@ -495,8 +502,6 @@ static void other_stale(OSSL_LIB_CTX *libctx, REC *r, EVP_MAC *mac,
         kct_rec_errs(r);
         EVP_MAC_CTX_free(c);
     }
-    rc(r, "properties back",
-       EVP_set_default_properties(libctx, "?provider=kctestmd"));
 }
 
 /*
@@ -636,6 +641,53 @@ static void test_unload(void)
     OSSL_LIB_CTX_free(kc);
 }
 
+/*
+ * A template keyed, then the default properties changed to a query that
+ * finds the same digest, then copies keyed per message (libssl's record
+ * MAC, rust-openssl): the copies are cached still.  (A change that picks
+ * another digest passes them through: other_stale().)
+ */
+static void *same_digest_main(void *arg)
+{
+    OSSL_LIB_CTX *ctx = arg;
+    EVP_MAC *mac = EVP_MAC_fetch(ctx, "HMAC", NULL);
+    EVP_MAC_CTX *t = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL, *c;
+    OSSL_PARAM p[2] = { digest("SHA256"), OSSL_PARAM_END };
+    unsigned char out[EVP_MAX_MD_SIZE];
+    uint64_t hits = kct_counter_in(ctx, KEYCACHE_PARAM_HITS);
+    size_t n;
+    int i, ok;
+
+    ok = t != NULL && EVP_MAC_CTX_set_params(t, p)
+         && EVP_MAC_init(t, keys[0], 32, NULL)
+         && EVP_set_default_properties(ctx, "?provider="
+                                       KEYCACHE_PROVIDER_NAME ",?fips=no");
+    for (i = 0; ok && i < 20; i++) {
+        ok = (c = EVP_MAC_CTX_dup(t)) != NULL
+             && EVP_MAC_init(c, keys[0], 32, NULL)
+             && EVP_MAC_update(c, msg, 64)
+             && EVP_MAC_final(c, out, &n, sizeof(out));
+        EVP_MAC_CTX_free(c);
+    }
+    hits = kct_counter_in(ctx, KEYCACHE_PARAM_HITS) - hits;
+    EVP_set_default_properties(ctx, "?provider=" KEYCACHE_PROVIDER_NAME);
+    EVP_MAC_CTX_free(t);
+    EVP_MAC_free(mac);
+    OPENSSL_thread_stop();
+    return ok && hits >= 10 ? arg : NULL;
+}
+
+static void test_same_digest(void)
+{
+    pthread_t th;
+    void *ret = NULL;
+
+    CU_ASSERT_FATAL(pthread_create(&th, NULL, same_digest_main,
+                                   deployed) == 0);
+    pthread_join(th, &ret);
+    CU_ASSERT_PTR_NOT_NULL(ret);
+}
+
 static const struct {
     const char *name;
     kct_rec_fn fn;
@@ -758,6 +810,8 @@ static void add_suites(void)
     CU_add_test(s, "another provider's digest, first keyings and past them",
                 test_other_provider);
     CU_add_test(s, "the application's default unloaded", test_unload);
+    CU_add_test(s, "copies after a change of the default properties",
+                test_same_digest);
 }
 
 int main(int argc, char **argv)

@@ -896,8 +896,12 @@ MUTANTS = {
     # a context keyed by the digest's name in the application's context,
     # where the default properties changed since the digest was set
     "hmac-app-dg-any-gen": ("provider/families/hmac.c",
-        "|| (w->dg_gen == kc_props_gen(w->pctx)\n",
-        "|| (1\n"),
+        "    return w->dg_gen == kc_props_gen(w->pctx) || dg_again(w);",
+        "    return 1;"),
+    # ... or asked again there and taken as current whatever it finds
+    "hmac-dg-again-any": ("provider/families/hmac.c",
+        "    if (d != w->dg)\n        return 0;\n    w->dg_gen = gen;",
+        "    w->dg_gen = gen;"),
     # an uncached cipher (3DES) set before a change of the default
     # properties is fetched again at the key, under the new ones
     "tmpl-private-resolved-again": ("provider/layer/tmpl.c",

@@ -166,18 +166,42 @@ static int set_digest(KC_HMAC_CTX *w, const KC_DIGEST *dg, const char *props)
     return 1;
 }
 
+static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
+                                       const char *props);
+
+/*
+ * w's digest asked for again, at the default properties now in force: the
+ * same table entry keeps w current (the application's context finds the
+ * default's digest by that name still, as any context of it would).
+ */
+static KC_NOINLINE int dg_again(KC_HMAC_CTX *w)
+{
+    unsigned int gen = kc_props_gen(w->pctx);
+    const KC_DIGEST *d;
+
+    ERR_set_mark();
+    d = resolve_digest(w, w->dg->name, w->dg_props);
+    ERR_pop_to_mark();
+    if (d != w->dg)
+        return 0;
+    w->dg_gen = gen;
+    return 1;
+}
+
 /*
  * Would the application's context find the digest w was set with, by its
- * name?  Not once the default properties changed since, or if no change
- * would be heard: the default's context keeps the digest it fetched then,
- * which only a private inner (the default's digest, dg) reproduces.
+ * name?  Once the default properties changed since, only if it still
+ * resolves to it; never if no change would be heard.  Otherwise the
+ * default's context keeps the digest it fetched then, which only a
+ * private inner (the default's digest, dg) reproduces.
  */
-static ossl_inline int app_finds_dg(const KC_HMAC_CTX *w)
+static ossl_inline int app_finds_dg(KC_HMAC_CTX *w)
 {
-    return w->dg == NULL
-           || (w->dg_gen == kc_props_gen(w->pctx)
-               && __atomic_load_n(&w->pctx->props_registered,
-                                  __ATOMIC_RELAXED) == 1);
+    if (w->dg == NULL)
+        return 1;
+    if (__atomic_load_n(&w->pctx->props_registered, __ATOMIC_RELAXED) != 1)
+        return 0;
+    return w->dg_gen == kc_props_gen(w->pctx) || dg_again(w);
 }
 
 /*
@@ -186,23 +210,24 @@ static ossl_inline int app_finds_dg(const KC_HMAC_CTX *w)
  * fetch there would fail and leave its errors); nor if the context would
  * not find w's digest again (app_finds_dg()).
  */
-static ossl_inline int app_inner_ok(const KC_HMAC_CTX *w)
+static ossl_inline int app_inner_ok(KC_HMAC_CTX *w)
 {
     return !__atomic_load_n(&w->pctx->app_gone, __ATOMIC_ACQUIRE)
            && app_finds_dg(w);
 }
 
 /*
- * Was w's digest resolved before the default properties last changed?
+ * Does w hold a digest the default properties since changed away from?
  * Its inner is then a private one holding the digest the default's
  * context fetched at that time, which no other context may share: it is
  * passed through, never a template or the thread's base.
  */
-static ossl_inline int stale_dg(const KC_HMAC_CTX *w)
+static ossl_inline int stale_dg(KC_HMAC_CTX *w)
 {
-    return w->dg != NULL && w->dg_gen != kc_props_gen(w->pctx)
+    return w->dg != NULL
            && __atomic_load_n(&w->pctx->props_registered,
-                              __ATOMIC_RELAXED) == 1;
+                              __ATOMIC_RELAXED) == 1
+           && !app_finds_dg(w);
 }
 
 /*
@@ -213,7 +238,7 @@ static ossl_inline int stale_dg(const KC_HMAC_CTX *w)
  * instructions in a process that computes a few HMACs.  Keycache's
  * private context only where app_inner_ok() says no.
  */
-static void *new_inner(const KC_HMAC_CTX *w)
+static void *new_inner(KC_HMAC_CTX *w)
 {
     void *inner;
     int ok;
