@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -618,27 +619,46 @@ static void no_default(FILE *out, const char *line, void *arg)
         fputs(line, out);
 }
 
-static void test_unload(void)
+/*
+ * In a forked child that leaves with _exit(): OpenSSL 3.0 frees a library
+ * context whose default was unloaded mid-use without some of its method
+ * stores' entries (LeakSanitizer shows it with the default alone too).
+ */
+static int unload_child(void)
 {
     OSSL_LIB_CTX *ref = OSSL_LIB_CTX_new(), *kc = OSSL_LIB_CTX_new();
     char path[KCT_PATH_LEN];
     REC def = { 0 }, got = { 0 };
+    int ok;
 
-    CU_ASSERT_FATAL(ref != NULL && kc != NULL
-                    && kct_copy_conf(path, no_default, NULL));
-    CU_ASSERT_FATAL(OSSL_LIB_CTX_load_config(kc, path)
-                    && OSSL_PROVIDER_available(kc, KEYCACHE_PROVIDER_NAME));
+    if (ref == NULL || kc == NULL || !kct_copy_conf(path, no_default, NULL))
+        return 0;
+    ok = OSSL_LIB_CTX_load_config(kc, path)
+         && OSSL_PROVIDER_available(kc, KEYCACHE_PROVIDER_NAME);
     unlink(path);
-    CU_ASSERT_FATAL((unload_me = OSSL_PROVIDER_load(ref, "default")) != NULL);
+    if (!ok || (unload_me = OSSL_PROVIDER_load(ref, "default")) == NULL)
+        return 0;
     kct_rec_run(p_unload, ref, &def);
-    CU_ASSERT_FATAL((unload_me = OSSL_PROVIDER_load(kc, "default")) != NULL);
-    CU_ASSERT_FATAL(kct_rec_run_thread(p_unload, kc, &got));
-    CU_ASSERT_TRUE(kct_rec_same("[unload] the application's default unloaded",
-                                &def, &got));
+    ok = (unload_me = OSSL_PROVIDER_load(kc, "default")) != NULL
+         && kct_rec_run_thread(p_unload, kc, &got)
+         && kct_rec_same("[unload] the application's default unloaded",
+                         &def, &got);
     kct_rec_free(&def);
     kct_rec_free(&got);
-    OSSL_LIB_CTX_free(ref);
-    OSSL_LIB_CTX_free(kc);
+    return ok;
+}
+
+static void test_unload(void)
+{
+    pid_t pid;
+    int st = 0;
+
+    fflush(NULL);
+    CU_ASSERT_FATAL((pid = fork()) >= 0);
+    if (pid == 0)
+        _exit(unload_child() ? 0 : 1);
+    CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
+    CU_ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 /*
