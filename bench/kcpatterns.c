@@ -353,6 +353,27 @@ static int op_qcmacs(const ROW *r, long i)
     return 1;
 }
 
+/* the same with GMAC-AES-256 (an IV each) and with KMAC128 */
+static int op_qgmacs(const ROW *r, long i)
+{
+    int n;
+
+    for (n = 0; n < r->arg; n++)
+        if (!qmac_fam("GMAC", "AES-256-GCM", keys[0], 32, 1))
+            return 0;
+    return 1;
+}
+
+static int op_qkmacs(const ROW *r, long i)
+{
+    int n;
+
+    for (n = 0; n < r->arg; n++)
+        if (!qmac_fam("KMAC128", NULL, keys[0], 32, 0))
+            return 0;
+    return 1;
+}
+
 /*
  * An AWS Signature V4 request signature: HMAC-SHA256 keyed with "AWS4"
  * and the secret over the date, then each result keying the next over the
@@ -780,6 +801,12 @@ static const ROW rows[] = {
     { "proc-cmac-4x", K_PROC, NULL, op_qcmacs, 0, 1, 4,
       "a process computing 4 CMACs with one key: EMV/IoT provisioning "
       "tools, key-check values" },
+    { "proc-gmac-4x", K_PROC, NULL, op_qgmacs, 0, 1, 4,
+      "a process computing 4 GMACs with one key: short-lived signing and "
+      "audit tools" },
+    { "proc-kmac-4x", K_PROC, NULL, op_qkmacs, 0, 1, 4,
+      "a process computing 4 KMAC128s with one key: short-lived tools "
+      "(SP 800-185 KDFs, key confirmation)" },
     { "first-hmac", K_FIRST, NULL, op_qhmac, 0, 1, 0,
       "a fresh process's first HMAC (EVP_Q_mac): every short-lived client" },
     { "first-cmac", K_FIRST, NULL, op_qcmac, 0, 1, 0,
