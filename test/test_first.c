@@ -13,12 +13,16 @@
  * cached where the row says "first" and is elsewhere, and a key used on
  * is cached and hits.  The size such a context reports follows every change, and in a
  * fresh process (this program again, --child) a first CMAC's failed fetch
- * names the application's library context, as the default's does.
+ * names the application's library context, as the default's does, and
+ * every row's work past its first contexts fetches nothing outside the
+ * application's library context: keycache's private one builds no store.
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -748,6 +752,339 @@ static void test_first_gmac_process(void)
     free(kc);
 }
 
+/*
+ * Ciphers and digests fetched outside the application's (global) library
+ * context, by anyone in this process: libcrypto's calls to its own fetches
+ * go through the symbol table, so the default's MACs and ciphers fetching
+ * what they run on are seen too, in whichever context they were made.
+ */
+static int fetched_elsewhere;
+
+static int elsewhere(OSSL_LIB_CTX *libctx)
+{
+    return libctx != NULL && libctx != OSSL_LIB_CTX_get0_global_default();
+}
+
+EVP_CIPHER *EVP_CIPHER_fetch(OSSL_LIB_CTX *libctx, const char *name,
+                             const char *props)
+{
+    static EVP_CIPHER *(*real)(OSSL_LIB_CTX *, const char *, const char *);
+
+    if (real == NULL)
+        *(void **)&real = dlsym(RTLD_NEXT, "EVP_CIPHER_fetch");
+    if (elsewhere(libctx))
+        __atomic_add_fetch(&fetched_elsewhere, 1, __ATOMIC_RELAXED);
+    return real != NULL ? real(libctx, name, props) : NULL;
+}
+
+EVP_MD *EVP_MD_fetch(OSSL_LIB_CTX *libctx, const char *name,
+                     const char *props)
+{
+    static EVP_MD *(*real)(OSSL_LIB_CTX *, const char *, const char *);
+
+    if (real == NULL)
+        *(void **)&real = dlsym(RTLD_NEXT, "EVP_MD_fetch");
+    if (elsewhere(libctx))
+        __atomic_add_fetch(&fetched_elsewhere, 1, __ATOMIC_RELAXED);
+    return real != NULL ? real(libctx, name, props) : NULL;
+}
+
+/* the row p_past() runs alone ("past-ID"), or NULL: all */
+static const char *past_row;
+
+/*
+ * Every row past its first contexts, in one thread of a fresh process:
+ * a hot key among keys used once, so that shapes are learned, probed,
+ * templates made and keys admitted and hit, then a keyed context copied.
+ * Each output, and what the row fetched outside the application's context.
+ */
+static void p_past(OSSL_LIB_CTX *libctx, KCT_REC *r)
+{
+    unsigned char k[KCT_FAM_MAXKEY], out[KCT_FAM_OUT(sizeof(msg))];
+    size_t row, n;
+    int i, before;
+
+    memcpy(k, key, sizeof(k));
+    for (row = 0; row < kct_nfams; row++) {
+        const KCT_FAM *f = &kct_fams[row];
+        KCT_FAM_CTX *c, *d;
+
+        if (past_row != NULL && strcmp(past_row, f->id) != 0)
+            continue;
+        before = fetched_elsewhere;
+        kct_rec_printf(r, "%s:", f->id);
+        for (i = 0; i < 12; i++) {
+            k[0] = (unsigned char)(i % 3 == 0 ? 0x11 : 0x20 + i);
+            n = kct_fam_run(libctx, f, k, f->keylen, msg, sizeof(msg), out);
+            kct_rec_printf(r, " ");
+            kct_rec_hex(r, out, n > 8 ? 8 : n);
+        }
+        c = kct_fam_begin(libctx, f, 1, k, f->keylen);
+        d = c != NULL ? kct_fam_dup(c) : NULL;
+        n = c != NULL ? kct_fam_finish(c, msg, sizeof(msg), out) : 0;
+        kct_rec_printf(r, " copied ");
+        kct_rec_hex(r, out, n > 8 ? 8 : n);
+        n = d != NULL ? kct_fam_finish(d, msg, 7, out) : 0;
+        kct_rec_printf(r, " ");
+        kct_rec_hex(r, out, n > 8 ? 8 : n);
+        kct_rec_errs(r);
+        kct_rec_printf(r, "\n  fetched outside the application's context: "
+                       "%d\n", fetched_elsewhere - before);
+    }
+}
+
+/* Does EVP_CIPHER_fetch() above see libcrypto's own calls?  (A CMAC.) */
+static int own_fetches_seen(void)
+{
+    OSSL_LIB_CTX *l = OSSL_LIB_CTX_new();
+    unsigned char out[16];
+    int before = fetched_elsewhere;
+    size_t n;
+
+    if (l == NULL)
+        return 0;
+    (void)EVP_Q_mac(l, "CMAC", NULL, "AES-128-CBC", NULL, key, 16, msg, 10,
+                    out, sizeof(out), &n);
+    OSSL_LIB_CTX_free(l);
+    return fetched_elsewhere > before;
+}
+
+/*
+ * A fresh process's p_past, all rows and then each alone (the first calls
+ * of its kind in that process): as the default's, and no row fetches
+ * outside the application's context, where keycache's private one would
+ * build its own cipher or digest store: millions of instructions a process.
+ */
+static void past_process(const char *id)
+{
+    char what[64], *def, *kc;
+    const char *p;
+
+    snprintf(what, sizeof(what), "past%s%s", id != NULL ? "-" : "",
+             id != NULL ? id : "");
+    if (!fresh_pair(what, &def, &kc))
+        goto end;
+    /* the reference fetches only in its own context */
+    for (p = def; (p = strstr(p, "context: ")) != NULL; p += 9)
+        CU_ASSERT_EQUAL(p[9], '0');
+    if (strstr(kc, "own fetches seen: yes") == NULL)
+        fprintf(stderr, "\n[past] note: libcrypto binds its own fetches: "
+                "fetches elsewhere not counted\n");
+    if (strcmp(def, kc) != 0 || getenv("KC_SHOW") != NULL)
+        fprintf(stderr, "\n[%s] fresh process:\n--- default\n%s"
+                "--- keycache\n%s", what, def, kc);
+    CU_ASSERT_STRING_EQUAL(def, kc);
+ end:
+    free(def);
+    free(kc);
+}
+
+static void test_past_process(void)
+{
+    size_t row;
+
+    past_process(NULL);
+    for (row = 0; row < kct_nfams; row++)
+        past_process(kct_fams[row].id);
+}
+
+/*
+ * A thread's GMAC contexts past its first ones, GCM on: the cipher named
+ * before the key, at the keying, and again after it; a hot key and new
+ * ones.  Each runs on the default's GCM: keycache counts the GMAC
+ * contexts it served and nothing more (test_first_gcm_past).
+ */
+#define GMAC_PAST 16
+
+static void *gmac_past_thread(void *arg)
+{
+    GMAC_RUN *g = arg;
+    static const char *const ciphers[] = { "AES-256-GCM", "aes-128-gcm" };
+    unsigned char iv[12], k[32], out[16];
+    EVP_MAC *mac = EVP_MAC_fetch(g->libctx, "GMAC", NULL);
+    size_t i, n;
+
+    memset(iv, 0x50, sizeof(iv));
+    memcpy(k, key, sizeof(k));
+    for (i = 0; mac != NULL && i < GMAC_PAST; i++) {
+        const char *cn = ciphers[(i / 4) % 2];
+        size_t keylen = cn[4] == '1' ? 16 : 32;
+        EVP_MAC_CTX *c = EVP_MAC_CTX_new(mac);
+        OSSL_PARAM p[3], q[2];
+        int ok;
+
+        k[0] = (unsigned char)(i % 4 == 1 ? 0x30 + i : 0x11);
+        p[0] = OSSL_PARAM_construct_utf8_string("cipher", (char *)cn, 0);
+        p[1] = OSSL_PARAM_construct_octet_string("iv", iv, sizeof(iv));
+        p[2] = OSSL_PARAM_construct_end();
+        q[0] = p[1];
+        q[1] = p[2];
+        switch (i % 4) {
+        case 0:
+            ok = EVP_MAC_CTX_set_params(c, p)
+                 && EVP_MAC_init(c, k, keylen, NULL);
+            break;
+        case 1:
+            ok = EVP_MAC_init(c, k, keylen, p);
+            break;
+        case 2:
+            /* the cipher again once keyed, then a keyless init */
+            ok = EVP_MAC_init(c, k, keylen, p)
+                 && EVP_MAC_CTX_set_params(c, p)
+                 && EVP_MAC_init(c, k, keylen, q);
+            break;
+        default:
+            p[1] = p[2];
+            ok = EVP_MAC_CTX_set_params(c, p)
+                 && EVP_MAC_CTX_set_params(c, q)
+                 && EVP_MAC_init(c, k, keylen, NULL);
+        }
+        n = 0;
+        ok = ok && EVP_MAC_update(c, msg, sizeof(msg))
+             && EVP_MAC_final(c, out, &n, sizeof(out));
+        kct_rec_printf(g->r, "%zu %s: %d ", i, cn, ok);
+        kct_rec_hex(g->r, out, ok ? n : 0);
+        kct_rec_errs(g->r);
+        EVP_MAC_CTX_free(c);
+    }
+    EVP_MAC_free(mac);
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+/*
+ * Every MAC row with the application's default unloaded while its
+ * contexts live (they hold the provider), past the thread's first ones:
+ * one context keyed before and again after, one set before and keyed for
+ * the first time after.  The default's contexts fetched their cipher or
+ * digest before; a template keycache makes now must not fetch in the
+ * application's context, where that would fail.
+ */
+static OSSL_PROVIDER *unload_me;
+
+static void mac_out(KCT_REC *r, EVP_MAC_CTX *c, const unsigned char *k,
+                    size_t keylen, const char *what)
+{
+    unsigned char out[64];
+    size_t n = 0;
+    int ok = c != NULL && EVP_MAC_init(c, k, keylen, NULL)
+             && EVP_MAC_update(c, msg, sizeof(msg))
+             && EVP_MAC_final(c, out, &n, sizeof(out));
+
+    kct_rec_printf(r, "%s %d ", what, ok);
+    kct_rec_hex(r, out, ok ? n : 0);
+    kct_rec_errs(r);
+}
+
+static void p_unload(OSSL_LIB_CTX *libctx, KCT_REC *r)
+{
+    EVP_MAC *mac[KC_REGISTRY_ROWS] = { NULL };
+    EVP_MAC_CTX *c[KC_REGISTRY_ROWS][2] = { { NULL } };
+    unsigned char k[KCT_FAM_MAXKEY];
+    OSSL_PARAM p[3];
+    size_t row;
+    int i;
+
+    memcpy(k, key, sizeof(k));
+    for (row = 0; row < kct_nfams; row++) {
+        const KCT_FAM *f = &kct_fams[row];
+
+        if (f->kind != KCT_MAC)
+            continue;
+        /* past the thread's first contexts: a hot key cached */
+        for (i = 0; i < 8; i++) {
+            EVP_MAC *m = EVP_MAC_fetch(libctx, f->name, NULL);
+            EVP_MAC_CTX *h = m != NULL ? EVP_MAC_CTX_new(m) : NULL;
+
+            mac_out(r, h != NULL && EVP_MAC_CTX_set_params(h,
+                           kct_fam_mac_params(f, p, NULL)) ? h : NULL,
+                    k, f->keylen, f->id);
+            EVP_MAC_CTX_free(h);
+            EVP_MAC_free(m);
+        }
+        mac[row] = EVP_MAC_fetch(libctx, f->name, NULL);
+        for (i = 0; i < 2; i++) {
+            c[row][i] = mac[row] != NULL ? EVP_MAC_CTX_new(mac[row]) : NULL;
+            kct_rec_printf(r, "%s set %d\n", f->id, c[row][i] != NULL
+                           && EVP_MAC_CTX_set_params(c[row][i],
+                                  kct_fam_mac_params(f, p, NULL)));
+        }
+        k[0] = 0x70;
+        mac_out(r, c[row][0], k, f->keylen, "before");
+    }
+    kct_rec_printf(r, "unload %d\n", OSSL_PROVIDER_unload(unload_me));
+    for (row = 0; row < kct_nfams; row++) {
+        const KCT_FAM *f = &kct_fams[row];
+
+        if (f->kind != KCT_MAC)
+            continue;
+        for (i = 0; i < 6; i++) {
+            k[0] = (unsigned char)(0x70 + i % 3);
+            mac_out(r, c[row][0], k, f->keylen, "after");
+        }
+        k[0] = 0x71;
+        mac_out(r, c[row][1], k, f->keylen, "first after");
+        EVP_MAC_CTX_free(c[row][0]);
+        EVP_MAC_CTX_free(c[row][1]);
+        EVP_MAC_free(mac[row]);
+    }
+}
+
+/* the deployed config, its default not activated (the test loads it) */
+static void no_default(FILE *out, const char *line, void *arg)
+{
+    (void)arg;
+    if (line != NULL && strncmp(line, "default = ", 10) != 0)
+        fputs(line, out);
+}
+
+/*
+ * In a forked child that leaves with _exit(): OpenSSL 3.0 frees a library
+ * context whose default was unloaded mid-use without some of its method
+ * stores' entries (LeakSanitizer shows it with the default alone too).
+ */
+static int unload_child(void)
+{
+    OSSL_LIB_CTX *ref = OSSL_LIB_CTX_new(), *kc = OSSL_LIB_CTX_new();
+    char path[KCT_PATH_LEN];
+    KCT_REC def = { 0 }, got = { 0 };
+    int ok;
+
+    if (ref == NULL || kc == NULL || !kct_copy_conf(path, no_default, NULL))
+        return 0;
+    ok = OSSL_LIB_CTX_load_config(kc, path)
+         && OSSL_PROVIDER_available(kc, KEYCACHE_PROVIDER_NAME);
+    unlink(path);
+    if (!ok || (unload_me = OSSL_PROVIDER_load(ref, "default")) == NULL)
+        return 0;
+    kct_rec_run(p_unload, ref, &def);
+    ok = (unload_me = OSSL_PROVIDER_load(kc, "default")) != NULL
+         && kct_rec_run_thread(p_unload, kc, &got)
+         && kct_rec_same("[unload] the application's default unloaded",
+                         &def, &got);
+    /* the reference unloaded it, and its contexts set before still ran */
+    ok = ok && def.buf != NULL && strstr(def.buf, "unload 1\n") != NULL
+         && strstr(def.buf, "first after 0") == NULL;
+    if (!ok || getenv("KC_SHOW") != NULL)
+        fprintf(stderr, "\n[unload] reference:\n%s", def.buf);
+    kct_rec_free(&def);
+    kct_rec_free(&got);
+    return ok;
+}
+
+static void test_unload(void)
+{
+    pid_t pid;
+    int st = 0;
+
+    fflush(NULL);
+    CU_ASSERT_FATAL((pid = fork()) >= 0);
+    if (pid == 0)
+        _exit(unload_child() ? 0 : 1);
+    CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
+    CU_ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* what keycache counted on libctx: a context it served counts once */
 static uint64_t made(OSSL_LIB_CTX *libctx)
 {
@@ -778,6 +1115,33 @@ static void test_first_gcm_inside(void)
         fprintf(stderr, "\n  %zu GMAC contexts counted %llu\n", queryless,
                 (unsigned long long)n);
     CU_ASSERT_EQUAL(n, queryless);
+    kct_rec_free(&want);
+    kct_rec_free(&got);
+}
+
+/* The same past a thread's first GMAC contexts (gmac_past_thread()). */
+static void test_first_gcm_past(void)
+{
+    KCT_REC want = { 0 }, got = { 0 };
+    GMAC_RUN g = { NULL, NULL, 0, 0 };
+    uint64_t before, n;
+    pthread_t t;
+
+    g.libctx = kct_default();
+    g.r = &want;
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, gmac_past_thread, &g) == 0);
+    pthread_join(t, NULL);
+    before = made(deployed);
+    g.libctx = deployed;
+    g.r = &got;
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, gmac_past_thread, &g) == 0);
+    pthread_join(t, NULL);
+    n = made(deployed) - before;
+    CU_ASSERT_TRUE(kct_rec_same("GMACs past the first", &want, &got));
+    if (n != GMAC_PAST)
+        fprintf(stderr, "\n  %d GMAC contexts counted %llu\n", GMAC_PAST,
+                (unsigned long long)n);
+    CU_ASSERT_EQUAL(n, GMAC_PAST);
     kct_rec_free(&want);
     kct_rec_free(&got);
 }
@@ -1092,6 +1456,12 @@ static void add_suites(void)
                 test_first_copies_spent);
     CU_add_test(s, "a first GMAC's GCM is the default's own, not keycache's",
                 test_first_gcm_inside);
+    CU_add_test(s, "a fresh process past its first contexts, every row",
+                test_past_process);
+    CU_add_test(s, "GMACs past the first run on the default's GCM",
+                test_first_gcm_past);
+    CU_add_test(s, "the application's default unloaded, every MAC row",
+                test_unload);
     CU_add_test(s, "a fresh process's first GMACs, each cipher as named",
                 test_first_gmac_process);
     CU_add_test(s, "first GMACs across a change of default properties",
@@ -1109,14 +1479,22 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "--child") == 0) {
         KCT_REC r = { 0 };
 
-        if (strcmp(argv[2], "cmac") != 0 && strcmp(argv[2], "gmac") != 0)
+        if (strncmp(argv[2], "past-", 5) == 0)
+            past_row = argv[2] + 5;
+        if (strcmp(argv[2], "cmac") != 0 && strcmp(argv[2], "gmac") != 0
+            && strcmp(argv[2], "past") != 0 && past_row == NULL)
             return 2;
         ERR_clear_error();
         if (argv[2][0] == 'c')
             p_cmac(NULL, &r);
-        else
+        else if (argv[2][0] == 'g')
             p_gmac(NULL, &r);
+        else
+            p_past(NULL, &r);
         fputs(r.buf != NULL ? r.buf : "", stdout);
+        if (argv[2][0] == 'p')
+            printf("own fetches seen: %s\n", own_fetches_seen() ? "yes"
+                                                              : "no");
         kct_rec_free(&r);
         return 0;
     }

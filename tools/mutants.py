@@ -55,6 +55,11 @@ ONLY_ON = {
     "ciphers-pay-always": ("3.5", "3.6", "4."),
     "ciphers-pay-never": ("3.0", "3.1", "3.2", "3.3", "3.4"),
     "siv-not-passthrough": ("3.0", "3.1", "3.2", "3.3", "3.4"),
+    # GMAC is nested (GCM on by "auto") where ciphers pay: 3.0 to 3.4
+    "tmac-nested-replay-plain": ("3.0", "3.1", "3.2", "3.3", "3.4"),
+    "tmac-nested-set-plain": ("3.0", "3.1", "3.2", "3.3", "3.4"),
+    "tmac-nested-forward-first": ("3.0", "3.1", "3.2", "3.3", "3.4"),
+    "cipher-mine-fetched": ("3.0", "3.1", "3.2", "3.3", "3.4"),
     # just keyed is GCM's from 3.5 on; on 3.0 keyed_known answers instead
     "ctmpl-jk-fresh-ivlen": ("3.5", "3.6", "4."),
 }
@@ -395,6 +400,51 @@ MUTANTS = {
         "    return !__atomic_load_n(&w->pctx->app_gone, __ATOMIC_ACQUIRE)\n"
         "           && app_finds_dg(w);",
         "    return app_finds_dg(w);"),
+    # CMAC, GMAC, KMAC: their default contexts (probes, templates, bases,
+    # passed-through ones) in keycache's private context, whose cipher or
+    # digest store a process then builds (test_first's fresh process
+    # counts what is fetched outside the application's context)
+    "tmac-provctx-private": ("provider/layer/tmpl.c",
+        "    if (!__atomic_load_n(&pctx->app_gone, __ATOMIC_ACQUIRE)\n"
+        "        && (provctx = kc_inner_app_provctx(",
+        "    if (0 && !__atomic_load_n(&pctx->app_gone, __ATOMIC_ACQUIRE)\n"
+        "        && (provctx = kc_inner_app_provctx("),
+    # ... made there once a provider of it was unloaded: a recorded cipher
+    # fetched there now fails (test_first's unloaded default)
+    "tmac-app-gone-ignored": ("provider/layer/tmpl.c",
+        "    if (!__atomic_load_n(&pctx->app_gone, __ATOMIC_ACQUIRE)\n"
+        "        && (provctx = kc_inner_app_provctx(",
+        "    if ((provctx = kc_inner_app_provctx("),
+    # ... or for a record begun before the default properties changed
+    # (test_fam_patterns: a cipher set, then properties no provider meets)
+    "tmac-gen-ignored": ("provider/layer/tmpl.c",
+        "    void *provctx = w->t.len == 0 || (w->gen != KC_GEN_UNKNOWN\n",
+        "    void *provctx = 1 || (w->gen != KC_GEN_UNKNOWN\n"),
+    # ... where the changes were never followed: every record private
+    "tmac-gen-unfollowed": ("provider/layer/tmpl.c",
+        "    if (__atomic_load_n(&pctx->props_registered, __ATOMIC_ACQUIRE) != 1\n"
+        "        && (pctx->props_follow == NULL || !pctx->props_follow(pctx)))",
+        "    if (__atomic_load_n(&pctx->props_registered, __ATOMIC_ACQUIRE) != 1)"),
+    # GMAC with GCM on: a replayed record's cipher fetched as named, so
+    # keycache's GCM inside its own GMAC (test_first: GMACs past the first)
+    "tmac-nested-replay-plain": ("provider/layer/tmpl.c",
+        "    if (w->f->nested)\n        return kc_trec_replay_calls(",
+        "    if (0)\n        return kc_trec_replay_calls("),
+    # ... a cipher given again once keyed, likewise
+    "tmac-nested-set-plain": ("provider/layer/tmpl.c",
+        "    if (w->f->nested && params != NULL)\n        p = to_default(",
+        "    if (0)\n        p = to_default("),
+    # ... and a call forwarded to a context not the application's first
+    "tmac-nested-forward-first": ("provider/layer/tmpl.c",
+        "    if (w->f->nested && params != NULL\n"
+        "        && may_name(w->f->d->cipher_param, params))",
+        "    if (w->f->nested && params != NULL && (w->first || w->app_mac)\n"
+        "        && may_name(w->f->d->cipher_param, params))"),
+    # keycache's own GCM checked in the private context by a fetch, which
+    # builds its cipher store (test_first's fresh process)
+    "cipher-mine-fetched": ("provider/inner/inner.c",
+        "        ok = props == NULL || *props == '\\0'\n",
+        "        ok = 0\n"),
     # a stale digest's private inner kept as a template for fresh contexts
     "hmac-stale-shared": ("provider/families/hmac.c",
         "    if (stale_dg(w))\n        forward_all(w);",
@@ -523,8 +573,8 @@ MUTANTS = {
         "    if (0 && src->first == KC_FIRST_SHAPE\n        && ((dst"),
     # ... or made in keycache's private library context after all
     "app-first-private": ("provider/inner/inner.c",
-        "    return newctx(OSSL_PROVIDER_get0_provider_ctx(EVP_MAC_get0_provider(m)));",
-        "    return newctx(pctx->inner_provctx);"),
+        "    return OSSL_PROVIDER_get0_provider_ctx(EVP_MAC_get0_provider(m));",
+        "    return pctx->inner_provctx;"),
     # ... a first context's size kept across a set or a keying init
     "first-size-kept-set": ("provider/layer/tmpl.c",
         "        /* whatever it sets, a keyless init may not undo it */\n        w->clean = 0;\n        w->size = 0;",
@@ -995,7 +1045,7 @@ MUTANTS = {
     # (CMAC with 3DES), passed through: without the call itself, for a
     # shape that is cached
     "tmpl-uncached-pass-drops-call": ("provider/layer/tmpl.c",
-        "    kc_count_passthrough(w->pctx, &w->f->alg);\n    return f->set_ctx_params(w->t.inner, params);",
+        "    kc_count_passthrough(w->pctx, &w->f->alg);\n    return forward(w, 0, NULL, 0, params);",
         "    kc_count_passthrough(w->pctx, &w->f->alg);\n    return 1;"),
     "tmpl-uncached-pass-cacheable": ("provider/layer/tmpl.c",
         "        || (value & (KC_REC_VALID | KC_REC_CACHEABLE | KC_REC_PRIVATE))\n           != (KC_REC_VALID | KC_REC_PRIVATE))",

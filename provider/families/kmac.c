@@ -466,9 +466,9 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
     if (f->dig_block > KMAC_BLOCK_MAX || f->dig_size == 0
         || f->dig_size > KMAC_OUT_MAX)
         return 0;
-    seal = kc_quirk_learn_seal(pctx->inner_provctx, m);
-    rep = kc_quirk_learn_repeats(pctx->inner_provctx, m->newctx, m->freectx,
-                                 m->set_ctx_params, &p);
+    seal = kc_quirk_learn_seal(kc_tmac_provctx(pctx, f), m);
+    rep = kc_quirk_learn_repeats(kc_tmac_provctx(pctx, f), m->newctx,
+                                 m->freectx, m->set_ctx_params, &p);
     if (!kc_quirk(seal, KC_Q_KNOWN) || !kc_quirk(rep, KC_Q_KNOWN))
         return 0;
     /* (cold contexts made meanwhile read it) */

@@ -364,13 +364,13 @@ static char app_none;
 #define KC_APP_NONE ((EVP_MAC *)&app_none)
 
 /*
- * kc_inner_app_mac() for a family's first contexts (kc_tcore_app_first())
- * and cold ones, but the MAC is fetched once and pinned in *pin till
- * kc_inner_stop(), so that neither these contexts nor their copies count
- * references.
+ * The provider context of the application's built-in default, whose MAC
+ * |name| is fetched once and pinned in *pin till kc_inner_stop(), so that
+ * contexts made there and their copies count no references.  NULL if that
+ * context has none (a FIPS-only application) or another build's
+ * "default", whose contexts our functions cannot make: not asked again.
  */
-void *kc_inner_app_first(KC_PROVCTX *pctx, EVP_MAC **pin, const char *name,
-                         OSSL_FUNC_mac_newctx_fn *newctx)
+void *kc_inner_app_provctx(KC_PROVCTX *pctx, EVP_MAC **pin, const char *name)
 {
     EVP_MAC *m = __atomic_load_n(pin, __ATOMIC_ACQUIRE), *none = NULL;
 
@@ -378,11 +378,6 @@ void *kc_inner_app_first(KC_PROVCTX *pctx, EVP_MAC **pin, const char *name,
         ERR_set_mark();
         m = EVP_MAC_fetch(pctx->app_libctx, name, "provider=default");
         ERR_pop_to_mark();
-        /*
-         * none there (a FIPS-only application), or another build's
-         * "default" whose contexts our functions cannot make: not asked
-         * again
-         */
         if (m != NULL
             && !kc_inner_is_default(pctx, EVP_MAC_get0_provider(m))) {
             EVP_MAC_free(m);
@@ -399,8 +394,16 @@ void *kc_inner_app_first(KC_PROVCTX *pctx, EVP_MAC **pin, const char *name,
     }
     if (m == NULL || m == KC_APP_NONE)
         return NULL;
-    /* (the built-in default's, checked when pinned) */
-    return newctx(OSSL_PROVIDER_get0_provider_ctx(EVP_MAC_get0_provider(m)));
+    return OSSL_PROVIDER_get0_provider_ctx(EVP_MAC_get0_provider(m));
+}
+
+/* kc_inner_app_mac() for a family's first and cold contexts, on the pin */
+void *kc_inner_app_first(KC_PROVCTX *pctx, EVP_MAC **pin, const char *name,
+                         OSSL_FUNC_mac_newctx_fn *newctx)
+{
+    void *provctx = kc_inner_app_provctx(pctx, pin, name);
+
+    return provctx != NULL ? newctx(provctx) : NULL;
 }
 
 /*
@@ -414,7 +417,7 @@ EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
                                   const char *props, int keep)
 {
     const OSSL_PROVIDER *prov;
-    EVP_CIPHER *c, *mine;
+    EVP_CIPHER *c, *mine = NULL;
     KC_ERRTOP before, after;
     int ok;
 
@@ -434,11 +437,18 @@ EVP_CIPHER *kc_inner_cipher_fetch(KC_PROVCTX *pctx, const char *name,
     }
     prov = c != NULL ? EVP_CIPHER_get0_provider(c) : NULL;
     ok = kc_inner_is_default(pctx, prov);
-    if (!ok && prov != NULL && OSSL_PROVIDER_get0_provider_ctx(prov) == pctx
-        && (mine = EVP_CIPHER_fetch(pctx->libctx, name, props)) != NULL) {
-        ok = 1;
+    /*
+     * keycache's own: the private default resolves a name alone if its
+     * table has it; a fetch there would build that context's whole cipher
+     * store (millions of instructions) only to say so.  A query: asked.
+     */
+    if (!ok && prov != NULL && OSSL_PROVIDER_get0_provider_ctx(prov) == pctx)
+        ok = props == NULL || *props == '\0'
+             ? kc_inner_find(kc_inner_query(pctx, OSSL_OP_CIPHER), name)
+               != NULL
+             : (mine = EVP_CIPHER_fetch(pctx->libctx, name, props)) != NULL;
+    if (ok && mine != NULL)
         EVP_CIPHER_free(mine);
-    }
     if (!ok) {
         EVP_CIPHER_free(c);
         c = NULL;

@@ -17,6 +17,8 @@ const KC_DIGEST *kc_inner_digest(KC_PROVCTX *pctx, const EVP_MD *md);
 int kc_inner_is_default(const KC_PROVCTX *pctx, const OSSL_PROVIDER *prov);
 void *kc_inner_app_mac(KC_PROVCTX *pctx, const char *name,
                        OSSL_FUNC_mac_newctx_fn *newctx, EVP_MAC **mac);
+void *kc_inner_app_provctx(KC_PROVCTX *pctx, EVP_MAC **pin,
+                           const char *name);
 void *kc_inner_app_first(KC_PROVCTX *pctx, EVP_MAC **pin, const char *name,
                          OSSL_FUNC_mac_newctx_fn *newctx);
 void *kc_inner_app_newctx(const KC_DIGEST *d, void *(*newctx)(void *));

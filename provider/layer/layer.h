@@ -274,6 +274,12 @@ static ossl_inline void *kc_tcore_template(KC_TCORE *t, const KC_TSIDE *s,
 int kc_tmac_repeats_fail(KC_PROVCTX *pctx, const KC_TFAM *f);
 
 /*
+ * The provider context a MAC family's default contexts (probes, templates,
+ * bases, passed-through ones, quirk learners) are made in: see tmpl.c.
+ */
+void *kc_tmac_provctx(KC_PROVCTX *pctx, const KC_TFAM *f);
+
+/*
  * What a family learns by trying the default (direct_bind(), no-op calls)
  * costs millions of instructions: learned at its first context (gate.c),
  * so a wrapper's direct_on, kfns and entries' free never change under it.

@@ -16,7 +16,7 @@
 /* what the record memo learns about a record */
 #define KC_REC_VALID KC_TVALID  /* every call returned 1 and raised nothing */
 #define KC_REC_CACHEABLE 2      /* a shape whose templates may be cached */
-#define KC_REC_PRIVATE 4        /* its cipher named, the private default's */
+#define KC_REC_PRIVATE 4        /* its cipher named, the built-in default's */
 #define KC_SHAPE_SALT 0x5851f42d4c957f2dULL /* mixed into a shape's memo key */
 
 typedef struct {
@@ -46,6 +46,8 @@ typedef struct {
     int first;
     /* its record is the shape of one of the thread's bases */
     int based;
+    /* rec_gen() at its first recorded call: see deflt_new() */
+    unsigned int gen;
     /* a first context's key[] holds the key its inner has, of this length */
     size_t held;
     /* the record: the shape's calls, then the volatile calls, never mixed */
@@ -69,9 +71,24 @@ typedef struct {
 
 static const KC_TSIDE mac_side;
 
+/*
+ * The default properties' generation, followed from the first record on;
+ * KC_GEN_UNKNOWN where the core will not report their changes.
+ */
+#define KC_GEN_UNKNOWN 0xffffffffU
+static ossl_inline unsigned int rec_gen(KC_PROVCTX *pctx)
+{
+    if (__atomic_load_n(&pctx->props_registered, __ATOMIC_ACQUIRE) != 1
+        && (pctx->props_follow == NULL || !pctx->props_follow(pctx)))
+        return KC_GEN_UNKNOWN;
+    return kc_props_gen(pctx);
+}
+
 static int append_call(KC_TMAC_CTX *w, const OSSL_PARAM *const *ps, size_t n,
                        int how)
 {
+    if (w->t.len == 0)
+        w->gen = rec_gen(w->pctx);
     return kc_tcore_append(&w->t, &mac_side, KC_T_CALL, 0, ps, n, how);
 }
 
@@ -89,16 +106,79 @@ int kc_trec_replay(const unsigned char *rec, size_t len, const KC_MAC_FNS *m,
     return kc_trec_replay_calls(rec, 0, len, mac_call, m, ctx);
 }
 
+static const OSSL_PARAM *to_default(const KC_TMAC_CTX *w,
+                                    const OSSL_PARAM params[],
+                                    OSSL_PARAM *buf, size_t cap);
+
+/* The same for a nested family: a call naming its cipher as to_default(). */
+static int nested_call(const void *vw, void *ctx, const KC_TITEM *call,
+                       OSSL_PARAM *p, size_t n)
+{
+    const KC_TMAC_CTX *w = vw;
+    OSSL_PARAM b[KC_TCALL_MAX + 2];
+    const OSSL_PARAM *q;
+    int ok;
+
+    (void)call;
+    p[n] = OSSL_PARAM_construct_end();
+    q = to_default(w, p, b, KC_TCALL_MAX + 2);
+    ok = w->f->mac.set_ctx_params(ctx, q);
+    if (q != p && q != b)
+        OPENSSL_free((void *)q);
+    return ok;
+}
+
 /* Replay the record's calls in [from, to) onto a default context. */
 static int replay(const KC_TMAC_CTX *w, void *ctx, size_t from, size_t to)
 {
+    if (w->f->nested)
+        return kc_trec_replay_calls((const unsigned char *)w->t.rec, from,
+                                    to, nested_call, w, ctx);
     return kc_trec_replay_calls((const unsigned char *)w->t.rec, from, to,
                                 mac_call, &w->f->mac, ctx);
 }
 
 /*
+ * (layer.h) The application's built-in default's provider context, so that
+ * the cipher (or KMAC's digest) a default context fetches comes from the
+ * store that library context builds anyway: in keycache's private one the
+ * first fetch builds a second whole store, some 5.6M instructions on 3.0,
+ * which a process making a few CMACs never earns back.  The private one
+ * where the application has no built-in default, once a provider there was
+ * unloaded (its fetches would fail where the private one's do not).  A
+ * nested family's calls naming its cipher ask there for the default's own
+ * (to_default(), in replay() and forward()), not keycache's.
+ */
+void *kc_tmac_provctx(KC_PROVCTX *pctx, const KC_TFAM *f)
+{
+    void *provctx;
+
+    if (!__atomic_load_n(&pctx->app_gone, __ATOMIC_ACQUIRE)
+        && (provctx = kc_inner_app_provctx(pctx, (EVP_MAC **)&f->app_first,
+                                           f->d->name)) != NULL)
+        return provctx;
+    return pctx->inner_provctx;
+}
+
+/*
+ * A new default context for w's record: kc_tmac_provctx()'s, but where the
+ * default properties may have changed since its first call, the private
+ * one's.  The default's context fetched its cipher at that call and keeps
+ * it; a replay in the application's context now would fetch under today's
+ * properties.
+ */
+static void *deflt_new(const KC_TMAC_CTX *w)
+{
+    void *provctx = w->t.len == 0 || (w->gen != KC_GEN_UNKNOWN
+                                      && w->gen == rec_gen(w->pctx))
+                    ? kc_tmac_provctx(w->pctx, w->f) : w->pctx->inner_provctx;
+
+    return w->f->mac.newctx(provctx);
+}
+
+/*
  * Does cipher |name| (props) resolve, in the application's library context,
- * to one of |names| that the private default has?
+ * to one of |names| that the built-in default has?
  */
 static int cipher_is_one_of(KC_PROVCTX *pctx, const char *name,
                             const char *props, const char *const *names)
@@ -187,11 +267,12 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
 }
 
 /*
- * Must w's default context be the application's default's, not a private
- * one?  Yes if the cipher it fetches (named in params, else last in the
- * record) resolves in the application's library context to another
- * provider's or to none, which only a fetch there reproduces.  Learned per
- * thread and (cipher, properties).  One passing through with no cipher yet
+ * Must w's default context be the application's default's (as
+ * kc_inner_app_mac() makes one), not deflt_new()'s, which may be
+ * keycache's private one?  Yes if the cipher it fetches (named in params,
+ * else last in the record) resolves in the application's library context
+ * to another provider's or to none, which only a fetch there reproduces.
+ * Learned per thread and (cipher, properties).  One passing through with no cipher yet
  * fetches whatever later calls name: the application's, then.
  */
 static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
@@ -284,6 +365,22 @@ static const OSSL_PARAM *to_default(const KC_TMAC_CTX *w,
     return out;
 }
 
+/* set_ctx_params on a default context ctx of w's family, as forward() */
+static int nested_set(const KC_TMAC_CTX *w, void *ctx,
+                      const OSSL_PARAM params[])
+{
+    OSSL_PARAM b[16];
+    const OSSL_PARAM *p = params;
+    int ok;
+
+    if (w->f->nested && params != NULL)
+        p = to_default(w, params, b, 16);
+    ok = w->f->mac.set_ctx_params(ctx, p);
+    if (p != params && p != b)
+        OPENSSL_free((void *)p);
+    return ok;
+}
+
 /* A default context for w: the application's if needs_app() (*mac kept). */
 static void *new_inner(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
                        EVP_MAC **mac)
@@ -296,7 +393,7 @@ static void *new_inner(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
         && (ctx = kc_inner_app_mac(w->pctx, w->f->d->name, f->newctx,
                                    mac)) != NULL)
         return ctx;
-    return f->newctx(w->pctx->inner_provctx);
+    return deflt_new(w);
 }
 
 static void free_inner(const KC_TMAC_CTX *w, void *ctx, EVP_MAC *mac)
@@ -305,7 +402,7 @@ static void free_inner(const KC_TMAC_CTX *w, void *ctx, EVP_MAC *mac)
     EVP_MAC_free(mac);
 }
 
-/* Does the private default take the shape (and volatile calls) quietly? */
+/* Does a default context take the shape (and volatile calls) quietly? */
 static int probe(const KC_TMAC_CTX *w, int vol)
 {
     const KC_MAC_FNS *f = &w->f->mac;
@@ -315,7 +412,7 @@ static int probe(const KC_TMAC_CTX *w, int vol)
 
     ERR_set_mark();
     kc_err_top(&before);
-    ok = (t = f->newctx(w->pctx->inner_provctx)) != NULL
+    ok = (t = deflt_new(w)) != NULL
          && replay(w, t, 0, w->t.shape_len)
          && (!vol || replay(w, t, w->t.shape_len, w->t.len));
     kc_err_top(&after);
@@ -370,11 +467,11 @@ static int shape_value(const KC_TMAC_CTX *w)
     const char *cipher, *props;
     int v;
 
-    /* what the private default says is not the application's: pass */
+    /* what the built-in default says is not the application's: pass */
     if (needs_app(w, NULL, 0) || !probe(w, 0))
         return 0;
     v = KC_REC_VALID | (shape_cacheable(w) ? KC_REC_CACHEABLE : 0);
-    /* a cipher named: needs_app() just found it the private default's */
+    /* a cipher named: needs_app() just found it the built-in default's */
     if (w->f->d->cipher_param == NULL
         || kc_trec_last_utf8((const unsigned char *)w->t.rec, w->t.shape_len,
                              w->f->d->cipher_param, OSSL_MAC_PARAM_PROPERTIES,
@@ -630,7 +727,7 @@ static void *mac_make(KC_TCORE *t, int enc, const unsigned char *key,
     const KC_MAC_FNS *f = &w->f->mac;
     void *tmpl;
 
-    *ok = (tmpl = f->newctx(w->pctx->inner_provctx)) != NULL
+    *ok = (tmpl = deflt_new(w)) != NULL
           && replay(w, tmpl, 0, t->shape_len)
           && f->init(tmpl, key, keylen, NULL);
     if (!w->f->direct_on || tmpl == NULL)
@@ -737,13 +834,13 @@ static void *app_first_inner(const KC_TMAC_CTX *w)
 
 /*
  * A thread's base for a family's cold contexts (KC_TDESC.base: CMAC, GMAC,
- * KMAC): a private default context given the thread's last cold shape and,
- * where the default copies no unkeyed context (KC_BASE_KEYED: CMAC, KMAC),
+ * KMAC): a default context (deflt_new()) given the thread's last cold
+ * shape and, where the default copies no unkeyed context (KC_BASE_KEYED: CMAC, KMAC),
  * keyed with zeros at the first key of a length.  A cold context of that
  * shape copies it and keys the copy, instead of fetching the cipher (or
  * KMAC's digest) again, some 2,500 instructions, into new contexts on
  * every miss.  No key material.  Only where a shape's cipher is the
- * private default's in the application's context too (needs_app()),
+ * built-in default's in the application's context too (needs_app()),
  * under the default properties it was made with; kept in the thread's
  * cache, so a thread without one makes none.
  */
@@ -1115,7 +1212,7 @@ static void *cipher_part(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
     if (first == NULL)
         return NULL;
     if ((t = new_inner(w, params, mac)) != NULL)
-        *ok = w->f->mac.set_ctx_params(t, first);
+        *ok = nested_set(w, t, first);
     if (first != b)
         OPENSSL_free(first);
     return t;
@@ -1184,7 +1281,8 @@ int kc_tmac_repeats_fail(KC_PROVCTX *pctx, const KC_TFAM *f)
 
     if (kc_quirk(q, KC_Q_REPEATS_KNOWN))
         return kc_quirk(q, KC_Q_REPEATS_FAIL);
-    q = kc_quirk_learn_repeats(pctx->inner_provctx, m->newctx, m->freectx,
+    q = kc_quirk_learn_repeats(kc_tmac_provctx(pctx, f), m->newctx,
+                               m->freectx,
                                m->set_ctx_params, &p);
     /* not learned (out of memory): the default's own context answers */
     if (!kc_quirk(q, KC_Q_KNOWN))
@@ -1241,8 +1339,11 @@ static KC_NOINLINE int forward_nested(KC_TMAC_CTX *w, int init,
 static int forward(KC_TMAC_CTX *w, int init, const unsigned char *key,
                    size_t keylen, const OSSL_PARAM params[])
 {
-    /* (a keyless init with a new IV, per message, names no cipher) */
-    if (w->f->nested && params != NULL && (w->first || w->app_mac != NULL)
+    /*
+     * (a keyless init with a new IV, per message, names no cipher; in a
+     * private context the default's is what the call finds anyway)
+     */
+    if (w->f->nested && params != NULL
         && may_name(w->f->d->cipher_param, params))
         return forward_nested(w, init, key, keylen, params);
     return init ? w->ops->init(w->t.inner, key, keylen, params)
@@ -1251,8 +1352,8 @@ static int forward(KC_TMAC_CTX *w, int init, const unsigned char *key,
 
 /*
  * set_ctx_params (or init if init) naming a cipher on a keyed context.  A
- * direct family's starts over as the default's, and so does a private
- * default context given a cipher that resolves elsewhere in the
+ * direct family's starts over as the default's, and so does a context of
+ * deflt_new()'s given a cipher that resolves elsewhere in the
  * application's library context (another provider's): a context of the
  * application's default takes the call, as the default's fetch would.  A
  * cipher it refuses still goes to this context, whose failing fetch
@@ -1315,7 +1416,7 @@ static size_t fixed_size[KC_FAM_COUNT];
 
 /*
  * A cold context of a family naming no cipher (KMAC) waits for its calls
- * where the thread's base serves (1); else it is the private default's
+ * where the thread's base serves (1); else it is deflt_new()'s
  * from newctx, and the thread's first such one makes a base of a fresh
  * context.
  */
@@ -1409,7 +1510,7 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
     /* keys miss here: the default's now, or at a call naming its cipher */
     w->t.cold = cold;
     if (cold && f->d->cipher_param == NULL && !based
-        && (w->t.inner = f->mac.newctx(pctx->inner_provctx)) == NULL) {
+        && (w->t.inner = deflt_new(w)) == NULL) {
         kc_wrapper_free(pctx, KC_POOL_TMPL, w, sizeof(*w));
         return NULL;
     }
@@ -1839,7 +1940,7 @@ void *kc_tmac_dupctx(void *vctx)
  * hit, so it passes through now, with nothing recorded to replay later.
  * Matched item by item, as same_init_as_last(): a recorded call has no name
  * twice, no key and no volatile name, so split() is not needed.  The
- * shape's cipher (named by this very call) was found the private
+ * shape's cipher (named by this very call) was found the built-in
  * default's when it was learned, as needs_app() would find it again
  * (KC_REC_PRIVATE).  0: not that call.
  */
@@ -1866,16 +1967,16 @@ static KC_NOINLINE int uncacheable_as_last(const KC_TMAC_CTX *w,
     return off == slen;
 }
 
-/* The private default's context, for a call uncacheable_as_last(). */
-static KC_NOINLINE int pass_private(KC_TMAC_CTX *w, const OSSL_PARAM params[])
+/* A default context (deflt_new()), for a call uncacheable_as_last(). */
+static KC_NOINLINE int pass_uncached(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 {
     const KC_MAC_FNS *f = &w->f->mac;
 
-    if ((w->t.inner = f->newctx(w->pctx->inner_provctx)) == NULL)
+    if ((w->t.inner = deflt_new(w)) == NULL)
         return 0;
     w->ops = f;
     kc_count_passthrough(w->pctx, &w->f->alg);
-    return f->set_ctx_params(w->t.inner, params);
+    return forward(w, 0, NULL, 0, params);
 }
 
 /*
@@ -1901,7 +2002,7 @@ static KC_NOINLINE int cold_set_params(KC_TMAC_CTX *w,
         if (!forward(w, 0, NULL, 0, params))
             return 0;
     } else if (!materialize(w, params)
-               || !w->f->mac.set_ctx_params(w->t.inner, params)) {
+               || !forward(w, 0, NULL, 0, params)) {
         return 0;
     }
     if (make)
@@ -1918,7 +2019,7 @@ static KC_NOINLINE int uncacheable_set(KC_TMAC_CTX *w, KC_CACHE *c,
 
     if ((r = base_shape(w, c, params, &s, &make)) >= 0)
         return r;
-    if (!pass_private(w, params))
+    if (!pass_uncached(w, params))
         return 0;
     if (make)
         base_make(w->pctx, w->f, c, &s);
@@ -1929,7 +2030,6 @@ static KC_NOINLINE int uncacheable_set(KC_TMAC_CTX *w, KC_CACHE *c,
 static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
                                           const OSSL_PARAM params[])
 {
-    const KC_MAC_FNS *f = &w->f->mac;
     KC_CACHE *c;
     SPLIT s;
     KC_TMARK sv;
@@ -1976,7 +2076,7 @@ static KC_NOINLINE int unkeyed_set_params(KC_TMAC_CTX *w,
     return s.nv == 0 || apply_volatile(w, &s);
 
  pass:
-    return materialize(w, params) && f->set_ctx_params(w->t.inner, params);
+    return materialize(w, params) && forward(w, 0, NULL, 0, params);
 }
 
 /*
@@ -2090,8 +2190,7 @@ static KC_NOINLINE int unkeyed_init(KC_TMAC_CTX *w, const unsigned char *key,
     if ((w->t.cold || w->based) && key != NULL && bases_on(w->f)
         && (r = base_key(w, key, keylen, params)) >= 0)
         return r;
-    if (!materialize(w, params)
-        || !w->f->mac.init(w->t.inner, key, keylen, params))
+    if (!materialize(w, params) || !forward(w, 1, key, keylen, params))
         return 0;
     /* keyed the default's way with a shape it caches: as if cached */
     w->size = r == -2 ? w->f->d->keyed_size : 0;
@@ -2272,7 +2371,8 @@ void kc_tmpl_first_use(KC_PROVCTX *pctx, KC_TFAM *f)
     KC_TMAC_CTX *probe_w;
 
     __atomic_fetch_or(&f->quirks,
-                      kc_quirk_learn_sets(pctx->inner_provctx, &f->mac),
+                      kc_quirk_learn_sets(kc_tmac_provctx(pctx, f),
+                                          &f->mac),
                       __ATOMIC_RELAXED);
     /* what a fresh context's (empty) shape is, for every new wrapper */
     if ((probe_w = OPENSSL_zalloc(sizeof(*probe_w))) != NULL) {
