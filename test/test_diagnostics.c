@@ -402,6 +402,69 @@ static void test_report_quirks(void)
 }
 
 /*
+ * A MAC family's first use (gate.c) under default properties no provider
+ * meets: what it learns of the default's code is learned still (KMAC's
+ * contexts cannot be made in the application's context then, so it asks
+ * keycache's private one), and the report names it as the default has it.
+ */
+static void test_quirks_learned_under_nope(void)
+{
+    unsigned char key[KCT_FAM_MAXKEY] = { 9 }, out[64];
+    char conf[64], *log;
+    OSSL_LIB_CTX *ctx;
+    size_t i, n;
+    int k;
+
+    CU_ASSERT_FATAL(write_conf(conf, NULL, NULL, NULL));
+    ctx = load(conf, debug_to_log(NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    for (i = 0; i < kct_nfams; i++) {
+        const KCT_FAM *f = &kct_fams[i];
+        EVP_MAC *mac;
+        OSSL_PARAM p[3];
+
+        if (f->kind != KCT_MAC)
+            continue;
+        mac = EVP_MAC_fetch(ctx, f->name, "provider=" KEYCACHE_PROVIDER_NAME);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mac);
+        CU_ASSERT_FATAL(EVP_set_default_properties(ctx, "provider=nope"));
+        /* past the thread's first contexts: the family's gate runs */
+        for (k = 0; k < 6; k++) {
+            EVP_MAC_CTX *c = EVP_MAC_CTX_new(mac);
+
+            ERR_set_mark();
+            (void)(c != NULL && EVP_MAC_init(c, key, f->keylen,
+                                            kct_fam_mac_params(f, p, NULL))
+                   && EVP_MAC_final(c, out, &n, sizeof(out)));
+            ERR_pop_to_mark();
+            EVP_MAC_CTX_free(c);
+        }
+        CU_ASSERT_FATAL(EVP_set_default_properties(ctx, ""));
+        EVP_MAC_free(mac);
+    }
+    OSSL_LIB_CTX_free(ctx);
+    unlink(conf);
+    log = read_log();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(log);
+    for (i = 0; i < kct_nfams; i++) {
+        const KCT_FAM *f = &kct_fams[i];
+        int want, got;
+
+        if (f->kind != KCT_MAC)
+            continue;
+        got = reported_quirk(log, f->name, "null-set-ok");
+        if (got != default_sets(f, NULL))
+            fprintf(stderr, "\n%s: null-set-ok=%d after a first use under "
+                    "provider=nope\n", f->name, got);
+        CU_ASSERT(got == default_sets(f, NULL));
+        want = strncmp(f->name, "KMAC", 4) != 0 ? -1
+               : !default_updates_after_final(f);
+        CU_ASSERT(reported_quirk(log, f->name, "final-seals") == want);
+    }
+    free(log);
+}
+
+/*
  * Each AES-SIV family's reported quirk line (after the family name), up to
  * " from=", into out; 0 if missing.  *table: it said from=table.
  */
@@ -1477,6 +1540,8 @@ static void add_suites(void)
                 test_exit_after_context_freed);
     CU_add_test(s, "the report names each family's quirks as the default "
                 "has them", test_report_quirks);
+    CU_add_test(s, "quirks learned at a first use under properties no "
+                "provider meets", test_quirks_learned_under_nope);
     CU_add_test(s, "AES-SIV's quirks known for this version are the ones "
                 "learned of the default", test_siv_quirk_table);
     CU_add_test(s, "a cipher key not admitted yet counts as a pass-through",

@@ -3069,6 +3069,69 @@ static void test_set_then_props(void)
 }
 
 /*
+ * KMAC's digest is fetched by its newctx: a context made, then the
+ * default properties changed to ones no provider meets, then keyed (with
+ * or without a customisation string first): the default's context keeps
+ * the digest its newctx fetched.  Past a thread's first contexts.
+ */
+static void pat_kmac_new_then_props(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const char *const names[] = { "KMAC-128", "KMAC-256" };
+    unsigned char out[OUTMAX];
+    OSSL_PARAM p[2];
+    size_t i, outl;
+    int rep, warm;
+
+    p[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_CUSTOM,
+                                             (void *)"abc", 3);
+    p[1] = OSSL_PARAM_construct_end();
+    for (i = 0; i < 2; i++) {
+        EVP_MAC *mac = EVP_MAC_fetch(libctx, names[i], where_q);
+
+        rec_printf(r, "fetch %s rc=%d", names[i], mac != NULL);
+        for (warm = 0; warm < 4; warm++) {
+            EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+            do_mac(r, ctx, keys[warm], 32, NULL, msgs[1], msglens[1], out,
+                   &outl);
+            EVP_MAC_CTX_free(ctx);
+        }
+        for (rep = 0; rep < 3; rep++) {
+            EVP_MAC_CTX *ctx = new_ctx(mac, r);
+
+            rec_printf(r, "-- %s new, then provider=nope (%d)\n", names[i],
+                       rep);
+            EVP_set_default_properties(libctx, "provider=nope");
+            if (rep == 1)
+                do_set(r, ctx, p);
+            do_mac(r, ctx, keys[rep + 4], 32, rep == 2 ? p : NULL, msgs[1],
+                   msglens[1], out, &outl);
+            EVP_set_default_properties(libctx, "");
+            EVP_MAC_CTX_free(ctx);
+        }
+        EVP_MAC_free(mac);
+    }
+    ERR_clear_error();
+}
+
+static void test_kmac_new_then_props(void)
+{
+    OSSL_LIB_CTX *kc = kct_keycache_conf("");
+    KCT_REC def = { 0 }, got = { 0 };
+
+    CU_ASSERT_FATAL(kc != NULL);
+    where_q = NULL;
+    kct_rec_run(pat_kmac_new_then_props, kct_default(), &def);
+    where_q = "provider=" KEYCACHE_PROVIDER_NAME;
+    CU_ASSERT_FATAL(kct_rec_run_thread(pat_kmac_new_then_props, kc, &got));
+    CU_ASSERT(kct_rec_same("[KMAC new, then properties no provider meets]",
+                           &def, &got));
+    kct_rec_free(&def);
+    kct_rec_free(&got);
+    OSSL_LIB_CTX_free(kc);
+}
+
+/*
  * A thread's base (KC_TBASE) follows the default properties: made for
  * AES-128-CBC while nothing is preferred, it no longer serves once theirs
  * is (their cipher runs, as the reference's does), and the tags stay the
@@ -3479,6 +3542,7 @@ static void add_suites(void)
     CU_add_test(s, "a thread's base: new keys, shapes, steps", test_base);
     CU_add_test(s, "a cipher set, then default properties no provider meets",
                 test_set_then_props);
+    CU_add_test(s, "KMAC new, then properties", test_kmac_new_then_props);
     CU_add_test(s, "patterns on a thread made cold", test_cold_patterns);
     CU_add_test(s, "a base's contexts given another provider's cipher",
                 test_base_where);

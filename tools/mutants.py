@@ -405,26 +405,36 @@ MUTANTS = {
     # digest store a process then builds (test_first's fresh process
     # counts what is fetched outside the application's context)
     "tmac-provctx-private": ("provider/layer/tmpl.c",
-        "    if (!__atomic_load_n(&pctx->app_gone, __ATOMIC_ACQUIRE)\n"
-        "        && (provctx = kc_inner_app_provctx(",
-        "    if (0 && !__atomic_load_n(&pctx->app_gone, __ATOMIC_ACQUIRE)\n"
-        "        && (provctx = kc_inner_app_provctx("),
+        "    if (rec_gen(pctx) != KC_GEN_UNKNOWN\n",
+        "    if (0 && rec_gen(pctx) != KC_GEN_UNKNOWN\n"),
     # ... made there once a provider of it was unloaded: a recorded cipher
     # fetched there now fails (test_first's unloaded default)
     "tmac-app-gone-ignored": ("provider/layer/tmpl.c",
-        "    if (!__atomic_load_n(&pctx->app_gone, __ATOMIC_ACQUIRE)\n"
+        "        && !__atomic_load_n(&pctx->app_gone, __ATOMIC_ACQUIRE)\n"
         "        && (provctx = kc_inner_app_provctx(",
-        "    if ((provctx = kc_inner_app_provctx("),
-    # ... or for a record begun before the default properties changed
+        "        && (provctx = kc_inner_app_provctx("),
+    # ... or for a context made before the default properties changed
     # (test_fam_patterns: a cipher set, then properties no provider meets)
     "tmac-gen-ignored": ("provider/layer/tmpl.c",
-        "    void *provctx = w->t.len == 0 || (w->gen != KC_GEN_UNKNOWN\n",
-        "    void *provctx = 1 || (w->gen != KC_GEN_UNKNOWN\n"),
-    # ... where the changes were never followed: every record private
-    "tmac-gen-unfollowed": ("provider/layer/tmpl.c",
-        "    if (__atomic_load_n(&pctx->props_registered, __ATOMIC_ACQUIRE) != 1\n"
-        "        && (pctx->props_follow == NULL || !pctx->props_follow(pctx)))",
-        "    if (__atomic_load_n(&pctx->props_registered, __ATOMIC_ACQUIRE) != 1)"),
+        "    void *provctx = w->gen != KC_GEN_UNKNOWN && w->gen == rec_gen(w->pctx)\n",
+        "    void *provctx = 1\n"),
+    # ... the generation taken at the first recorded call, not at newctx,
+    # where KMAC's default fetches its digest (test_fam_patterns: KMAC
+    # new, then properties)
+    "tmac-gen-at-record": ("provider/layer/tmpl.c",
+        "                       int how)\n{\n    return kc_tcore_append(",
+        "                       int how)\n{\n    if (w->t.len == 0)\n"
+        "        w->gen = rec_gen(w->pctx);\n    return kc_tcore_append("),
+    # what a family learns at first use asked of a context that cannot be
+    # made (KMAC under properties that exclude the default): left
+    # unlearned for the process's life (test_first: a first use under
+    # properties no provider meets)
+    "tmac-learn-app-only": ("provider/layer/tmpl.c",
+        "    if (t == NULL)\n        return pctx->inner_provctx;\n    f->mac.freectx(t);",
+        "    if (t == NULL)\n        return provctx;\n    f->mac.freectx(t);"),
+    "tmac-probe-no-fallback": ("provider/layer/tmpl.c",
+        "        ERR_pop_to_mark();\n        t = f->newctx(w->pctx->inner_provctx);",
+        "        ERR_pop_to_mark();\n        t = NULL;"),
     # GMAC with GCM on: a replayed record's cipher fetched as named, so
     # keycache's GCM inside its own GMAC (test_first: GMACs past the first)
     "tmac-nested-replay-plain": ("provider/layer/tmpl.c",

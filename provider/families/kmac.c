@@ -462,13 +462,15 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
     unsigned int seal, rep;
     int x = 0;
     OSSL_PARAM p = OSSL_PARAM_construct_int(OSSL_MAC_PARAM_XOF, &x);
+    void *provctx;
 
     if (f->dig_block > KMAC_BLOCK_MAX || f->dig_size == 0
         || f->dig_size > KMAC_OUT_MAX)
         return 0;
-    seal = kc_quirk_learn_seal(kc_tmac_provctx(pctx, f), m);
-    rep = kc_quirk_learn_repeats(kc_tmac_provctx(pctx, f), m->newctx,
-                                 m->freectx, m->set_ctx_params, &p);
+    provctx = kc_tmac_learn_provctx(pctx, f);
+    seal = kc_quirk_learn_seal(provctx, m);
+    rep = kc_quirk_learn_repeats(provctx, m->newctx, m->freectx,
+                                 m->set_ctx_params, &p);
     if (!kc_quirk(seal, KC_Q_KNOWN) || !kc_quirk(rep, KC_Q_KNOWN))
         return 0;
     /* (cold contexts made meanwhile read it) */

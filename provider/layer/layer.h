@@ -278,6 +278,8 @@ int kc_tmac_repeats_fail(KC_PROVCTX *pctx, const KC_TFAM *f);
  * bases, passed-through ones, quirk learners) are made in: see tmpl.c.
  */
 void *kc_tmac_provctx(KC_PROVCTX *pctx, const KC_TFAM *f);
+/* The same where one can be made now, for learning quirks; else private. */
+void *kc_tmac_learn_provctx(KC_PROVCTX *pctx, const KC_TFAM *f);
 
 /*
  * What a family learns by trying the default (direct_bind(), no-op calls)

@@ -30,6 +30,8 @@ typedef struct {
      */
     KC_LEASE lease;
     int clean;
+    /* the properties' generation when it was made: see deflt_new() */
+    unsigned int gen;
     /*
      * The size it reports till a call sets something, 0: ask.  keyed_size
      * once keyed with a cacheable shape; a first context's, as answered.
@@ -46,8 +48,6 @@ typedef struct {
     int first;
     /* its record is the shape of one of the thread's bases */
     int based;
-    /* rec_gen() at its first recorded call: see deflt_new() */
-    unsigned int gen;
     /* a first context's key[] holds the key its inner has, of this length */
     size_t held;
     /* the record: the shape's calls, then the volatile calls, never mixed */
@@ -72,13 +72,19 @@ typedef struct {
 static const KC_TSIDE mac_side;
 
 /*
- * The default properties' generation, followed from the first record on;
- * KC_GEN_UNKNOWN where the core will not report their changes.
+ * The default properties' generation, followed from now on (from a
+ * family's gate on anyway); KC_GEN_UNKNOWN where the core will not report
+ * their changes.
  */
 #define KC_GEN_UNKNOWN 0xffffffffU
+static ossl_inline int kc_props_followed(KC_PROVCTX *pctx)
+{
+    return __atomic_load_n(&pctx->props_registered, __ATOMIC_ACQUIRE) == 1;
+}
+
 static ossl_inline unsigned int rec_gen(KC_PROVCTX *pctx)
 {
-    if (__atomic_load_n(&pctx->props_registered, __ATOMIC_ACQUIRE) != 1
+    if (!kc_props_followed(pctx)
         && (pctx->props_follow == NULL || !pctx->props_follow(pctx)))
         return KC_GEN_UNKNOWN;
     return kc_props_gen(pctx);
@@ -87,8 +93,6 @@ static ossl_inline unsigned int rec_gen(KC_PROVCTX *pctx)
 static int append_call(KC_TMAC_CTX *w, const OSSL_PARAM *const *ps, size_t n,
                        int how)
 {
-    if (w->t.len == 0)
-        w->gen = rec_gen(w->pctx);
     return kc_tcore_append(&w->t, &mac_side, KC_T_CALL, 0, ps, n, how);
 }
 
@@ -153,7 +157,9 @@ void *kc_tmac_provctx(KC_PROVCTX *pctx, const KC_TFAM *f)
 {
     void *provctx;
 
-    if (!__atomic_load_n(&pctx->app_gone, __ATOMIC_ACQUIRE)
+    /* an unload is heard only once the core's child callbacks are in */
+    if (rec_gen(pctx) != KC_GEN_UNKNOWN
+        && !__atomic_load_n(&pctx->app_gone, __ATOMIC_ACQUIRE)
         && (provctx = kc_inner_app_provctx(pctx, (EVP_MAC **)&f->app_first,
                                            f->d->name)) != NULL)
         return provctx;
@@ -161,19 +167,40 @@ void *kc_tmac_provctx(KC_PROVCTX *pctx, const KC_TFAM *f)
 }
 
 /*
- * A new default context for w's record: kc_tmac_provctx()'s, but where the
- * default properties may have changed since its first call, the private
- * one's.  The default's context fetched its cipher at that call and keeps
- * it; a replay in the application's context now would fetch under today's
- * properties.
+ * A new default context for w: kc_tmac_provctx()'s, but where the default
+ * properties may have changed since w was made, the private one's.  The
+ * default's context fetched its cipher at a set since (KMAC its digest at
+ * newctx) and keeps it; a context made in the application's context now
+ * would fetch under today's properties.
  */
 static void *deflt_new(const KC_TMAC_CTX *w)
 {
-    void *provctx = w->t.len == 0 || (w->gen != KC_GEN_UNKNOWN
-                                      && w->gen == rec_gen(w->pctx))
+    void *provctx = w->gen != KC_GEN_UNKNOWN && w->gen == rec_gen(w->pctx)
+                    && kc_props_followed(w->pctx)
                     ? kc_tmac_provctx(w->pctx, w->f) : w->pctx->inner_provctx;
 
     return w->f->mac.newctx(provctx);
+}
+
+/*
+ * (layer.h) kc_tmac_provctx() for learning what the default's code does,
+ * if a fresh context can be made there (KMAC's newctx fetches its digest:
+ * not under default properties that exclude the default); else the
+ * private one's, so that nothing is left unlearned for the process's life.
+ */
+void *kc_tmac_learn_provctx(KC_PROVCTX *pctx, const KC_TFAM *f)
+{
+    void *provctx = kc_tmac_provctx(pctx, f), *t;
+
+    if (provctx == pctx->inner_provctx)
+        return provctx;
+    ERR_set_mark();
+    t = f->mac.newctx(provctx);
+    ERR_pop_to_mark();
+    if (t == NULL)
+        return pctx->inner_provctx;
+    f->mac.freectx(t);
+    return provctx;
 }
 
 /*
@@ -412,8 +439,15 @@ static int probe(const KC_TMAC_CTX *w, int vol)
 
     ERR_set_mark();
     kc_err_top(&before);
-    ok = (t = deflt_new(w)) != NULL
-         && replay(w, t, 0, w->t.shape_len)
+    /* what the default's code says: where a context can be made */
+    ERR_set_mark();
+    if ((t = deflt_new(w)) == NULL) {
+        ERR_pop_to_mark();
+        t = f->newctx(w->pctx->inner_provctx);
+    } else {
+        ERR_clear_last_mark();
+    }
+    ok = t != NULL && replay(w, t, 0, w->t.shape_len)
          && (!vol || replay(w, t, w->t.shape_len, w->t.len));
     kc_err_top(&after);
     ok = ok && kc_err_same(&before, &after);
@@ -998,6 +1032,7 @@ static KC_NOINLINE void base_make(KC_PROVCTX *pctx, const KC_TFAM *f,
     tmp.f = f;
     tmp.ops = &f->mac;
     tmp.t.value = -1;
+    tmp.gen = rec_gen(pctx);
     if (s->ns > 0 && !append_call(&tmp, s->shape, s->ns, KC_AS_SHAPE))
         return;
     ERR_set_mark();
@@ -1281,7 +1316,7 @@ int kc_tmac_repeats_fail(KC_PROVCTX *pctx, const KC_TFAM *f)
 
     if (kc_quirk(q, KC_Q_REPEATS_KNOWN))
         return kc_quirk(q, KC_Q_REPEATS_FAIL);
-    q = kc_quirk_learn_repeats(kc_tmac_provctx(pctx, f), m->newctx,
+    q = kc_quirk_learn_repeats(kc_tmac_learn_provctx(pctx, f), m->newctx,
                                m->freectx,
                                m->set_ctx_params, &p);
     /* not learned (out of memory): the default's own context answers */
@@ -1485,6 +1520,9 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
         && (w->t.inner = app_first_inner(w)) != NULL) {
         w->t.cold = 1;
         w->first = KC_FIRST_SHAPE;
+        /* for copies that become usual contexts; followed, or unknown */
+        w->gen = kc_props_followed(pctx) ? kc_props_gen(pctx)
+                                         : KC_GEN_UNKNOWN;
         kc_count_passthrough(pctx, &f->alg);
         return w;
     }
@@ -1509,6 +1547,12 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
     w->t.value = __atomic_load_n(&f->empty_value, __ATOMIC_RELAXED);
     /* keys miss here: the default's now, or at a call naming its cipher */
     w->t.cold = cold;
+    /*
+     * the properties its fetches (KMAC's at newctx) are made under,
+     * followed since the gate's learning asked kc_tmac_provctx()
+     * (deflt_new() checks that they are)
+     */
+    w->gen = kc_props_gen(pctx);
     if (cold && f->d->cipher_param == NULL && !based
         && (w->t.inner = deflt_new(w)) == NULL) {
         kc_wrapper_free(pctx, KC_POOL_TMPL, w, sizeof(*w));
@@ -2371,13 +2415,14 @@ void kc_tmpl_first_use(KC_PROVCTX *pctx, KC_TFAM *f)
     KC_TMAC_CTX *probe_w;
 
     __atomic_fetch_or(&f->quirks,
-                      kc_quirk_learn_sets(kc_tmac_provctx(pctx, f),
+                      kc_quirk_learn_sets(kc_tmac_learn_provctx(pctx, f),
                                           &f->mac),
                       __ATOMIC_RELAXED);
     /* what a fresh context's (empty) shape is, for every new wrapper */
     if ((probe_w = OPENSSL_zalloc(sizeof(*probe_w))) != NULL) {
         probe_w->pctx = pctx;
         probe_w->f = f;
+        probe_w->gen = rec_gen(pctx);
         __atomic_store_n(&f->empty_value, shape_value(probe_w),
                          __ATOMIC_RELAXED);
         OPENSSL_free(probe_w);
