@@ -51,7 +51,10 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
+#include <openssl/pem.h>
 #include <openssl/provider.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include "keycache.h"
 
@@ -707,6 +710,82 @@ static int op_version(const ROW *r, long i)
 }
 
 /*
+ * One TLS 1.3 handshake over a memory BIO pair, client and server in this
+ * process (the server's P-256 key and self-signed certificate below, made
+ * once with openssl req; the client checks nothing), then one byte each
+ * way: what a process's TLS costs a libssl program, its cipher suites'
+ * fetches, key schedule (HKDF) and record protection.
+ */
+static const char tls_pem[] =
+    "-----BEGIN PRIVATE KEY-----\n"
+    "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgUsU9qoLtACA0zgBk\n"
+    "RXdI6fxB8beM3MOl1IiqWcpqDjyhRANCAASx3rrHZon4mW5R5jJneur4oNa5gQcy\n"
+    "QA7yIVGArD3L5q1V5qjeCCVQXlKdIM5NfZ+SMchIhlPC7SRMvDlkLJEl\n"
+    "-----END PRIVATE KEY-----\n"
+    "-----BEGIN CERTIFICATE-----\n"
+    "MIIBgDCCASegAwIBAgIUGZYlBFZiMPDtal9jCnJgSjHWrR8wCgYIKoZIzj0EAwIw\n"
+    "FTETMBEGA1UEAwwKa2NwYXR0ZXJuczAgFw0yNjEyMDYyMDE2NDlaGA8yMTI2MTEx\n"
+    "MjIwMTY0OVowFTETMBEGA1UEAwwKa2NwYXR0ZXJuczBZMBMGByqGSM49AgEGCCqG\n"
+    "SM49AwEHA0IABLHeusdmifiZblHmMmd66vig1rmBBzJADvIhUYCsPcvmrVXmqN4I\n"
+    "JVBeUp0gzk19n5IxyEiGU8LtJEy8OWQskSWjUzBRMB0GA1UdDgQWBBTQdD7ErrDV\n"
+    "W/sgrOAVFW0XaOeNcDAfBgNVHSMEGDAWgBTQdD7ErrDVW/sgrOAVFW0XaOeNcDAP\n"
+    "BgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0cAMEQCIDu75TcVdTdKpwX1plz5\n"
+    "4zg8E2YHfS4tiiQP+78DEzjnAiBR9i2lLHSR5Jvmq2MxGHFmm42RmflKGIn5I+gk\n"
+    "Sw9CVA==\n"
+    "-----END CERTIFICATE-----\n";
+
+static int tls_pump(SSL *a, SSL *b)
+{
+    int ra = SSL_do_handshake(a), rb = SSL_do_handshake(b);
+
+    if (ra == 1 && rb == 1)
+        return 1;
+    if ((ra != 1 && SSL_get_error(a, ra) != SSL_ERROR_WANT_READ)
+        || (rb != 1 && SSL_get_error(b, rb) != SSL_ERROR_WANT_READ))
+        return -1;
+    return 0;
+}
+
+static int op_tls(const ROW *r, long i)
+{
+    BIO *pem = BIO_new_mem_buf(tls_pem, -1), *cb = NULL, *sb = NULL;
+    EVP_PKEY *pkey = pem != NULL ? PEM_read_bio_PrivateKey(pem, NULL, NULL,
+                                                           NULL) : NULL;
+    X509 *cert = pem != NULL ? PEM_read_bio_X509(pem, NULL, NULL, NULL)
+                             : NULL;
+    SSL_CTX *cctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX *sctx = SSL_CTX_new(TLS_server_method());
+    SSL *c = NULL, *s = NULL;
+    unsigned char byte = 0x2a, got = 0;
+    int ok = 0, n, rounds;
+
+    if (pkey == NULL || cert == NULL || cctx == NULL || sctx == NULL
+        || !SSL_CTX_use_certificate(sctx, cert)
+        || !SSL_CTX_use_PrivateKey(sctx, pkey)
+        || (c = SSL_new(cctx)) == NULL || (s = SSL_new(sctx)) == NULL
+        || !BIO_new_bio_pair(&cb, 0, &sb, 0))
+        goto end;
+    SSL_set_bio(c, cb, cb);
+    SSL_set_bio(s, sb, sb);
+    SSL_set_connect_state(c);
+    SSL_set_accept_state(s);
+    for (rounds = 0, n = 0; n == 0 && rounds < 16; rounds++)
+        n = tls_pump(c, s);
+    ok = n == 1 && SSL_write(c, &byte, 1) == 1 && SSL_read(s, &got, 1) == 1
+         && got == byte && SSL_write(s, &byte, 1) == 1
+         && SSL_read(c, &got, 1) == 1;
+ end:
+    SSL_free(c);
+    SSL_free(s);
+    SSL_CTX_free(cctx);
+    SSL_CTX_free(sctx);
+    X509_free(cert);
+    EVP_PKEY_free(pkey);
+    BIO_free(pem);
+    return ok;
+}
+
+/*
  * Fork a child that computes one HMAC (mac) or exits at once, and wait: 1
  * if it succeeded.  A child starts with a copy of callgrind's counts in
  * the parent: dump (and so zero) them first, so that each child's file
@@ -807,6 +886,9 @@ static const ROW rows[] = {
     { "proc-kmac-4x", K_PROC, NULL, op_qkmacs, 0, 1, 4,
       "a process computing 4 KMAC128s with one key: short-lived tools "
       "(SP 800-185 KDFs, key confirmation)" },
+    { "proc-tls-handshake", K_PROC, NULL, op_tls, 0, 1, 0,
+      "a process making one TLS 1.3 connection, both ends in memory: curl, "
+      "git, package managers, health checks" },
     { "first-hmac", K_FIRST, NULL, op_qhmac, 0, 1, 0,
       "a fresh process's first HMAC (EVP_Q_mac): every short-lived client" },
     { "first-cmac", K_FIRST, NULL, op_qcmac, 0, 1, 0,
