@@ -299,8 +299,9 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
  * keycache's private one?  Yes if the cipher it fetches (named in params,
  * else last in the record) resolves in the application's library context
  * to another provider's or to none, which only a fetch there reproduces.
- * Learned per thread and (cipher, properties).  One passing through with no cipher yet
- * fetches whatever later calls name: the application's, then.
+ * Learned per thread and (cipher, properties).  One passing through with
+ * no cipher yet fetches whatever later calls name: the application's,
+ * then.
  */
 static int needs_app(const KC_TMAC_CTX *w, const OSSL_PARAM params[],
                      int passing)
@@ -869,8 +870,8 @@ static void *app_first_inner(const KC_TMAC_CTX *w)
 /*
  * A thread's base for a family's cold contexts (KC_TDESC.base: CMAC, GMAC,
  * KMAC): a default context (deflt_new()) given the thread's last cold
- * shape and, where the default copies no unkeyed context (KC_BASE_KEYED: CMAC, KMAC),
- * keyed with zeros at the first key of a length.  A cold context of that
+ * shape and, where the default copies no unkeyed context (KC_BASE_KEYED:
+ * CMAC, KMAC), keyed with zeros at the first key of a length.  A cold context of that
  * shape copies it and keys the copy, instead of fetching the cipher (or
  * KMAC's digest) again, some 2,500 instructions, into new contexts on
  * every miss.  No key material.  Only where a shape's cipher is the
