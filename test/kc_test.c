@@ -589,6 +589,46 @@ int kct_rec_run_thread(kct_rec_fn fn, OSSL_LIB_CTX *libctx, KCT_REC *r)
     return 1;
 }
 
+static int unload_run(kct_rec_fn fn, OSSL_PROVIDER **unload,
+                      void (*edit)(FILE *out, const char *line, void *arg),
+                      int (*check)(const KCT_REC *def, const KCT_REC *got))
+{
+    OSSL_LIB_CTX *ref = OSSL_LIB_CTX_new(), *kc = OSSL_LIB_CTX_new();
+    char path[KCT_PATH_LEN];
+    KCT_REC def = { 0 }, got = { 0 };
+    int ok;
+
+    if (ref == NULL || kc == NULL || !kct_copy_conf(path, edit, NULL))
+        return 0;
+    ok = OSSL_LIB_CTX_load_config(kc, path)
+         && OSSL_PROVIDER_available(kc, KEYCACHE_PROVIDER_NAME);
+    unlink(path);
+    if (!ok || (*unload = OSSL_PROVIDER_load(ref, "default")) == NULL)
+        return 0;
+    kct_rec_run(fn, ref, &def);
+    ok = (*unload = OSSL_PROVIDER_load(kc, "default")) != NULL
+         && kct_rec_run_thread(fn, kc, &got) && check(&def, &got);
+    kct_rec_free(&def);
+    kct_rec_free(&got);
+    return ok;
+}
+
+int kct_unload_child(kct_rec_fn fn, OSSL_PROVIDER **unload,
+                     void (*edit)(FILE *out, const char *line, void *arg),
+                     int (*check)(const KCT_REC *def, const KCT_REC *got))
+{
+    pid_t pid;
+    int st = 0;
+
+    fflush(NULL);
+    if ((pid = fork()) < 0)
+        return 0;
+    if (pid == 0)
+        _exit(unload_run(fn, unload, edit, check) ? 0 : 1);
+    return waitpid(pid, &st, 0) == pid && WIFEXITED(st)
+           && WEXITSTATUS(st) == 0;
+}
+
 typedef struct {
     kct_rec_fn fn;
     void (*churn)(void);

@@ -202,6 +202,22 @@ void kct_rec_run(kct_rec_fn fn, OSSL_LIB_CTX *libctx, KCT_REC *r);
 int kct_rec_run_thread(kct_rec_fn fn, OSSL_LIB_CTX *libctx, KCT_REC *r);
 
 /*
+ * The application unloads its default provider mid-use: fn run on a fresh
+ * context with the default loaded, and on a new thread on a fresh context
+ * given the test config edited by |edit| (which must drop its activation
+ * of "default"), the default loaded after; *unload is set to the default
+ * of each before fn runs (fn unloads it).  Both records in *def and *got
+ * (freed by the caller).  In a forked child that leaves with _exit():
+ * OpenSSL 3.0 frees a library context whose default was unloaded mid-use
+ * without some of its method stores' entries (LeakSanitizer shows it with
+ * the default alone).  |check| (in the child) judges the two records: 1
+ * if the child ran and check said yes.
+ */
+int kct_unload_child(kct_rec_fn fn, OSSL_PROVIDER **unload,
+                     void (*edit)(FILE *out, const char *line, void *arg),
+                     int (*check)(const KCT_REC *def, const KCT_REC *got));
+
+/*
  * The keycache side of a pattern: KCT_REC_RUNS runs of fn on kct_keycache()
  * into kc[], calling churn (if not NULL) before the second so that the
  * later runs meet a cache holding other entries.  With on_thread the runs

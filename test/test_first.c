@@ -17,17 +17,17 @@
  * every row's work past its first contexts fetches nothing outside the
  * application's library context: keycache's private one builds no store.
  */
-#include <dlfcn.h>
+#define _GNU_SOURCE             /* RTLD_NEXT (kc_fetch_count.h) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/provider.h>
 
+#include "kc_fetch_count.h"
 #include "kc_test.h"
 #include "kc_family.h"
 #include "keycache.h"
@@ -752,42 +752,10 @@ static void test_first_gmac_process(void)
     free(kc);
 }
 
-/*
- * Ciphers and digests fetched outside the application's (global) library
- * context, by anyone in this process: libcrypto's calls to its own fetches
- * go through the symbol table, so the default's MACs and ciphers fetching
- * what they run on are seen too, in whichever context they were made.
- */
+/* ciphers and digests fetched outside the application's context */
 static int fetched_elsewhere;
-
-static int elsewhere(OSSL_LIB_CTX *libctx)
-{
-    return libctx != NULL && libctx != OSSL_LIB_CTX_get0_global_default();
-}
-
-EVP_CIPHER *EVP_CIPHER_fetch(OSSL_LIB_CTX *libctx, const char *name,
-                             const char *props)
-{
-    static EVP_CIPHER *(*real)(OSSL_LIB_CTX *, const char *, const char *);
-
-    if (real == NULL)
-        *(void **)&real = dlsym(RTLD_NEXT, "EVP_CIPHER_fetch");
-    if (elsewhere(libctx))
-        __atomic_add_fetch(&fetched_elsewhere, 1, __ATOMIC_RELAXED);
-    return real != NULL ? real(libctx, name, props) : NULL;
-}
-
-EVP_MD *EVP_MD_fetch(OSSL_LIB_CTX *libctx, const char *name,
-                     const char *props)
-{
-    static EVP_MD *(*real)(OSSL_LIB_CTX *, const char *, const char *);
-
-    if (real == NULL)
-        *(void **)&real = dlsym(RTLD_NEXT, "EVP_MD_fetch");
-    if (elsewhere(libctx))
-        __atomic_add_fetch(&fetched_elsewhere, 1, __ATOMIC_RELAXED);
-    return real != NULL ? real(libctx, name, props) : NULL;
-}
+KCT_COUNT_FETCHES(EVP_CIPHER, EVP_CIPHER_fetch, fetched_elsewhere)
+KCT_COUNT_FETCHES(EVP_MD, EVP_MD_fetch, fetched_elsewhere)
 
 /* the row p_past() runs alone ("past-ID"), or NULL: all */
 static const char *past_row;
@@ -1042,37 +1010,16 @@ static void no_default(FILE *out, const char *line, void *arg)
         fputs(line, out);
 }
 
-/*
- * In a forked child that leaves with _exit(): OpenSSL 3.0 frees a library
- * context whose default was unloaded mid-use without some of its method
- * stores' entries (LeakSanitizer shows it with the default alone too).
- */
-static int unload_child(void)
+/* as the reference's, which unloaded it and still ran what it had set */
+static int unload_same(const KCT_REC *def, const KCT_REC *got)
 {
-    OSSL_LIB_CTX *ref = OSSL_LIB_CTX_new(), *kc = OSSL_LIB_CTX_new();
-    char path[KCT_PATH_LEN];
-    KCT_REC def = { 0 }, got = { 0 };
-    int ok;
+    int ok = kct_rec_same("[unload] the application's default unloaded",
+                          def, got)
+             && def->buf != NULL && strstr(def->buf, "unload 1\n") != NULL
+             && strstr(def->buf, "first after 0") == NULL;
 
-    if (ref == NULL || kc == NULL || !kct_copy_conf(path, no_default, NULL))
-        return 0;
-    ok = OSSL_LIB_CTX_load_config(kc, path)
-         && OSSL_PROVIDER_available(kc, KEYCACHE_PROVIDER_NAME);
-    unlink(path);
-    if (!ok || (unload_me = OSSL_PROVIDER_load(ref, "default")) == NULL)
-        return 0;
-    kct_rec_run(p_unload, ref, &def);
-    ok = (unload_me = OSSL_PROVIDER_load(kc, "default")) != NULL
-         && kct_rec_run_thread(p_unload, kc, &got)
-         && kct_rec_same("[unload] the application's default unloaded",
-                         &def, &got);
-    /* the reference unloaded it, and its contexts set before still ran */
-    ok = ok && def.buf != NULL && strstr(def.buf, "unload 1\n") != NULL
-         && strstr(def.buf, "first after 0") == NULL;
     if (!ok || getenv("KC_SHOW") != NULL)
-        fprintf(stderr, "\n[unload] reference:\n%s", def.buf);
-    kct_rec_free(&def);
-    kct_rec_free(&got);
+        fprintf(stderr, "\n[unload] reference:\n%s", def->buf);
     return ok;
 }
 
@@ -1080,23 +1027,17 @@ static int unload_child(void)
 static void test_unload(void)
 {
     size_t row;
-    pid_t pid;
-    int st;
+    int ok;
 
     for (row = 0; row <= kct_nfams; row++) {
         if (row < kct_nfams && kct_fams[row].kind != KCT_MAC)
             continue;
         unload_row = row < kct_nfams ? kct_fams[row].id : NULL;
-        st = 0;
-        fflush(NULL);
-        CU_ASSERT_FATAL((pid = fork()) >= 0);
-        if (pid == 0)
-            _exit(unload_child() ? 0 : 1);
-        CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        ok = kct_unload_child(p_unload, &unload_me, no_default, unload_same);
+        if (!ok)
             fprintf(stderr, "\n  [unload] %s failed\n",
                     unload_row != NULL ? unload_row : "every row");
-        CU_ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        CU_ASSERT_TRUE(ok);
     }
     unload_row = NULL;
 }

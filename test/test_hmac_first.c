@@ -18,18 +18,17 @@
  * context keyed in keycache's private one would show, unmasked.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/wait.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include "kc_fetch_count.h"
 #include "kc_test.h"
 #include "keycache.h"
 
@@ -426,24 +425,8 @@ static void p_many(OSSL_LIB_CTX *libctx, REC *r)
     many_stale(libctx, r);
 }
 
-/*
- * Digests fetched outside the application's (global) library context, by
- * anyone in this process: libcrypto's calls to its own EVP_MD_fetch go
- * through the symbol table, so this program's definition sees the
- * default's HMAC fetch its digest, wherever that context was made.
- */
-
-EVP_MD *EVP_MD_fetch(OSSL_LIB_CTX *libctx, const char *name,
-                     const char *props)
-{
-    static EVP_MD *(*real)(OSSL_LIB_CTX *, const char *, const char *);
-
-    if (real == NULL)
-        *(void **)&real = dlsym(RTLD_NEXT, "EVP_MD_fetch");
-    if (libctx != NULL && libctx != OSSL_LIB_CTX_get0_global_default())
-        __atomic_add_fetch(&fetched_elsewhere, 1, __ATOMIC_RELAXED);
-    return real != NULL ? real(libctx, name, props) : NULL;
-}
+/* digests fetched outside the application's context (kc_fetch_count.h) */
+KCT_COUNT_FETCHES(EVP_MD, EVP_MD_fetch, fetched_elsewhere)
 
 /*
  * Another provider's SHA2-256 ("kctestmd", kc_test.c), preferred by the
@@ -619,46 +602,16 @@ static void no_default(FILE *out, const char *line, void *arg)
         fputs(line, out);
 }
 
-/*
- * In a forked child that leaves with _exit(): OpenSSL 3.0 frees a library
- * context whose default was unloaded mid-use without some of its method
- * stores' entries (LeakSanitizer shows it with the default alone too).
- */
-static int unload_child(void)
+static int unload_same(const REC *def, const REC *got)
 {
-    OSSL_LIB_CTX *ref = OSSL_LIB_CTX_new(), *kc = OSSL_LIB_CTX_new();
-    char path[KCT_PATH_LEN];
-    REC def = { 0 }, got = { 0 };
-    int ok;
-
-    if (ref == NULL || kc == NULL || !kct_copy_conf(path, no_default, NULL))
-        return 0;
-    ok = OSSL_LIB_CTX_load_config(kc, path)
-         && OSSL_PROVIDER_available(kc, KEYCACHE_PROVIDER_NAME);
-    unlink(path);
-    if (!ok || (unload_me = OSSL_PROVIDER_load(ref, "default")) == NULL)
-        return 0;
-    kct_rec_run(p_unload, ref, &def);
-    ok = (unload_me = OSSL_PROVIDER_load(kc, "default")) != NULL
-         && kct_rec_run_thread(p_unload, kc, &got)
-         && kct_rec_same("[unload] the application's default unloaded",
-                         &def, &got);
-    kct_rec_free(&def);
-    kct_rec_free(&got);
-    return ok;
+    return kct_rec_same("[unload] the application's default unloaded", def,
+                        got);
 }
 
 static void test_unload(void)
 {
-    pid_t pid;
-    int st = 0;
-
-    fflush(NULL);
-    CU_ASSERT_FATAL((pid = fork()) >= 0);
-    if (pid == 0)
-        _exit(unload_child() ? 0 : 1);
-    CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
-    CU_ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CU_ASSERT_TRUE(kct_unload_child(p_unload, &unload_me, no_default,
+                                    unload_same));
 }
 
 /*
