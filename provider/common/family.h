@@ -119,6 +119,13 @@ struct kc_tfam_st {
     int first;                      /* the registry's: first contexts... */
     EVP_MAC *app_first;             /* ...and cold ones on this */
     int nested;                     /* the registry's nests is on */
+    /*
+     * nested, or keycache offers some cipher in the application's context
+     * (3.5+: with any cipher on, every default cipher is passed through):
+     * a call of its default contexts naming a cipher without a query may
+     * find keycache's own there, so it asks for the default's
+     */
+    int asks_default;
 };
 
 typedef struct kc_cfam_st KC_CFAM;

@@ -54,6 +54,12 @@ void kc_bind_start(KC_PROVCTX *pctx)
 {
     int i;
 
+    int ciphers = kc_quirk_ciphers_pay()    /* 3.0: CMAC's AES-SIV pt */
+                  && *kc_registry_on(pctx, KC_ROW_CMAC);
+
+    for (i = 0; i < KC_REGISTRY_ROWS; i++)
+        ciphers |= kc_registry[i].kind == KC_KIND_CIPHER
+                   && *kc_registry_on(pctx, i);
     for (i = 0; i < KC_REGISTRY_ROWS; i++) {
         const KC_FAMILY_ROW *r = &kc_registry[i];
 
@@ -63,6 +69,8 @@ void kc_bind_start(KC_PROVCTX *pctx)
             f->d = r->desc;
             f->first = r->first;
             f->nested = kc_registry_conf_on(pctx, r->nests);
+            f->asks_default = f->nested
+                              || (f->d->cipher_param != NULL && ciphers);
         } else if (r->kind == KC_KIND_CIPHER) {
             pctx->cfam[r->index].d = r->desc;
         }

@@ -114,7 +114,7 @@ static const OSSL_PARAM *to_default(const KC_TMAC_CTX *w,
                                     const OSSL_PARAM params[],
                                     OSSL_PARAM *buf, size_t cap);
 
-/* The same for a nested family: a call naming its cipher as to_default(). */
+/* The same where calls ask for the default's cipher (to_default()). */
 static int nested_call(const void *vw, void *ctx, const KC_TITEM *call,
                        OSSL_PARAM *p, size_t n)
 {
@@ -135,7 +135,7 @@ static int nested_call(const void *vw, void *ctx, const KC_TITEM *call,
 /* Replay the record's calls in [from, to) onto a default context. */
 static int replay(const KC_TMAC_CTX *w, void *ctx, size_t from, size_t to)
 {
-    if (w->f->nested)
+    if (w->f->asks_default)
         return kc_trec_replay_calls((const unsigned char *)w->t.rec, from,
                                     to, nested_call, w, ctx);
     return kc_trec_replay_calls((const unsigned char *)w->t.rec, from, to,
@@ -149,9 +149,11 @@ static int replay(const KC_TMAC_CTX *w, void *ctx, size_t from, size_t to)
  * first fetch builds a second whole store, some 5.6M instructions on 3.0,
  * which a process making a few CMACs never earns back.  The private one
  * where the application has no built-in default, once a provider there was
- * unloaded (its fetches would fail where the private one's do not).  A
- * nested family's calls naming its cipher ask there for the default's own
- * (to_default(), in replay() and forward()), not keycache's.
+ * unloaded (its fetches would fail where the private one's do not).
+ * Wherever keycache offers ciphers there (KC_TFAM.asks_default), calls
+ * naming one ask for the default's own (to_default(), in replay() and
+ * forward()): no context keycache keeps holds keycache's, whose last
+ * reference freed from a thread's cache would stop keycache inside it.
  */
 void *kc_tmac_provctx(KC_PROVCTX *pctx, const KC_TFAM *f)
 {
@@ -401,7 +403,7 @@ static int nested_set(const KC_TMAC_CTX *w, void *ctx,
     const OSSL_PARAM *p = params;
     int ok;
 
-    if (w->f->nested && params != NULL)
+    if (w->f->asks_default && params != NULL)
         p = to_default(w, params, b, 16);
     ok = w->f->mac.set_ctx_params(ctx, p);
     if (p != params && p != b)
@@ -1355,7 +1357,7 @@ static ossl_inline int may_name(const char *c, const OSSL_PARAM *params)
     return 0;
 }
 
-/* forward() of a call naming the cipher of a nested family: to_default() */
+/* forward() of a call that may name a cipher, asking the default's */
 static KC_NOINLINE int forward_nested(KC_TMAC_CTX *w, int init,
                                       const unsigned char *key, size_t keylen,
                                       const OSSL_PARAM params[])
@@ -1379,7 +1381,7 @@ static int forward(KC_TMAC_CTX *w, int init, const unsigned char *key,
      * (a keyless init with a new IV, per message, names no cipher; in a
      * private context the default's is what the call finds anyway)
      */
-    if (w->f->nested && params != NULL
+    if (w->f->asks_default && params != NULL
         && may_name(w->f->d->cipher_param, params))
         return forward_nested(w, init, key, keylen, params);
     return init ? w->ops->init(w->t.inner, key, keylen, params)
