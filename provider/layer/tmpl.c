@@ -169,16 +169,35 @@ void *kc_tmac_provctx(KC_PROVCTX *pctx, const KC_TFAM *f)
 }
 
 /*
- * A new default context for w: kc_tmac_provctx()'s, but where the default
- * properties may have changed since w was made, the private one's.  The
- * default's context fetched its cipher at a set since (KMAC its digest at
- * newctx) and keeps it; a context made in the application's context now
- * would fetch under today's properties.
+ * Does w's record name its cipher with a query, where keycache offers
+ * ciphers in the application's context?  Even "" or "?provider=..." may
+ * find keycache's own there, which to_default() leaves as asked.
+ */
+static int names_query(const KC_TMAC_CTX *w)
+{
+    const char *cipher, *props = NULL;
+
+    return w->f->asks_default
+           && kc_trec_last_utf8((const unsigned char *)w->t.rec, w->t.len,
+                                w->f->d->cipher_param,
+                                OSSL_MAC_PARAM_PROPERTIES, &cipher, &props)
+           && props != NULL;
+}
+
+/*
+ * A new default context for w: kc_tmac_provctx()'s, but the private one's
+ * where the default properties may have changed since w was made (the
+ * default's context fetched its cipher at a set since, KMAC its digest at
+ * newctx, and keeps it; a context made in the application's context now
+ * would fetch under today's properties), or where w's query might find
+ * keycache's own cipher there: a context keycache keeps must not refer to
+ * keycache, whose last reference, freed from a thread's cache at its
+ * exit, would stop keycache inside its own lock.
  */
 static void *deflt_new(const KC_TMAC_CTX *w)
 {
     void *provctx = w->gen != KC_GEN_UNKNOWN && w->gen == rec_gen(w->pctx)
-                    && kc_props_followed(w->pctx)
+                    && !names_query(w)
                     ? kc_tmac_provctx(w->pctx, w->f) : w->pctx->inner_provctx;
 
     return w->f->mac.newctx(provctx);
@@ -1533,9 +1552,8 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
      * A cold context naming a cipher: the application's default's, which
      * fetches it as the default would, so nothing asks where it resolves
      * (needs_app()); cold_in() counted it.  Not a nested family's: its
-     * fetch would need a property query (to_default()), dearer.  (3.0's
-     * CMAC takes any mode: one naming AES-GCM, -OCB or -SIV gets keycache's
-     * there, as a first context does; the same answers, a wrapper more.)
+     * fetch would need a property query (to_default()), dearer.  (A CMAC
+     * whose family asks_default gets its calls naming a cipher so too.)
      */
     if (cold && f->d->cipher_param != NULL && !f->nested
         && !base_serves(pctx, f)
@@ -1798,6 +1816,7 @@ static KC_TMAC_CTX *record_copy(const KC_TMAC_CTX *src, int *cold)
     w->pctx = src->pctx;
     w->f = src->f;
     w->ops = &src->f->mac;
+    w->gen = src->gen;
     w->t.value = -1;
     w->t.shape_len = src->t.shape_len;
     w->t.len = src->t.len;
