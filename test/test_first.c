@@ -22,9 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
-#include <sys/wait.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/provider.h>
@@ -1110,108 +1108,6 @@ static void test_learn_nope(void)
     }
 }
 
-/*
- * Contexts keycache keeps (templates, bases, spares) never refer to
- * keycache itself: a thread keys CMAC and GMAC contexts naming their
- * cipher with a query ("", "?provider=keycache"), which may find
- * keycache's own cipher in the application's context (GCM on 3.0; every
- * cipher from 3.5 with any cipher on), until their keys are cached; the
- * library context is freed while the thread lives; then the thread
- * exits.  Had a kept context held keycache's cipher, freeing it from the
- * thread's cache would stop keycache inside its own lock: a hang, which
- * the forked child's alarm turns into a failure.
- */
-typedef struct {
-    OSSL_LIB_CTX *libctx;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int keyed, freed;
-} QUERY_RUN;
-
-static void *query_thread(void *arg)
-{
-    static const char *const macs[][3] = {
-        { "CMAC", "AES-256-CBC", "" },
-        { "CMAC", "AES-256-CBC", "?provider=" KEYCACHE_PROVIDER_NAME },
-        { "GMAC", "AES-256-GCM", "" },
-        { "GMAC", "AES-256-GCM", "?provider=" KEYCACHE_PROVIDER_NAME },
-    };
-    QUERY_RUN *q = arg;
-    unsigned char iv[12] = { 0 }, out[16];
-    size_t m, n;
-    int i;
-
-    for (m = 0; m < sizeof(macs) / sizeof(macs[0]); m++) {
-        EVP_MAC *mac = EVP_MAC_fetch(q->libctx, macs[m][0], NULL);
-
-        for (i = 0; mac != NULL && i < 12; i++) {
-            EVP_MAC_CTX *c = EVP_MAC_CTX_new(mac);
-            OSSL_PARAM p[4];
-
-            p[0] = OSSL_PARAM_construct_utf8_string("cipher",
-                                                    (char *)macs[m][1], 0);
-            p[1] = OSSL_PARAM_construct_utf8_string("properties",
-                                                    (char *)macs[m][2], 0);
-            p[2] = OSSL_PARAM_construct_octet_string("iv", iv, sizeof(iv));
-            p[3] = OSSL_PARAM_construct_end();
-            if (macs[m][0][0] == 'C')
-                p[2] = p[3];
-            (void)(c != NULL && EVP_MAC_init(c, key, 32, p)
-                   && EVP_MAC_update(c, msg, 16)
-                   && EVP_MAC_final(c, out, &n, sizeof(out)));
-            EVP_MAC_CTX_free(c);
-        }
-        EVP_MAC_free(mac);
-    }
-    ERR_clear_error();
-    pthread_mutex_lock(&q->lock);
-    q->keyed = 1;
-    pthread_cond_broadcast(&q->cond);
-    while (!q->freed)
-        pthread_cond_wait(&q->cond, &q->lock);
-    pthread_mutex_unlock(&q->lock);
-    return NULL;
-}
-
-static int query_child(void)
-{
-    QUERY_RUN q = { NULL, PTHREAD_MUTEX_INITIALIZER,
-                    PTHREAD_COND_INITIALIZER, 0, 0 };
-    pthread_t t;
-
-    alarm(30);
-    if ((q.libctx = kct_keycache_conf("")) == NULL
-        || pthread_create(&t, NULL, query_thread, &q) != 0)
-        return 0;
-    pthread_mutex_lock(&q.lock);
-    while (!q.keyed)
-        pthread_cond_wait(&q.cond, &q.lock);
-    pthread_mutex_unlock(&q.lock);
-    OSSL_LIB_CTX_free(q.libctx);
-    pthread_mutex_lock(&q.lock);
-    q.freed = 1;
-    pthread_cond_broadcast(&q.cond);
-    pthread_mutex_unlock(&q.lock);
-    return pthread_join(t, NULL) == 0;
-}
-
-static void test_kept_query(void)
-{
-    pid_t pid;
-    int st = 0;
-
-    fflush(NULL);
-    CU_ASSERT_FATAL((pid = fork()) >= 0);
-    if (pid == 0)
-        _exit(query_child() ? 0 : 1);
-    CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
-    if (!WIFEXITED(st))
-        fprintf(stderr, "\n  a thread's exit after its library context: "
-                "%s\n", WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM
-                         ? "hung" : "killed");
-    CU_ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-}
-
 /* what keycache counted on libctx: a context it served counts once */
 static uint64_t made(OSSL_LIB_CTX *libctx)
 {
@@ -1591,8 +1487,6 @@ static void add_suites(void)
                 test_unload);
     CU_add_test(s, "a first use under properties no provider meets",
                 test_learn_nope);
-    CU_add_test(s, "kept contexts never refer to keycache, queries given",
-                test_kept_query);
     CU_add_test(s, "a fresh process's first GMACs, each cipher as named",
                 test_first_gmac_process);
     CU_add_test(s, "first GMACs across a change of default properties",

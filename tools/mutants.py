@@ -60,9 +60,6 @@ ONLY_ON = {
     "tmac-nested-set-plain": ("3.0", "3.1", "3.2", "3.3", "3.4"),
     "tmac-nested-forward-first": ("3.0", "3.1", "3.2", "3.3", "3.4"),
     "cipher-mine-fetched": ("3.0", "3.1", "3.2", "3.3", "3.4"),
-    # a kept context holding keycache's pass-through cipher: 3.5+ (every
-    # cipher passed through beside a wrapped one)
-    "tmac-query-kept": ("3.5", "3.6", "4."),
     # just keyed is GCM's from 3.5 on; on 3.0 keyed_known answers instead
     "ctmpl-jk-fresh-ivlen": ("3.5", "3.6", "4."),
 }
@@ -438,14 +435,6 @@ MUTANTS = {
     "tmac-probe-no-fallback": ("provider/layer/tmpl.c",
         "        ERR_pop_to_mark();\n        t = f->newctx(w->pctx->inner_provctx);",
         "        ERR_pop_to_mark();\n        t = NULL;"),
-    # a record naming its cipher with a query ("", "?provider=keycache")
-    # kept in the application's context, where it may find keycache's own
-    # cipher: freed at a thread's exit after its library context, it
-    # stops keycache inside its own lock (test_first: kept contexts never
-    # refer to keycache; the forked child's alarm fires)
-    "tmac-query-kept": ("provider/layer/tmpl.c",
-        "                    && !names_query(w)\n",
-        "                    && 1\n"),
     # GMAC with GCM on: a replayed record's cipher fetched as named, so
     # keycache's GCM inside its own GMAC (test_first: GMACs past the first)
     "tmac-nested-replay-plain": ("provider/layer/tmpl.c",
