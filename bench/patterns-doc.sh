@@ -70,7 +70,7 @@ Where the losses come from:
   while other threads ran (none of it in these rows); per child on 3.0
   (`--profiles DIR fork-child-empty`, ~530 in all): the HMAC wrapper's
   calls ~380 and its struct ~150.
-- `proc-*` (+0.32M on 3.0, +0.32M on 3.5, +0.30M on 4.0; `bench/patterns.sh
+- `proc-*` (+0.34M on 3.0, +0.34M on 3.5, +0.32M on 4.0; `bench/patterns.sh
   build --profiles DIR proc-openssl-version`): what every process that
   loads keycache pays.  On 3.0: the core's `dlopen` of the loader ~30k and
   the loader's of keycache-ossl3.so ~156k, most of it binding its ~140
@@ -86,7 +86,7 @@ Where the losses come from:
   from it.  The default config file's key names are read by hand, not
   parsed again by NCONF: `proc-openssl-version-distro` puts keycache's
   lines after a 12 KB distribution-sized file (`bench/distro.cnf`):
-  +0.44M / +0.44M / +0.41M.  libgcc's unwinder and a cipher family's key
+  +0.45M / +0.45M / +0.43M.  libgcc's unwinder and a cipher family's key
   length and fresh state are not paid there either: they come at the
   first admission and at the family's first context.
 - `first-*`: what a family learns of the running default (its own
@@ -100,16 +100,29 @@ Where the losses come from:
   version quirks are known for the versions CI runs, its own context is
   checked against published vectors, and keys not admitted yet get an
   own context too, so no default AES-SIV is keyed (docs/families.md).
-- `proc-sigv4`, `proc-qmac-8x`, `proc-cmac-4x`: a process of a few MACs.
-  Every HMAC context keycache makes is the application's default's, in
-  its library context (docs/families.md), so a process of a few HMACs
-  pays keycache's start and, once it admits a key, the origin check's
-  set-up (~85k on 3.0: libgcc's unwinder opened, libcrypto's entry
-  points looked up by its link map's name), and no second digest store.
-  CMAC, KMAC and GMAC still make their templates and own contexts in
-  keycache's private library context: a process's 4th context of one of
-  them builds that context's cipher (or digest) store, some 6M (3M)
-  instructions (`proc-cmac-4x`).
+- `proc-sigv4`, `proc-qmac-8x`, `proc-cmac-4x`, `proc-gmac-4x`,
+  `proc-kmac-4x`: a process of a few MACs.  Every context keycache makes
+  for a MAC it caches (HMAC's inners; CMAC's, KMAC's and GMAC's probes,
+  templates and bases) is the application's default's, in its library
+  context (docs/families.md), so a process of a few MACs pays keycache's
+  start and, once it admits a key, the origin check's set-up (~85k on
+  3.0: libgcc's unwinder opened, libcrypto's entry points looked up by
+  its link map's name), and no second cipher or digest store (before,
+  the 4th CMAC, GMAC or KMAC context built one: `proc-gmac-4x` 1.63x /
+  1.53x / 1.65x and `proc-kmac-4x` 1.45x / 1.40x / 1.55x on 3.0 / 3.5 /
+  4.0, `proc-cmac-4x` 1.62x on 3.0).  The price: a cold context's choice
+  of library context, `newkey-gmac` on 4.0 1.0100x -> 1.0114x (not met,
+  bounded at that).
+- `proc-tls-handshake`: one TLS 1.3 connection, both ends in the
+  process (1.16x / 1.13x / 1.14x on 3.0 / 3.5 / 4.0; `kcpatterns` links
+  libssl, as `openssl` does, so every `proc-*` process loads it).  The KDFs and HMAC-DRBG keycache offers are pass-throughs in
+  its private library context, so that no key OpenSSL derives can reach
+  keycache's HMAC, whatever the query (docs/keys.md); the first
+  handshake's key schedule fetches its digest there and builds that
+  context's namemap and digest store, some 3M instructions on 3.0 of the
+  row's extra (`--profiles DIR proc-tls-handshake`: `EVP_KDF_derive`).
+  Open: moving the KDFs to the application's context would send their
+  HMACs to keycache's origin check alone.
 - On 3.5+ a cipher keycache offers means every default cipher passed
   through (`EVP_SKEY`), built beside the default's at the first cipher
   fetch (`first-gcm` 1.35x): so `auto` offers no cipher and no CMAC
@@ -126,7 +139,7 @@ Where the losses come from:
   `cmac-3des` gain (on 4.0 `newkey-gmac` only breaks even, 1.004x): a
   thread whose keys never repeat stops looking them
   up (its contexts are cold), and keeps up to three *bases* per family,
-  one a shape, each a private default context with that shape set
+  one a shape, each a default context with that shape set
   (CMAC's and KMAC's keyed with zeros: their default copies no unkeyed
   context); a new key copies one and keys the copy instead of fetching
   the cipher or KMAC's digest again (~2,500 instructions a context; CMAC
