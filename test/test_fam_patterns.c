@@ -3077,7 +3077,7 @@ static void test_set_then_props(void)
 static void pat_kmac_new_then_props(OSSL_LIB_CTX *libctx, REC *r)
 {
     static const char *const names[] = { "KMAC-128", "KMAC-256" };
-    unsigned char out[OUTMAX];
+    unsigned char out[OUTMAX], nk[32];
     OSSL_PARAM p[2];
     size_t i, outl;
     int rep, warm;
@@ -3104,8 +3104,11 @@ static void pat_kmac_new_then_props(OSSL_LIB_CTX *libctx, REC *r)
             EVP_set_default_properties(libctx, "provider=nope");
             if (rep == 1)
                 do_set(r, ctx, p);
-            do_mac(r, ctx, keys[rep + 4], 32, rep == 2 ? p : NULL, msgs[1],
-                   msglens[1], out, &outl);
+            /* a key not used before: a miss, keyed from a new context */
+            memcpy(nk, keys[rep], sizeof(nk));
+            nk[0] ^= 0x5a;
+            do_mac(r, ctx, nk, 32, rep == 2 ? p : NULL, msgs[1], msglens[1],
+                   out, &outl);
             EVP_set_default_properties(libctx, "");
             EVP_MAC_CTX_free(ctx);
         }
