@@ -24,7 +24,9 @@
 #include <pthread.h>
 #include <unistd.h>
 #include <openssl/err.h>
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
+#include <openssl/kdf.h>
 #include <openssl/provider.h>
 
 #include "kc_fetch_count.h"
@@ -817,6 +819,91 @@ static int own_fetches_seen(void)
     return fetched_elsewhere > before;
 }
 
+#define KOCT(n, v, l) OSSL_PARAM_construct_octet_string((n), (void *)(v), (l))
+#define KSTR(n, v) OSSL_PARAM_construct_utf8_string((n), (char *)(v), 0)
+
+/* one KDF derivation's output or errors, and what it fetched elsewhere */
+static void kdf_out(OSSL_LIB_CTX *libctx, KCT_REC *r, const char *name,
+                    const OSSL_PARAM *params)
+{
+    EVP_KDF *kdf = EVP_KDF_fetch(libctx, name, NULL);
+    EVP_KDF_CTX *c = kdf != NULL ? EVP_KDF_CTX_new(kdf) : NULL;
+    unsigned char out[48];
+    int before = fetched_elsewhere, i, ok;
+
+    for (i = 0; i < 2; i++) {
+        ok = c != NULL && EVP_KDF_derive(c, out, sizeof(out), params) > 0;
+        kct_rec_printf(r, "%s %d ", name, ok);
+        kct_rec_hex(r, out, ok ? 8 : 0);
+        kct_rec_errs(r);
+    }
+    kct_rec_printf(r, "  fetched outside the application's context: %d\n",
+                   fetched_elsewhere - before);
+    EVP_KDF_CTX_free(c);
+    EVP_KDF_free(kdf);
+}
+
+/*
+ * A fresh process's KDFs, as a TLS handshake's key schedule runs them:
+ * the digest and MAC fetches of keycache's pass-through KDFs are made in
+ * the application's context, not in keycache's private one, which would
+ * build its own digest store (about 3M instructions a process); a digest
+ * no provider has fails as the default's does.
+ */
+static void p_kdf(OSSL_LIB_CTX *libctx, KCT_REC *r)
+{
+    int mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY;
+    OSSL_PARAM prf[] = {
+        KSTR(OSSL_KDF_PARAM_DIGEST, "SHA256"),
+        KOCT(OSSL_KDF_PARAM_SECRET, key, 32),
+        KOCT(OSSL_KDF_PARAM_SEED, msg, 16),
+        OSSL_PARAM_END
+    }, tls13[] = {
+        OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode),
+        KSTR(OSSL_KDF_PARAM_DIGEST, "SHA384"),
+        KOCT(OSSL_KDF_PARAM_KEY, key, 48),
+        KOCT(OSSL_KDF_PARAM_PREFIX, "tls13 ", 6),
+        KOCT(OSSL_KDF_PARAM_LABEL, "key", 3),
+        KOCT(OSSL_KDF_PARAM_DATA, "", 0),
+        OSSL_PARAM_END
+    }, hkdf[] = {
+        KSTR(OSSL_KDF_PARAM_DIGEST, "SHA256"),
+        KOCT(OSSL_KDF_PARAM_KEY, key, 32),
+        KOCT(OSSL_KDF_PARAM_SALT, msg, 16),
+        OSSL_PARAM_END
+    }, kb_hmac[] = {
+        KSTR(OSSL_KDF_PARAM_MAC, "HMAC"),
+        KSTR(OSSL_KDF_PARAM_DIGEST, "SHA512"),
+        KOCT(OSSL_KDF_PARAM_KEY, key, 32),
+        KOCT(OSSL_KDF_PARAM_SALT, msg, 16),
+        OSSL_PARAM_END
+    }, kb_cmac[] = {
+        KSTR(OSSL_KDF_PARAM_MAC, "CMAC"),
+        KSTR(OSSL_KDF_PARAM_CIPHER, "AES-256-CBC"),
+        KOCT(OSSL_KDF_PARAM_KEY, key, 32),
+        KOCT(OSSL_KDF_PARAM_SALT, msg, 16),
+        OSSL_PARAM_END
+    }, ss_hmac[] = {
+        KSTR(OSSL_KDF_PARAM_MAC, "HMAC"),
+        KSTR(OSSL_KDF_PARAM_DIGEST, "SHA256"),
+        KOCT(OSSL_KDF_PARAM_KEY, key, 32),
+        KOCT(OSSL_KDF_PARAM_SALT, msg, 16),
+        OSSL_PARAM_END
+    }, nope[] = {
+        KSTR(OSSL_KDF_PARAM_DIGEST, "SHA-NOPE"),
+        KOCT(OSSL_KDF_PARAM_KEY, key, 32),
+        OSSL_PARAM_END
+    };
+
+    kdf_out(libctx, r, "TLS1-PRF", prf);
+    kdf_out(libctx, r, "TLS13-KDF", tls13);
+    kdf_out(libctx, r, "HKDF", hkdf);
+    kdf_out(libctx, r, "KBKDF", kb_hmac);
+    kdf_out(libctx, r, "KBKDF", kb_cmac);
+    kdf_out(libctx, r, "SSKDF", ss_hmac);
+    kdf_out(libctx, r, "HKDF", nope);
+}
+
 /*
  * A fresh process's p_past, all rows and then each alone (the first calls
  * of its kind in that process): as the default's, and no row fetches
@@ -841,6 +928,26 @@ static void past_process(const char *id)
     if (strcmp(def, kc) != 0 || getenv("KC_SHOW") != NULL)
         fprintf(stderr, "\n[%s] fresh process:\n--- default\n%s"
                 "--- keycache\n%s", what, def, kc);
+    CU_ASSERT_STRING_EQUAL(def, kc);
+ end:
+    free(def);
+    free(kc);
+}
+
+static void test_kdf_process(void)
+{
+    char *def, *kc;
+    const char *p;
+
+    if (!fresh_pair("kdf", &def, &kc))
+        goto end;
+    for (p = def; (p = strstr(p, "context: ")) != NULL; p += 9)
+        CU_ASSERT_EQUAL(p[9], '0');
+    CU_ASSERT_PTR_NOT_NULL(strstr(def, "TLS1-PRF 1 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(def, "HKDF 0 "));
+    if (strcmp(def, kc) != 0 || getenv("KC_SHOW") != NULL)
+        fprintf(stderr, "\n[kdf] fresh process:\n--- default\n%s"
+                "--- keycache\n%s", def, kc);
     CU_ASSERT_STRING_EQUAL(def, kc);
  end:
     free(def);
@@ -1481,6 +1588,8 @@ static void add_suites(void)
                 test_first_gcm_inside);
     CU_add_test(s, "a fresh process past its first contexts, every row",
                 test_past_process);
+    CU_add_test(s, "a fresh process's KDFs fetch in its own context",
+                test_kdf_process);
     CU_add_test(s, "GMACs past the first run on the default's GCM",
                 test_first_gcm_past);
     CU_add_test(s, "the application's default unloaded, every MAC row",
@@ -1507,13 +1616,16 @@ int main(int argc, char **argv)
         if (strncmp(argv[2], "past-", 5) == 0)
             past_row = argv[2] + 5;
         if (strcmp(argv[2], "cmac") != 0 && strcmp(argv[2], "gmac") != 0
-            && strcmp(argv[2], "past") != 0 && past_row == NULL)
+            && strcmp(argv[2], "kdf") != 0 && strcmp(argv[2], "past") != 0
+            && past_row == NULL)
             return 2;
         ERR_clear_error();
         if (argv[2][0] == 'c')
             p_cmac(NULL, &r);
         else if (argv[2][0] == 'g')
             p_gmac(NULL, &r);
+        else if (argv[2][0] == 'k')
+            p_kdf(NULL, &r);
         else
             p_past(NULL, &r);
         fputs(r.buf != NULL ? r.buf : "", stdout);

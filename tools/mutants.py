@@ -404,6 +404,22 @@ MUTANTS = {
     # passed-through ones) in keycache's private context, whose cipher or
     # digest store a process then builds (test_first's fresh process
     # counts what is fetched outside the application's context)
+    # a pass-through KDF's MAC contexts are cold: never counted, looked up
+    # or admitted (test_internal: counters unchanged by KDFs)
+    "derive-cold-ignored": ("provider/cache/store.c",
+        "    if (deriving != 0)\n        return 1;\n",
+        "    if (0 && deriving != 0)\n        return 1;\n"),
+    # ... also where a pooled wrapper is taken on the fast path (test_internal
+    # warms its thread's cache and pool first)
+    "derive-fast-path-open": ("provider/cache/store.c",
+        "        kc_lite.body->bypass |= KC_BYPASS_DERIVING;\n",
+        "        (void)0;\n"),
+    # KDFs are made in the application's context, not the private one
+    # (test_first: a fresh process's KDFs fetch nothing outside it;
+    # test_hmac_patterns: a KDF over another provider's digest, its errors)
+    "kdf-provctx-private": ("provider/core/passthrough.c",
+        "    return provctx != NULL ? provctx : pctx->inner_provctx;\n",
+        "    return pctx->inner_provctx;\n"),
     "tmac-provctx-private": ("provider/layer/tmpl.c",
         "    if (rec_gen(pctx) != KC_GEN_UNKNOWN\n",
         "    if (0 && rec_gen(pctx) != KC_GEN_UNKNOWN\n"),

@@ -73,6 +73,12 @@ void kc_cache_lost(KC_PROVCTX *pctx, uint64_t *threads, uint64_t *admitted,
 /* the same per algorithm, by[KC_STAT_SLOTS] */
 void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
                               uint64_t *entries);
+/*
+ * Around a pass-through KDF's calls (core/passthrough.c), nested: the MAC
+ * contexts made meanwhile on this thread are cold, keys never counted.
+ */
+void kc_derive_enter(void);
+void kc_derive_leave(void);
 /* a pass-through of alg, in this thread's cache if any (never made here) */
 void kc_count_passthrough(KC_PROVCTX *pctx, const KC_ALG *alg);
 /* Is the entry a lease names still in c and keyed with key?  Constant-time. */

@@ -166,6 +166,10 @@ typedef struct {
 _Static_assert(sizeof(KC_LITE) <= 256, "a thread's record stays small");
 
 static __thread KC_LITE kc_lite __attribute__((tls_model("initial-exec")));
+/* pass-through KDF calls in progress on this thread: kc_derive_enter() */
+static __thread unsigned int deriving
+    __attribute__((tls_model("initial-exec")));
+#define KC_BYPASS_DERIVING 2u
 
 static ossl_inline int is_lite(const KC_CACHE *c)
 {
@@ -1372,6 +1376,29 @@ int kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
 #define KC_WINDOW_MIN_HITS 8
 #define KC_ADMIT_ONE_IN 16
 
+/*
+ * A pass-through KDF's call in progress on this thread (deriving): every
+ * MAC context made in it is cold (cold_in()), so no key OpenSSL
+ * derives is looked up, counted or admitted.  The record's cache gets
+ * KC_BYPASS_DERIVING meanwhile, so that kc_wrapper_take()'s fast path asks
+ * cold_in() too and tests nothing more (no look-up in a derivation can
+ * reset it in window_note(): its contexts are all cold).  A cache made in
+ * a derivation gets it from the next on: a KDF makes each MAC context
+ * before it keys one (the first keying makes a cache), and copies keep
+ * their original's coldness.
+ */
+void kc_derive_enter(void)
+{
+    if (deriving++ == 0 && kc_lite.body != NULL)
+        kc_lite.body->bypass |= KC_BYPASS_DERIVING;
+}
+
+void kc_derive_leave(void)
+{
+    if (--deriving == 0 && kc_lite.body != NULL)
+        kc_lite.body->bypass &= ~KC_BYPASS_DERIVING;
+}
+
 static int bypass_allows(KC_CACHE *c)
 {
     /* filling free slots costs no eviction: only bypass a full cache */
@@ -1385,6 +1412,9 @@ static int bypass_allows(KC_CACHE *c)
 
 static int cold_in(KC_CACHE *c, const KC_ALG *alg)
 {
+    /* (not counted: OpenSSL's own use, as the private default's was) */
+    if (deriving != 0)
+        return 1;
     if (c == NULL || !c->bypass || ++c->cold_skips % KC_COLD_ONE_IN == 0)
         return 0;
     KC_BUMP(c, alg->stat, passthrough);
@@ -1489,7 +1519,7 @@ static KC_NOINLINE void *wrapper_take_slow(KC_PROVCTX *pctx, int kind,
     /* a thread without a cache keeps no pool: it would have to be freed */
     if (c != NULL && is_lite(c)) {
         if (cold != NULL)
-            *cold = 0;
+            *cold = cold_in(NULL, alg);
         return OPENSSL_malloc(size);
     }
     if (cold != NULL)

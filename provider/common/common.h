@@ -289,6 +289,7 @@ struct kc_provctx_st {
     size_t ncipher_wrapped;     /* cipher_algs' rows before pass-through */
     OSSL_ALGORITHM *kdf_algs, *rand_algs, *cipher_pt_algs;
     OSSL_ALGORITHM *skeymgmt_algs;  /* 3.5+, with cipher_pt_algs */
+    EVP_MAC *kdf_pin;           /* the application's default, for KDFs */
 
     /* registry of thread caches, under store.c's registry lock */
     KC_PROVCTX *next_live;

@@ -8,12 +8,22 @@
  * functions taking a provider context need a thunk handing over the
  * inner's; C has no closures, so there is a fixed set of thunk slots, one
  * per algorithm.  Built from the running default at the first query.
+ *
+ * KDFs run in the application's library context instead (kdf_provctx()),
+ * where their digest fetches find the store the application built: in the
+ * private one a process's first TLS handshake built a second, some 3M
+ * instructions.  There their MAC fetches find keycache's, so each call of
+ * theirs runs between kc_derive_enter() and kc_derive_leave(): the MAC
+ * contexts made and keyed in it are cold, their keys never looked up,
+ * counted or admitted (cache/store.c), and admission's origin check stays
+ * behind that as before.
  */
 #include <string.h>
 #include <openssl/core_names.h>
 #include <openssl/provider.h>
 
 #include "core/core.h"
+#include "inner/inner.h"
 
 /*
  * The kinds of function that take a provider context, each a thunk per
@@ -101,6 +111,138 @@ static void (*const thunks[][PT_KINDS])(void) = {
 #define KC_PT_SLOTS (sizeof(thunks) / sizeof(thunks[0]))
 
 /*
+ * A KDF's functions that take its context, each called inside
+ * kc_derive_enter()/leave().  They get no provider context to find the
+ * inner function by, so they take it from kdf_fn, shared by every instance:
+ * the built-in default's KDFs, bound to the same slots in each (bind_kdf()
+ * checks).  X(slot, suffix, kind, type, parameters, arguments); the first
+ * KC_KDF_SLOTS slots, where KDFs are bound first.
+ */
+#define KC_KDF_VALUE_KINDS(X, i, s)                                         \
+    X(i, s, DUPCTX, void *, (void *ctx), (ctx))                             \
+    X(i, s, DERIVE, int, (void *ctx, unsigned char *key, size_t keylen,     \
+                          const OSSL_PARAM params[]),                      \
+      (ctx, key, keylen, params))                                           \
+    X(i, s, GET_CTX_PARAMS, int, (void *ctx, OSSL_PARAM params[]),          \
+      (ctx, params))                                                        \
+    X(i, s, SET_CTX_PARAMS, int, (void *ctx, const OSSL_PARAM params[]),    \
+      (ctx, params))
+#define KC_KDF_VOID_KINDS(X, i, s)                                          \
+    X(i, s, FREECTX, void, (void *ctx), (ctx))                              \
+    X(i, s, RESET, void, (void *ctx), (ctx))
+
+#define KC_KDF_KIND_ENUM(i, s, kind, ...) KDF_##kind,
+enum {
+    KC_KDF_VALUE_KINDS(KC_KDF_KIND_ENUM, 0, 0)
+    KC_KDF_VOID_KINDS(KC_KDF_KIND_ENUM, 0, 0) KDF_NEWCTX, KDF_KINDS
+};
+
+#define KC_KDF_SLOTS 32
+static void (*kdf_fn[KC_KDF_SLOTS][KDF_KINDS])(void);
+
+#define KC_KDF_VALUE_THUNK(i, s, kind, ret, params, args)                   \
+    static ret kdf_##kind##_##s params                                      \
+    {                                                                       \
+        ret r;                                                              \
+                                                                            \
+        kc_derive_enter();                                                  \
+        r = ((ret (*)params)kdf_fn[i][KDF_##kind])args;                     \
+        kc_derive_leave();                                                  \
+        return r;                                                           \
+    }
+#define KC_KDF_VOID_THUNK(i, s, kind, ret, params, args)                    \
+    static void kdf_##kind##_##s params                                     \
+    {                                                                       \
+        kc_derive_enter();                                                  \
+        ((void (*)params)kdf_fn[i][KDF_##kind])args;                        \
+        kc_derive_leave();                                                  \
+    }
+static void *kdf_provctx(KC_PROVCTX *pctx);
+#define KC_KDF_THUNKS(i, s)                                                 \
+    KC_KDF_VALUE_KINDS(KC_KDF_VALUE_THUNK, i, s)                            \
+    KC_KDF_VOID_KINDS(KC_KDF_VOID_THUNK, i, s)                              \
+    static void *kdf_NEWCTX_##s(void *provctx)                              \
+    {                                                                       \
+        void *r;                                                            \
+                                                                            \
+        kc_derive_enter();                                                  \
+        r = ((void *(*)(void *))kdf_fn[i][KDF_NEWCTX])(kdf_provctx(provctx));\
+        kc_derive_leave();                                                  \
+        return r;                                                           \
+    }
+#define KC_KDF_SLOT_LIST(X) KC_PT_16(X, 0) KC_PT_16(X, 1)
+KC_KDF_SLOT_LIST(KC_KDF_THUNKS)
+
+#define KC_KDF_THUNK_FN(i, s, kind, ...) (void (*)(void))kdf_##kind##_##s,
+#define KC_KDF_THUNK_ROW(i, s)                                              \
+    { KC_KDF_VALUE_KINDS(KC_KDF_THUNK_FN, i, s)                             \
+      KC_KDF_VOID_KINDS(KC_KDF_THUNK_FN, i, s)                              \
+      (void (*)(void))kdf_NEWCTX_##s },
+static void (*const kdf_thunks[][KDF_KINDS])(void) = {
+    KC_KDF_SLOT_LIST(KC_KDF_THUNK_ROW)
+};
+
+/* the KDF function ids kdf_thunks serve: any other keeps a KDF private */
+static const signed char kdf_kind[] = {
+    [OSSL_FUNC_KDF_NEWCTX] = KDF_NEWCTX + 1,
+    [OSSL_FUNC_KDF_DUPCTX] = KDF_DUPCTX + 1,
+    [OSSL_FUNC_KDF_FREECTX] = KDF_FREECTX + 1,
+    [OSSL_FUNC_KDF_RESET] = KDF_RESET + 1,
+    [OSSL_FUNC_KDF_DERIVE] = KDF_DERIVE + 1,
+    [OSSL_FUNC_KDF_GET_CTX_PARAMS] = KDF_GET_CTX_PARAMS + 1,
+    [OSSL_FUNC_KDF_SET_CTX_PARAMS] = KDF_SET_CTX_PARAMS + 1,
+    /* the rest take no context, or the provider's: thunks[] as before */
+    [OSSL_FUNC_KDF_GETTABLE_PARAMS] = -1,
+    [OSSL_FUNC_KDF_GETTABLE_CTX_PARAMS] = -1,
+    [OSSL_FUNC_KDF_SETTABLE_CTX_PARAMS] = -1,
+    [OSSL_FUNC_KDF_GET_PARAMS] = -1
+};
+
+/*
+ * The provider context a KDF is made in: the application's built-in
+ * default's (kept by the pin), else the private default's.  Also once the
+ * application unloaded its default, as its own KDFs made before run on.
+ */
+static void *kdf_provctx(KC_PROVCTX *pctx)
+{
+    void *provctx = kc_inner_app_provctx(pctx, &pctx->kdf_pin,
+                                         OSSL_MAC_NAME_HMAC);
+
+    return provctx != NULL ? provctx : pctx->inner_provctx;
+}
+
+/*
+ * Bind KDF |in| to slot |s|'s kdf_thunks in |table|: 0 (nothing written)
+ * if a function of it is not one kdf_thunks serve, or another instance
+ * bound another function to that slot.
+ */
+static int bind_kdf(size_t s, const OSSL_DISPATCH *in, OSSL_DISPATCH *table)
+{
+    void (*none)(void);
+    size_t n;
+    int id, k;
+
+    if (s >= KC_KDF_SLOTS)
+        return 0;
+    for (n = 0; (id = in[n].function_id) != 0; n++)
+        if (id < 0 || (size_t)id >= sizeof(kdf_kind) || kdf_kind[id] == 0)
+            return 0;
+    for (n = 0; in[n].function_id != 0; n++) {
+        if ((k = kdf_kind[in[n].function_id] - 1) < 0)
+            continue;
+        none = NULL;
+        if (!__atomic_compare_exchange_n(&kdf_fn[s][k], &none, in[n].function,
+                                         0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
+            && none != in[n].function)
+            return 0;
+    }
+    for (n = 0; in[n].function_id != 0; n++)
+        if ((k = kdf_kind[in[n].function_id] - 1) >= 0)
+            table[n].function = kdf_thunks[s][k];
+    return 1;
+}
+
+/*
  * Function id -> kind (pt_ids) of one operation, -1: called as is.  0 if
  * an id does not fit: its thunk would be left out, and the inner function
  * given keycache's provider context.
@@ -135,8 +277,9 @@ static size_t table_len(const OSSL_DISPATCH *d)
  * (3.5+ passes some 130 ciphers of ~15 functions each through at the
  * first cipher fetch of a process: a look-up per function).
  */
-static size_t bind_slot(KC_PROVCTX *pctx, size_t s, const OSSL_DISPATCH *in,
-                        OSSL_DISPATCH *table, const signed char *kind)
+static size_t bind_slot(KC_PROVCTX *pctx, int op, size_t s,
+                        const OSSL_DISPATCH *in, OSSL_DISPATCH *table,
+                        const signed char *kind)
 {
     struct kc_pt_st *pt = &pctx->pt[s];
     size_t n;
@@ -153,6 +296,8 @@ static size_t bind_slot(KC_PROVCTX *pctx, size_t s, const OSSL_DISPATCH *in,
         }
     }
     table[n] = in[n];
+    if (op == OSSL_OP_KDF)
+        (void)bind_kdf(s, in, table);
     return n + 1;
 }
 
@@ -208,7 +353,7 @@ static int offer(KC_PROVCTX *pctx, int op, const char *const *want,
             break;
         }
         pctx->pt[pctx->npt].block = pctx->npt == first ? tables : NULL;
-        l = bind_slot(pctx, pctx->npt, a->implementation, tables, kind);
+        l = bind_slot(pctx, op, pctx->npt, a->implementation, tables, kind);
         kc_bind_row(&algs[n++], a, pctx->pt[pctx->npt++].table);
         tables += l;
     }

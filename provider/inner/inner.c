@@ -574,6 +574,8 @@ void kc_inner_stop(KC_PROVCTX *pctx)
     for (i = 0; i < KC_FAM_COUNT; i++)
         if (pctx->fam[i].app_first != KC_APP_NONE)
             EVP_MAC_free(pctx->fam[i].app_first);
+    if (pctx->kdf_pin != KC_APP_NONE)
+        EVP_MAC_free(pctx->kdf_pin);
     free_digests(pctx);
     OSSL_PROVIDER_unload(pctx->deflt);
     pctx->deflt = NULL;
