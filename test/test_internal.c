@@ -16,6 +16,9 @@
  * keycache's HMAC was not used at all: hits, misses, pass-through and
  * entries unchanged.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
 #include <string.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
@@ -490,6 +493,157 @@ static void test_hmac_drbg(void)
 }
 
 /* The application's own HMAC still is keycache's: the control case. */
+/*
+ * Blocks of 4 KiB or more keycache's own code allocates (its threads'
+ * caches: wrappers are far smaller) on threads that set counting_big.
+ * libcrypto's calls to CRYPTO_malloc go through the symbol table.
+ */
+static __thread int counting_big;
+static int big_allocs;
+
+void *CRYPTO_malloc(size_t num, const char *file, int line)
+{
+    static void *(*real)(size_t, const char *, int);
+    Dl_info info_of;
+
+    if (real == NULL)
+        *(void **)&real = dlsym(RTLD_NEXT, "CRYPTO_malloc");
+    if (counting_big && num >= 4096
+        && dladdr(__builtin_return_address(0), &info_of) != 0
+        && info_of.dli_fname != NULL
+        && strstr(info_of.dli_fname, "keycache") != NULL)
+        __atomic_add_fetch(&big_allocs, 1, __ATOMIC_RELAXED);
+    return real != NULL ? real(num, file, line) : NULL;
+}
+
+typedef struct {
+    OSSL_LIB_CTX *libctx;
+    unsigned char first[16], last[16];
+    int ok;
+} REUSE;
+
+/*
+ * A new thread that made and freed two HMAC contexts of its own, then
+ * derives again and again with one TLS1-PRF context, whose every
+ * set_ctx_params frees its MAC context and makes another: once enough
+ * wrappers were freed a cache would pool them, and a MAC context made
+ * after that in the same call must be as cold as the first.
+ */
+static void *reuse_kdf(void *arg)
+{
+    REUSE *u = arg;
+    EVP_KDF *kdf = EVP_KDF_fetch(u->libctx, "TLS1-PRF", NULL);
+    EVP_KDF_CTX *k = kdf != NULL ? EVP_KDF_CTX_new(kdf) : NULL;
+    EVP_MAC *hmac = EVP_MAC_fetch(u->libctx, "HMAC", NULL);
+    OSSL_PARAM p[] = {
+        STR(OSSL_KDF_PARAM_DIGEST, "SHA256"),
+        OCT(OSSL_KDF_PARAM_SECRET, secret, sizeof(secret)),
+        OCT(OSSL_KDF_PARAM_SEED, salt, sizeof(salt)),
+        OSSL_PARAM_END
+    };
+    int i;
+
+    counting_big = 1;
+    for (i = 0; hmac != NULL && i < 2; i++)
+        EVP_MAC_CTX_free(EVP_MAC_CTX_new(hmac));
+    u->ok = k != NULL && hmac != NULL;
+    for (i = 0; u->ok && i < 24; i++)
+        u->ok = EVP_KDF_derive(k, i == 0 ? u->first : u->last, 16, p) == 1;
+    counting_big = 0;
+    EVP_MAC_free(hmac);
+    EVP_KDF_CTX_free(k);
+    EVP_KDF_free(kdf);
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+static void run_reuse(OSSL_LIB_CTX *libctx, REUSE *u)
+{
+    pthread_t t;
+
+    memset(u, 0, sizeof(*u));
+    u->libctx = libctx;
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, reuse_kdf, u) == 0);
+    pthread_join(t, NULL);
+    CU_ASSERT(u->ok);
+}
+
+/*
+ * ... as the default's, counting nothing, and a thread that only derives
+ * makes no cache of keycache's (a TLS worker thread's memory).
+ */
+static void test_kdf_reused(void)
+{
+    REUSE want, got;
+    SNAP before, after;
+    int big;
+
+    run_reuse(kct_default(), &want);
+    snap(&before);
+    big = big_allocs;
+    run_reuse(kct_keycache(), &got);
+    snap(&after);
+    CU_ASSERT(memcmp(want.first, got.first, 16) == 0
+              && memcmp(want.last, got.last, 16) == 0);
+    if (!snap_equal(&before, &after) || big_allocs != big)
+        fprintf(stderr, "\nreused TLS1-PRF: pass-through +%llu, keycache's"
+                " blocks of 4 KiB or more %d\n",
+                (unsigned long long)(after.passthrough - before.passthrough),
+                big_allocs - big);
+    CU_ASSERT(snap_equal(&before, &after));
+    CU_ASSERT_EQUAL(big_allocs, big);
+}
+
+/*
+ * A thread whose record holds a cache of an instance another thread then
+ * unloads (its library context freed), deriving afterwards in another
+ * instance: nothing of the freed cache may be touched (ASan, valgrind).
+ */
+typedef struct {
+    OSSL_LIB_CTX *first, *second;
+    int keyed, freed, entries, ok;
+} UNLOADED;
+
+static void *cache_then_derive(void *arg)
+{
+    static const unsigned char k[32] = "a key of the first instance";
+    UNLOADED *x = arg;
+    unsigned char out[32];
+    size_t n;
+    REUSE u;
+    int i;
+
+    for (i = 0; i < 4; i++)
+        (void)EVP_Q_mac(x->first, "HMAC", NULL, "SHA256", NULL, k, sizeof(k),
+                        info, sizeof(info), out, sizeof(out), &n);
+    x->entries = (int)kct_counter_in(x->first, KEYCACHE_PARAM_ENTRIES);
+    __atomic_store_n(&x->keyed, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&x->freed, __ATOMIC_ACQUIRE))
+        sched_yield();
+    memset(&u, 0, sizeof(u));
+    u.libctx = x->second;
+    (void)reuse_kdf(&u);
+    x->ok = u.ok;
+    return NULL;
+}
+
+static void test_kdf_after_unload(void)
+{
+    UNLOADED x = { kct_keycache_conf(""), kct_keycache(), 0, 0, 0, 0 };
+    pthread_t t;
+
+    CU_ASSERT_FATAL(x.first != NULL);
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, cache_then_derive, &x) == 0);
+    while (!__atomic_load_n(&x.keyed, __ATOMIC_ACQUIRE))
+        sched_yield();
+    OSSL_LIB_CTX_free(x.first);
+    __atomic_store_n(&x.freed, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    /* the thread's record had a cache of the first instance's */
+    CU_ASSERT(x.entries > 0);
+    CU_ASSERT(x.ok);
+}
+
 static void test_app_hmac_still_cached(void)
 {
     unsigned char a[32], b[32];
@@ -516,6 +670,10 @@ static void add_suites(void)
     CU_pSuite s = CU_add_suite("internal HMAC users", NULL, NULL);
 
     CU_add_test(s, "HKDF", test_hkdf);
+    CU_add_test(s, "TLS1-PRF, one context reused on a new thread",
+                test_kdf_reused);
+    CU_add_test(s, "a KDF after another instance's unload",
+                test_kdf_after_unload);
     CU_add_test(s, "TLS13-KDF", test_tls13_kdf);
     CU_add_test(s, "TLS1-PRF", test_tls1_prf);
     CU_add_test(s, "PBKDF2", test_pbkdf2);

@@ -412,8 +412,13 @@ MUTANTS = {
     # ... also where a pooled wrapper is taken on the fast path (test_internal
     # warms its thread's cache and pool first)
     "derive-fast-path-open": ("provider/cache/store.c",
-        "        kc_lite.body->bypass |= KC_BYPASS_DERIVING;\n",
-        "        (void)0;\n"),
+        "        if (c->bypass | deriving)\n",
+        "        if (c->bypass)\n"),
+    # ... and its wrappers' frees make the thread no cache (test_internal:
+    # a thread that only derives)
+    "derive-frees-make-cache": ("provider/cache/store.c",
+        "        c = l->body != NULL || (deriving == 0\n",
+        "        c = l->body != NULL || (1\n"),
     # KDFs are made in the application's context, not the private one
     # (test_first: a fresh process's KDFs fetch nothing outside it;
     # test_hmac_patterns: a KDF over another provider's digest, its errors)

@@ -75,7 +75,8 @@ void kc_cache_counters_by_alg(KC_PROVCTX *pctx, KC_COUNTERS *by,
                               uint64_t *entries);
 /*
  * Around a pass-through KDF's calls (core/passthrough.c), nested: the MAC
- * contexts made meanwhile on this thread are cold, keys never counted.
+ * contexts made meanwhile on this thread are cold, keys never counted, and
+ * their frees make no cache.
  */
 void kc_derive_enter(void);
 void kc_derive_leave(void);

@@ -169,7 +169,6 @@ static __thread KC_LITE kc_lite __attribute__((tls_model("initial-exec")));
 /* pass-through KDF calls in progress on this thread: kc_derive_enter() */
 static __thread unsigned int deriving
     __attribute__((tls_model("initial-exec")));
-#define KC_BYPASS_DERIVING 2u
 
 static ossl_inline int is_lite(const KC_CACHE *c)
 {
@@ -1378,25 +1377,21 @@ int kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
 
 /*
  * A pass-through KDF's call in progress on this thread (deriving): every
- * MAC context made in it is cold (cold_in()), so no key OpenSSL
- * derives is looked up, counted or admitted.  The record's cache gets
- * KC_BYPASS_DERIVING meanwhile, so that kc_wrapper_take()'s fast path asks
- * cold_in() too and tests nothing more (no look-up in a derivation can
- * reset it in window_note(): its contexts are all cold).  A cache made in
- * a derivation gets it from the next on: a KDF makes each MAC context
- * before it keys one (the first keying makes a cache), and copies keep
- * their original's coldness.
+ * MAC context made in it is cold (cold_in(), kc_wrapper_take()), and a
+ * copy keeps its original's coldness, so no key OpenSSL derives is looked
+ * up, counted or admitted; nor do its wrappers' frees make the thread a
+ * cache to pool them in (wrapper_free_slow()).  A thread-local count, not
+ * a mark on the thread's cache: one may be made in the call, or freed by
+ * another thread's unload of its instance.
  */
 void kc_derive_enter(void)
 {
-    if (deriving++ == 0 && kc_lite.body != NULL)
-        kc_lite.body->bypass |= KC_BYPASS_DERIVING;
+    deriving++;
 }
 
 void kc_derive_leave(void)
 {
-    if (--deriving == 0 && kc_lite.body != NULL)
-        kc_lite.body->bypass &= ~KC_BYPASS_DERIVING;
+    deriving--;
 }
 
 static int bypass_allows(KC_CACHE *c)
@@ -1553,7 +1548,7 @@ void *kc_wrapper_take(KC_PROVCTX *pctx, int kind, size_t size,
     if (cp != NULL)
         *cp = c;
     if (cold != NULL) {
-        if (c->bypass)
+        if (c->bypass | deriving)
             return pool_take_cold(c, kind, alg, cold);
         *cold = 0;
     }
@@ -1598,8 +1593,9 @@ static KC_NOINLINE void wrapper_free_slow(KC_CACHE *c, int kind, void *p,
         KC_LITE *l = as_lite(c);
 
         /* pooled by the thread's cache, made at the KC_LITE_FREES-th */
-        c = l->body != NULL || ++l->frees >= KC_LITE_FREES ? lite_body(l)
-                                                             : NULL;
+        c = l->body != NULL || (deriving == 0
+                                && ++l->frees >= KC_LITE_FREES) ? lite_body(l)
+                                                                : NULL;
     }
     if (c == NULL || c->npool[kind] == KC_POOL_MAX) {
         wipe_free(p, size);
