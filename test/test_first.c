@@ -843,6 +843,21 @@ static void kdf_out(OSSL_LIB_CTX *libctx, KCT_REC *r, const char *name,
     EVP_KDF_free(kdf);
 }
 
+/* a KDF over a MAC: its name, the MAC's digest or cipher, a key and salt */
+static void mac_kdf_out(OSSL_LIB_CTX *libctx, KCT_REC *r, const char *kdf,
+                        const char *mac, const char *what, const char *alg)
+{
+    OSSL_PARAM p[] = {
+        KSTR(OSSL_KDF_PARAM_MAC, mac),
+        KSTR(what, alg),
+        KOCT(OSSL_KDF_PARAM_KEY, key, 32),
+        KOCT(OSSL_KDF_PARAM_SALT, msg, 16),
+        OSSL_PARAM_END
+    };
+
+    kdf_out(libctx, r, kdf, p);
+}
+
 /*
  * A fresh process's KDFs, as a TLS handshake's key schedule runs them:
  * the digest and MAC fetches of keycache's pass-through KDFs are made in
@@ -871,24 +886,6 @@ static void p_kdf(OSSL_LIB_CTX *libctx, KCT_REC *r)
         KOCT(OSSL_KDF_PARAM_KEY, key, 32),
         KOCT(OSSL_KDF_PARAM_SALT, msg, 16),
         OSSL_PARAM_END
-    }, kb_hmac[] = {
-        KSTR(OSSL_KDF_PARAM_MAC, "HMAC"),
-        KSTR(OSSL_KDF_PARAM_DIGEST, "SHA512"),
-        KOCT(OSSL_KDF_PARAM_KEY, key, 32),
-        KOCT(OSSL_KDF_PARAM_SALT, msg, 16),
-        OSSL_PARAM_END
-    }, kb_cmac[] = {
-        KSTR(OSSL_KDF_PARAM_MAC, "CMAC"),
-        KSTR(OSSL_KDF_PARAM_CIPHER, "AES-256-CBC"),
-        KOCT(OSSL_KDF_PARAM_KEY, key, 32),
-        KOCT(OSSL_KDF_PARAM_SALT, msg, 16),
-        OSSL_PARAM_END
-    }, ss_hmac[] = {
-        KSTR(OSSL_KDF_PARAM_MAC, "HMAC"),
-        KSTR(OSSL_KDF_PARAM_DIGEST, "SHA256"),
-        KOCT(OSSL_KDF_PARAM_KEY, key, 32),
-        KOCT(OSSL_KDF_PARAM_SALT, msg, 16),
-        OSSL_PARAM_END
     }, nope[] = {
         KSTR(OSSL_KDF_PARAM_DIGEST, "SHA-NOPE"),
         KOCT(OSSL_KDF_PARAM_KEY, key, 32),
@@ -898,9 +895,10 @@ static void p_kdf(OSSL_LIB_CTX *libctx, KCT_REC *r)
     kdf_out(libctx, r, "TLS1-PRF", prf);
     kdf_out(libctx, r, "TLS13-KDF", tls13);
     kdf_out(libctx, r, "HKDF", hkdf);
-    kdf_out(libctx, r, "KBKDF", kb_hmac);
-    kdf_out(libctx, r, "KBKDF", kb_cmac);
-    kdf_out(libctx, r, "SSKDF", ss_hmac);
+    mac_kdf_out(libctx, r, "KBKDF", "HMAC", OSSL_KDF_PARAM_DIGEST, "SHA512");
+    mac_kdf_out(libctx, r, "KBKDF", "CMAC", OSSL_KDF_PARAM_CIPHER,
+                "AES-256-CBC");
+    mac_kdf_out(libctx, r, "SSKDF", "HMAC", OSSL_KDF_PARAM_DIGEST, "SHA256");
     kdf_out(libctx, r, "HKDF", nope);
 }
 
