@@ -114,15 +114,16 @@ Where the losses come from:
   of library context, `newkey-gmac` on 4.0 1.0100x -> 1.0114x (not met,
   bounded at that).
 - `proc-tls-handshake`: one TLS 1.3 connection, both ends in the
-  process (1.16x / 1.13x / 1.14x on 3.0 / 3.5 / 4.0; `kcpatterns` links
-  libssl, as `openssl` does, so every `proc-*` process loads it).  The KDFs and HMAC-DRBG keycache offers are pass-throughs in
-  its private library context, so that no key OpenSSL derives can reach
-  keycache's HMAC, whatever the query (docs/keys.md); the first
-  handshake's key schedule fetches its digest there and builds that
-  context's namemap and digest store, some 3M instructions on 3.0 of the
-  row's extra (`--profiles DIR proc-tls-handshake`: `EVP_KDF_derive`).
-  Open: moving the KDFs to the application's context would send their
-  HMACs to keycache's origin check alone.
+  process (`kcpatterns` links libssl, as `openssl` does, so every
+  `proc-*` process loads it): keycache's start and, at the first fetch of
+  each kind, the stores' construction with keycache's algorithms beside
+  the default's.  The KDFs keycache offers (pass-throughs, so that no key
+  OpenSSL derives reaches its cache, docs/keys.md) are made in the
+  application's library context, their MAC contexts cold for the call's
+  duration (`kc_derive_enter()`); before, they ran in keycache's private
+  one, whose digest store the first handshake's key schedule built:
+  1.16x / 1.13x / 1.14x on 3.0 / 3.5 / 4.0 then (`--profiles DIR
+  proc-tls-handshake`: `EVP_KDF_derive` -> `EVP_MD_fetch`).
 - On 3.5+ a cipher keycache offers means every default cipher passed
   through (`EVP_SKEY`), built beside the default's at the first cipher
   fetch (`first-gcm` 1.35x): so `auto` offers no cipher and no CMAC
