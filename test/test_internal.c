@@ -518,51 +518,72 @@ void *CRYPTO_malloc(size_t num, const char *file, int line)
 
 typedef struct {
     OSSL_LIB_CTX *libctx;
+    OSSL_LIB_CTX *other;        /* a keycache instance used first, or NULL */
+    int cmac;                   /* KBKDF with CMAC, else TLS1-PRF */
     unsigned char first[16], last[16];
     int ok;
 } REUSE;
 
 /*
- * A new thread that made and freed two HMAC contexts of its own, then
- * derives again and again with one TLS1-PRF context, whose every
- * set_ctx_params frees its MAC context and makes another: once enough
- * wrappers were freed a cache would pool them, and a MAC context made
- * after that in the same call must be as cold as the first.
+ * A new thread that used another instance first (so that its record is
+ * that one's) or made and freed two MAC contexts of its own, then derives
+ * again and again with one KDF context: TLS1-PRF, whose every
+ * set_ctx_params frees its HMAC context and makes another (enough freed
+ * wrappers would make the thread a cache to pool them in, and a context
+ * made after that in the same call must be as cold as the first), or
+ * KBKDF with CMAC (whose cipher name CMAC remembers in a cache).
  */
 static void *reuse_kdf(void *arg)
 {
+    static const unsigned char k16[16] = "sixteen byte key";
     REUSE *u = arg;
-    EVP_KDF *kdf = EVP_KDF_fetch(u->libctx, "TLS1-PRF", NULL);
+    EVP_KDF *kdf = EVP_KDF_fetch(u->libctx, u->cmac ? "KBKDF" : "TLS1-PRF",
+                                 NULL);
     EVP_KDF_CTX *k = kdf != NULL ? EVP_KDF_CTX_new(kdf) : NULL;
-    EVP_MAC *hmac = EVP_MAC_fetch(u->libctx, "HMAC", NULL);
-    OSSL_PARAM p[] = {
+    EVP_MAC *mac = EVP_MAC_fetch(u->libctx, u->cmac ? "CMAC" : "HMAC", NULL);
+    OSSL_PARAM prf[] = {
         STR(OSSL_KDF_PARAM_DIGEST, "SHA256"),
         OCT(OSSL_KDF_PARAM_SECRET, secret, sizeof(secret)),
         OCT(OSSL_KDF_PARAM_SEED, salt, sizeof(salt)),
         OSSL_PARAM_END
+    }, kb[] = {
+        STR(OSSL_KDF_PARAM_MAC, "CMAC"),
+        STR(OSSL_KDF_PARAM_CIPHER, "AES-128-CBC"),
+        OCT(OSSL_KDF_PARAM_KEY, k16, sizeof(k16)),
+        OCT(OSSL_KDF_PARAM_SALT, salt, sizeof(salt)),
+        OSSL_PARAM_END
     };
+    unsigned char out[32];
+    size_t n;
     int i;
 
+    if (u->other != NULL)
+        (void)EVP_Q_mac(u->other, "HMAC", NULL, "SHA256", NULL, k16,
+                        sizeof(k16), info, sizeof(info), out, sizeof(out), &n);
     counting_big = 1;
-    for (i = 0; hmac != NULL && i < 2; i++)
-        EVP_MAC_CTX_free(EVP_MAC_CTX_new(hmac));
-    u->ok = k != NULL && hmac != NULL;
+    for (i = 0; u->other == NULL && mac != NULL && i < 2; i++)
+        EVP_MAC_CTX_free(EVP_MAC_CTX_new(mac));
+    u->ok = k != NULL && mac != NULL;
     for (i = 0; u->ok && i < 24; i++)
-        u->ok = EVP_KDF_derive(k, i == 0 ? u->first : u->last, 16, p) == 1;
+        u->ok = EVP_KDF_derive(k, i == 0 ? u->first : u->last, 16,
+                               u->cmac ? kb : prf) == 1;
     counting_big = 0;
-    EVP_MAC_free(hmac);
+    EVP_MAC_free(mac);
     EVP_KDF_CTX_free(k);
     EVP_KDF_free(kdf);
     OPENSSL_thread_stop();
     return NULL;
 }
 
-static void run_reuse(OSSL_LIB_CTX *libctx, REUSE *u)
+static void run_reuse(OSSL_LIB_CTX *libctx, OSSL_LIB_CTX *other, int cmac,
+                      REUSE *u)
 {
     pthread_t t;
 
     memset(u, 0, sizeof(*u));
     u->libctx = libctx;
+    u->other = other;
+    u->cmac = cmac;
     CU_ASSERT_FATAL(pthread_create(&t, NULL, reuse_kdf, u) == 0);
     pthread_join(t, NULL);
     CU_ASSERT(u->ok);
@@ -574,24 +595,33 @@ static void run_reuse(OSSL_LIB_CTX *libctx, REUSE *u)
  */
 static void test_kdf_reused(void)
 {
+    static const char *const what[] = {
+        "TLS1-PRF", "KBKDF (CMAC)", "TLS1-PRF, another instance's record"
+    };
+    OSSL_LIB_CTX *other = kct_keycache_conf("");
     REUSE want, got;
     SNAP before, after;
-    int big;
+    int big, run;
 
-    run_reuse(kct_default(), &want);
-    snap(&before);
-    big = big_allocs;
-    run_reuse(kct_keycache(), &got);
-    snap(&after);
-    CU_ASSERT(memcmp(want.first, got.first, 16) == 0
-              && memcmp(want.last, got.last, 16) == 0);
-    if (!snap_equal(&before, &after) || big_allocs != big)
-        fprintf(stderr, "\nreused TLS1-PRF: pass-through +%llu, keycache's"
-                " blocks of 4 KiB or more %d\n",
-                (unsigned long long)(after.passthrough - before.passthrough),
-                big_allocs - big);
-    CU_ASSERT(snap_equal(&before, &after));
-    CU_ASSERT_EQUAL(big_allocs, big);
+    CU_ASSERT_FATAL(other != NULL);
+    for (run = 0; run < 3; run++) {
+        run_reuse(kct_default(), NULL, run == 1, &want);
+        snap(&before);
+        big = big_allocs;
+        run_reuse(kct_keycache(), run == 2 ? other : NULL, run == 1, &got);
+        snap(&after);
+        CU_ASSERT(memcmp(want.first, got.first, 16) == 0
+                  && memcmp(want.last, got.last, 16) == 0);
+        if (!snap_equal(&before, &after) || big_allocs != big)
+            fprintf(stderr, "\n%s reused: pass-through +%llu, keycache's"
+                    " blocks of 4 KiB or more %d\n", what[run],
+                    (unsigned long long)(after.passthrough
+                                         - before.passthrough),
+                    big_allocs - big);
+        CU_ASSERT(snap_equal(&before, &after));
+        CU_ASSERT_EQUAL(big_allocs, big);
+    }
+    OSSL_LIB_CTX_free(other);
 }
 
 /*

@@ -414,11 +414,11 @@ MUTANTS = {
     "derive-fast-path-open": ("provider/cache/store.c",
         "        if (c->bypass | deriving)\n",
         "        if (c->bypass)\n"),
-    # ... and its wrappers' frees make the thread no cache (test_internal:
-    # a thread that only derives)
-    "derive-frees-make-cache": ("provider/cache/store.c",
-        "        c = l->body != NULL || (deriving == 0\n",
-        "        c = l->body != NULL || (1\n"),
+    # ... and nothing it does makes the thread a cache (test_internal: a
+    # thread that only derives, with HMAC, CMAC, or another instance's record)
+    "derive-makes-cache": ("provider/cache/store.c",
+        "    if (deriving != 0)\n        return NULL;\n",
+        "    if (0 && deriving != 0)\n        return NULL;\n"),
     # KDFs are made in the application's context, not the private one
     # (test_first: a fresh process's KDFs fetch nothing outside it;
     # test_hmac_patterns: a KDF over another provider's digest, its errors)

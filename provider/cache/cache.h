@@ -94,6 +94,8 @@ int kc_key_equal(const unsigned char *a, const unsigned char *b, size_t n);
  * child)?  Counts this call as one.  Always no on a thread without a cache.
  */
 int kc_cache_missed_before(KC_CACHE *c, const KC_ALG *alg);
+/* Can c keep what kc_cache_aux_put() gives it (a thread with a cache)? */
+int kc_cache_keeps(KC_CACHE *c);
 /*
  * The default properties' generation now (c: a thread's cache or record):
  * an answer worked out across a change is not kept.

@@ -935,6 +935,9 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
     KC_CACHE *c;
     unsigned int k;
 
+    /* nothing a KDF's call does is worth a cache (kc_derive_enter()) */
+    if (deriving != 0)
+        return NULL;
     fork_arm();
     pthread_once(&reap_once, reap_key_make);
     if ((c = cache_new(pctx)) == NULL)
@@ -1379,10 +1382,10 @@ int kc_cache_rec_put(KC_CACHE *c, const void *owner, uint64_t hash,
  * A pass-through KDF's call in progress on this thread (deriving): every
  * MAC context made in it is cold (cold_in(), kc_wrapper_take()), and a
  * copy keeps its original's coldness, so no key OpenSSL derives is looked
- * up, counted or admitted; nor do its wrappers' frees make the thread a
- * cache to pool them in (wrapper_free_slow()).  A thread-local count, not
- * a mark on the thread's cache: one may be made in the call, or freed by
- * another thread's unload of its instance.
+ * up, counted or admitted; nor is a cache made for anything it does
+ * (cache_create(): its wrappers' frees, CMAC's memo).  A thread-local
+ * count, not a mark on the thread's cache, which another thread's unload
+ * of its instance may free.
  */
 void kc_derive_enter(void)
 {
@@ -1593,9 +1596,8 @@ static KC_NOINLINE void wrapper_free_slow(KC_CACHE *c, int kind, void *p,
         KC_LITE *l = as_lite(c);
 
         /* pooled by the thread's cache, made at the KC_LITE_FREES-th */
-        c = l->body != NULL || (deriving == 0
-                                && ++l->frees >= KC_LITE_FREES) ? lite_body(l)
-                                                                : NULL;
+        c = l->body != NULL || ++l->frees >= KC_LITE_FREES ? lite_body(l)
+                                                             : NULL;
     }
     if (c == NULL || c->npool[kind] == KC_POOL_MAX) {
         wipe_free(p, size);
@@ -1636,6 +1638,11 @@ void kc_wrapper_free(KC_PROVCTX *pctx, int kind, void *p, size_t size)
 }
 
 _Static_assert(KC_STAT_SLOTS <= 32, "KC_CACHE.missed has a bit per slot");
+
+int kc_cache_keeps(KC_CACHE *c)
+{
+    return !is_lite(c) || as_lite(c)->body != NULL;
+}
 
 int kc_cache_missed_before(KC_CACHE *c, const KC_ALG *alg)
 {

@@ -710,7 +710,8 @@ static KC_NOINLINE int setkey_cold(KC_HMAC_CTX *w, const unsigned char *key,
         free_inner(w);
         w->inner = NULL;
     }
-    return key_missed(w, c, key, keylen, 1);
+    /* a thread without a cache keeps no base to copy (a KDF's, deriving) */
+    return key_missed(w, c, key, keylen, kc_cache_keeps(c));
 }
 
 /*
