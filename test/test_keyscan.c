@@ -219,14 +219,17 @@ static void test_eviction(void)
 }
 
 /*
- * idle_ttl = 1: every registry row's entry for one key, then a sleep past
+ * idle_ttl = 2: every registry row's entry for one key, then a sleep past
  * the limit and one HMAC with another key on this (the owning) thread:
- * the sweep leaves no copy of the key in any family's entry.
+ * the sweep leaves no copy of the key in any family's entry.  (Entries
+ * age in whole seconds of time(): one used just before a second ends is
+ * a second old just after, so idle_ttl = 1 could sweep an entry while the
+ * rows are still being used, where a sanitizer slows them.)
  */
 static void test_idle_sweep(void)
 {
-    static const struct timespec idle = { 2, 500000000L };
-    OSSL_LIB_CTX *ctx = kct_keycache_conf("idle_ttl = 1\n");
+    static const struct timespec idle = { 3, 500000000L };
+    OSSL_LIB_CTX *ctx = kct_keycache_conf("idle_ttl = 2\n");
     unsigned char other[KEYLEN];
     int bad = 0;
 
