@@ -746,43 +746,116 @@ static int tls_pump(SSL *a, SSL *b)
     return 0;
 }
 
-static int op_tls(const ROW *r, long i)
+/* a client and a server SSL_CTX, at one TLS version (0: any) */
+static int tls_ctxs(SSL_CTX **cctx, SSL_CTX **sctx, int version)
 {
-    BIO *pem = BIO_new_mem_buf(tls_pem, -1), *cb = NULL, *sb = NULL;
+    BIO *pem = BIO_new_mem_buf(tls_pem, -1);
     EVP_PKEY *pkey = pem != NULL ? PEM_read_bio_PrivateKey(pem, NULL, NULL,
                                                            NULL) : NULL;
     X509 *cert = pem != NULL ? PEM_read_bio_X509(pem, NULL, NULL, NULL)
                              : NULL;
-    SSL_CTX *cctx = SSL_CTX_new(TLS_client_method());
-    SSL_CTX *sctx = SSL_CTX_new(TLS_server_method());
-    SSL *c = NULL, *s = NULL;
-    unsigned char byte = 0x2a, got = 0;
-    int ok = 0, n, rounds;
+    int ok;
 
-    if (pkey == NULL || cert == NULL || cctx == NULL || sctx == NULL
-        || !SSL_CTX_use_certificate(sctx, cert)
-        || !SSL_CTX_use_PrivateKey(sctx, pkey)
-        || (c = SSL_new(cctx)) == NULL || (s = SSL_new(sctx)) == NULL
-        || !BIO_new_bio_pair(&cb, 0, &sb, 0))
-        goto end;
-    SSL_set_bio(c, cb, cb);
-    SSL_set_bio(s, sb, sb);
-    SSL_set_connect_state(c);
-    SSL_set_accept_state(s);
-    for (rounds = 0, n = 0; n == 0 && rounds < 16; rounds++)
-        n = tls_pump(c, s);
-    ok = n == 1 && SSL_write(c, &byte, 1) == 1 && SSL_read(s, &got, 1) == 1
-         && got == byte && SSL_write(s, &byte, 1) == 1
-         && SSL_read(c, &got, 1) == 1;
- end:
-    SSL_free(c);
-    SSL_free(s);
-    SSL_CTX_free(cctx);
-    SSL_CTX_free(sctx);
+    *cctx = SSL_CTX_new(TLS_client_method());
+    *sctx = SSL_CTX_new(TLS_server_method());
+    ok = pkey != NULL && cert != NULL && *cctx != NULL && *sctx != NULL
+         && SSL_CTX_use_certificate(*sctx, cert)
+         && SSL_CTX_use_PrivateKey(*sctx, pkey)
+         && (version == 0
+             || (SSL_CTX_set_min_proto_version(*cctx, version)
+                 && SSL_CTX_set_max_proto_version(*cctx, version)));
     X509_free(cert);
     EVP_PKEY_free(pkey);
     BIO_free(pem);
     return ok;
+}
+
+/* a connection between the two, handshake done */
+static int tls_connect(SSL_CTX *cctx, SSL_CTX *sctx, SSL **c, SSL **s)
+{
+    BIO *cb = NULL, *sb = NULL;
+    int n = 0, rounds;
+
+    if ((*c = SSL_new(cctx)) == NULL || (*s = SSL_new(sctx)) == NULL
+        || !BIO_new_bio_pair(&cb, 0, &sb, 0))
+        return 0;
+    SSL_set_bio(*c, cb, cb);
+    SSL_set_bio(*s, sb, sb);
+    SSL_set_connect_state(*c);
+    SSL_set_accept_state(*s);
+    for (rounds = 0; n == 0 && rounds < 16; rounds++)
+        n = tls_pump(*c, *s);
+    return n == 1;
+}
+
+/* |len| bytes of msg from a to b */
+static int tls_send(SSL *a, SSL *b, size_t len)
+{
+    return SSL_write(a, msg, (int)len) == (int)len
+           && SSL_read(b, out, (int)len) == (int)len
+           && memcmp(out, msg, len) == 0;
+}
+
+static int op_tls(const ROW *r, long i)
+{
+    SSL_CTX *cctx = NULL, *sctx = NULL;
+    SSL *c = NULL, *s = NULL;
+    int ok = tls_ctxs(&cctx, &sctx, 0) && tls_connect(cctx, sctx, &c, &s)
+             && tls_send(c, s, 1) && tls_send(s, c, 1);
+
+    SSL_free(c);
+    SSL_free(s);
+    SSL_CTX_free(cctx);
+    SSL_CTX_free(sctx);
+    return ok;
+}
+
+/* a server's (and its clients') steady state: SSL_CTXs kept */
+static SSL_CTX *tls_cctx, *tls_sctx;
+static SSL *tls_c, *tls_s;
+
+static int tls_kept(const ROW *r, long i)
+{
+    return tls_ctxs(&tls_cctx, &tls_sctx, r->arg);
+}
+
+/*
+ * The same without session tickets or a session cache: every HMAC the
+ * thread computes is then one of a KDF's (the key schedule's)
+ */
+static int tls_kept_no_tickets(const ROW *r, long i)
+{
+    if (!tls_kept(r, i))
+        return 0;
+    SSL_CTX_set_options(tls_sctx, SSL_OP_NO_TICKET);
+    SSL_CTX_set_options(tls_cctx, SSL_OP_NO_TICKET);
+    SSL_CTX_set_session_cache_mode(tls_sctx, SSL_SESS_CACHE_OFF);
+    SSL_CTX_set_session_cache_mode(tls_cctx, SSL_SESS_CACHE_OFF);
+    return 1;
+}
+
+/* one full handshake (no resumption) and a 32-byte request and response */
+static int op_tls_handshake(const ROW *r, long i)
+{
+    SSL *c = NULL, *s = NULL;
+    int ok = tls_connect(tls_cctx, tls_sctx, &c, &s)
+             && tls_send(c, s, 32) && tls_send(s, c, 32);
+
+    SSL_free(c);
+    SSL_free(s);
+    return ok;
+}
+
+static int tls_conn_kept(const ROW *r, long i)
+{
+    return tls_ctxs(&tls_cctx, &tls_sctx, TLS1_3_VERSION)
+           && tls_connect(tls_cctx, tls_sctx, &tls_c, &tls_s);
+}
+
+/* one connection kept: a 1400-byte record each way */
+static int op_tls_records(const ROW *r, long i)
+{
+    return tls_send(tls_c, tls_s, 1400) && tls_send(tls_s, tls_c, 1400);
 }
 
 /*
@@ -889,6 +962,17 @@ static const ROW rows[] = {
     { "proc-tls-handshake", K_PROC, NULL, op_tls, 0, 1, 0,
       "a process making one TLS 1.3 connection, both ends in memory: curl, "
       "git, package managers, health checks" },
+    { "tls13-handshake", K_OPS, tls_kept, op_tls_handshake, 10, 20,
+      TLS1_3_VERSION, "a TLS 1.3 server and its clients, full handshakes "
+      "(ECDHE, ECDSA P-256, HKDF key schedule, session tickets): nginx, "
+      "HAProxy, Postfix, curl against them" },
+    { "tls12-handshake", K_OPS, tls_kept_no_tickets, op_tls_handshake, 10,
+      20, TLS1_2_VERSION, "the same at TLS 1.2 (TLS1-PRF over HMAC), "
+      "without session tickets or cache: older clients, internal services "
+      "pinned to 1.2, servers that turn resumption off" },
+    { "tls13-records", K_OPS, tls_conn_kept, op_tls_records, 10, 200, 0,
+      "one TLS 1.3 connection kept, a 1400-byte record each way per op: "
+      "bulk transfer, proxies, database connections" },
     { "first-hmac", K_FIRST, NULL, op_qhmac, 0, 1, 0,
       "a fresh process's first HMAC (EVP_Q_mac): every short-lived client" },
     { "first-cmac", K_FIRST, NULL, op_qcmac, 0, 1, 0,
