@@ -734,7 +734,7 @@ static int check_unknown_keys(KC_PROVCTX *pctx,
 /* The provider's section: every problem is raised, so one start names all. */
 int kc_conf_read(KC_PROVCTX *pctx, OSSL_FUNC_core_get_params_fn *get)
 {
-    /* the registry's configuration keys, each once: the row that has it first */
+    /* the registry's configuration keys, each once: the first row's */
     int keyrow[KC_REGISTRY_ROWS];
     char *val[KC_REGISTRY_ROWS] = { NULL };
     char *size = NULL, *ttl = NULL, *admit = NULL;

@@ -999,8 +999,8 @@ static int names_twice(const OSSL_PARAM params[])
 static KC_NOINLINE int pt_set_digest(KC_HMAC_CTX *w, const OSSL_PARAM params[],
                                      const OSSL_PARAM *dig)
 {
-    const OSSL_PARAM *props = OSSL_PARAM_locate_const(params,
-                                                      OSSL_MAC_PARAM_PROPERTIES);
+    const OSSL_PARAM *props =
+        OSSL_PARAM_locate_const(params, OSSL_MAC_PARAM_PROPERTIES);
     EVP_MD *md;
     int ok;
 

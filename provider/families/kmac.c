@@ -283,7 +283,8 @@ static int kmac_set_ctx_params(void *vk, const OSSL_PARAM params[])
 {
     KC_KMAC_CTX *k = vk;
 
-    if (params == NULL ? kc_quirk(k->f->quirks, KC_Q_NULL_SET_OK) : set_plain(k, params))
+    if (params == NULL ? kc_quirk(k->f->quirks, KC_Q_NULL_SET_OK)
+                       : set_plain(k, params))
         return 1;
     return set_other(k, params);
 }

@@ -58,7 +58,8 @@ static void dbl(unsigned char b[SIV_BLOCK])
 
     for (i = 0; i < SIV_BLOCK - 1; i++)
         b[i] = (unsigned char)((b[i] << 1) | (b[i + 1] >> 7));
-    b[SIV_BLOCK - 1] = (unsigned char)((b[SIV_BLOCK - 1] << 1) ^ (carry & 0x87));
+    b[SIV_BLOCK - 1] =
+        (unsigned char)((b[SIV_BLOCK - 1] << 1) ^ (carry & 0x87));
 }
 
 static void xor_block(unsigned char *x, const unsigned char *y)

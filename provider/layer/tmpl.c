@@ -110,26 +110,16 @@ int kc_trec_replay(const unsigned char *rec, size_t len, const KC_MAC_FNS *m,
     return kc_trec_replay_calls(rec, 0, len, mac_call, m, ctx);
 }
 
-static const OSSL_PARAM *to_default(const KC_TMAC_CTX *w,
-                                    const OSSL_PARAM params[],
-                                    OSSL_PARAM *buf, size_t cap);
+static int nested_set(const KC_TMAC_CTX *w, void *ctx,
+                      const OSSL_PARAM params[]);
 
-/* The same where calls ask for the default's cipher (to_default()). */
+/* The same where calls ask for the default's cipher (nested_set()). */
 static int nested_call(const void *vw, void *ctx, const KC_TITEM *call,
                        OSSL_PARAM *p, size_t n)
 {
-    const KC_TMAC_CTX *w = vw;
-    OSSL_PARAM b[KC_TCALL_MAX + 2];
-    const OSSL_PARAM *q;
-    int ok;
-
     (void)call;
     p[n] = OSSL_PARAM_construct_end();
-    q = to_default(w, p, b, KC_TCALL_MAX + 2);
-    ok = w->f->mac.set_ctx_params(ctx, q);
-    if (q != p && q != b)
-        OPENSSL_free((void *)q);
-    return ok;
+    return nested_set(vw, ctx, p);
 }
 
 /* Replay the record's calls in [from, to) onto a default context. */
@@ -892,10 +882,10 @@ static void *app_first_inner(const KC_TMAC_CTX *w)
  * A thread's base for a family's cold contexts (KC_TDESC.base: CMAC, GMAC,
  * KMAC): a default context (deflt_new()) given the thread's last cold
  * shape and, where the default copies no unkeyed context (KC_BASE_KEYED:
- * CMAC, KMAC), keyed with zeros at the first key of a length.  A cold context of that
- * shape copies it and keys the copy, instead of fetching the cipher (or
- * KMAC's digest) again, some 2,500 instructions, into new contexts on
- * every miss.  No key material.  Only where a shape's cipher is the
+ * CMAC, KMAC), keyed with zeros at the first key of a length.  A cold
+ * context of that shape copies it and keys the copy, instead of fetching
+ * the cipher (or KMAC's digest) again, some 2,500 instructions, into new
+ * contexts on every miss.  No key material.  Only where a shape's cipher is the
  * built-in default's in the application's context too (needs_app()),
  * under the default properties it was made with; kept in the thread's
  * cache, so a thread without one makes none.
