@@ -367,6 +367,21 @@ void kct_err_mask_libctx(char *err)
     memcpy(data, mask, strlen(mask));
 }
 
+void kct_err_mask_name_id(char *err)
+{
+    char *at = strstr(err, "Algorithm ("), *num, *end;
+
+    if (at == NULL || (num = strstr(at, " : ")) == NULL)
+        return;
+    num += 3;
+    for (end = num; *end >= '0' && *end <= '9'; end++)
+        continue;
+    if (end == num || *end != ')')
+        return;
+    *num = '#';
+    memmove(num + 1, end, strlen(end) + 1);
+}
+
 static int hexval(int c)
 {
     if (c >= '0' && c <= '9')
@@ -514,6 +529,8 @@ void kct_rec_errs(KCT_REC *r)
     while (kct_err_next(err, sizeof(err)) != 0) {
         if (r->mask_libctx)
             kct_err_mask_libctx(err);
+        if (r->mask_name_id)
+            kct_err_mask_name_id(err);
         kct_rec_printf(r, " err=%s", err);
     }
     kct_rec_printf(r, "\n");

@@ -134,6 +134,14 @@ unsigned long kct_err_next(char *buf, size_t size);
 void kct_err_mask_libctx(char *err);
 
 /*
+ * In such a description, replace the number a failed fetch's data gives
+ * its algorithm's name ("Algorithm (KECCAK-KMAC-128 : 178)") by "#": each
+ * library context numbers the names it meets in its own order, so the
+ * reference's and keycache's differ where the two run in two contexts.
+ */
+void kct_err_mask_name_id(char *err);
+
+/*
  * Transcripts for differential pattern tests.  A pattern drives an API and
  * writes everything observable (return values, sizes, output bytes, the
  * errors each call left) into a KCT_REC; it runs once on kct_default() and
@@ -143,6 +151,7 @@ typedef struct {
     char *buf;                  /* NUL-terminated text, NULL while empty */
     size_t len, cap;
     int mask_libctx;            /* kct_rec_errs: kct_err_mask_libctx() */
+    int mask_name_id;           /* kct_rec_errs: kct_err_mask_name_id() */
     int rc_only;                /* for the pattern: record no output bytes */
 } KCT_REC;
 

@@ -403,9 +403,11 @@ static void test_report_quirks(void)
 
 /*
  * A MAC family's first use (gate.c) under default properties no provider
- * meets: what it learns of the default's code is learned still (KMAC's
- * contexts cannot be made in the application's context then, so it asks
- * keycache's private one), and the report names it as the default has it.
+ * meets: what it learns of the default's code is learned still, and the
+ * report names it as the default has it.  Not KMAC's: the default's newctx
+ * fetches its digest under those properties and fails, and so does
+ * keycache's (layer/tmpl.c, new_fetch()), so no context is made to learn
+ * with, and the report says its quirks are unknown.
  */
 static void test_quirks_learned_under_nope(void)
 {
@@ -430,9 +432,10 @@ static void test_quirks_learned_under_nope(void)
         CU_ASSERT_FATAL(EVP_set_default_properties(ctx, "provider=nope"));
         /* past the thread's first contexts: the family's gate runs */
         for (k = 0; k < 6; k++) {
-            EVP_MAC_CTX *c = EVP_MAC_CTX_new(mac);
+            EVP_MAC_CTX *c;
 
             ERR_set_mark();
+            c = EVP_MAC_CTX_new(mac);
             (void)(c != NULL && EVP_MAC_init(c, key, f->keylen,
                                             kct_fam_mac_params(f, p, NULL))
                    && EVP_MAC_final(c, out, &n, sizeof(out)));
@@ -448,18 +451,18 @@ static void test_quirks_learned_under_nope(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(log);
     for (i = 0; i < kct_nfams; i++) {
         const KCT_FAM *f = &kct_fams[i];
-        int want, got;
+        int want, got, kmac;
 
         if (f->kind != KCT_MAC)
             continue;
+        kmac = strncmp(f->name, "KMAC", 4) == 0;
+        want = kmac ? -1 : default_sets(f, NULL);
         got = reported_quirk(log, f->name, "null-set-ok");
-        if (got != default_sets(f, NULL))
+        if (got != want)
             fprintf(stderr, "\n%s: null-set-ok=%d after a first use under "
                     "provider=nope\n", f->name, got);
-        CU_ASSERT(got == default_sets(f, NULL));
-        want = strncmp(f->name, "KMAC", 4) != 0 ? -1
-               : !default_updates_after_final(f);
-        CU_ASSERT(reported_quirk(log, f->name, "final-seals") == want);
+        CU_ASSERT(got == want);
+        CU_ASSERT(reported_quirk(log, f->name, "final-seals") == -1);
     }
     free(log);
 }

@@ -3135,6 +3135,72 @@ static void test_kmac_new_then_props(void)
 }
 
 /*
+ * The default properties changed first, then a new KMAC context: the
+ * default's newctx fetches its digest under them and fails where none
+ * meets them (no provider; fips=yes without a FIPS provider), also for a
+ * key the thread has cached; with them restored, contexts work again.
+ */
+static void pat_kmac_props_then_new(OSSL_LIB_CTX *libctx, REC *r)
+{
+    static const char *const names[] = { "KMAC-128", "KMAC-256" };
+    unsigned char out[OUTMAX];
+    EVP_MAC_CTX *ctx;
+    size_t i, outl;
+    int rep, warm;
+
+    for (i = 0; i < 2; i++) {
+        EVP_MAC *mac = EVP_MAC_fetch(libctx, names[i], where_q);
+
+        rec_printf(r, "fetch %s rc=%d", names[i], mac != NULL);
+        /* one key, used until it is cached */
+        for (warm = 0; warm < 6; warm++) {
+            ctx = new_ctx(mac, r);
+            do_mac(r, ctx, keys[0], 32, NULL, msgs[1], msglens[1], out,
+                   &outl);
+            EVP_MAC_CTX_free(ctx);
+        }
+        for (rep = 0; rep < 4; rep++) {
+            rec_printf(r, "-- %s: properties %d, then new\n", names[i], rep);
+            if (rep % 2 == 0)
+                EVP_set_default_properties(libctx, "provider=nope");
+            else
+                EVP_default_properties_enable_fips(libctx, 1);
+            ctx = new_ctx(mac, r);
+            if (ctx != NULL)
+                do_mac(r, ctx, keys[0], 32, NULL, msgs[1], msglens[1], out,
+                       &outl);
+            EVP_MAC_CTX_free(ctx);
+            EVP_set_default_properties(libctx, "");
+            ctx = new_ctx(mac, r);
+            do_mac(r, ctx, keys[rep & 1], 32, NULL, msgs[1], msglens[1], out,
+                   &outl);
+            EVP_MAC_CTX_free(ctx);
+        }
+        EVP_MAC_free(mac);
+    }
+    ERR_clear_error();
+}
+
+static void test_kmac_props_then_new(void)
+{
+    OSSL_LIB_CTX *kc = kct_keycache_conf("");
+    KCT_REC def = { .mask_name_id = 1 }, got = { .mask_name_id = 1 };
+
+    CU_ASSERT_FATAL(kc != NULL);
+    where_q = NULL;
+    kct_rec_run(pat_kmac_props_then_new, kct_default(), &def);
+    where_q = "provider=" KEYCACHE_PROVIDER_NAME;
+    CU_ASSERT_FATAL(kct_rec_run_thread(pat_kmac_props_then_new, kc, &got));
+    CU_ASSERT(kct_rec_same("[properties no provider meets, then KMAC new]",
+                           &def, &got));
+    /* the reference refused them: something to compare against */
+    CU_ASSERT(def.buf != NULL && strstr(def.buf, "ctx_new rc=0") != NULL);
+    kct_rec_free(&def);
+    kct_rec_free(&got);
+    OSSL_LIB_CTX_free(kc);
+}
+
+/*
  * A thread's base (KC_TBASE) follows the default properties: made for
  * AES-128-CBC while nothing is preferred, it no longer serves once theirs
  * is (their cipher runs, as the reference's does), and the tags stay the
@@ -3546,6 +3612,7 @@ static void add_suites(void)
     CU_add_test(s, "a cipher set, then default properties no provider meets",
                 test_set_then_props);
     CU_add_test(s, "KMAC new, then properties", test_kmac_new_then_props);
+    CU_add_test(s, "properties, then KMAC new", test_kmac_props_then_new);
     CU_add_test(s, "patterns on a thread made cold", test_cold_patterns);
     CU_add_test(s, "a base's contexts given another provider's cipher",
                 test_base_where);

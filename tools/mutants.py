@@ -425,6 +425,16 @@ MUTANTS = {
     "kdf-provctx-private": ("provider/core/passthrough.c",
         "    return provctx != NULL ? provctx : pctx->inner_provctx;\n",
         "    return pctx->inner_provctx;\n"),
+    # KMAC's newctx fetches its digest under the default properties in
+    # force: no check, and a cached key MACs where the default's newctx
+    # fails (test_fam_patterns, properties then KMAC new)
+    "tmac-newctx-fetch-unchecked": ("provider/layer/tmpl.c",
+        "    if (f->d->newctx_digest != NULL && !new_fetch_known(pctx, f)\n",
+        "    if (0 && f->d->newctx_digest != NULL && !new_fetch_known(pctx, f)\n"),
+    # ... and where it found none, the context is made all the same
+    "tmac-newctx-fetch-none-made": ("provider/layer/tmpl.c",
+        "        if (found == 0) {\n",
+        "        if (0) {\n"),
     "tmac-provctx-private": ("provider/layer/tmpl.c",
         "    if (rec_gen(pctx) != KC_GEN_UNKNOWN\n",
         "    if (0 && rec_gen(pctx) != KC_GEN_UNKNOWN\n"),

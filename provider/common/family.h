@@ -93,6 +93,11 @@ struct kc_tdesc_st {
                         size_t len, const unsigned char *key, size_t keylen);
     int (*direct_bind)(KC_PROVCTX *pctx, KC_TFAM *f);
     /*
+     * Optional (KMAC): the digest the default's newctx fetches, in the
+     * application's context under its default properties in force.
+     */
+    const char *newctx_digest;
+    /*
      * Optional (KMAC): puts the family's own functions in front of some of
      * the default's in KC_TFAM.mac, before any call, for every call
      * keycache makes to them.
@@ -118,6 +123,8 @@ struct kc_tfam_st {
     long direct_state;              /* see kc_tfam_ready() */
     int first;                      /* the registry's: first contexts... */
     EVP_MAC *app_first;             /* ...and cold ones on this */
+    /* the default properties' generation + 1 newctx_digest was found at */
+    unsigned int new_gen;
     int nested;                     /* the registry's nests is on */
     /*
      * nested, or keycache offers some cipher in the application's context

@@ -521,6 +521,7 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
         .base = KC_BASE_KEYED,                                                \
         .direct = &kmac_direct,                                               \
         .direct_digest = "KECCAK-KMAC-" #bits,                                \
+        .newctx_digest = "KECCAK-KMAC-" #bits,                                \
         .direct_new = kc_kmac##bits##_direct_new,                             \
         .direct_bind = kmac_direct_bind,                                      \
         .guard_default = kc_kmac##bits##_guard                                \

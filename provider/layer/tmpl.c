@@ -43,7 +43,8 @@ typedef struct {
      * KC_FIRST_SHAPE while only set_ctx_params calls its record holds made
      * its state (then its copies are usual contexts: settled_copy()),
      * KC_FIRST_PLAIN after; KC_FIRST_COLD: a cold context of a family
-     * naming a cipher, the application's default's too; 0: none of them.
+     * naming a cipher, or one whose newctx fetch finds another provider's
+     * (new_fetch()), the application's default's too; 0: none of them.
      */
     int first;
     /* its record is the shape of one of the thread's bases */
@@ -1515,11 +1516,49 @@ static KC_NOINLINE int cold_forward(KC_TMAC_CTX *w, const OSSL_PARAM params[])
 /* A new wrapper: the record buffers are written before they are read. */
 #define KC_TMAC_HEAD KC_TCORE_HEAD(KC_TMAC_CTX)
 
+/*
+ * Where the default's newctx fetches a digest (KC_TDESC.newctx_digest,
+ * KMAC's KECCAK-KMAC), it does so in the application's context under the
+ * default properties in force, and fails if none is found: 1 if that
+ * finds the built-in default's, as keycache's own contexts assume; -1 if
+ * another provider's; 0 if none, the fetch's errors (the default's own)
+ * left queued.  Found once per generation of the default properties.
+ */
+static ossl_inline int new_fetch_known(KC_PROVCTX *pctx, const KC_TFAM *f)
+{
+    return kc_props_followed(pctx)
+           && __atomic_load_n(&f->new_gen, __ATOMIC_RELAXED)
+              == kc_props_gen(pctx) + 1;
+}
+
+static KC_NOINLINE int new_fetch(KC_PROVCTX *pctx, const KC_TFAM *f)
+{
+    unsigned int gen = rec_gen(pctx);
+    EVP_MD *md;
+    int r;
+
+    if (pctx->app_libctx == NULL)
+        return 1;
+    ERR_set_mark();
+    if ((md = EVP_MD_fetch(pctx->app_libctx, f->d->newctx_digest,
+                           NULL)) == NULL) {
+        ERR_clear_last_mark();
+        return 0;
+    }
+    ERR_pop_to_mark();
+    r = kc_inner_is_default(pctx, EVP_MD_get0_provider(md)) ? 1 : -1;
+    EVP_MD_free(md);
+    if (r == 1 && gen != KC_GEN_UNKNOWN)
+        __atomic_store_n((unsigned int *)&f->new_gen, gen + 1,
+                         __ATOMIC_RELAXED);
+    return r;
+}
+
 void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
 {
     const KC_TFAM *f = &pctx->fam[which];
     KC_TMAC_CTX *w;
-    int cold, based;
+    int cold, based, found;
 
     w = kc_wrapper_new_cold(pctx, KC_POOL_TMPL, sizeof(*w), KC_TMAC_HEAD,
                             &f->alg, &cold);
@@ -1528,6 +1567,20 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
     w->pctx = pctx;
     w->f = f;
     w->ops = &f->mac;
+    if (f->d->newctx_digest != NULL && !new_fetch_known(pctx, f)
+        && (found = new_fetch(pctx, f)) != 1) {
+        /* none: the default's newctx fails so */
+        if (found == 0) {
+            kc_wrapper_free(pctx, KC_POOL_TMPL, w, sizeof(*w));
+            return NULL;
+        }
+        /* another's: the application's default's context, on that */
+        if ((w->t.inner = app_first_inner(w)) != NULL) {
+            w->t.cold = 1;
+            w->first = KC_FIRST_COLD;
+            return w;
+        }
+    }
     if (!cold && f->first && kc_tcore_app_first(pctx, &f->alg)
         && (w->t.inner = app_first_inner(w)) != NULL) {
         w->t.cold = 1;
