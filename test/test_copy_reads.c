@@ -356,7 +356,7 @@ static void run_case(void *(*fn)(void *), const CASE *c, const char *what)
     CU_ASSERT(memcmp(got.out, want.out, sizeof(got.out)) == 0);
     /*
      * the reference made its copy and used it: something was compared
-     * (the default copies no unkeyed AES-SIV or CMAC on 3.0)
+     * (the default copies no unkeyed CMAC on 3.0)
      */
     if (c->keyed && (want.rc != 1 || want.outl == 0))
         fprintf(stderr, "\n  %s: the default's copy rc %d, %zu bytes\n",
@@ -367,11 +367,16 @@ static void run_case(void *(*fn)(void *), const CASE *c, const char *what)
 static void test_cipher_copies(void)
 {
     static const CASE cases[] = {
-        { "AES-256-GCM", NULL, NULL, 0, 0 }, { "AES-256-GCM", NULL, NULL, 0, 1 },
-        { "AES-256-GCM", NULL, NULL, 1, 0 }, { "AES-256-GCM", NULL, NULL, 1, 1 },
-        { "AES-256-OCB", NULL, NULL, 0, 0 }, { "AES-256-OCB", NULL, NULL, 0, 1 },
-        { "AES-256-OCB", NULL, NULL, 1, 0 }, { "AES-256-OCB", NULL, NULL, 1, 1 },
-        { "AES-128-SIV", NULL, NULL, 0, 0 }, { "AES-128-SIV", NULL, NULL, 1, 0 }
+        { "AES-256-GCM", NULL, NULL, 0, 0 },
+        { "AES-256-GCM", NULL, NULL, 0, 1 },
+        { "AES-256-GCM", NULL, NULL, 1, 0 },
+        { "AES-256-GCM", NULL, NULL, 1, 1 },
+        { "AES-256-OCB", NULL, NULL, 0, 0 },
+        { "AES-256-OCB", NULL, NULL, 0, 1 },
+        { "AES-256-OCB", NULL, NULL, 1, 0 },
+        { "AES-256-OCB", NULL, NULL, 1, 1 },
+        /* (not unkeyed: 3.0's default refuses that copy and leaks) */
+        { "AES-128-SIV", NULL, NULL, 1, 0 }
     };
     char what[96];
     size_t i;

@@ -870,6 +870,69 @@ static void test_concurrent_copies(void)
 }
 
 /*
+ * A template given its IV alone, before any key (HAProxy's order), each
+ * copy then keyed: the IV the template holds back goes to every copy, and
+ * the template is only read, so no copy loses it to another's.
+ */
+static int seal_iv_copy(const EVP_CIPHER_CTX *t, int n, unsigned char out[48])
+{
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    int l = 0, l2 = 0, ok;
+
+    ok = c != NULL && EVP_CIPHER_CTX_copy(c, t)
+         && EVP_EncryptInit_ex(c, NULL, NULL, keys[n % 3], NULL)
+         && EVP_EncryptUpdate(c, out, &l, msgs[n % NMSGS], 32) && l == 32
+         && EVP_EncryptFinal_ex(c, out + 32, &l2)
+         && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16, out + 32);
+    EVP_CIPHER_CTX_free(c);
+    return ok;
+}
+
+static int seal_iv_tmpl(int n, unsigned char out[48])
+{
+    return seal_iv_copy(copy_tmpl, n, out);
+}
+
+static EVP_CIPHER_CTX *iv_template(OSSL_LIB_CTX *ctx, const char *name)
+{
+    EVP_CIPHER *ci = EVP_CIPHER_fetch(ctx, name, NULL);
+    EVP_CIPHER_CTX *t = EVP_CIPHER_CTX_new();
+
+    if (ci == NULL || t == NULL
+        || !EVP_EncryptInit_ex(t, ci, NULL, NULL, ivs[1])) {
+        EVP_CIPHER_CTX_free(t);
+        t = NULL;
+    }
+    EVP_CIPHER_free(ci);
+    return t;
+}
+
+static void test_concurrent_iv_copies(void)
+{
+    EVP_CIPHER_CTX *ref;
+    char what[64];
+    size_t c;
+    int n, round;
+
+    copy_one = seal_iv_tmpl;
+    copy_len = 48;
+    for (c = 0; c < sizeof(copy_ciphers) / sizeof(copy_ciphers[0]); c++)
+        /* a fresh template each round: its IV held until a copy flushes it */
+        for (round = 0; round < 8; round++) {
+            ref = iv_template(kct_default(), copy_ciphers[c]);
+            copy_tmpl = iv_template(kct_keycache(), copy_ciphers[c]);
+            CU_ASSERT_FATAL(ref != NULL && copy_tmpl != NULL);
+            for (n = 0; n < NCOPIES; n++)
+                CU_ASSERT_FATAL(seal_iv_copy(ref, n, copy_want[n]));
+            snprintf(what, sizeof(what), "%s, IV before the key",
+                     copy_ciphers[c]);
+            run_copiers(what);
+            EVP_CIPHER_CTX_free(copy_tmpl);
+            EVP_CIPHER_CTX_free(ref);
+        }
+}
+
+/*
  * The same with a keyed GMAC template, a new thread's first context: its
  * copies look its key up (layer/tmpl.c, first_copy()) and, once cached,
  * are keycache's own contexts; the template is only read.
@@ -954,6 +1017,8 @@ static void add_suites(void)
                 test_concurrent_names);
     CU_add_test(s, "threads copy one keyed template at the same time",
                 test_concurrent_copies);
+    CU_add_test(s, "threads copying a template holding an IV before its key",
+                test_concurrent_iv_copies);
     CU_add_test(s, "threads copy one keyed GMAC template at the same time",
                 test_concurrent_mac_copies);
 }

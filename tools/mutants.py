@@ -425,6 +425,13 @@ MUTANTS = {
     "kdf-provctx-private": ("provider/core/passthrough.c",
         "    return provctx != NULL ? provctx : pctx->inner_provctx;\n",
         "    return pctx->inner_provctx;\n"),
+    # a copy of a cipher context holding an IV back writes the IV into the
+    # source, which other threads may be copying (test_threads under TSan;
+    # often also a copy sealing with no IV at all)
+    "tciph-dup-flushes-source": ("provider/layer/ctmpl.c",
+        "    if (src->t.inner == NULL && src->piv_len == 0 && !unkeyed_dup_ok(src))\n",
+        "    if (!flush_iv((KC_TCIPH_CTX *)src)\n"
+        "        || (src->t.inner == NULL && !unkeyed_dup_ok(src)))\n"),
     # KMAC's newctx fetches its digest under the default properties in
     # force: no check, and a cached key MACs where the default's newctx
     # fails (test_fam_patterns, properties then KMAC new)

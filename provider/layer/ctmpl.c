@@ -918,14 +918,20 @@ static ossl_inline void *dup_keyed(const KC_TCIPH_CTX *src)
     return dst;
 }
 
+/*
+ * src is only read, as EVP_CIPHER_CTX_copy() promises and other threads
+ * may copy it at the same time: an IV it holds back goes to the copy, held
+ * there too, and is recorded or given to the copy's context as src's
+ * would be.
+ */
 void *kc_tciph_dupctx(void *vctx)
 {
-    KC_TCIPH_CTX *src = vctx, *dst;
+    const KC_TCIPH_CTX *src = vctx;
+    KC_TCIPH_CTX *dst;
 
     if (src->t.inner != NULL && src->piv_len == 0)
         return dup_keyed(src);
-    if (!flush_iv(src)
-        || (src->t.inner == NULL && !unkeyed_dup_ok(src)))
+    if (src->t.inner == NULL && src->piv_len == 0 && !unkeyed_dup_ok(src))
         return NULL;
     /* not cleared: the head is copied whole, the rest written before read */
     dst = kc_wrapper_take_copy(src->pctx, KC_POOL_CTMPL, sizeof(*dst));
@@ -939,6 +945,7 @@ void *kc_tciph_dupctx(void *vctx)
         /* keyed (or just keyed): no call reads the record again */
         dst->t.len = dst->t.shape_len = dst->t.sig_len = 0;
     }
+    memcpy(dst->piv, src->piv, src->piv_len);
     dst->arg = dst;
     /* the copy keys itself afresh (its key[] is not copied) */
     dst->held = 0;
@@ -950,6 +957,12 @@ void *kc_tciph_dupctx(void *vctx)
             return NULL;
         }
         set_inner(dst, inner, src->ifn);
+    }
+    if (src->piv_len != 0
+        && (!flush_iv(dst)
+            || (dst->t.inner == NULL && !unkeyed_dup_ok(dst)))) {
+        kc_tciph_freectx(dst);
+        return NULL;
     }
     return dst;
 }
