@@ -770,6 +770,9 @@ static EVP_CIPHER_CTX *copy_tmpl;
 static unsigned char copy_want[NCOPIES][48];
 static int copy_bad[NCOPIERS];
 
+/* each copy keyed (keys[n % 3]), not given an IV: concurrent_iv_copies */
+static int copy_keys;
+
 /* ct || tag of msgs[n] under a copy of t (ivs[n], 12 bytes), into out */
 static int seal_copy(const EVP_CIPHER_CTX *t, int n, unsigned char out[48])
 {
@@ -777,7 +780,8 @@ static int seal_copy(const EVP_CIPHER_CTX *t, int n, unsigned char out[48])
     int l = 0, l2 = 0, ok;
 
     ok = c != NULL && EVP_CIPHER_CTX_copy(c, t)
-         && EVP_EncryptInit_ex(c, NULL, NULL, NULL, ivs[n % NMSGS])
+         && EVP_EncryptInit_ex(c, NULL, NULL, copy_keys ? keys[n % 3] : NULL,
+                               copy_keys ? NULL : ivs[n % NMSGS])
          && EVP_EncryptUpdate(c, out, &l, msgs[n % NMSGS], 32) && l == 32
          && EVP_EncryptFinal_ex(c, out + 32, &l2)
          && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16, out + 32);
@@ -828,15 +832,16 @@ static int seal_tmpl(int n, unsigned char out[48])
     return seal_copy(copy_tmpl, n, out);
 }
 
-/* the template: keyed alone, or keyed with an IV */
+/* the template: keyed alone (0), keyed with an IV (1), or its IV alone */
 static EVP_CIPHER_CTX *copy_template(OSSL_LIB_CTX *ctx, const char *name,
-                                     int with_iv)
+                                     int how)
 {
     EVP_CIPHER *ci = EVP_CIPHER_fetch(ctx, name, NULL);
     EVP_CIPHER_CTX *t = EVP_CIPHER_CTX_new();
 
     if (ci == NULL || t == NULL
-        || !EVP_EncryptInit_ex(t, ci, NULL, keys[0], with_iv ? ivs[1] : NULL)) {
+        || !EVP_EncryptInit_ex(t, ci, NULL, how < 2 ? keys[0] : NULL,
+                               how > 0 ? ivs[1] : NULL)) {
         EVP_CIPHER_CTX_free(t);
         t = NULL;
     }
@@ -874,39 +879,6 @@ static void test_concurrent_copies(void)
  * copy then keyed: the IV the template holds back goes to every copy, and
  * the template is only read, so no copy loses it to another's.
  */
-static int seal_iv_copy(const EVP_CIPHER_CTX *t, int n, unsigned char out[48])
-{
-    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-    int l = 0, l2 = 0, ok;
-
-    ok = c != NULL && EVP_CIPHER_CTX_copy(c, t)
-         && EVP_EncryptInit_ex(c, NULL, NULL, keys[n % 3], NULL)
-         && EVP_EncryptUpdate(c, out, &l, msgs[n % NMSGS], 32) && l == 32
-         && EVP_EncryptFinal_ex(c, out + 32, &l2)
-         && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16, out + 32);
-    EVP_CIPHER_CTX_free(c);
-    return ok;
-}
-
-static int seal_iv_tmpl(int n, unsigned char out[48])
-{
-    return seal_iv_copy(copy_tmpl, n, out);
-}
-
-static EVP_CIPHER_CTX *iv_template(OSSL_LIB_CTX *ctx, const char *name)
-{
-    EVP_CIPHER *ci = EVP_CIPHER_fetch(ctx, name, NULL);
-    EVP_CIPHER_CTX *t = EVP_CIPHER_CTX_new();
-
-    if (ci == NULL || t == NULL
-        || !EVP_EncryptInit_ex(t, ci, NULL, NULL, ivs[1])) {
-        EVP_CIPHER_CTX_free(t);
-        t = NULL;
-    }
-    EVP_CIPHER_free(ci);
-    return t;
-}
-
 static void test_concurrent_iv_copies(void)
 {
     EVP_CIPHER_CTX *ref;
@@ -914,22 +886,24 @@ static void test_concurrent_iv_copies(void)
     size_t c;
     int n, round;
 
-    copy_one = seal_iv_tmpl;
+    copy_one = seal_tmpl;
     copy_len = 48;
+    copy_keys = 1;
     for (c = 0; c < sizeof(copy_ciphers) / sizeof(copy_ciphers[0]); c++)
         /* a fresh template each round: its IV held until a copy flushes it */
         for (round = 0; round < 8; round++) {
-            ref = iv_template(kct_default(), copy_ciphers[c]);
-            copy_tmpl = iv_template(kct_keycache(), copy_ciphers[c]);
+            ref = copy_template(kct_default(), copy_ciphers[c], 2);
+            copy_tmpl = copy_template(kct_keycache(), copy_ciphers[c], 2);
             CU_ASSERT_FATAL(ref != NULL && copy_tmpl != NULL);
             for (n = 0; n < NCOPIES; n++)
-                CU_ASSERT_FATAL(seal_iv_copy(ref, n, copy_want[n]));
+                CU_ASSERT_FATAL(seal_copy(ref, n, copy_want[n]));
             snprintf(what, sizeof(what), "%s, IV before the key",
                      copy_ciphers[c]);
             run_copiers(what);
             EVP_CIPHER_CTX_free(copy_tmpl);
             EVP_CIPHER_CTX_free(ref);
         }
+    copy_keys = 0;
 }
 
 /*
