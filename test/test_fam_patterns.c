@@ -3201,6 +3201,146 @@ static void test_kmac_props_then_new(void)
 }
 
 /*
+ * KMAC's digest from another provider: "kctestkmac" (fips=yes, built in by
+ * the test) offers the default's KECCAK-KMAC-128, counting its updates and
+ * flipping its output's first byte, so a MAC shows whose digest ran.  With
+ * the default properties preferring it, the default's KMAC (fetched with
+ * fips=no) runs on it, and keycache's must too: a context of the
+ * application's default's.  Where it cannot have one (its fetch of the
+ * default's KMAC fails under fips=yes), it fails the context, never
+ * running the built-in digest in its place.
+ */
+static OSSL_DISPATCH kmacd_fns[32];
+static OSSL_FUNC_digest_newctx_fn *kmacd_newctx;
+static OSSL_FUNC_digest_update_fn *kmacd_update;
+static OSSL_FUNC_digest_final_fn *kmacd_final;
+static void *kmacd_provctx;
+static int kmacd_updates;
+
+static void *kmacd_w_newctx(void *provctx)
+{
+    return kmacd_newctx(kmacd_provctx);
+}
+
+static int kmacd_w_update(void *c, const unsigned char *in, size_t n)
+{
+    kmacd_updates++;
+    return kmacd_update(c, in, n);
+}
+
+static int kmacd_w_final(void *c, unsigned char *out, size_t *outl,
+                         size_t outsz)
+{
+    int r = kmacd_final(c, out, outl, outsz);
+
+    if (r && *outl > 0)
+        out[0] ^= 1;
+    return r;
+}
+
+static const OSSL_ALGORITHM kmacd_algs[] = {
+    { "KECCAK-KMAC-128:KECCAK-KMAC128", "provider=kctestkmac,fips=yes",
+      kmacd_fns, NULL },
+    { NULL, NULL, NULL, NULL }
+};
+
+/* the default's KECCAK-KMAC-128, wrapped; its provider (to unload) */
+static OSSL_PROVIDER *kmacd_wrap(void)
+{
+    OSSL_PROVIDER *d = OSSL_PROVIDER_load(kct_default(), "default");
+    const OSSL_ALGORITHM *a = NULL;
+    const OSSL_DISPATCH *f;
+    int nc, i = 0;
+
+    if (d != NULL)
+        a = OSSL_PROVIDER_query_operation(d, OSSL_OP_DIGEST, &nc);
+    for (; a != NULL && a->algorithm_names != NULL; a++)
+        if (strstr(a->algorithm_names, "KECCAK-KMAC-128") != NULL)
+            break;
+    if (a == NULL || a->algorithm_names == NULL) {
+        OSSL_PROVIDER_unload(d);
+        return NULL;
+    }
+    kmacd_provctx = OSSL_PROVIDER_get0_provider_ctx(d);
+    for (f = a->implementation; f->function_id != 0 && i < 31; f++, i++) {
+        kmacd_fns[i] = *f;
+        if (f->function_id == OSSL_FUNC_DIGEST_NEWCTX) {
+            kmacd_newctx = (OSSL_FUNC_digest_newctx_fn *)f->function;
+            kmacd_fns[i].function = (void (*)(void))kmacd_w_newctx;
+        } else if (f->function_id == OSSL_FUNC_DIGEST_UPDATE) {
+            kmacd_update = (OSSL_FUNC_digest_update_fn *)f->function;
+            kmacd_fns[i].function = (void (*)(void))kmacd_w_update;
+        } else if (f->function_id == OSSL_FUNC_DIGEST_FINAL) {
+            kmacd_final = (OSSL_FUNC_digest_final_fn *)f->function;
+            kmacd_fns[i].function = (void (*)(void))kmacd_w_final;
+        }
+    }
+    kmacd_fns[i].function_id = 0;
+    return d;
+}
+
+/* 4 KMACs of msgs[1] under keys[0]: rc, the MAC, the wrapper's updates */
+static int kmacd_run(OSSL_LIB_CTX *lc, const char *props, const char *q,
+                     unsigned char *out, int *updates, unsigned long *err)
+{
+    EVP_MAC *mac;
+    size_t outl = 0;
+    int round, rc = 0;
+
+    *err = 0;
+    EVP_set_default_properties(lc, props);
+    mac = EVP_MAC_fetch(lc, "KMAC-128", q);
+    for (round = 0; mac != NULL && round < 4; round++) {
+        EVP_MAC_CTX *c;
+
+        kmacd_updates = 0;
+        ERR_clear_error();
+        c = EVP_MAC_CTX_new(mac);
+        rc = c != NULL && EVP_MAC_init(c, keys[0], 32, NULL)
+             && EVP_MAC_update(c, msgs[1], msglens[1])
+             && EVP_MAC_final(c, out, &outl, 32) && outl == 32;
+        *err = ERR_peek_error();
+        *updates = kmacd_updates;
+        EVP_MAC_CTX_free(c);
+    }
+    ERR_clear_error();
+    EVP_MAC_free(mac);
+    return rc;
+}
+
+static void test_kmac_other_digest(void)
+{
+    static const char *const props[] = { "?fips=yes", "fips=yes" };
+    OSSL_PROVIDER *d = kmacd_wrap();
+    unsigned char want[32], got[32];
+    unsigned long err;
+    int i, wu, gu, rc;
+    KCT_OTHER o;
+
+    CU_ASSERT_FATAL(d != NULL);
+    for (i = 0; i < 2; i++) {
+        CU_ASSERT_FATAL(kct_other_start(&o, "kctestkmac", OSSL_OP_DIGEST,
+                                        kmacd_algs));
+        CU_ASSERT(kmacd_run(o.ref, props[i], "provider=default,fips=no",
+                            want, &wu, &err));
+        /* the reference ran the other provider's digest */
+        CU_ASSERT(wu > 0);
+        rc = kmacd_run(o.kc, props[i],
+                       "provider=" KEYCACHE_PROVIDER_NAME ",fips=no", got,
+                       &gu, &err);
+        if (i == 0) {
+            CU_ASSERT(rc && gu == wu && memcmp(got, want, 32) == 0);
+        } else {
+            /* no default of the application's to be had: refused */
+            CU_ASSERT(!rc);
+            CU_ASSERT(ERR_GET_REASON(err) == ERR_R_UNSUPPORTED);
+        }
+        kct_other_stop(&o);
+    }
+    OSSL_PROVIDER_unload(d);
+}
+
+/*
  * A thread's base (KC_TBASE) follows the default properties: made for
  * AES-128-CBC while nothing is preferred, it no longer serves once theirs
  * is (their cipher runs, as the reference's does), and the tags stay the
@@ -3613,6 +3753,8 @@ static void add_suites(void)
                 test_set_then_props);
     CU_add_test(s, "KMAC new, then properties", test_kmac_new_then_props);
     CU_add_test(s, "properties, then KMAC new", test_kmac_props_then_new);
+    CU_add_test(s, "KMAC's digest from another provider",
+                test_kmac_other_digest);
     CU_add_test(s, "patterns on a thread made cold", test_cold_patterns);
     CU_add_test(s, "a base's contexts given another provider's cipher",
                 test_base_where);

@@ -436,12 +436,17 @@ MUTANTS = {
     # force: no check, and a cached key MACs where the default's newctx
     # fails (test_fam_patterns, properties then KMAC new)
     "tmac-newctx-fetch-unchecked": ("provider/layer/tmpl.c",
-        "    if (f->d->newctx_digest != NULL && !new_fetch_known(pctx, f)\n",
-        "    if (0 && f->d->newctx_digest != NULL && !new_fetch_known(pctx, f)\n"),
+        "    if (new_fetch_known(pctx, f, gen))\n",
+        "    if (1 || new_fetch_known(pctx, f, gen))\n"),
+    # ... where it found another provider's, keycache's own context runs
+    # on the built-in digest (test_fam_patterns, another provider's digest)
+    "tmac-newctx-other-own": ("provider/layer/tmpl.c",
+        "    return tmac_new(pctx, which, found < 0, &gen);\n",
+        "    return tmac_new(pctx, which, 0, &gen);\n"),
     # ... and where it found none, the context is made all the same
     "tmac-newctx-fetch-none-made": ("provider/layer/tmpl.c",
-        "        if (found == 0) {\n",
-        "        if (0) {\n"),
+        "    if ((found = new_fetch(pctx, f, gen)) == 0)\n        return NULL;\n",
+        "    if ((found = new_fetch(pctx, f, gen)) == 0)\n        found = 1;\n"),
     "tmac-provctx-private": ("provider/layer/tmpl.c",
         "    if (rec_gen(pctx) != KC_GEN_UNKNOWN\n",
         "    if (0 && rec_gen(pctx) != KC_GEN_UNKNOWN\n"),

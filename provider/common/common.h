@@ -101,11 +101,16 @@ typedef struct {
     int key_hash;             /* kc_inner_digest_key(): 0 untried, 1, -1 */
 } KC_DIGEST;
 
-/* A rare path kept out of line: the forwarding path needs no frame. */
+/*
+ * A rare path kept out of line: the forwarding path needs no frame.  And
+ * a body shared by entry points, specialised into each (constant flags).
+ */
 #if defined(__GNUC__)
 # define KC_NOINLINE __attribute__((noinline))
+# define KC_INLINE_ALWAYS inline __attribute__((always_inline))
 #else
 # define KC_NOINLINE
+# define KC_INLINE_ALWAYS ossl_inline
 #endif
 
 /*

@@ -120,11 +120,10 @@ struct kc_tfam_st {
     KC_DIGEST_FNS dig;
     size_t dig_block, dig_size;     /* its block and output sizes */
     unsigned int quirks;            /* KC_Q_* learned of the default */
+    unsigned int new_gen;           /* tmpl.c, new_fetch() */
     long direct_state;              /* see kc_tfam_ready() */
     int first;                      /* the registry's: first contexts... */
     EVP_MAC *app_first;             /* ...and cold ones on this */
-    /* the default properties' generation + 1 newctx_digest was found at */
-    unsigned int new_gen;
     int nested;                     /* the registry's nests is on */
     /*
      * nested, or keycache offers some cipher in the application's context

@@ -16,7 +16,7 @@ static const char *const aes_cbc[] = {
     "AES-128-CBC", "AES-192-CBC", "AES-256-CBC", NULL
 };
 
-KC_TMAC_IMPL(kc_cmac, KC_FAM_CMAC, CTX)
+KC_TMAC_IMPL(kc_cmac, KC_FAM_CMAC, CTX, kc_tmac_newctx)
 
 const KC_TDESC kc_cmac_desc = {
     .name = "CMAC",

@@ -19,14 +19,16 @@ extern const OSSL_DISPATCH kc_hmac_functions[];
  * A MAC family's entry points and dispatch table: the template core's
  * functions with the family's index bound in.  get is CTX for getters per
  * context (CMAC, KMAC), or ALG for the algorithm's alone (GMAC, whose
- * size is fixed), as the default has them.
+ * size is fixed), as the default has them.  newctx: kc_tmac_newctx, or
+ * kc_tmac_newctx_fetching where the default's newctx fetches a digest
+ * (KMAC, KC_TDESC.newctx_digest).
  */
-#define KC_TMAC_IMPL(prefix, which, get)                                      \
+#define KC_TMAC_IMPL(prefix, which, get, newctx)                              \
     static OSSL_FUNC_mac_newctx_fn prefix##_newctx;                           \
     static OSSL_FUNC_mac_settable_ctx_params_fn prefix##_settable_ctx;        \
     static void *prefix##_newctx(void *provctx)                               \
     {                                                                         \
-        return kc_tmac_newctx(provctx, which);                                \
+        return newctx(provctx, which);                                        \
     }                                                                         \
     static const OSSL_PARAM *prefix##_settable_ctx(void *ctx, void *provctx)  \
     {                                                                         \

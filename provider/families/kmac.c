@@ -480,7 +480,7 @@ static int kmac_direct_bind(KC_PROVCTX *pctx, KC_TFAM *f)
 }
 
 #define KC_KMAC_IMPL(bits, which)                                             \
-    KC_TMAC_IMPL(kc_kmac##bits, which, CTX)                                   \
+    KC_TMAC_IMPL(kc_kmac##bits, which, CTX, kc_tmac_newctx_fetching)          \
     static int kc_kmac##bits##_init_wiped(void *t, const unsigned char *key,  \
                                           size_t keylen,                      \
                                           const OSSL_PARAM params[])          \

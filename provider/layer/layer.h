@@ -309,6 +309,7 @@ static ossl_inline int kc_cfam_ready(KC_PROVCTX *pctx, const KC_CFAM *f)
 int kc_tmpl_bind(KC_PROVCTX *pctx, KC_TFAM *f, const OSSL_ALGORITHM *alg);
 void kc_tmpl_first_use(KC_PROVCTX *pctx, KC_TFAM *f);
 void *kc_tmac_newctx(KC_PROVCTX *pctx, int which);
+void *kc_tmac_newctx_fetching(KC_PROVCTX *pctx, int which);
 OSSL_FUNC_mac_dupctx_fn kc_tmac_dupctx;
 OSSL_FUNC_mac_freectx_fn kc_tmac_freectx;
 OSSL_FUNC_mac_init_fn kc_tmac_init;

@@ -1522,18 +1522,20 @@ static KC_NOINLINE int cold_forward(KC_TMAC_CTX *w, const OSSL_PARAM params[])
  * default properties in force, and fails if none is found: 1 if that
  * finds the built-in default's, as keycache's own contexts assume; -1 if
  * another provider's; 0 if none, the fetch's errors (the default's own)
- * left queued.  Found once per generation of the default properties.
+ * left queued.  Found once per generation of the default properties (gen,
+ * read once by the caller for this and the context's own).
  */
-static ossl_inline int new_fetch_known(KC_PROVCTX *pctx, const KC_TFAM *f)
+static ossl_inline int new_fetch_known(KC_PROVCTX *pctx, const KC_TFAM *f,
+                                       unsigned int gen)
 {
     return kc_props_followed(pctx)
-           && __atomic_load_n(&f->new_gen, __ATOMIC_RELAXED)
-              == kc_props_gen(pctx) + 1;
+           && __atomic_load_n(&f->new_gen, __ATOMIC_RELAXED) == gen + 1;
 }
 
-static KC_NOINLINE int new_fetch(KC_PROVCTX *pctx, const KC_TFAM *f)
+static KC_NOINLINE int new_fetch(KC_PROVCTX *pctx, const KC_TFAM *f,
+                                 unsigned int gen)
 {
-    unsigned int gen = rec_gen(pctx);
+    int followed = rec_gen(pctx) != KC_GEN_UNKNOWN;
     EVP_MD *md;
     int r;
 
@@ -1548,17 +1550,24 @@ static KC_NOINLINE int new_fetch(KC_PROVCTX *pctx, const KC_TFAM *f)
     ERR_pop_to_mark();
     r = kc_inner_is_default(pctx, EVP_MD_get0_provider(md)) ? 1 : -1;
     EVP_MD_free(md);
-    if (r == 1 && gen != KC_GEN_UNKNOWN)
+    if (r == 1 && followed)
         __atomic_store_n((unsigned int *)&f->new_gen, gen + 1,
                          __ATOMIC_RELAXED);
     return r;
 }
 
-void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
+/*
+ * A new context of family which: as kc_tmac_newctx(), or (other) the
+ * application's default's, where its newctx would find another provider's
+ * digest (new_fetch()).  *gen: the default properties' generation the
+ * caller found its digest at; NULL, read here.
+ */
+static KC_INLINE_ALWAYS void *tmac_new(KC_PROVCTX *pctx, int which,
+                                       int other, const unsigned int *gen)
 {
     const KC_TFAM *f = &pctx->fam[which];
     KC_TMAC_CTX *w;
-    int cold, based, found;
+    int cold, based;
 
     w = kc_wrapper_new_cold(pctx, KC_POOL_TMPL, sizeof(*w), KC_TMAC_HEAD,
                             &f->alg, &cold);
@@ -1567,27 +1576,27 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
     w->pctx = pctx;
     w->f = f;
     w->ops = &f->mac;
-    if (f->d->newctx_digest != NULL && !new_fetch_known(pctx, f)
-        && (found = new_fetch(pctx, f)) != 1) {
-        /* none: the default's newctx fails so */
-        if (found == 0) {
-            kc_wrapper_free(pctx, KC_POOL_TMPL, w, sizeof(*w));
-            return NULL;
-        }
-        /* another's: the application's default's context, on that */
+    if (other) {
         if ((w->t.inner = app_first_inner(w)) != NULL) {
             w->t.cold = 1;
             w->first = KC_FIRST_COLD;
             return w;
         }
+        /* never keycache's own in its place, on the built-in digest */
+        ERR_raise_data(ERR_LIB_PROV, ERR_R_UNSUPPORTED,
+                       "%s: its digest resolves to another provider's, and "
+                       "no default %s can be made to run on it", f->d->name,
+                       f->d->name);
+        kc_wrapper_free(pctx, KC_POOL_TMPL, w, sizeof(*w));
+        return NULL;
     }
     if (!cold && f->first && kc_tcore_app_first(pctx, &f->alg)
         && (w->t.inner = app_first_inner(w)) != NULL) {
         w->t.cold = 1;
         w->first = KC_FIRST_SHAPE;
         /* for copies that become usual contexts; followed, or unknown */
-        w->gen = kc_props_followed(pctx) ? kc_props_gen(pctx)
-                                         : KC_GEN_UNKNOWN;
+        w->gen = !kc_props_followed(pctx) ? KC_GEN_UNKNOWN
+                 : gen != NULL ? *gen : kc_props_gen(pctx);
         kc_count_passthrough(pctx, &f->alg);
         return w;
     }
@@ -1616,13 +1625,36 @@ void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
      * followed since the gate's learning asked kc_tmac_provctx()
      * (deflt_new() checks that they are)
      */
-    w->gen = kc_props_gen(pctx);
+    w->gen = gen != NULL ? *gen : kc_props_gen(pctx);
     if (cold && f->d->cipher_param == NULL && !based
         && (w->t.inner = deflt_new(w)) == NULL) {
         kc_wrapper_free(pctx, KC_POOL_TMPL, w, sizeof(*w));
         return NULL;
     }
     return w;
+}
+
+void *kc_tmac_newctx(KC_PROVCTX *pctx, int which)
+{
+    return tmac_new(pctx, which, 0, NULL);
+}
+
+/*
+ * newctx of a family whose default's newctx fetches a digest (KMAC): where
+ * none is found, it fails as the default's does; where another provider's
+ * is, the context is the application's default's, on that.
+ */
+void *kc_tmac_newctx_fetching(KC_PROVCTX *pctx, int which)
+{
+    const KC_TFAM *f = &pctx->fam[which];
+    unsigned int gen = kc_props_gen(pctx);
+    int found;
+
+    if (new_fetch_known(pctx, f, gen))
+        return tmac_new(pctx, which, 0, &gen);
+    if ((found = new_fetch(pctx, f, gen)) == 0)
+        return NULL;
+    return tmac_new(pctx, which, found < 0, &gen);
 }
 
 /*
