@@ -14,6 +14,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -117,8 +118,10 @@ static void *t_realloc(void *p, size_t n, const char *file, int line)
         pthread_mutex_lock(&blocks_lock);
         b = find(p);
         pthread_mutex_unlock(&blocks_lock);
-        /* a block of the allocator's: its size is unknown, n is enough */
-        memcpy(q, p, b != NULL && b->n < n ? b->n : n);
+        /* a block of the allocator's: no more than it holds */
+        memcpy(q, p, b != NULL ? (b->n < n ? b->n : n)
+                               : (malloc_usable_size(p) < n
+                                  ? malloc_usable_size(p) : n));
         t_free(p, file, line);
     }
     return q;
@@ -286,8 +289,11 @@ static void *cipher_case(void *arg)
     EVP_CIPHER_CTX *t0 = NULL, *c0 = NULL, *t = NULL, *c = NULL;
     int l = 0, l2 = 0;
 
-    if (ci == NULL || (x->guard && !cipher_pair(x, ci, 0, &t0, &c0)))
+    if (ci == NULL)
         goto end;
+    /* (made for what it makes, whether or not the default copies it) */
+    if (x->guard)
+        (void)cipher_pair(x, ci, 0, &t0, &c0);
     x->rc = cipher_pair(x, ci, x->guard, &t, &c);
     if (x->rc
         && EVP_EncryptInit_ex(c, NULL, NULL, key, x->c->with_iv ? NULL : iv)
@@ -314,8 +320,10 @@ static void *mac_case(void *arg)
     EVP_MAC *m = EVP_MAC_fetch(x->libctx, x->c->name, NULL);
     EVP_MAC_CTX *t0 = NULL, *c0 = NULL, *t = NULL, *c = NULL;
 
-    if (m == NULL || (x->guard && !mac_pair(x, m, 0, &t0, &c0)))
+    if (m == NULL)
         goto end;
+    if (x->guard)
+        (void)mac_pair(x, m, 0, &t0, &c0);
     x->rc = mac_pair(x, m, x->guard, &t, &c);
     if (x->rc && (x->c->keyed || EVP_MAC_init(c, key, sizeof(key), NULL))
         && EVP_MAC_update(c, msg, sizeof(msg)))
