@@ -1212,6 +1212,43 @@ static void test_unknown_key_errors(void)
     check_error("cache_sise = 10\nhmac = maybe", NULL, 1,
                 (const char *[]){ "hmac = \"maybe\"", NULL });
     check_error("cache_sise = 10\nhmac = maybe", NULL, 1, known);
+    /* a name too long to ask the core about is unknown too */
+    check_error("cache_size_meant_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx = 4096",
+                NULL, 1, (const char *[]){ "unknown key \"cache_size_meant_x",
+                "a name too long", NULL });
+    /* the names the core answers itself, which the section would replace */
+    check_error("module-filename = /x", NULL, 1, (const char *[]){
+                "unknown key \"module-filename\"", "the core's own answer",
+                NULL });
+}
+
+/*
+ * openssl-version in keycache's section replaces the core's answer, which
+ * the loader reads before the section's keys are checked: it must not load
+ * another OpenSSL's build (and that build's libcrypto) on that word.
+ */
+static void test_version_key_refused(void)
+{
+    const char *drop[] = { "activate", NULL }, *data;
+    char conf[64];
+    unsigned long e;
+    int flags, said = 0;
+    OSSL_LIB_CTX *ctx;
+
+    CU_ASSERT_FATAL(write_conf(conf, drop, "openssl-version = 4.0.3", NULL));
+    ctx = load(conf, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    unlink(conf);
+    ERR_clear_error();
+    CU_ASSERT_PTR_NULL(OSSL_PROVIDER_load(ctx, KEYCACHE_PROVIDER_NAME));
+    while ((e = ERR_get_error_all(NULL, NULL, NULL, &data, &flags)) != 0)
+        said |= (flags & ERR_TXT_STRING) != 0
+                && strstr(data, "loaded by OpenSSL 4.0.3") != NULL
+                && strstr(data, "is not the libcrypto.so.") != NULL;
+    CU_ASSERT_TRUE(said);
+    OSSL_LIB_CTX_free(ctx);
 }
 
 /*
@@ -1569,6 +1606,8 @@ static void add_suites(void)
     s = CU_add_suite("config errors", NULL, NULL);
     CU_add_test(s, "invalid values say why", test_invalid_value_errors);
     CU_add_test(s, "unknown keys say why", test_unknown_key_errors);
+    CU_add_test(s, "openssl-version in the section: no other build loaded",
+                test_version_key_refused);
     CU_add_test(s, "another section's keys are not keycache's",
                 test_unknown_keys_elsewhere);
     CU_add_test(s, "an identity or a dotted providers line: found",

@@ -117,5 +117,27 @@ OPENSSL_CONF=$tmp/missing.cnf openssl list -providers > "$tmp/out" 2>&1
 [ "$(active "$tmp/out")" = 0 ] && ok "missing OPENSSL_CONF file: not listed" \
     || bad "missing OPENSSL_CONF file: not listed" "$(cat "$tmp/out")"
 
+# The loader's lines (before the module's) read KEYCACHE_DEBUG as the
+# module does: a file: path of any length is the file's or nobody's, never
+# stderr's; a level the module refuses (3) or reads (02) is read so too.
+# (A module the loader cannot load shows its "not started" line.)
+f=$(conf nosib "s#^module = .*#module = $tmp/kc/keycache.so#")
+mkdir -p "$tmp/kc" && cp "$build/keycache.so" "$tmp/kc/"
+long=$tmp/$(printf 'd%.0s' $(seq 1 200))/$(printf 'e%.0s' $(seq 1 200))
+mkdir -p "$long"
+OPENSSL_CONF=$f KEYCACHE_DEBUG="file:$long/$(printf 'f%.0s' $(seq 1 150)).log" \
+    openssl list -providers > /dev/null 2> "$tmp/err"
+expect_not "a long file: path: the loader writes nothing on stderr" \
+    "not started" "$tmp/err"
+OPENSSL_CONF=$f KEYCACHE_DEBUG=level:3 openssl list -providers > /dev/null \
+    2> "$tmp/err"
+expect "level:3: the loader's line at level 1 still" "not started" "$tmp/err"
+OPENSSL_CONF=$build/openssl.cnf KEYCACHE_DEBUG=level:3 openssl list \
+    -providers > /dev/null 2> "$tmp/err"
+expect_not "level:3: refused, no loader line of level 2" "loader:" "$tmp/err"
+OPENSSL_CONF=$build/openssl.cnf KEYCACHE_DEBUG=level:02 openssl list \
+    -providers > /dev/null 2> "$tmp/err"
+expect "level:02: the loader's line of level 2" "loader: OpenSSL" "$tmp/err"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -62,7 +62,7 @@ static const char *const our_keys[] = {
 static const char *const core_keys[] = {
     "module", "activate", "identity", "soft_load", NULL
 };
-/* what the core answers whatever the file says: never asked */
+/* what the core answers itself, unless the section says otherwise */
 static const char *const core_answers[] = {
     OSSL_PROV_PARAM_CORE_VERSION, OSSL_PROV_PARAM_CORE_PROV_NAME,
     OSSL_PROV_PARAM_CORE_MODULE_FILENAME, NULL
@@ -146,16 +146,39 @@ static int join_name(char *out, const char *prefix, const char *key)
 }
 
 /*
+ * A key keycache knows to be wrong without asking the core: one whose name
+ * is too long to ask about (the core takes up to 512 bytes), or one of the
+ * names the core answers itself, which the section's value would replace
+ * (openssl-version would send the loader to another OpenSSL's build).
+ */
+static void scan_refuse(KC_KEYSCAN *ks, const char *prefix, const char *key,
+                        const char *why)
+{
+    kc_raise(ks->pctx, KC_R_BAD_CONFIG, "unknown key \"%s%s%.64s%s\" in "
+             "%s's section of %s (%s); keycache knows " KC_KEYS_TEXT,
+             prefix != NULL ? prefix : "", prefix != NULL ? "." : "", key,
+             strlen(key) > 64 ? "..." : "", ks->pctx->name, ks->file, why);
+    ks->unknown = 1;
+}
+
+/*
  * A name seen twice is asked about twice: the core answers once.  A name
- * of ours is not asked (it cannot be unknown), nor one the core answers
- * whatever the file says; the rest are unknown if the core holds them.
+ * of ours is not asked (it cannot be unknown); the rest are unknown if the
+ * core holds them.
  */
 static void scan_add(KC_KEYSCAN *ks, const char *prefix, const char *key)
 {
     char *s = ks->name[ks->n];
 
-    if (!join_name(s, prefix, key) || is_known_key(s, prefix == NULL)
-        || kc_name_in_list(core_answers, s))
+    if (!join_name(s, prefix, key)) {
+        scan_refuse(ks, prefix, key, "a name too long");
+        return;
+    }
+    if (kc_name_in_list(core_answers, s)) {
+        scan_refuse(ks, prefix, key, "the core's own answer");
+        return;
+    }
+    if (is_known_key(s, prefix == NULL))
         return;
     if (++ks->n == KC_CONF_BATCH)
         scan_flush(ks);
@@ -315,8 +338,10 @@ static void key_names(KC_CONFKEYS *c, KC_CONFKEY *k, const char *prefix,
         scan_add(ks, prefix, k->name);
         return;
     }
-    if (!join_name(full, prefix, k->name))
+    if (!join_name(full, prefix, k->name)) {
+        scan_refuse(ks, prefix, k->name, "a name too long");
         return;
+    }
     for (i = c->sect[k->sub].first; i >= 0; i = c->key[i].next)
         key_names(c, &c->key[i], full, depth + 1, ks);
 }

@@ -426,7 +426,8 @@ void kc_report_stop(KC_PROVCTX *pctx)
         kc_debug_log(pctx, 1, "error: %s did not start.  OpenSSL leaves out "
                      "a provider whose start fails, without a message when "
                      "it was to be activated by the configuration: this "
-                     "program runs without keycache", pctx->name);
+                     "program runs without it (and with any other keycache "
+                     "section that started)", pctx->name);
     pctx->dbg = NULL;
     OPENSSL_free(d->to.path);
     OPENSSL_free(d);

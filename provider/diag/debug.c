@@ -18,7 +18,6 @@
 
 #include "diag/diag.h"
 
-#define KC_DEBUG_MAX_LEVEL 2
 /* a day is plenty for a report interval; more is a typo */
 #define KC_DEBUG_MAX_INTERVAL 86400
 
@@ -76,22 +75,6 @@ void kc_debug_tick(KC_PROVCTX *pctx, time_t now)
     d->report(d, when);
 }
 
-/* A whole number in [0, max], or -1. */
-static long number(const char *s, size_t len, long max)
-{
-    long n = 0;
-    size_t i;
-
-    if (len == 0 || len > 9)
-        return -1;
-    for (i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        n = n * 10 + (s[i] - '0');
-    }
-    return n <= max ? n : -1;
-}
-
 /* Parse the variable; a word it does not know is reported, not fatal. */
 static void parse(KC_DEBUG *d, const char *s)
 {
@@ -111,16 +94,16 @@ static void parse(KC_DEBUG *d, const char *s)
             OPENSSL_free(d->to.path);
             d->to.path = OPENSSL_strndup(val, (size_t)(s + len - val));
         } else if (val != NULL && klen == 5 && strncmp(s, "level", 5) == 0
-                   && (n = number(val, (size_t)(s + len - val),
-                                  KC_DEBUG_MAX_LEVEL)) >= 0) {
+                   && (n = kc_early_number(val, (size_t)(s + len - val),
+                                           KC_DEBUG_MAX_LEVEL)) >= 0) {
             d->level = (int)n;
         } else if (val != NULL && klen == 8
                    && strncmp(s, "interval", 8) == 0
-                   && (n = number(val, (size_t)(s + len - val),
-                                  KC_DEBUG_MAX_INTERVAL)) >= 0) {
+                   && (n = kc_early_number(val, (size_t)(s + len - val),
+                                           KC_DEBUG_MAX_INTERVAL)) >= 0) {
             d->interval = (uint64_t)n;
-        } else if (val == NULL && (n = number(s, len,
-                                              KC_DEBUG_MAX_LEVEL)) >= 0) {
+        } else if (val == NULL
+                   && (n = kc_early_number(s, len, KC_DEBUG_MAX_LEVEL)) >= 0) {
             d->level = (int)n;      /* KEYCACHE_DEBUG=2 */
         } else if (len > 0 && bad[0] == '\0') {
             snprintf(bad, sizeof(bad), "%.*s", (int)len, s);

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE            /* secure_getenv() */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,15 +116,35 @@ void kc_log_vline(const KC_LOGTO *to, char *buf, size_t len, size_t *used,
     buf[(*used)++] = '\n';
 }
 
-/* file: and level (level:N or a bare N); debug.c complains of the rest */
+long kc_early_number(const char *s, size_t len, long max)
+{
+    long n = 0;
+    size_t i;
+
+    if (len == 0 || len > 9)
+        return -1;
+    for (i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        n = n * 10 + (s[i] - '0');
+    }
+    return n <= max ? n : -1;
+}
+
+/*
+ * file: and level (level:N or a bare N), read as debug.c reads them; it
+ * complains of the rest.  A path too long for the buffer drops the line
+ * (never the program's stderr instead).
+ */
 void kc_early_log(int level, const char *fmt, ...)
 {
     /* not for set-uid programs: the variable could name any file */
     const char *env = secure_getenv(KC_DEBUG_ENV), *s, *val, *num;
-    char path[512], buf[768];
+    char path[PATH_MAX], buf[768];
     KC_LOGTO to;
     size_t len, used = 0;
     va_list ap;
+    long n;
     int want = 1;
 
     if (env == NULL || *env == '\0')
@@ -136,13 +157,16 @@ void kc_early_log(int level, const char *fmt, ...)
         num = val == NULL ? s : val - s == 5 && strncmp(s, "level", 5) == 0
                                 ? val + 1 : NULL;
         if (val != NULL && val - s == 4 && strncmp(s, "file", 4) == 0
-            && (size_t)(s + len - val - 1) < sizeof(path)) {
+            && s + len > val + 1) {
+            if ((size_t)(s + len - val - 1) >= sizeof(path))
+                return;
             memcpy(path, val + 1, (size_t)(s + len - val - 1));
             path[s + len - val - 1] = '\0';
             to.path = path;
-        } else if (num != NULL && s + len == num + 1
-                   && *num >= '0' && *num <= '9') {
-            want = *num - '0';
+        } else if (num != NULL
+                   && (n = kc_early_number(num, (size_t)(s + len - num),
+                                           KC_DEBUG_MAX_LEVEL)) >= 0) {
+            want = (int)n;
         }
         s += len;
     }

@@ -44,6 +44,10 @@ void kc_log_emit(KC_LOGTO *to, const char *text, size_t len);
  */
 void kc_early_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* KEYCACHE_DEBUG's levels, as the loader and the module read them */
+#define KC_DEBUG_MAX_LEVEL 2
+/* A whole number of len bytes at s in [0, max], or -1. */
+long kc_early_number(const char *s, size_t len, long max);
 
 /* The function of |id| in the core's table |in| (the last one), or NULL. */
 void (*kc_early_fn(const OSSL_DISPATCH *in, int id))(void);

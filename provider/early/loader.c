@@ -130,6 +130,33 @@ static int sibling_sound(const char *path, char *why, size_t len)
     return ok;
 }
 
+/*
+ * The major version in the file name of the library that holds the
+ * core's core_get_params (libcrypto.so.3, libcrypto.so.4), or -1 where
+ * it cannot be told (a static libcrypto, a renamed one).  A config may
+ * override what the core says its version is (openssl-version in
+ * keycache's section, which conf.c refuses later): the loader must not
+ * load another OpenSSL's build, and its libcrypto, on that word.
+ */
+static int host_major(const OSSL_DISPATCH *in)
+{
+    void (*fn)(void) = kc_early_fn(in, OSSL_FUNC_CORE_GET_PARAMS);
+    const char *name, *so;
+    Dl_info info;
+
+    if (fn == NULL || dladdr((void *)fn, &info) == 0
+        || info.dli_fname == NULL)
+        return -1;
+    name = strrchr(info.dli_fname, '/');
+    name = name != NULL ? name + 1 : info.dli_fname;
+    if (strncmp(name, "libcrypto.so.", 13) != 0)
+        return -1;
+    so = name + 13;
+    if (*so < '0' || *so > '9')
+        return -1;
+    return kc_early_major(so);
+}
+
 __attribute__((visibility("default")))
 int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                        const OSSL_DISPATCH **out, void **provctx)
@@ -138,7 +165,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     char path[PATH_MAX], why[PATH_MAX + 256];
     OSSL_provider_init_fn *init;
     void *h;
-    int major;
+    int major, host;
 
     /* every OpenSSL 3 and 4 core says; one that does not is not guessed at */
     if (version == NULL) {
@@ -150,6 +177,11 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
         return 0;
     }
     major = kc_early_major(version);
+    if ((host = host_major(in)) >= 0 && host != major) {
+        snprintf(why, sizeof(why), "that is not the libcrypto.so.%d it runs "
+                 "in (is openssl-version set in keycache's section?)", host);
+        goto refuse;
+    }
     if (!build_path(major, path, sizeof(path))) {
         snprintf(why, sizeof(why), "cannot tell which directory keycache.so "
                  "lies in, or its path is too long");
