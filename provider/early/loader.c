@@ -130,25 +130,51 @@ static int sibling_sound(const char *path, char *why, size_t len)
     return ok;
 }
 
+struct host_find {
+    ElfW(Addr) addr;
+    const char *name;
+};
+
+/* (dl_iterate_phdr(): the object whose loaded segment holds addr) */
+static int host_of(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct host_find *h = arg;
+    ElfW(Half) i;
+
+    (void)size;
+    for (i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        ElfW(Addr) start = info->dlpi_addr + ph->p_vaddr;
+
+        if (ph->p_type == PT_LOAD && h->addr >= start
+            && h->addr < start + ph->p_memsz) {
+            h->name = info->dlpi_name;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /*
  * The major version in the file name of the library that holds the
  * core's core_get_params (libcrypto.so.3, libcrypto.so.4), or -1 where
  * it cannot be told (a static libcrypto, a renamed one).  A config may
  * override what the core says its version is (openssl-version in
  * keycache's section, which conf.c refuses later): the loader must not
- * load another OpenSSL's build, and its libcrypto, on that word.
+ * load another OpenSSL's build, and its libcrypto, on that word.  Found
+ * by dl_iterate_phdr(), not dladdr(), whose symbol search cost every
+ * process some 190,000 instructions.
  */
 static int host_major(const OSSL_DISPATCH *in)
 {
     void (*fn)(void) = kc_early_fn(in, OSSL_FUNC_CORE_GET_PARAMS);
+    struct host_find h = { (ElfW(Addr))fn, NULL };
     const char *name, *so;
-    Dl_info info;
 
-    if (fn == NULL || dladdr((void *)fn, &info) == 0
-        || info.dli_fname == NULL)
+    if (fn == NULL || dl_iterate_phdr(host_of, &h) == 0 || h.name == NULL)
         return -1;
-    name = strrchr(info.dli_fname, '/');
-    name = name != NULL ? name + 1 : info.dli_fname;
+    name = strrchr(h.name, '/');
+    name = name != NULL ? name + 1 : h.name;
     if (strncmp(name, "libcrypto.so.", 13) != 0)
         return -1;
     so = name + 13;
