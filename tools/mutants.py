@@ -504,8 +504,8 @@ MUTANTS = {
         "    if (0)\n        forward_all(w);"),
     # ... or as the thread's keyless base that misses copy
     "hmac-stale-base": ("provider/families/hmac.c",
-        "        if (stale_dg(w))\n            return NULL;",
-        "        if (0)\n            return NULL;"),
+        "        if (!kc_cache_keeps(c) || stale_dg(w))\n            return NULL;",
+        "        if (!kc_cache_keeps(c))\n            return NULL;"),
     # ... even a miss that admits its key (which then is never cached)
     "hmac-app-admitted": ("provider/families/hmac.c",
         "    if (app_misses < KC_APP_MISSES && !tried && !lk.admit && !lk.pending) {",

@@ -470,8 +470,10 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
 /*
  * A context keyed with key by copying the thread's context of the digest
  * keyed with the empty key: a keyed init replaces all HMAC holds, and the
- * copy skips a new context's digest fetch.  NULL if that fails; the
- * caller then keys a new context as the default would, for its errors.
+ * copy skips a new context's digest fetch.  NULL if that fails, or if the
+ * thread has no cache to keep that base in (one that only derives, in a
+ * KDF's calls: a base made for one copy would cost more than it saves);
+ * the caller then keys a new context as the default would.
  */
 static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
                         size_t keylen)
@@ -479,10 +481,9 @@ static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
     static const unsigned char empty[1];
     const KC_MAC_FNS *f = fns(w);
     void *base = kc_cache_aux_get(c, w->dg), *inner;
-    int mine = 0;
 
     if (base == NULL) {
-        if (stale_dg(w))
+        if (!kc_cache_keeps(c) || stale_dg(w))
             return NULL;
         ERR_set_mark();
         if ((base = new_inner(w)) != NULL && !f->init(base, empty, 0, NULL)) {
@@ -493,7 +494,6 @@ static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
         if (base == NULL)
             return NULL;
         kc_cache_aux_put(c, w->dg, base, f->freectx);
-        mine = kc_cache_aux_get(c, w->dg) != base;
     }
     /*
      * No error mark here, on every miss (some 400 instructions on 4.x):
@@ -505,8 +505,6 @@ static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
         f->freectx(inner);
         inner = NULL;
     }
-    if (mine)
-        f->freectx(base);
     return inner;
 }
 
@@ -710,8 +708,7 @@ static KC_NOINLINE int setkey_cold(KC_HMAC_CTX *w, const unsigned char *key,
         free_inner(w);
         w->inner = NULL;
     }
-    /* a thread without a cache keeps no base to copy (a KDF's, deriving) */
-    return key_missed(w, c, key, keylen, kc_cache_keeps(c));
+    return key_missed(w, c, key, keylen, 1);
 }
 
 /*
