@@ -770,7 +770,7 @@ static EVP_CIPHER_CTX *copy_tmpl;
 static unsigned char copy_want[NCOPIES][48];
 static int copy_bad[NCOPIERS];
 
-/* each copy keyed (keys[n % 3]), not given an IV: concurrent_iv_copies */
+/* each copy keyed (keys[n % 3]), not given an IV: copies_of(2, ...) */
 static int copy_keys;
 
 /* ct || tag of msgs[n] under a copy of t (ivs[n], 12 bytes), into out */
@@ -849,38 +849,15 @@ static EVP_CIPHER_CTX *copy_template(OSSL_LIB_CTX *ctx, const char *name,
     return t;
 }
 
-static void test_concurrent_copies(void)
-{
-    EVP_CIPHER_CTX *ref;
-    char what[64];
-    size_t c;
-    int n, with_iv;
-
-    copy_one = seal_tmpl;
-    copy_len = 48;
-    for (c = 0; c < sizeof(copy_ciphers) / sizeof(copy_ciphers[0]); c++)
-        for (with_iv = 0; with_iv < 2; with_iv++) {
-            ref = copy_template(kct_default(), copy_ciphers[c], with_iv);
-            copy_tmpl = copy_template(kct_keycache(), copy_ciphers[c],
-                                      with_iv);
-            CU_ASSERT_FATAL(ref != NULL && copy_tmpl != NULL);
-            for (n = 0; n < NCOPIES; n++)
-                CU_ASSERT_FATAL(seal_copy(ref, n, copy_want[n]));
-            snprintf(what, sizeof(what), "%s%s", copy_ciphers[c],
-                     with_iv ? " with IV" : "");
-            run_copiers(what);
-            EVP_CIPHER_CTX_free(copy_tmpl);
-            EVP_CIPHER_CTX_free(ref);
-        }
-}
-
 /*
- * A template given its IV alone, before any key (HAProxy's order), each
- * copy then keyed: the IV the template holds back goes to every copy, and
- * the template is only read, so no copy loses it to another's.
+ * NCOPIERS threads copying templates made as copy_template(how) says, a
+ * fresh one each of rounds, against the default's copies of its own
  */
-static void test_concurrent_iv_copies(void)
+static void copies_of(int how, int rounds)
 {
+    static const char *const hows[] = {
+        "", " with IV", ", IV before the key"
+    };
     EVP_CIPHER_CTX *ref;
     char what[64];
     size_t c;
@@ -888,22 +865,37 @@ static void test_concurrent_iv_copies(void)
 
     copy_one = seal_tmpl;
     copy_len = 48;
-    copy_keys = 1;
+    copy_keys = how == 2;
     for (c = 0; c < sizeof(copy_ciphers) / sizeof(copy_ciphers[0]); c++)
-        /* a fresh template each round: its IV held until a copy flushes it */
-        for (round = 0; round < 8; round++) {
-            ref = copy_template(kct_default(), copy_ciphers[c], 2);
-            copy_tmpl = copy_template(kct_keycache(), copy_ciphers[c], 2);
+        for (round = 0; round < rounds; round++) {
+            ref = copy_template(kct_default(), copy_ciphers[c], how);
+            copy_tmpl = copy_template(kct_keycache(), copy_ciphers[c], how);
             CU_ASSERT_FATAL(ref != NULL && copy_tmpl != NULL);
             for (n = 0; n < NCOPIES; n++)
                 CU_ASSERT_FATAL(seal_copy(ref, n, copy_want[n]));
-            snprintf(what, sizeof(what), "%s, IV before the key",
-                     copy_ciphers[c]);
+            snprintf(what, sizeof(what), "%s%s", copy_ciphers[c], hows[how]);
             run_copiers(what);
             EVP_CIPHER_CTX_free(copy_tmpl);
             EVP_CIPHER_CTX_free(ref);
         }
     copy_keys = 0;
+}
+
+static void test_concurrent_copies(void)
+{
+    copies_of(0, 1);
+    copies_of(1, 1);
+}
+
+/*
+ * A template given its IV alone, before any key (HAProxy's order), each
+ * copy then keyed: the IV the template holds back goes to every copy, and
+ * the template is only read, so no copy loses it to another's.  A fresh
+ * template each round: its IV is held until a copy takes it.
+ */
+static void test_concurrent_iv_copies(void)
+{
+    copies_of(2, 8);
 }
 
 /*
