@@ -661,6 +661,255 @@ static void test_same_digest(void)
     CU_ASSERT_PTR_NOT_NULL(ret);
 }
 
+/*
+ * ---- Deferred first keyings (families/hmac.c, KC_DEFER_MAX) ----
+ * A thread's first keyings over a SHA digest keep key and message until
+ * the final, which keycache computes itself; any other call first makes
+ * the default's context by replaying them.  Each pattern below runs on a
+ * new thread, so its keyings are such first ones.
+ */
+static void final_rec(REC *r, EVP_MAC_CTX *c, const char *what)
+{
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t n = 0;
+    int ok = EVP_MAC_final(c, out, &n, sizeof(out));
+
+    kct_rec_printf(r, "%s final rc=%d ", what, ok);
+    if (ok)
+        kct_rec_hex(r, out, n);
+    kct_rec_errs(r);
+}
+
+static const char *d_md;
+static size_t d_keylen, d_msglen;
+
+/* a MAC in updates of 100 bytes, d_md keyed with d_keylen bytes */
+static void p_d_sweep(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC_CTX *c = new_ctx(libctx, r);
+    size_t off, n;
+
+    if (c == NULL)
+        return;
+    init_key(r, c, d_md, 0, d_keylen);
+    for (off = 0; off < d_msglen; off += n) {
+        n = d_msglen - off < 100 ? d_msglen - off : 100;
+        rc(r, "update", EVP_MAC_update(c, msg + off, n));
+    }
+    final_rec(r, c, "sweep");
+    EVP_MAC_CTX_free(c);
+}
+
+/* finished, then finished again, updated, restarted */
+static void p_d_spent(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC_CTX *c = new_ctx(libctx, r);
+
+    if (c == NULL)
+        return;
+    init_key(r, c, "SHA256", 1, 32);
+    rc(r, "update", EVP_MAC_update(c, msg, 32));
+    final_rec(r, c, "first");
+    final_rec(r, c, "second");
+    rc(r, "update after", EVP_MAC_update(c, msg, 10));
+    final_rec(r, c, "third");
+    rc(r, "keyless", EVP_MAC_init(c, NULL, 0, NULL));
+    rc(r, "update", EVP_MAC_update(c, msg, 40));
+    final_rec(r, c, "restarted");
+    EVP_MAC_CTX_free(c);
+    if ((c = new_ctx(libctx, r)) == NULL)
+        return;
+    init_key(r, c, "SHA2-384", 2, 48);
+    rc(r, "update", EVP_MAC_update(c, msg, 20));
+    final_rec(r, c, "first");
+    rc(r, "update after", EVP_MAC_update(c, msg, 20));
+    final_rec(r, c, "second");
+    EVP_MAC_CTX_free(c);
+}
+
+/* keyless re-inits on a deferred context, an empty message, sizes asked */
+static void p_d_restart(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC_CTX *c = new_ctx(libctx, r);
+    OSSL_PARAM q[2];
+    size_t bs = 0;
+
+    if (c == NULL)
+        return;
+    init_key(r, c, "SHA3-256", 3, 32);
+    final_rec(r, c, "empty");
+    rc(r, "keyless", EVP_MAC_init(c, NULL, 0, NULL));
+    rc(r, "update", EVP_MAC_update(c, msg, 50));
+    rc(r, "keyless mid-message", EVP_MAC_init(c, NULL, 0, NULL));
+    rc(r, "update", EVP_MAC_update(c, msg + 50, 60));
+    kct_rec_printf(r, "macsize=%zu", EVP_MAC_CTX_get_mac_size(c));
+    final_rec(r, c, "restarted");
+    rc(r, "keyless", EVP_MAC_init(c, NULL, 0, NULL));
+    rc(r, "update", EVP_MAC_update(c, msg, 10));
+    q[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_BLOCK_SIZE, &bs);
+    q[1] = OSSL_PARAM_construct_end();
+    rc(r, "block size", EVP_MAC_CTX_get_params(c, q));
+    kct_rec_printf(r, "block=%zu", bs);
+    rc(r, "update", EVP_MAC_update(c, msg + 10, 10));
+    final_rec(r, c, "asked");
+    EVP_MAC_CTX_free(c);
+}
+
+/* copies mid-message and finished, each continued */
+static void p_d_dup(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC_CTX *c = new_ctx(libctx, r), *d, *e = NULL;
+
+    if (c == NULL)
+        return;
+    init_key(r, c, "SHA1", 4, 20);
+    rc(r, "update", EVP_MAC_update(c, msg, 10));
+    d = EVP_MAC_CTX_dup(c);
+    kct_rec_printf(r, "dup %s", d != NULL ? "ok" : "failed");
+    rc(r, "update", EVP_MAC_update(c, msg + 10, 20));
+    final_rec(r, c, "original");
+    if (d != NULL) {
+        rc(r, "update copy", EVP_MAC_update(d, msg + 40, 250));
+        final_rec(r, d, "copy");
+        e = EVP_MAC_CTX_dup(d);
+        EVP_MAC_CTX_free(d);
+    }
+    d = EVP_MAC_CTX_dup(c);
+    EVP_MAC_CTX_free(c);
+    if (d != NULL) {
+        final_rec(r, d, "copy of finished");
+        rc(r, "keyless", EVP_MAC_init(d, NULL, 0, NULL));
+        final_rec(r, d, "copy restarted");
+        EVP_MAC_CTX_free(d);
+    }
+    if (e != NULL) {
+        rc(r, "keyless", EVP_MAC_init(e, NULL, 0, NULL));
+        rc(r, "update", EVP_MAC_update(e, msg, 5));
+        final_rec(r, e, "copy of settled");
+        EVP_MAC_CTX_free(e);
+    }
+}
+
+/* parameters on a deferred context: digest, the same again, a new key */
+static void p_d_params(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC_CTX *c = new_ctx(libctx, r);
+    OSSL_PARAM p[2] = { digest("SHA2-512"), OSSL_PARAM_END };
+
+    if (c == NULL)
+        return;
+    init_key(r, c, "SHA256", 5, 32);
+    rc(r, "update", EVP_MAC_update(c, msg, 10));
+    rc(r, "other digest", EVP_MAC_CTX_set_params(c, p));
+    rc(r, "update", EVP_MAC_update(c, msg, 10));
+    final_rec(r, c, "digest changed unkeyed");
+    rc(r, "keyless", EVP_MAC_init(c, NULL, 0, NULL));
+    final_rec(r, c, "keyless");
+    init_key(r, c, NULL, 5, 32);
+    final_rec(r, c, "keyed again");
+    EVP_MAC_CTX_free(c);
+    if ((c = new_ctx(libctx, r)) == NULL)
+        return;
+    init_key(r, c, "SHA256", 1, 32);
+    rc(r, "update", EVP_MAC_update(c, msg, 10));
+    p[0] = digest("SHA256");
+    rc(r, "init with params", EVP_MAC_init(c, NULL, 0, p));
+    rc(r, "update", EVP_MAC_update(c, msg, 10));
+    final_rec(r, c, "params at init");
+    init_key(r, c, NULL, 2, 32);
+    rc(r, "update", EVP_MAC_update(c, msg, 10));
+    init_key(r, c, NULL, 3, 16);
+    rc(r, "update", EVP_MAC_update(c, msg, 10));
+    final_rec(r, c, "rekeyed mid-message");
+    EVP_MAC_CTX_free(c);
+}
+
+/* an XOF final (refused by HMAC), then a plain one */
+static void p_d_xof(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC_CTX *c = new_ctx(libctx, r);
+    unsigned char out[64];
+
+    if (c == NULL)
+        return;
+    init_key(r, c, "SHA256", 1, 32);
+    rc(r, "update", EVP_MAC_update(c, msg, 10));
+    rc(r, "xof final", EVP_MAC_finalXOF(c, out, 32));
+    final_rec(r, c, "after xof");
+    EVP_MAC_CTX_free(c);
+}
+
+/*
+ * A key longer than the cache holds, which HMAC keys with its digest
+ * (setkey_long()), then a TLS record MAC, which refuses such a key.
+ */
+static void p_d_tls_long(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC_CTX *c = new_ctx(libctx, r);
+    OSSL_PARAM p[2] = { OSSL_PARAM_END, OSSL_PARAM_END };
+    size_t recsize = 100;
+
+    if (c == NULL)
+        return;
+    init_key(r, c, "SHA256", 0, 200);
+    p[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_TLS_DATA_SIZE, &recsize);
+    rc(r, "record size", EVP_MAC_CTX_set_params(c, p));
+    rc(r, "header", EVP_MAC_update(c, msg + 200, 13));
+    rc(r, "record", EVP_MAC_update(c, msg, 80));
+    final_rec(r, c, "record");
+    EVP_MAC_CTX_free(c);
+}
+
+static const struct {
+    const char *name;
+    kct_rec_fn fn;
+} d_patterns[] = {
+    { "spent", p_d_spent }, { "restart", p_d_restart }, { "dup", p_d_dup },
+    { "params", p_d_params }, { "xof", p_d_xof }, { "tls-long", p_d_tls_long },
+};
+
+static int d_same(const char *what, kct_rec_fn fn)
+{
+    REC def = { 0 }, got = { 0 };
+    int same;
+
+    kct_rec_run(fn, kct_default(), &def);
+    same = kct_rec_run_thread(fn, deployed, &got)
+           && kct_rec_same(what, &def, &got);
+    kct_rec_free(&def);
+    kct_rec_free(&got);
+    return same;
+}
+
+static void test_deferred(void)
+{
+    /* the SHA digests deferred, the rest not (SHAKE is refused) */
+    static const char *mds[] = { "SHA1", "SHA2-224", "SHA256", "SHA2-384",
+                                 "SHA2-512", "SHA2-512/224", "SHA2-512/256",
+                                 "SHA3-224", "SHA3-256", "SHA3-384",
+                                 "SHA3-512", "SHAKE-128", "SHAKE-256",
+                                 "KECCAK-KMAC-128", "MD5", "BLAKE2S-256" };
+    static const size_t keylens[] = { 0, 1, 64, 65, 128, 129 };
+    static const size_t msglens[] = { 0, 255, 256, 257, 300 };
+    char what[96];
+    size_t i, k, m;
+
+    for (i = 0; i < sizeof(mds) / sizeof(mds[0]); i++)
+        for (k = 0; k < sizeof(keylens) / sizeof(keylens[0]); k++)
+            for (m = 0; m < sizeof(msglens) / sizeof(msglens[0]); m++) {
+                d_md = mds[i];
+                d_keylen = keylens[k];
+                d_msglen = msglens[m];
+                snprintf(what, sizeof(what), "[deferred %s key %zu msg %zu]",
+                         d_md, d_keylen, d_msglen);
+                CU_ASSERT_TRUE(d_same(what, p_d_sweep));
+            }
+    for (i = 0; i < sizeof(d_patterns) / sizeof(d_patterns[0]); i++) {
+        snprintf(what, sizeof(what), "[deferred %s]", d_patterns[i].name);
+        CU_ASSERT_TRUE(d_same(what, d_patterns[i].fn));
+    }
+}
+
 static const struct {
     const char *name;
     kct_rec_fn fn;
@@ -780,6 +1029,8 @@ static void add_suites(void)
     CU_add_test(s, "a thread's first keyings, in the application's context",
                 test_threads);
     CU_add_test(s, "a fresh process's first HMAC", test_process);
+    CU_add_test(s, "deferred first keyings: every state the default's",
+                test_deferred);
     CU_add_test(s, "another provider's digest, first keyings and past them",
                 test_other_provider);
     CU_add_test(s, "the application's default unloaded", test_unload);

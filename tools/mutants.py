@@ -367,7 +367,7 @@ MUTANTS = {
     # not the application's (a failed digest fetch then names another
     # library context: test_hmac_first's fresh process)
     "hmac-app-never": [("provider/families/hmac.c",
-        "        if ((r = key_app(w, key, keylen)) >= 0) {\n"
+        "        if ((r = key_app(w, key, keylen, plain)) >= 0) {\n"
         "            if (r == 1)\n"
         "                kc_count_passthrough(pctx, &pctx->hmac_alg);\n"
         "            return r;",
@@ -503,6 +503,50 @@ MUTANTS = {
         "    if (stale_dg(w))\n        forward_all(w);",
         "    if (0)\n        forward_all(w);"),
     # ... or as the thread's keyless base that misses copy
+    # a deferred first keying's MAC with a wrong outer pad
+    "hmac-defer-pad": ("provider/families/hmac.c",
+        "            pad[i] ^= 0x36 ^ 0x5c;",
+        "            pad[i] ^= 0x36 ^ 0x5d;"),
+    # ... a key longer than the block used as it is, not its digest
+    "hmac-defer-long-key": ("provider/families/hmac.c",
+        "    if (kl > bs)\n        ok = f->init(dc, NULL)",
+        "    if (kl > 1000)\n        ok = f->init(dc, NULL)"),
+    # ... settled without the message it held
+    "hmac-defer-settle-drops": ("provider/families/hmac.c",
+        "    if (r == 1 && w->dlen != 0)\n        r = fns(w)->update(",
+        "    if (r == 1 && w->dlen == 1)\n        r = fns(w)->update("),
+    # ... settled as if never finished
+    "hmac-defer-settle-unfinished": ("provider/families/hmac.c",
+        "    int spent = w->deferred == DEFER_SPENT, r;",
+        "    int spent = 0, r;"),
+    # ... a message longer than the buffer kept anyway (overflow)
+    "hmac-defer-no-limit": ("provider/families/hmac.c",
+        "    if (w->deferred == DEFER_KEYED && datalen <= KC_DEFER_MAX - w->dlen) {",
+        "    if (w->deferred == DEFER_KEYED && datalen <= KC_DEFER_MAX) {"),
+    # ... finished twice by keycache itself
+    "hmac-defer-final-twice": ("provider/families/hmac.c",
+        "    if (w->deferred == DEFER_KEYED && defer_mac(w, out, outl, outsize)) {",
+        "    if (w->deferred != DEFER_NONE && defer_mac(w, out, outl, outsize)) {"),
+    # ... a keyless re-init that keeps the message
+    "hmac-defer-restart-keeps": ("provider/families/hmac.c",
+        "        OPENSSL_cleanse(w->dbuf, w->dlen);\n        w->dlen = 0;\n        w->deferred = DEFER_KEYED;",
+        "        w->deferred = DEFER_KEYED;"),
+    # ... a copy without the message
+    "hmac-defer-dup-empty": ("provider/families/hmac.c",
+        "        dst->dlen = src->dlen;",
+        "        dst->dlen = 0;"),
+    # ... parameters taken on the deferred state, not the default's
+    "hmac-defer-params-unsettled": ("provider/families/hmac.c",
+        "    if (w->deferred != DEFER_NONE && !defer_settle(w))\n        return 0;\n",
+        ""),
+    # ... a long key's digest deferred: its TLS record MAC then takes it
+    "hmac-defer-long-digest": ("provider/families/hmac.c",
+        "    if (plain && w->dg->hmac_plain",
+        "    if (w->dg->hmac_plain"),
+    # ... every digest deferred, SHAKE too
+    "hmac-defer-any-digest": ("provider/inner/inner.c",
+        "        d->hmac_plain = d->fns_ok && hmac_plain(d);",
+        "        d->hmac_plain = d->fns_ok && d->size > 0;"),
     "hmac-stale-base": ("provider/families/hmac.c",
         "        if (!kc_cache_keeps(c) || stale_dg(w))\n            return NULL;",
         "        if (!kc_cache_keeps(c))\n            return NULL;"),
@@ -526,11 +570,11 @@ MUTANTS = {
         "            (void)0;"),
     # ... nor a thread's first miss, not looked up
     "hmac-first-uncounted": ("provider/families/hmac.c",
-        "        if ((r = key_app(w, key, keylen)) >= 0) {\n"
+        "        if ((r = key_app(w, key, keylen, plain)) >= 0) {\n"
         "            if (r == 1)\n"
         "                kc_count_passthrough(pctx, &pctx->hmac_alg);\n"
         "            return r;",
-        "        if ((r = key_app(w, key, keylen)) >= 0) {\n"
+        "        if ((r = key_app(w, key, keylen, plain)) >= 0) {\n"
         "            return r;"),
     # a thread's first contexts of a CMAC or KMAC: none on the
     # application's default (each looked up, counted and cached) ...

@@ -89,6 +89,9 @@ typedef struct {
 /* the most spares an entry keeps; a thread's total is at most cache_size */
 #define KC_SPARE_MAX 8
 
+/* the largest block HMAC pads a key to (SHA3-224's) */
+#define KC_HMAC_BLOCK_MAX 144
+
 /* A digest of the default's, listed at the first digest asked for. */
 typedef struct {
     EVP_MD *md;               /* the application's first of it, or NULL */
@@ -99,6 +102,8 @@ typedef struct {
     KC_DIGEST_FNS fns;
     int fns_ok;
     int key_hash;             /* kc_inner_digest_key(): 0 untried, 1, -1 */
+    /* SHA-1, -2 or -3, fns complete: HMAC may run on fns (families/hmac.c) */
+    int hmac_plain;
 } KC_DIGEST;
 
 /*

@@ -15,6 +15,20 @@
 
 #include "families/families.h"
 
+/*
+ * A thread's first misses (key_app()) over a plain digest are deferred:
+ * the key and up to KC_DEFER_MAX bytes of message wait in the wrapper,
+ * and the final computes HMAC (RFC 2104) on one context of the default's
+ * digest functions (defer_final()).  No default HMAC context, digest
+ * fetch or EVP digest contexts are made: a thread or fork child that
+ * computes one HMAC pays less than the default alone (thread-per-task,
+ * fork-child-*).  Any other call, a longer message or a second final
+ * first makes the default's context those calls would have made, by
+ * replaying them (defer_settle()): every other answer is the default's.
+ */
+#define KC_DEFER_MAX 256
+enum { DEFER_NONE, DEFER_KEYED, DEFER_SPENT };
+
 typedef struct {
     KC_PROVCTX *pctx;
     const KC_DIGEST *dg;       /* the default ctx's digest: a table entry */
@@ -43,6 +57,7 @@ typedef struct {
      * a miss brings the key the previous miss brought (missed_hash).
      */
     int have_key;
+    int deferred;              /* DEFER_*: keyed, inner not made yet */
     uint64_t missed_hash;      /* the keyed hash of the key a miss last took */
     const KC_DIGEST *key_dg;
     size_t keylen;
@@ -52,6 +67,10 @@ typedef struct {
      */
     size_t tls_size;
     unsigned char key[KEYCACHE_MAX_KEY_LEN];
+    /* while deferred: the key and the message so far (see KC_DEFER_MAX) */
+    size_t dkeylen, dlen;
+    unsigned char dkey[KEYCACHE_MAX_KEY_LEN];
+    unsigned char dbuf[KC_DEFER_MAX];
 } KC_HMAC_CTX;
 
 #define KC_HMAC_HEAD offsetof(KC_HMAC_CTX, tls_size)
@@ -512,8 +531,8 @@ static void *keyed_copy(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
  * A miss keyed in the application's context (see app_misses): 1/0 as the
  * default would, -1 if there is no default there (then the private way).
  */
-static KC_NOINLINE int key_app(KC_HMAC_CTX *w, const unsigned char *key,
-                               size_t keylen)
+static int key_app_ctx(KC_HMAC_CTX *w, const unsigned char *key,
+                       size_t keylen)
 {
     void *ctx;
     int ok;
@@ -540,7 +559,6 @@ static KC_NOINLINE int key_app(KC_HMAC_CTX *w, const unsigned char *key,
         fns(w)->freectx(ctx);
         return -1;
     }
-    app_misses++;
     w->inner = ctx;
     w->app_keyed = 1;
     if (!fns(w)->init(ctx, key, keylen, NULL)) {
@@ -577,9 +595,136 @@ static int key_missed(KC_HMAC_CTX *w, KC_CACHE *c, const unsigned char *key,
     return 1;
 }
 
-/* Key the wrapper from the cache: 1/0 as the default would, -1 to pass. */
+/* The deferred key and message wiped: not deferred any more. */
+static void defer_wipe(KC_HMAC_CTX *w)
+{
+    OPENSSL_cleanse(w->dkey, w->dkeylen);
+    OPENSSL_cleanse(w->dbuf, w->dlen);
+    w->dkeylen = w->dlen = 0;
+    w->deferred = DEFER_NONE;
+}
+
+/*
+ * The default's context the deferred calls would have made: keyed as
+ * key_app_ctx() keys, the message replayed, finished if it was (output
+ * dropped); every call from here on is the default's.  0: that failed.
+ */
+static KC_NOINLINE int defer_settle(KC_HMAC_CTX *w)
+{
+    unsigned char out[EVP_MAX_MD_SIZE];
+    int spent = w->deferred == DEFER_SPENT, r;
+    size_t n = 0;
+
+    w->deferred = DEFER_NONE;
+    r = key_app_ctx(w, w->dkey, w->dkeylen);
+    /* (the application's default gone meanwhile: as any later miss) */
+    if (r < 0)
+        r = key_missed(w, NULL, w->dkey, w->dkeylen, 0);
+    if (r == 1 && w->dlen != 0)
+        r = fns(w)->update(w->inner, w->dbuf, w->dlen);
+    if (r == 1 && spent) {
+        r = fns(w)->final(w->inner, out, &n, sizeof(out));
+        OPENSSL_cleanse(out, sizeof(out));
+    }
+    defer_wipe(w);
+    kc_vector_wipe();
+    return r == 1;
+}
+
+/*
+ * HMAC of the deferred key and message on one context of the default's
+ * digest functions, as HMAC_Init_ex() and HMAC_Final() compute it: a key
+ * longer than the block is its digest, padded with zeros to the block.
+ */
+static int defer_mac(KC_HMAC_CTX *w, unsigned char *out, size_t *outl,
+                     size_t outsize)
+{
+    const KC_DIGEST *d = w->dg;
+    const KC_DIGEST_FNS *f = &d->fns;
+    size_t bs = (size_t)d->block_size, kl = w->dkeylen, n = 0, i;
+    unsigned char pad[KC_HMAC_BLOCK_MAX], ih[EVP_MAX_MD_SIZE];
+    void *dc;
+    int ok = 1;
+
+    if (outsize < d->size
+        || (dc = f->newctx(w->pctx->inner_provctx)) == NULL)
+        return 0;
+    if (kl > bs)
+        ok = f->init(dc, NULL) && f->update(dc, w->dkey, kl)
+             && f->final(dc, pad, &kl, sizeof(pad)) && kl <= bs;
+    else
+        memcpy(pad, w->dkey, kl);
+    if (ok) {
+        memset(pad + kl, 0, bs - kl);
+        for (i = 0; i < bs; i++)
+            pad[i] ^= 0x36;
+        ok = f->init(dc, NULL) && f->update(dc, pad, bs)
+             && f->update(dc, w->dbuf, w->dlen)
+             && f->final(dc, ih, &n, sizeof(ih));
+        for (i = 0; i < bs; i++)
+            pad[i] ^= 0x36 ^ 0x5c;
+        ok = ok && f->init(dc, NULL) && f->update(dc, pad, bs)
+             && f->update(dc, ih, n) && f->final(dc, out, outl, outsize);
+    }
+    f->freectx(dc);
+    OPENSSL_cleanse(pad, sizeof(pad));
+    OPENSSL_cleanse(ih, sizeof(ih));
+    kc_vector_wipe();
+    return ok;
+}
+
+static KC_NOINLINE int defer_update(KC_HMAC_CTX *w, const unsigned char *data,
+                                    size_t datalen)
+{
+    if (w->deferred == DEFER_KEYED && datalen <= KC_DEFER_MAX - w->dlen) {
+        if (datalen != 0)
+            memcpy(w->dbuf + w->dlen, data, datalen);
+        w->dlen += datalen;
+        return 1;
+    }
+    return defer_settle(w) && fns(w)->update(w->inner, data, datalen);
+}
+
+static KC_NOINLINE int defer_final(KC_HMAC_CTX *w, unsigned char *out,
+                                   size_t *outl, size_t outsize)
+{
+    if (w->deferred == DEFER_KEYED && defer_mac(w, out, outl, outsize)) {
+        w->deferred = DEFER_SPENT;
+        return 1;
+    }
+    return defer_settle(w) && fns(w)->final(w->inner, out, outl, outsize);
+}
+
+/*
+ * A thread's first miss, not admitted (see app_misses): deferred if plain
+ * (a key as given, the default's SHA digest by name), else keyed in the
+ * application's context.
+ */
+static KC_NOINLINE int key_app(KC_HMAC_CTX *w, const unsigned char *key,
+                               size_t keylen, int plain)
+{
+    int r;
+
+    if (plain && w->dg->hmac_plain && w->dg_props == NULL && app_inner_ok(w)
+        && __atomic_load_n(&w->dg->md, __ATOMIC_ACQUIRE) != NULL) {
+        memcpy(w->dkey, key, keylen);
+        w->dkeylen = keylen;
+        w->dlen = 0;
+        w->deferred = DEFER_KEYED;
+        app_misses++;
+        return 1;
+    }
+    if ((r = key_app_ctx(w, key, keylen)) >= 0)
+        app_misses++;
+    return r;
+}
+
+/*
+ * Key the wrapper from the cache: 1/0 as the default would, -1 to pass.
+ * plain: key is the application's (not a long key's digest).
+ */
 static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
-                            size_t keylen)
+                            size_t keylen, int plain)
 {
     KC_PROVCTX *pctx = w->pctx;
     const KC_MAC_FNS *f = fns(w);
@@ -614,7 +759,7 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
      */
     if (app_misses < KC_APP_MISSES && w->inner == NULL
         && pctx->admit_after > 1) {
-        if ((r = key_app(w, key, keylen)) >= 0) {
+        if ((r = key_app(w, key, keylen, plain)) >= 0) {
             if (r == 1)
                 kc_count_passthrough(pctx, &pctx->hmac_alg);
             return r;
@@ -648,7 +793,7 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
      * keys once pays no copy).
      */
     if (app_misses < KC_APP_MISSES && !tried && !lk.admit && !lk.pending) {
-        if ((r = key_app(w, key, keylen)) >= 0) {
+        if ((r = key_app(w, key, keylen, plain)) >= 0) {
             /* the second time this context misses with this key: kept */
             if (r == 1 && lk.hash != 0 && lk.hash == w->missed_hash)
                 remember_key(w, key, keylen, 0);
@@ -727,7 +872,7 @@ static KC_NOINLINE int setkey_long(KC_HMAC_CTX *w, const unsigned char *key,
         || keylen <= (size_t)w->dg->block_size
         || !kc_inner_digest_key(w->pctx, w->dg, key, keylen, kd, sizeof(kd)))
         return -1;
-    r = setkey_cached_as(w, kd, w->dg->size);
+    r = setkey_cached_as(w, kd, w->dg->size, 0);
     OPENSSL_cleanse(kd, sizeof(kd));
     /* given to an inner, kept or not (a failure forwards all): see tls */
     w->long_key = r >= 0 && w->inner != NULL;
@@ -739,7 +884,7 @@ static ossl_inline int setkey_cached(KC_HMAC_CTX *w, const unsigned char *key,
                                      size_t keylen)
 {
     int r = w->cold ? setkey_cold(w, key, keylen)
-            : keylen <= KEYCACHE_MAX_KEY_LEN ? setkey_cached_as(w, key, keylen)
+            : keylen <= KEYCACHE_MAX_KEY_LEN ? setkey_cached_as(w, key, keylen, 1)
             : setkey_long(w, key, keylen);
 
     /* what copies of the key or its cached state left in them */
@@ -776,6 +921,8 @@ static void kc_hmac_freectx(void *vctx)
     forget_key(w);
     if (w->inner != NULL && !park_inner(c, w))
         free_inner(w);
+    if (w->deferred != DEFER_NONE)
+        defer_wipe(w);
     if (w->dg_props != NULL)
         OPENSSL_free(w->dg_props);
     kc_wrapper_free_in(c, KC_POOL_HMAC, w, sizeof(*w));
@@ -789,6 +936,7 @@ static void *kc_hmac_dupctx(void *vctx)
                                     sizeof(*dst))) == NULL)
         return NULL;
     memcpy(dst, src, KC_HMAC_HEAD);
+    dst->deferred = DEFER_NONE;
     dst->tls_size = src->tls_size;
     /* the copy owns its inner outright; only the original holds the lease */
     memset(&dst->lease, 0, sizeof(dst->lease));
@@ -804,6 +952,13 @@ static void *kc_hmac_dupctx(void *vctx)
     if (dst->app_mac != NULL && !EVP_MAC_up_ref(dst->app_mac)) {
         fns(dst)->freectx(dst->inner);
         goto err;
+    }
+    if (src->deferred != DEFER_NONE) {
+        memcpy(dst->dkey, src->dkey, src->dkeylen);
+        memcpy(dst->dbuf, src->dbuf, src->dlen);
+        dst->dkeylen = src->dkeylen;
+        dst->dlen = src->dlen;
+        dst->deferred = src->deferred;
     }
     return dst;
  err:
@@ -883,6 +1038,9 @@ static KC_NOINLINE int set_params(KC_HMAC_CTX *w, const OSSL_PARAM params[])
 {
     const OSSL_PARAM *p, *dig = NULL, *props = NULL, *key = NULL;
     const char *pq;
+
+    if (w->deferred != DEFER_NONE && !defer_settle(w))
+        return 0;
 
     for (p = params; p->key != NULL; p++) {
         switch (classify(p->key)) {
@@ -1145,8 +1303,18 @@ static int kc_hmac_init(void *vctx, const unsigned char *key, size_t keylen,
     }
     if (key == NULL) {
         /* keyless re-init; never keyed at all fails like HMAC_Init_ex */
-        return w->inner != NULL ? fns(w)->init(w->inner, NULL, 0, NULL) : 0;
+        if (w->inner != NULL)
+            return fns(w)->init(w->inner, NULL, 0, NULL);
+        if (w->deferred == DEFER_NONE)
+            return 0;
+        OPENSSL_cleanse(w->dbuf, w->dlen);
+        w->dlen = 0;
+        w->deferred = DEFER_KEYED;
+        return 1;
     }
+    /* a new key replaces all a deferred context holds */
+    if (w->deferred != DEFER_NONE)
+        defer_wipe(w);
     r = setkey_cached(w, key, keylen);
     if (r >= 0)
         return r;
@@ -1160,8 +1328,10 @@ static int kc_hmac_update(void *vctx, const unsigned char *data,
 {
     KC_HMAC_CTX *w = vctx;
 
+    if (w->inner != NULL)
+        return fns(w)->update(w->inner, data, datalen);
     /* an unkeyed default ctx has no digest and refuses quietly */
-    return w->inner != NULL ? fns(w)->update(w->inner, data, datalen) : 0;
+    return w->deferred != DEFER_NONE ? defer_update(w, data, datalen) : 0;
 }
 
 static int kc_hmac_final(void *vctx, unsigned char *out, size_t *outl,
@@ -1169,7 +1339,9 @@ static int kc_hmac_final(void *vctx, unsigned char *out, size_t *outl,
 {
     KC_HMAC_CTX *w = vctx;
 
-    return w->inner != NULL ? fns(w)->final(w->inner, out, outl, outsize) : 0;
+    if (w->inner != NULL)
+        return fns(w)->final(w->inner, out, outl, outsize);
+    return w->deferred != DEFER_NONE ? defer_final(w, out, outl, outsize) : 0;
 }
 
 static const OSSL_PARAM *kc_hmac_gettable_ctx_params(void *vctx,
@@ -1209,6 +1381,12 @@ static int kc_hmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
     if (w->inner != NULL && !w->passthrough
         && kc_answer_size(params, w->dg->size))
         return 1;
+    if (w->deferred != DEFER_NONE) {
+        if (kc_answer_size(params, w->dg->size))
+            return 1;
+        if (!defer_settle(w))
+            return 0;
+    }
     /* a clean inner holds exactly the default's digest and key */
     if (w->inner != NULL)
         return fns(w)->get_ctx_params(w->inner, params);

@@ -160,6 +160,21 @@ static void free_digests(KC_PROVCTX *pctx)
 }
 
 /*
+ * A fixed-output hash HMAC runs over as RFC 2104 says, re-initialised on
+ * one context: SHA-1, SHA-2 and SHA-3 by the default's first names (not
+ * SHAKE, KECCAK-KMAC nor 3.5's ML-DSA-MU, which want more than init).
+ */
+static int hmac_plain(const KC_DIGEST *d)
+{
+    return (strcmp(d->name, "SHA1") == 0
+            || strncmp(d->name, "SHA2-", 5) == 0
+            || strncmp(d->name, "SHA3-", 5) == 0)
+           && d->size > 0 && d->size <= EVP_MAX_MD_SIZE
+           && d->block_size > 0 && d->block_size <= KC_HMAC_BLOCK_MAX
+           && (size_t)d->block_size >= d->size;
+}
+
+/*
  * The default's digests by first name (as EVP_MD_get0_name() says), with
  * the sizes get_params reports.  Not from EVP_MDs: listing those builds
  * the private context's digest store (some 3M instructions), which a
@@ -193,6 +208,7 @@ static void list_digests(KC_PROVCTX *pctx)
                     && g->final != NULL;
         d->size = digest_size(g, OSSL_DIGEST_PARAM_SIZE);
         d->block_size = (int)digest_size(g, OSSL_DIGEST_PARAM_BLOCK_SIZE);
+        d->hmac_plain = d->fns_ok && hmac_plain(d);
         pctx->ndigests++;
     }
 }
