@@ -614,6 +614,51 @@ static void test_unload(void)
                                     unload_same));
 }
 
+static void final_rec(REC *r, EVP_MAC_CTX *c, const char *what);
+
+/*
+ * The application's default unloaded while a thread's first contexts are
+ * deferred (families/hmac.c), one of them copied before.
+ */
+static void p_unload_deferred(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC_CTX *c1 = new_ctx(libctx, r), *c2 = new_ctx(libctx, r), *d = NULL;
+    OSSL_PARAM p[2] = { digest("SHA256"), OSSL_PARAM_END };
+
+    if (c1 != NULL && c2 != NULL) {
+        rc(r, "set", EVP_MAC_CTX_set_params(c2, p));
+        init_key(r, c1, "SHA2-384", 0, 32);
+        rc(r, "update", EVP_MAC_update(c1, msg, 100));
+        d = EVP_MAC_CTX_dup(c1);
+        rc(r, "unload", OSSL_PROVIDER_unload(unload_me));
+        final_rec(r, c1, "final");
+        rc(r, "update after", EVP_MAC_update(c1, msg, 10));
+        final_rec(r, c1, "final again");
+        rc(r, "keyless", EVP_MAC_init(c1, NULL, 0, NULL));
+        finish(r, c1, "after keyless");
+        init_key(r, c2, NULL, 1, 32);
+        finish(r, c2, "first after");
+        if (d != NULL) {
+            rc(r, "update", EVP_MAC_update(d, msg, 200));
+            finish(r, d, "dup");
+        }
+    }
+    EVP_MAC_CTX_free(d);
+    EVP_MAC_CTX_free(c1);
+    EVP_MAC_CTX_free(c2);
+}
+static int unload_deferred_same(const REC *def, const REC *got)
+{
+    return kct_rec_same("[unload] the default unloaded while deferred", def,
+                        got);
+}
+
+static void test_unload_deferred(void)
+{
+    CU_ASSERT_TRUE(kct_unload_child(p_unload_deferred, &unload_me, no_default,
+                                    unload_deferred_same));
+}
+
 /*
  * A template keyed, then the default properties changed to a query that
  * finds the same digest, then copies keyed per message (libssl's record
@@ -700,16 +745,22 @@ static void p_d_sweep(OSSL_LIB_CTX *libctx, REC *r)
     EVP_MAC_CTX_free(c);
 }
 
-/* finished, then finished again, updated, restarted */
+/* finished, copied, then finished again, updated, restarted */
 static void p_d_spent(OSSL_LIB_CTX *libctx, REC *r)
 {
-    EVP_MAC_CTX *c = new_ctx(libctx, r);
+    EVP_MAC_CTX *c = new_ctx(libctx, r), *d;
 
     if (c == NULL)
         return;
     init_key(r, c, "SHA256", 1, 32);
     rc(r, "update", EVP_MAC_update(c, msg, 32));
     final_rec(r, c, "first");
+    if ((d = EVP_MAC_CTX_dup(c)) != NULL) {
+        final_rec(r, d, "copy of finished");
+        rc(r, "keyless copy", EVP_MAC_init(d, NULL, 0, NULL));
+        final_rec(r, d, "copy restarted");
+        EVP_MAC_CTX_free(d);
+    }
     final_rec(r, c, "second");
     rc(r, "update after", EVP_MAC_update(c, msg, 10));
     final_rec(r, c, "third");
@@ -735,6 +786,14 @@ static void p_d_restart(OSSL_LIB_CTX *libctx, REC *r)
     size_t bs = 0;
 
     if (c == NULL)
+        return;
+    init_key(r, c, "SHA3-256", 3, 32);
+    rc(r, "update", EVP_MAC_update(c, msg, 50));
+    rc(r, "keyless before final", EVP_MAC_init(c, NULL, 0, NULL));
+    rc(r, "update", EVP_MAC_update(c, msg + 50, 60));
+    final_rec(r, c, "restarted before final");
+    EVP_MAC_CTX_free(c);
+    if ((c = new_ctx(libctx, r)) == NULL)
         return;
     init_key(r, c, "SHA3-256", 3, 32);
     final_rec(r, c, "empty");
@@ -860,10 +919,201 @@ static void p_d_tls_long(OSSL_LIB_CTX *libctx, REC *r)
     EVP_MAC_CTX_free(c);
 }
 
+/*
+ * A context keyed on a thread past its first misses (remembering its key
+ * there), then keyed on a new thread with that key (deferred), another
+ * key, and the first again: it must never MAC with the key it held.
+ */
+static OSSL_LIB_CTX *mv_lib;
+static EVP_MAC_CTX *mv_c;
+static REC *mv_r;
+
+static void *moved_first(void *arg)
+{
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t n, i;
+
+    (void)arg;
+    for (i = 0; i < 3; i++)
+        (void)EVP_Q_mac(mv_lib, "HMAC", NULL, "SHA256", NULL, keys[5] + i,
+                        32, msg, 10, out, sizeof(out), &n);
+    ERR_clear_error();
+    init_key(mv_r, mv_c, "SHA256", 2, 32);
+    final_rec(mv_r, mv_c, "t0 K2");
+    return NULL;
+}
+
+static void moved(OSSL_LIB_CTX *libctx, REC *r, int longk)
+{
+    pthread_t t;
+
+    if ((mv_c = new_ctx(libctx, r)) == NULL)
+        return;
+    mv_lib = libctx;
+    mv_r = r;
+    if (pthread_create(&t, NULL, moved_first, NULL) != 0) {
+        EVP_MAC_CTX_free(mv_c);
+        return;
+    }
+    pthread_join(t, NULL);
+    init_key(r, mv_c, NULL, 2, 32);
+    final_rec(r, mv_c, "K2 on new thread");
+    if (longk) {
+        init_key(r, mv_c, NULL, 3, 200);
+    } else {
+        init_key(r, mv_c, NULL, 3, 32);
+        kct_rec_printf(r, "block=%zu", EVP_MAC_CTX_get_block_size(mv_c));
+    }
+    final_rec(r, mv_c, "K3");
+    init_key(r, mv_c, NULL, 2, 32);
+    rc(r, "update", EVP_MAC_update(mv_c, msg, 10));
+    final_rec(r, mv_c, "K2 again");
+    EVP_MAC_CTX_free(mv_c);
+}
+static void p_d_moved(OSSL_LIB_CTX *libctx, REC *r)
+{
+    moved(libctx, r, 0);
+}
+
+static void p_d_moved_long(OSSL_LIB_CTX *libctx, REC *r)
+{
+    moved(libctx, r, 1);
+}
+
+/* EVP_PKEY HMAC signing, copies, a CBC-style record MAC (libssl's) */
+static void p_d_pkey(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_PKEY *k = EVP_PKEY_new_raw_private_key_ex(libctx, "HMAC", NULL,
+                                                  keys[1], 32);
+    EVP_MD_CTX *m = EVP_MD_CTX_new(), *m2 = EVP_MD_CTX_new();
+    unsigned char sig[EVP_MAX_MD_SIZE];
+    size_t sl;
+    OSSL_PARAM p[2];
+    size_t recsize = 100;
+
+    if (k == NULL || m == NULL || m2 == NULL)
+        goto end;
+    rc(r, "signinit",
+       EVP_DigestSignInit_ex(m, NULL, "SHA256", libctx, NULL, k, NULL));
+    rc(r, "upd", EVP_DigestSignUpdate(m, msg, 100));
+    sl = 0;
+    rc(r, "size", EVP_DigestSignFinal(m, NULL, &sl));
+    kct_rec_printf(r, "sl=%zu", sl);
+    sl = sizeof(sig);
+    rc(r, "final", EVP_DigestSignFinal(m, sig, &sl));
+    kct_rec_hex(r, sig, sl);
+    rc(r, "copy", EVP_MD_CTX_copy_ex(m2, m));
+    rc(r, "upd", EVP_DigestSignUpdate(m, msg, 200));
+    sl = sizeof(sig);
+    rc(r, "final2", EVP_DigestSignFinal(m, sig, &sl));
+    kct_rec_hex(r, sig, sl);
+    p[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_TLS_DATA_SIZE, &recsize);
+    p[1] = OSSL_PARAM_construct_end();
+    rc(r, "tls", EVP_PKEY_CTX_set_params(EVP_MD_CTX_get_pkey_ctx(m2), p));
+    rc(r, "hdr", EVP_DigestSignUpdate(m2, msg + 200, 13));
+    rc(r, "rec", EVP_DigestSignUpdate(m2, msg, 100));
+    sl = sizeof(sig);
+    rc(r, "recfinal", EVP_DigestSignFinal(m2, sig, &sl));
+    kct_rec_hex(r, sig, sl);
+    sl = sizeof(sig);
+    rc(r, "oneshot",
+       EVP_DigestSignInit_ex(m, NULL, "SHA3-512", libctx, NULL, k, NULL)
+       && EVP_DigestSign(m, sig, &sl, msg, 250));
+    kct_rec_hex(r, sig, sl);
+ end:
+    EVP_MD_CTX_free(m);
+    EVP_MD_CTX_free(m2);
+    EVP_PKEY_free(k);
+}
+
+/* the key in the params, messages at the limit, copies of copies */
+static void p_d_keyparam(OSSL_LIB_CTX *libctx, REC *r)
+{
+    EVP_MAC_CTX *c = new_ctx(libctx, r), *d;
+    OSSL_PARAM p[3];
+    size_t sz = 0, bs = 0;
+
+    if (c == NULL)
+        return;
+    p[0] = digest("SHA2-512");
+    p[1] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, keys[1], 100);
+    p[2] = OSSL_PARAM_construct_end();
+    rc(r, "set", EVP_MAC_CTX_set_params(c, p));
+    rc(r, "update", EVP_MAC_update(c, msg, 256));
+    d = EVP_MAC_CTX_dup(c);
+    rc(r, "update", EVP_MAC_update(c, msg, 1));
+    final_rec(r, c, "257");
+    if (d != NULL) {
+        EVP_MAC_CTX *e = EVP_MAC_CTX_dup(d);
+        final_rec(r, d, "256");
+        final_rec(r, d, "256 again");
+        if (e != NULL) {
+            p[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &sz);
+            p[1] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_BLOCK_SIZE, &bs);
+            p[2] = OSSL_PARAM_construct_end();
+            rc(r, "get", EVP_MAC_CTX_get_params(e, p));
+            kct_rec_printf(r, "sz=%zu bs=%zu", sz, bs);
+            final_rec(r, e, "dup of dup");
+            EVP_MAC_CTX_free(e);
+        }
+        EVP_MAC_CTX_free(d);
+    }
+    EVP_MAC_CTX_free(c);
+}
+
+/* the default properties changed while deferred */
+static void d_props(OSSL_LIB_CTX *libctx, REC *r, const char *q)
+{
+    EVP_MAC_CTX *c = new_ctx(libctx, r), *d = NULL;
+
+    if (c == NULL)
+        return;
+    init_key(r, c, "SHA256", 1, 32);
+    rc(r, "update", EVP_MAC_update(c, msg, 20));
+    rc(r, "props", EVP_set_default_properties(libctx, q));
+    d = EVP_MAC_CTX_dup(c);
+    final_rec(r, c, "final");
+    final_rec(r, c, "final again");
+    rc(r, "keyless", EVP_MAC_init(c, NULL, 0, NULL));
+    rc(r, "update", EVP_MAC_update(c, msg, 300));
+    final_rec(r, c, "after keyless");
+    kct_rec_printf(r, "block=%zu", EVP_MAC_CTX_get_block_size(c));
+    kct_rec_errs(r);
+    init_key(r, c, NULL, 2, 32);
+    final_rec(r, c, "rekeyed");
+    if (d != NULL) {
+        kct_rec_printf(r, "block=%zu", EVP_MAC_CTX_get_block_size(d));
+        kct_rec_errs(r);
+        final_rec(r, d, "dup");
+        EVP_MAC_CTX_free(d);
+    }
+    EVP_MAC_CTX_free(c);
+    /* a fresh context under those properties */
+    if ((c = new_ctx(libctx, r)) != NULL) {
+        init_key(r, c, "SHA256", 3, 32);
+        final_rec(r, c, "fresh");
+        EVP_MAC_CTX_free(c);
+    }
+    rc(r, "props back",
+       EVP_set_default_properties(libctx, "?provider=" KEYCACHE_PROVIDER_NAME));
+}
+static void p_d_fips(OSSL_LIB_CTX *libctx, REC *r)
+{
+    d_props(libctx, r, "fips=yes");
+}
+
+static void p_d_nodefault(OSSL_LIB_CTX *libctx, REC *r)
+{
+    d_props(libctx, r, "-provider=default");
+}
+
 static const struct {
     const char *name;
     kct_rec_fn fn;
 } d_patterns[] = {
+    { "fips", p_d_fips }, { "no-default", p_d_nodefault },
+    { "moved", p_d_moved }, { "moved-long", p_d_moved_long },
+    { "pkey", p_d_pkey }, { "key-param", p_d_keyparam },
     { "spent", p_d_spent }, { "restart", p_d_restart }, { "dup", p_d_dup },
     { "params", p_d_params }, { "xof", p_d_xof }, { "tls-long", p_d_tls_long },
 };
@@ -1034,6 +1284,8 @@ static void add_suites(void)
     CU_add_test(s, "another provider's digest, first keyings and past them",
                 test_other_provider);
     CU_add_test(s, "the application's default unloaded", test_unload);
+    CU_add_test(s, "the application's default unloaded while deferred",
+                test_unload_deferred);
     CU_add_test(s, "copies after a change of the default properties",
                 test_same_digest);
 }

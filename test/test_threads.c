@@ -965,6 +965,70 @@ static void test_concurrent_mac_copies(void)
     OSSL_LIB_CTX_free(ctx);
 }
 
+/*
+ * The same with a keyed HMAC template, a new thread's first context, so
+ * deferred (families/hmac.c) and holding part of a message: the first
+ * copies race to make and publish its default context, which every copy
+ * then copies.  A fresh template each round.
+ */
+static int hmac_tmpl_copy(int n, unsigned char out[48])
+{
+    EVP_MAC_CTX *c = EVP_MAC_CTX_dup(mac_tmpl);
+    size_t l = 0;
+    int ok = c != NULL && EVP_MAC_update(c, msgs[n % NMSGS], 32)
+             && EVP_MAC_final(c, out, &l, 32) && l == 32;
+
+    EVP_MAC_CTX_free(c);
+    return ok;
+}
+
+static void *hmac_template(void *arg)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(arg, "HMAC", NULL);
+    EVP_MAC_CTX *t = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM p[2];
+
+    p[0] = OSSL_PARAM_construct_utf8_string("digest", "SHA256", 0);
+    p[1] = OSSL_PARAM_construct_end();
+    if (t != NULL && (!EVP_MAC_init(t, keys[1], 32, p)
+                      || !EVP_MAC_update(t, msgs[2], 10))) {
+        EVP_MAC_CTX_free(t);
+        t = NULL;
+    }
+    EVP_MAC_free(mac);
+    return t;
+}
+
+static void test_concurrent_hmac_copies(void)
+{
+    OSSL_LIB_CTX *ctx = kct_keycache_conf("admit_after = 3\n");
+    EVP_MAC_CTX *ref, *keep = mac_tmpl;
+    pthread_t maker;
+    void *made;
+    int n, round;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    ref = hmac_template(kct_default());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ref);
+    mac_tmpl = ref;
+    for (n = 0; n < NCOPIES; n++)
+        CU_ASSERT_FATAL(hmac_tmpl_copy(n, copy_want[n]));
+    copy_one = hmac_tmpl_copy;
+    copy_len = 32;
+    for (round = 0; round < 8; round++) {
+        made = NULL;
+        CU_ASSERT_FATAL(pthread_create(&maker, NULL, hmac_template, ctx) == 0);
+        pthread_join(maker, &made);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(made);
+        mac_tmpl = made;
+        run_copiers("HMAC, a deferred template");
+        EVP_MAC_CTX_free(mac_tmpl);
+    }
+    mac_tmpl = keep;
+    EVP_MAC_CTX_free(ref);
+    OSSL_LIB_CTX_free(ctx);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("threads", suite_init, NULL);
@@ -987,6 +1051,8 @@ static void add_suites(void)
                 test_concurrent_iv_copies);
     CU_add_test(s, "threads copy one keyed GMAC template at the same time",
                 test_concurrent_mac_copies);
+    CU_add_test(s, "threads copy one deferred HMAC template at the same time",
+                test_concurrent_hmac_copies);
 }
 
 int main(int argc, char **argv)

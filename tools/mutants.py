@@ -529,8 +529,8 @@ MUTANTS = {
         "    if (w->deferred != DEFER_NONE && defer_mac(w, out, outl, outsize)) {"),
     # ... a keyless re-init that keeps the message
     "hmac-defer-restart-keeps": ("provider/families/hmac.c",
-        "        OPENSSL_cleanse(w->dbuf, w->dlen);\n        w->dlen = 0;\n        w->deferred = DEFER_KEYED;",
-        "        w->deferred = DEFER_KEYED;"),
+        "        OPENSSL_cleanse(w->dbuf, w->dlen);\n        w->dlen = 0;\n        return 1;",
+        "        return 1;"),
     # ... a copy without the message
     "hmac-defer-dup-empty": ("provider/families/hmac.c",
         "        dst->dlen = src->dlen;",
@@ -539,6 +539,22 @@ MUTANTS = {
     "hmac-defer-params-unsettled": ("provider/families/hmac.c",
         "    if (w->deferred != DEFER_NONE && !defer_settle(w))\n        return 0;\n",
         ""),
+    # ... re-keyed, still remembering the key it had (held by nothing)
+    "hmac-defer-rekey-remembers": ("provider/families/hmac.c",
+        "        defer_wipe(w);\n        forget_key(w);\n    }",
+        "        defer_wipe(w);\n    }"),
+    # ... updated on without taking over the context its copy made
+    "hmac-defer-adopt-skipped": ("provider/families/hmac.c",
+        "    if (!defer_adopt(w)) {\n        if (w->deferred == DEFER_KEYED && datalen",
+        "    if (1) {\n        if (w->deferred == DEFER_KEYED && datalen"),
+    # ... a finished context copied as if not finished
+    "hmac-defer-copy-unfinished": ("provider/families/hmac.c",
+        "    if (ok && w->deferred == DEFER_SPENT) {\n        ok = f->final(ctx, out, &n, sizeof(out));",
+        "    if (0) {\n        ok = f->final(ctx, out, &n, sizeof(out));"),
+    # ... a copy's default context made without the message held
+    "hmac-defer-make-drops": ("provider/families/hmac.c",
+        "         && (w->dlen == 0 || f->update(ctx, w->dbuf, w->dlen));",
+        "         && 1;"),
     # ... a long key's digest deferred: its TLS record MAC then takes it
     "hmac-defer-long-digest": ("provider/families/hmac.c",
         "    if (plain && w->dg->hmac_plain",

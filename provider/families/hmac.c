@@ -25,6 +25,9 @@
  * fork-child-*).  Any other call, a longer message or a second final
  * first makes the default's context those calls would have made, by
  * replaying them (defer_settle()): every other answer is the default's.
+ * A context that is copied or keylessly restarted after a final is reused:
+ * it then becomes the default's for good, so that reuse costs what it
+ * costs the default (the first copy makes it, defer_promoted()).
  */
 #define KC_DEFER_MAX 256
 enum { DEFER_NONE, DEFER_KEYED, DEFER_SPENT };
@@ -58,6 +61,8 @@ typedef struct {
      */
     int have_key;
     int deferred;              /* DEFER_*: keyed, inner not made yet */
+    /* a deferred context's default one, made by its first copy */
+    void *promoted;
     uint64_t missed_hash;      /* the keyed hash of the key a miss last took */
     const KC_DIGEST *key_dg;
     size_t keylen;
@@ -609,12 +614,31 @@ static void defer_wipe(KC_HMAC_CTX *w)
  * key_app_ctx() keys, the message replayed, finished if it was (output
  * dropped); every call from here on is the default's.  0: that failed.
  */
+/*
+ * The default's context a copy made for w meanwhile, taken as w's own
+ * (the copy made it from w's state, which only w's calls change).  1: w
+ * is the default's now.
+ */
+static int defer_adopt(KC_HMAC_CTX *w)
+{
+    void *p = __atomic_exchange_n(&w->promoted, NULL, __ATOMIC_ACQ_REL);
+
+    if (p == NULL)
+        return 0;
+    w->inner = p;
+    w->app_keyed = 1;
+    defer_wipe(w);
+    return 1;
+}
+
 static KC_NOINLINE int defer_settle(KC_HMAC_CTX *w)
 {
     unsigned char out[EVP_MAX_MD_SIZE];
     int spent = w->deferred == DEFER_SPENT, r;
     size_t n = 0;
 
+    if (defer_adopt(w))
+        return 1;
     w->deferred = DEFER_NONE;
     r = key_app_ctx(w, w->dkey, w->dkeylen);
     /* (the application's default gone meanwhile: as any later miss) */
@@ -676,23 +700,112 @@ static int defer_mac(KC_HMAC_CTX *w, unsigned char *out, size_t *outl,
 static KC_NOINLINE int defer_update(KC_HMAC_CTX *w, const unsigned char *data,
                                     size_t datalen)
 {
-    if (w->deferred == DEFER_KEYED && datalen <= KC_DEFER_MAX - w->dlen) {
-        if (datalen != 0)
-            memcpy(w->dbuf + w->dlen, data, datalen);
-        w->dlen += datalen;
-        return 1;
+    if (!defer_adopt(w)) {
+        if (w->deferred == DEFER_KEYED && datalen <= KC_DEFER_MAX - w->dlen) {
+            if (datalen != 0)
+                memcpy(w->dbuf + w->dlen, data, datalen);
+            w->dlen += datalen;
+            return 1;
+        }
+        if (!defer_settle(w))
+            return 0;
     }
-    return defer_settle(w) && fns(w)->update(w->inner, data, datalen);
+    return fns(w)->update(w->inner, data, datalen);
 }
 
 static KC_NOINLINE int defer_final(KC_HMAC_CTX *w, unsigned char *out,
                                    size_t *outl, size_t outsize)
 {
-    if (w->deferred == DEFER_KEYED && defer_mac(w, out, outl, outsize)) {
-        w->deferred = DEFER_SPENT;
+    if (!defer_adopt(w)) {
+        if (w->deferred == DEFER_KEYED && defer_mac(w, out, outl, outsize)) {
+            w->deferred = DEFER_SPENT;
+            return 1;
+        }
+        if (!defer_settle(w))
+            return 0;
+    }
+    return fns(w)->final(w->inner, out, outl, outsize);
+}
+
+/*
+ * A keyless re-init: of a message not finished, the key alone again; once
+ * finished, the context is reused and becomes the default's, keyed (the
+ * state a keyless re-init leaves, whatever came before).
+ */
+static KC_NOINLINE int defer_restart(KC_HMAC_CTX *w)
+{
+    int r;
+
+    if (defer_adopt(w))
+        return fns(w)->init(w->inner, NULL, 0, NULL);
+    if (w->deferred == DEFER_KEYED) {
+        OPENSSL_cleanse(w->dbuf, w->dlen);
+        w->dlen = 0;
         return 1;
     }
-    return defer_settle(w) && fns(w)->final(w->inner, out, outl, outsize);
+    w->deferred = DEFER_NONE;
+    r = key_app_ctx(w, w->dkey, w->dkeylen);
+    if (r < 0)
+        r = key_missed(w, NULL, w->dkey, w->dkeylen, 0);
+    defer_wipe(w);
+    kc_vector_wipe();
+    return r == 1;
+}
+
+/*
+ * A default context in the state w's deferred calls made, w unchanged (a
+ * copy's source): keyed, the message replayed, finished if it was.  NULL
+ * where the application's default cannot give the same digest now.
+ */
+static void *defer_make(const KC_HMAC_CTX *w)
+{
+    const KC_MAC_FNS *f = fns(w);
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t n = 0;
+    void *ctx;
+    int ok;
+
+    if (__atomic_load_n(&w->pctx->app_gone, __ATOMIC_ACQUIRE)
+        || w->dg_gen != kc_props_gen(w->pctx)
+        || (ctx = kc_inner_app_newctx(w->dg, f->newctx)) == NULL)
+        return NULL;
+    ok = inner_set_name(w, ctx, w->dg == w->hint_dg ? w->hint : w->dg->name,
+                        NULL)
+         && f->init(ctx, w->dkey, w->dkeylen, NULL)
+         && (w->dlen == 0 || f->update(ctx, w->dbuf, w->dlen));
+    if (ok && w->deferred == DEFER_SPENT) {
+        ok = f->final(ctx, out, &n, sizeof(out));
+        OPENSSL_cleanse(out, sizeof(out));
+    }
+    kc_vector_wipe();
+    if (!ok) {
+        f->freectx(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+/*
+ * The default's context of a deferred w, for a copy: made by w's first copy
+ * and published in w (a copy only reads w otherwise; copies may run in
+ * several threads at once), taken over by w's next call (defer_adopt()).
+ */
+static void *defer_promoted(KC_HMAC_CTX *w)
+{
+    void *p = __atomic_load_n(&w->promoted, __ATOMIC_ACQUIRE), *none = NULL;
+
+    if (p != NULL)
+        return p;
+    ERR_set_mark();
+    p = defer_make(w);
+    ERR_pop_to_mark();
+    if (p != NULL
+        && !__atomic_compare_exchange_n(&w->promoted, &none, p, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        fns(w)->freectx(p);
+        p = none;
+    }
+    return p;
 }
 
 /*
@@ -919,10 +1032,10 @@ static void kc_hmac_freectx(void *vctx)
         return;
     c = kc_cache_here(w->pctx);
     forget_key(w);
+    if (w->deferred != DEFER_NONE && !defer_adopt(w))
+        defer_wipe(w);
     if (w->inner != NULL && !park_inner(c, w))
         free_inner(w);
-    if (w->deferred != DEFER_NONE)
-        defer_wipe(w);
     if (w->dg_props != NULL)
         OPENSSL_free(w->dg_props);
     kc_wrapper_free_in(c, KC_POOL_HMAC, w, sizeof(*w));
@@ -937,6 +1050,7 @@ static void *kc_hmac_dupctx(void *vctx)
         return NULL;
     memcpy(dst, src, KC_HMAC_HEAD);
     dst->deferred = DEFER_NONE;
+    dst->promoted = NULL;
     dst->tls_size = src->tls_size;
     /* the copy owns its inner outright; only the original holds the lease */
     memset(&dst->lease, 0, sizeof(dst->lease));
@@ -954,6 +1068,12 @@ static void *kc_hmac_dupctx(void *vctx)
         goto err;
     }
     if (src->deferred != DEFER_NONE) {
+        void *p = defer_promoted(src);
+
+        if (p != NULL && (dst->inner = fns(src)->dupctx(p)) != NULL) {
+            dst->app_keyed = 1;
+            return dst;
+        }
         memcpy(dst->dkey, src->dkey, src->dkeylen);
         memcpy(dst->dbuf, src->dbuf, src->dlen);
         dst->dkeylen = src->dkeylen;
@@ -1305,16 +1425,16 @@ static int kc_hmac_init(void *vctx, const unsigned char *key, size_t keylen,
         /* keyless re-init; never keyed at all fails like HMAC_Init_ex */
         if (w->inner != NULL)
             return fns(w)->init(w->inner, NULL, 0, NULL);
-        if (w->deferred == DEFER_NONE)
-            return 0;
-        OPENSSL_cleanse(w->dbuf, w->dlen);
-        w->dlen = 0;
-        w->deferred = DEFER_KEYED;
-        return 1;
+        return w->deferred != DEFER_NONE ? defer_restart(w) : 0;
     }
-    /* a new key replaces all a deferred context holds */
-    if (w->deferred != DEFER_NONE)
+    /*
+     * A new key replaces all a deferred context holds, the key it may have
+     * remembered too (a deferred inner is NULL: nothing releases that).
+     */
+    if (w->deferred != DEFER_NONE && !defer_adopt(w)) {
         defer_wipe(w);
+        forget_key(w);
+    }
     r = setkey_cached(w, key, keylen);
     if (r >= 0)
         return r;
