@@ -418,6 +418,75 @@ static void test_mac_copies(void)
     }
 }
 
+/*
+ * A thread's first HMAC context is deferred (families/hmac.c): its first
+ * copy publishes in it the default context it made (one compare-and-swap,
+ * for copies made at once); every later copy only reads it.
+ */
+static void *deferred_case(void *arg)
+{
+    RUN *x = arg;
+    EVP_MAC *m = EVP_MAC_fetch(x->libctx, "HMAC", NULL);
+    EVP_MAC_CTX *t = NULL, *c1 = NULL, *c = NULL;
+    OSSL_PARAM p[2];
+
+    if (m == NULL)
+        return NULL;
+    p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256",
+                                            0);
+    p[1] = OSSL_PARAM_construct_end();
+    if (x->guard)
+        window_on(1);
+    t = EVP_MAC_CTX_new(m);
+    x->rc = t != NULL && EVP_MAC_init(t, key, sizeof(key), p)
+            && EVP_MAC_update(t, msg, 10);
+    if (x->guard)
+        window_on(0);
+    c1 = x->rc ? EVP_MAC_CTX_dup(t) : NULL;
+    if (x->guard)
+        protect(1);
+    c = c1 != NULL ? EVP_MAC_CTX_dup(t) : NULL;
+    if (x->guard) {
+        protect(0);
+        x->wrote = any_written();
+    }
+    x->rc = c != NULL && EVP_MAC_update(c, msg, sizeof(msg))
+            && EVP_MAC_final(c, x->out, &x->outl, sizeof(x->out));
+    EVP_MAC_CTX_free(c);
+    EVP_MAC_CTX_free(c1);
+    EVP_MAC_CTX_free(t);
+    EVP_MAC_free(m);
+    return NULL;
+}
+
+static void test_deferred_copies(void)
+{
+    static const CASE c = { "HMAC", OSSL_MAC_PARAM_DIGEST, "SHA256", 1, 0 };
+    OSSL_LIB_CTX *deployed = kct_keycache_conf("admit_after = 3\n");
+    RUN want = { &c, kct_default(), 0, 0, 0, { 0 }, 0 };
+    RUN warm = { &c, deployed, 0, 0, 0, { 0 }, 0 };
+    RUN got = { &c, deployed, 1, 0, 0, { 0 }, 0 };
+    pthread_t t;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(deployed);
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, deferred_case, &want) == 0);
+    pthread_join(t, NULL);
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, deferred_case, &warm) == 0);
+    pthread_join(t, NULL);
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, deferred_case, &got) == 0);
+    pthread_join(t, NULL);
+    retire();
+    if (got.wrote)
+        fprintf(stderr, "\n  HMAC, deferred: a later copy wrote to the "
+                "template\n");
+    CU_ASSERT_EQUAL(got.wrote, 0);
+    CU_ASSERT(want.rc == 1 && want.outl == 32);
+    CU_ASSERT_EQUAL(got.rc, want.rc);
+    CU_ASSERT_EQUAL(got.outl, want.outl);
+    CU_ASSERT(memcmp(got.out, want.out, sizeof(got.out)) == 0);
+    OSSL_LIB_CTX_free(deployed);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("a copy only reads what it copies", NULL,
@@ -425,6 +494,8 @@ static void add_suites(void)
 
     CU_add_test(s, "cipher contexts", test_cipher_copies);
     CU_add_test(s, "MAC contexts", test_mac_copies);
+    CU_add_test(s, "a deferred HMAC template, after its first copy",
+                test_deferred_copies);
 }
 
 int main(int argc, char **argv)

@@ -555,6 +555,10 @@ MUTANTS = {
     "hmac-defer-make-drops": ("provider/families/hmac.c",
         "         && (w->dlen == 0 || f->update(ctx, w->dbuf, w->dlen));",
         "         && 1;"),
+    # ... every copy making and publishing its own (a write each copy)
+    "hmac-defer-promote-always": ("provider/families/hmac.c",
+        "    if (p != NULL)\n        return p;\n    ERR_set_mark();\n    p = defer_make(w);",
+        "    ERR_set_mark();\n    p = defer_make(w);"),
     # ... a long key's digest deferred: its TLS record MAC then takes it
     "hmac-defer-long-digest": ("provider/families/hmac.c",
         "    if (plain && w->dg->hmac_plain",
