@@ -61,8 +61,6 @@ typedef struct {
      */
     int have_key;
     int deferred;              /* DEFER_*: keyed, inner not made yet */
-    /* a deferred context's default one, made by its first copy */
-    void *promoted;
     uint64_t missed_hash;      /* the keyed hash of the key a miss last took */
     const KC_DIGEST *key_dg;
     size_t keylen;
@@ -71,6 +69,11 @@ typedef struct {
      * long_key and passed through, set with long_key; key[]: see have_key.
      */
     size_t tls_size;
+    /*
+     * A deferred context's default one, made by its first copy: set at
+     * new, outside the head a copy reads whole (copies may publish it).
+     */
+    void *promoted;
     unsigned char key[KEYCACHE_MAX_KEY_LEN];
     /* while deferred: the key and the message so far (see KC_DEFER_MAX) */
     size_t dkeylen, dlen;
@@ -1016,6 +1019,7 @@ static void *kc_hmac_newctx(void *provctx)
     if (w == NULL)
         return NULL;
     memset(w, 0, KC_HMAC_HEAD);
+    w->promoted = NULL;
     w->pctx = pctx;
     w->cold = cold;
     if (c != NULL)
