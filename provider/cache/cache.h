@@ -64,6 +64,13 @@ void kc_wrapper_free_in(KC_CACHE *c, int kind, void *p, size_t size);
 int kc_cache_start(KC_PROVCTX *pctx);
 /* the fork handlers registered now (they are first when there is work) */
 void kc_cache_fork_arm(void);
+/*
+ * The thread's first HMAC misses so far, keyed without a look-up
+ * (families/hmac.c): counted again from 0 in a fork child whose handler
+ * emptied the forking thread's cache (caches_forked()).
+ */
+extern __thread unsigned char kc_cache_first_misses
+    __attribute__((tls_model("initial-exec")));
 void kc_cache_stop(KC_PROVCTX *pctx);
 KC_CACHE *kc_cache_get(KC_PROVCTX *pctx);
 void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries);

@@ -892,11 +892,15 @@ static void caches_prefork(void)
  * only once in place, so nothing is freed twice; what a thread held between
  * the two is left alone, as the default provider's contexts are.
  */
+__thread unsigned char kc_cache_first_misses
+    __attribute__((tls_model("initial-exec")));
+
 static void caches_forked(void)
 {
     KC_PROVCTX *pctx;
     KC_CACHE *c, *next, *mine;
 
+    kc_cache_first_misses = 0;
     /*
      * The forking thread's caches are its own again, wiped; it is not
      * counted again among the child's threads that keyed.

@@ -104,13 +104,14 @@ static const KC_DIGEST unknown_digest;
  * counted (key_app()): a thread or process that computes an HMAC or two
  * pays no key's hash.  Later misses are looked up, and keyed in the same
  * context as cheap copies of the thread's keyless base (new_inner()).
- * A fork child inherits the count: a parent's one HMAC and a child's one
- * stay in the application's context.  As many as the template families'
- * first contexts (KC_APP_FIRST), which the registry's "first" counts.
+ * A fork child inherits the count, unless its handler emptied the
+ * parent's cache: a parent's one HMAC and a child's one stay in the
+ * application's context (kc_cache_first_misses).  As many as the template
+ * families' first contexts (KC_APP_FIRST), which the registry's "first"
+ * counts.
  */
 #define KC_APP_MISSES KC_APP_FIRST
-static __thread unsigned char app_misses
-    __attribute__((tls_model("initial-exec")));
+#define app_misses kc_cache_first_misses
 
 static OSSL_FUNC_mac_newctx_fn kc_hmac_newctx;
 static OSSL_FUNC_mac_dupctx_fn kc_hmac_dupctx;
@@ -613,11 +614,6 @@ static void defer_wipe(KC_HMAC_CTX *w)
 }
 
 /*
- * The default's context the deferred calls would have made: keyed as
- * key_app_ctx() keys, the message replayed, finished if it was (output
- * dropped); every call from here on is the default's.  0: that failed.
- */
-/*
  * The default's context a copy made for w meanwhile, taken as w's own
  * (the copy made it from w's state, which only w's calls change).  1: w
  * is the default's now.
@@ -634,6 +630,11 @@ static int defer_adopt(KC_HMAC_CTX *w)
     return 1;
 }
 
+/*
+ * The default's context the deferred calls would have made: keyed as
+ * key_app_ctx() keys, the message replayed, finished if it was (output
+ * dropped); every call from here on is the default's.  0: that failed.
+ */
 static KC_NOINLINE int defer_settle(KC_HMAC_CTX *w)
 {
     unsigned char out[EVP_MAX_MD_SIZE];
