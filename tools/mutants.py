@@ -533,8 +533,8 @@ MUTANTS = {
         "        return 1;"),
     # ... a copy without the message
     "hmac-defer-dup-empty": ("provider/families/hmac.c",
-        "        dst->dlen = src->dlen;",
-        "        dst->dlen = 0;"),
+        "    dst->dlen = src->dlen;",
+        "    dst->dlen = 0;"),
     # ... parameters taken on the deferred state, not the default's
     "hmac-defer-params-unsettled": ("provider/families/hmac.c",
         "    if (w->deferred != DEFER_NONE && !defer_settle(w))\n        return 0;\n",

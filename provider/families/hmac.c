@@ -1028,6 +1028,13 @@ static void *kc_hmac_newctx(void *provctx)
     return w;
 }
 
+/* a deferred context freed: its default one if a copy made it, or wiped */
+static KC_NOINLINE void defer_free(KC_HMAC_CTX *w)
+{
+    if (!defer_adopt(w))
+        defer_wipe(w);
+}
+
 static void kc_hmac_freectx(void *vctx)
 {
     KC_HMAC_CTX *w = vctx;
@@ -1037,13 +1044,33 @@ static void kc_hmac_freectx(void *vctx)
         return;
     c = kc_cache_here(w->pctx);
     forget_key(w);
-    if (w->deferred != DEFER_NONE && !defer_adopt(w))
-        defer_wipe(w);
+    if (w->deferred != DEFER_NONE)
+        defer_free(w);
     if (w->inner != NULL && !park_inner(c, w))
         free_inner(w);
     if (w->dg_props != NULL)
         OPENSSL_free(w->dg_props);
     kc_wrapper_free_in(c, KC_POOL_HMAC, w, sizeof(*w));
+}
+
+/*
+ * dst, a copy of deferred src: a copy of src's default context (made by
+ * its first copy), or else deferred as src is.
+ */
+static KC_NOINLINE void defer_dup(KC_HMAC_CTX *src, KC_HMAC_CTX *dst)
+{
+    void *p = defer_promoted(src);
+
+    dst->deferred = DEFER_NONE;
+    if (p != NULL && (dst->inner = fns(src)->dupctx(p)) != NULL) {
+        dst->app_keyed = 1;
+        return;
+    }
+    memcpy(dst->dkey, src->dkey, src->dkeylen);
+    memcpy(dst->dbuf, src->dbuf, src->dlen);
+    dst->dkeylen = src->dkeylen;
+    dst->dlen = src->dlen;
+    dst->deferred = src->deferred;
 }
 
 static void *kc_hmac_dupctx(void *vctx)
@@ -1054,13 +1081,17 @@ static void *kc_hmac_dupctx(void *vctx)
                                     sizeof(*dst))) == NULL)
         return NULL;
     memcpy(dst, src, KC_HMAC_HEAD);
-    dst->deferred = DEFER_NONE;
     dst->promoted = NULL;
     dst->tls_size = src->tls_size;
     /* the copy owns its inner outright; only the original holds the lease */
     memset(&dst->lease, 0, sizeof(dst->lease));
     /* nor the key: a copy keyed again takes the usual way */
     dst->have_key = KEY_NONE;
+    /* (a deferred src holds no inner, query, application MAC or lease) */
+    if (src->deferred != DEFER_NONE) {
+        defer_dup(src, dst);
+        return dst;
+    }
     if (src->dg_props != NULL
         && (dst->dg_props = OPENSSL_strdup(src->dg_props)) == NULL)
         goto err;
@@ -1071,19 +1102,6 @@ static void *kc_hmac_dupctx(void *vctx)
     if (dst->app_mac != NULL && !EVP_MAC_up_ref(dst->app_mac)) {
         fns(dst)->freectx(dst->inner);
         goto err;
-    }
-    if (src->deferred != DEFER_NONE) {
-        void *p = defer_promoted(src);
-
-        if (p != NULL && (dst->inner = fns(src)->dupctx(p)) != NULL) {
-            dst->app_keyed = 1;
-            return dst;
-        }
-        memcpy(dst->dkey, src->dkey, src->dkeylen);
-        memcpy(dst->dbuf, src->dbuf, src->dlen);
-        dst->dkeylen = src->dkeylen;
-        dst->dlen = src->dlen;
-        dst->deferred = src->deferred;
     }
     return dst;
  err:
@@ -1498,6 +1516,14 @@ static KC_NOINLINE int unkeyed_get_params(KC_HMAC_CTX *w, OSSL_PARAM params[])
     return ok;
 }
 
+/* Deferred: the size known, else asked of the default's context. */
+static KC_NOINLINE int defer_get_params(KC_HMAC_CTX *w, OSSL_PARAM params[])
+{
+    if (kc_answer_size(params, w->dg->size))
+        return 1;
+    return defer_settle(w) && fns(w)->get_ctx_params(w->inner, params);
+}
+
 static int kc_hmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
     KC_HMAC_CTX *w = vctx;
@@ -1506,15 +1532,11 @@ static int kc_hmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
     if (w->inner != NULL && !w->passthrough
         && kc_answer_size(params, w->dg->size))
         return 1;
-    if (w->deferred != DEFER_NONE) {
-        if (kc_answer_size(params, w->dg->size))
-            return 1;
-        if (!defer_settle(w))
-            return 0;
-    }
     /* a clean inner holds exactly the default's digest and key */
     if (w->inner != NULL)
         return fns(w)->get_ctx_params(w->inner, params);
+    if (w->deferred != DEFER_NONE)
+        return defer_get_params(w, params);
     return unkeyed_get_params(w, params);
 }
 
