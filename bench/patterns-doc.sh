@@ -51,25 +51,30 @@ keycache makes a program slower.
 
 Where the losses come from:
 - `fork-*`: a forked child frees the default's context every entry it
-  inherited holds, its template, before `fork()` returns: 2,690
-  instructions an entry on 3.0 (2,800 on 3.5, 3,003 on 4.0), of which
-  keycache's own work is ~90, where the application's own
+  inherited holds, its template, before `fork()` returns: 2,694
+  instructions an entry on 3.0 (2,805 on 3.5, 3,009 on 4.0; `(64keys -
+  1key) / 63` below), of which keycache's own work is ~90 (`entry_clear`
+  42, the walk 21, the key's wipe ~25), where the application's own
   `EVP_MAC_CTX_free` of a used HMAC context is ~2,590 on 3.0
   (`--profiles DIR thread-per-task`, its inclusive count).  The
   forking thread's given-back contexts that no hit used since its last
   fork are freed in the parent, before `fork()`, once and not in every
   child; a parent that itself computes between forks keeps them
-  (`fork-then-parent-mac`).  A process with one thread (glibc's
+  (`fork-then-parent-mac`).  The child's handler starts the thread's
+  count of first HMAC misses again, so a child's first HMACs are
+  deferred as a new thread's are (`fork-child-1key` 0.83x on 3.0).  A
+  process with one thread (glibc's
   `__libc_single_threaded`, linked weakly) forks without the registry's
   lock.  `fork-child-empty` and
   `thread-per-task`: a thread that never admits a key keeps only a small
   thread-local record, and its first misses are not even counted (no
-  hash of the key), but its contexts still cost a wrapper struct
-  (allocated and freed), and the fork handlers are registered only once
+  hash of the key); the fork handlers are registered only once
   a thread made a cache or hashed a key, or the registry's lock was taken
-  while other threads ran (none of it in these rows); per child on 3.0
-  (`--profiles DIR fork-child-empty`, ~530 in all): the HMAC wrapper's
-  calls ~380 and its struct ~150.
+  while other threads ran (none of it in these rows).  Its first HMACs
+  are deferred (docs/families.md): HMAC computed at the final on the
+  default's digest functions, with no default HMAC context, digest fetch
+  or EVP digest contexts, which saves more than the wrapper costs (the
+  forwarding floor alone is 1.014x on 3.0 and 1.015x on 3.5, below).
 - `proc-*` (+0.34M on 3.0, +0.34M on 3.5, +0.32M on 4.0; `bench/patterns.sh
   build --profiles DIR proc-openssl-version`): what every process that
   loads keycache pays.  On 3.0: the core's `dlopen` of the loader ~30k and
@@ -175,8 +180,8 @@ Where the losses come from:
   `copy-keyed-ocb` and `gcm-encinit-per-msg` gain there.
   Where the forwarding floor below exceeds the target too
   (`thread-per-task` on 3.0 and 3.5, by up to 0.5%), a wrapper cannot
-  meet it by trimming: only by saving in that row.  `dup-keyed-gmac`
-  saves so: once the thread's first GMAC contexts are spent (a copy
+  meet it by trimming: only by saving in that row, as the deferred first
+  HMACs do there.  `dup-keyed-gmac` saves so too: once the thread's first GMAC contexts are spent (a copy
   counts as one), a copy of a thread's first GMAC context keyed in one
   init is looked up by its calls and key, and once cached is a copy of
   keycache's own GMAC context, IV applied (docs/families.md).  The `steady-*` rows keep the thread's first
