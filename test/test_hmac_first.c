@@ -695,6 +695,51 @@ static void *same_digest_main(void *arg)
     return ok && hits >= 10 ? arg : NULL;
 }
 
+/*
+ * A deferred context keyed again and again with its key (OpenVPN's
+ * re-key per packet, on a thread's first context): keyed again, it is
+ * looked up as any context keyed again, so the key is admitted and hits
+ * within the thread's first misses.  Each MAC is the default's.
+ */
+static void *rekeyed_main(void *arg)
+{
+    OSSL_LIB_CTX *ctx = arg;
+    EVP_MAC *mac = EVP_MAC_fetch(ctx, "HMAC", NULL);
+    EVP_MAC_CTX *c = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM p[2] = { digest("SHA256"), OSSL_PARAM_END };
+    unsigned char out[EVP_MAX_MD_SIZE], want[EVP_MAX_MD_SIZE];
+    uint64_t hits = kct_counter_in(ctx, KEYCACHE_PARAM_HITS);
+    size_t n = 0, wn = 0;
+    int i, ok;
+
+    ok = c != NULL
+         && EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256", NULL, keys[3],
+                      32, msg, 40, want, sizeof(want), &wn) != NULL;
+    /* looked up at the 2nd, admitted at the 4th, a hit at the 5th */
+    for (i = 0; ok && i < 5; i++)
+        ok = EVP_MAC_init(c, keys[3], 32, i == 0 ? p : NULL)
+             && EVP_MAC_update(c, msg, 40)
+             && EVP_MAC_final(c, out, &n, sizeof(out))
+             && n == wn && memcmp(out, want, n) == 0;
+    hits = kct_counter_in(ctx, KEYCACHE_PARAM_HITS) - hits;
+    EVP_MAC_CTX_free(c);
+    EVP_MAC_free(mac);
+    OPENSSL_thread_stop();
+    if (ok && hits == 0)
+        fprintf(stderr, "\n  a deferred context keyed again: no hit\n");
+    return ok && hits > 0 ? arg : NULL;
+}
+
+static void test_rekeyed_deferred(void)
+{
+    pthread_t th;
+    void *ret = NULL;
+
+    CU_ASSERT_FATAL(pthread_create(&th, NULL, rekeyed_main, deployed) == 0);
+    pthread_join(th, &ret);
+    CU_ASSERT_PTR_NOT_NULL(ret);
+}
+
 static void test_same_digest(void)
 {
     pthread_t th;
@@ -1288,6 +1333,8 @@ static void add_suites(void)
                 test_unload_deferred);
     CU_add_test(s, "copies after a change of the default properties",
                 test_same_digest);
+    CU_add_test(s, "a deferred context keyed again with its key",
+                test_rekeyed_deferred);
 }
 
 int main(int argc, char **argv)

@@ -539,10 +539,6 @@ MUTANTS = {
     "hmac-defer-params-unsettled": ("provider/families/hmac.c",
         "    if (w->deferred != DEFER_NONE && !defer_settle(w))\n        return 0;\n",
         ""),
-    # ... re-keyed, still remembering the key it had (held by nothing)
-    "hmac-defer-rekey-remembers": ("provider/families/hmac.c",
-        "        defer_wipe(w);\n        forget_key(w);\n    }",
-        "        defer_wipe(w);\n    }"),
     # ... updated on without taking over the context its copy made
     "hmac-defer-adopt-skipped": ("provider/families/hmac.c",
         "    if (!defer_adopt(w)) {\n        if (w->deferred == DEFER_KEYED && datalen",
@@ -559,6 +555,10 @@ MUTANTS = {
     "hmac-defer-promote-always": ("provider/families/hmac.c",
         "    if (p != NULL)\n        return p;\n    ERR_set_mark();\n    p = defer_make(w);",
         "    ERR_set_mark();\n    p = defer_make(w);"),
+    # ... keyed again as if keyed the first time: never looked up
+    "hmac-defer-rekey-first": ("provider/families/hmac.c",
+        "        && pctx->admit_after > 1 && !w->rekeyed) {",
+        "        && pctx->admit_after > 1) {"),
     # ... a long key's digest deferred: its TLS record MAC then takes it
     "hmac-defer-long-digest": ("provider/families/hmac.c",
         "    if (plain && w->dg->hmac_plain",

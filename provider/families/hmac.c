@@ -61,6 +61,7 @@ typedef struct {
      */
     int have_key;
     int deferred;              /* DEFER_*: keyed, inner not made yet */
+    int rekeyed;               /* keyed again while deferred */
     uint64_t missed_hash;      /* the keyed hash of the key a miss last took */
     const KC_DIGEST *key_dg;
     size_t keylen;
@@ -875,7 +876,7 @@ static int setkey_cached_as(KC_HMAC_CTX *w, const unsigned char *key,
      * takes the usual way.
      */
     if (app_misses < KC_APP_MISSES && w->inner == NULL
-        && pctx->admit_after > 1) {
+        && pctx->admit_after > 1 && !w->rekeyed) {
         if ((r = key_app(w, key, keylen, plain)) >= 0) {
             if (r == 1)
                 kc_count_passthrough(pctx, &pctx->hmac_alg);
@@ -1454,9 +1455,15 @@ static int kc_hmac_init(void *vctx, const unsigned char *key, size_t keylen,
      * A new key replaces all a deferred context holds, the key it may have
      * remembered too (a deferred inner is NULL: nothing releases that).
      */
+    /*
+     * A new key replaces all a deferred context holds, the key it may have
+     * remembered too (a deferred inner is NULL: nothing releases that),
+     * and is keyed as a context keyed again is: looked up.
+     */
     if (w->deferred != DEFER_NONE && !defer_adopt(w)) {
         defer_wipe(w);
         forget_key(w);
+        w->rekeyed = 1;
     }
     r = setkey_cached(w, key, keylen);
     if (r >= 0)
