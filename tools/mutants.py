@@ -552,9 +552,12 @@ MUTANTS = {
         "         && (w->dlen == 0 || f->update(ctx, w->dbuf, w->dlen));",
         "         && 1;"),
     # ... every copy making and publishing its own (a write each copy)
-    "hmac-defer-promote-always": ("provider/families/hmac.c",
+    "hmac-defer-promote-always": [("provider/families/hmac.c",
         "    if (p != NULL)\n        return p;\n    ERR_set_mark();\n    p = defer_make(w);",
         "    ERR_set_mark();\n    p = defer_make(w);"),
+        ("provider/families/hmac.c",
+        "        void *p = __atomic_load_n(&src->promoted, __ATOMIC_ACQUIRE);",
+        "        void *p = NULL;")],
     # ... keyed again as if keyed the first time: never looked up
     "hmac-defer-rekey-first": ("provider/families/hmac.c",
         "        && pctx->admit_after > 1 && !w->rekeyed) {",

@@ -1032,7 +1032,9 @@ static void *kc_hmac_newctx(void *provctx)
 /* a deferred context freed: its default one if a copy made it, or wiped */
 static KC_NOINLINE void defer_free(KC_HMAC_CTX *w)
 {
-    if (!defer_adopt(w))
+    if (defer_adopt(w))
+        free_inner(w);
+    else
         defer_wipe(w);
 }
 
@@ -1045,10 +1047,13 @@ static void kc_hmac_freectx(void *vctx)
         return;
     c = kc_cache_here(w->pctx);
     forget_key(w);
-    if (w->deferred != DEFER_NONE)
+    /* (a deferred context has no inner: a copy may have made its own) */
+    if (w->inner != NULL) {
+        if (!park_inner(c, w))
+            free_inner(w);
+    } else if (w->deferred != DEFER_NONE) {
         defer_free(w);
-    if (w->inner != NULL && !park_inner(c, w))
-        free_inner(w);
+    }
     if (w->dg_props != NULL)
         OPENSSL_free(w->dg_props);
     kc_wrapper_free_in(c, KC_POOL_HMAC, w, sizeof(*w));
@@ -1090,7 +1095,15 @@ static void *kc_hmac_dupctx(void *vctx)
     dst->have_key = KEY_NONE;
     /* (a deferred src holds no inner, query, application MAC or lease) */
     if (src->deferred != DEFER_NONE) {
-        defer_dup(src, dst);
+        void *p = __atomic_load_n(&src->promoted, __ATOMIC_ACQUIRE);
+
+        /* its default context's copy: made by the first copy (defer_dup) */
+        if (p == NULL || (dst->inner = fns(src)->dupctx(p)) == NULL) {
+            defer_dup(src, dst);
+            return dst;
+        }
+        dst->deferred = DEFER_NONE;
+        dst->app_keyed = 1;
         return dst;
     }
     if (src->dg_props != NULL
