@@ -511,14 +511,17 @@ MUTANTS = {
     "hmac-defer-long-key": ("provider/families/hmac.c",
         "    if (kl > bs)\n        ok = f->init(dc, NULL)",
         "    if (kl > 1000)\n        ok = f->init(dc, NULL)"),
-    # ... settled without the message it held
-    "hmac-defer-settle-drops": ("provider/families/hmac.c",
-        "    if (r == 1 && w->dlen != 0)\n        r = fns(w)->update(",
-        "    if (r == 1 && w->dlen == 1)\n        r = fns(w)->update("),
-    # ... settled as if never finished
-    "hmac-defer-settle-unfinished": ("provider/families/hmac.c",
-        "    int spent = w->deferred == DEFER_SPENT, r;",
-        "    int spent = 0, r;"),
+    # ... settled, or made for a copy, without the message held (settle
+    # and a copy's default context share defer_replay(): the twins
+    # hmac-defer-settle-drops and hmac-defer-make-drops, merged)
+    "hmac-defer-replay-drops": ("provider/families/hmac.c",
+        "    int ok = w->dlen == 0 || fns(w)->update(ctx, w->dbuf, w->dlen);",
+        "    int ok = 1;"),
+    # ... as if never finished (hmac-defer-settle-unfinished and
+    # hmac-defer-copy-unfinished, merged)
+    "hmac-defer-replay-unfinished": ("provider/families/hmac.c",
+        "    if (ok && w->deferred == DEFER_SPENT) {\n        ok = fns(w)->final(",
+        "    if (0) {\n        ok = fns(w)->final("),
     # ... a message longer than the buffer kept anyway (overflow)
     "hmac-defer-no-limit": ("provider/families/hmac.c",
         "    if (w->deferred == DEFER_KEYED && datalen <= KC_DEFER_MAX - w->dlen) {",
@@ -543,21 +546,10 @@ MUTANTS = {
     "hmac-defer-adopt-skipped": ("provider/families/hmac.c",
         "    if (!defer_adopt(w)) {\n        if (w->deferred == DEFER_KEYED && datalen",
         "    if (1) {\n        if (w->deferred == DEFER_KEYED && datalen"),
-    # ... a finished context copied as if not finished
-    "hmac-defer-copy-unfinished": ("provider/families/hmac.c",
-        "    if (ok && w->deferred == DEFER_SPENT) {\n        ok = f->final(ctx, out, &n, sizeof(out));",
-        "    if (0) {\n        ok = f->final(ctx, out, &n, sizeof(out));"),
-    # ... a copy's default context made without the message held
-    "hmac-defer-make-drops": ("provider/families/hmac.c",
-        "         && (w->dlen == 0 || f->update(ctx, w->dbuf, w->dlen));",
-        "         && 1;"),
     # ... every copy making and publishing its own (a write each copy)
-    "hmac-defer-promote-always": [("provider/families/hmac.c",
-        "    if (p != NULL)\n        return p;\n    ERR_set_mark();\n    p = defer_make(w);",
-        "    ERR_set_mark();\n    p = defer_make(w);"),
-        ("provider/families/hmac.c",
+    "hmac-defer-promote-always": ("provider/families/hmac.c",
         "        void *p = __atomic_load_n(&src->promoted, __ATOMIC_ACQUIRE);",
-        "        void *p = NULL;")],
+        "        void *p = NULL;"),
     # ... keyed again as if keyed the first time: never looked up
     "hmac-defer-rekey-first": ("provider/families/hmac.c",
         "        && pctx->admit_after > 1 && !w->rekeyed) {",

@@ -27,7 +27,7 @@
  * replaying them (defer_settle()): every other answer is the default's.
  * A context that is copied or keylessly restarted after a final is reused:
  * it then becomes the default's for good, so that reuse costs what it
- * costs the default (the first copy makes it, defer_promoted()).
+ * costs the default (the first copy makes it, defer_publish()).
  */
 #define KC_DEFER_MAX 256
 enum { DEFER_NONE, DEFER_KEYED, DEFER_SPENT };
@@ -632,32 +632,48 @@ static int defer_adopt(KC_HMAC_CTX *w)
 }
 
 /*
+ * w's inner keyed with its deferred key, as key_app_ctx() keys (or, the
+ * application's default gone meanwhile, as any later miss): 1/0.
+ */
+static int defer_key(KC_HMAC_CTX *w)
+{
+    int r = key_app_ctx(w, w->dkey, w->dkeylen);
+
+    return r >= 0 ? r : key_missed(w, NULL, w->dkey, w->dkeylen, 0);
+}
+
+/*
+ * w's deferred calls after its key, on ctx keyed with it: the message,
+ * and the final if w was finished (its output dropped).  1/0.
+ */
+static int defer_replay(const KC_HMAC_CTX *w, void *ctx)
+{
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t n = 0;
+    int ok = w->dlen == 0 || fns(w)->update(ctx, w->dbuf, w->dlen);
+
+    if (ok && w->deferred == DEFER_SPENT) {
+        ok = fns(w)->final(ctx, out, &n, sizeof(out));
+        OPENSSL_cleanse(out, sizeof(out));
+    }
+    return ok;
+}
+
+/*
  * The default's context the deferred calls would have made: keyed as
- * key_app_ctx() keys, the message replayed, finished if it was (output
- * dropped); every call from here on is the default's.  0: that failed.
+ * defer_key() keys, the calls replayed; every call from here on is the
+ * default's.  0: that failed.
  */
 static KC_NOINLINE int defer_settle(KC_HMAC_CTX *w)
 {
-    unsigned char out[EVP_MAX_MD_SIZE];
-    int spent = w->deferred == DEFER_SPENT, r;
-    size_t n = 0;
+    int ok;
 
     if (defer_adopt(w))
         return 1;
-    w->deferred = DEFER_NONE;
-    r = key_app_ctx(w, w->dkey, w->dkeylen);
-    /* (the application's default gone meanwhile: as any later miss) */
-    if (r < 0)
-        r = key_missed(w, NULL, w->dkey, w->dkeylen, 0);
-    if (r == 1 && w->dlen != 0)
-        r = fns(w)->update(w->inner, w->dbuf, w->dlen);
-    if (r == 1 && spent) {
-        r = fns(w)->final(w->inner, out, &n, sizeof(out));
-        OPENSSL_cleanse(out, sizeof(out));
-    }
+    ok = defer_key(w) == 1 && defer_replay(w, w->inner);
     defer_wipe(w);
     kc_vector_wipe();
-    return r == 1;
+    return ok;
 }
 
 /*
@@ -748,10 +764,7 @@ static KC_NOINLINE int defer_restart(KC_HMAC_CTX *w)
         w->dlen = 0;
         return 1;
     }
-    w->deferred = DEFER_NONE;
-    r = key_app_ctx(w, w->dkey, w->dkeylen);
-    if (r < 0)
-        r = key_missed(w, NULL, w->dkey, w->dkeylen, 0);
+    r = defer_key(w);
     defer_wipe(w);
     kc_vector_wipe();
     return r == 1;
@@ -765,8 +778,6 @@ static KC_NOINLINE int defer_restart(KC_HMAC_CTX *w)
 static void *defer_make(const KC_HMAC_CTX *w)
 {
     const KC_MAC_FNS *f = fns(w);
-    unsigned char out[EVP_MAX_MD_SIZE];
-    size_t n = 0;
     void *ctx;
     int ok;
 
@@ -777,11 +788,7 @@ static void *defer_make(const KC_HMAC_CTX *w)
     ok = inner_set_name(w, ctx, w->dg == w->hint_dg ? w->hint : w->dg->name,
                         NULL)
          && f->init(ctx, w->dkey, w->dkeylen, NULL)
-         && (w->dlen == 0 || f->update(ctx, w->dbuf, w->dlen));
-    if (ok && w->deferred == DEFER_SPENT) {
-        ok = f->final(ctx, out, &n, sizeof(out));
-        OPENSSL_cleanse(out, sizeof(out));
-    }
+         && defer_replay(w, ctx);
     kc_vector_wipe();
     if (!ok) {
         f->freectx(ctx);
@@ -794,13 +801,12 @@ static void *defer_make(const KC_HMAC_CTX *w)
  * The default's context of a deferred w, for a copy: made by w's first copy
  * and published in w (a copy only reads w otherwise; copies may run in
  * several threads at once), taken over by w's next call (defer_adopt()).
+ * The one published, or NULL if none can be made.
  */
-static void *defer_promoted(KC_HMAC_CTX *w)
+static KC_NOINLINE void *defer_publish(KC_HMAC_CTX *w)
 {
-    void *p = __atomic_load_n(&w->promoted, __ATOMIC_ACQUIRE), *none = NULL;
+    void *p, *none = NULL;
 
-    if (p != NULL)
-        return p;
     ERR_set_mark();
     p = defer_make(w);
     ERR_pop_to_mark();
@@ -1059,24 +1065,13 @@ static void kc_hmac_freectx(void *vctx)
     kc_wrapper_free_in(c, KC_POOL_HMAC, w, sizeof(*w));
 }
 
-/*
- * dst, a copy of deferred src: a copy of src's default context (made by
- * its first copy), or else deferred as src is.
- */
-static KC_NOINLINE void defer_dup(KC_HMAC_CTX *src, KC_HMAC_CTX *dst)
+/* dst deferred as src is (its head, deferred included, copied already) */
+static KC_NOINLINE void defer_copy(const KC_HMAC_CTX *src, KC_HMAC_CTX *dst)
 {
-    void *p = defer_promoted(src);
-
-    dst->deferred = DEFER_NONE;
-    if (p != NULL && (dst->inner = fns(src)->dupctx(p)) != NULL) {
-        dst->app_keyed = 1;
-        return;
-    }
     memcpy(dst->dkey, src->dkey, src->dkeylen);
     memcpy(dst->dbuf, src->dbuf, src->dlen);
     dst->dkeylen = src->dkeylen;
     dst->dlen = src->dlen;
-    dst->deferred = src->deferred;
 }
 
 static void *kc_hmac_dupctx(void *vctx)
@@ -1097,13 +1092,15 @@ static void *kc_hmac_dupctx(void *vctx)
     if (src->deferred != DEFER_NONE) {
         void *p = __atomic_load_n(&src->promoted, __ATOMIC_ACQUIRE);
 
-        /* its default context's copy: made by the first copy (defer_dup) */
-        if (p == NULL || (dst->inner = fns(src)->dupctx(p)) == NULL) {
-            defer_dup(src, dst);
-            return dst;
+        /* a copy of its default context, made by its first copy */
+        if (p == NULL)
+            p = defer_publish(src);
+        if (p != NULL && (dst->inner = fns(src)->dupctx(p)) != NULL) {
+            dst->deferred = DEFER_NONE;
+            dst->app_keyed = 1;
+        } else {
+            defer_copy(src, dst);
         }
-        dst->deferred = DEFER_NONE;
-        dst->app_keyed = 1;
         return dst;
     }
     if (src->dg_props != NULL
@@ -1464,10 +1461,6 @@ static int kc_hmac_init(void *vctx, const unsigned char *key, size_t keylen,
             return fns(w)->init(w->inner, NULL, 0, NULL);
         return w->deferred != DEFER_NONE ? defer_restart(w) : 0;
     }
-    /*
-     * A new key replaces all a deferred context holds, the key it may have
-     * remembered too (a deferred inner is NULL: nothing releases that).
-     */
     /*
      * A new key replaces all a deferred context holds, the key it may have
      * remembered too (a deferred inner is NULL: nothing releases that),
