@@ -9,23 +9,40 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cache/cache.h"
 
+#ifndef MADV_WIPEONFORK
+# define MADV_WIPEONFORK 18     /* Linux 4.14 */
+# define MADV_KEEPONFORK 19
+#endif
+
+/*
+ * A slot is split in two.  What a fork child needs, the default's contexts
+ * to free, is in KC_HELD, in the cache's ordinary memory; the rest, the key
+ * above all, is in KC_ENTRY, in pages the kernel wipes in a child (see
+ * cache_new()).  So the child frees contexts and walks nothing of its own.
+ */
 typedef struct {
-    const KC_ALG *alg;        /* NULL: free slot */
-    const void *param;
-    unsigned char *rec;       /* a record compared by content, or NULL */
-    size_t reclen;
+    const KC_ALG *alg;        /* NULL: nothing to free; published last */
     void *tmpl;               /* keyed and never used: duplicated on a hit */
     void *spare[KC_SPARE_MAX];/* used contexts given back (alg->spare_max) */
     unsigned int nspare;
     uint32_t spare_epoch;     /* the cache's fork_epoch at the last give-back */
+    unsigned char *rec;       /* a record compared by content, or NULL */
+    uint64_t gen;             /* changes whenever the slot is (re)filled */
+} KC_HELD;
+
+typedef struct {
+    const KC_ALG *alg;        /* NULL: free slot */
+    const void *param;
+    size_t reclen;
     uint64_t hash;
     uint32_t prev, next;      /* LRU list (live) or free list (next) */
-    uint64_t gen;             /* changes whenever the slot is (re)filled */
     time_t last_time;         /* for idle_ttl only */
     size_t keylen;
     unsigned char key[KEYCACHE_MAX_KEY_LEN];
@@ -88,7 +105,7 @@ struct kc_cache_st {
     /*
      * Slots [0, hw) have held an entry; the rest are never read, so never
      * initialised, walked nor wiped.  Raised (release) before a new slot is
-     * written, so that a child forked meanwhile wipes it.
+     * written, so that a child forked meanwhile frees its contexts.
      */
     uint32_t hw;
     int admitted;             /* has admitted a key (kc_cache_lost()) */
@@ -134,7 +151,15 @@ struct kc_cache_st {
     unsigned int npool[KC_POOL_KINDS];
     /* adaptive bypass: hit rate over the last window of lookups */
     unsigned int win_lookups, win_hits, bypass, bypass_misses, cold_skips;
-    KC_ENTRY entries[];
+    /*
+     * entries, seen and idx: whole pages inside this block, [wiped,
+     * wiped + nwiped), marked MADV_WIPEONFORK if wof (else a child wipes).
+     */
+    KC_ENTRY *entries;
+    unsigned char *wiped;
+    size_t nwiped;
+    int wof;
+    KC_HELD held[];
 };
 
 /*
@@ -434,35 +459,38 @@ static void idx_remove(KC_CACHE *c, uint32_t slot)
 }
 
 /*
- * Free e's contexts, cleanse its whole key and free its record; 1 if it
- * was live.  Each context leaves e before it is freed and the spare count
- * is bounded, so that the fork child (cache_drop_entries()) may run this
- * on a slot another thread was writing and frees nothing twice.
+ * Free slot i's contexts and record, cleanse its whole key; 1 if it was
+ * live.  Each context leaves the slot before it is freed and the spare
+ * count is bounded, so that a fork child (held_free_forked()) finds each
+ * once at most, whatever this thread was doing.
  */
-static int entry_clear(KC_CACHE *c, KC_ENTRY *e)
+static int entry_clear(KC_CACHE *c, uint32_t i)
 {
-    const KC_ALG *alg = e->alg;
-    unsigned int n = e->nspare < KC_SPARE_MAX ? e->nspare : KC_SPARE_MAX;
+    KC_HELD *h = &c->held[i];
+    KC_ENTRY *e = &c->entries[i];
+    const KC_ALG *alg = h->alg;
+    unsigned int n = h->nspare < KC_SPARE_MAX ? h->nspare : KC_SPARE_MAX;
     void *ctx;
 
     if (alg != NULL) {
         while (n > 0) {
-            ctx = e->spare[--n];
-            e->spare[n] = NULL;
-            e->nspare = n;
+            ctx = h->spare[--n];
+            h->spare[n] = NULL;
+            h->nspare = n;
             c->nspares--;
             if (ctx != NULL)
                 alg->freectx(ctx);
         }
-        ctx = e->tmpl;
-        e->tmpl = NULL;
+        ctx = h->tmpl;
+        h->tmpl = NULL;
         if (ctx != NULL)
             alg->freectx(ctx);
+        h->alg = NULL;
     }
     /* vector stores the compiler keeps, see wipe_free() */
     explicit_bzero(e->key, sizeof(e->key));
-    ctx = e->rec;
-    e->rec = NULL;
+    ctx = h->rec;
+    h->rec = NULL;
     OPENSSL_clear_free(ctx, e->reclen);
     e->reclen = 0;
     e->alg = NULL;
@@ -472,45 +500,83 @@ static int entry_clear(KC_CACHE *c, KC_ENTRY *e)
     return alg != NULL;
 }
 
-/* Evict live entry e (counted) and put its slot on the free list. */
-static void entry_kill(KC_CACHE *c, KC_ENTRY *e)
+/* Evict live slot i (counted) and put it on the free list. */
+static void entry_kill(KC_CACHE *c, uint32_t i)
 {
-    uint32_t i = (uint32_t)(e - c->entries);
+    KC_ENTRY *e = &c->entries[i];
 
     KC_BUMP(c, e->alg->stat, evictions);
     idx_remove(c, i);
     lru_unlink(c, i);
     e->next = c->free_head;
     c->free_head = i;
-    entry_clear(c, e);
-    e->gen = ++c->gen;
+    entry_clear(c, i);
+    c->held[i].gen = ++c->gen;
     __atomic_store_n(&c->used, c->used - 1, __ATOMIC_RELAXED);
 }
 
 /*
- * What derives from keys in a cache once its entries are cleared: the hash
- * key and the admission fingerprints.  Wiped, then freed.
+ * Free c's block, whose slots are cleared (or, in a fork child, gone with
+ * the wiped pages): the hash key and the admission fingerprints wiped
+ * first.  The pages go back to what malloc expects before it can hand them
+ * out again; if they cannot, the block is never freed.
  */
-static void cache_release(KC_CACHE *c)
+static void cache_release(KC_CACHE *c, int forked)
 {
     OPENSSL_cleanse(c->sipkey, sizeof(c->sipkey));
-    OPENSSL_cleanse(c->seen, c->nseen * sizeof(*c->seen));
+    if (!forked || !c->wof)
+        OPENSSL_cleanse(c->seen, c->nseen * sizeof(*c->seen));
+    if (c->wof && madvise(c->wiped, c->nwiped, MADV_KEEPONFORK) != 0)
+        return;
     OPENSSL_free(c);
 }
 
 /*
- * Clear every slot ever filled, counting live entries as evictions; returns
- * how many were live.  Walks slots (not the LRU list or the index) up to a
- * bounded hw: the fork child runs it on other threads' caches.
+ * In a fork child: free the default's contexts of every slot ever filled,
+ * reading KC_HELD only, and count the live ones as evictions.  The slots'
+ * own pages are zero already (wof) or wiped whole by the caller.  Up to a
+ * bounded hw, as other threads' caches are read as they were left.
  */
-static size_t cache_drop_entries(KC_CACHE *c)
+static size_t held_free_forked(KC_CACHE *c)
 {
-    size_t i, hw = __atomic_load_n(&c->hw, __ATOMIC_ACQUIRE), dropped = 0;
+    size_t i, hw = __atomic_load_n(&c->hw, __ATOMIC_ACQUIRE), live = 0;
+    const KC_HELD *h;
+    const KC_ALG *alg;
+    unsigned int n;
 
+    for (i = 0, h = c->held; i < hw && i < c->size; i++, h++) {
+        if (h->rec != NULL)
+            OPENSSL_free(h->rec);
+        if ((alg = __atomic_load_n(&h->alg, __ATOMIC_ACQUIRE)) == NULL)
+            continue;
+        for (n = h->nspare < KC_SPARE_MAX ? h->nspare : KC_SPARE_MAX; n > 0;)
+            if (h->spare[--n] != NULL)
+                alg->freectx(h->spare[n]);
+        if (h->tmpl != NULL)
+            alg->freectx(h->tmpl);
+        KC_BUMP(c, alg->stat, evictions);
+        live++;
+    }
+    if (!c->wof)
+        explicit_bzero(c->wiped, c->nwiped);
+    c->nspares = 0;
+    return live;
+}
+
+/*
+ * Clear every slot ever filled, counting live entries as evictions; returns
+ * how many were live.  Walks slots (not the LRU list or the index).
+ */
+static size_t cache_drop_entries(KC_CACHE *c, int forked)
+{
+    size_t i, hw = c->hw, dropped = 0;
+
+    if (forked)
+        return held_free_forked(c);
     for (i = 0; i < hw && i < c->size; i++) {
-        if (c->entries[i].alg != NULL)
-            KC_BUMP(c, c->entries[i].alg->stat, evictions);
-        dropped += entry_clear(c, &c->entries[i]);
+        if (c->held[i].alg != NULL)
+            KC_BUMP(c, c->held[i].alg->stat, evictions);
+        dropped += entry_clear(c, (uint32_t)i);
     }
     c->nspares = 0;
     return dropped;
@@ -582,11 +648,11 @@ static void add_counters(KC_COUNTERS *to, const KC_COUNTERS *from)
 /* Keep c's counters, wipe and free it; returns how many entries it held. */
 static size_t cache_free(KC_PROVCTX *pctx, KC_CACHE *c, int forked)
 {
-    size_t dropped = cache_drop_entries(c);
+    size_t dropped = cache_drop_entries(c, forked);
 
     add_counters(pctx->retired, c->n);
     cache_drop_side(c, forked);
-    cache_release(c);
+    cache_release(c, forked);
     return dropped;
 }
 
@@ -772,30 +838,49 @@ static void shared_free(struct kc_shared_st *sh)
     OPENSSL_free(sh);
 }
 
+/*
+ * One block: the header with its KC_HELD slots, then whole pages for the
+ * slots' keys, the fingerprints and the index, marked MADV_WIPEONFORK: a
+ * fork child finds them zero, as the kernel left them, instead of walking
+ * and writing them (every write there would copy a page).  They lie strictly
+ * inside the block, clear of malloc's own headers, and are marked
+ * MADV_KEEPONFORK again before the block is freed (cache_release()).  An
+ * allocator or kernel that refuses the advice leaves wof 0: a child then
+ * wipes them itself.
+ */
 static KC_CACHE *cache_new(KC_PROVCTX *pctx)
 {
     KC_CACHE *c;
-    size_t nidx = 4, nseen = 64;
+    size_t nidx = 4, nseen = 64, head, nwiped;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t at;
 
     while (nidx < 2 * pctx->cache_size)
         nidx *= 2;
     while (nseen < 2 * pctx->cache_size)
         nseen *= 2;
+    head = offsetof(KC_CACHE, held) + pctx->cache_size * sizeof(KC_HELD);
+    nwiped = pctx->cache_size * sizeof(KC_ENTRY) + nseen * sizeof(KC_SEEN)
+             + nidx * sizeof(uint32_t);
+    nwiped = (nwiped + page - 1) & ~(page - 1);
     /* the slots are made as they are first used (hw) */
-    c = OPENSSL_malloc(sizeof(KC_CACHE) + pctx->cache_size * sizeof(KC_ENTRY)
-                       + nseen * sizeof(KC_SEEN) + nidx * sizeof(uint32_t));
-    if (c == NULL)
+    if ((c = OPENSSL_malloc(head + page - 1 + nwiped)) == NULL)
         return NULL;
-    memset(c, 0, sizeof(*c));
+    memset(c, 0, offsetof(KC_CACHE, held));
     c->pctx = pctx;
     c->size = pctx->cache_size;
     c->nidx = nidx;
     c->nseen = nseen;
+    at = ((uintptr_t)c + head + page - 1) & ~(uintptr_t)(page - 1);
+    c->wiped = (unsigned char *)at;
+    c->nwiped = nwiped;
+    c->entries = (KC_ENTRY *)c->wiped;
     /* KC_SEEN (8-byte aligned) before the uint32_t index */
     c->seen = (KC_SEEN *)(c->entries + c->size);
     c->idx = (uint32_t *)(c->seen + nseen);
     memset(c->seen, 0, nseen * sizeof(*c->seen));
     memset(c->idx, 0, nidx * sizeof(*c->idx));
+    c->wof = madvise(c->wiped, nwiped, MADV_WIPEONFORK) == 0;
     hash_key_new(c->sipkey);
     c->lru_head = c->lru_tail = c->free_head = KC_NIL;
     c->last_sweep = time(NULL);
@@ -804,17 +889,20 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
 }
 
 /*
- * The forking thread's cache in the child, emptied: a new hash key, no
+ * c emptied, as a new thread's would be but for a new hash key: no
  * fingerprints, no bypass.  Counters go on; gen goes on too, so no context
- * made in the parent is given back to a slot.
+ * made before is given back to a slot.  In a fork child (the forking
+ * thread's cache) the slots, fingerprints and index are zero already.
  */
-static size_t cache_renew(KC_CACHE *c)
+static size_t cache_renew(KC_CACHE *c, int forked)
 {
-    size_t dropped = cache_drop_entries(c);
+    size_t dropped = cache_drop_entries(c, forked);
 
     hash_key_new(c->sipkey);
-    memset(c->idx, 0, c->nidx * sizeof(*c->idx));
-    memset(c->seen, 0, c->nseen * sizeof(*c->seen));
+    if (!forked) {
+        memset(c->idx, 0, c->nidx * sizeof(*c->idx));
+        OPENSSL_cleanse(c->seen, c->nseen * sizeof(*c->seen));
+    }
     c->lru_head = c->lru_tail = c->free_head = KC_NIL;
     c->hw = 0;
     __atomic_store_n(&c->used, 0, __ATOMIC_RELAXED);
@@ -841,19 +929,19 @@ static size_t cache_renew(KC_CACHE *c)
  */
 static KC_NOINLINE void cache_prefork(KC_CACHE *c)
 {
-    KC_ENTRY *e;
+    KC_HELD *h;
     uint32_t i;
     void *ctx;
 
     for (i = 0; i < c->hw && c->nspares > 0; i++) {
-        e = &c->entries[i];
-        if (e->spare_epoch == c->fork_epoch)
+        h = &c->held[i];
+        if (h->spare_epoch == c->fork_epoch)
             continue;
-        while (e->alg != NULL && e->nspare > 0) {
-            ctx = e->spare[--e->nspare];
-            e->spare[e->nspare] = NULL;
+        while (h->alg != NULL && h->nspare > 0) {
+            ctx = h->spare[--h->nspare];
+            h->spare[h->nspare] = NULL;
             c->nspares--;
-            e->alg->freectx(ctx);
+            h->alg->freectx(ctx);
         }
     }
     c->fork_epoch++;
@@ -874,10 +962,13 @@ static void caches_prefork(void)
 /*
  * fork(), the child: it starts with nothing the parent cached.  A child
  * often drops privileges to handle untrusted input, and other threads'
- * caches would never be freed there (no thread stop comes).  So the
- * pthread_atfork child handler cleanses and frees every thread's entries:
- * the forking thread keeps its cache, emptied, with what holds no secret;
- * the others' are unlinked and freed whole.
+ * caches would never be freed there (no thread stop comes).  The kernel
+ * has zeroed every cache's keys, fingerprints and index (cache_new()'s
+ * MADV_WIPEONFORK pages); the pthread_atfork child handler frees the
+ * default's contexts each slot held (held_free_forked(), reading KC_HELD
+ * only, so it copies no page of keycache's per entry): the forking thread
+ * keeps its cache, emptied, with what holds no secret; the others' are
+ * unlinked and freed whole.
  *
  * It cannot hang: only this thread runs, holding registry_lock (or the
  * parent's only thread, see registry_prefork()), and nothing here takes an
@@ -921,7 +1012,7 @@ static void caches_forked(void)
             next = c->next;
             c->admitted = 0;
             if (c == mine)
-                pctx->fork_wiped += cache_renew(c);
+                pctx->fork_wiped += cache_renew(c, 1);
             else
                 pctx->fork_wiped += cache_retire(pctx, c, 1);
         }
@@ -961,7 +1052,7 @@ static KC_CACHE *cache_create(KC_PROVCTX *pctx, KC_LITE *l)
     }
     /* Not under our lock: OpenSSL takes its own locks in here. */
     if (!pctx->core_thread_start(pctx->handle, kc_thread_stop, pctx)) {
-        cache_release(c);
+        cache_release(c, 0);
         return NULL;
     }
     registry_take();
@@ -1041,7 +1132,7 @@ static KC_NOINLINE void cache_timed(KC_CACHE *c)
     for (i = 0; c->pctx->idle_ttl != 0 && i < c->hw; i++)
         if (c->entries[i].alg != NULL
             && (uint64_t)(now - c->entries[i].last_time) >= c->pctx->idle_ttl)
-            entry_kill(c, &c->entries[i]);
+            entry_kill(c, (uint32_t)i);
     c->last_sweep = now;
     kc_debug_tick(c->pctx, now);
 }
@@ -1054,7 +1145,7 @@ static KC_NOINLINE void cache_timed(KC_CACHE *c)
  */
 static KC_NOINLINE void cache_props_moved(KC_CACHE *c, unsigned int gen)
 {
-    cache_renew(c);
+    cache_renew(c, 0);
     cache_drop_learned(c, 0);
     c->props_gen = gen;
 }
@@ -1745,12 +1836,13 @@ static int entry_matches(const KC_ENTRY *e, uint64_t h, const KC_ALG *alg,
  * A record (kc_cache_find_rec()) matches by content; other algorithms'
  * entries have none, and for them (rec NULL, a constant) this folds away.
  */
-static ossl_inline int rec_matches(const KC_ENTRY *e, const unsigned char *rec,
-                                   size_t reclen)
+static ossl_inline int rec_matches(const KC_CACHE *c, uint32_t slot,
+                                   const unsigned char *rec, size_t reclen)
 {
     return rec == NULL
-           || (e->reclen == reclen
-               && (reclen == 0 || memcmp(e->rec, rec, reclen) == 0));
+           || (c->entries[slot].reclen == reclen
+               && (reclen == 0
+                   || memcmp(c->held[slot].rec, rec, reclen) == 0));
 }
 
 /*
@@ -1825,6 +1917,7 @@ void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
                  const unsigned char *key, size_t keylen, KC_LOOKUP *lk)
 {
     KC_ENTRY *e;
+    KC_HELD *h;
     uint32_t slot;
     size_t i, m;
 
@@ -1843,10 +1936,10 @@ void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
      * The most recently used entry first, without hashing.  (Whether a key
      * hits was never hidden: a hit is far faster than a miss.)
      */
-    if (c->lru_head != KC_NIL) {
-        e = &c->entries[c->lru_head];
+    if ((slot = c->lru_head) != KC_NIL) {
+        e = &c->entries[slot];
         if (e->alg == alg && e->param == param && e->keylen == keylen
-            && rec_matches(e, rec, reclen)
+            && rec_matches(c, slot, rec, reclen)
             && keys_equal(e->key, key, keylen))
             goto hit;
     }
@@ -1855,7 +1948,7 @@ void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
         lk->hash ^= rechash * 0x9fb21c651e98df25ULL;
     m = c->nidx - 1;
     for (i = lk->hash & m; ; i = (i + 1) & m) {
-        if (c->idx[i] == 0) {
+        if ((slot = c->idx[i]) == 0) {
             uint64_t fp = fingerprint(lk->hash, alg, param);
 
             window_note(c, 0);
@@ -1865,36 +1958,36 @@ void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
             }
             return NULL;
         }
-        e = &c->entries[c->idx[i] - 1];
+        e = &c->entries[--slot];
         if (entry_matches(e, lk->hash, alg, param, key, keylen)
-            && rec_matches(e, rec, reclen))
+            && rec_matches(c, slot, rec, reclen))
             break;
     }
  hit:
-    slot = (uint32_t)(e - c->entries);
     if (c->lru_head != slot) {
         lru_unlink(c, slot);
         lru_push_front(c, slot);
     }
     if (c->pctx->idle_ttl != 0)
         e->last_time = time(NULL);
+    h = &c->held[slot];
     lk->lease.cache_id = c->id;
-    lk->lease.gen = e->gen;
     lk->lease.idx = slot;
-    if (e->tmpl == NULL) {
+    lk->lease.gen = h->gen;
+    if (h->tmpl == NULL) {
         /* its first context has not given it back yet: a miss (see park) */
         lk->pending = 1;
         window_note(c, 0);
         return NULL;
     }
-    if (e->nspare > 0) {
-        lk->spare = e->spare[--e->nspare];
-        e->spare[e->nspare] = NULL;
+    if (h->nspare > 0) {
+        lk->spare = h->spare[--h->nspare];
+        h->spare[h->nspare] = NULL;
         c->nspares--;
     }
     KC_BUMP(c, alg->stat, hits);
     window_note(c, 1);
-    return e->tmpl;
+    return h->tmpl;
 }
 
 void *kc_cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
@@ -1921,6 +2014,7 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
 {
     unsigned char *copy = NULL;
     KC_ENTRY *e;
+    KC_HELD *h;
     uint32_t i;
 
     if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
@@ -1932,28 +2026,32 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     if (c->free_head == KC_NIL && c->hw < c->size) {
         i = c->hw;
         e = &c->entries[i];
+        h = &c->held[i];
         memset(e, 0, offsetof(KC_ENTRY, key));
+        memset(h, 0, sizeof(*h));
         __atomic_store_n(&c->hw, i + 1, __ATOMIC_RELEASE);
     } else {
         if (c->free_head == KC_NIL)
-            entry_kill(c, &c->entries[c->lru_tail]);
+            entry_kill(c, c->lru_tail);
         i = c->free_head;
         e = &c->entries[i];
+        h = &c->held[i];
         c->free_head = e->next;
     }
     e->param = param;
-    e->rec = copy;
+    h->rec = copy;
     e->reclen = reclen;
-    e->nspare = 0;
+    h->nspare = 0;
     e->hash = lk->hash;
     e->keylen = keylen;
     memcpy(e->key, key, keylen);
+    e->alg = alg;
     /* published in this order for a child forked meanwhile to free */
-    __atomic_store_n(&e->alg, alg, __ATOMIC_RELEASE);
-    __atomic_store_n(&e->tmpl, tmpl, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->alg, alg, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->tmpl, tmpl, __ATOMIC_RELEASE);
     idx_insert(c, i);
     lru_push_front(c, i);
-    e->gen = ++c->gen;
+    h->gen = ++c->gen;
     if (c->pctx->idle_ttl != 0)
         e->last_time = time(NULL);
     __atomic_store_n(&c->used, c->used + 1, __ATOMIC_RELAXED);
@@ -1967,7 +2065,7 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
             kc_lite.admitted = 1;
     }
     lk->lease.cache_id = c->id;
-    lk->lease.gen = e->gen;
+    lk->lease.gen = h->gen;
     lk->lease.idx = i;
     return 1;
 }
@@ -1997,50 +2095,52 @@ int kc_cache_add_rec(KC_CACHE *c, const KC_ALG *alg, const unsigned char *rec,
  * fill their slots in the same order, so slot and generation alone could
  * name another thread's entry for another key.
  */
-static ossl_inline KC_ENTRY *lease_entry(KC_CACHE **cp, const KC_LEASE *lease)
+static ossl_inline KC_HELD *lease_held(KC_CACHE **cp, const KC_LEASE *lease)
 {
     KC_CACHE *c = *cp;
-    KC_ENTRY *e;
+    KC_HELD *h;
 
     if (c != NULL && is_lite(c))
         *cp = c = as_lite(c)->body;
     if (c == NULL || lease->cache_id != c->id || lease->idx >= c->hw)
         return NULL;
-    e = &c->entries[lease->idx];
-    return e->gen == lease->gen && e->alg != NULL ? e : NULL;
+    h = &c->held[lease->idx];
+    return h->gen == lease->gen && h->alg != NULL ? h : NULL;
 }
 
 int kc_cache_lease_is(KC_CACHE *c, const KC_LEASE *lease,
                       const unsigned char *key, size_t keylen)
 {
-    const KC_ENTRY *e = lease_entry(&c, lease);
+    const KC_ENTRY *e;
 
-    return e != NULL && e->keylen == keylen
-           && keys_equal(e->key, key, keylen);
+    if (lease_held(&c, lease) == NULL)
+        return 0;
+    e = &c->entries[lease->idx];
+    return e->keylen == keylen && keys_equal(e->key, key, keylen);
 }
 
 int kc_cache_park_in(KC_CACHE *c, const KC_LEASE *lease, void *ctx,
                      int (*ready)(const void *arg, void *ctx), const void *arg)
 {
-    KC_ENTRY *e = lease_entry(&c, lease);
+    KC_HELD *h = lease_held(&c, lease);
 
-    if (e == NULL)
+    if (h == NULL)
         return 0;
     /* an entry added without a template (kc_cache_add()): this is it */
-    if (e->tmpl == NULL) {
+    if (h->tmpl == NULL) {
         if (!ready(arg, ctx))
             return 0;
-        __atomic_store_n(&e->tmpl, ctx, __ATOMIC_RELEASE);
+        __atomic_store_n(&h->tmpl, ctx, __ATOMIC_RELEASE);
         return 1;
     }
     /* per entry, and no more spares in all than entries */
-    if (e->nspare >= e->alg->spare_max || c->nspares >= c->size
+    if (h->nspare >= h->alg->spare_max || c->nspares >= c->size
         || !ready(arg, ctx))
         return 0;
-    e->spare[e->nspare] = ctx;
-    e->spare_epoch = c->fork_epoch;
+    h->spare[h->nspare] = ctx;
+    h->spare_epoch = c->fork_epoch;
     /* counted once in place, for a child forked meanwhile */
-    __atomic_store_n(&e->nspare, e->nspare + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->nspare, h->nspare + 1, __ATOMIC_RELEASE);
     c->nspares++;
     return 1;
 }
