@@ -28,12 +28,19 @@
  * scenario uses every registry row, with keys of each row's own, and the
  * child scans once for all of them.
  */
+#include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1059,6 +1066,40 @@ static void fresh_own(void)
     fork_one_thread_as(1, 0);
 }
 
+static int kernel_wipes(void);
+
+/*
+ * As where the kernel has no MADV_WIPEONFORK (before Linux 4.14, or a
+ * seccomp policy): a filter fails that advice with EINVAL, so caches made
+ * from now on are wiped in a child by keycache itself.  0 if the filter
+ * could not be installed.
+ */
+static int refuse_wipeonfork(void)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_madvise, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                 offsetof(struct seccomp_data, args[2])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MADV_WIPEONFORK, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EINVAL),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+           && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0
+           && !kernel_wipes();
+}
+
+/* both scans, keycache wiping its pages itself */
+static void fresh_nowipe(void)
+{
+    CU_ASSERT_TRUE_FATAL(refuse_wipeonfork());
+    fork_one_thread_as(1, 1);
+    fork_worker(1, 0);
+}
+
 static const char *self;
 /* symbols bound lazily: see add_suites() */
 static int lazy;
@@ -1088,6 +1129,11 @@ static void test_fork_fresh_own(void)
     run_fresh("fresh-own");
 }
 
+static void test_fork_fresh_nowipe(void)
+{
+    run_fresh("fresh-nowipe");
+}
+
 static void add_fresh(void (*fn)(void))
 {
     CU_pSuite s = CU_add_suite("fork, fresh process", NULL, NULL);
@@ -1109,6 +1155,116 @@ static void add_fresh_storm(void)
 static void add_fresh_own(void)
 {
     add_fresh(fresh_own);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Key pages the kernel wipes                                             */
+
+/*
+ * Ranges of this process's memory the kernel wipes in a child (VmFlags
+ * "wf" in /proc/self/smaps), or -1.
+ */
+static int wf_ranges(void)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512], *t;
+    int n = 0;
+
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "VmFlags:", 8) != 0)
+            continue;
+        for (t = strtok(line + 8, " \n"); t != NULL; t = strtok(NULL, " \n"))
+            n += strcmp(t, "wf") == 0;
+    }
+    fclose(f);
+    return n;
+}
+
+/* Does this kernel take MADV_WIPEONFORK (Linux 4.14)? */
+static int kernel_wipes(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    void *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int ok;
+
+    if (p == MAP_FAILED)
+        return 0;
+    ok = madvise(p, (size_t)page, MADV_WIPEONFORK) == 0;
+    munmap(p, (size_t)page);
+    return ok;
+}
+
+static pthread_barrier_t wf_forked, wf_checked;
+static int wf_during, wf_bad;
+
+/* A thread with a cache of its own, kept while the main thread forks. */
+static void *wf_worker(void *arg)
+{
+    unsigned char key[32], want[32], got[32];
+    size_t wl = 0, gl = 0;
+    int i;
+
+    (void)arg;
+    kct_fill(key, sizeof(key), 0x77F00Du);
+    for (i = 0; i < 16; i++)
+        if (EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256", NULL, key,
+                      sizeof(key), key, i, want, sizeof(want), &wl) == NULL
+            || EVP_Q_mac(kct_keycache(), "HMAC", NULL, "SHA256", NULL, key,
+                         sizeof(key), key, i, got, sizeof(got), &gl) == NULL
+            || wl != gl || memcmp(want, got, wl) != 0)
+            wf_bad++;
+    wf_during = wf_ranges();
+    pthread_barrier_wait(&wf_forked);
+    pthread_barrier_wait(&wf_checked);
+    return NULL;
+}
+
+/*
+ * A cache keeps its keys in pages the kernel wipes in a child: one more
+ * such range while a thread holds a cache; in a child, where that thread's
+ * cache is freed, and in the parent once the thread is gone, as many as
+ * before, since freed pages go back to malloc as ordinary ones (a later
+ * block of someone else's would be wiped in every child).
+ */
+static void test_fork_wiped_pages(void)
+{
+    pthread_t t;
+    int before, status = -1;
+    pid_t pid;
+
+    if (!kernel_wipes()) {
+        fprintf(stderr, "\n  (this kernel wipes nothing on fork: a child "
+                "wipes keycache's pages itself)\n");
+        return;
+    }
+    before = wf_ranges();
+    CU_ASSERT_TRUE_FATAL(before >= 0);
+    CU_ASSERT_EQUAL_FATAL(pthread_barrier_init(&wf_forked, NULL, 2), 0);
+    CU_ASSERT_EQUAL_FATAL(pthread_barrier_init(&wf_checked, NULL, 2), 0);
+    wf_bad = 0;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, wf_worker, NULL), 0);
+    pthread_barrier_wait(&wf_forked);
+    pid = fork();
+    if (pid == 0)
+        _exit(wf_ranges() == before ? 0 : 1);
+    if (pid > 0)
+        waitpid(pid, &status, 0);
+    pthread_barrier_wait(&wf_checked);
+    pthread_join(t, NULL);
+    CU_ASSERT_EQUAL(wf_bad, 0);
+    CU_ASSERT_EQUAL(wf_during, before + 1);
+    CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CU_ASSERT_EQUAL(wf_ranges(), before);
+    pthread_barrier_destroy(&wf_forked);
+    pthread_barrier_destroy(&wf_checked);
+}
+
+static void add_fresh_nowipe(void)
+{
+    add_fresh(fresh_nowipe);
 }
 
 static void add_suites(void)
@@ -1147,6 +1303,10 @@ static void add_suites(void)
                 test_fork_drops_worker);
     CU_add_test(s, "nor of a key its thread stopped but not yet freed",
                 test_fork_drops_stopped_worker);
+    CU_add_test(s, "keys lie in pages the kernel wipes in a child",
+                test_fork_wiped_pages);
+    CU_add_test(s, "a kernel that wipes nothing: keycache wipes (fresh "
+                "process)", test_fork_fresh_nowipe);
 }
 
 int main(int argc, char **argv)
@@ -1161,6 +1321,8 @@ int main(int argc, char **argv)
             return kct_main(argc, argv, add_fresh_storm);
         if (strcmp(argv[2], "fresh-own") == 0)
             return kct_main(argc, argv, add_fresh_own);
+        if (strcmp(argv[2], "fresh-nowipe") == 0)
+            return kct_main(argc, argv, add_fresh_nowipe);
         return 2;
     }
     return kct_main(argc, argv, add_suites);

@@ -334,9 +334,9 @@ MUTANTS = {
         "&& e->keylen == keylen && keys_equal(e->key, key, keylen);",
         "&& e->keylen == keylen;"),
         ("provider/cache/store.c",
-         "            && rec_matches(e, rec, reclen)\n"
+         "            && rec_matches(c, slot, rec, reclen)\n"
          "            && keys_equal(e->key, key, keylen))",
-         "            && rec_matches(e, rec, reclen))"),
+         "            && rec_matches(c, slot, rec, reclen))"),
         # every key hashes alike, so the index finds other keys' entries
         ("provider/cache/store.c", "    return v0 ^ v1 ^ v2 ^ v3;", "    return 0;")],
     # HMAC: no keyless re-init of a given-back context (message state of
@@ -623,8 +623,8 @@ MUTANTS = {
         "    if (c == NULL || pctx->timed\n        || c->props_gen != __atomic_load_n(&pctx->props_gen,\n                                           __ATOMIC_RELAXED))",
         "    if (c == NULL || pctx->timed)"),
     "cache-props-keeps-learned": ("provider/cache/store.c",
-        "    cache_renew(c);\n    cache_drop_learned(c, 0);\n",
-        "    cache_renew(c);\n"),
+        "    cache_renew(c, 0);\n    cache_drop_learned(c, 0);\n",
+        "    cache_renew(c, 0);\n"),
     "props-gen-not-bumped": ("provider/core/props.c",
         "        __atomic_add_fetch(&pctx->props_gen, 1, __ATOMIC_RELEASE);",
         "        (void)0;"),
@@ -729,24 +729,24 @@ MUTANTS = {
     # the most recently used entry taken on its algorithm, parameter, key
     # length and record, without comparing the key
     "mru-length-only": ("provider/cache/store.c",
-        "            && rec_matches(e, rec, reclen)\n"
+        "            && rec_matches(c, slot, rec, reclen)\n"
         "            && keys_equal(e->key, key, keylen))\n            goto hit;",
-        "            && rec_matches(e, rec, reclen))\n            goto hit;"),
+        "            && rec_matches(c, slot, rec, reclen))\n            goto hit;"),
     # ... on the hash alone.  The hash covers the key and the record, not
     # the algorithm, HMAC's digest or OCB's direction: the same key under
     # SHA-512 right after SHA-256 gets the SHA-256 context.  (Two keys are
     # confused only on a collision of SipHash under the thread's secret
     # key, which no test can produce: for keys, mru-length-only.)
     "mru-hash-only": [("provider/cache/store.c",
-        "    if (c->lru_head != KC_NIL) {\n        e = &c->entries[c->lru_head];\n"
+        "    if ((slot = c->lru_head) != KC_NIL) {\n        e = &c->entries[slot];\n"
         "        if (e->alg == alg && e->param == param && e->keylen == keylen\n"
-        "            && rec_matches(e, rec, reclen)\n"
+        "            && rec_matches(c, slot, rec, reclen)\n"
         "            && keys_equal(e->key, key, keylen))\n            goto hit;\n    }\n"
         "    lk->hash = kc_hash(c->sipkey, key, keylen);\n"
         "    if (rec != NULL)\n        lk->hash ^= rechash * 0x9fb21c651e98df25ULL;\n",
         "    lk->hash = kc_hash(c->sipkey, key, keylen);\n"
         "    if (rec != NULL)\n        lk->hash ^= rechash * 0x9fb21c651e98df25ULL;\n"
-        "    if (c->lru_head != KC_NIL) {\n        e = &c->entries[c->lru_head];\n"
+        "    if ((slot = c->lru_head) != KC_NIL) {\n        e = &c->entries[slot];\n"
         "        if (e->hash == lk->hash)\n            goto hit;\n    }\n")],
     # HMAC: a hit hands out the entry's template instead of a copy
     "hmac-share-template": ("provider/families/hmac.c",
@@ -892,8 +892,8 @@ MUTANTS = {
          "    if (!kc_cache_add_rec(c, alg, rec, 0, key, keylen, tmpl, lk)) {")],
     # entries with records match whatever their record
     "cache-record-ignored": ("provider/cache/store.c",
-        "    return rec == NULL\n           || (e->reclen",
-        "    return 1\n           || (e->reclen"),
+        "    return rec == NULL\n           || (c->entries[slot].reclen",
+        "    return 1\n           || (c->entries[slot].reclen"),
     # a hit hands out the template itself, not a copy
     "tmpl-share-template": [("provider/layer/tmpl.c",
         "    if ((inner = lk->spare) == NULL && (inner = ops->dupctx(tmpl)) == NULL)",
@@ -1010,7 +1010,7 @@ MUTANTS = {
         "    kc_lite.admitted = 0;\n    return;\n    for (pctx = live_instances;"),
     # fork: the forking thread's own cache is not emptied
     "fork-keeps-own": ("provider/cache/store.c",
-        "                pctx->fork_wiped += cache_renew(c);",
+        "                pctx->fork_wiped += cache_renew(c, 1);",
         "                (void)0;"),
     # fork: the other (vanished) threads' caches are kept
     "fork-keeps-others": ("provider/cache/store.c",
@@ -1020,6 +1020,32 @@ MUTANTS = {
     "fork-keeps-dying": ("provider/cache/store.c",
         "        pctx->fork_wiped += caches_reap(pctx, 1);",
         "        (void)0;"),
+    # fork: a cache's key pages are not marked for the kernel to wipe (the
+    # child wipes them itself: test_fork's wiped-pages test sees it)
+    "fork-pages-unadvised": ("provider/cache/store.c",
+        "    c->wof = madvise(c->wiped, nwiped, MADV_WIPEONFORK) == 0;",
+        "    c->wof = 0;"),
+    # ... or taken for marked when they are not: the child keeps the keys
+    "fork-pages-assumed-wiped": ("provider/cache/store.c",
+        "    c->wof = madvise(c->wiped, nwiped, MADV_WIPEONFORK) == 0;",
+        "    c->wof = 1;"),
+    # a freed cache's pages go back to malloc still wiped on fork (someone
+    # else's block there would be zero in every child)
+    "cache-free-pages-still-wiped": ("provider/cache/store.c",
+        "    if (c->wof && madvise(c->wiped, c->nwiped, MADV_KEEPONFORK) != 0)\n        return;",
+        "    if (0)\n        return;"),
+    # fork: the child frees no template (the default's keyed contexts stay)
+    "fork-held-tmpl-kept": ("provider/cache/store.c",
+        "        if (h->tmpl != NULL)\n            alg->freectx(h->tmpl);\n        KC_BUMP",
+        "        KC_BUMP"),
+    # ... nor a spare context given back
+    "fork-held-spares-kept": ("provider/cache/store.c",
+        "                alg->freectx(h->spare[n]);",
+        "                (void)0;"),
+    # fork, on a kernel that wipes nothing: the child leaves the keys
+    "fork-fallback-unwiped": ("provider/cache/store.c",
+        "    if (!c->wof)\n        explicit_bzero(c->wiped, c->nwiped);\n    c->nspares = 0;",
+        "    c->nspares = 0;"),
     # fork: the other threads' caches are freed but left linked, so the
     # child's teardown frees them again
     "fork-others-linked": ("provider/cache/store.c",
