@@ -1100,6 +1100,56 @@ static void fresh_nowipe(void)
     fork_worker(1, 0);
 }
 
+pid_t _Fork(void);      /* glibc 2.34: fork() without its handlers */
+
+/* n HMAC-SHA256 with each of keys [k0, k0 + nkeys): how many differ */
+static int hmac_keys_differ(int k0, int nkeys, int n)
+{
+    unsigned char key[32], want[32], got[32];
+    size_t wl = 0, gl = 0;
+    int k, i, bad = 0;
+
+    for (k = k0; k < k0 + nkeys; k++) {
+        kct_fill(key, sizeof(key), 0x5EED0000u + (uint32_t)k);
+        for (i = 0; i < n; i++)
+            bad += EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256", NULL,
+                             key, sizeof(key), key, (size_t)i, want,
+                             sizeof(want), &wl) == NULL
+                   || EVP_Q_mac(kct_keycache(), "HMAC", NULL, "SHA256", NULL,
+                                key, sizeof(key), key, (size_t)i, got,
+                                sizeof(got), &gl) == NULL
+                   || wl != gl || memcmp(want, got, wl) != 0;
+    }
+    return bad;
+}
+
+/*
+ * A child made by _Fork() skips the fork handler, but its kernel wiped the
+ * cache's slots: with the parent's cache full, its keys must still come
+ * out right, and admitting new ones (evicting the parent's) must not hang
+ * or crash.  A fresh process: its only thread forks.
+ */
+static void fresh_raw_fork(void)
+{
+    int status = -1;
+    pid_t pid;
+
+    CU_ASSERT_EQUAL(hmac_keys_differ(0, 80, 4), 0);
+    CU_ASSERT_TRUE(kct_counter_in(kct_keycache(), KEYCACHE_PARAM_ENTRIES) >= 32);
+    pid = _Fork();
+    if (pid == 0) {
+        alarm(60);
+        _exit(hmac_keys_differ(0, 200, 4) == 0 ? 0 : 1);
+    }
+    CU_ASSERT_TRUE_FATAL(pid > 0);
+    CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+    CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fprintf(stderr, "\n  _Fork() child: status %#x\n", status);
+    /* the parent's cache is its own still */
+    CU_ASSERT_EQUAL(hmac_keys_differ(0, 80, 1), 0);
+}
+
 static const char *self;
 /* symbols bound lazily: see add_suites() */
 static int lazy;
@@ -1127,6 +1177,11 @@ static void test_fork_fresh_storm(void)
 static void test_fork_fresh_own(void)
 {
     run_fresh("fresh-own");
+}
+
+static void test_fork_fresh_raw(void)
+{
+    run_fresh("fresh-raw");
 }
 
 static void test_fork_fresh_nowipe(void)
@@ -1262,6 +1317,11 @@ static void test_fork_wiped_pages(void)
     pthread_barrier_destroy(&wf_checked);
 }
 
+static void add_fresh_raw(void)
+{
+    add_fresh(fresh_raw_fork);
+}
+
 static void add_fresh_nowipe(void)
 {
     add_fresh(fresh_nowipe);
@@ -1307,6 +1367,8 @@ static void add_suites(void)
                 test_fork_wiped_pages);
     CU_add_test(s, "a kernel that wipes nothing: keycache wipes (fresh "
                 "process)", test_fork_fresh_nowipe);
+    CU_add_test(s, "a child of _Fork(), without the handler, caches again "
+                "(fresh process)", test_fork_fresh_raw);
 }
 
 int main(int argc, char **argv)
@@ -1321,6 +1383,8 @@ int main(int argc, char **argv)
             return kct_main(argc, argv, add_fresh_storm);
         if (strcmp(argv[2], "fresh-own") == 0)
             return kct_main(argc, argv, add_fresh_own);
+        if (strcmp(argv[2], "fresh-raw") == 0)
+            return kct_main(argc, argv, add_fresh_raw);
         if (strcmp(argv[2], "fresh-nowipe") == 0)
             return kct_main(argc, argv, add_fresh_nowipe);
         return 2;

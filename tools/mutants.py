@@ -1036,8 +1036,8 @@ MUTANTS = {
         "    if (0)\n        return;"),
     # fork: the child frees no template (the default's keyed contexts stay)
     "fork-held-tmpl-kept": ("provider/cache/store.c",
-        "        if (h->tmpl != NULL)\n            alg->freectx(h->tmpl);\n        KC_BUMP",
-        "        KC_BUMP"),
+        "        if (h->tmpl != NULL)\n            alg->freectx(h->tmpl);\n        live++;",
+        "        live++;"),
     # ... nor a spare context given back
     "fork-held-spares-kept": ("provider/cache/store.c",
         "                alg->freectx(h->spare[n]);",
@@ -1046,6 +1046,11 @@ MUTANTS = {
     "fork-fallback-unwiped": ("provider/cache/store.c",
         "    if (!c->wof)\n        explicit_bzero(c->wiped, c->nwiped);\n    c->nspares = 0;",
         "    c->nspares = 0;"),
+    # a child of _Fork() (no handler) takes the wiped slots for live ones:
+    # evicting one looks for it in an empty index forever
+    "fork-raw-child-unrepaired": ("provider/cache/store.c",
+        "    if (c->hw != 0 && *c->alive == 0)\n        cache_renew(c, 1);",
+        "    if (0)\n        cache_renew(c, 1);"),
     # fork: the other threads' caches are freed but left linked, so the
     # child's teardown frees them again
     "fork-others-linked": ("provider/cache/store.c",

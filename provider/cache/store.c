@@ -152,9 +152,12 @@ struct kc_cache_st {
     /* adaptive bypass: hit rate over the last window of lookups */
     unsigned int win_lookups, win_hits, bypass, bypass_misses, cold_skips;
     /*
-     * entries, seen and idx: whole pages inside this block, [wiped,
+     * alive, entries, seen and idx: whole pages inside this block, [wiped,
      * wiped + nwiped), marked MADV_WIPEONFORK if wof (else a child wipes).
+     * *alive is 1 from the cache's start: 0 in a child whose kernel wiped
+     * the pages but which skipped the fork handler (cache_add()).
      */
+    uint64_t *alive;
     KC_ENTRY *entries;
     unsigned char *wiped;
     size_t nwiped;
@@ -404,28 +407,28 @@ static void wipe_free(void *p, size_t n)
 /* LRU as a doubly linked list of slot numbers: O(1) touch and evict. */
 #define KC_NIL UINT32_MAX
 
-static void lru_unlink(KC_CACHE *c, uint32_t i)
+static ossl_inline void lru_unlink(KC_CACHE *c, uint32_t i)
 {
-    KC_ENTRY *e = &c->entries[i];
+    KC_ENTRY *ent = c->entries, *e = &ent[i];
 
     if (e->prev != KC_NIL)
-        c->entries[e->prev].next = e->next;
+        ent[e->prev].next = e->next;
     else
         c->lru_head = e->next;
     if (e->next != KC_NIL)
-        c->entries[e->next].prev = e->prev;
+        ent[e->next].prev = e->prev;
     else
         c->lru_tail = e->prev;
 }
 
-static void lru_push_front(KC_CACHE *c, uint32_t i)
+static ossl_inline void lru_push_front(KC_CACHE *c, uint32_t i)
 {
-    KC_ENTRY *e = &c->entries[i];
+    KC_ENTRY *ent = c->entries, *e = &ent[i];
 
     e->prev = KC_NIL;
     e->next = c->lru_head;
     if (c->lru_head != KC_NIL)
-        c->entries[c->lru_head].prev = i;
+        ent[c->lru_head].prev = i;
     else
         c->lru_tail = i;
     c->lru_head = i;
@@ -533,9 +536,10 @@ static void cache_release(KC_CACHE *c, int forked)
 
 /*
  * In a fork child: free the default's contexts of every slot ever filled,
- * reading KC_HELD only, and count the live ones as evictions.  The slots'
- * own pages are zero already (wof) or wiped whole by the caller.  Up to a
- * bounded hw, as other threads' caches are read as they were left.
+ * reading KC_HELD only; how many were live (the report's fork_wiped, not
+ * evictions).  The slots' own pages are zero already (wof), else wiped
+ * whole here.  Up to a bounded hw: other threads' caches are read as they
+ * were left.
  */
 static size_t held_free_forked(KC_CACHE *c)
 {
@@ -554,7 +558,6 @@ static size_t held_free_forked(KC_CACHE *c)
                 alg->freectx(h->spare[n]);
         if (h->tmpl != NULL)
             alg->freectx(h->tmpl);
-        KC_BUMP(c, alg->stat, evictions);
         live++;
     }
     if (!c->wof)
@@ -848,6 +851,8 @@ static void shared_free(struct kc_shared_st *sh)
  * allocator or kernel that refuses the advice leaves wof 0: a child then
  * wipes them itself.
  */
+#define KC_ALIVE_SIZE 64       /* *alive, a cache line before the slots */
+
 static KC_CACHE *cache_new(KC_PROVCTX *pctx)
 {
     KC_CACHE *c;
@@ -860,8 +865,8 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
     while (nseen < 2 * pctx->cache_size)
         nseen *= 2;
     head = offsetof(KC_CACHE, held) + pctx->cache_size * sizeof(KC_HELD);
-    nwiped = pctx->cache_size * sizeof(KC_ENTRY) + nseen * sizeof(KC_SEEN)
-             + nidx * sizeof(uint32_t);
+    nwiped = KC_ALIVE_SIZE + pctx->cache_size * sizeof(KC_ENTRY)
+             + nseen * sizeof(KC_SEEN) + nidx * sizeof(uint32_t);
     nwiped = (nwiped + page - 1) & ~(page - 1);
     /* the slots are made as they are first used (hw) */
     if ((c = OPENSSL_malloc(head + page - 1 + nwiped)) == NULL)
@@ -874,7 +879,9 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
     at = ((uintptr_t)c + head + page - 1) & ~(uintptr_t)(page - 1);
     c->wiped = (unsigned char *)at;
     c->nwiped = nwiped;
-    c->entries = (KC_ENTRY *)c->wiped;
+    c->alive = (uint64_t *)c->wiped;
+    *c->alive = 1;
+    c->entries = (KC_ENTRY *)(c->wiped + KC_ALIVE_SIZE);
     /* KC_SEEN (8-byte aligned) before the uint32_t index */
     c->seen = (KC_SEEN *)(c->entries + c->size);
     c->idx = (uint32_t *)(c->seen + nseen);
@@ -903,6 +910,7 @@ static size_t cache_renew(KC_CACHE *c, int forked)
         memset(c->idx, 0, c->nidx * sizeof(*c->idx));
         OPENSSL_cleanse(c->seen, c->nseen * sizeof(*c->seen));
     }
+    *c->alive = 1;
     c->lru_head = c->lru_tail = c->free_head = KC_NIL;
     c->hw = 0;
     __atomic_store_n(&c->used, 0, __ATOMIC_RELAXED);
@@ -2019,6 +2027,13 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
 
     if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
         return 0;
+    /*
+     * A child of _Fork() or a raw clone: the kernel wiped the slots the
+     * header still names (evicting one would look for it in an empty
+     * index forever), and the default's contexts are the child's copies.
+     */
+    if (c->hw != 0 && *c->alive == 0)
+        cache_renew(c, 1);
     if (reclen > 0 && (copy = OPENSSL_memdup(rec, reclen)) == NULL)
         return 0;
     KC_BUMP(c, alg->stat, misses);
