@@ -32,7 +32,9 @@
  * counts N ops; `fork` counts N fork()s of a warmed parent, each child
  * doing one HMAC and _exit(0), in the parent and the child (callgrind
  * writes each child's counts to a file of its own); `thread` counts N
- * threads created, each doing one HMAC, and joined.
+ * threads created, each doing one HMAC, and joined.  `ref` is counted as
+ * `ops` is, in the default arm only: a reference figure patterns.sh
+ * prints beside a row's, not a row of its own.
  */
 #define _GNU_SOURCE
 
@@ -78,8 +80,9 @@
 
 extern char **environ;
 
-typedef enum { K_PROC, K_FIRST, K_OPS, K_FORK, K_THREAD } KIND;
-static const char *kind_names[] = { "proc", "first", "ops", "fork", "thread" };
+typedef enum { K_PROC, K_FIRST, K_OPS, K_FORK, K_THREAD, K_REF } KIND;
+static const char *kind_names[] = { "proc", "first", "ops", "fork", "thread",
+                                    "ref" };
 
 typedef struct row_st ROW;
 typedef int (*FN)(const ROW *r, long i);
@@ -894,6 +897,38 @@ static int op_fork_then_mac(const ROW *r, long i)
     return fork_child(0) && qhmac(keys[0], 32);
 }
 
+/*
+ * FULL_KEYS keyed HMAC-SHA256 contexts, each used once, as an application
+ * keeps them; free_keyed() frees one per op.  Its default arm is the
+ * default's own free of the context a fork child frees per entry of a full
+ * parent cache (patterns.sh sets the two side by side).
+ */
+static EVP_MAC_CTX *held[FULL_KEYS];
+
+static int keyed_held(const ROW *r, long i)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    OSSL_PARAM p[2] = { OSSL_PARAM_END, OSSL_PARAM_END };
+    size_t l;
+    int k, ok = mac != NULL;
+
+    p[0] = OSSL_PARAM_construct_utf8_string("digest", "SHA256", 0);
+    for (k = 0; ok && k < FULL_KEYS; k++)
+        ok = (held[k] = EVP_MAC_CTX_new(mac)) != NULL
+             && EVP_MAC_init(held[k], keys[k], 32, p)
+             && EVP_MAC_update(held[k], msg, 32)
+             && EVP_MAC_final(held[k], out, &l, sizeof(out));
+    EVP_MAC_free(mac);
+    return ok;
+}
+
+static int op_free_keyed(const ROW *r, long i)
+{
+    EVP_MAC_CTX_free(held[i]);
+    held[i] = NULL;
+    return 1;
+}
+
 static void *thread_task(void *arg)
 {
     return qhmac(keys[0], 32) ? arg : NULL;
@@ -934,6 +969,9 @@ static const ROW rows[] = {
     { "fork-then-parent-mac", K_FORK, fork_parent, op_fork_then_mac, 2, 10,
       1, "a parent that forks a helper per request (fork()+exec()) and "
       "computes an HMAC itself: CGI-style servers, Python's subprocess" },
+    { "free-keyed-hmac", K_REF, keyed_held, op_free_keyed, 0, FULL_KEYS, 0,
+      "the default's own free of a used keyed HMAC context, against which "
+      "a fork child's work per entry of a full parent cache is judged" },
     { "thread-per-task", K_THREAD, NULL, op_thread, 2, 20, 0,
       "thread-per-request servers (MySQL/MariaDB thread-per-connection), "
       "worker pools that recycle threads (.NET, Java, Python)" },
