@@ -51,18 +51,28 @@ keycache makes a program slower.
 
 Where the losses come from:
 - `fork-*`: a forked child frees the default's context every entry it
-  inherited holds, its template, before `fork()` returns: 2,694
-  instructions an entry on 3.0 (2,805 on 3.5, 3,009 on 4.0; `(64keys -
-  1key) / 63` below), of which keycache's own work is ~90 (`entry_clear`
-  42, the walk 21, the key's wipe ~25), where the application's own
-  `EVP_MAC_CTX_free` of a used HMAC context is ~2,590 on 3.0
-  (`--profiles DIR thread-per-task`, its inclusive count).  The
+  inherited holds, its template, before `fork()` returns: 2,624
+  instructions an entry on 3.0 (2,733 on 3.5, 2,936 on 4.0; `(64keys -
+  1key) / 63`, printed under each table), against 2,770 (2,863, 2,944)
+  for the default's own `EVP_MAC_CTX_free` of a used keyed HMAC context
+  (the reference row `free-keyed-hmac`, default arm only; `patterns.sh`
+  fails when the child's is the larger).  keycache's own share is ~25
+  instructions an entry on 3.0 (`--profiles DIR` of both rows, function
+  diff): the keys, fingerprints and index are in pages the kernel hands
+  the child zeroed (`MADV_WIPEONFORK`), so the handler reads only the
+  context pointers and writes no page of keycache's.  Child CPU, parent's
+  `fork()` included, native, median of 40 runs of 10 forks on a busy
+  machine (information): `fork-child-64keys` 468 µs against the
+  default's 315 µs (478 / 322 before the wiped pages),
+  `fork-child-empty` 320 / 319 µs (`kcpatterns --cpu ROW` under each
+  arm's config); the difference is the default's frees, whose writes
+  copy the heap pages they touch.  The
   forking thread's given-back contexts that no hit used since its last
   fork are freed in the parent, before `fork()`, once and not in every
   child; a parent that itself computes between forks keeps them
   (`fork-then-parent-mac`).  The child's handler starts the thread's
   count of first HMAC misses again, so a child's first HMACs are
-  deferred as a new thread's are (`fork-child-1key` 0.83x on 3.0).  A
+  deferred as a new thread's are (`fork-child-1key` 0.82x on 3.0).  A
   process with one thread (glibc's
   `__libc_single_threaded`, linked weakly) forks without the registry's
   lock.  `fork-child-empty` and
