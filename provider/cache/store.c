@@ -6,6 +6,7 @@
  * entry only once seen in admit_after keyed inits; until then only a keyed
  * fingerprint of it is kept.  Design: docs/architecture.md.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
@@ -34,19 +35,26 @@ typedef struct {
     unsigned int nspare;
     uint32_t spare_epoch;     /* the cache's fork_epoch at the last give-back */
     unsigned char *rec;       /* a record compared by content, or NULL */
+    size_t reclen;            /* set before rec, cleared after */
     uint64_t gen;             /* changes whenever the slot is (re)filled */
+    uint64_t pad[2];          /* see below */
 } KC_HELD;
 
 typedef struct {
     const KC_ALG *alg;        /* NULL: free slot */
     const void *param;
-    size_t reclen;
     uint64_t hash;
     uint32_t prev, next;      /* LRU list (live) or free list (next) */
     time_t last_time;         /* for idle_ttl only */
     size_t keylen;
+    size_t reclen;            /* KC_HELD's, read here by a look-up */
+    uint64_t pad;
     unsigned char key[KEYCACHE_MAX_KEY_LEN];
 } KC_ENTRY;
+
+/* a slot number scales to either in two instructions (hit path) */
+_Static_assert(sizeof(KC_HELD) == 128 && sizeof(KC_ENTRY) == 192,
+               "a slot's halves keep their sizes");
 
 /*
  * Admission filter: keyed fingerprints of missed keys and how often each
@@ -155,13 +163,15 @@ struct kc_cache_st {
      * alive, entries, seen and idx: whole pages inside this block, [wiped,
      * wiped + nwiped), marked MADV_WIPEONFORK if wof (else a child wipes).
      * *alive is 1 from the cache's start: 0 in a child whose kernel wiped
-     * the pages but which skipped the fork handler (cache_add()).
+     * the pages but which skipped the fork handler (cache_find()).
      */
     uint64_t *alive;
     KC_ENTRY *entries;
     unsigned char *wiped;
     size_t nwiped;
     int wof;
+    uint64_t idle_ttl;        /* the instance's, read by every hit */
+    int marked;               /* pages may carry the advice: see cache_mark() */
     KC_HELD held[];
 };
 
@@ -494,8 +504,8 @@ static int entry_clear(KC_CACHE *c, uint32_t i)
     explicit_bzero(e->key, sizeof(e->key));
     ctx = h->rec;
     h->rec = NULL;
-    OPENSSL_clear_free(ctx, e->reclen);
-    e->reclen = 0;
+    OPENSSL_clear_free(ctx, h->reclen);
+    e->reclen = h->reclen = 0;
     e->alg = NULL;
     e->param = NULL;
     e->keylen = 0;
@@ -518,6 +528,9 @@ static void entry_kill(KC_CACHE *c, uint32_t i)
     __atomic_store_n(&c->used, c->used - 1, __ATOMIC_RELAXED);
 }
 
+/* caches whose pages carry MADV_WIPEONFORK now (cache_mark()) */
+static unsigned int marked_caches;
+
 /*
  * Free c's block, whose slots are cleared (or, in a fork child, gone with
  * the wiped pages): the hash key and the admission fingerprints wiped
@@ -529,8 +542,11 @@ static void cache_release(KC_CACHE *c, int forked)
     OPENSSL_cleanse(c->sipkey, sizeof(c->sipkey));
     if (!forked || !c->wof)
         OPENSSL_cleanse(c->seen, c->nseen * sizeof(*c->seen));
-    if (c->wof && madvise(c->wiped, c->nwiped, MADV_KEEPONFORK) != 0)
-        return;
+    if (c->marked) {
+        if (madvise(c->wiped, c->nwiped, MADV_KEEPONFORK) != 0)
+            return;
+        __atomic_sub_fetch(&marked_caches, 1, __ATOMIC_RELAXED);
+    }
     OPENSSL_free(c);
 }
 
@@ -550,7 +566,7 @@ static size_t held_free_forked(KC_CACHE *c)
 
     for (i = 0, h = c->held; i < hw && i < c->size; i++, h++) {
         if (h->rec != NULL)
-            OPENSSL_free(h->rec);
+            OPENSSL_clear_free(h->rec, h->reclen);
         if ((alg = __atomic_load_n(&h->alg, __ATOMIC_ACQUIRE)) == NULL)
             continue;
         for (n = h->nspare < KC_SPARE_MAX ? h->nspare : KC_SPARE_MAX; n > 0;)
@@ -853,6 +869,34 @@ static void shared_free(struct kc_shared_st *sh)
  */
 #define KC_ALIVE_SIZE 64       /* *alive, a cache line before the slots */
 
+/*
+ * Advise the kernel to wipe c's pages in a child (wof).  Each marked range
+ * splits its heap mapping in up to three, so at most KC_MARKED_MAX caches
+ * are marked at a time, against the process's vm.max_map_count (65530 by
+ * default): a cache past that is wiped by the child handler itself.  The
+ * advice is given mapping by mapping, so a failure part way may leave some
+ * pages marked: undone now, and if that fails too, marked stays and
+ * cache_release() tries again before the block may go back to malloc.
+ * EINVAL from both: a kernel without the advice (Linux < 4.14), which
+ * marked nothing.
+ */
+#define KC_MARKED_MAX 1024
+
+static void cache_mark(KC_CACHE *c)
+{
+    if (__atomic_add_fetch(&marked_caches, 1, __ATOMIC_RELAXED)
+        > KC_MARKED_MAX) {
+        __atomic_sub_fetch(&marked_caches, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    c->wof = madvise(c->wiped, c->nwiped, MADV_WIPEONFORK) == 0;
+    c->marked = c->wof
+                || (madvise(c->wiped, c->nwiped, MADV_KEEPONFORK) != 0
+                    && errno != EINVAL);
+    if (!c->marked)
+        __atomic_sub_fetch(&marked_caches, 1, __ATOMIC_RELAXED);
+}
+
 static KC_CACHE *cache_new(KC_PROVCTX *pctx)
 {
     KC_CACHE *c;
@@ -874,6 +918,7 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
     memset(c, 0, offsetof(KC_CACHE, held));
     c->pctx = pctx;
     c->size = pctx->cache_size;
+    c->idle_ttl = pctx->idle_ttl;
     c->nidx = nidx;
     c->nseen = nseen;
     at = ((uintptr_t)c + head + page - 1) & ~(uintptr_t)(page - 1);
@@ -887,7 +932,7 @@ static KC_CACHE *cache_new(KC_PROVCTX *pctx)
     c->idx = (uint32_t *)(c->seen + nseen);
     memset(c->seen, 0, nseen * sizeof(*c->seen));
     memset(c->idx, 0, nidx * sizeof(*c->idx));
-    c->wof = madvise(c->wiped, nwiped, MADV_WIPEONFORK) == 0;
+    cache_mark(c);
     hash_key_new(c->sipkey);
     c->lru_head = c->lru_tail = c->free_head = KC_NIL;
     c->last_sweep = time(NULL);
@@ -1951,6 +1996,15 @@ void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
             && keys_equal(e->key, key, keylen))
             goto hit;
     }
+    /*
+     * A child of _Fork() or a raw clone: the kernel wiped the slots, the
+     * fingerprints and the index the header still names (evicting one
+     * would look for it in an empty index forever), and the default's
+     * contexts are the child's copies.  Started again before hashing, so
+     * that what this look-up finds and adds is under the new hash key.
+     */
+    if (__builtin_expect(*c->alive == 0, 0))
+        cache_renew(c, 1);
     lk->hash = kc_hash(c->sipkey, key, keylen);
     if (rec != NULL)
         lk->hash ^= rechash * 0x9fb21c651e98df25ULL;
@@ -1976,7 +2030,7 @@ void *cache_find(KC_CACHE *c, const KC_ALG *alg, const void *param,
         lru_unlink(c, slot);
         lru_push_front(c, slot);
     }
-    if (c->pctx->idle_ttl != 0)
+    if (c->idle_ttl != 0)
         e->last_time = time(NULL);
     h = &c->held[slot];
     lk->lease.cache_id = c->id;
@@ -2027,13 +2081,6 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
 
     if (c->size == 0 || keylen > KEYCACHE_MAX_KEY_LEN)
         return 0;
-    /*
-     * A child of _Fork() or a raw clone: the kernel wiped the slots the
-     * header still names (evicting one would look for it in an empty
-     * index forever), and the default's contexts are the child's copies.
-     */
-    if (c->hw != 0 && *c->alive == 0)
-        cache_renew(c, 1);
     if (reclen > 0 && (copy = OPENSSL_memdup(rec, reclen)) == NULL)
         return 0;
     KC_BUMP(c, alg->stat, misses);
@@ -2054,8 +2101,8 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
         c->free_head = e->next;
     }
     e->param = param;
+    e->reclen = h->reclen = reclen;
     h->rec = copy;
-    e->reclen = reclen;
     h->nspare = 0;
     e->hash = lk->hash;
     e->keylen = keylen;
@@ -2067,7 +2114,7 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     idx_insert(c, i);
     lru_push_front(c, i);
     h->gen = ++c->gen;
-    if (c->pctx->idle_ttl != 0)
+    if (c->idle_ttl != 0)
         e->last_time = time(NULL);
     __atomic_store_n(&c->used, c->used + 1, __ATOMIC_RELAXED);
     if (!c->admitted) {
