@@ -251,7 +251,8 @@ fi
 # than the default's own free of that context (the ref row
 # free-keyed-hmac): (fork-child-64keys - fork-child-1key) / 63 entries.
 entry=
-read -r fr _ <"$tmp/res.free-keyed-hmac.default" 2>/dev/null || fr=
+fr=
+[ -f "$tmp/res.free-keyed-hmac.default" ] && read -r fr _ <"$tmp/res.free-keyed-hmac.default"
 one=$(awk -F'\t' '$1 == "fork-child-1key" { print $4 }' "$tmp/table")
 full=$(awk -F'\t' '$1 == "fork-child-64keys" { print $4 }' "$tmp/table")
 fops=$(awk -F'\t' '$1 == "free-keyed-hmac" { print $3 }' "$tmp/rows")
