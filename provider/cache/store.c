@@ -874,25 +874,28 @@ static void shared_free(struct kc_shared_st *sh)
  * splits its heap mapping in up to three, so at most KC_MARKED_MAX caches
  * are marked at a time, against the process's vm.max_map_count (65530 by
  * default): a cache past that is wiped by the child handler itself.  The
- * advice is given mapping by mapping, so a failure part way may leave some
- * pages marked: undone now, and if that fails too, marked stays and
- * cache_release() tries again before the block may go back to malloc.
- * EINVAL from both: a kernel without the advice (Linux < 4.14), which
- * marked nothing.
+ * advice is given mapping by mapping, so a failure part way (ENOMEM,
+ * EAGAIN) may leave some pages marked: undone now, and if that fails too,
+ * marked stays and cache_release() tries again before the block may go
+ * back to malloc.  Any other failure (EINVAL: Linux < 4.14; EPERM or
+ * ENOSYS: a seccomp policy) marked nothing.
  */
 #define KC_MARKED_MAX 1024
 
 static void cache_mark(KC_CACHE *c)
 {
+    int err;
+
     if (__atomic_add_fetch(&marked_caches, 1, __ATOMIC_RELAXED)
         > KC_MARKED_MAX) {
         __atomic_sub_fetch(&marked_caches, 1, __ATOMIC_RELAXED);
         return;
     }
     c->wof = madvise(c->wiped, c->nwiped, MADV_WIPEONFORK) == 0;
+    err = errno;
     c->marked = c->wof
                 || (madvise(c->wiped, c->nwiped, MADV_KEEPONFORK) != 0
-                    && errno != EINVAL);
+                    && (err == ENOMEM || err == EAGAIN));
     if (!c->marked)
         __atomic_sub_fetch(&marked_caches, 1, __ATOMIC_RELAXED);
 }
@@ -2102,7 +2105,8 @@ static int cache_add(KC_CACHE *c, const KC_ALG *alg, const void *param,
     }
     e->param = param;
     e->reclen = h->reclen = reclen;
-    h->rec = copy;
+    /* after its length, for a child forked meanwhile to cleanse */
+    __atomic_store_n(&h->rec, copy, __ATOMIC_RELEASE);
     h->nspare = 0;
     e->hash = lk->hash;
     e->keylen = keylen;
