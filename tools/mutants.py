@@ -504,6 +504,11 @@ MUTANTS = {
         "    if (0)\n        forward_all(w);"),
     # ... or as the thread's keyless base that misses copy
     # a deferred first keying's MAC with a wrong outer pad
+    # a question to a deferred context answered by nobody (the context
+    # made for it not asked)
+    "hmac-defer-get-unasked": ("provider/families/hmac.c",
+        "get_ctx_params(w->inner, params);\n    ok = fns(w)->get_ctx_params(tmp, params);",
+        "get_ctx_params(w->inner, params);\n    ok = 1;"),
     "hmac-defer-pad": ("provider/families/hmac.c",
         "            pad[i] ^= 0x36 ^ 0x5c;",
         "            pad[i] ^= 0x36 ^ 0x5d;"),

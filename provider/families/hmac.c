@@ -1529,12 +1529,26 @@ static KC_NOINLINE int unkeyed_get_params(KC_HMAC_CTX *w, OSSL_PARAM params[])
     return ok;
 }
 
-/* Deferred: the size known, else asked of the default's context. */
+/*
+ * Deferred: the size known; else asked of a default context in w's state,
+ * the one a copy published or one made for the question, w unchanged
+ * (copies may be reading it on other threads, and a get is a read too);
+ * w settled only where none can be made.
+ */
 static KC_NOINLINE int defer_get_params(KC_HMAC_CTX *w, OSSL_PARAM params[])
 {
+    void *tmp;
+    int ok;
+
     if (kc_answer_size(params, w->dg->size))
         return 1;
-    return defer_settle(w) && fns(w)->get_ctx_params(w->inner, params);
+    if ((tmp = __atomic_load_n(&w->promoted, __ATOMIC_ACQUIRE)) != NULL)
+        return fns(w)->get_ctx_params(tmp, params);
+    if ((tmp = defer_make(w)) == NULL)
+        return defer_settle(w) && fns(w)->get_ctx_params(w->inner, params);
+    ok = fns(w)->get_ctx_params(tmp, params);
+    fns(w)->freectx(tmp);
+    return ok;
 }
 
 static int kc_hmac_get_ctx_params(void *vctx, OSSL_PARAM params[])
