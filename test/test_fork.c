@@ -1130,6 +1130,38 @@ static void threads_free_caches(void)
                 after.uordblks - before.uordblks);
 }
 
+/*
+ * As under OpenSSH's sandbox, which allows the advice but answers its
+ * undoing with EINVAL: a block whose pages stay marked must never go back
+ * to malloc, so keycache marks no cache after the first.  0 if the filter
+ * could not be installed.
+ */
+static int refuse_undo(void)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_madvise, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                 offsetof(struct seccomp_data, args[2])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MADV_KEEPONFORK, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EINVAL),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+           && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+/* both scans, and caches freed but the first */
+static void fresh_noundo(void)
+{
+    CU_ASSERT_TRUE_FATAL(refuse_undo());
+    fork_one_thread_as(1, 1);
+    fork_worker(1, 0);
+    threads_free_caches();
+}
+
 /* both scans, keycache wiping its pages itself; caches freed as usual */
 static void fresh_nowipe(void)
 {
@@ -1250,6 +1282,11 @@ static void test_fork_fresh_own(void)
 static void test_fork_fresh_raw(void)
 {
     run_fresh("fresh-raw");
+}
+
+static void test_fork_fresh_noundo(void)
+{
+    run_fresh("fresh-noundo");
 }
 
 static void test_fork_fresh_nowipe(void)
@@ -1390,6 +1427,11 @@ static void add_fresh_raw(void)
     add_fresh(fresh_raw_fork);
 }
 
+static void add_fresh_noundo(void)
+{
+    add_fresh(fresh_noundo);
+}
+
 static void add_fresh_nowipe(void)
 {
     add_fresh(fresh_nowipe);
@@ -1435,6 +1477,8 @@ static void add_suites(void)
                 test_fork_wiped_pages);
     CU_add_test(s, "a kernel that wipes nothing: keycache wipes (fresh "
                 "process)", test_fork_fresh_nowipe);
+    CU_add_test(s, "a policy that forbids undoing the advice (fresh "
+                "process)", test_fork_fresh_noundo);
     CU_add_test(s, "a child of _Fork(), without the handler, caches again "
                 "(fresh process)", test_fork_fresh_raw);
 }
@@ -1453,6 +1497,8 @@ int main(int argc, char **argv)
             return kct_main(argc, argv, add_fresh_own);
         if (strcmp(argv[2], "fresh-raw") == 0)
             return kct_main(argc, argv, add_fresh_raw);
+        if (strcmp(argv[2], "fresh-noundo") == 0)
+            return kct_main(argc, argv, add_fresh_noundo);
         if (strcmp(argv[2], "fresh-nowipe") == 0)
             return kct_main(argc, argv, add_fresh_nowipe);
         return 2;

@@ -1026,24 +1026,35 @@ MUTANTS = {
         "        (void)0;"),
     # fork: a cache's key pages are not marked for the kernel to wipe (the
     # child wipes them itself: test_fork's wiped-pages test sees it)
-    "fork-pages-unadvised": ("provider/cache/store.c",
-        "    c->wof = madvise(c->wiped, c->nwiped, MADV_WIPEONFORK) == 0;",
-        "    c->wof = 0;"),
+    "fork-pages-unadvised": [("provider/cache/store.c",
+        "    c->wof = madvise(c->wiped, c->nwiped, MADV_WIPEONFORK) == 0;\n    err = errno;\n    if (c->wof &&",
+        "    c->wof = 0;\n    err = errno;\n    if (c->wof &&"),
+        ("provider/cache/store.c",
+         "        c->wof = madvise(c->wiped, c->nwiped, MADV_WIPEONFORK) == 0;\n        err = errno;",
+         "        c->wof = 0;\n        err = errno;")],
     # ... or taken for marked when they are not: the child keeps the keys
-    "fork-pages-assumed-wiped": ("provider/cache/store.c",
-        "    c->wof = madvise(c->wiped, c->nwiped, MADV_WIPEONFORK) == 0;",
-        "    c->wof = 1;"),
+    "fork-pages-assumed-wiped": [("provider/cache/store.c",
+        "    c->wof = madvise(c->wiped, c->nwiped, MADV_WIPEONFORK) == 0;\n    err = errno;\n    if (c->wof &&",
+        "    c->wof = 1;\n    err = errno;\n    if (c->wof &&"),
+        ("provider/cache/store.c",
+         "        c->wof = madvise(c->wiped, c->nwiped, MADV_WIPEONFORK) == 0;\n        err = errno;",
+         "        c->wof = 1;\n        err = errno;")],
     # a freed cache's pages go back to malloc still wiped on fork (someone
     # else's block there would be zero in every child)
     "cache-free-pages-still-wiped": ("provider/cache/store.c",
-        "        if (madvise(c->wiped, c->nwiped, MADV_KEEPONFORK) != 0)\n            return;",
-        "        if (0)\n            return;"),
+        "        if (madvise(c->wiped, c->nwiped, MADV_KEEPONFORK) != 0) {\n            /* never",
+        "        if (0) {\n            /* never"),
     # a refused advice (seccomp's EPERM) taken for a partly applied one:
     # every cache's block is kept from malloc (LSan, in test_fork's
     # fresh-nowipe child under ASan)
     "cache-mark-refusal-kept": ("provider/cache/store.c",
         "                    && (err == ENOMEM || err == EAGAIN));",
         "                    && 1);"),
+    # a policy that allows the advice but not its undoing (OpenSSH's
+    # sandbox) not noticed: every cache's block is kept from malloc
+    "cache-mark-undo-unprobed": ("provider/cache/store.c",
+        "    if (c->wof && __atomic_load_n(&mark_undo, __ATOMIC_RELAXED) == 0) {",
+        "    if (0) {"),
     # fork: the child frees no template (the default's keyed contexts stay)
     "fork-held-tmpl-kept": ("provider/cache/store.c",
         "        if (h->tmpl != NULL)\n            alg->freectx(h->tmpl);\n        live++;",

@@ -530,6 +530,8 @@ static void entry_kill(KC_CACHE *c, uint32_t i)
 
 /* caches whose pages carry MADV_WIPEONFORK now (cache_mark()) */
 static unsigned int marked_caches;
+/* released blocks whose pages could not be unmarked, kept for good */
+static KC_CACHE *kept_marked;
 
 /*
  * Free c's block, whose slots are cleared (or, in a fork child, gone with
@@ -543,8 +545,15 @@ static void cache_release(KC_CACHE *c, int forked)
     if (!forked || !c->wof)
         OPENSSL_cleanse(c->seen, c->nseen * sizeof(*c->seen));
     if (c->marked) {
-        if (madvise(c->wiped, c->nwiped, MADV_KEEPONFORK) != 0)
+        if (madvise(c->wiped, c->nwiped, MADV_KEEPONFORK) != 0) {
+            /* never malloc's again, but still reachable: not a leak */
+            c->next = __atomic_load_n(&kept_marked, __ATOMIC_RELAXED);
+            while (!__atomic_compare_exchange_n(&kept_marked, &c->next, c, 1,
+                                                __ATOMIC_RELEASE,
+                                                __ATOMIC_RELAXED))
+                ;
             return;
+        }
         __atomic_sub_fetch(&marked_caches, 1, __ATOMIC_RELAXED);
     }
     OPENSSL_free(c);
@@ -878,14 +887,21 @@ static void shared_free(struct kc_shared_st *sh)
  * EAGAIN) may leave some pages marked: undone now, and if that fails too,
  * marked stays and cache_release() tries again before the block may go
  * back to malloc.  Any other failure (EINVAL: Linux < 4.14; EPERM or
- * ENOSYS: a seccomp policy) marked nothing.
+ * ENOSYS: a seccomp policy) marked nothing.  A policy may allow the advice
+ * but not its undoing (OpenSSH's sandbox answers MADV_KEEPONFORK with
+ * EINVAL): the first cache marked tries both, once a process, and if the
+ * undoing fails no cache is marked again; that first block is never freed.
  */
 #define KC_MARKED_MAX 1024
+/* 0: not known yet, 1: the advice can be undone, -1: it cannot */
+static int mark_undo;
 
 static void cache_mark(KC_CACHE *c)
 {
     int err;
 
+    if (__atomic_load_n(&mark_undo, __ATOMIC_RELAXED) < 0)
+        return;
     if (__atomic_add_fetch(&marked_caches, 1, __ATOMIC_RELAXED)
         > KC_MARKED_MAX) {
         __atomic_sub_fetch(&marked_caches, 1, __ATOMIC_RELAXED);
@@ -893,6 +909,16 @@ static void cache_mark(KC_CACHE *c)
     }
     c->wof = madvise(c->wiped, c->nwiped, MADV_WIPEONFORK) == 0;
     err = errno;
+    if (c->wof && __atomic_load_n(&mark_undo, __ATOMIC_RELAXED) == 0) {
+        if (madvise(c->wiped, c->nwiped, MADV_KEEPONFORK) != 0) {
+            __atomic_store_n(&mark_undo, -1, __ATOMIC_RELAXED);
+            c->marked = 1;          /* and wiped in a child: kept so */
+            return;
+        }
+        __atomic_store_n(&mark_undo, 1, __ATOMIC_RELAXED);
+        c->wof = madvise(c->wiped, c->nwiped, MADV_WIPEONFORK) == 0;
+        err = errno;
+    }
     c->marked = c->wof
                 || (madvise(c->wiped, c->nwiped, MADV_KEEPONFORK) != 0
                     && (err == ENOMEM || err == EAGAIN));
