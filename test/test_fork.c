@@ -1070,30 +1070,25 @@ static void fresh_own(void)
 static int kernel_wipes(void);
 
 /*
- * As where the kernel has no MADV_WIPEONFORK (before Linux 4.14, or a
- * seccomp policy): a filter refuses that advice and its undoing with EPERM,
- * as such policies answer, so caches made from now on are wiped in a child
- * by keycache itself, and freed as usual (a cache taken for marked would
- * never be: LSan sees it under ASan).  0 if the filter could not be
- * installed.
+ * A seccomp filter that fails madvise() with err for the advice a or b: 0
+ * if it could not be installed.
  */
-static int refuse_wipeonfork(void)
+static int refuse_advice(int a, int b, int err)
 {
     struct sock_filter f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_madvise, 0, 4),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
                  offsetof(struct seccomp_data, args[2])),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MADV_WIPEONFORK, 1, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MADV_KEEPONFORK, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned int)a, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned int)b, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned int)err),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
     struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
 
     return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
-           && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0
-           && !kernel_wipes();
+           && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
 }
 
 static int hmac_keys_differ(int k0, int nkeys, int n);
@@ -1133,39 +1128,28 @@ static void threads_free_caches(void)
 /*
  * As under OpenSSH's sandbox, which allows the advice but answers its
  * undoing with EINVAL: a block whose pages stay marked must never go back
- * to malloc, so keycache marks no cache after the first.  0 if the filter
- * could not be installed.
+ * to malloc, so keycache marks no cache after the first.  Both scans, and
+ * caches freed but that first.
  */
-static int refuse_undo(void)
-{
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_madvise, 0, 3),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-                 offsetof(struct seccomp_data, args[2])),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MADV_KEEPONFORK, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EINVAL),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
-
-    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
-           && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
-}
-
-/* both scans, and caches freed but the first */
 static void fresh_noundo(void)
 {
-    CU_ASSERT_TRUE_FATAL(refuse_undo());
+    CU_ASSERT_TRUE_FATAL(refuse_advice(MADV_KEEPONFORK, MADV_KEEPONFORK,
+                                       EINVAL));
     fork_one_thread_as(1, 1);
     fork_worker(1, 0);
     threads_free_caches();
 }
 
-/* both scans, keycache wiping its pages itself; caches freed as usual */
+/*
+ * As where the kernel has no MADV_WIPEONFORK (before Linux 4.14, or a
+ * seccomp policy answering the advice and its undoing with EPERM): caches
+ * are wiped in a child by keycache itself, and freed as usual (a cache
+ * taken for marked would never be).  Both scans.
+ */
 static void fresh_nowipe(void)
 {
-    CU_ASSERT_TRUE_FATAL(refuse_wipeonfork());
+    CU_ASSERT_TRUE_FATAL(refuse_advice(MADV_WIPEONFORK, MADV_KEEPONFORK,
+                                       EPERM) && !kernel_wipes());
     fork_one_thread_as(1, 1);
     fork_worker(1, 0);
     threads_free_caches();
@@ -1302,21 +1286,6 @@ static void add_fresh(void (*fn)(void))
     CU_add_test(s, "fresh", fn);
 }
 
-static void add_fresh_record(void)
-{
-    add_fresh(fresh_record);
-}
-
-static void add_fresh_storm(void)
-{
-    add_fresh(fresh_storm);
-}
-
-static void add_fresh_own(void)
-{
-    add_fresh(fresh_own);
-}
-
 /* ---------------------------------------------------------------------- */
 /* Key pages the kernel wipes                                             */
 
@@ -1422,21 +1391,6 @@ static void test_fork_wiped_pages(void)
     pthread_barrier_destroy(&wf_checked);
 }
 
-static void add_fresh_raw(void)
-{
-    add_fresh(fresh_raw_fork);
-}
-
-static void add_fresh_noundo(void)
-{
-    add_fresh(fresh_noundo);
-}
-
-static void add_fresh_nowipe(void)
-{
-    add_fresh(fresh_nowipe);
-}
-
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("fork", NULL, NULL);
@@ -1483,24 +1437,34 @@ static void add_suites(void)
                 "(fresh process)", test_fork_fresh_raw);
 }
 
+/* run_fresh()'s children: `--child NAME` runs that one alone */
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} fresh[] = {
+    { "fresh-record", fresh_record }, { "fresh-storm", fresh_storm },
+    { "fresh-own", fresh_own }, { "fresh-raw", fresh_raw_fork },
+    { "fresh-noundo", fresh_noundo }, { "fresh-nowipe", fresh_nowipe },
+};
+static void (*fresh_fn)(void);
+
+static void add_fresh_fn(void)
+{
+    add_fresh(fresh_fn);
+}
+
 int main(int argc, char **argv)
 {
+    size_t i;
+
     self = argv[0];
     lazy = getenv("KC_FORK_LAZY") != NULL;
-    /* --child fresh-record | fresh-storm | fresh-own: run_fresh()'s */
     if (argc == 3 && strcmp(argv[1], "--child") == 0) {
-        if (strcmp(argv[2], "fresh-record") == 0)
-            return kct_main(argc, argv, add_fresh_record);
-        if (strcmp(argv[2], "fresh-storm") == 0)
-            return kct_main(argc, argv, add_fresh_storm);
-        if (strcmp(argv[2], "fresh-own") == 0)
-            return kct_main(argc, argv, add_fresh_own);
-        if (strcmp(argv[2], "fresh-raw") == 0)
-            return kct_main(argc, argv, add_fresh_raw);
-        if (strcmp(argv[2], "fresh-noundo") == 0)
-            return kct_main(argc, argv, add_fresh_noundo);
-        if (strcmp(argv[2], "fresh-nowipe") == 0)
-            return kct_main(argc, argv, add_fresh_nowipe);
+        for (i = 0; i < sizeof(fresh) / sizeof(fresh[0]); i++)
+            if (strcmp(argv[2], fresh[i].name) == 0) {
+                fresh_fn = fresh[i].fn;
+                return kct_main(argc, argv, add_fresh_fn);
+            }
         return 2;
     }
     return kct_main(argc, argv, add_suites);
