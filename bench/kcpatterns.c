@@ -899,7 +899,7 @@ static int op_fork_then_mac(const ROW *r, long i)
 
 /*
  * FULL_KEYS keyed HMAC-SHA256 contexts, each used once, as an application
- * keeps them; free_keyed() frees one per op.  Its default arm is the
+ * keeps them; op_free_keyed() frees one per op.  Its default arm is the
  * default's own free of the context a fork child frees per entry of a full
  * parent cache (patterns.sh sets the two side by side).
  */

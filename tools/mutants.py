@@ -1142,7 +1142,7 @@ MUTANTS = {
     # idle entries kept past idle_ttl (test_entries: HMAC; test_keyscan:
     # every family)
     "idle-sweep-off": ("provider/cache/store.c",
-        "            && (uint64_t)(now - c->entries[i].last_time) >= c->pctx->idle_ttl)",
+        "            && (uint64_t)(now - c->entries[i].last_time) >= c->idle_ttl)",
         "            && 0)"),
     # the default's KMAC key copy left on the stack (test_fork's child scan)
     "kmac-init-unwiped": ("provider/families/kmac.c",

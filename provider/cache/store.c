@@ -534,15 +534,16 @@ static unsigned int marked_caches;
 static KC_CACHE *kept_marked;
 
 /*
- * Free c's block, whose slots are cleared (or, in a fork child, gone with
- * the wiped pages): the hash key and the admission fingerprints wiped
- * first.  The pages go back to what malloc expects before it can hand them
- * out again; if they cannot, the block is never freed.
+ * Free c's block, whose slots are cleared (or, in a fork child, zero with
+ * the rest of the wiped pages, held_free_forked()): the hash key and the
+ * admission fingerprints wiped first.  The pages go back to what malloc
+ * expects before it can hand them out again; if they cannot, the block is
+ * never freed.
  */
 static void cache_release(KC_CACHE *c, int forked)
 {
     OPENSSL_cleanse(c->sipkey, sizeof(c->sipkey));
-    if (!forked || !c->wof)
+    if (!forked)
         OPENSSL_cleanse(c->seen, c->nseen * sizeof(*c->seen));
     if (c->marked) {
         if (madvise(c->wiped, c->nwiped, MADV_KEEPONFORK) != 0) {
@@ -866,17 +867,6 @@ static void shared_free(struct kc_shared_st *sh)
     OPENSSL_free(sh);
 }
 
-/*
- * One block: the header with its KC_HELD slots, then whole pages for the
- * slots' keys, the fingerprints and the index, marked MADV_WIPEONFORK: a
- * fork child finds them zero, as the kernel left them, instead of walking
- * and writing them (every write there would copy a page).  They lie strictly
- * inside the block, clear of malloc's own headers, and are marked
- * MADV_KEEPONFORK again before the block is freed (cache_release()).  An
- * allocator or kernel that refuses the advice leaves wof 0: a child then
- * wipes them itself.
- */
-#define KC_ALIVE_SIZE 64       /* *alive, a cache line before the slots */
 
 /*
  * Advise the kernel to wipe c's pages in a child (wof).  Each marked range
@@ -925,6 +915,18 @@ static void cache_mark(KC_CACHE *c)
     if (!c->marked)
         __atomic_sub_fetch(&marked_caches, 1, __ATOMIC_RELAXED);
 }
+
+/*
+ * One block: the header with its KC_HELD slots, then whole pages for the
+ * slots' keys, the fingerprints and the index, marked MADV_WIPEONFORK: a
+ * fork child finds them zero, as the kernel left them, instead of walking
+ * and writing them (every write there would copy a page).  They lie strictly
+ * inside the block, clear of malloc's own headers, and are marked
+ * MADV_KEEPONFORK again before the block is freed (cache_release()).  An
+ * allocator or kernel that refuses the advice leaves wof 0: a child then
+ * wipes them itself.
+ */
+#define KC_ALIVE_SIZE 64       /* *alive, a cache line before the slots */
 
 static KC_CACHE *cache_new(KC_PROVCTX *pctx)
 {
@@ -1211,9 +1213,9 @@ static KC_NOINLINE void cache_timed(KC_CACHE *c)
     now = time(NULL);
     if (now == c->last_sweep)
         return;
-    for (i = 0; c->pctx->idle_ttl != 0 && i < c->hw; i++)
+    for (i = 0; c->idle_ttl != 0 && i < c->hw; i++)
         if (c->entries[i].alg != NULL
-            && (uint64_t)(now - c->entries[i].last_time) >= c->pctx->idle_ttl)
+            && (uint64_t)(now - c->entries[i].last_time) >= c->idle_ttl)
             entry_kill(c, (uint32_t)i);
     c->last_sweep = now;
     kc_debug_tick(c->pctx, now);
