@@ -1067,7 +1067,20 @@ static void fresh_own(void)
     fork_one_thread_as(1, 0);
 }
 
-static int kernel_wipes(void);
+/* Does this kernel take MADV_WIPEONFORK (Linux 4.14)? */
+static int kernel_wipes(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    void *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int ok;
+
+    if (p == MAP_FAILED)
+        return 0;
+    ok = madvise(p, (size_t)page, MADV_WIPEONFORK) == 0;
+    munmap(p, (size_t)page);
+    return ok;
+}
 
 /*
  * A seccomp filter that fails madvise() with err for the advice a or b: 0
@@ -1091,7 +1104,26 @@ static int refuse_advice(int a, int b, int err)
            && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
 }
 
-static int hmac_keys_differ(int k0, int nkeys, int n);
+/* n HMAC-SHA256 with each of keys [k0, k0 + nkeys): how many differ */
+static int hmac_keys_differ(int k0, int nkeys, int n)
+{
+    unsigned char key[32], want[32], got[32];
+    size_t wl = 0, gl = 0;
+    int k, i, bad = 0;
+
+    for (k = k0; k < k0 + nkeys; k++) {
+        kct_fill(key, sizeof(key), 0x5EED0000u + (uint32_t)k);
+        for (i = 0; i < n; i++)
+            bad += EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256", NULL,
+                             key, sizeof(key), key, (size_t)i, want,
+                             sizeof(want), &wl) == NULL
+                   || EVP_Q_mac(kct_keycache(), "HMAC", NULL, "SHA256", NULL,
+                                key, sizeof(key), key, (size_t)i, got,
+                                sizeof(got), &gl) == NULL
+                   || wl != gl || memcmp(want, got, wl) != 0;
+    }
+    return bad;
+}
 
 static void *cache_thread(void *arg)
 {
@@ -1156,27 +1188,6 @@ static void fresh_nowipe(void)
 }
 
 pid_t _Fork(void);      /* glibc 2.34: fork() without its handlers */
-
-/* n HMAC-SHA256 with each of keys [k0, k0 + nkeys): how many differ */
-static int hmac_keys_differ(int k0, int nkeys, int n)
-{
-    unsigned char key[32], want[32], got[32];
-    size_t wl = 0, gl = 0;
-    int k, i, bad = 0;
-
-    for (k = k0; k < k0 + nkeys; k++) {
-        kct_fill(key, sizeof(key), 0x5EED0000u + (uint32_t)k);
-        for (i = 0; i < n; i++)
-            bad += EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256", NULL,
-                             key, sizeof(key), key, (size_t)i, want,
-                             sizeof(want), &wl) == NULL
-                   || EVP_Q_mac(kct_keycache(), "HMAC", NULL, "SHA256", NULL,
-                                key, sizeof(key), key, (size_t)i, got,
-                                sizeof(got), &gl) == NULL
-                   || wl != gl || memcmp(want, got, wl) != 0;
-    }
-    return bad;
-}
 
 /*
  * In a child of _Fork(): two new keys taken in turn must make two entries
@@ -1311,40 +1322,14 @@ static int wf_ranges(void)
     return n;
 }
 
-/* Does this kernel take MADV_WIPEONFORK (Linux 4.14)? */
-static int kernel_wipes(void)
-{
-    long page = sysconf(_SC_PAGESIZE);
-    void *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    int ok;
-
-    if (p == MAP_FAILED)
-        return 0;
-    ok = madvise(p, (size_t)page, MADV_WIPEONFORK) == 0;
-    munmap(p, (size_t)page);
-    return ok;
-}
-
 static pthread_barrier_t wf_forked, wf_checked;
 static int wf_during, wf_bad;
 
 /* A thread with a cache of its own, kept while the main thread forks. */
 static void *wf_worker(void *arg)
 {
-    unsigned char key[32], want[32], got[32];
-    size_t wl = 0, gl = 0;
-    int i;
-
     (void)arg;
-    kct_fill(key, sizeof(key), 0x77F00Du);
-    for (i = 0; i < 16; i++)
-        if (EVP_Q_mac(kct_default(), "HMAC", NULL, "SHA256", NULL, key,
-                      sizeof(key), key, i, want, sizeof(want), &wl) == NULL
-            || EVP_Q_mac(kct_keycache(), "HMAC", NULL, "SHA256", NULL, key,
-                         sizeof(key), key, i, got, sizeof(got), &gl) == NULL
-            || wl != gl || memcmp(want, got, wl) != 0)
-            wf_bad++;
+    wf_bad = hmac_keys_differ(9000, 1, 16);
     wf_during = wf_ranges();
     pthread_barrier_wait(&wf_forked);
     pthread_barrier_wait(&wf_checked);
@@ -1373,7 +1358,6 @@ static void test_fork_wiped_pages(void)
     CU_ASSERT_TRUE_FATAL(before >= 0);
     CU_ASSERT_EQUAL_FATAL(pthread_barrier_init(&wf_forked, NULL, 2), 0);
     CU_ASSERT_EQUAL_FATAL(pthread_barrier_init(&wf_checked, NULL, 2), 0);
-    wf_bad = 0;
     CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, wf_worker, NULL), 0);
     pthread_barrier_wait(&wf_forked);
     pid = fork();
