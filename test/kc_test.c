@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <CUnit/Basic.h>
 #include <openssl/core_dispatch.h>
@@ -743,6 +744,38 @@ void kct_check_cold_thread(void *(*fn)(void *), uint64_t min)
         fprintf(stderr, "\nmiss-heavy thread: %d problems\n", bad);
     CU_ASSERT_EQUAL(bad, 0);
     CU_ASSERT(kct_counter(KEYCACHE_PARAM_PASSTHROUGH) >= p0 + min);
+}
+
+int kct_kernel_wipes(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    void *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int ok;
+
+    if (p == MAP_FAILED)
+        return 0;
+    ok = madvise(p, (size_t)page, MADV_WIPEONFORK) == 0;
+    munmap(p, (size_t)page);
+    return ok;
+}
+
+int kct_wf_ranges(void)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512], *t;
+    int n = 0;
+
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "VmFlags:", 8) != 0)
+            continue;
+        for (t = strtok(line + 8, " \n"); t != NULL; t = strtok(NULL, " \n"))
+            n += strcmp(t, "wf") == 0;
+    }
+    fclose(f);
+    return n;
 }
 
 void kct_fill(unsigned char *buf, size_t len, uint32_t seed)

@@ -266,6 +266,13 @@ int kct_child_output(const char *self, const char *conf, const char *name,
                      char **out);
 
 /* Deterministic pseudo-random bytes for tests. */
+/* Does this kernel take MADV_WIPEONFORK (Linux 4.14)? */
+int kct_kernel_wipes(void);
+/*
+ * Ranges of this process's memory the kernel wipes in a child (VmFlags
+ * "wf" in /proc/self/smaps: one a thread cache of keycache's), or -1.
+ */
+int kct_wf_ranges(void);
 void kct_fill(unsigned char *buf, size_t len, uint32_t seed);
 /*
  * Run fn on a thread of its own, with a pointer to an int problem count

@@ -945,6 +945,47 @@ static void test_fork_record_counts_afresh(void)
     OSSL_LIB_CTX_free(ctx);
 }
 
+/*
+ * A child's first contexts are its own again, as a new process's, for
+ * every row that has them.  The parent spent its own and caches key 1; in
+ * the child, key 2's first three uses are the application's default's,
+ * never counted, so its fourth is no entry yet (admit_after = 3).  In a
+ * fresh process: only a single-threaded parent's child admits.
+ */
+static void fresh_firsts(void)
+{
+    OSSL_LIB_CTX *ctx = scan_ctx(1);
+    size_t row;
+    int i, bad = 0;
+    pid_t pid;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_EQUAL_FATAL(spend_first_of(ctx, NROWS), 0);
+    for (row = 0; row < NROWS; row++)
+        for (i = 0; i < 4; i++)
+            CU_ASSERT(scan_same(ctx, row, 1));
+    CU_ASSERT_FATAL(kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES) > 0);
+    fflush(NULL);
+    if ((pid = fork()) == 0) {
+        alarm(KCT_CHILD_ALARM);
+        for (row = 0; row < NROWS; row++) {
+            if (!kct_fams[row].first)
+                continue;
+            for (i = 0; i < 4; i++)
+                bad |= !scan_same(ctx, row, 2);
+            if (kct_counter_in(ctx, KEYCACHE_PARAM_ENTRIES) != 0) {
+                fprintf(stderr, "\n  %s: the child's first contexts were "
+                        "counted\n", kct_fams[row].id);
+                bad = 1;
+            }
+        }
+        fflush(stderr);
+        _exit(bad);
+    }
+    CU_ASSERT_EQUAL(scan_wait(pid), 0);
+    OSSL_LIB_CTX_free(ctx);
+}
+
 /* A worker of a pool: uses key 1 of every row, then idles until told. */
 typedef struct {
     OSSL_LIB_CTX *ctx;
@@ -1067,21 +1108,6 @@ static void fresh_own(void)
     fork_one_thread_as(1, 0);
 }
 
-/* Does this kernel take MADV_WIPEONFORK (Linux 4.14)? */
-static int kernel_wipes(void)
-{
-    long page = sysconf(_SC_PAGESIZE);
-    void *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    int ok;
-
-    if (p == MAP_FAILED)
-        return 0;
-    ok = madvise(p, (size_t)page, MADV_WIPEONFORK) == 0;
-    munmap(p, (size_t)page);
-    return ok;
-}
-
 /*
  * A seccomp filter that fails madvise() with err for the advice a or b: 0
  * if it could not be installed.
@@ -1181,7 +1207,7 @@ static void fresh_noundo(void)
 static void fresh_nowipe(void)
 {
     CU_ASSERT_TRUE_FATAL(refuse_advice(MADV_WIPEONFORK, MADV_KEEPONFORK,
-                                       EPERM) && !kernel_wipes());
+                                       EPERM) && !kct_kernel_wipes());
     fork_one_thread_as(1, 1);
     fork_worker(1, 0);
     threads_free_caches();
@@ -1205,7 +1231,7 @@ static int raw_child(void)
         bad += hmac_keys_differ(5000, 2, 1);
     n = kct_counter_in(kct_keycache(), KEYCACHE_PARAM_ENTRIES);
     /* (a kernel that wipes nothing leaves the parent's cache as it was) */
-    if (n != 2 && kernel_wipes()) {
+    if (n != 2 && kct_kernel_wipes()) {
         fprintf(stderr, "\n  _Fork() child: %llu entries for 2 keys\n",
                 (unsigned long long)n);
         bad++;
@@ -1279,6 +1305,11 @@ static void test_fork_fresh_raw(void)
     run_fresh("fresh-raw");
 }
 
+static void test_fork_fresh_firsts(void)
+{
+    run_fresh("fresh-firsts");
+}
+
 static void test_fork_fresh_noundo(void)
 {
     run_fresh("fresh-noundo");
@@ -1300,28 +1331,6 @@ static void add_fresh(void (*fn)(void))
 /* ---------------------------------------------------------------------- */
 /* Key pages the kernel wipes                                             */
 
-/*
- * Ranges of this process's memory the kernel wipes in a child (VmFlags
- * "wf" in /proc/self/smaps), or -1.
- */
-static int wf_ranges(void)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    char line[512], *t;
-    int n = 0;
-
-    if (f == NULL)
-        return -1;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        if (strncmp(line, "VmFlags:", 8) != 0)
-            continue;
-        for (t = strtok(line + 8, " \n"); t != NULL; t = strtok(NULL, " \n"))
-            n += strcmp(t, "wf") == 0;
-    }
-    fclose(f);
-    return n;
-}
-
 static pthread_barrier_t wf_forked, wf_checked;
 static int wf_during, wf_bad;
 
@@ -1330,7 +1339,7 @@ static void *wf_worker(void *arg)
 {
     (void)arg;
     wf_bad = hmac_keys_differ(9000, 1, 16);
-    wf_during = wf_ranges();
+    wf_during = kct_wf_ranges();
     pthread_barrier_wait(&wf_forked);
     pthread_barrier_wait(&wf_checked);
     return NULL;
@@ -1349,12 +1358,12 @@ static void test_fork_wiped_pages(void)
     int before, status = -1;
     pid_t pid;
 
-    if (!kernel_wipes()) {
+    if (!kct_kernel_wipes()) {
         fprintf(stderr, "\n  (this kernel wipes nothing on fork: a child "
                 "wipes keycache's pages itself)\n");
         return;
     }
-    before = wf_ranges();
+    before = kct_wf_ranges();
     CU_ASSERT_TRUE_FATAL(before >= 0);
     CU_ASSERT_EQUAL_FATAL(pthread_barrier_init(&wf_forked, NULL, 2), 0);
     CU_ASSERT_EQUAL_FATAL(pthread_barrier_init(&wf_checked, NULL, 2), 0);
@@ -1362,7 +1371,7 @@ static void test_fork_wiped_pages(void)
     pthread_barrier_wait(&wf_forked);
     pid = fork();
     if (pid == 0)
-        _exit(wf_ranges() == before ? 0 : 1);
+        _exit(kct_wf_ranges() == before ? 0 : 1);
     if (pid > 0)
         waitpid(pid, &status, 0);
     pthread_barrier_wait(&wf_checked);
@@ -1370,7 +1379,7 @@ static void test_fork_wiped_pages(void)
     CU_ASSERT_EQUAL(wf_bad, 0);
     CU_ASSERT_EQUAL(wf_during, before + 1);
     CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    CU_ASSERT_EQUAL(wf_ranges(), before);
+    CU_ASSERT_EQUAL(kct_wf_ranges(), before);
     pthread_barrier_destroy(&wf_forked);
     pthread_barrier_destroy(&wf_checked);
 }
@@ -1390,6 +1399,8 @@ static void add_suites(void)
     scan_keys_init();
     CU_add_test(s, "a child of a thread without a cache counts afresh",
                 test_fork_record_counts_afresh);
+    CU_add_test(s, "a child's first contexts are its own again (fresh "
+                "process)", test_fork_fresh_firsts);
     CU_add_test(s, "the same, its process's only thread (fresh process)",
                 test_fork_fresh_record);
     /*
@@ -1429,6 +1440,7 @@ static const struct {
     { "fresh-record", fresh_record }, { "fresh-storm", fresh_storm },
     { "fresh-own", fresh_own }, { "fresh-raw", fresh_raw_fork },
     { "fresh-noundo", fresh_noundo }, { "fresh-nowipe", fresh_nowipe },
+    { "fresh-firsts", fresh_firsts },
 };
 static void (*fresh_fn)(void);
 

@@ -1059,6 +1059,11 @@ MUTANTS = {
     "fork-held-tmpl-kept": ("provider/cache/store.c",
         "        if (h->tmpl != NULL)\n            alg->freectx(h->tmpl);\n        live++;",
         "        live++;"),
+    # a fork child counts the template families' first contexts on from
+    # its parent's
+    "fork-firsts-kept": ("provider/cache/store.c",
+        "    memset(&kc_cache_firsts, 0, sizeof(kc_cache_firsts));\n",
+        ""),
     # ... nor a spare context given back
     "fork-held-spares-kept": ("provider/cache/store.c",
         "                alg->freectx(h->spare[n]);",

@@ -71,6 +71,18 @@ void kc_cache_fork_arm(void);
  */
 extern __thread unsigned char kc_cache_first_misses
     __attribute__((tls_model("initial-exec")));
+/*
+ * The same for the template families' first contexts (layer.h's
+ * kc_tcore_app_first()), per instance: zeroed with it.  The default's
+ * fetches and the family's checks a first context spares are built in a
+ * child already, but a miss on the template path is not (fork-child-cmac).
+ */
+typedef struct {
+    uint64_t inst;                      /* whose counts these are */
+    unsigned char n[KC_FAM_COUNT];
+} KC_FIRSTS;
+extern __thread KC_FIRSTS kc_cache_firsts
+    __attribute__((tls_model("initial-exec")));
 void kc_cache_stop(KC_PROVCTX *pctx);
 KC_CACHE *kc_cache_get(KC_PROVCTX *pctx);
 void kc_cache_counters(KC_PROVCTX *pctx, KC_COUNTERS *sum, uint64_t *entries);

@@ -1069,6 +1069,7 @@ static void caches_prefork(void)
  */
 __thread unsigned char kc_cache_first_misses
     __attribute__((tls_model("initial-exec")));
+__thread KC_FIRSTS kc_cache_firsts __attribute__((tls_model("initial-exec")));
 
 static void caches_forked(void)
 {
@@ -1076,6 +1077,7 @@ static void caches_forked(void)
     KC_CACHE *c, *next, *mine;
 
     kc_cache_first_misses = 0;
+    memset(&kc_cache_firsts, 0, sizeof(kc_cache_firsts));
     /*
      * The forking thread's caches are its own again, wiped; it is not
      * counted again among the child's threads that keyed.

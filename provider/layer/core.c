@@ -18,9 +18,6 @@
 
 #include "layer/layer.h"
 
-/* (layer.h) a fork child inherits the counts: its parent's first contexts */
-__thread KC_FIRSTS kc_tcore_firsts __attribute__((tls_model("initial-exec")));
-
 /* a volatile signature's memo key mixes it with the shape's hash */
 #define KC_VOL_MIX 0xc2b2ae3d27d4eb4fULL
 

@@ -166,17 +166,11 @@ typedef struct {
  * starts over).  Inline: every new context of such a family asks.
  */
 #define KC_APP_FIRST 3
-typedef struct {
-    uint64_t inst;                      /* whose counts these are */
-    unsigned char n[KC_FAM_COUNT];
-} KC_FIRSTS;
-extern __thread KC_FIRSTS kc_tcore_firsts
-    __attribute__((tls_model("initial-exec")));
 
 static ossl_inline int kc_tcore_app_first(const KC_PROVCTX *pctx,
                                           const KC_ALG *alg)
 {
-    KC_FIRSTS *t = &kc_tcore_firsts;
+    KC_FIRSTS *t = &kc_cache_firsts;
     unsigned char *n = &t->n[alg->stat - KC_STAT_FAM];
 
     if (t->inst != pctx->inst) {
