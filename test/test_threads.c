@@ -22,6 +22,7 @@
 #include <openssl/provider.h>
 
 #include "kc_family.h"
+#include "kc_fetch_count.h"
 #include "kc_test.h"
 #include "keycache.h"
 
@@ -941,7 +942,7 @@ static void *gmac_template(void *arg)
 
 static void test_concurrent_mac_copies(void)
 {
-    OSSL_LIB_CTX *ctx = kct_keycache_conf("admit_after = 3\n");
+    OSSL_LIB_CTX *ctx = kct_keycache_conf("-admit_after\n");
     EVP_MAC_CTX *ref;
     pthread_t maker;
     void *made = NULL;
@@ -1004,7 +1005,7 @@ static void *hmac_template(void *arg)
 
 static void test_concurrent_hmac_copies(void)
 {
-    OSSL_LIB_CTX *ctx = kct_keycache_conf("admit_after = 3\n");
+    OSSL_LIB_CTX *ctx = kct_keycache_conf("-admit_after\n");
     EVP_MAC_CTX *ref, *keep = mac_tmpl;
     pthread_t maker;
     void *made;
@@ -1032,6 +1033,92 @@ static void test_concurrent_hmac_copies(void)
     OSSL_LIB_CTX_free(ctx);
 }
 
+/*
+ * A thread per task: a new thread that uses a family once, in a process
+ * whose main thread uses it all the time, keeps nothing of keycache's: no
+ * cache (no range of pages the kernel wipes in a child, which every cache
+ * has), and it fetches no more than the default does for that use.  What
+ * its contexts ask about fetches the instance remembers, not a cache made
+ * for the thread.  A library context per row under the deployed
+ * admission, warmed on the main thread; then two threads.  Outputs are
+ * the default's.
+ */
+static unsigned long fetches;
+KCT_COUNT_FETCHES(EVP_CIPHER, EVP_CIPHER_fetch, fetches)
+KCT_COUNT_FETCHES(EVP_MD, EVP_MD_fetch, fetches)
+
+static OSSL_LIB_CTX *once_ctx;
+
+typedef struct {
+    const KCT_FAM *f;
+    int bad, ranges;
+    unsigned long fetched, ref_fetched;
+} ONCE;
+
+static size_t once_run(OSSL_LIB_CTX *ctx, const KCT_FAM *f,
+                       unsigned char *out, unsigned long *fetched)
+{
+    unsigned long before = __atomic_load_n(&fetches, __ATOMIC_RELAXED);
+    size_t n = kct_fam_run(ctx, f, keys[0], f->keylen, msgs[0], MSGLEN, out);
+
+    *fetched = __atomic_load_n(&fetches, __ATOMIC_RELAXED) - before;
+    return n;
+}
+
+static void *once_task(void *arg)
+{
+    ONCE *o = arg;
+    unsigned char got[KCT_FAM_OUT(MSGLEN)], want[KCT_FAM_OUT(MSGLEN)];
+    size_t n = once_run(once_ctx, o->f, got, &o->fetched);
+
+    o->ranges = kct_wf_ranges();
+    o->bad = n == 0
+             || once_run(kct_default(), o->f, want, &o->ref_fetched) != n
+             || memcmp(got, want, n) != 0;
+    return NULL;
+}
+
+static void test_thread_once_no_cache(void)
+{
+    pthread_t t;
+    ONCE o;
+    size_t i;
+    int round, before, k;
+
+    if (!kct_kernel_wipes()) {
+        fprintf(stderr, "\n  (this kernel wipes nothing on fork: no pages "
+                "to count)\n");
+        return;
+    }
+    for (i = 0; i < kct_nfams; i++) {
+        once_ctx = kct_keycache_conf("-admit_after\n");
+        CU_ASSERT_FATAL(once_ctx != NULL);
+        /* past the main thread's first contexts, its key admitted */
+        for (k = 0; k < 8; k++)
+            CU_ASSERT(kct_fam_same("the main thread's", once_ctx,
+                                   &kct_fams[i], keys[1], kct_fams[i].keylen,
+                                   msgs[0], MSGLEN));
+        before = kct_wf_ranges();
+        CU_ASSERT_FATAL(before >= 0);
+        for (round = 0; round < 2; round++) {
+            memset(&o, 0, sizeof(o));
+            o.f = &kct_fams[i];
+            CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, once_task, &o), 0);
+            pthread_join(t, NULL);
+            if (o.bad || o.ranges != before || o.fetched > o.ref_fetched)
+                fprintf(stderr, "\n%s, thread %d: %s, %d ranges wiped in a "
+                        "child (%d before), %lu fetches (the default %lu)\n",
+                        o.f->id, round, o.bad ? "not the default's output"
+                        : "the default's output", o.ranges, before,
+                        o.fetched, o.ref_fetched);
+            CU_ASSERT_EQUAL(o.bad, 0);
+            CU_ASSERT_EQUAL(o.ranges, before);
+            CU_ASSERT(o.fetched <= o.ref_fetched);
+        }
+        OSSL_LIB_CTX_free(once_ctx);
+    }
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("threads", suite_init, NULL);
@@ -1056,6 +1143,8 @@ static void add_suites(void)
                 test_concurrent_mac_copies);
     CU_add_test(s, "threads copy one deferred HMAC template at the same time",
                 test_concurrent_hmac_copies);
+    CU_add_test(s, "a thread using each family once makes no cache",
+                test_thread_once_no_cache);
 }
 
 int main(int argc, char **argv)

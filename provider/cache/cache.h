@@ -129,16 +129,18 @@ unsigned int kc_cache_props_gen(KC_CACHE *c);
  */
 int kc_cache_keep_gen(KC_CACHE *c, unsigned int *gen);
 /*
- * The instance's memo of (name, properties) -> value (resolved digests),
+ * The instance's memo of (owner, name, properties) -> value (owner NULL:
+ * resolved digests; else the answers to owner's question about a fetch),
  * under the default properties in force: put drops an answer found under
- * gen (kc_cache_props_gen(), read before resolving) if they changed since.
+ * gen (kc_cache_props_gen(), read before resolving) if they changed since,
+ * and returns 1 if it kept it.  A thread needs no cache to use it.
  */
-const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
-                              const char *props);
-void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
-                       const void *value, unsigned int gen);
+const void *kc_cache_memo_get(KC_CACHE *c, const void *owner,
+                              const char *name, const char *props);
+int kc_cache_memo_put(KC_CACHE *c, const void *owner, const char *name,
+                      const char *props, const void *value, unsigned int gen);
 /*
- * The value last found or put, if it has no properties and its name fits;
+ * The digest last found or put, if it has no properties and its name fits;
  * *gen says under which default properties it holds (the caller checks).
  */
 #define KC_HINT_NAME 16

@@ -82,6 +82,7 @@ typedef struct {
 #define KC_MEMO_SLOTS 16
 #define KC_MEMO_NAME 64
 typedef struct {
+    const void *owner;        /* NULL: a digest; else what the value means */
     const void *value;
     unsigned int gen;         /* pctx->props_gen it was found at */
     size_t namelen;
@@ -1296,8 +1297,8 @@ static ossl_inline unsigned int *memo_last_of(KC_CACHE *c)
     return is_lite(c) ? &as_lite(c)->memo_last : &c->memo_last;
 }
 
-const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
-                              const char *props)
+const void *kc_cache_memo_get(KC_CACHE *c, const void *owner,
+                              const char *name, const char *props)
 {
     KC_PROVCTX *pctx = pctx_of(c);
     const struct kc_shared_st *sh = pctx->shared;
@@ -1309,18 +1310,19 @@ const void *kc_cache_memo_get(KC_CACHE *c, const char *name,
         props = "";
     /* slots are filled in order: the first empty one ends them */
     for (i = 0; i < KC_MEMO_SLOTS && (m = memo_at(sh, i)) != NULL; i++) {
-        if (m->gen == gen && strcmp(m->name, name) == 0
+        if (m->gen == gen && m->owner == owner && strcmp(m->name, name) == 0
             && (m->props[0] == props[0]
                 && (props[0] == '\0' || strcmp(m->props, props) == 0))) {
-            *memo_last_of(c) = i;
+            if (owner == NULL)
+                *memo_last_of(c) = i;
             return m->value;
         }
     }
     return NULL;
 }
 
-void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
-                       const void *value, unsigned int gen)
+int kc_cache_memo_put(KC_CACHE *c, const void *owner, const char *name,
+                      const char *props, const void *value, unsigned int gen)
 {
     KC_PROVCTX *pctx = pctx_of(c);
     struct kc_shared_st *sh = pctx->shared;
@@ -1334,7 +1336,8 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
         || strlen(name) >= KC_MEMO_NAME || strlen(props) >= KC_MEMO_NAME
         || memo_at(sh, KC_MEMO_SLOTS - 1) != NULL
         || (m = OPENSSL_malloc(sizeof(*m))) == NULL)
-        return;
+        return 0;
+    m->owner = owner;
     m->namelen = strlen(name);
     strcpy(m->name, name);
     strcpy(m->props, props);
@@ -1344,12 +1347,14 @@ void kc_cache_memo_put(KC_CACHE *c, const char *name, const char *props,
         expect = NULL;
         if (__atomic_compare_exchange_n(&sh->memo[i], &expect, m, 0,
                                         __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
-            *memo_last_of(c) = i;
-            return;
+            if (owner == NULL)
+                *memo_last_of(c) = i;
+            return 1;
         }
     }
     /* full: the name is resolved again next time */
     OPENSSL_free(m);
+    return 0;
 }
 
 int kc_cache_pair_hint(const KC_CACHE *c, const void *owner, const char *a,
@@ -1372,7 +1377,8 @@ void kc_cache_pair_hint_put(KC_CACHE *c, const void *owner, const char *a,
 
     if (alen > KC_PAIR_HINT_MAX || blen > KC_PAIR_HINT_MAX)
         return;
-    if (is_lite(c) && (c = lite_body(as_lite(c))) == NULL)
+    /* a hint is not worth a cache of its own (a thread per task) */
+    if (is_lite(c) && (c = as_lite(c)->body) == NULL)
         return;
     c->pair.owner = NULL;
     memcpy(c->pair.a, a, alen);
@@ -1402,8 +1408,9 @@ const void *kc_cache_memo_last(KC_CACHE *c, char name[KC_HINT_NAME],
 {
     const KC_MEMO *m = memo_at(pctx_of(c)->shared, *memo_last_of(c));
 
-    /* a whole name with room for its NUL, no properties */
-    if (m == NULL || m->props[0] != '\0' || m->namelen >= KC_HINT_NAME)
+    /* a digest's whole name with room for its NUL, no properties */
+    if (m == NULL || m->owner != NULL || m->props[0] != '\0'
+        || m->namelen >= KC_HINT_NAME)
         return NULL;
     memcpy(name, m->name, KC_HINT_NAME);
     *gen = m->gen;

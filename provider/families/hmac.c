@@ -461,7 +461,7 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
         && w->hint_gen == kc_props_gen(pctx) && strcmp(name, w->hint) == 0)
         return w->hint_dg;
     c = kc_cache_get(pctx);
-    if (c != NULL && (d = kc_cache_memo_get(c, name, props)) != NULL) {
+    if (c != NULL && (d = kc_cache_memo_get(c, NULL, name, props)) != NULL) {
         w->hint_dg = kc_cache_memo_last(c, w->hint, &w->hint_gen);
         return d;
     }
@@ -490,7 +490,7 @@ static const KC_DIGEST *resolve_digest(KC_HMAC_CTX *w, const char *name,
     if (d == NULL)
         return &unknown_digest;
     if (keep && !noisy) {
-        kc_cache_memo_put(c, name, props, d, gen);
+        (void)kc_cache_memo_put(c, NULL, name, props, d, gen);
         w->hint_dg = kc_cache_memo_last(c, w->hint, &w->hint_gen);
     }
     return d;

@@ -263,10 +263,11 @@ static void first_named(const char *param, const OSSL_PARAM params[],
 }
 
 /*
- * ask(pctx, name, props), remembered per thread and (owner, name, props)
- * while the default properties stay the same: a fetch's answer may change
- * with them, and the thread's cache then starts again (kc_cache_get()),
- * so the callback that says so is registered first.
+ * ask(pctx, name, props), remembered per (owner, name, props) while the
+ * default properties stay the same: a fetch's answer may change with them,
+ * so the callback that says so is registered first.  In the instance's
+ * memo, which a thread needs no cache to read (a thread per task asks
+ * once per process); per thread where that is full or the strings long.
  */
 #define KC_MEMO_PROPS_MAX 256
 
@@ -275,6 +276,7 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
                     int (*ask)(KC_PROVCTX *, const char *, const char *))
 {
     const char *q = props != NULL ? props : "";
+    const void *m;
     KC_CACHE *c;
     size_t nlen, plen;
     uint64_t h;
@@ -286,6 +288,11 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
     /* no query and an empty one are the same query */
     if ((v = kc_cache_pair_hint(c, owner, name, q)) >= 0)
         return v;
+    if ((m = kc_cache_memo_get(c, owner, name, q)) != NULL) {
+        v = (int)((uintptr_t)m - 1);
+        kc_cache_pair_hint_put(c, owner, name, q, v);
+        return v;
+    }
     if ((plen = strlen(q) + 1) > KC_MEMO_PROPS_MAX)
         return ask(pctx, name, props);
     nlen = strlen(name) + 1;
@@ -297,8 +304,11 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
     if ((v = kc_cache_rec_get(c, owner, h, (const unsigned char *)name, nlen,
                               (const unsigned char *)q, plen)) < 0) {
         v = ask(pctx, name, q);
-        if (!kc_cache_rec_put(c, owner, h, (const unsigned char *)name, nlen,
-                              (const unsigned char *)q, plen, v, gen))
+        if (!kc_cache_memo_put(c, owner, name, q,
+                               (const void *)(uintptr_t)(v + 1), gen)
+            && !kc_cache_rec_put(c, owner, h, (const unsigned char *)name,
+                                 nlen, (const unsigned char *)q, plen, v,
+                                 gen))
             return v;
     }
     kc_cache_pair_hint_put(c, owner, name, q, v);
