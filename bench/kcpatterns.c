@@ -30,11 +30,12 @@
  * Kinds: `proc` counts the whole process (started with instrumentation
  * on); `first` loads the config, then counts one call; `ops` warms up, then
  * counts N ops; `fork` counts N fork()s of a warmed parent, each child
- * doing one HMAC and _exit(0), in the parent and the child (callgrind
- * writes each child's counts to a file of its own); `thread` counts N
- * threads created, each doing one HMAC, and joined.  `ref` is counted as
- * `ops` is, in the default arm only: a reference figure patterns.sh
- * prints beside a row's, not a row of its own.
+ * doing one HMAC (or one op of the row's family) and _exit(0), in the
+ * parent and the child (callgrind writes each child's counts to a file of
+ * its own); `thread` counts N threads created, each doing the same, and
+ * joined.  `ref` is counted as `ops` is, in the default arm only: a
+ * reference figure patterns.sh prints beside a row's, not a row of its
+ * own.
  */
 #define _GNU_SOURCE
 
@@ -862,7 +863,41 @@ static int op_tls_records(const ROW *r, long i)
 }
 
 /*
- * Fork a child that computes one HMAC (mac) or exits at once, and wait: 1
+ * What a fork child or a new thread computes: one HMAC, unless the row's
+ * setup (task_parent()) chose another family's task.
+ */
+static FN task_op;
+
+static int task(void)
+{
+    return task_op != NULL ? task_op(NULL, 0) : qhmac(keys[0], 32);
+}
+
+/*
+ * The parent of a fork or thread row of another family (r->arg in
+ * fams[]): the task is one op of it with keys[0], and the parent warms up
+ * with 8, past its first contexts, the key cached and hit.
+ */
+static int task_parent(const ROW *r, long i)
+{
+    static const struct { FN setup, op; } fams[] = {
+        { NULL, op_qcmac }, { NULL, op_qgmac }, { NULL, op_qkmac },
+        { fetch_gcm, op_aead_iv }, { fetch_ocb, op_aead_iv },
+        { fetch_siv, op_aead_noiv },
+    };
+    int n;
+
+    if (fams[r->arg].setup != NULL && !fams[r->arg].setup(r, i))
+        return 0;
+    task_op = fams[r->arg].op;
+    for (n = 0; n < 8; n++)
+        if (!task_op(r, i))
+            return 0;
+    return 1;
+}
+
+/*
+ * Fork a child that computes one task (mac) or exits at once, and wait: 1
  * if it succeeded.  A child starts with a copy of callgrind's counts in
  * the parent: dump (and so zero) them first, so that each child's file
  * holds only what the child ran, and the parent's share is in the
@@ -878,7 +913,7 @@ static int fork_child(int mac)
     if (pid < 0)
         return 0;
     if (pid == 0)
-        _exit(!mac || qhmac(keys[0], 32) ? 0 : 1);
+        _exit(!mac || task() ? 0 : 1);
     return waitpid(pid, &st, 0) == pid && WIFEXITED(st)
            && WEXITSTATUS(st) == 0;
 }
@@ -931,7 +966,7 @@ static int op_free_keyed(const ROW *r, long i)
 
 static void *thread_task(void *arg)
 {
-    return qhmac(keys[0], 32) ? arg : NULL;
+    return task() ? arg : NULL;
 }
 
 static int op_thread(const ROW *r, long i)
@@ -969,6 +1004,18 @@ static const ROW rows[] = {
     { "fork-then-parent-mac", K_FORK, fork_parent, op_fork_then_mac, 2, 10,
       1, "a parent that forks a helper per request (fork()+exec()) and "
       "computes an HMAC itself: CGI-style servers, Python's subprocess" },
+#define TASK_ROWS(fam, i, what)                                          \
+    { "fork-child-" fam, K_FORK, task_parent, op_fork, 2, 10, i,          \
+      "fork-per-connection servers whose parent and children use " what }, \
+    { "thread-per-task-" fam, K_THREAD, task_parent, op_thread, 2, 20, i, \
+      "thread-per-request servers and worker pools using " what }
+    TASK_ROWS("cmac", 0, "CMAC-AES-256 (EMV, IoT provisioning services)"),
+    TASK_ROWS("gmac", 1, "GMAC-AES-256"),
+    TASK_ROWS("kmac", 2, "KMAC128"),
+    TASK_ROWS("gcm", 3, "AES-256-GCM, a fetched cipher and a new context "
+              "per message (services sealing records or tokens)"),
+    TASK_ROWS("ocb", 4, "AES-256-OCB"),
+    TASK_ROWS("siv", 5, "AES-128-SIV (key wrapping)"),
     { "free-keyed-hmac", K_REF, keyed_held, op_free_keyed, 0, FULL_KEYS, 0,
       "the default's own free of a used keyed HMAC context, against which "
       "a fork child's work per entry of a full parent cache is judged" },
