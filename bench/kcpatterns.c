@@ -1007,7 +1007,7 @@ static const ROW rows[] = {
 #define TASK_ROWS(fam, i, what)                                          \
     { "fork-child-" fam, K_FORK, task_parent, op_fork, 2, 10, i,          \
       "fork-per-connection servers whose parent and children use " what }, \
-    { "thread-per-task-" fam, K_THREAD, task_parent, op_thread, 2, 20, i, \
+    { "thread-per-task-" fam, K_THREAD, task_parent, op_thread, 2, 100, i,\
       "thread-per-request servers and worker pools using " what }
     TASK_ROWS("cmac", 0, "CMAC-AES-256 (EMV, IoT provisioning services)"),
     TASK_ROWS("gmac", 1, "GMAC-AES-256"),
