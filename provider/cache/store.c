@@ -1345,12 +1345,21 @@ int kc_cache_memo_put(KC_CACHE *c, const void *owner, const char *name,
     m->gen = gen;
     for (i = 0; i < KC_MEMO_SLOTS; i++) {
         expect = NULL;
-        if (__atomic_compare_exchange_n(&sh->memo[i], &expect, m, 0,
-                                        __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
-            if (owner == NULL)
-                *memo_last_of(c) = i;
-            return 1;
+        if (!__atomic_compare_exchange_n(&sh->memo[i], &expect, m, 0,
+                                         __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+            /*
+             * taken; by the same answer from a thread that asked at the
+             * same time (threads starting together), it is kept once
+             */
+            if (expect->gen != gen || expect->owner != owner
+                || strcmp(expect->name, name) != 0
+                || strcmp(expect->props, props) != 0)
+                continue;
+            OPENSSL_free(m);
         }
+        if (owner == NULL)
+            *memo_last_of(c) = i;
+        return 1;
     }
     /* full: the name is resolved again next time */
     OPENSSL_free(m);

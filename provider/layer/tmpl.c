@@ -321,7 +321,7 @@ static int memo_ask(KC_PROVCTX *pctx, const char *owner, const char *name,
  * keycache's private one?  Yes if the cipher it fetches (named in params,
  * else last in the record) resolves in the application's library context
  * to another provider's or to none, which only a fetch there reproduces.
- * Learned per thread and (cipher, properties).  One passing through with
+ * Learned per (cipher, properties), memo_ask().  One passing through with
  * no cipher yet fetches whatever later calls name: the application's,
  * then.
  */
