@@ -573,12 +573,18 @@ static OSSL_PROVIDER *unload_me;
 static void p_unload(OSSL_LIB_CTX *libctx, REC *r)
 {
     EVP_MAC_CTX *c1 = new_ctx(libctx, r), *c2 = new_ctx(libctx, r);
+    EVP_MAC_CTX *c3 = new_ctx(libctx, r);
     OSSL_PARAM p[2] = { digest("SHA256"), OSSL_PARAM_END };
+    int one = 1;
+    OSSL_PARAM oneshot[2] = {
+        OSSL_PARAM_construct_int(OSSL_MAC_PARAM_DIGEST_ONESHOT, &one),
+        OSSL_PARAM_END };
     int i;
 
-    if (c1 != NULL && c2 != NULL) {
+    if (c1 != NULL && c2 != NULL && c3 != NULL) {
         rc(r, "set", EVP_MAC_CTX_set_params(c1, p));
         rc(r, "set", EVP_MAC_CTX_set_params(c2, p));
+        rc(r, "set", EVP_MAC_CTX_set_params(c3, p));
         init_key(r, c1, NULL, 0, 32);
         finish(r, c1, "before");
         rc(r, "unload", OSSL_PROVIDER_unload(unload_me));
@@ -588,9 +594,19 @@ static void p_unload(OSSL_LIB_CTX *libctx, REC *r)
         }
         init_key(r, c2, NULL, 1, 32);
         finish(r, c2, "first after");
+        /*
+         * keyed now (keycache's inner a private one), passed through by a
+         * flag no keyless init undoes, then named a digest: the
+         * application's context, without its default, finds none
+         */
+        init_key(r, c3, NULL, 2, 32);
+        rc(r, "oneshot", EVP_MAC_CTX_set_params(c3, oneshot));
+        rc(r, "digest again", EVP_MAC_CTX_set_params(c3, p));
+        finish(r, c3, "passed through");
     }
     EVP_MAC_CTX_free(c1);
     EVP_MAC_CTX_free(c2);
+    EVP_MAC_CTX_free(c3);
 }
 
 /* the test config, its default not activated (the test loads it) */

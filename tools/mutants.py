@@ -140,6 +140,12 @@ MUTANTS = {
     "hmac-pt-digest-private-errors": ("provider/families/hmac.c",
         "    if (w->app_mac == NULL && !w->app_keyed && params != NULL\n        && (dig",
         "    if (0 && w->app_mac == NULL && !w->app_keyed && params != NULL\n        && (dig"),
+    # ... and where that fetch fails, the inner takes the list as given,
+    # finds the digest in keycache's context and keeps a digest the
+    # default's failed set dropped
+    "hmac-pt-digest-fail-kept": ("provider/families/hmac.c",
+        "    (void)fns(w)->set_ctx_params(w->inner, cp);",
+        "    (void)fns(w)->set_ctx_params(w->inner, params);"),
     # a child forked while other threads ran walks the loader's lists to
     # admit a key (one of them may have held its lock: the child hangs)
     "origin-forked-threaded-walks": ("provider/cache/origin.c",

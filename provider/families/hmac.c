@@ -1305,6 +1305,29 @@ static int names_twice(const OSSL_PARAM params[])
  * Otherwise the inner's set decides; where OpenSSL 4 keeps a successful
  * fetch's errors, the application's context's stay, not the inner's.
  */
+/*
+ * The state the default's set of params leaves where its digest fetch
+ * fails: its old digest dropped, nothing after it taken.  The inner may
+ * find the name (keycache's private context has the default's digests),
+ * so it is given a name no provider has.
+ */
+static void pt_fail_digest(KC_HMAC_CTX *w, const OSSL_PARAM params[],
+                           const OSSL_PARAM *dig)
+{
+    static char none[] = "keycache: no such digest";
+    OSSL_PARAM cp[16];
+    size_t n;
+
+    for (n = 0; params[n].key != NULL; n++)
+        if (n + 1 == sizeof(cp) / sizeof(cp[0])) {
+            (void)fns(w)->set_ctx_params(w->inner, params);
+            return;
+        }
+    memcpy(cp, params, (n + 1) * sizeof(cp[0]));
+    cp[dig - params] = OSSL_PARAM_construct_utf8_string(dig->key, none, 0);
+    (void)fns(w)->set_ctx_params(w->inner, cp);
+}
+
 static KC_NOINLINE int pt_set_digest(KC_HMAC_CTX *w, const OSSL_PARAM params[],
                                      const OSSL_PARAM *dig)
 {
@@ -1325,7 +1348,7 @@ static KC_NOINLINE int pt_set_digest(KC_HMAC_CTX *w, const OSSL_PARAM params[],
     md = app_md_fetch(w->pctx, dig->data, props != NULL ? props->data : NULL);
     if (md == NULL) {
         ERR_set_mark();
-        (void)fns(w)->set_ctx_params(w->inner, params);
+        pt_fail_digest(w, params, dig);
         ERR_pop_to_mark();
         ERR_clear_last_mark();
         return 0;
