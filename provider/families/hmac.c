@@ -1295,17 +1295,6 @@ static int names_twice(const OSSL_PARAM params[])
 }
 
 /*
- * A digest for an inner that may be keycache's private one (new_inner()),
- * passed through.  Such an inner fetches it in keycache's library
- * context, the default in the application's: whether
- * the name is found there, and what a fetch leaves on the error queue,
- * are that context's to say.  So the name is fetched there first.  If
- * that fails, the default's set fails with those errors, and the inner
- * takes the same list quietly, to be in the state a failed set leaves.
- * Otherwise the inner's set decides; where OpenSSL 4 keeps a successful
- * fetch's errors, the application's context's stay, not the inner's.
- */
-/*
  * The state the default's set of params leaves where its digest fetch
  * fails: its old digest dropped, nothing after it taken.  The inner may
  * find the name (keycache's private context has the default's digests),
@@ -1328,6 +1317,17 @@ static void pt_fail_digest(KC_HMAC_CTX *w, const OSSL_PARAM params[],
     (void)fns(w)->set_ctx_params(w->inner, cp);
 }
 
+/*
+ * A digest for an inner that may be keycache's private one (new_inner()),
+ * passed through.  Such an inner fetches it in keycache's library
+ * context, the default in the application's: whether
+ * the name is found there, and what a fetch leaves on the error queue,
+ * are that context's to say.  So the name is fetched there first.  If
+ * that fails, the default's set fails with those errors, and the inner
+ * fails quietly at the same point (pt_fail_digest()).
+ * Otherwise the inner's set decides; where OpenSSL 4 keeps a successful
+ * fetch's errors, the application's context's stay, not the inner's.
+ */
 static KC_NOINLINE int pt_set_digest(KC_HMAC_CTX *w, const OSSL_PARAM params[],
                                      const OSSL_PARAM *dig)
 {
