@@ -71,10 +71,12 @@ typedef struct {
 #define KC_SEEN_WAYS 4
 
 /*
- * Resolved digest names, one memo per instance shared by its threads.  A
- * name goes in a block of its own, published by compare-and-swap (on a
- * miss only) in the first empty slot and never written again while the
- * instance lives: readers take no lock and see whole names.  No secrets.
+ * Resolved digest names (owner NULL) and the answers to layer/tmpl.c's
+ * questions about where a fetch resolves (memo_ask(), owner its question),
+ * one memo per instance shared by its threads.  A name goes in a block of
+ * its own, published by compare-and-swap (on a miss only) in the first
+ * empty slot and never written again while the instance lives: readers
+ * take no lock and see whole names.  No secrets.
  * An answer holds for the default properties it was found under (gen):
  * after a change the name is resolved and published again, and once the
  * slots are full it is resolved at every look-up.
